@@ -1,0 +1,27 @@
+"""lightning_tau: set AdamW's weight decay from its EMA timescale in PyTorch Lightning.
+
+AdamW's weights are an exponential moving average of recent updates with timescale ``1 / (lr * weight_decay)``
+steps (Wang & Aitchison, ICML 2025). Fix the timescale in epochs, ``tau_epoch``, and the weight decay follows
+the dataset size, batch size and muP width.
+"""
+
+from lightning_tau.callback import TimescaleCallback
+from lightning_tau.timescale import (
+    tau_epoch,
+    tau_iter,
+    transfer_weight_decay,
+    weight_decay_for_tau_epoch,
+    weight_decay_for_tau_iter,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "TimescaleCallback",
+    "__version__",
+    "tau_epoch",
+    "tau_iter",
+    "transfer_weight_decay",
+    "weight_decay_for_tau_epoch",
+    "weight_decay_for_tau_iter",
+]

@@ -1,0 +1,127 @@
+"""Facts about a run read from a Lightning ``Trainer``: dataset size ``N`` and global batch size ``B``.
+
+Call these from ``on_train_start`` or later: only then has the fit loop set up its train dataloaders (a
+DataModule's ``setup`` may run late) and are ``limit_train_batches`` and the distributed sampler applied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import lightning.pytorch as pl
+from lightning.pytorch.utilities.combined_loader import CombinedLoader
+from torch.utils.data import DataLoader
+
+__all__ = ["RunShape", "read_global_batch_size", "read_dataset_size", "train_dataloaders"]
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """``N`` and ``B`` as resolved, with a word on where each came from (shown in the pre-flight summary)."""
+
+    dataset_size: float
+    global_batch_size: float
+    dataset_source: str
+    batch_source: str
+
+
+def train_dataloaders(trainer: pl.Trainer) -> list[Any]:
+    """The train dataloaders the fit loop uses, flattened (one entry per loader, in ``CombinedLoader`` order)."""
+    iterables = trainer.train_dataloader
+    if iterables is None:
+        return []
+    return list(CombinedLoader(iterables).flattened)
+
+
+def read_dataset_size(trainer: pl.Trainer) -> tuple[float, str]:
+    """``N``: the samples one epoch of this Trainer draws, summed over its train dataloaders.
+
+    Each loader contributes ``len(loader.dataset)``, or fewer samples when ``limit_train_batches`` cuts the epoch
+    short (``batches kept x per-device batch x world size``).
+
+    Raises:
+        ValueError: a loader's dataset has no length (an ``IterableDataset``), or there is no train dataloader.
+    """
+    loaders = train_dataloaders(trainer)
+    if not loaders:
+        raise ValueError(
+            "`TimescaleCallback` found no train dataloader to read the dataset size from."
+            " Pass `TimescaleCallback(dataset_size=...)`."
+        )
+    total = 0.0
+    limited = False
+    for loader in loaders:
+        dataset = getattr(loader, "dataset", None)
+        try:
+            size = len(dataset)  # type: ignore[arg-type]
+        except TypeError:
+            raise ValueError(
+                f"`TimescaleCallback` cannot read the dataset size: the train dataset {type(dataset).__name__!r}"
+                " has no length (an `IterableDataset`?). Pass `TimescaleCallback(dataset_size=...)` with the"
+                " number of samples (or tokens, with `batch_size` in tokens too) in one epoch."
+            ) from None
+        kept = _batches_kept(trainer, loader)
+        if kept is not None:
+            drawn = kept * _per_device_batch_size(loader) * trainer.world_size
+            if drawn < size:
+                size, limited = drawn, True
+        total += size
+    source = "train dataloader" + ("s" if len(loaders) > 1 else "")
+    if limited:
+        source += f", cut by limit_train_batches={trainer.limit_train_batches}"
+    return total, source
+
+
+def read_global_batch_size(trainer: pl.Trainer) -> tuple[float, str]:
+    """``B``: per-device batch size x ``trainer.world_size`` x ``trainer.accumulate_grad_batches``.
+
+    The per-device batch is the loader's ``batch_size``, else its ``batch_sampler.batch_size``; with several
+    train loaders their per-device batches are summed (every step draws one batch from each).
+
+    Raises:
+        ValueError: a loader's batch size cannot be known.
+    """
+    loaders = train_dataloaders(trainer)
+    if not loaders:
+        raise ValueError(
+            "`TimescaleCallback` found no train dataloader to read the batch size from."
+            " Pass `TimescaleCallback(batch_size=...)` with the global batch size."
+        )
+    per_device = sum(_per_device_batch_size(loader) for loader in loaders)
+    world, accumulate = trainer.world_size, trainer.accumulate_grad_batches
+    source = f"{per_device} per device x {world} device(s) x {accumulate} accumulation"
+    return float(per_device * world * accumulate), source
+
+
+def _per_device_batch_size(loader: Any) -> int:
+    batch_size = getattr(loader, "batch_size", None)
+    if batch_size is None:
+        batch_size = getattr(getattr(loader, "batch_sampler", None), "batch_size", None)
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+        kind = type(loader).__name__ if not isinstance(loader, DataLoader) else "DataLoader"
+        raise ValueError(
+            f"`TimescaleCallback` cannot read the per-device batch size of the train {kind} (got"
+            f" {batch_size!r}). Pass `TimescaleCallback(batch_size=...)` with the global batch size"
+            " (per-device batch x devices x gradient accumulation)."
+        )
+    return batch_size
+
+
+def _batches_kept(trainer: pl.Trainer, loader: Any) -> int | None:
+    """Batches per epoch ``limit_train_batches`` keeps of ``loader`` (per device), or ``None`` when unlimited.
+
+    Mirrors Lightning's ``_parse_num_batches``: an int keeps that many batches, a float that fraction.
+    """
+    limit = trainer.limit_train_batches
+    if limit is None:
+        return None
+    try:
+        length = len(loader)
+    except TypeError:
+        return None
+    if isinstance(limit, int):
+        return min(length, limit)
+    if limit >= 1.0:
+        return None
+    return int(length * limit)
