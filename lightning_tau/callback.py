@@ -287,7 +287,7 @@ class TimescaleCallback(Callback):
     def _plan(self, trainer: pl.Trainer) -> float | None:
         """Estimate each managed group's ``sum_t lr_t * weight_decay`` over the planned steps."""
         planned = trainer.estimated_stepping_batches
-        if not math.isfinite(planned):
+        if not math.isfinite(planned) or planned < 0:  # endless, or an iterable dataset without `max_steps`
             return None
         remaining = max(0, int(planned) - trainer.global_step)
         assert self.resolved_tau_iter is not None

@@ -251,7 +251,7 @@ def power_lines_tau_epoch(
 
     Example:
         >>> round(power_lines_tau_epoch(20.0), 4)
-        0.2222
+        0.2236
     """
     tpp = check_positive("tokens_per_parameter", tokens_per_parameter)
     coefficient = check_positive("coefficient", coefficient)

@@ -1,0 +1,53 @@
+"""Resuming from a checkpoint: the callback's value, not the restored optimizer state, is in force."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from conftest import TinyModel, make_loader, quiet_trainer
+from lightning.pytorch.callbacks import ModelCheckpoint
+from test_callback import Recorder, adamw
+
+from lightning_tau import TimescaleCallback
+
+
+def first_run(tmp_path) -> tuple[str, TimescaleCallback]:
+    cb = TimescaleCallback(tau_epoch=2.0)
+    ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True)
+    trainer = quiet_trainer(callbacks=[cb, ckpt], enable_checkpointing=True, max_epochs=2)
+    trainer.fit(TinyModel(adamw()), make_loader(n=120, batch_size=10))
+    return str(tmp_path / "last.ckpt"), cb
+
+
+def test_state_is_saved_in_the_checkpoint(tmp_path) -> None:
+    path, cb = first_run(tmp_path)
+    state = torch.load(path, weights_only=False)["callbacks"][cb.state_key]
+    assert state["dataset_size"] == 120
+    assert state["global_batch_size"] == 10
+    assert state["tau_iter"] == pytest.approx(24.0)
+    assert state["weight_decay"] == {"pg1": pytest.approx(10 / (1e-2 * 120 * 2.0))}
+
+
+def test_resume_keeps_the_decided_value(tmp_path) -> None:
+    path, _ = first_run(tmp_path)
+    recorder, cb = Recorder(), TimescaleCallback(tau_epoch=2.0)
+    trainer = quiet_trainer(callbacks=[cb, recorder], max_epochs=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit(TinyModel(adamw(wd=0.1)), make_loader(n=120, batch_size=10), ckpt_path=path)
+    assert not [w for w in caught if "shape changed" in str(w.message)]  # same shape: no change reported
+    assert trainer.global_step == 36 and len(recorder.steps) == 12  # really resumed at step 24
+    assert recorder.steps[0][0][1] == pytest.approx(10 / (1e-2 * 120 * 2.0))
+
+
+def test_resume_with_a_new_dataset_size_recomputes_and_warns(tmp_path) -> None:
+    path, _ = first_run(tmp_path)
+    recorder, cb = Recorder(), TimescaleCallback(tau_epoch=2.0)
+    trainer = quiet_trainer(callbacks=[cb, recorder], max_epochs=3)
+    with pytest.warns(UserWarning, match=r"dataset_size 120.0 -> 60.0, tau_iter 24.0 -> 12.0"):
+        trainer.fit(TinyModel(adamw()), make_loader(n=60, batch_size=10), ckpt_path=path)
+    # the restored optimizer state held 4.17; the first step after the resume must see the new closed form
+    assert recorder.steps[0][0][1] == pytest.approx(10 / (1e-2 * 60 * 2.0))
+    assert cb.groups[0].weight_decay_before == 0.1  # the user's own value, noted before the restore
