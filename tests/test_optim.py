@@ -1,0 +1,100 @@
+"""Optimizer inspection and the schedule look-ahead (torch only)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lightning_tau.optim import decay_kind, group_lr, group_names, group_width_mult, reference_lr
+from lightning_tau.schedule import ScheduledStep, planned_lr_sums
+
+
+def params() -> list[torch.nn.Parameter]:
+    return list(torch.nn.Linear(3, 3).parameters())
+
+
+class MyAdamW(torch.optim.AdamW):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (lambda p: torch.optim.AdamW(p), "decoupled"),
+        (lambda p: MyAdamW(p, weight_decay=0.0), "decoupled"),
+        (lambda p: torch.optim.Adam(p, weight_decay=0.1, decoupled_weight_decay=True), "decoupled"),
+        (lambda p: torch.optim.Adam(p, weight_decay=0.1), "coupled"),
+        (lambda p: torch.optim.SGD(p, lr=0.1, weight_decay=0.1), "coupled"),
+        (lambda p: torch.optim.RMSprop(p, weight_decay=1e-4), "coupled"),
+        (lambda p: torch.optim.Adam(p), "none"),
+    ],
+)
+def test_decay_kind(make, kind: str) -> None:
+    assert decay_kind(make(params())) == kind
+
+
+def test_mup_adamw_is_decoupled() -> None:
+    mup = pytest.importorskip("mup", reason="mup is an optional extra: pip install lightning-tau[mup]")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), mup.MuReadout(8, 2))
+    mup.set_base_shapes(model, None)
+    assert decay_kind(mup.MuAdamW(model.parameters(), lr=1e-3, weight_decay=0.1)) == "decoupled"
+
+
+def test_reference_lr_prefers_max_lr_then_initial_lr() -> None:
+    assert reference_lr({"lr": 0.1}) == 0.1
+    assert reference_lr({"lr": 0.01, "initial_lr": 0.1}) == 0.1
+    assert reference_lr({"lr": 0.01, "initial_lr": 0.004, "max_lr": 0.1}) == 0.1
+    assert group_lr({"lr": torch.tensor(0.5)}) == 0.5  # torch allows tensor learning rates
+
+
+def test_width_mult_from_group_key_or_mup() -> None:
+    assert group_width_mult({"params": [], "width_mult": 2}) == 2.0
+    mup = pytest.importorskip("mup", reason="mup is an optional extra: pip install lightning-tau[mup]")
+
+    def model(width: int) -> torch.nn.Module:
+        return torch.nn.Sequential(torch.nn.Linear(4, width), torch.nn.Linear(width, width), mup.MuReadout(width, 2))
+
+    wide = model(32)
+    mup.set_base_shapes(wide, model(8))
+    hidden = wide[1].weight  # both dimensions scale: a matrix-like parameter
+    assert group_width_mult({"params": [hidden, wide[1].bias]}) == 4.0
+    assert group_width_mult({"params": [wide[1].bias]}) is None  # vector-like: no multiplier
+
+
+def test_group_names_with_several_optimizers() -> None:
+    a = torch.optim.AdamW([{"params": params(), "name": "body"}, {"params": params()}])
+    b = torch.optim.SGD(params(), lr=0.1)
+    assert group_names([a, b]) == [["optimizer0/body", "optimizer0/pg2"], ["optimizer1/pg1"]]
+
+
+def test_planned_lr_sums_follows_the_schedule_without_touching_the_optimizer() -> None:
+    opt = torch.optim.AdamW(params(), lr=1.0)
+    sched = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)
+    # lrs over 4 steps: 0.5, 0.75, 1, 1
+    assert planned_lr_sums(opt, [ScheduledStep(sched)], 4, steps_per_epoch=4) == [pytest.approx(3.25)]
+    assert opt.param_groups[0]["lr"] == 0.5 and sched.last_epoch == 0  # untouched
+    # an epoch-interval scheduler steps every `steps_per_epoch` steps: lrs 1, 1, 0.1, 0.1, 0.01
+    opt2 = torch.optim.AdamW(params(), lr=1.0)
+    step = torch.optim.lr_scheduler.StepLR(opt2, step_size=1, gamma=0.1)
+    sums = planned_lr_sums(opt2, [ScheduledStep(step, "epoch")], 5, steps_per_epoch=2)
+    assert sums == [pytest.approx(2.21)]
+
+
+def test_planned_lr_sums_gives_up_where_it_cannot_know() -> None:
+    opt = torch.optim.AdamW(params())
+    plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)
+    assert planned_lr_sums(opt, [ScheduledStep(plateau, "epoch")], 10, steps_per_epoch=2) is None
+    assert planned_lr_sums(opt, [], 10, steps_per_epoch=float("inf")) is None
+
+
+def test_planned_lr_sums_copies_no_parameter_data() -> None:
+    big = torch.nn.Parameter(torch.zeros(1000, 1000))
+    opt = torch.optim.AdamW([big], lr=1.0)
+    big.grad = torch.ones_like(big)
+    opt.step()  # creates exp_avg and exp_avg_sq, as a resumed optimizer has them
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    from lightning_tau.schedule import _shadow_copy
+
+    shadow, _ = _shadow_copy(opt, [sched])
+    assert shadow.param_groups[0]["params"][0].numel() == 0
+    assert all(v.numel() == 0 for s in shadow.state.values() for v in s.values() if torch.is_tensor(v))
