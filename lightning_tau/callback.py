@@ -20,6 +20,8 @@ from lightning_tau._trainer import read_dataset_size, read_global_batch_size
 from lightning_tau.optim import decay_kind, group_lr, group_names, group_width_mult, reference_lr
 from lightning_tau.schedule import ScheduledStep, planned_lr_sums
 from lightning_tau.summary import GroupTimescale, format_summary
+from lightning_tau.transfer import TunedRun
+from lightning_tau.width import FixedLambdaPitfall, GroupRate, find_fixed_lambda_pitfall, format_fixed_lambda_pitfall
 
 __all__ = ["TimescaleCallback"]
 
@@ -68,6 +70,15 @@ class TimescaleCallback(Callback):
             ``weight_decay > 0``, ``SGD``, ...) is an error, because the EMA view needs decoupled decay. Set
             ``True`` to leave such optimizers untouched with a warning instead.
         verbose: print the pre-flight summary on rank zero.
+        token_budget: single-epoch LLM pre-training: the run's training tokens ``D``. Instead of ``tau_epoch``
+            or ``tau_iter``, pick the timescale from tokens per parameter with the Bergsma et al. 2025 power law
+            (:func:`lightning_tau.timescale.power_lines_tau_epoch`), ``tau = a * (D / num_params) ** b``, a
+            fraction of the run: ``tau_iter = tau * planned optimizer steps`` (the run is one epoch of ``D``
+            tokens, ``D / B`` steps). Needs a finite ``max_steps`` or ``max_epochs``.
+        num_params: the parameter count for tokens per parameter; default: the LightningModule's trainable
+            parameters, counted at fit start. Pass your own (e.g. non-embedding) count to match another convention.
+        power_law_coefficient: ``a`` of the power law (default 1.084, Bergsma et al. 2025).
+        power_law_exponent: ``b`` of the power law (default -0.527).
 
     Raises:
         ValueError: at construction for a bad argument; at fit start for an optimizer with coupled decay, no
@@ -77,10 +88,10 @@ class TimescaleCallback(Callback):
         >>> import lightning.pytorch as pl
         >>> from lightning_tau import TimescaleCallback
         >>> trainer = pl.Trainer(max_epochs=50, callbacks=[TimescaleCallback(tau_epoch=5.0)], logger=False)
-        >>> TimescaleCallback(tau_epoch=5.0, tau_iter=100)
+        >>> TimescaleCallback(tau_epoch=5.0, tau_iter=100)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback` takes exactly one of `tau_epoch` and `tau_iter`, got tau_epoch=5.0 and tau_iter=100.
+        ValueError: `TimescaleCallback` takes exactly one of `tau_epoch`, `tau_iter` and `token_budget`, ...
     """
 
     def __init__(
@@ -93,10 +104,30 @@ class TimescaleCallback(Callback):
         mode: Mode = "constant",
         skip_unsupported_optimizers: bool = False,
         verbose: bool = True,
+        token_budget: float | None = None,
+        num_params: int | None = None,
+        power_law_coefficient: float = timescale.POWER_LINES_COEFFICIENT,
+        power_law_exponent: float = timescale.POWER_LINES_EXPONENT,
     ) -> None:
-        if (tau_epoch is None) == (tau_iter is None):
+        if token_budget is not None and (tau_epoch is not None or tau_iter is not None):
             raise ValueError(
-                "`TimescaleCallback` takes exactly one of `tau_epoch` and `tau_iter`,"
+                f"`TimescaleCallback(token_budget={token_budget!r})` picks the timescale from the power law; do not"
+                f" also pass tau_epoch={tau_epoch!r} or tau_iter={tau_iter!r}. Give exactly one of the three."
+            )
+        self.token_budget = None if token_budget is None else _checked("token_budget", token_budget)
+        self.num_params = None if num_params is None else _checked("num_params", num_params)
+        self.power_law_coefficient = _checked("power_law_coefficient", power_law_coefficient)
+        if isinstance(power_law_exponent, bool) or not math.isfinite(power_law_exponent):
+            raise ValueError(
+                f"`TimescaleCallback(power_law_exponent={power_law_exponent!r})` is not valid: use a finite number"
+                f" (default {timescale.POWER_LINES_EXPONENT})."
+            )
+        self.power_law_exponent = float(power_law_exponent)
+        self.resolved_num_params: float | None = None
+        self.fixed_lambda_pitfalls: list[FixedLambdaPitfall] = []
+        if token_budget is None and (tau_epoch is None) == (tau_iter is None):
+            raise ValueError(
+                "`TimescaleCallback` takes exactly one of `tau_epoch`, `tau_iter` and `token_budget`,"
                 f" got tau_epoch={tau_epoch!r} and tau_iter={tau_iter!r}."
             )
         self.tau_epoch = None if tau_epoch is None else _checked("tau_epoch", tau_epoch)
@@ -118,10 +149,45 @@ class TimescaleCallback(Callback):
         self._before: dict[tuple[int, int], float] = {}
         self._managed: dict[int, list[int]] = {}  # id(optimizer) -> indices of managed groups
         self._restored: dict[str, Any] | None = None
+        self._world_size: int | None = None
+
+    @classmethod
+    def from_tuned_run(cls, tuned: TunedRun, **kwargs: Any) -> TimescaleCallback:
+        """A callback that keeps the timescale of a tuned run: ``tau_epoch = B / (lr * weight_decay * N)``.
+
+        Tune small, train big: give the small run's base ``lr``, ``weight_decay``, ``N`` and global ``B``; the
+        callback reads the big run's ``N``, ``B`` and per-group lr at train start and writes each group's weight
+        decay at the same ``tau_epoch`` (muP groups with ``lr / s`` get ``weight_decay * s``).
+
+        Args:
+            tuned: the tuned run (its ``width`` is not needed here: each group's own lr carries the muP rule).
+            **kwargs: any other ``TimescaleCallback`` argument except ``tau_epoch``, ``tau_iter`` and
+                ``token_budget`` (``dataset_size`` and ``batch_size`` here are the *target* run's overrides).
+
+        Example:
+            >>> from lightning_tau.transfer import TunedRun
+            >>> cb = TimescaleCallback.from_tuned_run(TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000,
+            ...                                                batch_size=100))
+            >>> cb.tau_epoch
+            20.0
+        """
+        if not isinstance(tuned, TunedRun):
+            raise ValueError(
+                f"`TimescaleCallback.from_tuned_run(tuned={tuned!r})` needs a `lightning_tau.transfer.TunedRun`,"
+                " for example `TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100)`."
+            )
+        clash = sorted({"tau_epoch", "tau_iter", "token_budget"} & kwargs.keys())
+        if clash:
+            raise ValueError(
+                f"`TimescaleCallback.from_tuned_run` derives the timescale from the tuned run; do not pass {clash}."
+            )
+        return cls(tau_epoch=tuned.tau_epoch, **kwargs)
 
     @property
     def state_key(self) -> str:
-        return self._generate_state_key(tau_epoch=self.tau_epoch, tau_iter=self.tau_iter)
+        return self._generate_state_key(
+            tau_epoch=self.tau_epoch, tau_iter=self.tau_iter, token_budget=self.token_budget
+        )
 
     @override
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -130,6 +196,10 @@ class TimescaleCallback(Callback):
         Runs before a checkpoint's optimizer state is restored, so the values noted are the user's own.
         """
         self._before = {}
+        if self.token_budget is not None:
+            self.resolved_num_params = self.num_params or float(
+                sum(p.numel() for p in pl_module.parameters() if p.requires_grad)
+            )
         supported = 0
         for i, optimizer in enumerate(trainer.optimizers):
             kind = decay_kind(optimizer)
@@ -163,6 +233,7 @@ class TimescaleCallback(Callback):
     @override
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Resolve ``N``, ``B`` and ``tau_iter`` and write each managed group's ``weight_decay``."""
+        self._world_size = trainer.world_size
         sources = self._resolve_shape(trainer)
         self._check_resume()
         self.groups, self._managed = [], {}
@@ -194,6 +265,7 @@ class TimescaleCallback(Callback):
                         width_mult=group_width_mult(group),
                     )
                 )
+        self._report_width(trainer)
         if self.mode == "per_step":
             for optimizer in trainer.optimizers:
                 self._write_per_step(optimizer)
@@ -215,6 +287,7 @@ class TimescaleCallback(Callback):
             "tau_epoch": self.resolved_tau_epoch,
             "dataset_size": self.resolved_dataset_size,
             "global_batch_size": self.resolved_batch_size,
+            "world_size": self._world_size,
             "mode": self.mode,
             "weight_decay": {g.name: g.weight_decay for g in self.groups},
         }
@@ -228,7 +301,7 @@ class TimescaleCallback(Callback):
     def _resolve_shape(self, trainer: pl.Trainer) -> list[str]:
         """Fill ``resolved_*``: ``N`` and ``B`` (read unless given) and both timescales."""
         sources = []
-        need_shape = self.tau_iter is None
+        need_shape = self.tau_iter is None and self.token_budget is None
         n: float | None = self.dataset_size
         b: float | None = self.batch_size
         try:
@@ -244,7 +317,9 @@ class TimescaleCallback(Callback):
             # with `tau_iter` given, N and B only label the summary
             n = b = None
         self.resolved_dataset_size, self.resolved_batch_size = n, b
-        if self.tau_iter is not None:
+        if self.token_budget is not None:
+            sources.append(self._resolve_power_law(trainer))
+        elif self.tau_iter is not None:
             self.resolved_tau_iter = self.tau_iter
             self.resolved_tau_epoch = (
                 timescale.tau_epoch_from_tau_iter(self.tau_iter, n, b) if n is not None and b is not None else None
@@ -255,6 +330,46 @@ class TimescaleCallback(Callback):
             self.resolved_tau_iter = timescale.tau_iter_from_tau_epoch(self.tau_epoch, n, b)
         return sources
 
+    def _resolve_power_law(self, trainer: pl.Trainer) -> str:
+        """``tau`` from tokens per parameter (Bergsma et al. 2025), as a fraction of the planned run."""
+        assert self.token_budget is not None and self.resolved_num_params is not None
+        tokens_per_param = self.token_budget / self.resolved_num_params
+        tau = timescale.power_lines_tau_epoch(
+            tokens_per_param, coefficient=self.power_law_coefficient, exponent=self.power_law_exponent
+        )
+        planned = trainer.estimated_stepping_batches
+        if not math.isfinite(planned) or planned <= 0:
+            raise ValueError(
+                f"`TimescaleCallback(token_budget={self.token_budget!r})` sets tau_iter = tau * planned optimizer"
+                f" steps, but the Trainer plans {planned!r} steps. Set `max_steps` (or a finite `max_epochs`)."
+            )
+        self.resolved_tau_iter = tau * float(planned)
+        n, b = self.resolved_dataset_size, self.resolved_batch_size
+        self.resolved_tau_epoch = (
+            timescale.tau_epoch_from_tau_iter(self.resolved_tau_iter, n, b) if n is not None and b is not None else None
+        )
+        return (
+            f"tau from the power law: D={self.token_budget:,.0f} tokens / {self.resolved_num_params:,.0f} params ="
+            f" {tokens_per_param:.4g} tokens per parameter -> tau = {self.power_law_coefficient:g} *"
+            f" TPP^{self.power_law_exponent:g} = {tau:.4g} of the run ({planned:,.0f} planned steps)."
+        )
+
+    def _report_width(self, trainer: pl.Trainer) -> None:
+        """Warn about fixed-λ muP groups (what ``configure_optimizers`` set vs. what was written); log ``s``."""
+        rates = [GroupRate(g.name, g.reference_lr, g.weight_decay_before, g.width_mult) for g in self.groups]
+        self.fixed_lambda_pitfalls = find_fixed_lambda_pitfall([r for r, g in zip(rates, self.groups) if g.decays])
+        if self.fixed_lambda_pitfalls:
+            written = {g.name: g.weight_decay for g in self.groups}
+            rank_zero_warn(
+                format_fixed_lambda_pitfall(
+                    self.fixed_lambda_pitfalls, written=[written[p.name] for p in self.fixed_lambda_pitfalls]
+                )
+            )
+        mults = {f"timescale/{g.name}/width_mult": g.width_mult for g in self.groups if g.width_mult is not None}
+        if mults and trainer.is_global_zero:
+            for logger in trainer.loggers:
+                logger.log_metrics(mults, step=trainer.global_step)
+
     def _check_resume(self) -> None:
         """On resume, warn when the run's shape changed since the checkpoint (the new values win)."""
         old = self._restored
@@ -264,6 +379,7 @@ class TimescaleCallback(Callback):
             f"{key} {old.get(key)!r} -> {new!r}"
             for key, new in (
                 ("dataset_size", self.resolved_dataset_size),
+                ("world_size", self._world_size),
                 ("global_batch_size", self.resolved_batch_size),
                 ("tau_iter", self.resolved_tau_iter),
             )

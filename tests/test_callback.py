@@ -289,8 +289,8 @@ def test_skip_unsupported_optimizers_leaves_them_alone() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({}, "exactly one of `tau_epoch` and `tau_iter`, got tau_epoch=None and tau_iter=None"),
-        ({"tau_epoch": 1.0, "tau_iter": 5}, "exactly one of `tau_epoch` and `tau_iter`, got tau_epoch=1.0 and"),
+        ({}, "exactly one of `tau_epoch`, `tau_iter` and `token_budget`, got tau_epoch=None and tau_iter=None"),
+        ({"tau_epoch": 1.0, "tau_iter": 5}, "exactly one of `tau_epoch`, `tau_iter` and `token_budget`, got tau_epoch=1.0 and"),
         ({"tau_epoch": 0}, r"`TimescaleCallback\(tau_epoch=0\)` is not valid"),
         ({"tau_epoch": float("nan")}, r"`TimescaleCallback\(tau_epoch=nan\)` is not valid"),
         ({"tau_iter": -3}, r"`TimescaleCallback\(tau_iter=-3\)` is not valid"),

@@ -1,0 +1,120 @@
+"""``lightning-tau transfer``: the weight decay of a bigger run that keeps a tuned run's EMA timescale.
+
+Example::
+
+    lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 50000 --batch-size 100 --target-dataset-size 10x
+    lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 50000 --batch-size 100 --width 256 \\
+        --target-width 4x
+
+Target sizes accept a multiple of the tuned value with an ``x`` suffix (``10x``) or an absolute number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+from lightning_tau.transfer import TargetRun, TunedRun, format_transfer_table, transfer_groups
+
+__all__ = ["add_parser", "run"]
+
+_EPILOG = """\
+examples:
+  # 10x the data, same lr and batch: weight decay / 10
+  lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 50000 --batch-size 100 --target-dataset-size 10x
+  # muP model 4x wider: hidden (matrix-like) weights get lr / 4 and weight decay x 4
+  lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 50000 --batch-size 100 --width 256 \\
+      --target-width 1024
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register the ``transfer`` subcommand on ``subparsers`` and return its parser."""
+    parser = subparsers.add_parser(
+        "transfer",
+        help="Weight decay per param group for a bigger run that keeps a tuned run's timescale.",
+        description=(
+            "Tune small, train big: from a tuned AdamW run (lr, weight decay, dataset size N, global batch B,"
+            " optionally width) compute tau_epoch = B / (lr * wd * N) and print the target run's per-group lr and"
+            " weight decay at the same tau_epoch (muP: matrix-like groups get lr / s and weight decay x s)."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    tuned = parser.add_argument_group("tuned run")
+    tuned.add_argument("--lr", type=float, required=True, help="tuned base learning rate")
+    tuned.add_argument("--weight-decay", type=float, required=True, help="tuned base weight decay")
+    tuned.add_argument("--dataset-size", type=float, required=True, help="tuned N (samples or tokens per epoch)")
+    tuned.add_argument("--batch-size", type=float, required=True, help="tuned global B (same unit as N)")
+    tuned.add_argument("--width", type=float, default=None, help="tuned model width (for muP width transfer)")
+    tuned.add_argument(
+        "--base-width", type=float, default=None, help="muP base width where s = 1 (default: --width)"
+    )
+    target = parser.add_argument_group("target run (each defaults to the tuned value; '10x' means 10 times it)")
+    target.add_argument("--target-lr", type=_size, default=None, metavar="LR", help="target base learning rate")
+    target.add_argument("--target-dataset-size", type=_size, default=None, metavar="N", help="target N")
+    target.add_argument("--target-batch-size", type=_size, default=None, metavar="B", help="target global B")
+    target.add_argument("--target-width", type=_size, default=None, metavar="WIDTH", help="target model width")
+    target.add_argument(
+        "--group",
+        action="append",
+        default=None,
+        metavar="NAME=S",
+        help="a target param group and its width multiplier s (repeatable); replaces the default groups",
+    )
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the transfer table for parsed ``args``; return the exit code."""
+    try:
+        tuned = TunedRun(args.lr, args.weight_decay, args.dataset_size, args.batch_size, args.width)
+        target = TargetRun(
+            lr=_resolve(args.target_lr, tuned.lr, "--target-lr"),
+            dataset_size=_resolve(args.target_dataset_size, tuned.dataset_size, "--target-dataset-size"),
+            batch_size=_resolve(args.target_batch_size, tuned.batch_size, "--target-batch-size"),
+            width=_resolve(args.target_width, tuned.width, "--target-width"),
+        )
+        groups = None if args.group is None else dict(_group(g) for g in args.group)
+        rows = transfer_groups(tuned, target, base_width=args.base_width, width_mults=groups)
+    except ValueError as error:
+        raise SystemExit(f"lightning-tau transfer: error: {error}") from None
+    if args.json:
+        print(json.dumps([asdict(r) for r in rows], indent=2))
+    else:
+        print(format_transfer_table(tuned, target, rows))
+    return 0
+
+
+def _size(text: str) -> tuple[float, bool]:
+    """``"10x"`` -> ``(10.0, True)`` (a multiple of the tuned value); ``"5e5"`` -> ``(500000.0, False)``."""
+    relative = text.strip().lower().endswith("x")
+    number = text.strip()[:-1] if relative else text
+    try:
+        return float(number), relative
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number or a multiple such as '10x'") from None
+
+
+def _resolve(value: tuple[float, bool] | None, tuned: float | None, flag: str) -> float | None:
+    if value is None:
+        return None
+    number, relative = value
+    if not relative:
+        return number
+    if tuned is None:
+        raise ValueError(f"`{flag} {number:g}x` is relative to the tuned value, which was not given.")
+    return number * tuned
+
+
+def _group(text: str) -> tuple[str, float]:
+    name, sep, mult = text.partition("=")
+    try:
+        if not sep or not name:
+            raise ValueError
+        return name, float(mult)
+    except ValueError:
+        raise ValueError(f"`--group {text}` is not NAME=S (for example `--group hidden=4`).") from None

@@ -1,0 +1,178 @@
+"""Tune small, train big: the pure transfer table, ``TimescaleCallback.from_tuned_run``, the power-law option
+for single-epoch LLM pre-training, and the ``lightning-tau transfer`` command (in process and as a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import TinyModel, make_loader, quiet_trainer
+
+from lightning_tau import TimescaleCallback
+from lightning_tau.cli import main
+from lightning_tau.timescale import power_lines_tau_epoch
+from lightning_tau.transfer import TargetRun, TunedRun, transfer_groups
+
+TUNED = ["--lr", "1e-3", "--weight-decay", "0.1", "--dataset-size", "50000", "--batch-size", "100"]
+
+
+def table_rows(text: str) -> dict[str, list[str]]:
+    """Rows below the dashed rule, keyed by group name: [width mult, lr, weight decay, tau_iter, tau_epoch]."""
+    body = text.split(re.search(r"^-+$", text, re.M).group(0), 1)[1]
+    rows = ([c.strip() for c in line.split("|")] for line in body.strip().splitlines())
+    return {cells[0]: cells[1:] for cells in rows}
+
+
+def test_transfer_groups_closed_forms() -> None:
+    tuned = TunedRun(lr=3e-3, weight_decay=0.05, dataset_size=60_000, batch_size=128, width=256)
+    target = TargetRun(lr=2e-3, dataset_size=600_000, batch_size=512, width=2048)
+    tau_epoch = 128 / (3e-3 * 0.05 * 60_000)
+    vector, matrix = transfer_groups(tuned, target)
+    assert (vector.name, matrix.name) == ("vector-like", "matrix-like")
+    assert matrix.width_mult == 8.0 and matrix.lr == pytest.approx(2e-3 / 8)
+    assert vector.weight_decay == pytest.approx(512 / (2e-3 * 600_000 * tau_epoch), rel=1e-12)
+    assert matrix.weight_decay == pytest.approx(8 * 512 / (2e-3 * 600_000 * tau_epoch), rel=1e-12)
+    assert vector.tau_epoch == matrix.tau_epoch == pytest.approx(tau_epoch)
+    assert vector.tau_iter == matrix.tau_iter == pytest.approx(tau_epoch * 600_000 / 512)
+    # a base width other than the tuned width, and explicit groups
+    (row,) = transfer_groups(tuned, target, width_mults={"blocks": 2.0})
+    assert row.weight_decay == pytest.approx(2 * vector.weight_decay)
+    assert transfer_groups(tuned, target, base_width=128)[1].width_mult == 16.0
+
+
+def test_transfer_errors_name_the_argument() -> None:
+    with pytest.raises(ValueError, match=r"`TargetRun\(width=512\)` needs the tuned run's width"):
+        transfer_groups(TunedRun(1e-3, 0.1, 1000, 10), TargetRun(width=512))
+    with pytest.raises(ValueError, match=r"`batch_size` must be a positive finite number, got -1"):
+        TunedRun(1e-3, 0.1, 1000, -1)
+    with pytest.raises(ValueError, match=r"`width_mults\['h'\]` must be a positive"):
+        transfer_groups(TunedRun(1e-3, 0.1, 1000, 10), width_mults={"h": 0})
+
+
+def test_from_tuned_run_keeps_tau_epoch_on_a_bigger_dataset() -> None:
+    """Tuned on N=120 with (lr, wd); trained on N=240 at the same B: the callback writes wd / 2."""
+    tuned = TunedRun(lr=1e-2, weight_decay=0.5, dataset_size=120, batch_size=10)
+    callback = TimescaleCallback.from_tuned_run(tuned, verbose=False)
+    assert callback.tau_epoch == pytest.approx(10 / (1e-2 * 0.5 * 120))
+    trainer = quiet_trainer(callbacks=[callback], max_steps=2)
+    trainer.fit(TinyModel(lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.5)), make_loader(n=240))
+    assert trainer.optimizers[0].param_groups[0]["weight_decay"] == pytest.approx(0.25, rel=1e-12)
+    (row,) = transfer_groups(tuned, TargetRun(dataset_size=240))
+    assert row.weight_decay == pytest.approx(0.25, rel=1e-12)  # the table agrees with the callback
+
+
+def test_from_tuned_run_rejects_a_second_timescale() -> None:
+    with pytest.raises(ValueError, match=r"do not pass \['tau_epoch'\]"):
+        TimescaleCallback.from_tuned_run(TunedRun(1e-3, 0.1, 1000, 10), tau_epoch=3.0)
+    with pytest.raises(ValueError, match=r"needs a `lightning_tau.transfer.TunedRun`"):
+        TimescaleCallback.from_tuned_run({"lr": 1e-3})  # type: ignore[arg-type]
+
+
+def tiny_params() -> int:
+    return sum(p.numel() for p in TinyModel().parameters())  # 74
+
+
+def test_power_law_picks_tau_from_tokens_per_parameter() -> None:
+    n_params = tiny_params()
+    callback = TimescaleCallback(token_budget=20 * n_params, verbose=False)
+    trainer = quiet_trainer(callbacks=[callback], max_epochs=1)  # 12 optimizer steps
+    trainer.fit(TinyModel(), make_loader(n=120, batch_size=10))
+    tau = 1.084 * 20**-0.527  # Bergsma et al. 2025
+    assert callback.resolved_num_params == n_params
+    assert callback.resolved_tau_iter == pytest.approx(tau * 12, rel=1e-12)
+    assert callback.resolved_tau_epoch == pytest.approx(tau, rel=1e-12)  # the run is one epoch
+    assert trainer.optimizers[0].param_groups[0]["weight_decay"] == pytest.approx(1 / (1e-2 * tau * 12), rel=1e-12)
+
+
+def test_power_law_coefficients_and_parameter_count_overridable() -> None:
+    callback = TimescaleCallback(
+        token_budget=1000, num_params=10, power_law_coefficient=2.0, power_law_exponent=-0.5, verbose=False
+    )
+    trainer = quiet_trainer(callbacks=[callback], max_steps=10)
+    trainer.fit(TinyModel(), make_loader(n=120, batch_size=10))
+    assert callback.resolved_tau_iter == pytest.approx(2.0 * 100**-0.5 * 10, rel=1e-12)  # 0.2 of 10 steps
+    assert power_lines_tau_epoch(100, coefficient=2.0, exponent=-0.5) == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"token_budget": 1e9, "tau_epoch": 1.0}, r"`TimescaleCallback\(token_budget=1000000000.0\)` picks"),
+        ({"token_budget": 0}, r"`TimescaleCallback\(token_budget=0\)` is not valid"),
+        ({"token_budget": 1e9, "power_law_exponent": float("nan")}, r"`TimescaleCallback\(power_law_exponent=nan\)`"),
+        ({"token_budget": 1e9, "power_law_coefficient": -1.0}, r"`TimescaleCallback\(power_law_coefficient=-1.0\)`"),
+        ({"token_budget": 1e9, "num_params": 0}, r"`TimescaleCallback\(num_params=0\)` is not valid"),
+    ],
+)
+def test_power_law_bad_arguments_raise_at_construction(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        TimescaleCallback(**kwargs)
+
+
+def test_power_law_needs_a_planned_run() -> None:
+    trainer = quiet_trainer(callbacks=[TimescaleCallback(token_budget=1e4)], max_epochs=-1, max_steps=-1)
+    model = TinyModel()
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(ValueError, match=r"token_budget=10000.0\)` sets tau_iter = tau \* planned .* Set `max_steps`"):
+        trainer.fit(model, make_loader())
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # no step was taken
+
+
+def test_cli_ten_times_the_data(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["transfer", *TUNED, "--target-dataset-size", "10x"]) == 0
+    out = capsys.readouterr().out
+    assert "-> tau_epoch=20 (tau_iter=10000 steps)" in out  # 100 / (1e-3 * 0.1 * 50000)
+    assert table_rows(out) == {"all": ["1", "0.001", "0.01", "100000", "20"]}
+
+
+def test_cli_four_times_wider(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["transfer", *TUNED, "--width", "256", "--target-width", "1024", "--target-batch-size", "4x"]) == 0
+    rows = table_rows(capsys.readouterr().out)
+    # B x4 -> wd x4 (tau_iter / 4: 2500 steps); matrix-like s = 4 -> lr / 4 and wd x another 4
+    assert rows == {
+        "vector-like": ["1", "0.001", "0.4", "2500", "20"],
+        "matrix-like": ["4", "0.00025", "1.6", "2500", "20"],
+    }
+
+
+def test_cli_json_and_groups(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["transfer", *TUNED, "--group", "attn=2", "--group", "mlp=8", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["name"], r["lr"], r["weight_decay"]) for r in rows] == [
+        ("attn", 5e-4, pytest.approx(0.2)),
+        ("mlp", 1.25e-4, pytest.approx(0.8)),
+    ]
+
+
+def test_cli_errors_exit_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit, match=r"`--target-width 4x` is relative to the tuned value"):
+        main(["transfer", *TUNED, "--target-width", "4x"])
+    with pytest.raises(SystemExit, match=r"`--group hidden` is not NAME=S"):
+        main(["transfer", *TUNED, "--group", "hidden"])
+    with pytest.raises(SystemExit):
+        main(["transfer", *TUNED, "--target-dataset-size", "lots"])
+    assert "'lots' is not a number or a multiple such as '10x'" in capsys.readouterr().err
+
+
+def test_cli_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transfer", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--target-dataset-size" in out and "tune small, train big" in out.lower()
+
+
+@pytest.mark.slow
+def test_cli_as_a_subprocess() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "lightning_tau", "transfer", *TUNED, "--target-dataset-size", "500000"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert table_rows(result.stdout) == {"all": ["1", "0.001", "0.01", "100000", "20"]}
