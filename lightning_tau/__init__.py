@@ -6,6 +6,7 @@ the dataset size, batch size and muP width.
 """
 
 from lightning_tau.callback import TimescaleCallback
+from lightning_tau.param_groups import build_param_groups
 from lightning_tau.timescale import (
     tau_epoch,
     tau_iter,
@@ -13,14 +14,19 @@ from lightning_tau.timescale import (
     weight_decay_for_tau_epoch,
     weight_decay_for_tau_iter,
 )
+from lightning_tau.transfer import TargetRun, TunedRun, transfer_groups
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "TargetRun",
     "TimescaleCallback",
+    "TunedRun",
     "__version__",
+    "build_param_groups",
     "tau_epoch",
     "tau_iter",
+    "transfer_groups",
     "transfer_weight_decay",
     "weight_decay_for_tau_epoch",
     "weight_decay_for_tau_iter",
