@@ -6,6 +6,7 @@ the dataset size, batch size and muP width.
 """
 
 from lightning_tau.callback import TimescaleCallback
+from lightning_tau.diagnostics import TimescaleMonitor
 from lightning_tau.param_groups import build_param_groups
 from lightning_tau.timescale import (
     tau_epoch,
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "TargetRun",
     "TimescaleCallback",
+    "TimescaleMonitor",
     "TunedRun",
     "__version__",
     "build_param_groups",

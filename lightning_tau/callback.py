@@ -365,7 +365,7 @@ class TimescaleCallback(Callback):
                     self.fixed_lambda_pitfalls, written=[written[p.name] for p in self.fixed_lambda_pitfalls]
                 )
             )
-        mults = {f"timescale/{g.name}/width_mult": g.width_mult for g in self.groups if g.width_mult is not None}
+        mults = {f"timescale/width_mult/{g.name}": g.width_mult for g in self.groups if g.width_mult is not None}
         if mults and trainer.is_global_zero:
             for logger in trainer.loggers:
                 logger.log_metrics(mults, step=trainer.global_step)

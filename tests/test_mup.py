@@ -178,7 +178,7 @@ def test_nanogpt_mup_groups_pitfall_is_reported_and_fixed() -> None:
     assert embed["weight_decay"] == pytest.approx(B / (LR * N * TAU_EPOCH))  # 4.1667
     assert hidden["weight_decay"] == pytest.approx(4 * B / (LR * N * TAU_EPOCH))  # 16.667 = s x the base group's
     assert nodecay["weight_decay"] == 0.0
-    assert logger.metrics["timescale/mup_decay/width_mult"] == 4.0
+    assert logger.metrics["timescale/width_mult/mup_decay"] == 4.0
 
 
 def test_param_groups_helper_matches_mu_adamw() -> None:

@@ -1,0 +1,176 @@
+"""Benchmarks for TimescaleMonitor, printed side by side in one run.
+
+(a) wall time of a small training run with the monitor / without it (median over repeats, interleaved);
+(b) one statistics pass over a GPT-2-small-shaped parameter set (124M) / one fused L2-norm read of the same
+    parameters (``torch._foreach_norm(params, 2)``, the memory-bandwidth floor);
+(c) peak extra memory of one statistics pass (CUDA: allocator peak; CPU: bytes allocated by the pass's ops,
+    from the profiler, an upper bound on the peak), against the naive per-tensor ``p.abs().mean()``.
+
+Usage: python benchmarks/bench_monitor.py [--device cpu|cuda] [--repeats 5] [--steps 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.loggers import CSVLogger
+from torch.utils.data import DataLoader, TensorDataset
+
+from lightning_tau.diagnostics import TimescaleMonitor, WeightStatsPass
+
+GPT2_SMALL = (
+    [(50257, 768), (1024, 768)]
+    + [(768,), (768,), (768, 2304), (2304,), (768, 768), (768,), (768,), (768,), (768, 3072), (3072,), (3072, 768),
+       (768,)] * 12
+    + [(768,), (768,)]
+)  # fmt: skip
+
+
+class SmallMLP(pl.LightningModule):
+    def __init__(self, width: int = 256) -> None:
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(32, width), torch.nn.ReLU(), torch.nn.Linear(width, width), torch.nn.ReLU(),
+            torch.nn.Linear(width, 10),
+        )  # fmt: skip
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=1e-3, weight_decay=0.1)
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train_seconds(with_monitor: bool, steps: int, device: torch.device, log_dir: str) -> float:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(steps * 32, 32, generator=g)
+    loader = DataLoader(TensorDataset(x, torch.randint(0, 10, (len(x),), generator=g)), batch_size=32)
+    trainer = pl.Trainer(
+        accelerator=device.type, devices=1, max_epochs=1, logger=CSVLogger(log_dir), enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, callbacks=[TimescaleMonitor()] if with_monitor else [],
+    )  # fmt: skip
+    model = SmallMLP()
+    start = time.perf_counter()
+    trainer.fit(model, loader)
+    sync(device)
+    return time.perf_counter() - start
+
+
+def bench_overhead(args, device: torch.device) -> None:
+    with_times, without_times = [], []
+    train_seconds(True, 20, device, args.log_dir)  # warm up imports and kernels
+    for _ in range(args.repeats):
+        without_times.append(train_seconds(False, args.steps, device, args.log_dir))
+        with_times.append(train_seconds(True, args.steps, device, args.log_dir))
+    ratio = statistics.median(with_times) / statistics.median(without_times)
+    paired = statistics.median(w / wo for w, wo in zip(with_times, without_times))
+    print(
+        f"(a) training wall time with/without monitor ({args.steps} steps, log every 50, {args.repeats} repeats):"
+        f" median {statistics.median(with_times):.3f}s / {statistics.median(without_times):.3f}s"
+        f" = {ratio:.3f} (median of paired ratios {paired:.3f}; goal <= 1.02)"
+    )
+
+
+def gpt2_params(device: torch.device) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    return [(torch.randn(s, generator=g) * 0.02).to(device) for s in GPT2_SMALL]
+
+
+def bench_pass(args, device: torch.device, params: list[torch.Tensor]) -> None:
+    stats_pass = WeightStatsPass()
+    numel = sum(p.numel() for p in params)
+
+    def stats() -> None:
+        stats_pass(params).tolist()
+
+    def l2_floor() -> None:
+        torch.stack(torch._foreach_norm(params, 2)).tolist()
+
+    def naive() -> None:
+        [(p.abs().mean().item(), p.square().mean().sqrt().item()) for p in params]
+
+    timings: dict[str, list[float]] = {"stats": [], "l2": [], "l1": []}
+    stats(), l2_floor()
+    for _ in range(args.pass_repeats):
+        for name, fn in (("stats", stats), ("l2", l2_floor)):
+            sync(device)
+            start = time.perf_counter()
+            fn()
+            sync(device)
+            timings[name].append(time.perf_counter() - start)
+    start = time.perf_counter()
+    torch.stack(torch._foreach_norm(params, 1)).tolist()
+    sync(device)
+    l1 = time.perf_counter() - start
+    start = time.perf_counter()
+    naive()
+    sync(device)
+    naive_s = time.perf_counter() - start
+    stats_s, l2_s = statistics.median(timings["stats"]), statistics.median(timings["l2"])
+    print(
+        f"(b) statistics pass over {numel / 1e6:.1f}M float32 params: {stats_s * 1e3:.1f} ms; fused L2-norm read"
+        f" {l2_s * 1e3:.1f} ms; ratio {stats_s / l2_s:.2f} (median of {args.pass_repeats}; goal <= 1.5)."
+        f" For reference, once: _foreach_norm(ord=1) {l1 * 1e3:.0f} ms, per-tensor abs().mean() + RMS"
+        f" {naive_s * 1e3:.0f} ms"
+    )
+    return stats_pass
+
+
+def extra_bytes(fn, device: torch.device) -> int:
+    if device.type == "cuda":
+        sync(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        fn()
+        sync(device)
+        return torch.cuda.max_memory_allocated(device) - before
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    return sum(max(e.cpu_memory_usage, 0) for e in prof.events() if e.cpu_parent is None)
+
+
+def bench_memory(device: torch.device, params: list[torch.Tensor], stats_pass: WeightStatsPass) -> None:
+    largest = max(p.numel() * p.element_size() for p in params)
+    total = sum(p.numel() * p.element_size() for p in params)
+    ours = extra_bytes(lambda: stats_pass(params).tolist(), device)
+    naive = extra_bytes(lambda: [p.abs().mean().item() for p in params], device)
+    kind = "allocator peak" if device.type == "cuda" else "bytes allocated (profiler, >= peak)"
+    print(
+        f"(c) extra memory of one statistics pass, {kind}: {ours / 2**20:.2f} MiB (scratch buffer kept between"
+        f" passes not counted); largest parameter {largest / 2**20:.0f} MiB, all parameters {total / 2**20:.0f} MiB;"
+        f" naive per-tensor abs().mean(): {naive / 2**20:.0f} MiB (goal: no parameter-sized allocation)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--repeats", type=int, default=5, help="training runs per arm for (a)")
+    parser.add_argument("--steps", type=int, default=200, help="optimizer steps per training run for (a)")
+    parser.add_argument("--pass-repeats", type=int, default=7, help="timed repeats for (b)")
+    parser.add_argument("--log-dir", default="/tmp/lightning_tau_bench")
+    parser.add_argument("--skip-training", action="store_true", help="skip (a)")
+    args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is available")
+    device = torch.device(args.device)
+    print(f"device={device} torch={torch.__version__} threads={torch.get_num_threads()}")
+    if not args.skip_training:
+        bench_overhead(args, device)
+    params = gpt2_params(device)
+    stats_pass = bench_pass(args, device, params)
+    bench_memory(device, params, stats_pass)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,418 @@
+"""``TimescaleMonitor``: log AdamW's EMA timescale, weight magnitudes and their predicted equilibrium.
+
+Like Lightning's ``LearningRateMonitor``: per param group, at the Trainer's ``log_every_n_steps``, through
+``trainer.loggers``. The per-step work is a few floats per group; the weights are read only at logging steps, in
+one fused pass (:mod:`lightning_tau.diagnostics.stats`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.core.optimizer import LightningOptimizer
+from lightning.pytorch.loggers import TensorBoardLogger
+from lightning.pytorch.strategies import FSDPStrategy, ModelParallelStrategy
+from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
+from typing_extensions import override
+
+from lightning_tau import timescale
+from lightning_tau._trainer import read_dataset_size, read_global_batch_size
+from lightning_tau.callback import TimescaleCallback
+from lightning_tau.diagnostics import dashboards
+from lightning_tau.diagnostics.stats import (
+    DEFAULT_CHUNK_NUMEL,
+    WeightStatsPass,
+    all_reduce_sums,
+    group_sums,
+    magnitudes,
+)
+from lightning_tau.optim import group_lr, group_names, group_width_mult, reference_lr
+
+__all__ = ["TimescaleMonitor"]
+
+
+@dataclass
+class _GroupState:
+    """What the monitor carries for one param group between logging steps (O(1) floats)."""
+
+    name: str
+    optimizer_index: int
+    group_index: int
+    width_mult: float | None
+    init_memory: float = 1.0
+    timescales_elapsed: float = 0.0
+    hparams: dict[str, float] | None = None  # reference lr and weight decay at the first optimizer step
+
+
+class TimescaleMonitor(Callback):
+    r"""Log each param group's EMA timescale, weight magnitude and the magnitude AdamW's EMA view predicts.
+
+    Every ``logging_interval`` optimizer steps (default: the Trainer's ``log_every_n_steps``) it logs, per param
+    group ``g`` (the group's ``name``, else ``pg1``, ``pg2``, ... as ``LearningRateMonitor`` names them), under
+    ``{prefix}/{quantity}/{g}``: ``lr``, ``weight_decay``, ``tau_iter`` :math:`= 1/(\eta_t\lambda_t)`,
+    ``tau_epoch`` (when ``N`` and ``B`` are known), ``width_mult`` (muP), ``weight_mean_abs``, ``weight_rms``,
+    the predictions ``rms_equilibrium`` :math:`= \sqrt{\eta_t / 2\lambda_t}` and ``coherent_bound``
+    :math:`= 1/\lambda_t`, ``rms_ratio`` (measured / predicted RMS), ``wd_mean_abs`` :math:`= \lambda_t\,
+    \overline{|w|}`, ``init_memory`` :math:`= \prod_t (1-\eta_t\lambda_t)` and ``timescales_elapsed``
+    :math:`= \sum_t \eta_t\lambda_t`. Groups without weight decay get only ``lr``, ``weight_decay`` and the
+    magnitudes. ``docs/diagnostics.rst`` lists every key with its formula.
+
+    With a :class:`~lightning.pytorch.loggers.TensorBoardLogger` it also writes a custom-scalars layout at train
+    start and, at train end, an HParams record (timescales, ``N``, ``B``, per-group lr / weight decay / width)
+    with the run's final monitored metric.
+
+    ``N`` and ``B`` come from a :class:`~lightning_tau.TimescaleCallback` in the same Trainer when there is one,
+    else from the train dataloaders; when neither works the ``tau_epoch`` keys are left out. Put the monitor
+    *after* ``TimescaleCallback(mode="per_step")`` in ``callbacks`` so it reads the weight decay of the step.
+
+    Args:
+        logging_interval: log every this many optimizer steps; ``None`` uses ``Trainer(log_every_n_steps=...)``.
+        per_tensor: also log ``weight_mean_abs`` and ``weight_rms`` of every parameter tensor, under
+            ``{prefix}/weight_rms/{g}/{parameter name}``.
+        prefix: first component of every key.
+        dashboards: write the TensorBoard custom-scalars layout.
+        log_hparams: record hparams at train end (TensorBoard HParams tab; a flat dict for other loggers).
+        hparams_metric: the metric shown next to the hparams; ``None`` takes the ``ModelCheckpoint`` or
+            ``EarlyStopping`` monitor, else every scalar in ``trainer.callback_metrics``.
+        sharded: whether parameters are sharded across ranks, so the sums must be all-reduced (one collective per
+            logging step). ``None`` detects it: FSDP / ModelParallel strategies and DTensor parameters. With
+            replicated parameters (DDP) only rank zero reads the weights and no collective is issued.
+        chunk_numel: elements per chunk of the CPU statistics pass (its scratch buffer).
+
+    Raises:
+        ValueError: at construction, for an argument of the wrong type or value.
+
+    Example:
+        >>> import lightning.pytorch as pl
+        >>> trainer = pl.Trainer(callbacks=[TimescaleMonitor(logging_interval=10)], logger=False)
+        >>> TimescaleMonitor(logging_interval=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleMonitor(logging_interval=0)` is not valid: use a positive int, or None for the Trainer's `log_every_n_steps`.
+    """
+
+    def __init__(
+        self,
+        logging_interval: int | None = None,
+        *,
+        per_tensor: bool = False,
+        prefix: str = "timescale",
+        dashboards: bool = True,
+        log_hparams: bool = True,
+        hparams_metric: str | None = None,
+        sharded: bool | None = None,
+        chunk_numel: int = DEFAULT_CHUNK_NUMEL,
+    ) -> None:
+        if logging_interval is not None and (
+            isinstance(logging_interval, bool) or not isinstance(logging_interval, int) or logging_interval < 1
+        ):
+            raise ValueError(
+                f"`TimescaleMonitor(logging_interval={logging_interval!r})` is not valid: use a positive int, or"
+                " None for the Trainer's `log_every_n_steps`."
+            )
+        for name, value in (("per_tensor", per_tensor), ("dashboards", dashboards), ("log_hparams", log_hparams)):
+            if not isinstance(value, bool):
+                raise ValueError(f"`TimescaleMonitor({name}={value!r})` is not valid: use True or False.")
+        if sharded is not None and not isinstance(sharded, bool):
+            raise ValueError(
+                f"`TimescaleMonitor(sharded={sharded!r})` is not valid: use True, False, or None to detect it."
+            )
+        if not isinstance(prefix, str) or not prefix or prefix.startswith("/") or prefix.endswith("/"):
+            raise ValueError(
+                f"`TimescaleMonitor(prefix={prefix!r})` is not valid: use a non-empty string without a leading or"
+                " trailing '/'."
+            )
+        if hparams_metric is not None and (not isinstance(hparams_metric, str) or not hparams_metric):
+            raise ValueError(
+                f"`TimescaleMonitor(hparams_metric={hparams_metric!r})` is not valid: use a logged metric's name."
+            )
+        if isinstance(chunk_numel, bool) or not isinstance(chunk_numel, int) or chunk_numel < 1:
+            raise ValueError(f"`TimescaleMonitor(chunk_numel={chunk_numel!r})` is not valid: use a positive int.")
+        self.logging_interval = logging_interval
+        self.per_tensor = per_tensor
+        self.prefix = prefix
+        self.dashboards = dashboards
+        self.log_hparams = log_hparams
+        self.hparams_metric = hparams_metric
+        self.sharded = sharded
+        self.chunk_numel = chunk_numel
+
+        self.groups: list[_GroupState] = []
+        self.optimizer_steps = 0
+        self._stats_pass = WeightStatsPass(chunk_numel)
+        self._interval = 1
+        self._reduce = False
+        self._last_logged_step = -1
+        self._optimizer_index: dict[int, int] = {}
+        self._param_names: dict[int, str] = {}
+        self._shape: tuple[float, float] | None = None
+        self._shape_resolved = False
+        self._restored: dict[str, Any] | None = None
+
+    @property
+    def state_key(self) -> str:
+        return self._generate_state_key(prefix=self.prefix)
+
+    @override
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Warn when TensorBoard would hide the HParams record (Lightning writes its own first)."""
+        if self.log_hparams and any(
+            isinstance(lg, TensorBoardLogger) and dashboards.lightning_wrote_hparams(lg, trainer)
+            for lg in trainer.loggers
+        ):
+            rank_zero_warn(
+                "`TimescaleMonitor(log_hparams=True)`: TensorBoard keeps only the first hparams record of a run, and"
+                " Lightning writes one with `hp_metric` at fit start for a module that called `save_hyperparameters`,"
+                " so the timescale hparams will not show in the HParams tab. Pass"
+                " `TensorBoardLogger(default_hp_metric=False)` to see them (the scalars and"
+                " dashboards are unaffected)."
+            )
+
+    @override
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Name the groups, restore the init-memory product from a checkpoint, and write the dashboard layout."""
+        self._interval = self.logging_interval or trainer.log_every_n_steps
+        names = group_names(trainer.optimizers)
+        restored = self._restored or {}
+        memory, elapsed = restored.get("init_memory", {}), restored.get("timescales_elapsed", {})
+        self.groups, self._optimizer_index = [], {}
+        for i, optimizer in enumerate(trainer.optimizers):
+            self._optimizer_index[id(optimizer)] = i
+            for j, group in enumerate(optimizer.param_groups):
+                name = names[i][j]
+                self.groups.append(
+                    _GroupState(
+                        name=name,
+                        optimizer_index=i,
+                        group_index=j,
+                        width_mult=group_width_mult(group),
+                        init_memory=float(memory.get(name, 1.0)),
+                        timescales_elapsed=float(elapsed.get(name, 0.0)),
+                    )
+                )
+        self.optimizer_steps = int(restored.get("optimizer_steps", 0))
+        self._param_names = {id(p): n for n, p in pl_module.named_parameters()}
+        self._reduce = self.sharded if self.sharded is not None else _is_sharded(trainer)
+        self._shape, self._shape_resolved = None, False
+        self._last_logged_step = -1
+        if not trainer.loggers:
+            rank_zero_warn(
+                "`TimescaleMonitor` found no logger (`Trainer(logger=False)`): it keeps its state for checkpoints"
+                " but logs nothing."
+            )
+            return
+        if self.dashboards and trainer.is_global_zero:
+            layout = dashboards.custom_scalars_layout(self.prefix, [g.name for g in self.groups])
+            for logger in trainer.loggers:
+                if isinstance(logger, TensorBoardLogger):
+                    dashboards.write_custom_scalars(logger, layout)
+
+    @override
+    def on_before_optimizer_step(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, optimizer: torch.optim.Optimizer
+    ) -> None:
+        """Fold this step's ``1 - lr_t * wd_t`` into each group's init memory: O(groups) floats, no tensors."""
+        if isinstance(optimizer, LightningOptimizer):
+            optimizer = optimizer.optimizer
+        index = self._optimizer_index.get(id(optimizer))
+        if index is None:
+            return
+        self.optimizer_steps += index == 0
+        param_groups = optimizer.param_groups
+        for state in self.groups:
+            if state.optimizer_index != index:
+                continue
+            group = param_groups[state.group_index]
+            lr, wd = group_lr(group), float(group.get("weight_decay", 0.0))
+            if state.hparams is None:
+                state.hparams = {"lr": reference_lr(group), "weight_decay": wd}
+            if wd > 0:
+                state.init_memory *= timescale.init_memory([lr], wd)
+                state.timescales_elapsed += timescale.timescales_elapsed([lr], wd)
+
+    @override
+    def on_train_batch_end(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        """At logging steps, read the weights once and log every key."""
+        step = trainer.global_step
+        if step == 0 or step == self._last_logged_step or step % self._interval != 0:
+            return
+        self._last_logged_step = step
+        if not trainer.loggers or not (self._reduce or trainer.is_global_zero):
+            return
+        metrics = self._collect(trainer)
+        if trainer.is_global_zero:
+            for logger in trainer.loggers:
+                logger.log_metrics(metrics, step=step)
+
+    @override
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Record the hparams with the run's final monitored metric."""
+        if not (self.log_hparams and trainer.loggers and trainer.is_global_zero):
+            return
+        params = self._hparams(trainer)
+        metrics = self._final_metrics(trainer)
+        for logger in trainer.loggers:
+            if isinstance(logger, TensorBoardLogger):
+                if dashboards.lightning_wrote_hparams(logger, trainer):
+                    continue
+                if not metrics:
+                    rank_zero_info(
+                        "`TimescaleMonitor`: no metric to show next to the hparams (set `hparams_metric`); the"
+                        " TensorBoard HParams record is skipped."
+                    )
+                    continue
+                dashboards.write_hparams(
+                    logger, {**dict(pl_module.hparams_initial), **params}, metrics, trainer.global_step
+                )
+            else:
+                logger.log_hyperparams(params)
+
+    @override
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "init_memory": {g.name: g.init_memory for g in self.groups},
+            "timescales_elapsed": {g.name: g.timescales_elapsed for g in self.groups},
+            "optimizer_steps": self.optimizer_steps,
+        }
+
+    @override
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._restored = dict(state_dict)
+
+    # --- helpers -------------------------------------------------------------------------------------------
+
+    def _collect(self, trainer: pl.Trainer) -> dict[str, float]:
+        """One statistics pass (plus one all-reduce when sharded) and one host sync; the metrics to log."""
+        tensors: list[torch.Tensor] = []
+        owner: list[int] = []
+        for k, state in enumerate(self.groups):
+            params = trainer.optimizers[state.optimizer_index].param_groups[state.group_index]["params"]
+            tensors.extend(params)
+            owner.extend([k] * len(params))
+        sums = self._stats_pass(tensors)
+        if self._reduce:
+            all_reduce_sums(sums)
+        table = group_sums(sums, owner, len(self.groups))
+        if self.per_tensor:
+            table = torch.cat([table, sums])
+        rows = table.tolist()  # the one host sync of a logging step
+        shape = self._dataset_shape(trainer)
+        metrics: dict[str, float] = {}
+        for k, state in enumerate(self.groups):
+            group = trainer.optimizers[state.optimizer_index].param_groups[state.group_index]
+            metrics.update(self._group_metrics(state, group, rows[k], shape))
+        if self.per_tensor:
+            for t, (tensor, k) in enumerate(zip(tensors, owner)):
+                mean_abs, rms = magnitudes(rows[len(self.groups) + t])
+                name = self._param_names.get(id(tensor), f"param{t}")
+                key = f"{self.groups[k].name}/{name}"
+                metrics[dashboards.metric_key(self.prefix, "weight_mean_abs", key)] = mean_abs
+                metrics[dashboards.metric_key(self.prefix, "weight_rms", key)] = rms
+        return metrics
+
+    def _group_metrics(
+        self, state: _GroupState, group: dict[str, Any], row: list[float], shape: tuple[float, float] | None
+    ) -> dict[str, float]:
+        lr, wd = group_lr(group), float(group.get("weight_decay", 0.0))
+        mean_abs, rms = magnitudes(row)
+        values: dict[str, float] = {"lr": lr, "weight_decay": wd, "weight_mean_abs": mean_abs, "weight_rms": rms}
+        if state.width_mult is not None:
+            values["width_mult"] = state.width_mult
+        if wd > 0:
+            values["coherent_bound"] = timescale.coherent_norm_bound(wd)
+            values["wd_mean_abs"] = wd * mean_abs
+            values["init_memory"] = state.init_memory
+            values["timescales_elapsed"] = state.timescales_elapsed
+            if lr > 0:
+                values["tau_iter"] = timescale.tau_iter(lr, wd)
+                if shape is not None:
+                    values["tau_epoch"] = timescale.tau_epoch(lr, wd, *shape)
+                values["rms_equilibrium"] = timescale.equilibrium_rms(lr, wd)
+                values["rms_ratio"] = rms / values["rms_equilibrium"]
+        return {dashboards.metric_key(self.prefix, key, state.name): value for key, value in values.items()}
+
+    def _dataset_shape(self, trainer: pl.Trainer) -> tuple[float, float] | None:
+        """``(N, B)`` from a ``TimescaleCallback`` in the Trainer, else the dataloaders; ``None`` if unknown."""
+        if self._shape_resolved:
+            return self._shape
+        self._shape_resolved = True
+        for callback in trainer.callbacks:  # type: ignore[attr-defined]
+            if isinstance(callback, TimescaleCallback):
+                n, b = callback.resolved_dataset_size, callback.resolved_batch_size
+                if n is not None and b is not None:
+                    self._shape = (float(n), float(b))
+                    return self._shape
+        try:
+            self._shape = (read_dataset_size(trainer)[0], read_global_batch_size(trainer)[0])
+        except ValueError:
+            rank_zero_info("`TimescaleMonitor`: dataset or batch size unknown, so the `tau_epoch` keys are left out.")
+            self._shape = None
+        return self._shape
+
+    def _hparams(self, trainer: pl.Trainer) -> dict[str, Any]:
+        p = self.prefix
+        shape = self._dataset_shape(trainer)
+        params: dict[str, Any] = {}
+        if shape is not None:
+            params[f"{p}/dataset_size"], params[f"{p}/global_batch_size"] = shape
+        for callback in trainer.callbacks:  # type: ignore[attr-defined]
+            if isinstance(callback, TimescaleCallback) and callback.resolved_tau_epoch is not None:
+                params[f"{p}/tau_epoch"] = callback.resolved_tau_epoch
+        for state in self.groups:
+            if state.hparams is None:  # no optimizer step was taken
+                group = trainer.optimizers[state.optimizer_index].param_groups[state.group_index]
+                state.hparams = {"lr": reference_lr(group), "weight_decay": float(group.get("weight_decay", 0.0))}
+            lr, wd = state.hparams["lr"], state.hparams["weight_decay"]
+            params[f"{p}/lr/{state.name}"] = lr
+            params[f"{p}/weight_decay/{state.name}"] = wd
+            if state.width_mult is not None:
+                params[f"{p}/width_mult/{state.name}"] = state.width_mult
+            if wd > 0 and lr > 0:
+                params[f"{p}/tau_iter/{state.name}"] = timescale.tau_iter(lr, wd)
+                if shape is not None:
+                    params[f"{p}/tau_epoch/{state.name}"] = timescale.tau_epoch(lr, wd, *shape)
+        return params
+
+    def _final_metrics(self, trainer: pl.Trainer) -> dict[str, float]:
+        names: list[str] = []
+        if self.hparams_metric is not None:
+            names = [self.hparams_metric]
+        else:
+            for callback in (trainer.checkpoint_callback, trainer.early_stopping_callback):
+                monitor = getattr(callback, "monitor", None)
+                if monitor:
+                    names = [monitor]
+                    break
+            else:
+                names = sorted(trainer.callback_metrics)
+        metrics = {}
+        for name in names:
+            value = trainer.callback_metrics.get(name)
+            if value is None:
+                if self.hparams_metric is not None:
+                    rank_zero_warn(
+                        f"`TimescaleMonitor(hparams_metric={name!r})`: no such metric was logged (logged:"
+                        f" {sorted(trainer.callback_metrics)}); the hparams are recorded without it."
+                    )
+                continue
+            if isinstance(value, torch.Tensor):
+                if value.numel() != 1:
+                    continue
+                value = value.item()
+            metrics[f"hp/{name}"] = float(value)
+        return metrics
+
+
+def _is_sharded(trainer: pl.Trainer) -> bool:
+    """Whether parameters are split across ranks (their sums must be all-reduced), not replicated as in DDP."""
+    if isinstance(trainer.strategy, (FSDPStrategy, ModelParallelStrategy)):
+        return True
+    return any(
+        type(p).__name__ == "DTensor" for opt in trainer.optimizers for g in opt.param_groups for p in g["params"]
+    )

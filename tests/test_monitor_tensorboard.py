@@ -1,0 +1,179 @@
+"""TimescaleMonitor with a real TensorBoardLogger: event files read back, and the tensorboard server's HTTP API."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import TinyModel, make_loader, quiet_trainer
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
+from tensorboard.plugins.custom_scalar import layout_pb2
+from tensorboard.plugins.hparams import plugin_data_pb2
+from tensorboard.util import tensor_util
+
+from lightning_tau.diagnostics import TimescaleMonitor
+
+LR, WD, N, B = 1e-2, 0.1, 120, 10
+
+
+class HparamsModel(TinyModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.save_hyperparameters({"hidden": 8})
+
+
+def fit_with_tensorboard(tmp_path: Path, model: TinyModel | None = None, **logger_kwargs) -> tuple[TinyModel, Path]:
+    logger = TensorBoardLogger(tmp_path, name="runs", version="v0", **logger_kwargs)
+    model = model or TinyModel()
+    trainer = quiet_trainer(logger=logger, callbacks=[TimescaleMonitor(4)])
+    trainer.fit(model, make_loader(N, B))
+    return model, Path(logger.log_dir)
+
+
+def load_events(log_dir: Path) -> EventAccumulator:
+    accumulator = EventAccumulator(str(log_dir), size_guidance={"tensors": 0})
+    accumulator.Reload()
+    return accumulator
+
+
+def scalar_series(accumulator: EventAccumulator, tag: str) -> dict[int, float]:
+    return {e.step: float(tensor_util.make_ndarray(e.tensor_proto)) for e in accumulator.Tensors(tag)}
+
+
+def test_monitor_tensorboard_scalars_layout_and_hparams(tmp_path):
+    model, log_dir = fit_with_tensorboard(tmp_path, HparamsModel(), default_hp_metric=False)
+    events = load_events(log_dir)
+    tags = set(events.Tags()["tensors"])
+    expected = {
+        f"timescale/{k}/pg1"
+        for k in (
+            "lr", "weight_decay", "tau_iter", "tau_epoch", "weight_mean_abs", "weight_rms", "rms_equilibrium",
+            "coherent_bound", "rms_ratio", "wd_mean_abs", "init_memory", "timescales_elapsed",
+        )
+    }  # fmt: skip
+    assert expected <= tags
+    assert sorted(scalar_series(events, "timescale/tau_iter/pg1")) == [4, 8, 12]
+    for step, value in scalar_series(events, "timescale/init_memory/pg1").items():
+        assert value == pytest.approx((1 - LR * WD) ** step, rel=1e-6)
+    assert scalar_series(events, "timescale/tau_epoch/pg1")[12] == pytest.approx(B / (LR * WD * N), rel=1e-6)
+    assert scalar_series(events, "timescale/rms_equilibrium/pg1")[4] == pytest.approx(math.sqrt(LR / (2 * WD)))
+    flat = torch.cat([p.detach().double().reshape(-1) for p in model.parameters()])
+    assert scalar_series(events, "timescale/weight_rms/pg1")[12] == pytest.approx(
+        flat.square().mean().sqrt().item(), rel=1e-6
+    )
+
+    # custom-scalars layout
+    (config,) = events.Tensors("custom_scalars__config__")
+    layout = layout_pb2.Layout.FromString(tensor_util.make_ndarray(config.tensor_proto).item())
+    charts = {c.title: c for category in layout.category for c in category.chart}
+    assert list(charts["tau_iter (steps)"].multiline.tag) == ["^timescale/tau_iter/"]
+    assert list(charts["init memory prod(1 - lr*wd)"].multiline.tag) == ["^timescale/init_memory/"]
+    (band,) = charts["pg1"].margin.series
+    assert (band.value, band.lower, band.upper) == (
+        "timescale/weight_rms/pg1",
+        "timescale/rms_equilibrium/pg1",
+        "timescale/coherent_bound/pg1",
+    )
+
+    # hparams record, with the final monitored metric
+    content = events.PluginTagToContent("hparams")
+    session = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
+    hparams = {k: v.number_value for k, v in session.session_start_info.hparams.items()}
+    assert hparams["timescale/dataset_size"] == N
+    assert hparams["timescale/global_batch_size"] == B
+    assert hparams["timescale/weight_decay/pg1"] == pytest.approx(WD)
+    assert hparams["timescale/lr/pg1"] == pytest.approx(LR)
+    assert hparams["timescale/tau_epoch/pg1"] == pytest.approx(B / (LR * WD * N))
+    assert hparams["hidden"] == 8  # the module's own hparams come along
+    experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
+    assert [m.name.tag for m in experiment.metric_infos] == ["hp/train_loss"]
+    assert set(scalar_series(events, "hp/train_loss")) == {12}
+
+
+def test_monitor_tensorboard_warns_when_lightning_writes_hparams_first(tmp_path):
+    with pytest.warns(UserWarning, match="default_hp_metric=False"):
+        _, log_dir = fit_with_tensorboard(tmp_path, HparamsModel())  # default_hp_metric=True
+    events = load_events(log_dir)
+    content = events.PluginTagToContent("hparams")
+    session = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
+    assert "timescale/dataset_size" not in session.session_start_info.hparams  # Lightning's record, not ours
+    assert "timescale/tau_iter/pg1" in events.Tags()["tensors"]  # the scalars are there all the same
+
+
+def test_monitor_tensorboard_hparams_with_default_hp_metric_and_no_module_hparams(tmp_path):
+    """Lightning writes no hparams record for a module without `save_hyperparameters`, so ours shows."""
+    _, log_dir = fit_with_tensorboard(tmp_path)  # default_hp_metric=True
+    content = load_events(log_dir).PluginTagToContent("hparams")
+    session = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
+    assert session.session_start_info.hparams["timescale/weight_decay/pg1"].number_value == pytest.approx(WD)
+
+
+def test_monitor_csv_and_tensorboard_log_the_same_keys(tmp_path):
+    tb = TensorBoardLogger(tmp_path, name="tb", version="", default_hp_metric=False)
+    csv_logger = CSVLogger(tmp_path, name="csv", version="")
+    trainer = quiet_trainer(logger=[tb, csv_logger], callbacks=[TimescaleMonitor(6)])
+    trainer.fit(TinyModel(), make_loader(N, B))
+    tb_tags = {t for t in load_events(Path(tb.log_dir)).Tags()["tensors"] if t.startswith("timescale/")}
+    header = (Path(csv_logger.log_dir) / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert tb_tags == {h for h in header if h.startswith("timescale/")}
+    assert len(tb_tags) == 12
+    hparams = (Path(csv_logger.log_dir) / "hparams.yaml").read_text()
+    assert "timescale/tau_epoch/pg1" in hparams  # the flat hparams dict reaches other loggers too
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get_json(url: str) -> object:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.slow
+def test_monitor_tensorboard_server_serves_layout_and_scalars(tmp_path):
+    fit_with_tensorboard(tmp_path, default_hp_metric=False)
+    port = _free_port()
+    command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(tmp_path / "runs"), "--host", "127.0.0.1",
+               "--port", str(port), "--load_fast", "false", "--reload_interval", "1"]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        layout: object = {}
+        while time.monotonic() < deadline:
+            try:
+                layout = _get_json(f"{base}/data/plugin/custom_scalars/layout")
+                if layout:
+                    break
+            except OSError:
+                pass
+            if server.poll() is not None:
+                raise AssertionError(f"tensorboard exited: {server.stderr.read().decode()[-2000:]}")
+            time.sleep(1)
+        titles = {chart["title"] for category in layout["category"] for chart in category["chart"]}
+        assert {"tau_iter (steps)", "init memory prod(1 - lr*wd)", "pg1"} <= titles
+        query = urllib.parse.urlencode({"run": "v0", "tag": "timescale/init_memory/pg1"})
+        series = _get_json(f"{base}/data/plugin/scalars/scalars?{query}")
+        assert [(step, pytest.approx(value, rel=1e-6)) for _, step, value in series] == [
+            (step, (1 - LR * WD) ** step) for step in (4, 8, 12)
+        ]
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=15)
