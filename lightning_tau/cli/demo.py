@@ -1,0 +1,389 @@
+"""``lightning-tau demo``: sweep weight decay x dataset size on bundled digits and show where the optimum moves.
+
+Each run is a Lightning fit of :class:`~lightning_tau.demo_task.DigitsMLP` on a training set of ``N`` digits,
+with :class:`~lightning_tau.TimescaleCallback` setting AdamW's weight decay from the run's ``tau_epoch``:
+``weight_decay = B / (lr * N * tau_epoch)``. One ``tau_epoch`` grid per dataset size is therefore a different
+weight-decay grid per size. Every run logs to TensorBoard (its own run directory, with ``dataset_size``,
+``batch_size``, ``lr``, ``weight_decay``, ``tau_epoch`` and the final validation metrics as hparams), and
+``lightning-tau plot`` draws the sweep at the end: the optimal weight decay falls with ``N`` while the optimal
+``tau_epoch`` stays put (Wang & Aitchison, ICML 2025, Figure 1). Each run also carries a
+:class:`~lightning_tau.diagnostics.TimescaleMonitor` (timescales and weight RMS against its prediction).
+
+The default setup follows the paper's: a fixed number of epochs for every size, a fixed batch size and initial
+learning rate with cosine decay to a tenth, and a scale-invariant network (LayerNorm after every linear layer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import math
+import re
+import sys
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.loggers import TensorBoardLogger
+from typing_extensions import override
+
+from lightning_tau import timescale as tau_math
+from lightning_tau.callback import TimescaleCallback
+from lightning_tau.demo_task import DIGITS_SIZE, DigitsDataModule, DigitsMLP
+from lightning_tau.diagnostics import TimescaleMonitor
+
+__all__ = ["QUICK", "DemoConfig", "add_parser", "describe", "next_sweep_dir", "run_demo", "run_name", "run_one"]
+
+#: Hyperparameters logged for each run (``lightning-tau plot`` reads them back).
+HPARAM_KEYS = ("dataset_size", "batch_size", "lr", "weight_decay", "tau_epoch", "tau_iter", "epochs", "seed")
+
+
+@dataclass
+class DemoConfig:
+    """One sweep: every ``(size, tau_epoch, seed)`` combination is a run.
+
+    Attributes:
+        sizes: training-set sizes ``N`` (digits; at most ``1797 - val_size``).
+        tau_epochs: EMA timescales in epochs; each gives ``weight_decay = B / (lr * N * tau_epoch)``.
+        seeds: seeds (model init and batch order); runs with the same size and ``tau_epoch`` are averaged.
+        epochs: training epochs per run, the same for every size (as in the paper).
+        batch_size: ``B``.
+        lr: AdamW's initial learning rate.
+        schedule: ``"cosine"`` (to ``0.1 * lr``, as in the paper) or ``"constant"``.
+        hidden: MLP width.
+        depth: MLP hidden layers.
+        norm: ``"layer"`` (a LayerNorm after every linear layer: scale-invariant) or ``"none"``.
+        label_noise: fraction of training labels randomized.
+        val_size: held-out digits, the same for every run.
+    """
+
+    sizes: list[int] = field(default_factory=lambda: [150, 450, 1350])
+    tau_epochs: list[float] = field(default_factory=lambda: [2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0])
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    epochs: int = 40
+    batch_size: int = 64
+    lr: float = 3e-3
+    schedule: str = "cosine"
+    hidden: int = 128
+    depth: int = 2
+    norm: str = "layer"
+    label_noise: float = 0.0
+    val_size: int = 397
+
+    @property
+    def num_runs(self) -> int:
+        return len(self.sizes) * len(self.tau_epochs) * len(self.seeds)
+
+
+#: What ``--quick`` runs: 2 sizes x 3 timescales x 2 epochs, a few seconds (for tests and a first look).
+QUICK = DemoConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
+
+
+def next_sweep_dir(out: Path) -> Path:
+    """``out/sweep_K`` with the smallest ``K`` not taken yet (so a second demo never overwrites the first).
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> next_sweep_dir(root).name
+        'sweep_0'
+        >>> (root / "sweep_0").mkdir(); (root / "sweep_3").mkdir()
+        >>> next_sweep_dir(root).name
+        'sweep_4'
+    """
+    taken = [int(m.group(1)) for p in out.glob("sweep_*") if (m := re.fullmatch(r"sweep_(\d+)", p.name))]
+    return out / f"sweep_{max(taken) + 1 if taken else 0}"
+
+
+def describe(config: DemoConfig) -> str:
+    """What the sweep runs, with the weight-decay grid each dataset size gets from the ``tau_epoch`` grid.
+
+    Example:
+        >>> print(describe(DemoConfig(sizes=[100, 400], tau_epochs=[1.0, 10.0], seeds=[0], epochs=5)))
+        Sweep: 2 sizes x 2 tau_epochs x 1 seeds = 4 runs x 5 epochs; B=64, lr=0.003 (cosine), MLP 128x2, norm=layer.
+          N=100: weight decay 21.3 .. 213 (tau_epoch 10 .. 1)
+          N=400: weight decay 5.33 .. 53.3 (tau_epoch 10 .. 1)
+    """
+    lines = [
+        f"Sweep: {len(config.sizes)} sizes x {len(config.tau_epochs)} tau_epochs x {len(config.seeds)} seeds"
+        f" = {config.num_runs} runs x {config.epochs} epochs; B={config.batch_size}, lr={config.lr:g}"
+        f" ({config.schedule}), MLP {config.hidden}x{config.depth}, norm={config.norm}."
+    ]
+    for size in config.sizes:
+        taus = sorted(config.tau_epochs, reverse=True)
+        decays = [tau_math.weight_decay_for_tau_epoch(config.lr, tau, size, config.batch_size) for tau in taus]
+        lines.append(
+            f"  N={size}: weight decay {decays[0]:.3g} .. {decays[-1]:.3g} (tau_epoch {taus[0]:g} .. {taus[-1]:g})"
+        )
+    return "\n".join(lines)
+
+
+def run_name(size: int, tau_epoch: float, seed: int) -> tuple[str, str]:
+    """TensorBoard ``(name, version)`` of one run: ``("N0200", "tau_epoch=10_seed0")``.
+
+    Example:
+        >>> run_name(200, 10.0, 0)
+        ('N0200', 'tau_epoch=10_seed0')
+    """
+    return f"N{size:04d}", f"tau_epoch={tau_epoch:g}_seed{seed}"
+
+
+@contextlib.contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """For the duration of a sweep: one torch thread, and no Lightning info logs or warnings a deliberate sweep
+    triggers."""
+    names = ("lightning.pytorch", "lightning.fabric", "lightning_fabric", "pytorch_lightning")
+    levels = {name: logging.getLogger(name).level for name in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    threads = torch.get_num_threads()
+    # a tiny MLP gains nothing from intra-op threads, and on a busy machine their hand-offs cost ~10x
+    torch.set_num_threads(1)
+    try:
+        with warnings.catch_warnings():
+            # the sweep's long timescales cover less than one EMA timescale on purpose (they show "no decay")
+            warnings.filterwarnings("ignore", message=r".*less than one EMA timescale")
+            warnings.filterwarnings("ignore", message=r".*does not have many workers")
+            warnings.filterwarnings("ignore", message=r".*smaller than the logging interval")
+            warnings.filterwarnings("ignore", message=r".*LeafSpec.*is deprecated")
+            yield
+    finally:
+        torch.set_num_threads(threads)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def run_one(
+    config: DemoConfig, size: int, tau_epoch: float, seed: int, sweep_dir: Path, extra_callbacks: Sequence[Any] = ()
+) -> dict[str, float]:
+    """Fit one run and log it to ``sweep_dir/N<size>/tau_epoch=<tau>_seed<seed>``; returns its hparams + metrics."""
+    pl.seed_everything(seed, verbose=False)
+    data = DigitsDataModule(
+        train_size=size, val_size=config.val_size, batch_size=config.batch_size, label_noise=config.label_noise
+    )
+    # The callback sets the weight decay from `tau_epoch`; the model gets the same value up front only so its own
+    # hparams (which TimescaleMonitor records too) show the decay actually used.
+    weight_decay = tau_math.weight_decay_for_tau_epoch(config.lr, tau_epoch, size, config.batch_size)
+    model = DigitsMLP(
+        hidden=config.hidden,
+        depth=config.depth,
+        norm=config.norm,  # type: ignore[arg-type]
+        lr=config.lr,
+        weight_decay=weight_decay,
+        schedule=config.schedule,  # type: ignore[arg-type]
+    )
+    timescale = TimescaleCallback(tau_epoch=tau_epoch, verbose=False)
+    record = _RecordRun(timescale, config, seed)
+    name, version = run_name(size, tau_epoch, seed)
+    logger = TensorBoardLogger(save_dir=str(sweep_dir), name=name, version=version, default_hp_metric=False)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_epochs=config.epochs,
+        logger=logger,
+        # the record before the monitor: TensorBoard shows a run's first HParams record
+        callbacks=[timescale, record, TimescaleMonitor(), *extra_callbacks],
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+        log_every_n_steps=max(1, math.ceil(size / config.batch_size)),  # about once per epoch
+    )
+    trainer.fit(model, datamodule=data)
+    return dict(record.logged)
+
+
+class _RecordRun(Callback):
+    """At train end, write the run's HParams record: the sweep's knobs, what ``TimescaleCallback`` resolved, and
+    the final validation metrics (``hp/val_loss``, ``hp/val_error``)."""
+
+    def __init__(self, timescale: TimescaleCallback, config: DemoConfig, seed: int) -> None:
+        self.timescale = timescale
+        self.config = config
+        self.seed = seed
+        self.logged: dict[str, Any] = {}
+
+    @override
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        cb, config = self.timescale, self.config
+        decay_groups = [g for g in cb.groups if g.decays]
+        hparams: dict[str, Any] = {
+            "dataset_size": cb.resolved_dataset_size,
+            "batch_size": cb.resolved_batch_size,
+            "lr": config.lr,
+            "schedule": config.schedule,
+            "weight_decay": decay_groups[0].weight_decay,
+            "tau_epoch": cb.resolved_tau_epoch,
+            "tau_iter": cb.resolved_tau_iter,
+            "epochs": config.epochs,
+            "seed": self.seed,
+            "hidden": config.hidden,
+            "depth": config.depth,
+            "norm": config.norm,
+            "label_noise": config.label_noise,
+        }
+        metrics = {
+            "hp/val_loss": float(trainer.callback_metrics["val/loss"]),
+            "hp/val_error": float(trainer.callback_metrics["val/error"]),
+        }
+        for logger in trainer.loggers:
+            logger.log_hyperparams(hparams, metrics=metrics, step=trainer.global_step)
+        self.logged = {**hparams, **metrics}
+
+
+class _EpochTick(Callback):
+    """Advance the sweep's progress bar once per training epoch."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+
+    @override
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.bar.update(1)
+
+
+def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
+    """Run the sweep into a fresh ``out/sweep_K`` and (unless ``plot=False``) draw it there; returns that dir."""
+    sweep_dir = next_sweep_dir(out)
+    sweep_dir.mkdir(parents=True)
+    print(describe(config))
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=config.num_runs * config.epochs, unit="epoch", desc="sweep", disable=not progress)
+    tick = _EpochTick(bar)
+    start = time.perf_counter()
+    try:
+        with _quiet_lightning():
+            for size in config.sizes:
+                for tau_epoch in config.tau_epochs:
+                    for seed in config.seeds:
+                        bar.set_postfix_str(f"N={size} tau_epoch={tau_epoch:g} seed={seed}")
+                        run_one(config, size, tau_epoch, seed, sweep_dir, extra_callbacks=[tick])
+    finally:
+        bar.close()
+    elapsed = time.perf_counter() - start
+    print(f"{config.num_runs} runs in {elapsed:.0f} s. TensorBoard logs: {sweep_dir}")
+    if plot:
+        from lightning_tau.cli.plot import plot_sweep
+
+        plot_sweep(sweep_dir, sweep_dir)
+    print(f"Open them with:\n  tensorboard --logdir {sweep_dir}")
+    return sweep_dir
+
+
+# --- command line ----------------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
+    return value
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``demo``."""
+    d = DemoConfig()
+    parser = subparsers.add_parser(
+        "demo",
+        help="Sweep weight decay x dataset size on bundled digits (a few minutes on a CPU) and plot it.",
+        description=(
+            "Train a small MLP on scikit-learn's bundled 8x8 digits (nothing is downloaded) for every training-set"
+            " size x tau_epoch x seed, with TimescaleCallback setting AdamW's weight decay to"
+            " B / (lr * N * tau_epoch), log every run to TensorBoard, and plot validation loss against weight"
+            " decay and against tau_epoch. The optimal weight decay falls as N grows; the optimal tau_epoch"
+            " moves much less. Each call writes a new OUT/sweep_K directory."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--out", type=Path, default=Path("tau_runs"), help="root directory for the sweep's logs")
+    parser.add_argument("--sizes", type=_positive_int, nargs="+", default=d.sizes, metavar="N",
+                        help="training-set sizes (at most 1797 - 397 = 1400)")
+    parser.add_argument("--tau-epochs", type=_positive_float, nargs="+", default=d.tau_epochs, metavar="TAU",
+                        help="EMA timescales in epochs (one weight decay per size each)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=d.seeds, metavar="SEED",
+                        help="seeds per setting; the plot averages over them")
+    parser.add_argument("--epochs", type=_positive_int, default=d.epochs, help="epochs per run, for every size")
+    parser.add_argument("--batch-size", type=_positive_int, default=d.batch_size, help="batch size B")
+    parser.add_argument("--lr", type=_positive_float, default=d.lr, help="AdamW's initial learning rate")
+    parser.add_argument("--schedule", choices=("cosine", "constant"), default=d.schedule,
+                        help="learning-rate schedule (cosine decays to 0.1 x lr; weight decay stays fixed)")
+    parser.add_argument("--hidden", type=_positive_int, default=d.hidden, help="MLP width")
+    parser.add_argument("--depth", type=_positive_int, default=d.depth, help="MLP hidden layers")
+    parser.add_argument("--norm", choices=("layer", "none"), default=d.norm,
+                        help="'layer': a LayerNorm after every linear layer (scale-invariant); 'none': plain MLP")
+    parser.add_argument("--label-noise", type=_fraction, default=d.label_noise,
+                        help="fraction of training labels randomized")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sweep (2 sizes x 3 timescales x 2 epochs, seconds) that ignores the sweep options")
+    parser.add_argument("--no-plot", action="store_true", help="log the runs but skip the figure")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=_main)
+    return parser
+
+
+def _main(args: argparse.Namespace) -> int:
+    if args.quick:
+        config = DemoConfig(**vars(QUICK))
+    else:
+        config = DemoConfig(
+            # duplicates would write the same run directory twice
+            sizes=list(dict.fromkeys(args.sizes)),
+            tau_epochs=list(dict.fromkeys(args.tau_epochs)),
+            seeds=list(dict.fromkeys(args.seeds)),
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            schedule=args.schedule,
+            hidden=args.hidden,
+            depth=args.depth,
+            norm=args.norm,
+            label_noise=args.label_noise,
+        )
+    too_big = [n for n in config.sizes if n > DIGITS_SIZE - config.val_size]
+    if too_big:
+        print(
+            f"lightning-tau demo: error: --sizes {too_big} too large: the digits dataset has 1797 images and"
+            f" {config.val_size} are held out, so use sizes up to {DIGITS_SIZE - config.val_size}.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        from lightning_tau.demo_task import load_digits_tensors
+
+        load_digits_tensors()
+    except ImportError as err:
+        print(f"lightning-tau demo: error: {err}", file=sys.stderr)
+        return 1
+    run_demo(config, args.out, plot=not args.no_plot, progress=not args.no_progress)
+    return 0

@@ -1,0 +1,387 @@
+"""``lightning-tau plot``: read a sweep's TensorBoard logs and draw the paper's Figure-1-style picture.
+
+Each run directory (one per fit, as ``lightning-tau demo`` writes them) must carry an HParams record with
+``weight_decay`` and ``tau_epoch`` (and the hparam that tells the lines apart, ``dataset_size`` by default) and a
+scalar with the final metric (``hp/val_loss`` by default). The figure has two panels, metric against weight decay
+and metric against ``tau_epoch`` (log x), one line per dataset size (or width, ...), runs with the same setting
+averaged over seeds, and each line's optimum marked. A table of the optimum per line is printed. When the
+optimal ``tau_epoch`` stays put while the optimal weight decay moves with ``N``, the timescale is the
+hyperparameter that transfers (Wang & Aitchison, ICML 2025).
+
+Only tensorboard's own event reader is used (no tbparse), and matplotlib with the Agg backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "Optimum",
+    "RunRecord",
+    "SweepPlot",
+    "add_parser",
+    "find_optima",
+    "format_optima",
+    "load_runs",
+    "plot_sweep",
+]
+
+Goal = Literal["min", "max"]
+
+#: File name (without suffix) of the figure ``plot`` writes.
+FIGURE_STEM = "tau_sweep"
+
+
+@dataclass
+class RunRecord:
+    """One run directory: its hparams (first HParams record wins, as in TensorBoard) and last scalar values."""
+
+    path: Path
+    hparams: dict[str, Any] = field(default_factory=dict)
+    scalars: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """The best setting of one line (one value of ``group_by``), averaged over seeds.
+
+    Attributes:
+        group: the line's ``group_by`` value (e.g. the dataset size).
+        weight_decay: weight decay at the optimum.
+        tau_epoch: ``tau_epoch`` at the optimum.
+        metric: mean metric there.
+        runs: runs on this line (all settings, all seeds).
+        at_edge: the optimum is the smallest or largest ``tau_epoch`` swept, so the true one may lie outside.
+    """
+
+    group: float | str
+    weight_decay: float
+    tau_epoch: float
+    metric: float
+    runs: int
+    at_edge: bool
+
+
+@dataclass
+class SweepPlot:
+    """What :func:`plot_sweep` produced."""
+
+    optima: list[Optimum]
+    table: str
+    png: Path | None
+    svg: Path | None
+
+
+def _event_files(run_dir: Path) -> list[Path]:
+    return sorted(p for p in run_dir.iterdir() if p.is_file() and "tfevents" in p.name)
+
+
+def load_runs(logdir: Path) -> list[RunRecord]:
+    """Every run under ``logdir`` (a directory holding event files), with its hparams and last scalars.
+
+    Event files are read in name (creation-time) order; ``hparams`` merges every HParams record of the run with
+    the first value of each key winning, and ``scalars`` keeps the value at the highest step of each tag (the last
+    written on ties).
+    """
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    runs: list[RunRecord] = []
+    run_dirs = sorted({p.parent for p in logdir.rglob("*tfevents*") if p.is_file()})
+    for run_dir in run_dirs:
+        record = RunRecord(path=run_dir)
+        steps: dict[str, int] = {}
+        for event_file in _event_files(run_dir):
+            for event in EventFileLoader(str(event_file)).Load():
+                if not event.HasField("summary"):
+                    continue
+                for value in event.summary.value:
+                    plugin = value.metadata.plugin_data
+                    if plugin.plugin_name == "hparams":
+                        data = plugin_data_pb2.HParamsPluginData.FromString(plugin.content)
+                        if data.HasField("session_start_info"):
+                            for key, hp in data.session_start_info.hparams.items():
+                                record.hparams.setdefault(key, _hparam_value(hp))
+                        continue
+                    number = _scalar_value(value)
+                    if number is not None and event.step >= steps.get(value.tag, -1):
+                        steps[value.tag] = event.step
+                        record.scalars[value.tag] = number
+        runs.append(record)
+    return runs
+
+
+def _hparam_value(hp: Any) -> Any:
+    kind = hp.WhichOneof("kind")
+    return None if kind is None else getattr(hp, kind)
+
+
+def _scalar_value(value: Any) -> float | None:
+    """The number in a scalar summary value, whether written as ``simple_value`` or as a scalar tensor."""
+    if value.HasField("simple_value"):
+        return float(value.simple_value)
+    if value.HasField("tensor") and value.metadata.plugin_data.plugin_name == "scalars":
+        from tensorboard.util import tensor_util
+
+        array = tensor_util.make_ndarray(value.tensor)
+        return float(array.reshape(-1)[0]) if array.size == 1 else None
+    return None
+
+
+def _curves(
+    runs: Iterable[RunRecord], metric: str, group_by: str
+) -> dict[Any, list[tuple[float, float, list[float]]]]:
+    """``{group: [(tau_epoch, weight_decay, [metric per seed]), ...]}`` sorted by ``tau_epoch``."""
+    table: dict[Any, dict[float, tuple[float, list[float]]]] = defaultdict(dict)
+    for run in runs:
+        try:
+            group = run.hparams[group_by]
+            tau = float(run.hparams["tau_epoch"])
+            wd = float(run.hparams["weight_decay"])
+            value = run.scalars[metric]
+        except KeyError:
+            continue
+        if not math.isfinite(value):
+            value = math.inf
+        key = round(tau, 9)
+        table[group].setdefault(key, (wd, []))[1].append(value)
+    return {
+        group: [(tau, wd, values) for tau, (wd, values) in sorted(points.items())]
+        for group, points in sorted(table.items(), key=lambda item: _sort_key(item[0]))
+    }
+
+
+def _sort_key(group: Any) -> tuple[int, Any]:
+    return (0, float(group)) if isinstance(group, (int, float)) else (1, str(group))
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def find_optima(
+    runs: Iterable[RunRecord], metric: str = "hp/val_loss", group_by: str = "dataset_size", goal: Goal = "min"
+) -> list[Optimum]:
+    """Per value of ``group_by``, the ``tau_epoch`` (and weight decay) with the best seed-averaged ``metric``.
+
+    Example:
+        >>> runs = [RunRecord(Path(f"r{n}_{t}"), {"dataset_size": n, "tau_epoch": t, "weight_decay": 32 / (n * t)},
+        ...                   {"loss": abs(t - 10) + n / 1000}) for n in (100, 400) for t in (1.0, 10.0, 100.0)]
+        >>> [(o.group, o.tau_epoch, o.weight_decay, o.at_edge) for o in find_optima(runs, "loss")]
+        [(100, 10.0, 0.032, False), (400, 10.0, 0.008, False)]
+    """
+    optima = []
+    better = min if goal == "min" else max
+    for group, points in _curves(runs, metric, group_by).items():
+        means = [_mean(values) for _, _, values in points]
+        best = means.index(better(means))
+        tau, wd, _ = points[best]
+        optima.append(
+            Optimum(
+                group=group,
+                weight_decay=wd,
+                tau_epoch=tau,
+                metric=means[best],
+                runs=sum(len(values) for _, _, values in points),
+                at_edge=len(points) > 1 and best in (0, len(points) - 1),
+            )
+        )
+    return optima
+
+
+def format_optima(optima: Sequence[Optimum], metric: str, group_by: str = "dataset_size") -> str:
+    """The optimum table, and how far the optimal weight decay and ``tau_epoch`` moved across the lines.
+
+    Example:
+        >>> rows = [Optimum(200, 0.05, 10.0, 0.21, 6, False), Optimum(1400, 0.0071, 10.0, 0.05, 6, False)]
+        >>> print(format_optima(rows, "hp/val_loss"))  # doctest: +NORMALIZE_WHITESPACE
+        Optimum of hp/val_loss per dataset_size (mean over seeds):
+          dataset_size | runs | best weight_decay | best tau_epoch | hp/val_loss
+          200          | 6    | 0.05              | 10             | 0.21
+          1400         | 6    | 0.0071            | 10             | 0.05
+        Across dataset_size 200 -> 1400 (x7): the optimal weight decay moved x7.04, the optimal tau_epoch x1.
+    """
+    header = [group_by, "runs", "best weight_decay", "best tau_epoch", metric]
+    rows = [
+        [
+            _fmt(o.group),
+            str(o.runs),
+            _fmt(o.weight_decay),
+            _fmt(o.tau_epoch) + (" (grid edge)" if o.at_edge else ""),
+            _fmt(o.metric),
+        ]
+        for o in optima
+    ]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    lines = [f"Optimum of {metric} per {group_by} (mean over seeds):"]
+    lines.append("  " + " | ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    lines += ["  " + " | ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    numeric = [o for o in optima if isinstance(o.group, (int, float)) and o.group > 0]
+    if len(numeric) >= 2:
+        first, last = numeric[0], numeric[-1]
+        lines.append(
+            f"Across {group_by} {_fmt(first.group)} -> {_fmt(last.group)} (x{_fmt(last.group / first.group)}):"
+            f" the optimal weight decay moved x{_ratio(first.weight_decay, last.weight_decay)},"
+            f" the optimal tau_epoch x{_ratio(first.tau_epoch, last.tau_epoch)}."
+        )
+    if any(o.at_edge for o in optima):
+        lines.append("An optimum at the grid edge may lie beyond it: widen the tau_epoch grid to be sure.")
+    return "\n".join(lines)
+
+
+def _ratio(a: float, b: float) -> str:
+    """``max/min`` of two positive numbers: how far a value moved, whichever way.
+
+    Example:
+        >>> _ratio(0.05, 0.0071), _ratio(10.0, 10.0)
+        ('7.04', '1')
+    """
+    return _fmt(max(a, b) / min(a, b)) if a > 0 and b > 0 else "-"
+
+
+def _fmt(value: Any) -> str:
+    """Numbers for the table: whole numbers as integers, others to 3 significant digits.
+
+    Example:
+        >>> _fmt(1350.0), _fmt(0.0071234), _fmt(10.0), _fmt("layer")
+        ('1350', '0.00712', '10', 'layer')
+    """
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e7:
+            return str(int(value))
+        return f"{value:.3g}"
+    return str(value)
+
+
+def plot_sweep(
+    logdir: Path,
+    out: Path | None = None,
+    *,
+    metric: str = "hp/val_loss",
+    group_by: str = "dataset_size",
+    goal: Goal = "min",
+    formats: Sequence[str] = ("png", "svg"),
+    quiet: bool = False,
+) -> SweepPlot:
+    """Draw ``logdir``'s sweep into ``out/tau_sweep.{png,svg}`` (``out`` defaults to ``logdir``) and print the table.
+
+    Raises:
+        ValueError: no run under ``logdir`` has ``tau_epoch``, ``weight_decay``, ``group_by`` and ``metric``.
+    """
+    runs = load_runs(logdir)
+    curves = _curves(runs, metric, group_by)
+    if not curves:
+        found_metrics = sorted({tag for r in runs for tag in r.scalars})[:20]
+        found_hparams = sorted({key for r in runs for key in r.hparams})[:20]
+        raise ValueError(
+            f"No run under {str(logdir)!r} has hparams `tau_epoch`, `weight_decay` and `{group_by}` with a scalar"
+            f" `{metric}` ({len(runs)} run directories found; hparams seen: {found_hparams}; scalars seen:"
+            f" {found_metrics}). Point it at a `lightning-tau demo` sweep, or pass --group-by / --metric."
+        )
+    optima = find_optima(runs, metric, group_by, goal)
+    table = format_optima(optima, metric, group_by)
+    out = logdir if out is None else out
+    out.mkdir(parents=True, exist_ok=True)
+    paths = _draw(curves, optima, metric, group_by, out, formats)
+    if not quiet:
+        print(table)
+        for path in paths.values():
+            print(f"Figure: {path}")
+    return SweepPlot(optima=optima, table=table, png=paths.get("png"), svg=paths.get("svg"))
+
+
+def _draw(
+    curves: dict[Any, list[tuple[float, float, list[float]]]],
+    optima: Sequence[Optimum],
+    metric: str,
+    group_by: str,
+    out: Path,
+    formats: Sequence[str],
+) -> dict[str, Path]:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    best = {o.group: o for o in optima}
+    colors = plt.get_cmap("viridis")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    for k, (group, points) in enumerate(curves.items()):
+        color = colors(k / max(1, len(curves) - 1) * 0.85)
+        label = f"{group_by}={_fmt(group)}"
+        means = [_mean(values) for _, _, values in points]
+        for ax, xs in ((axes[0], [wd for _, wd, _ in points]), (axes[1], [tau for tau, _, _ in points])):
+            ax.plot(xs, means, "o-", color=color, label=label, markersize=4)
+            for x, (_, _, values) in zip(xs, points):
+                if len(values) > 1:
+                    ax.plot([x] * len(values), values, ".", color=color, alpha=0.35, markersize=3)
+        o = best[group]
+        for ax, x in ((axes[0], o.weight_decay), (axes[1], o.tau_epoch)):
+            ax.plot([x], [o.metric], "*", color=color, markersize=15, markeredgecolor="black", zorder=3)
+            ax.axvline(x, color=color, linestyle=":", alpha=0.7)
+    for ax, xlabel in ((axes[0], "AdamW weight decay λ"), (axes[1], "τ_epoch = B / (η λ N)  [epochs]")):
+        ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(metric)
+        ax.grid(True, which="both", alpha=0.3)
+    if all(v > 0 for points in curves.values() for _, _, values in points for v in values):
+        plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+        for ax in axes:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(plain)
+    axes[0].set_title("against weight decay")
+    axes[1].set_title("against the EMA timescale in epochs")
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, title="★ optimum", fontsize="small", loc="outside right upper")
+    fig.suptitle(f"final {metric}: mean over seeds (small dots: single seeds)", fontsize="medium")
+    paths = {}
+    for fmt in formats:
+        path = out / f"{FIGURE_STEM}.{fmt}"
+        fig.savefig(path, dpi=120)
+        paths[fmt] = path
+    plt.close(fig)
+    return paths
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``plot``."""
+    parser = subparsers.add_parser(
+        "plot",
+        aliases=["report"],
+        help="Plot a sweep's final metric against weight decay and tau_epoch, and print each line's optimum.",
+        description=(
+            "Read the TensorBoard logs under LOGDIR (one run directory per fit, with hparams tau_epoch,"
+            " weight_decay and GROUP_BY, and a scalar METRIC, as `lightning-tau demo` writes them) and draw the"
+            " metric against weight decay and against tau_epoch, one line per GROUP_BY value, optimum marked."
+            " Writes tau_sweep.png and tau_sweep.svg and prints the optimum table."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("logdir", type=Path, help="sweep directory (e.g. tau_runs/sweep_0)")
+    parser.add_argument("--out", type=Path, default=None, help="where to write the figure (default: LOGDIR)")
+    parser.add_argument("--metric", default="hp/val_loss", help="scalar tag to compare (its last value per run)")
+    parser.add_argument("--group-by", default="dataset_size", help="hparam that tells the lines apart")
+    parser.add_argument("--goal", choices=("min", "max"), default="min", help="whether lower or higher is better")
+    parser.set_defaults(func=_main)
+    return parser
+
+
+def _main(args: argparse.Namespace) -> int:
+    if not args.logdir.is_dir():
+        print(f"lightning-tau plot: error: LOGDIR {str(args.logdir)!r} is not a directory.", file=sys.stderr)
+        return 2
+    try:
+        plot_sweep(args.logdir, args.out, metric=args.metric, group_by=args.group_by, goal=args.goal)
+    except ValueError as err:
+        print(f"lightning-tau plot: error: {err}", file=sys.stderr)
+        return 1
+    return 0

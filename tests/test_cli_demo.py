@@ -1,0 +1,163 @@
+"""``lightning-tau demo``: the quick sweep end to end, its logs, figure and printed instructions; ``--help``."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sklearn")
+pytest.importorskip("matplotlib")
+
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+from tensorboard.plugins.hparams import plugin_data_pb2  # noqa: E402
+
+from lightning_tau.cli import main  # noqa: E402
+from lightning_tau.cli.demo import QUICK  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _read_run(run_dir: Path) -> tuple[dict, dict]:
+    """Hparams of the run's first HParams record, and the last value of each scalar (read with tensorboard)."""
+    accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    content = accumulator.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+    hparams = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info.hparams
+    values = {key: getattr(value, value.WhichOneof("kind")) for key, value in hparams.items()}
+    scalars = {tag: accumulator.Scalars(tag)[-1].value for tag in accumulator.Tags()["scalars"]}
+    return values, scalars
+
+
+@pytest.fixture(scope="module")
+def quick_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("tau_runs")
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(["demo", "--quick", "--out", str(out), "--no-progress"])
+    assert code == 0
+    return out, buffer.getvalue()
+
+
+def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Path, str]) -> None:
+    out, _ = quick_sweep
+    sweep = out / "sweep_0"
+    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")})
+    expected = {(n, tau) for n in QUICK.sizes for tau in QUICK.tau_epochs}
+    assert len(run_dirs) == len(expected) * len(QUICK.seeds)
+    seen = set()
+    for run_dir in run_dirs:
+        hparams, scalars = _read_run(run_dir)
+        for key in ("dataset_size", "batch_size", "lr", "weight_decay", "tau_epoch", "epochs", "seed"):
+            assert key in hparams, (run_dir, key)
+        n, tau = int(hparams["dataset_size"]), hparams["tau_epoch"]
+        seen.add((n, tau))
+        # the callback set the weight decay from the run's tau_epoch: lambda = B / (lr * N * tau_epoch)
+        assert hparams["weight_decay"] == pytest.approx(QUICK.batch_size / (QUICK.lr * n * tau), rel=1e-6)
+        assert hparams["batch_size"] == QUICK.batch_size and hparams["epochs"] == QUICK.epochs
+        assert math.isfinite(scalars["hp/val_loss"]) and 0 <= scalars["hp/val_error"] <= 1
+        # the final metric in the hparams record is the last validation value
+        assert scalars["hp/val_loss"] == pytest.approx(scalars["val/loss"])
+        assert run_dir.parent.name == f"N{n:04d}" and run_dir.name.startswith(f"tau_epoch={tau:g}_seed")
+    assert seen == expected
+
+
+def test_demo_quick_logs_the_timescale_monitor(quick_sweep: tuple[Path, str]) -> None:
+    pytest.importorskip("lightning_tau.diagnostics")
+    from lightning_tau import diagnostics
+
+    if not hasattr(diagnostics, "TimescaleMonitor"):
+        pytest.skip("lightning_tau.diagnostics does not export TimescaleMonitor yet")
+    out, _ = quick_sweep
+    run_dir = next(iter((out / "sweep_0").rglob("events.out.tfevents.*"))).parent
+    _, scalars = _read_run(run_dir)
+    assert any(tag.startswith("timescale/tau_iter/") for tag in scalars)
+
+
+def test_demo_quick_draws_the_figure_and_prints_where(quick_sweep: tuple[Path, str]) -> None:
+    out, printed = quick_sweep
+    sweep = out / "sweep_0"
+    png, svg = sweep / "tau_sweep.png", sweep / "tau_sweep.svg"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in svg.read_text()[:2000]
+    assert f"tensorboard --logdir {sweep}" in printed
+    assert str(png) in printed and str(svg) in printed
+    assert "Optimum of hp/val_loss per dataset_size" in printed
+    for n in QUICK.sizes:
+        assert f"\n  {n} " in printed
+
+
+def test_demo_second_call_writes_a_new_sweep_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "sweep_0").mkdir()
+    code = main(["demo", "--quick", "--out", str(tmp_path), "--no-progress", "--no-plot"])
+    assert code == 0
+    assert list((tmp_path / "sweep_1").rglob("events.out.tfevents.*"))
+    assert not list((tmp_path / "sweep_0").iterdir())
+    assert f"tensorboard --logdir {tmp_path / 'sweep_1'}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--tau-epochs", "-1"], "argument --tau-epochs: expected a positive finite number, got '-1'"),
+        (["--sizes", "abc"], "argument --sizes: expected a positive integer, got 'abc'"),
+        (["--label-noise", "1.5"], "argument --label-noise: expected a number in [0, 1), got '1.5'"),
+        (["--norm", "batch"], "argument --norm: invalid choice: 'batch'"),
+    ],
+)
+def test_demo_rejects_bad_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--out", str(tmp_path), *argv])
+    assert exit_info.value.code == 2
+    assert expected in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_demo_rejects_a_size_larger_than_the_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--sizes", "200", "1500", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--sizes [1500] too large" in err and "up to 1400" in err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("subcommand", ["demo", "plot"])
+def test_subcommand_help_in_process(capsys: pytest.CaptureFixture[str], subcommand: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([subcommand, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert f"usage: lightning-tau {subcommand}" in out
+    if subcommand == "demo":
+        for option in ("--out", "--sizes", "--tau-epochs", "--epochs", "--seeds", "--quick"):
+            assert option in out
+        assert "tau_runs" in out  # the default --out is shown
+
+
+def _console_script() -> Path:
+    return Path(sys.executable).parent / ("lightning-tau.exe" if os.name == "nt" else "lightning-tau")
+
+
+@pytest.mark.slow
+def test_help_as_subprocesses() -> None:
+    """``python -m lightning_tau --help`` and the ``lightning-tau demo --help`` console script, as a user runs them."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    module = subprocess.run(
+        [sys.executable, "-m", "lightning_tau", "--help"], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert module.returncode == 0, module.stderr
+    for subcommand in ("demo", "plot"):
+        assert subcommand in module.stdout
+    script = _console_script()
+    if not script.exists():
+        pytest.skip(f"console script {script} is not installed (pip install -e .)")
+    demo = subprocess.run([str(script), "demo", "--help"], capture_output=True, text=True, env=env, timeout=300)
+    assert demo.returncode == 0, demo.stderr
+    assert "usage: lightning-tau demo" in demo.stdout and "--tau-epochs" in demo.stdout

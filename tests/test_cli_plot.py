@@ -1,0 +1,109 @@
+"""``lightning-tau plot``: reads a sweep's TensorBoard logs back and finds each dataset size's optimum."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sklearn")
+pytest.importorskip("matplotlib")
+
+from lightning_tau.cli import main  # noqa: E402
+from lightning_tau.cli.demo import QUICK, DemoConfig, _quiet_lightning, run_one  # noqa: E402
+from lightning_tau.cli.plot import load_runs, plot_sweep  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
+    """A quick sweep with two seeds; returns its directory and what each run reported in memory."""
+    sweep_dir = tmp_path_factory.mktemp("sweep")
+    config = DemoConfig(**{**vars(QUICK), "seeds": [0, 1]})
+    logged = []
+    with _quiet_lightning():
+        for n in config.sizes:
+            for tau in config.tau_epochs:
+                for seed in config.seeds:
+                    logged.append(run_one(config, n, tau, seed, sweep_dir))
+    return sweep_dir, logged
+
+
+def _expected_optima(logged: list[dict], metric: str) -> dict[int, tuple[float, float, float]]:
+    """Per dataset size: ``(tau_epoch, weight_decay, mean metric)`` of the lowest seed-averaged ``metric``."""
+    by_setting: dict[tuple[int, float], list[dict]] = defaultdict(list)
+    for run in logged:
+        by_setting[(int(run["dataset_size"]), run["tau_epoch"])].append(run)
+    best: dict[int, tuple[float, float, float]] = {}
+    for (n, tau), runs in by_setting.items():
+        mean = sum(r[metric] for r in runs) / len(runs)
+        if n not in best or mean < best[n][2]:
+            best[n] = (tau, runs[0]["weight_decay"], mean)
+    return best
+
+
+@pytest.mark.parametrize("metric", ["hp/val_loss", "hp/val_error"])
+def test_plot_optimum_table_matches_the_logged_metrics(
+    sweep: tuple[Path, list[dict]], tmp_path: Path, capsys: pytest.CaptureFixture[str], metric: str
+) -> None:
+    sweep_dir, logged = sweep
+    expected = _expected_optima(logged, metric)
+    # ties (possible for the error rate) go to the smallest tau_epoch, in the plot as here
+    code = main(["plot", str(sweep_dir), "--out", str(tmp_path), "--metric", metric])
+    assert code == 0
+    printed = capsys.readouterr().out
+    result = plot_sweep(sweep_dir, tmp_path, metric=metric, quiet=True)
+    assert [int(o.group) for o in result.optima] == sorted(expected)
+    for optimum in result.optima:
+        tau, wd, mean = expected[int(optimum.group)]
+        assert optimum.tau_epoch == pytest.approx(tau)
+        assert optimum.weight_decay == pytest.approx(wd, rel=1e-6)
+        assert optimum.metric == pytest.approx(mean, rel=1e-5)
+        assert optimum.runs == len(QUICK.tau_epochs) * 2
+        row = f"  {int(optimum.group)} "
+        (line,) = [line for line in printed.splitlines() if line.startswith(row)]
+        assert f"{wd:.3g}" in line and f"{tau:.3g}" in line
+    assert (tmp_path / "tau_sweep.png").stat().st_size > 1000
+    assert (tmp_path / "tau_sweep.svg").stat().st_size > 1000
+
+
+def test_plot_reads_hparams_and_final_metrics(sweep: tuple[Path, list[dict]]) -> None:
+    sweep_dir, logged = sweep
+    runs = load_runs(sweep_dir)
+    assert len(runs) == len(logged)
+    by_key = {(int(r["dataset_size"]), r["tau_epoch"], r["seed"]): r for r in logged}
+    for run in runs:
+        key = (int(run.hparams["dataset_size"]), run.hparams["tau_epoch"], int(run.hparams["seed"]))
+        reported = by_key[key]
+        assert run.hparams["weight_decay"] == pytest.approx(reported["weight_decay"])
+        assert run.scalars["hp/val_loss"] == pytest.approx(reported["hp/val_loss"], rel=1e-6)
+        assert math.isfinite(run.scalars["val/loss"])
+
+
+def test_plot_group_by_other_hparam_and_goal_max(sweep: tuple[Path, list[dict]], tmp_path: Path) -> None:
+    sweep_dir, logged = sweep
+    result = plot_sweep(sweep_dir, tmp_path, metric="hp/val_loss", group_by="seed", goal="max", quiet=True)
+    assert sorted(int(o.group) for o in result.optima) == [0, 1]
+    for optimum in result.optima:
+        worst = max(r["hp/val_loss"] for r in logged if r["seed"] == optimum.group)
+        # grouped by seed, each point averages the two dataset sizes: the max of means is at most the max
+        assert optimum.metric <= worst + 1e-9
+
+
+def test_plot_fails_clearly_without_a_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plot", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "No run under" in err and "hp/val_loss" in err
+    assert main(["plot", str(tmp_path / "missing")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+
+
+def test_plot_unknown_metric_names_what_was_found(
+    sweep: tuple[Path, list[dict]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep_dir, _ = sweep
+    assert main(["plot", str(sweep_dir), "--out", str(tmp_path), "--metric", "val/acc"]) == 1
+    err = capsys.readouterr().err
+    assert "`val/acc`" in err and "hp/val_loss" in err
+    assert not (tmp_path / "tau_sweep.png").exists()
