@@ -11,9 +11,9 @@ param groups, and :func:`magnitudes` turns sums into ``mean |w| = S_1 / n`` and 
 
 How the pass reads the memory once:
 
-- **CPU**: ``torch._foreach_norm(params, 1)`` is not vectorized (about 15x slower than the L2 norm), and
+- **CPU**: ``torch._foreach_norm(params, 1)`` reads far slower than the L2 norm (2-25x on the CPUs measured here), and
   ``p.abs().mean()`` allocates a parameter-sized temporary. Instead each tensor is read in chunks of
-  ``chunk_numel`` elements: ``abs`` into one small reused buffer (2 MiB by default, so it stays in cache), then
+  ``chunk_numel`` elements: ``abs`` into one small reused buffer (4 MiB by default, so it stays in cache), then
   ``sum(buf)`` and ``dot(buf, buf)`` read the cached buffer. The parameters are read from memory once.
 - **other devices (CUDA)**: ``torch._foreach_norm`` with ord 1 and ord 2, fused multi-tensor kernels with no
   parameter-sized temporaries (two reads of the parameters).
@@ -47,8 +47,8 @@ SUM_SQUARES = 1
 #: Column holding the number of elements.
 COUNT = 2
 
-#: Elements per chunk on CPU: a 2 MiB float32 scratch buffer, small enough to stay in cache.
-DEFAULT_CHUNK_NUMEL = 1 << 19
+#: Elements per chunk on CPU: a 4 MiB float32 scratch buffer (measured fastest of 256K-1M elements on 2 cores).
+DEFAULT_CHUNK_NUMEL = 1 << 20
 
 
 class WeightStatsPass:
