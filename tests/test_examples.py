@@ -1,0 +1,134 @@
+"""Run every script in ``examples/`` at a reduced size, as a user would, and check what it prints."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ddp_harness import DDP_TIMEOUT, clean_env
+
+from lightning_tau import tau_iter, weight_decay_for_tau_epoch
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+#: Seconds before a single-process example is killed (each takes a few seconds at these sizes).
+TIMEOUT = 180
+
+pytestmark = pytest.mark.slow
+
+
+def run_example(name: str, tmp_path: Path, *args: str, timeout: float = TIMEOUT) -> str:
+    """Run ``examples/<name>`` in ``tmp_path`` and return stdout + stderr; fail with the output if it fails."""
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args],
+        cwd=tmp_path,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise AssertionError(f"examples/{name} {' '.join(args)} failed ({proc.returncode}):\n{output}")
+    return output
+
+
+def number(pattern: str, text: str) -> float:
+    match = re.search(pattern, text)
+    assert match, f"{pattern!r} not found in:\n{text}"
+    return float(match.group(1))
+
+
+FLOAT = r"([-+0-9.e]+)"
+
+
+def test_quickstart_writes_closed_form_weight_decay_and_learns(tmp_path: Path) -> None:
+    out = run_example("quickstart.py", tmp_path, "--fast")
+    written = number(rf"weight_decay written: {FLOAT}", out)
+    # --fast: N=1024, B=128, lr=3e-3, tau_epoch=4
+    assert math.isclose(written, weight_decay_for_tau_epoch(3e-3, 4.0, 1024, 128), rel_tol=1e-5)
+    assert "TimescaleCallback: tau_epoch=4 (tau_iter=32 steps), N=1,024, B=128" in out
+    losses = re.search(rf"val_loss: {FLOAT} -> {FLOAT}", out)
+    assert losses, out
+    before, after = map(float, losses.groups())
+    assert after < 0.8 * before
+
+
+def test_dataset_size_transfer_weight_decay_falls_as_one_over_n(tmp_path: Path) -> None:
+    out = run_example("dataset_size_transfer.py", tmp_path, "--fast")
+    rows = {
+        int(n): (float(wd), float(closed))
+        for n, wd, closed in re.findall(r"^\s+(\d+)\s+4\s+([0-9.e+-]+)\s+([0-9.e+-]+)\s+[0-9.]+$", out, re.M)
+    }
+    assert set(rows) == {256, 1024}, out
+    for n, (wd, closed) in rows.items():
+        assert math.isclose(wd, weight_decay_for_tau_epoch(3e-3, 4.0, n, 64), rel_tol=1e-5)
+        assert math.isclose(wd, closed, rel_tol=1e-5)
+    assert math.isclose(rows[256][0] / rows[1024][0], 4.0, rel_tol=1e-5)
+    assert number(r"ratio N=256 / N=1024 at tau_epoch=4: ([0-9.]+)", out) == pytest.approx(4.0)
+
+
+def test_mup_width_transfer_tau_rule_holds_tau_iter_fixed_rule_does_not(tmp_path: Path) -> None:
+    out = run_example("mup_width_transfer.py", tmp_path, "--fast")
+    row = r"^\s*(fixed|tau)\s+[0-9.e-]+\s+(\d+)\s+([0-9.]+)\s+([0-9.e-]+)\s+([0-9.e-]+)\s+([0-9.e+-]+)"
+    rows = re.findall(row, out, re.M)
+    table = {(rule, int(width)): tuple(map(float, rest)) for rule, width, *rest in rows}
+    assert set(table) == {("fixed", 32), ("fixed", 128), ("tau", 32), ("tau", 128)}, out
+    for rule in ("fixed", "tau"):
+        s, lr, _, _ = table[rule, 128]
+        assert s == 4 and lr == pytest.approx(3e-3 / 4, rel=1e-3)  # mup's lr / s for hidden matrices
+    # fixed λ: same weight decay at every width, so tau_iter grows with s (the pitfall)
+    assert table["fixed", 128][2] == table["fixed", 32][2] == 5.0
+    assert table["fixed", 128][3] == pytest.approx(4 * table["fixed", 32][3], rel=1e-3)
+    # TimescaleCallback: λ ∝ s, so tau_iter is the same at both widths and equals the base run's
+    assert table["tau", 128][2] == pytest.approx(4 * 5.0, rel=1e-3)
+    assert table["tau", 128][3] == pytest.approx(table["tau", 32][3], rel=1e-3)
+    assert table["tau", 32][3] == pytest.approx(tau_iter(3e-3, 5.0), rel=1e-3)
+
+
+def test_char_gpt_cli_counts_tokens_and_loss_falls(tmp_path: Path) -> None:
+    out = run_example(
+        "char_gpt.py",
+        tmp_path,
+        "fit",
+        "--trainer.max_steps=25",
+        "--trainer.logger=false",
+        "--trainer.enable_checkpointing=false",
+        "--trainer.enable_progress_bar=false",
+        "--trainer.enable_model_summary=false",
+        "--trainer.limit_val_batches=2",
+        "--data.max_tokens=40000",
+        "--data.block_size=32",
+        "--data.batch_size=16",
+        "--model.n_embd=32",
+        "--timescale.tau_epoch=0.3",
+    )
+    match = re.search(r"N=([\d,]+), B=([\d,]+), M=N/B", out)
+    assert match, out
+    n_tokens, b_tokens = (int(g.replace(",", "")) for g in match.groups())
+    # 90% of 40,000 tokens, in whole 32-token windows (one spare token for the shifted target)
+    assert n_tokens == (36_000 - 1) // 32 * 32
+    assert b_tokens == 16 * 32  # batch_size x block_size x 1 device x 1 accumulation, in tokens
+    written = number(rf"weight_decay \(matrices\): {FLOAT} at peak lr", out)
+    assert math.isclose(written, weight_decay_for_tau_epoch(3e-3, 0.3, n_tokens, b_tokens), rel_tol=1e-5)
+    losses = re.search(rf"train_loss: first \d+ steps {FLOAT} -> last \d+ steps {FLOAT}", out)
+    assert losses, out
+    first, last = map(float, losses.groups())
+    assert last < first - 0.3
+
+
+def test_ddp_example_uses_the_global_batch_on_every_rank(tmp_path: Path) -> None:
+    out = run_example("ddp.py", tmp_path, "--fast", "--accelerator=cpu", timeout=DDP_TIMEOUT)
+    per_rank = {int(r): float(wd) for r, wd in re.findall(rf"rank (\d)/2: weight_decay written: {FLOAT}", out)}
+    assert set(per_rank) == {0, 1}, out
+    # --fast: N=512, per-device batch 64 x 2 processes = global B 128, lr=3e-3, tau_epoch=4
+    expected = weight_decay_for_tau_epoch(3e-3, 4.0, 512, 128)
+    assert per_rank[0] == per_rank[1]
+    assert math.isclose(per_rank[0], expected, rel_tol=1e-5)
+    assert "B = 64 per device x 2 device(s) x 1 accumulation." in out
+    # 512 samples / 128 per step = 4 steps per epoch, 2 epochs
+    assert number(r"optimizer steps: (\d+)", out) == 8
