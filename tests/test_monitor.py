@@ -117,9 +117,9 @@ def test_monitor_init_memory_follows_scheduled_lr(tmp_path):
         lrs = [LR * 0.8**t for t in range(step)]
         assert logged[step]["timescale/init_memory/pg1"] == pytest.approx(timescale.init_memory(lrs, WD), rel=1e-9)
         assert logged[step]["timescale/timescales_elapsed/pg1"] == pytest.approx(sum(lrs) * WD, rel=1e-9)
-        # lr_t after the step: the lr the next step will use
-        assert logged[step]["timescale/lr/pg1"] == pytest.approx(LR * 0.8**step)
-        assert logged[step]["timescale/tau_iter/pg1"] == pytest.approx(1 / (LR * 0.8**step * WD))
+        # the lr the logged step used, not the one the scheduler has already moved to for the next step
+        assert logged[step]["timescale/lr/pg1"] == pytest.approx(LR * 0.8 ** (step - 1))
+        assert logged[step]["timescale/tau_iter/pg1"] == pytest.approx(1 / (LR * 0.8 ** (step - 1) * WD))
 
 
 def test_monitor_uses_timescale_callback_shape(tmp_path):
@@ -234,3 +234,28 @@ def test_monitor_load_state_dict_tolerates_missing_keys():
     with pytest.warns(UserWarning, match="found no logger"):
         trainer.fit(TinyModel(), make_loader(N, B))
     assert monitor.state_dict()["init_memory"]["pg1"] == pytest.approx(1 - LR * WD)
+
+
+@pytest.mark.parametrize("monitor_first", [True, False])
+def test_monitor_logs_the_lr_and_weight_decay_the_step_used(tmp_path, monitor_first):
+    """Under a per-step warm-up, in per_step mode, every logged tau_iter is the callback's target exactly.
+
+    Step-interval schedulers step before `on_train_batch_end`, and the callback rewrites the weight decay in
+    `on_before_optimizer_step`: whichever order the callbacks run in, the logged pair must be the one the step used.
+    """
+
+    def warmup(module: TinyModel):
+        opt = torch.optim.AdamW(module.parameters(), lr=LR, weight_decay=WD)
+        sched = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=12)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    cb, monitor = TimescaleCallback(tau_epoch=2.0, mode="per_step"), TimescaleMonitor(2)
+    callbacks = [monitor, cb] if monitor_first else [cb, monitor]
+    trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=callbacks, max_epochs=1)
+    trainer.fit(TinyModel(warmup), make_loader(N, B))
+    logged = timescale_rows(read_csv(tmp_path))
+    assert sorted(logged) == [2, 4, 6, 8, 10, 12]
+    for step, row in logged.items():
+        used_lr = LR * (0.1 + 0.9 * (step - 1) / 12)  # the lr of optimizer step `step` (1-based)
+        assert row["timescale/lr/pg1"] == pytest.approx(used_lr)
+        assert row["timescale/tau_iter/pg1"] == pytest.approx(cb.resolved_tau_iter)

@@ -13,7 +13,6 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.core.optimizer import LightningOptimizer
 from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.strategies import FSDPStrategy, ModelParallelStrategy
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
@@ -46,6 +45,8 @@ class _GroupState:
     init_memory: float = 1.0
     timescales_elapsed: float = 0.0
     hparams: dict[str, float] | None = None  # reference lr and weight decay at the first optimizer step
+    last_lr: float | None = None  # lr and weight decay the last optimizer step used (the logged values)
+    last_weight_decay: float | None = None
 
 
 class TimescaleMonitor(Callback):
@@ -152,6 +153,7 @@ class TimescaleMonitor(Callback):
         self._shape: tuple[float, float] | None = None
         self._shape_resolved = False
         self._restored: dict[str, Any] | None = None
+        self._hooks: list[Any] = []
 
     @property
     def state_key(self) -> str:
@@ -180,8 +182,13 @@ class TimescaleMonitor(Callback):
         restored = self._restored or {}
         memory, elapsed = restored.get("init_memory", {}), restored.get("timescales_elapsed", {})
         self.groups, self._optimizer_index = [], {}
+        self._remove_hooks()
         for i, optimizer in enumerate(trainer.optimizers):
             self._optimizer_index[id(optimizer)] = i
+            # A step post-hook sees exactly the lr and weight decay the step used: after any callback's
+            # `on_before_optimizer_step` rewrite, before a step-interval scheduler moves the lr. It does not run
+            # for steps that are skipped (e.g. AMP overflow), which decay nothing.
+            self._hooks.append(optimizer.register_step_post_hook(self._after_optimizer_step))
             for j, group in enumerate(optimizer.param_groups):
                 name = names[i][j]
                 self.groups.append(
@@ -211,13 +218,8 @@ class TimescaleMonitor(Callback):
                 if isinstance(logger, TensorBoardLogger):
                     dashboards.write_custom_scalars(logger, layout)
 
-    @override
-    def on_before_optimizer_step(
-        self, trainer: pl.Trainer, pl_module: pl.LightningModule, optimizer: torch.optim.Optimizer
-    ) -> None:
-        """Fold this step's ``1 - lr_t * wd_t`` into each group's init memory: O(groups) floats, no tensors."""
-        if isinstance(optimizer, LightningOptimizer):
-            optimizer = optimizer.optimizer
+    def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        """Fold the step's ``1 - lr_t * wd_t`` into each group's init memory: O(groups) floats, no tensors."""
         index = self._optimizer_index.get(id(optimizer))
         if index is None:
             return
@@ -228,6 +230,7 @@ class TimescaleMonitor(Callback):
                 continue
             group = param_groups[state.group_index]
             lr, wd = group_lr(group), float(group.get("weight_decay", 0.0))
+            state.last_lr, state.last_weight_decay = lr, wd
             if state.hparams is None:
                 state.hparams = {"lr": reference_lr(group), "weight_decay": wd}
             if wd > 0:
@@ -253,6 +256,7 @@ class TimescaleMonitor(Callback):
     @override
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Record the hparams with the run's final monitored metric."""
+        self._remove_hooks()
         if not (self.log_hparams and trainer.loggers and trainer.is_global_zero):
             return
         params = self._hparams(trainer)
@@ -285,7 +289,16 @@ class TimescaleMonitor(Callback):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._restored = dict(state_dict)
 
+    @override
+    def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        self._remove_hooks()  # also when training stopped with an exception
+
     # --- helpers -------------------------------------------------------------------------------------------
+
+    def _remove_hooks(self) -> None:
+        for handle in self._hooks:
+            handle.remove()
+        self._hooks = []
 
     def _collect(self, trainer: pl.Trainer) -> dict[str, float]:
         """One statistics pass (plus one all-reduce when sharded) and one host sync; the metrics to log."""
@@ -319,7 +332,8 @@ class TimescaleMonitor(Callback):
     def _group_metrics(
         self, state: _GroupState, group: dict[str, Any], row: list[float], shape: tuple[float, float] | None
     ) -> dict[str, float]:
-        lr, wd = group_lr(group), float(group.get("weight_decay", 0.0))
+        lr = group_lr(group) if state.last_lr is None else state.last_lr
+        wd = float(group.get("weight_decay", 0.0)) if state.last_weight_decay is None else state.last_weight_decay
         mean_abs, rms = magnitudes(row)
         values: dict[str, float] = {"lr": lr, "weight_decay": wd, "weight_mean_abs": mean_abs, "weight_rms": rms}
         if state.width_mult is not None:
