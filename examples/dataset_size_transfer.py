@@ -104,5 +104,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             ratio = results[n0, tau] / results[n, tau]
             print(f"weight decay ratio N={n0} / N={n} at tau_epoch={tau:g}: {ratio:.6g} (N ratio {n / n0:g})")
 
+
 if __name__ == "__main__":
     main()

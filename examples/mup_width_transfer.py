@@ -154,5 +154,6 @@ def main(argv: Sequence[str] | None = None) -> None:
                 )
     print("Under 'tau' the hidden tau_iter is the same at every width; under 'fixed' it grows with s.")
 
+
 if __name__ == "__main__":
     main()

@@ -115,9 +115,7 @@ def group_names(optimizers: Sequence[torch.optim.Optimizer]) -> list[list[str]]:
     names = []
     for i, optimizer in enumerate(optimizers):
         prefix = f"optimizer{i}/" if len(optimizers) > 1 else ""
-        names.append(
-            [f"{prefix}{group.get('name', f'pg{j + 1}')}" for j, group in enumerate(optimizer.param_groups)]
-        )
+        names.append([f"{prefix}{group.get('name', f'pg{j + 1}')}" for j, group in enumerate(optimizer.param_groups)])
     return names
 
 

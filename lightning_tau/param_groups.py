@@ -106,9 +106,7 @@ def build_param_groups(
         >>> opt = torch.optim.AdamW(groups, lr=1e-3)
     """
     if isinstance(weight_decay, bool) or not (math.isfinite(float(weight_decay)) and float(weight_decay) >= 0):
-        raise ValueError(
-            f"`build_param_groups(weight_decay={weight_decay!r})` is not valid: use a finite number >= 0."
-        )
+        raise ValueError(f"`build_param_groups(weight_decay={weight_decay!r})` is not valid: use a finite number >= 0.")
     if lr is not None and (isinstance(lr, bool) or not (math.isfinite(float(lr)) and float(lr) > 0)):
         raise ValueError(f"`build_param_groups(lr={lr!r})` is not valid: use a positive finite learning rate.")
     mup = mup or width_mult is not None

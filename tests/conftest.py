@@ -17,7 +17,7 @@ os.environ.setdefault("PYTHONHASHSEED", "0")
 class TinyModel(pl.LightningModule):
     """Linear -> LayerNorm -> Linear classifier; `make_optimizer(module)` returns what `configure_optimizers` does."""
 
-    def __init__(self, make_optimizer: Callable[["TinyModel"], Any] | None = None, hidden: int = 8) -> None:
+    def __init__(self, make_optimizer: Callable[[TinyModel], Any] | None = None, hidden: int = 8) -> None:
         super().__init__()
         self.hidden = torch.nn.Linear(4, hidden)
         self.norm = torch.nn.LayerNorm(hidden)

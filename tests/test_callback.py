@@ -236,8 +236,10 @@ def test_iterable_dataset_without_length_asks_for_dataset_size() -> None:
 def test_unknown_batch_size_asks_for_batch_size() -> None:
     # batch_size=None: the dataset yields ready-made batches, so the loader cannot say how big they are
     ds = [(torch.randn(6, 4), torch.zeros(6, dtype=torch.long)) for _ in range(5)]
-    assert_fit_raises(r"per-device batch size .*got None.*Pass `TimescaleCallback\(batch_size=...\)`",
-                      loader=DataLoader(ds, batch_size=None))
+    assert_fit_raises(
+        r"per-device batch size .*got None.*Pass `TimescaleCallback\(batch_size=...\)`",
+        loader=DataLoader(ds, batch_size=None),
+    )
 
 
 @pytest.mark.parametrize(
@@ -290,7 +292,7 @@ def test_skip_unsupported_optimizers_leaves_them_alone() -> None:
     ("kwargs", "match"),
     [
         ({}, "exactly one of `tau_epoch`, `tau_iter` and `token_budget`, got tau_epoch=None and tau_iter=None"),
-        ({"tau_epoch": 1.0, "tau_iter": 5}, "exactly one of `tau_epoch`, `tau_iter` and `token_budget`, got tau_epoch=1.0 and"),
+        ({"tau_epoch": 1.0, "tau_iter": 5}, "exactly one of .* got tau_epoch=1.0 and tau_iter=5"),
         ({"tau_epoch": 0}, r"`TimescaleCallback\(tau_epoch=0\)` is not valid"),
         ({"tau_epoch": float("nan")}, r"`TimescaleCallback\(tau_epoch=nan\)` is not valid"),
         ({"tau_iter": -3}, r"`TimescaleCallback\(tau_iter=-3\)` is not valid"),

@@ -121,8 +121,14 @@ def test_lightning_cli_surfaces_callback_validation(tmp_path: Path) -> None:
 
 def test_print_config_lists_every_option_with_its_default(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(["fit", "--trainer.callbacks+=lightning_tau.TimescaleCallback", "--trainer.callbacks.tau_epoch=5",
-              "--print_config"])
+        main(
+            [
+                "fit",
+                "--trainer.callbacks+=lightning_tau.TimescaleCallback",
+                "--trainer.callbacks.tau_epoch=5",
+                "--print_config",
+            ]
+        )
     assert exit_info.value.code in (0, None)
     printed = yaml.safe_load(capsys.readouterr().out)
     (entry,) = [c for c in printed["trainer"]["callbacks"] if c["class_path"].endswith("TimescaleCallback")]

@@ -124,9 +124,7 @@ def test_monitor_init_memory_follows_scheduled_lr(tmp_path):
 
 def test_monitor_uses_timescale_callback_shape(tmp_path):
     callback = TimescaleCallback(tau_epoch=5.0, dataset_size=600, batch_size=20, verbose=False)
-    trainer = quiet_trainer(
-        logger=CSVLogger(tmp_path, name="", version=""), callbacks=[callback, TimescaleMonitor(12)]
-    )
+    trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[callback, TimescaleMonitor(12)])
     trainer.fit(TinyModel(), make_loader(N, B))
     row = timescale_rows(read_csv(tmp_path))[12]
     wd = timescale.weight_decay_for_tau_epoch(LR, 5.0, 600, 20)

@@ -87,7 +87,13 @@ def test_resnet_block_decays_convs_and_fc_weight() -> None:
     by_name = names_by_group(model, build_param_groups(model, weight_decay=5e-4, lr=0.1))
     assert by_name["decay"] == {"conv1.weight", "conv2.weight", "downsample.0.weight", "fc.weight"}
     assert by_name["no_decay"] == {
-        "bn1.weight", "bn1.bias", "bn2.weight", "bn2.bias", "downsample.1.weight", "downsample.1.bias", "fc.bias"
+        "bn1.weight",
+        "bn1.bias",
+        "bn2.weight",
+        "bn2.bias",
+        "downsample.1.weight",
+        "downsample.1.bias",
+        "fc.bias",
     }
 
 

@@ -82,9 +82,7 @@ def max_deviations(a: ScaleInvariantNet, b: ScaleInvariantNet) -> tuple[float, f
     """Largest output difference and largest ``|w' * c - w|`` over every step."""
     assert len(a.outputs) == len(b.outputs) == N // B * EPOCHS
     outputs = max((oa - ob).abs().max().item() for oa, ob in zip(a.outputs, b.outputs))
-    weights = max(
-        (wb * C - wa).abs().max().item() for sa, sb in zip(a.weights, b.weights) for wa, wb in zip(sa, sb)
-    )
+    weights = max((wb * C - wa).abs().max().item() for sa, sb in zip(a.weights, b.weights) for wa, wb in zip(sa, sb))
     return outputs, weights
 
 

@@ -135,9 +135,7 @@ def _scalar_value(value: Any) -> float | None:
     return None
 
 
-def _curves(
-    runs: Iterable[RunRecord], metric: str, group_by: str
-) -> dict[Any, list[tuple[float, float, list[float]]]]:
+def _curves(runs: Iterable[RunRecord], metric: str, group_by: str) -> dict[Any, list[tuple[float, float, list[float]]]]:
     """``{group: [(tau_epoch, weight_decay, [metric per seed]), ...]}`` sorted by ``tau_epoch``."""
     table: dict[Any, dict[float, tuple[float, list[float]]]] = defaultdict(dict)
     for run in runs:

@@ -48,9 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     tuned.add_argument("--dataset-size", type=float, required=True, help="tuned N (samples or tokens per epoch)")
     tuned.add_argument("--batch-size", type=float, required=True, help="tuned global B (same unit as N)")
     tuned.add_argument("--width", type=float, default=None, help="tuned model width (for muP width transfer)")
-    tuned.add_argument(
-        "--base-width", type=float, default=None, help="muP base width where s = 1 (default: --width)"
-    )
+    tuned.add_argument("--base-width", type=float, default=None, help="muP base width where s = 1 (default: --width)")
     target = parser.add_argument_group("target run (each defaults to the tuned value; '10x' means 10 times it)")
     target.add_argument("--target-lr", type=_size, default=None, metavar="LR", help="target base learning rate")
     target.add_argument("--target-dataset-size", type=_size, default=None, metavar="N", help="target N")
