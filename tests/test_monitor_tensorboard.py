@@ -177,3 +177,16 @@ def test_monitor_tensorboard_server_serves_layout_and_scalars(tmp_path):
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=15)
+
+
+def test_monitor_band_charts_only_for_decaying_groups(tmp_path):
+    def two_groups(module: TinyModel) -> torch.optim.Optimizer:
+        decay = [module.hidden.weight, module.head.weight]
+        rest = [p for p in module.parameters() if all(p is not q for q in decay)]
+        return torch.optim.AdamW([{"params": decay, "name": "decay"}, {"params": rest, "weight_decay": 0.0}], lr=LR)
+
+    _, log_dir = fit_with_tensorboard(tmp_path, TinyModel(two_groups))
+    (config,) = load_events(log_dir).Tensors("custom_scalars__config__")
+    layout = layout_pb2.Layout.FromString(tensor_util.make_ndarray(config.tensor_proto).item())
+    bands = {c.title for category in layout.category for c in category.chart if c.HasField("margin")}
+    assert bands == {"decay"}  # pg2 has no weight decay, so no predicted band: no empty chart for it

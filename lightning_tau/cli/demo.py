@@ -274,7 +274,13 @@ def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool
         from lightning_tau.cli.plot import plot_sweep
 
         plot_sweep(sweep_dir, sweep_dir)
-    print(f"Open them with:\n  tensorboard --logdir {sweep_dir}")
+    largest = sweep_dir / run_name(max(config.sizes), config.tau_epochs[0], config.seeds[0])[0]
+    print(
+        f"Open them with:\n  tensorboard --logdir {sweep_dir}\n"
+        "(HParams tab: every run. TensorBoard pre-selects no runs in a logdir of more than 40 runs, so for the"
+        f" Custom Scalars dashboards\n select runs in the sidebar, or open one dataset size: tensorboard --logdir"
+        f" {largest})"
+    )
     return sweep_dir
 
 
@@ -327,25 +333,55 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--out", type=Path, default=Path("tau_runs"), help="root directory for the sweep's logs")
-    parser.add_argument("--sizes", type=_positive_int, nargs="+", default=d.sizes, metavar="N",
-                        help="training-set sizes (at most 1797 - 397 = 1400)")
-    parser.add_argument("--tau-epochs", type=_positive_float, nargs="+", default=d.tau_epochs, metavar="TAU",
-                        help="EMA timescales in epochs (one weight decay per size each)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=d.seeds, metavar="SEED",
-                        help="seeds per setting; the plot averages over them")
+    parser.add_argument(
+        "--sizes",
+        type=_positive_int,
+        nargs="+",
+        default=d.sizes,
+        metavar="N",
+        help="training-set sizes (at most 1797 - 397 = 1400)",
+    )
+    parser.add_argument(
+        "--tau-epochs",
+        type=_positive_float,
+        nargs="+",
+        default=d.tau_epochs,
+        metavar="TAU",
+        help="EMA timescales in epochs (one weight decay per size each)",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=d.seeds,
+        metavar="SEED",
+        help="seeds per setting; the plot averages over them",
+    )
     parser.add_argument("--epochs", type=_positive_int, default=d.epochs, help="epochs per run, for every size")
     parser.add_argument("--batch-size", type=_positive_int, default=d.batch_size, help="batch size B")
     parser.add_argument("--lr", type=_positive_float, default=d.lr, help="AdamW's initial learning rate")
-    parser.add_argument("--schedule", choices=("cosine", "constant"), default=d.schedule,
-                        help="learning-rate schedule (cosine decays to 0.1 x lr; weight decay stays fixed)")
+    parser.add_argument(
+        "--schedule",
+        choices=("cosine", "constant"),
+        default=d.schedule,
+        help="learning-rate schedule (cosine decays to 0.1 x lr; weight decay stays fixed)",
+    )
     parser.add_argument("--hidden", type=_positive_int, default=d.hidden, help="MLP width")
     parser.add_argument("--depth", type=_positive_int, default=d.depth, help="MLP hidden layers")
-    parser.add_argument("--norm", choices=("layer", "none"), default=d.norm,
-                        help="'layer': a LayerNorm after every linear layer (scale-invariant); 'none': plain MLP")
-    parser.add_argument("--label-noise", type=_fraction, default=d.label_noise,
-                        help="fraction of training labels randomized")
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny sweep (2 sizes x 3 timescales x 2 epochs, seconds) that ignores the sweep options")
+    parser.add_argument(
+        "--norm",
+        choices=("layer", "none"),
+        default=d.norm,
+        help="'layer': a LayerNorm after every linear layer (scale-invariant); 'none': plain MLP",
+    )
+    parser.add_argument(
+        "--label-noise", type=_fraction, default=d.label_noise, help="fraction of training labels randomized"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sweep (2 sizes x 3 timescales x 2 epochs, seconds) that ignores the sweep options",
+    )
     parser.add_argument("--no-plot", action="store_true", help="log the runs but skip the figure")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=_main)

@@ -90,10 +90,10 @@ class TimescaleMonitor(Callback):
     Example:
         >>> import lightning.pytorch as pl
         >>> trainer = pl.Trainer(callbacks=[TimescaleMonitor(logging_interval=10)], logger=False)
-        >>> TimescaleMonitor(logging_interval=0)
+        >>> TimescaleMonitor(logging_interval=0)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleMonitor(logging_interval=0)` is not valid: use a positive int, or None for the Trainer's `log_every_n_steps`.
+        ValueError: `TimescaleMonitor(logging_interval=0)` is not valid: use a positive int, or None for ...
     """
 
     def __init__(
@@ -213,7 +213,12 @@ class TimescaleMonitor(Callback):
             )
             return
         if self.dashboards and trainer.is_global_zero:
-            layout = dashboards.custom_scalars_layout(self.prefix, [g.name for g in self.groups])
+            decaying = [
+                g.name
+                for g in self.groups
+                if float(trainer.optimizers[g.optimizer_index].param_groups[g.group_index].get("weight_decay", 0)) > 0
+            ]  # a group without decay has no predicted band to chart
+            layout = dashboards.custom_scalars_layout(self.prefix, decaying)
             for logger in trainer.loggers:
                 if isinstance(logger, TensorBoardLogger):
                     dashboards.write_custom_scalars(logger, layout)
