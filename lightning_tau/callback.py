@@ -150,6 +150,7 @@ class TimescaleCallback(Callback):
         self._managed: dict[int, list[int]] = {}  # id(optimizer) -> indices of managed groups
         self._restored: dict[str, Any] | None = None
         self._world_size: int | None = None
+        self._state_key: str | None = None
 
     @classmethod
     def from_tuned_run(cls, tuned: TunedRun, **kwargs: Any) -> TimescaleCallback:
@@ -185,9 +186,12 @@ class TimescaleCallback(Callback):
 
     @property
     def state_key(self) -> str:
-        return self._generate_state_key(
-            tau_epoch=self.tau_epoch, tau_iter=self.tau_iter, token_budget=self.token_budget
-        )
+        # Lightning reads this around every hook call (to name the profiler section): build it once
+        if self._state_key is None:
+            self._state_key = self._generate_state_key(
+                tau_epoch=self.tau_epoch, tau_iter=self.tau_iter, token_budget=self.token_budget
+            )
+        return self._state_key
 
     @override
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

@@ -37,8 +37,9 @@ def custom_scalars_layout(prefix: str, groups: Sequence[str]) -> dict[str, dict[
 
     Category ``"{prefix}: timescales"`` has one multi-line chart per quantity with every group on it
     (``tau_iter``, ``tau_epoch``, init memory, timescales elapsed, ``weight_decay x mean|w|``). Category
-    ``"{prefix}: weight RMS vs prediction"`` has, per decaying group in ``groups``, a margin chart of the measured weight RMS inside the
-    band from the random-walk equilibrium ``sqrt(lr / (2 wd))`` (lower) to the coherent bound ``1 / wd`` (upper).
+    ``"{prefix}: weight RMS vs prediction"`` has, per group in ``groups`` (pass the decaying ones), a margin chart
+    of the measured weight RMS inside the band from the random-walk equilibrium ``sqrt(lr / (2 wd))`` (lower) to
+    the coherent bound ``1 / wd`` (upper).
 
     Example:
         >>> layout = custom_scalars_layout("timescale", ["pg1"])

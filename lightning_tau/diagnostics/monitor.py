@@ -154,10 +154,12 @@ class TimescaleMonitor(Callback):
         self._shape_resolved = False
         self._restored: dict[str, Any] | None = None
         self._hooks: list[Any] = []
+        # Lightning reads `state_key` around every hook call (to name the profiler section): build it once
+        self._state_key = self._generate_state_key(prefix=self.prefix)
 
     @property
     def state_key(self) -> str:
-        return self._generate_state_key(prefix=self.prefix)
+        return self._state_key
 
     @override
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -238,9 +240,10 @@ class TimescaleMonitor(Callback):
             state.last_lr, state.last_weight_decay = lr, wd
             if state.hparams is None:
                 state.hparams = {"lr": reference_lr(group), "weight_decay": wd}
-            if wd > 0:
-                state.init_memory *= timescale.init_memory([lr], wd)
-                state.timescales_elapsed += timescale.timescales_elapsed([lr], wd)
+            if wd > 0:  # timescale.init_memory / timescales_elapsed for one step, inlined: this runs every step
+                rate = lr * wd
+                state.init_memory = state.init_memory * (1.0 - rate) if rate < 1.0 else 0.0
+                state.timescales_elapsed += rate
 
     @override
     def on_train_batch_end(
