@@ -39,9 +39,11 @@ class RecordingLogger(Logger):
 class CountingMonitor(TimescaleMonitor):
     # Counts collectives issued inside the monitor's per-step hooks.
     inside = 0
-    def on_before_optimizer_step(self, *args):
-        before = calls["collectives"]; super().on_before_optimizer_step(*args)
+    hook_calls = 0
+    def _after_optimizer_step(self, *args):  # the per-step optimizer post-hook
+        before = calls["collectives"]; super()._after_optimizer_step(*args)
         CountingMonitor.inside += calls["collectives"] - before
+        CountingMonitor.hook_calls += 1
     def on_train_batch_end(self, *args):
         before = calls["collectives"]; super().on_train_batch_end(*args)
         CountingMonitor.inside += calls["collectives"] - before
@@ -55,7 +57,8 @@ rank = trainer.global_rank
 timescale = [r for r in logger.records if any(k.startswith("timescale/") for k in r["keys"])]
 state = monitor.state_dict()
 with open(sys.argv[1] + f".{rank}", "w") as f:
-    json.dump({"records": timescale, "inside": CountingMonitor.inside, "state": state,
+    json.dump({"records": timescale, "inside": CountingMonitor.inside, "hook_calls": CountingMonitor.hook_calls,
+               "state": state,
                "world": trainer.world_size}, f)
 """
 
@@ -73,7 +76,8 @@ def test_monitor_ddp_logs_each_key_once_from_rank_zero(tmp_path):
         assert len(record["keys"]) == len(set(record["keys"])) == 12
         assert "timescale/tau_epoch/pg1" in record["keys"]
     assert rank1["records"] == []  # rank 1 sends nothing to the loggers
-    assert rank0["inside"] == rank1["inside"] == 0  # no collective from the monitor's hooks
+    assert rank0["hook_calls"] == rank1["hook_calls"] == 6  # the per-step hook ran on every step, on both ranks
+    assert rank0["inside"] == rank1["inside"] == 0  # ...and issued no collective, nor did the logging hook
     # both ranks keep the same O(groups) state, so either can be checkpointed
     assert rank0["state"] == rank1["state"]
     assert rank0["state"]["init_memory"]["pg1"] == pytest.approx((1 - 1e-2 * 0.1) ** 6, rel=1e-9)
