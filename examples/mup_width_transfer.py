@@ -34,6 +34,7 @@ from quickstart import make_data  # the sibling example's synthetic task
 from torch import nn
 from torch.utils.data import DataLoader
 
+import lightning_tau
 from lightning_tau import TimescaleCallback, tau_iter
 
 Rule = Literal["fixed", "tau"]
@@ -124,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for rule in args.rules:
         for lr in args.lrs:
             # the tuned base run fixes tau_epoch; the tau rule holds it at every width
-            tau_epoch = 1.0 / (lr * args.weight_decay) * args.batch_size / args.dataset_size
+            tau_epoch = lightning_tau.tau_epoch(lr, args.weight_decay, args.dataset_size, args.batch_size)
             for width in args.widths:
                 pl.seed_everything(args.seed, verbose=False)
                 model = build(width, args.base_width, lr=lr, weight_decay=args.weight_decay)

@@ -401,7 +401,7 @@ class TimescaleCallback(Callback):
         for j in self._managed.get(id(optimizer), ()):
             group = optimizer.param_groups[j]
             lr = group_lr(group)
-            if lr > 0:
+            if lr > 0:  # timescale.weight_decay_for_tau_iter, inlined: this runs before every optimizer step
                 group["weight_decay"] = 1.0 / (lr * self.resolved_tau_iter)
 
     def _plan(self, trainer: pl.Trainer) -> float | None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lightning_tau import timescale
+from lightning_tau._table import table_lines
+
 __all__ = ["GroupTimescale", "format_summary"]
 
 
@@ -71,9 +74,9 @@ def format_summary(
     for i, g in enumerate(groups):
         if g.decays:
             wd = f"{_num(g.weight_decay_before)} -> {_num(g.weight_decay)}"
-            g_tau_iter = _num(1.0 / (g.reference_lr * g.weight_decay))
+            g_tau_iter = _num(timescale.tau_iter(g.reference_lr, g.weight_decay))
             g_tau_epoch = (
-                _num(1.0 / (g.reference_lr * g.weight_decay) * global_batch_size / dataset_size)
+                _num(timescale.tau_epoch(g.reference_lr, g.weight_decay, dataset_size, global_batch_size))
                 if dataset_size and global_batch_size
                 else "-"
             )
@@ -92,13 +95,7 @@ def format_summary(
                 _num(g.planned_timescales) if g.decays else "-",
             ]
         )
-    widths = [max(len(columns[c]), *(len(r[c]) for r in rows)) for c in range(len(columns))]
-
-    def line(cells: Sequence[str]) -> str:
-        return " | ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip()
-
-    header = line(columns)
-    out = [head, header, "-" * len(header), *(line(r) for r in rows)]
+    out = [head, *table_lines(columns, rows)]
     if planned_steps is not None:
         out.append(f"Planned: {_num(planned_steps)} optimizer steps.")
     out.extend(sources)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from lightning_tau import timescale
+from lightning_tau._table import table_lines
 
 __all__ = ["GroupTransfer", "TargetRun", "TunedRun", "format_transfer_table", "transfer_groups"]
 
@@ -207,13 +208,7 @@ def format_transfer_table(tuned: TunedRun, target: TargetRun | None, rows: Seque
         [r.name, _num(r.width_mult), _num(r.lr), _num(r.weight_decay), _num(r.tau_iter), _num(r.tau_epoch)]
         for r in rows
     ]
-    widths = [max(len(columns[c]), *(len(row[c]) for row in cells)) for c in range(len(columns))]
-
-    def line(row: Sequence[str]) -> str:
-        return " | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
-
-    header = line(columns)
-    return "\n".join([*lines, header, "-" * len(header), *(line(row) for row in cells)])
+    return "\n".join([*lines, *table_lines(columns, cells)])
 
 
 def _num(value: float | None) -> str:

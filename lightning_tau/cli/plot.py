@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from lightning_tau._table import table_lines
+
 __all__ = [
     "Optimum",
     "RunRecord",
@@ -217,10 +219,8 @@ def format_optima(optima: Sequence[Optimum], metric: str, group_by: str = "datas
         ]
         for o in optima
     ]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     lines = [f"Optimum of {metric} per {group_by} (mean over seeds):"]
-    lines.append("  " + " | ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
-    lines += ["  " + " | ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines += table_lines(header, rows, rule=False, indent="  ")
     numeric = [o for o in optima if isinstance(o.group, (int, float)) and o.group > 0]
     if len(numeric) >= 2:
         first, last = numeric[0], numeric[-1]
