@@ -17,6 +17,8 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_tau.param_groups import build_param_groups
+
 __all__ = ["COSINE_FINAL_LR_RATIO", "DIGITS_SIZE", "DigitsDataModule", "DigitsMLP", "load_digits_tensors", "main"]
 
 #: Number of images in ``sklearn.datasets.load_digits``.
@@ -229,15 +231,8 @@ class DigitsMLP(pl.LightningModule):
         self.log("val/error", (logits.argmax(dim=1) != y).float().mean())
 
     def configure_optimizers(self) -> dict[str, Any]:
-        decay = [p for p in self.parameters() if p.ndim >= 2]
-        no_decay = [p for p in self.parameters() if p.ndim < 2]
-        optimizer = torch.optim.AdamW(
-            [
-                {"params": decay, "weight_decay": self.weight_decay, "name": "decay"},
-                {"params": no_decay, "weight_decay": 0.0, "name": "no_decay"},
-            ],
-            lr=self.lr,
-        )
+        # weight matrices in "decay", biases and norm parameters in "no_decay"
+        optimizer = torch.optim.AdamW(build_param_groups(self, weight_decay=self.weight_decay), lr=self.lr)
         if self.schedule == "constant" or self._trainer is None:
             return {"optimizer": optimizer}
         total_steps = max(1, int(self.trainer.estimated_stepping_batches))
