@@ -188,8 +188,9 @@ def run_one(
         devices=1,
         max_epochs=config.epochs,
         logger=logger,
-        # the record before the monitor: TensorBoard shows a run's first HParams record
-        callbacks=[timescale, record, TimescaleMonitor(), *extra_callbacks],
+        # `record` writes the run's HParams record (sweep knobs, seed, both final metrics); TensorBoard keeps only a
+        # run's first, so the monitor logs its scalars and dashboards but no record of its own
+        callbacks=[timescale, record, TimescaleMonitor(log_hparams=False), *extra_callbacks],
         enable_progress_bar=False,
         enable_model_summary=False,
         enable_checkpointing=False,
