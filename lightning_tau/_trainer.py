@@ -6,24 +6,13 @@ DataModule's ``setup`` may run late) and are ``limit_train_batches`` and the dis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import lightning.pytorch as pl
 from lightning.pytorch.utilities.combined_loader import CombinedLoader
 from torch.utils.data import DataLoader
 
-__all__ = ["RunShape", "read_global_batch_size", "read_dataset_size", "train_dataloaders"]
-
-
-@dataclass(frozen=True)
-class RunShape:
-    """``N`` and ``B`` as resolved, with a word on where each came from (shown in the pre-flight summary)."""
-
-    dataset_size: float
-    global_batch_size: float
-    dataset_source: str
-    batch_source: str
+__all__ = ["read_dataset_size", "read_global_batch_size", "train_dataloaders"]
 
 
 def train_dataloaders(trainer: pl.Trainer) -> list[Any]:

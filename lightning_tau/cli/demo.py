@@ -41,9 +41,6 @@ from lightning_tau.diagnostics import TimescaleMonitor
 
 __all__ = ["QUICK", "DemoConfig", "add_parser", "describe", "next_sweep_dir", "run_demo", "run_name", "run_one"]
 
-#: Hyperparameters logged for each run (``lightning-tau plot`` reads them back).
-HPARAM_KEYS = ("dataset_size", "batch_size", "lr", "weight_decay", "tau_epoch", "tau_iter", "epochs", "seed")
-
 
 @dataclass
 class DemoConfig:
