@@ -1,18 +1,92 @@
-"""Facts about a run read from a Lightning ``Trainer``: dataset size ``N`` and global batch size ``B``.
+"""The one reader of a run's shape from a Lightning ``Trainer``: steps per epoch ``M``, ``N``, ``B``.
 
-Call these from ``on_train_start`` or later: only then has the fit loop set up its train dataloaders (a
-DataModule's ``setup`` may run late) and are ``limit_train_batches`` and the distributed sampler applied.
+:func:`read_run_shape` is shared by ``TimescaleCallback`` and ``TimescaleMonitor`` so the two never disagree.
+Call it from ``on_train_start`` or later: only then has the fit loop set up its train dataloaders (a
+DataModule's ``setup`` may run late) and are ``limit_train_batches``, the distributed sampler and the
+``CombinedLoader`` mode applied. Call it again at an epoch start to see reloaded dataloaders and a new
+accumulation.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import lightning.pytorch as pl
 from lightning.pytorch.utilities.combined_loader import CombinedLoader
 from torch.utils.data import DataLoader
 
-__all__ = ["read_dataset_size", "read_global_batch_size", "train_dataloaders"]
+from lightning_tau.decide import RunShape
+
+__all__ = ["read_dataset_size", "read_global_batch_size", "read_run_shape", "read_steps_per_epoch", "train_dataloaders"]
+
+
+def read_run_shape(
+    trainer: pl.Trainer, *, dataset_size: float | None = None, batch_size: float | None = None
+) -> RunShape:
+    """The run's shape: optimizer steps per epoch ``M``, ``N``, ``B``, world size and accumulation.
+
+    ``M`` is the Trainer's own epoch: the batches the fit loop draws per epoch on each rank (after
+    ``limit_train_batches``, the distributed sampler and the ``CombinedLoader`` mode) divided by the
+    accumulation in force, rounded up because Lightning also steps on an epoch's last, incomplete accumulation
+    window (10 batches at accumulation 4 are 3 steps). When the user gives ``dataset_size`` or ``batch_size``,
+    ``M = N / B`` instead (the other is read). ``N`` and ``B`` are read for the summary whenever they can be;
+    what cannot be read is ``None``.
+    """
+    world, accumulate = trainer.world_size, trainer.accumulate_grad_batches
+    sources: list[str] = []
+    problems: list[str] = []
+    n: float | None = dataset_size
+    b: float | None = batch_size
+    if n is None:
+        try:
+            n, source = read_dataset_size(trainer)
+            sources.append(f"N from the {source}.")
+        except ValueError as err:
+            n, problems = None, [*problems, str(err)]
+    if b is None:
+        try:
+            b, source = read_global_batch_size(trainer)
+            sources.append(f"B = {source}.")
+        except ValueError as err:
+            b, problems = None, [*problems, str(err)]
+    m: float | None = None
+    if dataset_size is not None or batch_size is not None:
+        if n is not None and b is not None:
+            m = n / b
+            sources.insert(0, "M = N / B (dataset_size / batch_size given).")
+    else:
+        m, source = read_steps_per_epoch(trainer)
+        if m is None and n is not None and b is not None:
+            m = n / b
+            source = "M = N / B (the Trainer's epoch length is unknown)."
+        sources.insert(0, source)
+    return RunShape(
+        steps_per_epoch=m,
+        dataset_size=n,
+        global_batch_size=b,
+        world_size=world,
+        accumulation=accumulate,
+        sources=tuple(sources),
+        problems=tuple(problems),
+    )
+
+
+def read_steps_per_epoch(trainer: pl.Trainer) -> tuple[int | None, str]:
+    """Optimizer steps the fit loop runs in one epoch on each rank, and a sentence saying how it was counted.
+
+    ``ceil(trainer.num_training_batches / trainer.accumulate_grad_batches)``; ``None`` for an endless epoch.
+    """
+    batches = trainer.num_training_batches
+    accumulate = trainer.accumulate_grad_batches
+    if not math.isfinite(batches) or batches <= 0:
+        return None, "M unknown: the train dataloader has no length."
+    batches = int(batches)
+    steps = math.ceil(batches / accumulate)
+    how = f"M = {steps} optimizer steps per epoch: {batches} batches per rank"
+    if accumulate > 1:
+        how += f" / {accumulate} accumulation" + (", last window stepped too" if batches % accumulate else "")
+    return steps, how + "."
 
 
 def train_dataloaders(trainer: pl.Trainer) -> list[Any]:

@@ -16,10 +16,12 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from typing_extensions import override
 
 from lightning_tau import timescale
-from lightning_tau._trainer import read_dataset_size, read_global_batch_size
-from lightning_tau.optim import decay_kind, group_lr, group_names, group_width_mult, reference_lr
+from lightning_tau._trainer import read_run_shape
+from lightning_tau.apply import check_size, gather_groups, refusal_message, write_per_step, write_weight_decays
+from lightning_tau.decide import GroupTimescale, RunShape, decide_groups, resolve_tau_iter, shape_changes
+from lightning_tau.optim import decay_kind, reference_lr
 from lightning_tau.schedule import ScheduledStep, planned_lr_sums
-from lightning_tau.summary import GroupTimescale, format_summary
+from lightning_tau.summary import format_summary
 from lightning_tau.transfer import TunedRun
 from lightning_tau.width import FixedLambdaPitfall, GroupRate, find_fixed_lambda_pitfall, format_fixed_lambda_pitfall
 
@@ -32,36 +34,47 @@ class TimescaleCallback(Callback):
     r"""Set every AdamW param group's ``weight_decay`` so AdamW's EMA averages over ``tau_epoch`` epochs.
 
     AdamW's weights are an exponential moving average of recent updates with timescale
-    ``tau_iter = 1 / (lr * weight_decay)`` optimizer steps, or ``tau_epoch = tau_iter * B / N`` epochs
-    (Wang & Aitchison, ICML 2025). The optimal ``tau_epoch`` stays roughly constant as the dataset and model
-    grow, so this callback fixes it and derives the weight decay per param group:
+    ``tau_iter = 1 / (lr * weight_decay)`` optimizer steps, or ``tau_epoch = tau_iter / M`` epochs of ``M``
+    optimizer steps (Wang & Aitchison, ICML 2025). The optimal ``tau_epoch`` stays roughly constant as the dataset
+    and model grow, so this callback fixes it and derives the weight decay per param group:
 
-    .. math:: \lambda = \frac{B}{\eta N \tau_{epoch}}
+    .. math:: \lambda = \frac{1}{\eta \, M \, \tau_{epoch}} \quad (= \frac{B}{\eta N \tau_{epoch}}
+        \text{ when } M = N / B)
 
-    When training starts (``on_train_start``, after the train dataloaders are set up and any checkpoint is
-    restored, before the first optimizer step) it reads
+    **An epoch is the Trainer's own**: ``M`` is the number of optimizer steps the fit loop really runs in an epoch
+    on each rank, ``ceil(trainer.num_training_batches / accumulate_grad_batches)``: the batches it draws after
+    ``limit_train_batches``, the distributed sampler and the ``CombinedLoader`` mode, divided by the
+    accumulation in force, counting the step Lightning takes on an epoch's last, incomplete accumulation window.
+    With ``dataset_size`` or ``batch_size`` given, ``M = N / B`` instead. Two train loaders of 100 and 20 samples
+    at batch 10 draw 10 batches per epoch in ``max_size_cycle`` mode (the short one cycles) and 2 in
+    ``min_size`` mode, so ``tau_epoch=5`` is 50 or 10 optimizer steps.
 
-    - ``N``: ``dataset_size`` if given, else the summed length of the train datasets the Trainer uses (fewer
-      samples when ``limit_train_batches`` shortens the epoch);
-    - ``B``: ``batch_size`` if given, else per-device batch size x ``trainer.world_size`` x
-      ``trainer.accumulate_grad_batches``; with several train dataloaders their batch sizes are summed;
-    - ``lr``: each group's reference learning rate: ``max_lr`` (``OneCycleLR``), else ``initial_lr`` (any torch
-      scheduler), else ``lr``: ``tau`` is defined at the base lr, as in the paper, not at a warm-up value;
-
-    and writes ``weight_decay`` into every param group of every AdamW-family optimizer (``AdamW`` and its
+    When training starts (``on_train_start``: after the dataloaders are set up and any checkpoint is restored,
+    before the first optimizer step) it reads the run's shape (``M``; ``N`` and ``B`` for the summary: summed
+    dataset lengths, per-device batch x ``trainer.world_size`` x ``trainer.accumulate_grad_batches``) and each
+    group's reference learning rate (``max_lr`` for ``OneCycleLR``, else ``initial_lr``, which every torch
+    scheduler records, else ``lr``: ``tau`` is defined at the base lr, as in the paper, not at a warm-up value),
+    and writes ``weight_decay`` into every param group of every decoupled-decay optimizer (``AdamW`` and its
     subclasses, ``Adam(decoupled_weight_decay=True)``, mup's ``MuAdamW``) whose ``weight_decay`` is positive.
     Groups set to ``0`` (biases, norms) stay ``0``. Each group uses its own lr, so muP groups with
     ``lr / width_mult`` get ``weight_decay x width_mult`` automatically.
+
+    **The run may change under it**, and the timescale holds: before the first optimizer step of every epoch it
+    reads the shape again and re-decides when ``M`` (a ``GradientAccumulationScheduler``, dataloaders reloaded
+    with ``reload_dataloaders_every_n_epochs``), the accumulation or a group's reference lr changed, saying once
+    on rank zero what changed. A param group added mid-fit (``BaseFinetuning`` unfreezing a backbone) is managed
+    from its first step with its own lr when its ``weight_decay`` is positive (an O(1) length check per step).
 
     ``N`` and ``B`` may both be counted in tokens (language models) instead of samples; only their ratio, the
     steps per epoch, matters.
 
     Args:
         tau_epoch: target timescale in epochs. Exactly one of ``tau_epoch`` and ``tau_iter`` is required.
-        tau_iter: target timescale in optimizer steps.
-        dataset_size: ``N`` (samples or tokens per epoch); overrides what is read from the dataloaders.
+        tau_iter: target timescale in optimizer steps (more than one).
+        dataset_size: ``N`` (samples or tokens per epoch, a positive whole number); with it ``M = N / B``.
             Required for an ``IterableDataset`` without a length.
-        batch_size: global ``B`` (per-device x devices x accumulation, same unit as ``N``); overrides what is read.
+        batch_size: global ``B`` (per-device x devices x accumulation, same unit as ``N``, a positive whole
+            number); overrides what is read, and ``M = N / B``.
         mode: ``"constant"`` (default) writes the weight decay once and leaves it while the scheduler moves the lr,
             as the paper does. ``"per_step"`` rewrites it before every optimizer step so
             ``lr_t * weight_decay_t = 1 / tau_iter`` holds at every step (steps with ``lr_t = 0`` keep the last
@@ -82,7 +95,9 @@ class TimescaleCallback(Callback):
 
     Raises:
         ValueError: at construction for a bad argument; at fit start for an optimizer with coupled decay, no
-            param group to manage, or an ``N`` or ``B`` that cannot be read. Always before any weight changes.
+            param group to manage, an epoch length that cannot be read, or a timescale of one optimizer step or
+            less (``lr * weight_decay >= 1``; the message names the smallest valid ``tau_epoch``). Always before
+            the optimizer step that would use the value.
 
     Example:
         >>> import lightning.pytorch as pl
@@ -115,7 +130,7 @@ class TimescaleCallback(Callback):
                 f" also pass tau_epoch={tau_epoch!r} or tau_iter={tau_iter!r}. Give exactly one of the three."
             )
         self.token_budget = None if token_budget is None else _checked("token_budget", token_budget)
-        self.num_params = None if num_params is None else _checked("num_params", num_params)
+        self.num_params = None if num_params is None else check_size("TimescaleCallback", "num_params", num_params)
         self.power_law_coefficient = _checked("power_law_coefficient", power_law_coefficient)
         if isinstance(power_law_exponent, bool) or not math.isfinite(power_law_exponent):
             raise ValueError(
@@ -132,25 +147,52 @@ class TimescaleCallback(Callback):
             )
         self.tau_epoch = None if tau_epoch is None else _checked("tau_epoch", tau_epoch)
         self.tau_iter = None if tau_iter is None else _checked("tau_iter", tau_iter)
-        self.dataset_size = None if dataset_size is None else _checked("dataset_size", dataset_size)
-        self.batch_size = None if batch_size is None else _checked("batch_size", batch_size)
+        if self.tau_iter is not None and self.tau_iter <= 1:
+            raise ValueError(
+                f"`TimescaleCallback(tau_iter={tau_iter!r})` is not valid: a timescale of one optimizer step or less"
+                " makes `lr * weight_decay >= 1`, which zeroes or flips the weights every step. Use `tau_iter > 1`."
+            )
+        self.dataset_size = (
+            None if dataset_size is None else check_size("TimescaleCallback", "dataset_size", dataset_size)
+        )
+        self.batch_size = None if batch_size is None else check_size("TimescaleCallback", "batch_size", batch_size)
         if mode not in ("constant", "per_step"):
             raise ValueError(f"`TimescaleCallback(mode={mode!r})` is not supported. Use 'constant' or 'per_step'.")
         self.mode: Mode = mode
+        for name, value in (("skip_unsupported_optimizers", skip_unsupported_optimizers), ("verbose", verbose)):
+            if not isinstance(value, bool):
+                raise ValueError(f"`TimescaleCallback({name}={value!r})` is not valid: use True or False.")
         self.skip_unsupported_optimizers = skip_unsupported_optimizers
         self.verbose = verbose
 
-        # resolved at train start
+        # decided at train start, and again whenever the run changes
+        self.shape: RunShape | None = None
         self.groups: list[GroupTimescale] = []
         self.resolved_tau_iter: float | None = None
         self.resolved_tau_epoch: float | None = None
-        self.resolved_dataset_size: float | None = None
-        self.resolved_batch_size: float | None = None
-        self._before: dict[tuple[int, int], float] = {}
-        self._managed: dict[int, list[int]] = {}  # id(optimizer) -> indices of managed groups
+        self._before: dict[tuple[int, int], float] = {}  # the user's own weight decay per (optimizer, group)
+        self._decoupled: set[int] = set()  # indices of the optimizers this callback manages
+        self._pinned_lr: dict[tuple[int, int], float] = {}
+        self._managed: dict[int, list[int]] = {}  # id(optimizer) -> indices of managed groups (per-step writes)
+        self._group_counts: dict[int, int] = {}  # id(optimizer) -> len(param_groups) when last decided
+        self._decided_epoch: int | None = None
         self._restored: dict[str, Any] | None = None
-        self._world_size: int | None = None
         self._state_key: str | None = None
+
+    @property
+    def resolved_dataset_size(self) -> float | None:
+        """``N`` of the run's current shape (``None`` before train start or when unknown)."""
+        return None if self.shape is None else self.shape.dataset_size
+
+    @property
+    def resolved_batch_size(self) -> float | None:
+        """``B`` of the run's current shape (``None`` before train start or when unknown)."""
+        return None if self.shape is None else self.shape.global_batch_size
+
+    @property
+    def resolved_steps_per_epoch(self) -> float | None:
+        """``M`` of the run's current shape: optimizer steps per epoch (``None`` before train start or unknown)."""
+        return None if self.shape is None else self.shape.steps_per_epoch
 
     @classmethod
     def from_tuned_run(cls, tuned: TunedRun, **kwargs: Any) -> TimescaleCallback:
@@ -199,23 +241,23 @@ class TimescaleCallback(Callback):
 
         Runs before a checkpoint's optimizer state is restored, so the values noted are the user's own.
         """
-        self._before = {}
+        self._before, self._decoupled, self._pinned_lr = {}, set(), {}
+        self.shape, self._decided_epoch = None, None
         if self.token_budget is not None:
-            self.resolved_num_params = self.num_params or float(
-                sum(p.numel() for p in pl_module.parameters() if p.requires_grad)
-            )
+            counted = sum(p.numel() for p in pl_module.parameters() if p.requires_grad)
+            if self.num_params is None and counted == 0:
+                raise ValueError(
+                    f"`TimescaleCallback(token_budget={self.token_budget!r})` divides the tokens by the model's"
+                    " trainable parameters, but the LightningModule has none. Unfreeze some parameters, or pass"
+                    " `num_params=...` with the count to use."
+                )
+            self.resolved_num_params = float(self.num_params or counted)
         supported = 0
         for i, optimizer in enumerate(trainer.optimizers):
             kind = decay_kind(optimizer)
             if kind == "coupled":
                 if not self.skip_unsupported_optimizers:
-                    raise ValueError(
-                        f"`TimescaleCallback` needs decoupled weight decay, but optimizer {i}"
-                        f" ({type(optimizer).__name__}) adds `weight_decay` to the gradient (L2). AdamW's EMA"
-                        " view does not hold there. Use `torch.optim.AdamW` (or"
-                        " `Adam(decoupled_weight_decay=True)`), or pass"
-                        " `TimescaleCallback(skip_unsupported_optimizers=True)` to leave this optimizer alone."
-                    )
+                    raise ValueError(refusal_message(optimizer, i, caller="TimescaleCallback"))
                 rank_zero_warn(
                     f"`TimescaleCallback` leaves optimizer {i} ({type(optimizer).__name__}) alone: its weight"
                     " decay is coupled (L2), not AdamW's decoupled decay."
@@ -223,6 +265,7 @@ class TimescaleCallback(Callback):
                 continue
             if kind != "decoupled":
                 continue
+            self._decoupled.add(i)
             for j, group in enumerate(optimizer.param_groups):
                 wd = float(group.get("weight_decay", 0.0))
                 self._before[(i, j)] = wd
@@ -236,62 +279,32 @@ class TimescaleCallback(Callback):
 
     @override
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        """Resolve ``N``, ``B`` and ``tau_iter`` and write each managed group's ``weight_decay``."""
-        self._world_size = trainer.world_size
-        sources = self._resolve_shape(trainer)
-        self._check_resume()
-        self.groups, self._managed = [], {}
-        names = group_names(trainer.optimizers)
-        for i, optimizer in enumerate(trainer.optimizers):
-            for j, group in enumerate(optimizer.param_groups):
-                before = self._before.get((i, j))
-                managed = before is not None and before > 0
-                ref_lr = reference_lr(group)
-                if managed:
-                    if not (ref_lr > 0 and math.isfinite(ref_lr)):
-                        raise ValueError(
-                            f"`TimescaleCallback` cannot set a timescale for param group {names[i][j]!r}: its"
-                            f" reference learning rate is {ref_lr!r}. Give it a positive lr, or"
-                            " `weight_decay=0` to leave it out."
-                        )
-                    group["weight_decay"] = timescale.weight_decay_for_tau_iter(ref_lr, self.resolved_tau_iter)
-                    self._managed.setdefault(id(optimizer), []).append(j)
-                self.groups.append(
-                    GroupTimescale(
-                        name=names[i][j],
-                        optimizer_index=i,
-                        group_index=j,
-                        num_params=sum(p.numel() for p in group["params"]),
-                        reference_lr=ref_lr,
-                        weight_decay_before=float(group.get("weight_decay", 0.0)) if before is None else before,
-                        weight_decay=float(group.get("weight_decay", 0.0)),
-                        decays=managed,
-                        width_mult=group_width_mult(group),
-                    )
-                )
-        self._report_width(trainer)
-        if self.mode == "per_step":
-            for optimizer in trainer.optimizers:
-                self._write_per_step(optimizer)
-        planned_steps = self._plan(trainer)
-        self._report(planned_steps, sources)
+        """Read the run's shape, decide each managed group's ``weight_decay``, write it and print the summary."""
+        self.shape = None
+        self._decide(trainer)
 
     @override
     def on_before_optimizer_step(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, optimizer: torch.optim.Optimizer
     ) -> None:
-        """In ``"per_step"`` mode, hold ``lr_t * weight_decay_t = 1 / tau_iter`` for the step about to run."""
+        """Re-decide at an epoch's first step or when a group was added; in ``"per_step"`` mode write this step's."""
+        if trainer.current_epoch != self._decided_epoch or len(optimizer.param_groups) != self._group_counts.get(
+            id(optimizer)
+        ):
+            self._decide(trainer)
         if self.mode == "per_step":
-            self._write_per_step(optimizer)
+            assert self.resolved_tau_iter is not None
+            write_per_step(optimizer, self._managed.get(id(optimizer), ()), self.resolved_tau_iter)
 
     @override
     def state_dict(self) -> dict[str, Any]:
         return {
             "tau_iter": self.resolved_tau_iter,
             "tau_epoch": self.resolved_tau_epoch,
+            "steps_per_epoch": self.resolved_steps_per_epoch,
             "dataset_size": self.resolved_dataset_size,
             "global_batch_size": self.resolved_batch_size,
-            "world_size": self._world_size,
+            "world_size": None if self.shape is None else self.shape.world_size,
             "mode": self.mode,
             "weight_decay": {g.name: g.weight_decay for g in self.groups},
         }
@@ -300,41 +313,75 @@ class TimescaleCallback(Callback):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._restored = dict(state_dict)
 
-    # --- helpers -------------------------------------------------------------------------------------------
+    # --- read -> decide -> apply -> report ------------------------------------------------------------------
 
-    def _resolve_shape(self, trainer: pl.Trainer) -> list[str]:
-        """Fill ``resolved_*``: ``N`` and ``B`` (read unless given) and both timescales."""
-        sources = []
-        need_shape = self.tau_iter is None and self.token_budget is None
-        n: float | None = self.dataset_size
-        b: float | None = self.batch_size
-        try:
-            if n is None:
-                n, source = read_dataset_size(trainer)
-                sources.append(f"N from the {source}.")
-            if b is None:
-                b, source = read_global_batch_size(trainer)
-                sources.append(f"B = {source}.")
-        except ValueError:
-            if need_shape:
-                raise
-            # with `tau_iter` given, N and B only label the summary
-            n = b = None
-        self.resolved_dataset_size, self.resolved_batch_size = n, b
-        if self.token_budget is not None:
-            sources.append(self._resolve_power_law(trainer))
-        elif self.tau_iter is not None:
-            self.resolved_tau_iter = self.tau_iter
-            self.resolved_tau_epoch = (
-                timescale.tau_epoch_from_tau_iter(self.tau_iter, n, b) if n is not None and b is not None else None
-            )
+    def _decide(self, trainer: pl.Trainer) -> None:
+        """The one path for the start and for every change: read the shape, decide, write, report."""
+        first = self.shape is None
+        shape = read_run_shape(trainer, dataset_size=self.dataset_size, batch_size=self.batch_size)
+        tau_iter, tau_note = self._target_tau_iter(trainer, shape, first)
+        inputs = gather_groups(
+            trainer.optimizers,
+            weight_decay_before=self._before,
+            managed_optimizers=self._decoupled,
+            reference_lrs=self._pin_reference_lrs(trainer),
+        )
+        for g in inputs:  # a group added since: its value now is the user's own
+            self._before.setdefault((g.optimizer_index, g.group_index), g.weight_decay_before)
+        groups = decide_groups(inputs, tau_iter)
+        write_weight_decays(trainer.optimizers, groups)
+        previous = {(g.optimizer_index, g.group_index): g for g in self.groups}
+        for g in groups:  # the look-ahead is re-run only when something changed (see `_report_change`)
+            old = previous.get((g.optimizer_index, g.group_index))
+            if old is not None and old.weight_decay == g.weight_decay:
+                g.planned_timescales = old.planned_timescales
+        old_shape, old_groups, old_tau_iter = self.shape, self.groups, self.resolved_tau_iter
+        self.shape, self.groups, self.resolved_tau_iter = shape, groups, tau_iter
+        self.resolved_tau_epoch = tau_iter / shape.steps_per_epoch if shape.steps_per_epoch else None
+        self._managed = {}
+        for g in groups:
+            if g.decays:
+                self._managed.setdefault(id(trainer.optimizers[g.optimizer_index]), []).append(g.group_index)
+        self._group_counts = {id(o): len(o.param_groups) for o in trainer.optimizers}
+        self._decided_epoch = trainer.current_epoch
+        if first:
+            self._check_resume()
+            self._report_width(trainer)
+            self._report(trainer, [tau_note] if tau_note else [])
         else:
-            assert self.tau_epoch is not None and n is not None and b is not None
-            self.resolved_tau_epoch = self.tau_epoch
-            self.resolved_tau_iter = timescale.tau_iter_from_tau_epoch(self.tau_epoch, n, b)
-        return sources
+            assert old_shape is not None and old_tau_iter is not None
+            self._report_change(trainer, old_shape, old_groups, old_tau_iter)
 
-    def _resolve_power_law(self, trainer: pl.Trainer) -> str:
+    def _target_tau_iter(self, trainer: pl.Trainer, shape: RunShape, first: bool) -> tuple[float, str | None]:
+        """``tau_iter`` for this shape: ``tau_epoch * M``, the given ``tau_iter``, or the power law (fixed at start)."""
+        if self.token_budget is not None:
+            if first or self.resolved_tau_iter is None:
+                return self._resolve_power_law(trainer)
+            return self.resolved_tau_iter, None
+        if self.tau_epoch is not None and shape.steps_per_epoch is None and shape.problems:
+            raise ValueError(" ".join(shape.problems))
+        try:
+            steps = resolve_tau_iter(
+                tau_epoch=self.tau_epoch, tau_iter=self.tau_iter, steps_per_epoch=shape.steps_per_epoch
+            )
+        except ValueError as err:
+            when = "" if first else f" at epoch {trainer.current_epoch} ({' '.join(shape.sources)})"
+            raise ValueError(f"`TimescaleCallback`{when}: {err}") from None
+        return steps, None
+
+    def _pin_reference_lrs(self, trainer: pl.Trainer) -> dict[tuple[int, int], float]:
+        """Reference lrs to hold fixed: a group with no ``initial_lr``/``max_lr`` under a scheduler that moves its
+        ``lr`` (``ReduceLROnPlateau``) keeps the lr it had when first seen, so the schedule is not undone."""
+        scheduled = {id(getattr(c.scheduler, "optimizer", None)) for c in trainer.lr_scheduler_configs}
+        for i, optimizer in enumerate(trainer.optimizers):
+            if id(optimizer) not in scheduled:
+                continue
+            for j, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group and "max_lr" not in group:
+                    self._pinned_lr.setdefault((i, j), reference_lr(group))
+        return self._pinned_lr
+
+    def _resolve_power_law(self, trainer: pl.Trainer) -> tuple[float, str]:
         """``tau`` from tokens per parameter (Bergsma et al. 2025), as a fraction of the planned run."""
         assert self.token_budget is not None and self.resolved_num_params is not None
         tokens_per_param = self.token_budget / self.resolved_num_params
@@ -347,12 +394,14 @@ class TimescaleCallback(Callback):
                 f"`TimescaleCallback(token_budget={self.token_budget!r})` sets tau_iter = tau * planned optimizer"
                 f" steps, but the Trainer plans {planned!r} steps. Set `max_steps` (or a finite `max_epochs`)."
             )
-        self.resolved_tau_iter = tau * float(planned)
-        n, b = self.resolved_dataset_size, self.resolved_batch_size
-        self.resolved_tau_epoch = (
-            timescale.tau_epoch_from_tau_iter(self.resolved_tau_iter, n, b) if n is not None and b is not None else None
-        )
-        return (
+        tau_iter = tau * float(planned)
+        if tau_iter <= 1:
+            raise ValueError(
+                f"`TimescaleCallback(token_budget={self.token_budget!r})`: the power law gives tau = {tau:.4g} of"
+                f" {planned:,.0f} planned steps = {tau_iter:.4g} steps, one optimizer step or less, which zeroes or"
+                " flips the weights every step. Plan a longer run, or set `tau_iter` yourself."
+            )
+        return tau_iter, (
             f"tau from the power law: D={self.token_budget:,.0f} tokens / {self.resolved_num_params:,.0f} params ="
             f" {tokens_per_param:.4g} tokens per parameter -> tau = {self.power_law_coefficient:g} *"
             f" TPP^{self.power_law_exponent:g} = {tau:.4g} of the run ({planned:,.0f} planned steps)."
@@ -377,14 +426,15 @@ class TimescaleCallback(Callback):
     def _check_resume(self) -> None:
         """On resume, warn when the run's shape changed since the checkpoint (the new values win)."""
         old = self._restored
-        if not old:
+        if not old or self.shape is None:
             return
         changes = [
             f"{key} {old.get(key)!r} -> {new!r}"
             for key, new in (
-                ("dataset_size", self.resolved_dataset_size),
-                ("world_size", self._world_size),
-                ("global_batch_size", self.resolved_batch_size),
+                ("dataset_size", self.shape.dataset_size),
+                ("world_size", self.shape.world_size),
+                ("global_batch_size", self.shape.global_batch_size),
+                ("steps_per_epoch", self.shape.steps_per_epoch),
                 ("tau_iter", self.resolved_tau_iter),
             )
             if old.get(key) is not None and new is not None and not math.isclose(old[key], new, rel_tol=1e-12)
@@ -396,27 +446,53 @@ class TimescaleCallback(Callback):
                 + ". Weight decay is recomputed for the new values."
             )
 
-    def _write_per_step(self, optimizer: torch.optim.Optimizer) -> None:
-        assert self.resolved_tau_iter is not None
-        for j in self._managed.get(id(optimizer), ()):
-            group = optimizer.param_groups[j]
-            lr = group_lr(group)
-            if lr > 0:  # timescale.weight_decay_for_tau_iter, inlined: this runs before every optimizer step
-                group["weight_decay"] = 1.0 / (lr * self.resolved_tau_iter)
+    def _report_change(
+        self, trainer: pl.Trainer, old_shape: RunShape, old_groups: list[GroupTimescale], old_tau_iter: float
+    ) -> None:
+        """Say once, on rank zero, what changed mid-fit and the weight decay now in force (nothing if nothing did)."""
+        assert self.shape is not None and self.resolved_tau_iter is not None
+        parts = shape_changes(old_shape, self.shape)
+        if not math.isclose(old_tau_iter, self.resolved_tau_iter, rel_tol=1e-12):
+            parts.append(f"tau_iter {old_tau_iter:.4g} -> {self.resolved_tau_iter:.4g} steps")
+        previous = {(g.optimizer_index, g.group_index): g for g in old_groups}
+        for g in self.groups:
+            old = previous.get((g.optimizer_index, g.group_index))
+            if old is None:
+                state = (
+                    f"managed, lr {g.reference_lr:.4g}"
+                    if g.decays
+                    else "left at 0"
+                    if not g.weight_decay
+                    else "not managed"
+                )
+                parts.append(
+                    f"new param group {g.name!r} ({state}): weight decay {g.weight_decay_before:.4g} -> {g.weight_decay:.4g}"
+                )
+            elif g.decays and not math.isclose(old.weight_decay, g.weight_decay, rel_tol=1e-12):
+                parts.append(f"{g.name} weight decay {old.weight_decay:.4g} -> {g.weight_decay:.4g}")
+        if parts:
+            self._plan(trainer)
+            target = (
+                f"tau_epoch={self.tau_epoch:g} held"
+                if self.tau_epoch is not None
+                else f"tau_iter={self.resolved_tau_iter:.4g} held"
+            )
+            rank_zero_info(
+                f"`TimescaleCallback` at epoch {trainer.current_epoch}, step {trainer.global_step}: {'; '.join(parts)} ({target})."
+            )
 
     def _plan(self, trainer: pl.Trainer) -> float | None:
-        """Estimate each managed group's ``sum_t lr_t * weight_decay`` over the planned steps."""
-        planned = trainer.estimated_stepping_batches
-        if not math.isfinite(planned) or planned < 0:  # endless, or an iterable dataset without `max_steps`
+        """Estimate each managed group's ``sum_t lr_t * weight_decay`` over the steps left; return them."""
+        remaining = self._remaining_steps(trainer)
+        if remaining is None:
             return None
-        remaining = max(0, int(planned) - trainer.global_step)
         assert self.resolved_tau_iter is not None
         if self.mode == "per_step":
             for g in self.groups:
                 if g.decays:
                     g.planned_timescales = remaining / self.resolved_tau_iter
-            return planned
-        steps_per_epoch = trainer.num_training_batches / trainer.accumulate_grad_batches
+            return remaining
+        steps_per_epoch = self.resolved_steps_per_epoch or float("nan")
         for i, optimizer in enumerate(trainer.optimizers):
             specs = [
                 ScheduledStep(c.scheduler, c.interval, c.frequency)
@@ -429,16 +505,24 @@ class TimescaleCallback(Callback):
                     continue
                 lr_sum = sums[g.group_index] if sums is not None else (None if specs else remaining * g.reference_lr)
                 g.planned_timescales = None if lr_sum is None else lr_sum * g.weight_decay
-        return planned
+        return remaining
 
-    def _report(self, planned_steps: float | None, sources: list[str]) -> None:
-        assert self.resolved_tau_iter is not None
-        if self.resolved_tau_iter < 1:
-            rank_zero_warn(
-                f"`TimescaleCallback`: tau_iter={self.resolved_tau_iter:.3g} is below one optimizer step, so"
-                " `lr * weight_decay > 1` and every step shrinks the weights past zero. Use a larger `tau_epoch`"
-                " (or `tau_iter`)."
-            )
+    def _remaining_steps(self, trainer: pl.Trainer) -> int | None:
+        """Optimizer steps left: the nearer of ``max_steps`` and ``max_epochs`` epochs of ``M`` (``None``: endless).
+
+        Counted from the run's own epoch length, so a resume on a different dataset plans the right number.
+        """
+        bounds = []
+        if trainer.max_steps is not None and trainer.max_steps >= 0:
+            bounds.append(trainer.max_steps - trainer.global_step)
+        max_epochs, m = trainer.max_epochs, self.resolved_steps_per_epoch
+        if max_epochs is not None and max_epochs >= 0 and m is not None:
+            bounds.append(math.ceil((max_epochs - trainer.current_epoch) * m))
+        return max(0, min(bounds)) if bounds else None
+
+    def _report(self, trainer: pl.Trainer, notes: list[str]) -> None:
+        assert self.resolved_tau_iter is not None and self.shape is not None
+        planned_steps = self._plan(trainer)
         short = [g for g in self.groups if g.decays and g.planned_timescales is not None and g.planned_timescales < 1]
         if short:
             rank_zero_warn(
@@ -453,10 +537,9 @@ class TimescaleCallback(Callback):
                     self.groups,
                     tau_iter=self.resolved_tau_iter,
                     tau_epoch=self.resolved_tau_epoch,
-                    dataset_size=self.resolved_dataset_size,
-                    global_batch_size=self.resolved_batch_size,
+                    shape=self.shape,
                     planned_steps=planned_steps,
-                    sources=sources,
+                    notes=notes,
                 )
             )
 

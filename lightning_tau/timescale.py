@@ -21,6 +21,7 @@ __all__ = [
     "coherent_norm_bound",
     "equilibrium_rms",
     "init_memory",
+    "is_positive_integer",
     "power_lines_tau_epoch",
     "steps_per_epoch",
     "tau_epoch",
@@ -50,6 +51,20 @@ def check_positive(name: str, value: float) -> float:
     if not math.isfinite(number) or number <= 0:
         raise ValueError(message)
     return number
+
+
+def is_positive_integer(value: float) -> bool:
+    """Whether ``value`` is a positive whole number (``3`` and ``3.0`` are; ``2.5``, ``0``, ``nan`` are not).
+
+    Example:
+        >>> is_positive_integer(1e6), is_positive_integer(10.5), is_positive_integer(0)
+        (True, False, False)
+    """
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(number) and number > 0 and number.is_integer()
 
 
 def steps_per_epoch(dataset_size: float, batch_size: float) -> float:

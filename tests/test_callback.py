@@ -233,12 +233,18 @@ def test_iterable_dataset_without_length_asks_for_dataset_size() -> None:
     assert recorder.steps[0][0][1] == pytest.approx(8 / (1e-2 * 40 * 2.0))
 
 
-def test_unknown_batch_size_asks_for_batch_size() -> None:
-    # batch_size=None: the dataset yields ready-made batches, so the loader cannot say how big they are
+def test_unknown_batch_size_needs_no_batch_size_when_the_trainer_counts_the_epoch() -> None:
+    # batch_size=None: the dataset yields ready-made batches, so the loader cannot say how big they are; the
+    # epoch is still 5 optimizer steps, and that is all tau_epoch needs
     ds = [(torch.randn(6, 4), torch.zeros(6, dtype=torch.long)) for _ in range(5)]
+    recorder, cb = fit(adamw(), DataLoader(ds, batch_size=None), max_epochs=2)
+    assert cb.resolved_steps_per_epoch == 5 and cb.resolved_batch_size is None
+    assert [s[0][1] for s in recorder.steps] == pytest.approx([1 / (1e-2 * 2.0 * 5)] * 10)
+    # ...but `dataset_size` alone (M = N / B) needs B, and says so
     assert_fit_raises(
         r"per-device batch size .*got None.*Pass `TimescaleCallback\(batch_size=...\)`",
         loader=DataLoader(ds, batch_size=None),
+        callback=TimescaleCallback(tau_epoch=2.0, dataset_size=30),
     )
 
 
@@ -311,15 +317,16 @@ def test_summary_and_warnings(caplog: pytest.LogCaptureFixture) -> None:
     # tau_epoch 50 over a 2-epoch run: far less than one timescale
     with pytest.warns(UserWarning, match=r"less than one EMA timescale for pg1 \(0.04\)"):
         fit(adamw(), make_loader(n=120, batch_size=10), max_epochs=2, callback=TimescaleCallback(tau_epoch=50.0))
-    with pytest.warns(UserWarning, match="tau_iter=0.5 is below one optimizer step"):
-        fit(adamw(), callback=TimescaleCallback(tau_iter=0.5))
+    with pytest.raises(ValueError, match=r"TimescaleCallback\(tau_iter=0.5\)` is not valid.*Use `tau_iter > 1`"):
+        TimescaleCallback(tau_iter=0.5)
 
 
 def test_summary_is_printed(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("INFO"):
         fit(adamw(), make_loader(n=120, batch_size=10), max_epochs=4)
     text = caplog.text
-    assert "TimescaleCallback: tau_epoch=2 (tau_iter=24 steps), N=120, B=10, M=N/B=12 steps/epoch" in text
+    assert "TimescaleCallback: tau_epoch=2 (tau_iter=24 steps), M=12 steps/epoch, N=120, B=10" in text
+    assert "M = 12 optimizer steps per epoch: 12 batches per rank." in text
     # weight decay 10 / (0.01 * 120 * 2) = 4.167; 48 steps at lr 0.01 cover 48 * 0.01 * 4.167 = 2 timescales
     assert re.search(r"0 \| pg1 +\| 74 +\| - +\| 0.01 +\| 0.1 -> 4.167 +\| 24 +\| 2 +\| 2\n", text)
     assert "Planned: 48 optimizer steps." in text

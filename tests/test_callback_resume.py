@@ -46,7 +46,7 @@ def test_resume_with_a_new_dataset_size_recomputes_and_warns(tmp_path) -> None:
     path, _ = first_run(tmp_path)
     recorder, cb = Recorder(), TimescaleCallback(tau_epoch=2.0)
     trainer = quiet_trainer(callbacks=[cb, recorder], max_epochs=3)
-    with pytest.warns(UserWarning, match=r"dataset_size 120.0 -> 60.0, tau_iter 24.0 -> 12.0"):
+    with pytest.warns(UserWarning, match=r"dataset_size 120.0 -> 60.0, steps_per_epoch 12 -> 6, tau_iter 24.0 -> 12.0"):
         trainer.fit(TinyModel(adamw()), make_loader(n=60, batch_size=10), ckpt_path=path)
     # the restored optimizer state held 4.17; the first step after the resume must see the new closed form
     assert recorder.steps[0][0][1] == pytest.approx(10 / (1e-2 * 60 * 2.0))

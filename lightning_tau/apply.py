@@ -1,0 +1,202 @@
+"""Gather param groups, write decided weight decays, and :func:`apply_timescale` for loops beyond the Trainer.
+
+Imports torch only (no Lightning): plain PyTorch loops and Lightning Fabric call :func:`apply_timescale`;
+``TimescaleCallback`` calls the same :func:`gather_groups` and :func:`write_weight_decays` with the shape it
+reads from the Trainer, so every loop decides through :mod:`lightning_tau.decide`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+from torch.utils.hooks import RemovableHandle
+
+from lightning_tau import timescale
+from lightning_tau.decide import GroupInput, GroupTimescale, RunShape, decide_groups, resolve_tau_iter
+from lightning_tau.optim import decay_kind, group_lr, group_names, group_width_mult, reference_lr
+
+__all__ = ["AppliedTimescale", "apply_timescale", "gather_groups", "write_per_step", "write_weight_decays"]
+
+Mode = Literal["constant", "per_step"]
+
+
+def gather_groups(
+    optimizers: Sequence[torch.optim.Optimizer],
+    *,
+    weight_decay_before: Mapping[tuple[int, int], float],
+    managed_optimizers: set[int],
+    reference_lrs: Mapping[tuple[int, int], float] | None = None,
+) -> list[GroupInput]:
+    """Every param group of ``optimizers`` as a :class:`~lightning_tau.decide.GroupInput`.
+
+    Args:
+        optimizers: the run's optimizers, in order.
+        weight_decay_before: the user's own ``weight_decay`` per ``(optimizer, group)`` index; a group missing
+            here is read as it stands (a group added since).
+        managed_optimizers: indices of the optimizers with decoupled decay; their groups with positive decay are
+            managed.
+        reference_lrs: pinned reference lrs per ``(optimizer, group)``, overriding :func:`reference_lr`.
+    """
+    names = group_names(optimizers)
+    pinned = reference_lrs or {}
+    out = []
+    for i, optimizer in enumerate(optimizers):
+        for j, group in enumerate(optimizer.param_groups):
+            before = weight_decay_before.get((i, j))
+            if before is None:
+                before = float(group.get("weight_decay", 0.0))
+            out.append(
+                GroupInput(
+                    name=names[i][j],
+                    optimizer_index=i,
+                    group_index=j,
+                    num_params=sum(p.numel() for p in group["params"]),
+                    reference_lr=pinned.get((i, j), reference_lr(group)),
+                    weight_decay_before=before,
+                    managed=i in managed_optimizers and before > 0,
+                    width_mult=group_width_mult(group),
+                )
+            )
+    return out
+
+
+def write_weight_decays(optimizers: Sequence[torch.optim.Optimizer], groups: Sequence[GroupTimescale]) -> None:
+    """Write each managed group's decided ``weight_decay`` into its optimizer."""
+    for g in groups:
+        if g.decays:
+            optimizers[g.optimizer_index].param_groups[g.group_index]["weight_decay"] = g.weight_decay
+
+
+def write_per_step(optimizer: torch.optim.Optimizer, indices: Sequence[int], tau_iter: float) -> None:
+    """Hold ``lr_t * weight_decay_t = 1 / tau_iter`` for the step about to run (groups at ``lr_t = 0`` keep theirs)."""
+    for j in indices:
+        group = optimizer.param_groups[j]
+        lr = group_lr(group)
+        if lr > 0:  # timescale.weight_decay_for_tau_iter, inlined: this runs before every optimizer step
+            group["weight_decay"] = 1.0 / (lr * tau_iter)
+
+
+@dataclass
+class AppliedTimescale:
+    """What :func:`apply_timescale` wrote, and the per-step hook it registered (``mode="per_step"``).
+
+    Attributes:
+        tau_iter: the target timescale in optimizer steps.
+        shape: ``M``, ``N`` and ``B`` as given.
+        groups: the decision per param group (see :class:`~lightning_tau.decide.GroupTimescale`).
+    """
+
+    tau_iter: float
+    shape: RunShape
+    groups: list[GroupTimescale]
+    _handle: RemovableHandle | None = field(default=None, repr=False)
+
+    @property
+    def weight_decay(self) -> dict[str, float]:
+        """The weight decay written per group name (groups left alone keep theirs)."""
+        return {g.name: g.weight_decay for g in self.groups}
+
+    def remove(self) -> None:
+        """Detach the per-step hook; the weight decay last written stays."""
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+
+
+def apply_timescale(
+    optimizer: torch.optim.Optimizer,
+    *,
+    tau_epoch: float | None = None,
+    tau_iter: float | None = None,
+    dataset_size: int | None = None,
+    batch_size: int | None = None,
+    mode: Mode = "constant",
+) -> AppliedTimescale:
+    r"""Set ``optimizer``'s weight decay so its EMA averages over ``tau_epoch`` epochs (or ``tau_iter`` steps).
+
+    The same rule as ``TimescaleCallback``, for loops beyond the Trainer (plain PyTorch, Lightning Fabric):
+    every group with ``weight_decay > 0`` gets :math:`\lambda = 1 / (\eta_{ref} \tau_{iter})` with its own
+    reference lr (``max_lr``, else ``initial_lr``, else ``lr``: create the lr scheduler first), and
+    ``tau_iter = tau_epoch * dataset_size / batch_size``. Groups at ``0`` stay ``0``. With
+    ``mode="per_step"`` a step pre-hook rewrites the decay before every ``optimizer.step()`` so
+    ``lr_t * weight_decay_t = 1 / tau_iter`` holds at every step; call ``.remove()`` on the result to stop it.
+
+    Args:
+        optimizer: a torch optimizer with decoupled weight decay (``AdamW``, ``Lion``, ``Muon``, ...).
+        tau_epoch: target timescale in epochs (needs ``dataset_size`` and ``batch_size``).
+        tau_iter: target timescale in optimizer steps (instead of ``tau_epoch``).
+        dataset_size: ``N``, samples (or tokens) per epoch.
+        batch_size: global ``B`` per optimizer step: per-device batch x devices x accumulation, same unit as ``N``.
+        mode: ``"constant"`` or ``"per_step"``.
+
+    Returns:
+        :class:`AppliedTimescale` with ``tau_iter``, the decision per group and ``weight_decay`` by group name.
+
+    Raises:
+        ValueError: a bad argument, an optimizer whose decay is not known to be decoupled, no group to manage,
+            or a timescale of one step or less.
+
+    Example:
+        >>> net = torch.nn.Linear(4, 4)
+        >>> opt = torch.optim.AdamW([{"params": [net.weight]}, {"params": [net.bias], "weight_decay": 0.0}],
+        ...                         lr=1e-3, weight_decay=0.1)
+        >>> applied = apply_timescale(opt, tau_epoch=5.0, dataset_size=50_000, batch_size=100)
+        >>> applied.tau_iter, applied.weight_decay
+        (2500.0, {'pg1': 0.4, 'pg2': 0.0})
+    """
+    if mode not in ("constant", "per_step"):
+        raise ValueError(f"`apply_timescale(mode={mode!r})` is not supported. Use 'constant' or 'per_step'.")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise ValueError(f"`apply_timescale(optimizer={optimizer!r})` needs a `torch.optim.Optimizer`.")
+    n = None if dataset_size is None else check_size("apply_timescale", "dataset_size", dataset_size)
+    b = None if batch_size is None else check_size("apply_timescale", "batch_size", batch_size)
+    if tau_epoch is not None and (n is None or b is None):
+        raise ValueError(
+            f"`apply_timescale(tau_epoch={tau_epoch!r})` needs `dataset_size` and `batch_size` (got"
+            f" {dataset_size!r} and {batch_size!r}) to count an epoch in optimizer steps; or pass `tau_iter`."
+        )
+    shape = RunShape(steps_per_epoch=None if n is None or b is None else n / b, dataset_size=n, global_batch_size=b)
+    try:
+        steps = resolve_tau_iter(tau_epoch=tau_epoch, tau_iter=tau_iter, steps_per_epoch=shape.steps_per_epoch)
+    except ValueError as err:
+        raise ValueError(f"`apply_timescale`: {err}") from None
+    kind = decay_kind(optimizer)
+    if kind not in ("decoupled", "none"):
+        raise ValueError(refusal_message(optimizer, 0, caller="apply_timescale"))
+    inputs = gather_groups([optimizer], weight_decay_before={}, managed_optimizers={0})
+    if not any(g.managed for g in inputs):
+        raise ValueError(
+            f"`apply_timescale` found no param group with `weight_decay > 0` in {type(optimizer).__name__}. Give the"
+            " groups that should decay a positive `weight_decay` (any value: it is replaced)."
+        )
+    groups = decide_groups(inputs, steps)
+    write_weight_decays([optimizer], groups)
+    applied = AppliedTimescale(tau_iter=steps, shape=shape, groups=groups)
+    if mode == "per_step":
+        indices = [g.group_index for g in groups if g.decays]
+
+        def _pre_step(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            write_per_step(opt, indices, steps)
+
+        applied._handle = optimizer.register_step_pre_hook(_pre_step)
+    return applied
+
+
+def check_size(owner: str, name: str, value: Any) -> int:
+    """A size (``dataset_size``, ``batch_size``, ``num_params``) as a positive int; ``ValueError`` naming it."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and timescale.is_positive_integer(value)
+    if not ok:
+        raise ValueError(f"`{owner}({name}={value!r})` is not valid: `{name}` must be a positive whole number.")
+    return int(value)
+
+
+def refusal_message(optimizer: torch.optim.Optimizer, index: int, *, caller: str) -> str:
+    """Why ``optimizer`` (number ``index`` of the run) cannot be managed, and what to do."""
+    return (
+        f"`{caller}` needs decoupled weight decay, but optimizer {index} ({type(optimizer).__name__}) adds"
+        " `weight_decay` to the gradient (L2). AdamW's EMA view does not hold there. Use `torch.optim.AdamW` (or"
+        " `Adam(decoupled_weight_decay=True)`), or pass `skip_unsupported_optimizers=True` to leave it alone."
+    )

@@ -1,0 +1,269 @@
+"""`tau_epoch` holds through what a real Lightning run changes under the callback (issue: run shape).
+
+Every test reads the weight decay each optimizer step really used, from a torch step post-hook, and compares it
+with the closed form ``1 / (lr_ref * tau_epoch * M_epoch)``, with ``M_epoch`` the optimizer steps the fit loop
+runs in that epoch. Target ``tau_epoch=5``, lr 0.01, 100 samples, batch 10, as in the issue's table.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import lightning.pytorch as pl
+import pytest
+import torch
+from conftest import TinyModel, make_loader, quiet_trainer
+from lightning.pytorch.callbacks import BaseFinetuning, BatchSizeFinder, GradientAccumulationScheduler
+from lightning.pytorch.tuner import Tuner
+from lightning.pytorch.utilities import CombinedLoader
+from torch.utils.data import DataLoader
+
+from lightning_tau import TimescaleCallback
+
+TAU, LR = 5.0, 0.01
+
+
+class StepLog(pl.Callback):
+    """Per optimizer step: (epoch, [(lr, weight_decay) per group]) as the step used them (a step post-hook)."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[int, list[tuple[float, float]]]] = []
+        self._handles: list[Any] = []
+        self._trainer: pl.Trainer | None = None
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        self._trainer = trainer
+        for opt in trainer.optimizers:
+            self._handles.append(opt.register_step_post_hook(self._post))
+
+    def _post(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        assert self._trainer is not None
+        groups = [(float(g["lr"]), float(g["weight_decay"])) for g in optimizer.param_groups]
+        self.steps.append((self._trainer.current_epoch, groups))
+
+    def on_train_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        for h in self._handles:
+            h.remove()
+
+    def weight_decays(self, group: int = 0) -> list[float]:
+        return [groups[group][1] for _, groups in self.steps]
+
+    def epochs(self) -> list[int]:
+        return [epoch for epoch, _ in self.steps]
+
+
+def closed_form(steps_per_epoch: float, lr: float = LR, tau_epoch: float = TAU) -> float:
+    return 1.0 / (lr * tau_epoch * steps_per_epoch)
+
+
+def adamw(m: torch.nn.Module, lr: float = LR, wd: float = 0.1) -> torch.optim.Optimizer:
+    return torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=wd)
+
+
+def cosine(m: TinyModel, total: int) -> dict[str, Any]:
+    opt = adamw(m)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total, eta_min=LR * 0.1)
+    return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def expect_every_step(log: StepLog, m_of_epoch: dict[int, float], mode: str) -> None:
+    """Each step's weight decay is the closed form for its epoch's M (per_step: at that step's lr)."""
+    assert log.steps, "no optimizer step was recorded"
+    for epoch, groups in log.steps:
+        lr, wd = groups[0]
+        ref = lr if mode == "per_step" else LR
+        assert wd == pytest.approx(closed_form(m_of_epoch[epoch], lr=ref)), (epoch, lr, wd)
+
+
+@pytest.mark.parametrize("mode", ["constant", "per_step"])
+@pytest.mark.parametrize("scheduler_first", [True, False])
+def test_gradient_accumulation_scheduler(mode: str, scheduler_first: bool) -> None:
+    # 10 batches per epoch; accumulation 4 from epoch 2 gives ceil(10 / 4) = 3 optimizer steps per epoch
+    log, cb = StepLog(), TimescaleCallback(tau_epoch=TAU, mode=mode, verbose=False)
+    gas = GradientAccumulationScheduler({0: 1, 2: 4})
+    callbacks = [gas, cb, log] if scheduler_first else [cb, gas, log]
+    make = (lambda m: cosine(m, total=26)) if mode == "per_step" else adamw
+    quiet_trainer(callbacks=callbacks, max_epochs=4).fit(TinyModel(make), make_loader(n=100, batch_size=10))
+    assert log.epochs() == [0] * 10 + [1] * 10 + [2] * 3 + [3] * 3
+    expect_every_step(log, {0: 10, 1: 10, 2: 3, 3: 3}, mode)
+    if mode == "constant":
+        assert log.weight_decays()[-1] == pytest.approx(6.6667, rel=1e-4)
+    assert cb.resolved_steps_per_epoch == 3 and cb.resolved_tau_iter == pytest.approx(15.0)
+
+
+class GrowingData(TinyModel):
+    """A train set of 100, 200, 400 samples in epochs 0, 1, 2 (reloaded every epoch)."""
+
+    def train_dataloader(self) -> DataLoader:
+        return make_loader(n=100 * 2**self.trainer.current_epoch, batch_size=10)
+
+
+@pytest.mark.parametrize("mode", ["constant", "per_step"])
+def test_reloaded_dataloaders_with_a_growing_dataset(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    log = StepLog()
+    cb = TimescaleCallback(tau_epoch=TAU, mode=mode, verbose=False)
+    make = (lambda m: cosine(m, total=70)) if mode == "per_step" else adamw
+    trainer = quiet_trainer(callbacks=[cb, log], max_epochs=3, reload_dataloaders_every_n_epochs=1)
+    with caplog.at_level("INFO"):
+        trainer.fit(GrowingData(make))
+    assert log.epochs() == [0] * 10 + [1] * 20 + [2] * 40
+    expect_every_step(log, {0: 10, 1: 20, 2: 40}, mode)
+    if mode == "constant":
+        assert sorted(set(round(w, 6) for w in log.weight_decays())) == [0.5, 1.0, 2.0]
+    # said once per change, with old -> new
+    assert caplog.text.count("`TimescaleCallback` at epoch 1") == 1
+    assert "steps per epoch 10 -> 20" in caplog.text and "dataset size 100 -> 200" in caplog.text
+    assert caplog.text.count("`TimescaleCallback` at epoch 2") == 1
+
+
+class Unfreeze(BaseFinetuning):
+    """Freeze the head at first; at epoch 1 add it back as a new param group at lr 0.005 (decay from defaults)."""
+
+    def __init__(self, weight_decay: float | None = None) -> None:
+        super().__init__()
+        self.weight_decay = weight_decay
+
+    def freeze_before_training(self, pl_module: TinyModel) -> None:
+        self.freeze(pl_module.head)
+
+    def finetune_function(self, pl_module: TinyModel, epoch: int, optimizer: torch.optim.Optimizer) -> None:
+        if epoch == 1:
+            params = [p for p in pl_module.head.parameters()]
+            for p in params:
+                p.requires_grad = True
+            group: dict[str, Any] = {"params": params, "lr": 0.005, "name": "head"}
+            if self.weight_decay is not None:
+                group["weight_decay"] = self.weight_decay
+            optimizer.add_param_group(group)
+
+
+def frozen_aware_adamw(m: TinyModel) -> torch.optim.Optimizer:
+    return torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=LR, weight_decay=0.1)
+
+
+@pytest.mark.parametrize("mode", ["constant", "per_step"])
+def test_param_group_added_mid_fit_is_managed_with_its_own_lr(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    log = StepLog()
+    cb = TimescaleCallback(tau_epoch=TAU, mode=mode, verbose=False)
+    trainer = quiet_trainer(callbacks=[Unfreeze(), cb, log], max_epochs=3)
+    with caplog.at_level("INFO"):
+        trainer.fit(TinyModel(frozen_aware_adamw), make_loader(n=100, batch_size=10))
+    assert [len(groups) for _, groups in log.steps] == [1] * 10 + [2] * 20
+    for epoch, groups in log.steps:
+        assert groups[0][1] == pytest.approx(closed_form(10))
+        if epoch >= 1:
+            assert groups[1] == (0.005, pytest.approx(closed_form(10, lr=0.005)))  # 4.0, from its very first step
+    assert "new param group 'head' (managed, lr 0.005): weight decay 0.1 -> 4" in caplog.text
+    assert [g.name for g in cb.groups] == ["pg1", "head"] and cb.groups[1].decays
+
+
+def test_param_group_added_at_zero_decay_stays_zero() -> None:
+    log = StepLog()
+    quiet_trainer(
+        callbacks=[Unfreeze(weight_decay=0.0), TimescaleCallback(tau_epoch=TAU, verbose=False), log], max_epochs=2
+    ).fit(TinyModel(frozen_aware_adamw), make_loader(n=100, batch_size=10))
+    added = [groups[1] for epoch, groups in log.steps if epoch == 1]
+    assert len(added) == 10 and all(wd == 0.0 for _, wd in added)
+
+
+@pytest.mark.parametrize(("mode", "steps"), [("max_size_cycle", 10), ("max_size", 10), ("min_size", 2)])
+def test_two_train_loaders_follow_the_combined_loader_mode(mode: str, steps: int) -> None:
+    class TwoLoaders(TinyModel):
+        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+            # in `max_size` mode the shorter loader yields None once it is exhausted
+            return sum(torch.nn.functional.cross_entropy(self(v[0]), v[1]) for v in batch.values() if v is not None)
+
+    log, cb = StepLog(), TimescaleCallback(tau_epoch=TAU, verbose=False)
+    loaders = CombinedLoader({"a": make_loader(n=100, batch_size=10), "b": make_loader(n=20, batch_size=10)}, mode)
+    quiet_trainer(callbacks=[cb, log], max_epochs=2).fit(TwoLoaders(adamw), loaders)
+    assert len(log.steps) == 2 * steps
+    assert log.weight_decays() == pytest.approx([closed_form(steps)] * (2 * steps))  # 2.0 or 10.0
+    assert (cb.resolved_dataset_size, cb.resolved_batch_size) == (120, 20)  # N and B still reported
+
+
+def test_impossible_timescale_is_an_error_before_any_weight_moves() -> None:
+    model = TinyModel(adamw)
+    before = [p.detach().clone() for p in model.parameters()]
+    trainer = quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=1e-12)], max_epochs=1)
+    with pytest.raises(ValueError, match=r"tau_epoch=1e-12.*Use `tau_epoch` above 0.1 \(one optimizer step\)"):
+        trainer.fit(model, make_loader(n=100, batch_size=10))
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_timescale_that_becomes_impossible_mid_fit_stops_before_the_step() -> None:
+    # tau_epoch=0.5 is 5 steps at M=10, but 0.5 steps once accumulation 10 makes M=1: stop before that step
+    log = StepLog()
+    trainer = quiet_trainer(
+        callbacks=[GradientAccumulationScheduler({1: 10}), TimescaleCallback(tau_epoch=0.5, verbose=False), log],
+        max_epochs=2,
+    )
+    with pytest.raises(ValueError, match=r"at epoch 1 .*`tau_epoch=0.5` is 0.5 optimizer steps at M=1"):
+        trainer.fit(TinyModel(adamw), make_loader(n=100, batch_size=10))
+    assert log.epochs() == [0] * 10  # no step of epoch 1 ran
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"tau_epoch": 5.0, "batch_size": 2.5}, r"TimescaleCallback\(batch_size=2.5\)` is not valid.*whole number"),
+        ({"tau_epoch": 5.0, "dataset_size": 10.5}, r"TimescaleCallback\(dataset_size=10.5\)`.*whole number"),
+        ({"tau_epoch": 5.0, "dataset_size": 0}, r"TimescaleCallback\(dataset_size=0\)`.*whole number"),
+        ({"token_budget": 1e6, "num_params": 2.5}, r"TimescaleCallback\(num_params=2.5\)`.*whole number"),
+        ({"tau_iter": 1.0}, r"TimescaleCallback\(tau_iter=1.0\)` is not valid.*`tau_iter > 1`"),
+    ],
+)
+def test_sizes_must_be_positive_whole_numbers(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        TimescaleCallback(**kwargs)
+
+
+def test_whole_number_floats_are_accepted_as_sizes() -> None:
+    cb = TimescaleCallback(tau_epoch=5.0, dataset_size=1e6, batch_size=100.0)  # e.g. YAML's 1e6
+    assert (cb.dataset_size, cb.batch_size) == (1_000_000, 100)
+
+
+def test_token_budget_on_a_model_without_trainable_parameters_is_a_clear_error() -> None:
+    model = TinyModel(lambda m: torch.optim.AdamW(m.parameters(), lr=LR, weight_decay=0.1))
+    model.requires_grad_(False)
+    trainer = quiet_trainer(callbacks=[TimescaleCallback(token_budget=1e6)], max_steps=5)
+    with pytest.raises(ValueError, match=r"token_budget=1000000.0\)` divides .* has none.*`num_params=...`"):
+        trainer.fit(model, make_loader(n=100, batch_size=10))
+
+
+class TunableModel(TinyModel):
+    """Reads `lr` and `batch_size` attributes, as Lightning's tuners expect."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lr, self.batch_size = LR, 4
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(self.parameters(), lr=self.lr, weight_decay=0.1)
+
+    def train_dataloader(self) -> DataLoader:
+        return make_loader(n=100, batch_size=self.batch_size)
+
+
+def test_batch_size_finder_then_the_real_fit() -> None:
+    log, cb = StepLog(), TimescaleCallback(tau_epoch=TAU, verbose=False)
+    finder = BatchSizeFinder(mode="power", steps_per_trial=1, init_val=4, max_trials=2)
+    model = TunableModel()
+    quiet_trainer(callbacks=[cb, finder, log], max_epochs=2).fit(model)
+    assert model.batch_size != 4  # the finder really changed it
+    steps = math.ceil(100 / model.batch_size)
+    assert cb.resolved_steps_per_epoch == steps and len(log.steps) == 2 * steps
+    assert log.weight_decays() == pytest.approx([closed_form(steps)] * (2 * steps))
+
+
+def test_lr_find_then_the_real_fit() -> None:
+    log, cb = StepLog(), TimescaleCallback(tau_epoch=TAU, verbose=False)
+    model = TunableModel()
+    model.batch_size = 10
+    trainer = quiet_trainer(callbacks=[cb, log], max_epochs=2)
+    result = Tuner(trainer).lr_find(model, min_lr=1e-4, max_lr=1e-1, num_training=20)
+    assert result is not None and math.isfinite(result.suggestion()) and model.lr == result.suggestion()
+    assert not log.steps  # the callbacks sat out the finder's trial steps
+    trainer.fit(model)
+    assert len(log.steps) == 20
+    assert log.weight_decays() == pytest.approx([closed_form(10, lr=model.lr)] * 20)
