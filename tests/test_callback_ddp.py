@@ -49,3 +49,47 @@ def test_ddp_two_processes_write_the_same_closed_form(tmp_path) -> None:
     output = proc.stdout + proc.stderr
     assert output.count("TimescaleCallback: tau_epoch=2") == 1, output  # rank zero only
     assert "B = 10 per device x 2 device(s) x 2 accumulation." in output
+
+
+SCHEDULED = """
+import json
+import torch
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import GradientAccumulationScheduler
+from conftest import TinyModel, make_loader
+from lightning_tau import TimescaleCallback
+
+
+class StepLog(pl.Callback):
+    def on_train_start(self, trainer, pl_module):
+        self.rows = []
+        trainer.optimizers[0].register_step_post_hook(
+            lambda opt, a, k: self.rows.append([trainer.current_epoch, opt.param_groups[0]["weight_decay"]]))
+
+    def on_train_end(self, trainer, pl_module):
+        with open(f"steps{trainer.global_rank}.json", "w") as f:
+            json.dump(self.rows, f)
+
+
+if __name__ == "__main__":
+    trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=3, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         callbacks=[TimescaleCallback(tau_epoch=5.0), GradientAccumulationScheduler({1: 4}),
+                                    StepLog()])
+    model = TinyModel(lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1))
+    trainer.fit(model, make_loader(n=200, batch_size=10))
+"""
+
+
+@pytest.mark.slow
+def test_ddp_with_an_accumulation_schedule_holds_tau_epoch_at_every_step(tmp_path) -> None:
+    # 200 samples / 2 ranks / batch 10 = 10 batches per rank: 10 steps in epoch 0, ceil(10 / 4) = 3 after
+    proc = run_script(SCHEDULED, tmp_path)
+    for rank in (0, 1):
+        rows = json.loads((tmp_path / f"steps{rank}.json").read_text())
+        assert [epoch for epoch, _ in rows] == [0] * 10 + [1] * 3 + [2] * 3
+        for epoch, wd in rows:
+            assert wd == pytest.approx(1 / (1e-2 * 5.0 * (10 if epoch == 0 else 3)))
+    output = proc.stdout + proc.stderr
+    assert output.count("`TimescaleCallback` at epoch 1") == 1, output  # said once, on rank zero
+    assert "steps per epoch 10 -> 3" in output and "accumulation 1 -> 4" in output
