@@ -15,6 +15,10 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PY) -m pip install -e '.[cli,demo,test,docs]'
 	# mup imports only torch and PyYAML; its declared requirements pull a torchvision that breaks CPU torch
 	$(PY) -m pip install --no-deps 'mup>=1.0.0'
+	# the optimizer families tests/test_optimizer_families.py checks (the `optimizers` extra), each verified to step
+	# on CPU at these versions; --no-deps so that resolving them cannot replace the CPU torch (they need only
+	# torch, numpy and packaging, installed above)
+	$(PY) -m pip install --no-deps 'bitsandbytes==0.50.2' 'torchao==0.18.0' 'lion-pytorch==0.2.5'
 	touch $(STAMP)
 
 install: $(STAMP)

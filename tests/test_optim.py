@@ -17,6 +17,10 @@ class MyAdamW(torch.optim.AdamW):
     pass
 
 
+class MyOptimizer(torch.optim.Optimizer):
+    """Not an optimizer the package knows (tests/test_optimizer_families.py covers the families in full)."""
+
+
 @pytest.mark.parametrize(
     ("make", "kind"),
     [
@@ -27,6 +31,10 @@ class MyAdamW(torch.optim.AdamW):
         (lambda p: torch.optim.SGD(p, lr=0.1, weight_decay=0.1), "coupled"),
         (lambda p: torch.optim.RMSprop(p, weight_decay=1e-4), "coupled"),
         (lambda p: torch.optim.Adam(p), "none"),
+        (lambda p: torch.optim.NAdam(p, weight_decay=0.1, decoupled_weight_decay=True), "decoupled"),
+        (lambda p: torch.optim.Adagrad(p, weight_decay=0.1), "coupled"),
+        (lambda p: MyOptimizer(p, {"lr": 0.1, "weight_decay": 0.1}), "unknown"),
+        (lambda p: MyOptimizer(p, {"lr": 0.1, "weight_decay": 0.0}), "none"),
     ],
 )
 def test_decay_kind(make, kind: str) -> None:
