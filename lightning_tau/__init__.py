@@ -5,8 +5,10 @@ steps (Wang & Aitchison, ICML 2025). Fix the timescale in epochs, ``tau_epoch``,
 the dataset size, batch size and muP width.
 """
 
+from lightning_tau.apply import AppliedTimescale, apply_timescale
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.diagnostics import TimescaleMonitor
+from lightning_tau.optim import register_decay_kind
 from lightning_tau.param_groups import build_param_groups
 from lightning_tau.timescale import (
     tau_epoch,
@@ -20,12 +22,15 @@ from lightning_tau.transfer import TargetRun, TunedRun, transfer_groups
 __version__ = "0.1.0"
 
 __all__ = [
+    "AppliedTimescale",
     "TargetRun",
     "TimescaleCallback",
     "TimescaleMonitor",
     "TunedRun",
     "__version__",
+    "apply_timescale",
     "build_param_groups",
+    "register_decay_kind",
     "tau_epoch",
     "tau_iter",
     "transfer_groups",

@@ -16,7 +16,7 @@ from torch.utils.hooks import RemovableHandle
 
 from lightning_tau import timescale
 from lightning_tau.decide import GroupInput, GroupTimescale, RunShape, decide_groups, resolve_tau_iter
-from lightning_tau.optim import decay_kind, group_lr, group_names, group_width_mult, reference_lr
+from lightning_tau.optim import decay_kind, group_lr, group_names, group_width_mult, reference_lr, unsupported_message
 
 __all__ = ["AppliedTimescale", "apply_timescale", "gather_groups", "write_per_step", "write_weight_decays"]
 
@@ -151,6 +151,10 @@ def apply_timescale(
         raise ValueError(f"`apply_timescale(mode={mode!r})` is not supported. Use 'constant' or 'per_step'.")
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise ValueError(f"`apply_timescale(optimizer={optimizer!r})` needs a `torch.optim.Optimizer`.")
+    if (tau_epoch is None) == (tau_iter is None):
+        raise ValueError(
+            f"`apply_timescale` takes exactly one of `tau_epoch` and `tau_iter`, got {tau_epoch=!r} and {tau_iter=!r}."
+        )
     n = None if dataset_size is None else check_size("apply_timescale", "dataset_size", dataset_size)
     b = None if batch_size is None else check_size("apply_timescale", "batch_size", batch_size)
     if tau_epoch is not None and (n is None or b is None):
@@ -165,7 +169,7 @@ def apply_timescale(
         raise ValueError(f"`apply_timescale`: {err}") from None
     kind = decay_kind(optimizer)
     if kind not in ("decoupled", "none"):
-        raise ValueError(refusal_message(optimizer, 0, caller="apply_timescale"))
+        raise ValueError(unsupported_message(optimizer, 0, caller="apply_timescale", can_skip=False))
     inputs = gather_groups([optimizer], weight_decay_before={}, managed_optimizers={0})
     if not any(g.managed for g in inputs):
         raise ValueError(
@@ -191,12 +195,3 @@ def check_size(owner: str, name: str, value: Any) -> int:
     if not ok:
         raise ValueError(f"`{owner}({name}={value!r})` is not valid: `{name}` must be a positive whole number.")
     return int(value)
-
-
-def refusal_message(optimizer: torch.optim.Optimizer, index: int, *, caller: str) -> str:
-    """Why ``optimizer`` (number ``index`` of the run) cannot be managed, and what to do."""
-    return (
-        f"`{caller}` needs decoupled weight decay, but optimizer {index} ({type(optimizer).__name__}) adds"
-        " `weight_decay` to the gradient (L2). AdamW's EMA view does not hold there. Use `torch.optim.AdamW` (or"
-        " `Adam(decoupled_weight_decay=True)`), or pass `skip_unsupported_optimizers=True` to leave it alone."
-    )

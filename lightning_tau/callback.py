@@ -17,9 +17,10 @@ from typing_extensions import override
 
 from lightning_tau import timescale
 from lightning_tau._trainer import read_run_shape
-from lightning_tau.apply import check_size, gather_groups, refusal_message, write_per_step, write_weight_decays
+from lightning_tau.apply import check_size, gather_groups, write_per_step, write_weight_decays
 from lightning_tau.decide import GroupTimescale, RunShape, decide_groups, resolve_tau_iter, shape_changes
-from lightning_tau.optim import decay_kind, reference_lr
+from lightning_tau.diagnostics.monitor import TimescaleMonitor
+from lightning_tau.optim import decay_kind, reference_lr, unsupported_message
 from lightning_tau.schedule import ScheduledStep, planned_lr_sums
 from lightning_tau.summary import format_summary
 from lightning_tau.transfer import TunedRun
@@ -55,7 +56,9 @@ class TimescaleCallback(Callback):
     group's reference learning rate (``max_lr`` for ``OneCycleLR``, else ``initial_lr``, which every torch
     scheduler records, else ``lr``: ``tau`` is defined at the base lr, as in the paper, not at a warm-up value),
     and writes ``weight_decay`` into every param group of every decoupled-decay optimizer (``AdamW`` and its
-    subclasses, ``Adam(decoupled_weight_decay=True)``, mup's ``MuAdamW``) whose ``weight_decay`` is positive.
+    subclasses, ``Adam``/``NAdam``/``RAdam(decoupled_weight_decay=True)``, ``Muon``, mup's ``MuAdamW``,
+    bitsandbytes, torchao and lion-pytorch optimizers, anything declared with
+    :func:`~lightning_tau.register_decay_kind`) whose ``weight_decay`` is positive.
     Groups set to ``0`` (biases, norms) stay ``0``. Each group uses its own lr, so muP groups with
     ``lr / width_mult`` get ``weight_decay x width_mult`` automatically.
 
@@ -80,8 +83,10 @@ class TimescaleCallback(Callback):
             ``lr_t * weight_decay_t = 1 / tau_iter`` holds at every step (steps with ``lr_t = 0`` keep the last
             value; they decay nothing either way).
         skip_unsupported_optimizers: by default an optimizer with coupled L2 decay (plain ``Adam`` with
-            ``weight_decay > 0``, ``SGD``, ...) is an error, because the EMA view needs decoupled decay. Set
-            ``True`` to leave such optimizers untouched with a warning instead.
+            ``weight_decay > 0``, ``SGD``, ...) or one not known to decay decoupled is an error, because the EMA
+            view needs decoupled decay (declare your own optimizer with
+            :func:`lightning_tau.register_decay_kind`). Set ``True`` to leave such optimizers untouched with a
+            warning instead.
         verbose: print the pre-flight summary on rank zero.
         token_budget: single-epoch LLM pre-training: the run's training tokens ``D``. Instead of ``tau_epoch``
             or ``tau_iter``, pick the timescale from tokens per parameter with the Bergsma et al. 2025 power law
@@ -92,6 +97,11 @@ class TimescaleCallback(Callback):
             parameters, counted at fit start. Pass your own (e.g. non-embedding) count to match another convention.
         power_law_coefficient: ``a`` of the power law (default 1.084, Bergsma et al. 2025).
         power_law_exponent: ``b`` of the power law (default -0.527).
+        monitor: the EMA diagnostics this callback logs through ``trainer.loggers`` (per group ``tau_iter``,
+            ``tau_epoch`` and their targets, weight magnitudes, the predicted equilibrium norm; TensorBoard
+            dashboards and HParams): ``True`` (default) a :class:`~lightning_tau.TimescaleMonitor` with its
+            defaults, a configured ``TimescaleMonitor(...)``, or ``False`` for none. When the Trainer already has a
+            ``TimescaleMonitor`` with the same ``prefix``, that one logs instead, so no key is logged twice.
 
     Raises:
         ValueError: at construction for a bad argument; at fit start for an optimizer with coupled decay, no
@@ -123,7 +133,18 @@ class TimescaleCallback(Callback):
         num_params: int | None = None,
         power_law_coefficient: float = timescale.POWER_LINES_COEFFICIENT,
         power_law_exponent: float = timescale.POWER_LINES_EXPONENT,
+        monitor: bool | TimescaleMonitor = True,
     ) -> None:
+        if not isinstance(monitor, (bool, TimescaleMonitor)):
+            raise ValueError(
+                f"`TimescaleCallback(monitor={monitor!r})` is not valid: use True (log the EMA diagnostics with a"
+                " default `TimescaleMonitor`), False (log nothing), or a configured `TimescaleMonitor(...)`."
+            )
+        #: The diagnostics this callback logs itself (``None`` with ``monitor=False``).
+        self.monitor: TimescaleMonitor | None = TimescaleMonitor() if monitor is True else (monitor or None)
+        self._own_monitor: TimescaleMonitor | None = None  # `self.monitor`, unless the Trainer has its own
+        if monitor is True:
+            self.monitor._quiet_without_logger = True  # logging is the default here, not something the user asked for
         if token_budget is not None and (tau_epoch is not None or tau_iter is not None):
             raise ValueError(
                 f"`TimescaleCallback(token_budget={token_budget!r})` picks the timescale from the power law; do not"
@@ -243,6 +264,12 @@ class TimescaleCallback(Callback):
         """
         self._before, self._decoupled, self._pinned_lr = {}, set(), {}
         self.shape, self._decided_epoch = None, None
+        self._own_monitor = self.monitor
+        if self.monitor is not None and any(
+            isinstance(cb, TimescaleMonitor) and cb.prefix == self.monitor.prefix
+            for cb in trainer.callbacks  # type: ignore[attr-defined]
+        ):
+            self._own_monitor = None  # the Trainer's own monitor logs the same keys
         if self.token_budget is not None:
             counted = sum(p.numel() for p in pl_module.parameters() if p.requires_grad)
             if self.num_params is None and counted == 0:
@@ -255,12 +282,13 @@ class TimescaleCallback(Callback):
         supported = 0
         for i, optimizer in enumerate(trainer.optimizers):
             kind = decay_kind(optimizer)
-            if kind == "coupled":
+            if kind in ("coupled", "unknown"):
                 if not self.skip_unsupported_optimizers:
-                    raise ValueError(refusal_message(optimizer, i, caller="TimescaleCallback"))
+                    raise ValueError(unsupported_message(optimizer, i))
+                why = "coupled (L2)" if kind == "coupled" else "not known to be decoupled (see `register_decay_kind`)"
                 rank_zero_warn(
-                    f"`TimescaleCallback` leaves optimizer {i} ({type(optimizer).__name__}) alone: its weight"
-                    " decay is coupled (L2), not AdamW's decoupled decay."
+                    f"`TimescaleCallback(skip_unsupported_optimizers=True)` leaves optimizer {i}"
+                    f" ({type(optimizer).__name__}) alone: its weight decay is {why}."
                 )
                 continue
             if kind != "decoupled":
@@ -276,12 +304,16 @@ class TimescaleCallback(Callback):
                 f" {[type(o).__name__ for o in trainer.optimizers]}). Use `torch.optim.AdamW` and give the"
                 " groups that should decay a positive `weight_decay` (any value: the callback replaces it)."
             )
+        if self._own_monitor is not None:
+            self._own_monitor.on_fit_start(trainer, pl_module)
 
     @override
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Read the run's shape, decide each managed group's ``weight_decay``, write it and print the summary."""
         self.shape = None
         self._decide(trainer)
+        if self._own_monitor is not None:
+            self._own_monitor.on_train_start(trainer, pl_module)
 
     @override
     def on_before_optimizer_step(
@@ -297,6 +329,23 @@ class TimescaleCallback(Callback):
             write_per_step(optimizer, self._managed.get(id(optimizer), ()), self.resolved_tau_iter)
 
     @override
+    def on_train_batch_end(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        if self._own_monitor is not None:
+            self._own_monitor.on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+
+    @override
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._own_monitor is not None:
+            self._own_monitor.on_train_end(trainer, pl_module)
+
+    @override
+    def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if self._own_monitor is not None:
+            self._own_monitor.teardown(trainer, pl_module, stage)
+
+    @override
     def state_dict(self) -> dict[str, Any]:
         return {
             "tau_iter": self.resolved_tau_iter,
@@ -307,11 +356,14 @@ class TimescaleCallback(Callback):
             "world_size": None if self.shape is None else self.shape.world_size,
             "mode": self.mode,
             "weight_decay": {g.name: g.weight_decay for g in self.groups},
+            "monitor": None if self.monitor is None else self.monitor.state_dict(),
         }
 
     @override
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._restored = dict(state_dict)
+        if self.monitor is not None and state_dict.get("monitor"):
+            self.monitor.load_state_dict(state_dict["monitor"])
 
     # --- read -> decide -> apply -> report ------------------------------------------------------------------
 
@@ -344,6 +396,9 @@ class TimescaleCallback(Callback):
                 self._managed.setdefault(id(trainer.optimizers[g.optimizer_index]), []).append(g.group_index)
         self._group_counts = {id(o): len(o.param_groups) for o in trainer.optimizers}
         self._decided_epoch = trainer.current_epoch
+        target_epoch = self.tau_epoch if self.tau_epoch is not None else self.resolved_tau_epoch
+        for monitor in self._monitors(trainer):  # one shape for the callback and the monitor
+            monitor.set_run_shape(shape, tau_iter=tau_iter, tau_epoch=target_epoch)
         if first:
             self._check_resume()
             self._report_width(trainer)
@@ -351,6 +406,11 @@ class TimescaleCallback(Callback):
         else:
             assert old_shape is not None and old_tau_iter is not None
             self._report_change(trainer, old_shape, old_groups, old_tau_iter)
+
+    def _monitors(self, trainer: pl.Trainer) -> list[TimescaleMonitor]:
+        """The monitors of this run: this callback's own, and any ``TimescaleMonitor`` in the Trainer."""
+        found = [cb for cb in trainer.callbacks if isinstance(cb, TimescaleMonitor)]  # type: ignore[attr-defined]
+        return found + ([self._own_monitor] if self._own_monitor is not None else [])
 
     def _target_tau_iter(self, trainer: pl.Trainer, shape: RunShape, first: bool) -> tuple[float, str | None]:
         """``tau_iter`` for this shape: ``tau_epoch * M``, the given ``tau_iter``, or the power law (fixed at start)."""
@@ -419,7 +479,7 @@ class TimescaleCallback(Callback):
                 )
             )
         mults = {f"timescale/width_mult/{g.name}": g.width_mult for g in self.groups if g.width_mult is not None}
-        if mults and trainer.is_global_zero:
+        if mults and trainer.is_global_zero:  # at train start; a monitor logs them again at its (later) logging steps
             for logger in trainer.loggers:
                 logger.log_metrics(mults, step=trainer.global_step)
 
@@ -458,28 +518,20 @@ class TimescaleCallback(Callback):
         for g in self.groups:
             old = previous.get((g.optimizer_index, g.group_index))
             if old is None:
-                state = (
-                    f"managed, lr {g.reference_lr:.4g}"
-                    if g.decays
-                    else "left at 0"
-                    if not g.weight_decay
-                    else "not managed"
-                )
-                parts.append(
-                    f"new param group {g.name!r} ({state}): weight decay {g.weight_decay_before:.4g} -> {g.weight_decay:.4g}"
-                )
+                how = f"managed at lr {g.reference_lr:.4g}" if g.decays else "not managed"
+                wd = f"{g.weight_decay_before:.4g} -> {g.weight_decay:.4g}" if g.decays else f"{g.weight_decay:.4g}"
+                parts.append(f"new param group {g.name!r} ({how}): weight decay {wd}")
             elif g.decays and not math.isclose(old.weight_decay, g.weight_decay, rel_tol=1e-12):
                 parts.append(f"{g.name} weight decay {old.weight_decay:.4g} -> {g.weight_decay:.4g}")
         if parts:
             self._plan(trainer)
-            target = (
-                f"tau_epoch={self.tau_epoch:g} held"
+            held = (
+                f"tau_epoch={self.tau_epoch:g}"
                 if self.tau_epoch is not None
-                else f"tau_iter={self.resolved_tau_iter:.4g} held"
+                else f"tau_iter={self.resolved_tau_iter:.4g}"
             )
-            rank_zero_info(
-                f"`TimescaleCallback` at epoch {trainer.current_epoch}, step {trainer.global_step}: {'; '.join(parts)} ({target})."
-            )
+            when = f"at epoch {trainer.current_epoch}, step {trainer.global_step}"
+            rank_zero_info(f"`TimescaleCallback` {when}: {'; '.join(parts)} ({held} held).")
 
     def _plan(self, trainer: pl.Trainer) -> float | None:
         """Estimate each managed group's ``sum_t lr_t * weight_decay`` over the steps left; return them."""

@@ -154,7 +154,7 @@ def test_param_group_added_mid_fit_is_managed_with_its_own_lr(mode: str, caplog:
         assert groups[0][1] == pytest.approx(closed_form(10))
         if epoch >= 1:
             assert groups[1] == (0.005, pytest.approx(closed_form(10, lr=0.005)))  # 4.0, from its very first step
-    assert "new param group 'head' (managed, lr 0.005): weight decay 0.1 -> 4" in caplog.text
+    assert "new param group 'head' (managed at lr 0.005): weight decay 0.1 -> 4" in caplog.text
     assert [g.name for g in cb.groups] == ["pg1", "head"] and cb.groups[1].decays
 
 
