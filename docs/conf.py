@@ -19,6 +19,9 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
+    # MathJax 3 copied into the build (_static/mathjax/), so the math renders with no network; it sets
+    # `mathjax_path` to that copy. The package's module name has dashes: it is imported by that name.
+    "sphinx-mathjax-offline",
 ]
 
 # Google-style docstrings only
@@ -35,7 +38,8 @@ autodoc_typehints = "description"
 nitpicky = False
 
 exclude_patterns = ["_build", "make_figures.py"]
-html_theme = "alabaster"
+# furo: a theme Lightning-ecosystem users know (torchmetrics-like layout); it uses the system's fonts and loads
+# nothing from the network, so the built pages, math included, read the same offline.
+html_theme = "furo"
+html_title = f"lightning_tau {release}"
 html_static_path = ["_static"]
-html_theme_options = {"description": "AdamW weight decay from its EMA timescale", "fixed_sidebar": True}
-# mathjax is loaded from its CDN when the pages are viewed; the build itself needs no network.

@@ -2,22 +2,28 @@
 
 Run from the repository root::
 
-    python docs/make_figures.py            # writes docs/_static/*.png
-    python docs/make_figures.py --fast     # 4 epochs per run, for a quick look
+    python docs/make_figures.py                     # writes docs/_static/*.png
+    python docs/make_figures.py --fast              # 4 epochs per run, for a quick look
+    python docs/make_figures.py --only tensorboard  # the dashboard screenshots alone (about a minute)
 
-Each run trains the quick-start MLP (``examples/quickstart.py``) with ``TimescaleCallback`` and
-``TimescaleMonitor`` logging to TensorBoard; the curves are the logged keys, read back from the event files, the
-same numbers the TensorBoard dashboards show. One extra curve is measured directly: how much of the initial
-weights survives (``<w, w0> / |w0|^2``), drawn next to the monitor's ``init_memory`` prediction. Nothing is drawn
-from made-up data.
+``lr_wd_modes.png``: the quick-start MLP (``examples/quickstart.py``) with ``TimescaleCallback``, its lr and
+weight decay read as each optimizer step uses them. ``dashboard_*.png``: screenshots of a real TensorBoard's
+Custom Scalars tab, taken by headless Chromium (``apt-get install chromium``), on the logs of
+``lightning-tau demo --sizes 1350 --tau-epochs 0.5 2 8 --seeds 0``. Nothing is drawn from made-up data.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import shutil
+import socket
+import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -39,25 +45,7 @@ from lightning_tau import TimescaleCallback  # noqa: E402
 from lightning_tau.diagnostics import TimescaleMonitor  # noqa: E402
 
 STATIC = Path(__file__).resolve().parent / "_static"
-#: The param group drawn: the quick-start MLP's weight matrices (biases and norms are "biases_and_norms").
-GROUP = "weights"
 STEPS_PER_EPOCH = 32  # 4096 samples, batch 128
-
-
-class InitOverlap(pl.Callback):
-    """Measure ``<w, w0> / |w0|^2`` of the hidden 128x128 matrix after every optimizer step."""
-
-    def __init__(self) -> None:
-        self.values: list[float] = []
-        self.w0: torch.Tensor | None = None
-
-    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.w0 = pl_module.net[3].weight.detach().clone()
-
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
-        assert self.w0 is not None
-        w = pl_module.net[3].weight.detach()
-        self.values.append(float((w * self.w0).sum() / self.w0.pow(2).sum()))
 
 
 class StepRates(pl.Callback):
@@ -93,7 +81,7 @@ def warmup_cosine(total: int) -> Any:
 
 
 def run(tau_epoch: float, *, epochs: int, mode: str = "constant", lr: float = 3e-3) -> dict[str, list[float]]:
-    """Train once with a warmup-cosine schedule; return every logged scalar (by key) and the measured overlap."""
+    """Train once with a warmup-cosine schedule; return every logged scalar (by key) and the step rates."""
     pl.seed_everything(0, verbose=False)
     model = MLP(lr=lr)
     base_configure = model.configure_optimizers
@@ -104,7 +92,7 @@ def run(tau_epoch: float, *, epochs: int, mode: str = "constant", lr: float = 3e
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     model.configure_optimizers = configure  # type: ignore[method-assign]
-    overlap, rates = InitOverlap(), StepRates()
+    rates = StepRates()
     with tempfile.TemporaryDirectory() as logdir:
         logger = TensorBoardLogger(logdir, name="run", default_hp_metric=False)
         trainer = pl.Trainer(
@@ -115,7 +103,6 @@ def run(tau_epoch: float, *, epochs: int, mode: str = "constant", lr: float = 3e
             callbacks=[
                 TimescaleCallback(tau_epoch=tau_epoch, mode=mode, verbose=False),
                 TimescaleMonitor(),
-                overlap,
                 rates,
             ],
             enable_checkpointing=False,
@@ -126,13 +113,8 @@ def run(tau_epoch: float, *, epochs: int, mode: str = "constant", lr: float = 3e
         events = EventAccumulator(logger.log_dir, size_guidance={"scalars": 0})
         events.Reload()
         scalars = {key: [e.value for e in events.Scalars(key)] for key in events.Tags()["scalars"]}
-    scalars["measured_init_overlap"] = overlap.values
     scalars["step_lr"], scalars["step_weight_decay"] = rates.lr, rates.weight_decay
     return scalars
-
-
-def key(metric: str) -> str:
-    return f"timescale/{metric}/{GROUP}"
 
 
 def figure_modes(epochs: int) -> Path:
@@ -155,49 +137,99 @@ def figure_modes(epochs: int) -> Path:
     return save(fig, "lr_wd_modes.png")
 
 
-def figure_dashboards(epochs: int) -> tuple[Path, Path]:
-    """The monitor's two dashboards for three ``tau_epoch`` values."""
-    runs = {tau: run(tau, epochs=epochs) for tau in (0.5, 2.0, 8.0)}
+#: The demo sweep the screenshots show: one dataset size, three timescales.
+DEMO_ARGS = ["--sizes", "1350", "--tau-epochs", "0.5", "2", "8", "--seeds", "0"]
+#: TensorBoard's Custom Scalars tab, unsmoothed (the hash sets the dashboard's smoothing slider).
+TENSORBOARD_PAGE = "#custom_scalars&_smoothingWeight=0"
+WINDOW = (1100, 2000)  # CSS pixels: two charts per row, both dashboards on one page
+SCALE = 1.25  # device pixels per CSS pixel
 
-    fig, axes = plt.subplots(2, 3, figsize=(13, 6.4))
-    panels = [
-        ("tau_iter", "tau_iter (steps)", True),
-        ("tau_epoch", "tau_epoch (epochs)", True),
-        ("init_memory", "init_memory (measured <w,w0>/|w0|^2 dotted)", False),
-        ("timescales_elapsed", "timescales_elapsed", False),
-        ("wd_mean_abs", "wd_mean_abs: $\\lambda\\cdot$mean|w|", False),
-        ("rms_ratio", "rms_ratio: weight_rms / rms_equilibrium", False),
-    ]
-    for ax, (metric, title, log) in zip(axes.flat, panels):
-        for tau, s in runs.items():
-            (line,) = ax.plot(s[key(metric)], label=f"tau_epoch={tau:g}")
-            if metric == "init_memory":
-                ax.plot(s["measured_init_overlap"], ":", color=line.get_color())
-        if metric == "timescales_elapsed" or metric == "rms_ratio":
-            ax.axhline(1.0, color="gray", linewidth=0.8)
-        ax.set_title(f"timescale/{title}", fontsize=9)
-        ax.set_xlabel("optimizer step")
-        if log:
-            ax.set_yscale("log")
-        ax.legend(fontsize=7)
-    fig.suptitle("Dashboard 'timescale: timescales' (group 'weights'; 10% warmup, cosine to 10%)")
-    fig.tight_layout()
-    timescales = save(fig, "dashboard_timescales.png")
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), sharey=True)
-    for ax, (tau, s) in zip(axes, runs.items()):
-        steps = range(len(s[key("weight_rms")]))
-        ax.fill_between(steps, s[key("rms_equilibrium")], s[key("coherent_bound")], alpha=0.2, label="band")
-        ax.plot(s[key("rms_equilibrium")], ":", label="rms_equilibrium $\\sqrt{\\eta/2\\lambda}$")
-        ax.plot(s[key("coherent_bound")], "--", label="coherent_bound $1/\\lambda$")
-        ax.plot(s[key("weight_rms")], label="weight_rms")
-        ax.set_yscale("log")
-        ax.set_title(f"tau_epoch={tau:g}")
-        ax.set_xlabel("optimizer step")
-        ax.legend(fontsize=7)
-    fig.suptitle("Dashboard 'timescale: weight RMS vs prediction' (group 'weights')")
-    fig.tight_layout()
-    return timescales, save(fig, "dashboard_weight_rms.png")
+def figure_tensorboard(epochs: int) -> tuple[Path, Path]:
+    """Screenshots of the two Custom Scalars dashboards in a real TensorBoard, on the demo's logs."""
+    from lightning_tau.cli import main as lightning_tau_cli
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        raise SystemExit("the dashboard screenshots need headless Chromium: `apt-get install chromium`")
+    with tempfile.TemporaryDirectory() as out:
+        args = ["demo", *DEMO_ARGS, "--epochs", str(epochs), "--out", out, "--no-plot", "--no-progress"]
+        if lightning_tau_cli(args) != 0:
+            raise SystemExit(f"`lightning-tau {' '.join(args)}` failed")
+        (logdir,) = Path(out).glob("sweep_*/N*")
+        with tensorboard(logdir, runs=3) as url:
+            shot = Path(out) / "custom_scalars.png"
+            subprocess.run(
+                [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                 f"--window-size={WINDOW[0]},{WINDOW[1]}", f"--force-device-scale-factor={SCALE}",
+                 "--virtual-time-budget=20000", f"--screenshot={shot}", url + TENSORBOARD_PAGE],
+                check=True, capture_output=True, timeout=120,
+            )  # fmt: skip
+        return crop_dashboards(shot)
+
+
+class tensorboard:  # noqa: N801 (used as a context manager, like `open`)
+    """``with tensorboard(logdir, runs=k) as url``: a TensorBoard server that has loaded ``k`` runs' layouts."""
+
+    def __init__(self, logdir: Path, runs: int) -> None:
+        self.logdir, self.runs = logdir, runs
+
+    def __enter__(self) -> str:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(self.logdir), "--host", "127.0.0.1",
+                   "--port", str(port), "--load_fast", "false"]  # fmt: skip
+        self.server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}/"
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(url + "data/plugin/scalars/tags", timeout=5) as response:
+                    if len(json.loads(response.read())) >= self.runs:
+                        return url
+            except OSError:
+                pass
+            if self.server.poll() is not None:
+                raise SystemExit(f"tensorboard exited with {self.server.returncode}")
+            time.sleep(1)
+        self.__exit__()
+        raise SystemExit("tensorboard did not load the runs in 2 minutes")
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.terminate()
+        self.server.wait(timeout=30)
+
+
+def crop_dashboards(shot: Path) -> tuple[Path, Path]:
+    """Cut the page into its two dashboard cards: the first with TensorBoard's header and run list, then the second.
+
+    The cards are white; the page between them is not. Rows are classified along a column near the right edge.
+    """
+    from PIL import Image
+
+    page = Image.open(shot).convert("RGB")
+    width, height = page.size
+    x = width - int(20 * SCALE)
+    white = [page.getpixel((x, y)) == (255, 255, 255) for y in range(height)]
+    gaps, y = [], int(80 * SCALE)  # below TensorBoard's orange header
+    while y < height:  # runs of at least 3 non-white rows separate the cards (borders are 1 row)
+        start = y
+        while y < height and not white[y]:
+            y += 1
+        if y - start >= 3:
+            gaps.append((start, y))
+        y += 1
+    first_end, second_start = gaps[0]
+    second_end = gaps[1][0] if len(gaps) > 1 else height
+    row = second_start + int(60 * SCALE)  # the sidebar ends where the page's gray begins left of the second card
+    left = next(i for i in range(width) if page.getpixel((i, row)) != (255, 255, 255))
+    left = next(i for i in range(left, width) if page.getpixel((i, row)) == (255, 255, 255))
+    timescales = STATIC / "dashboard_timescales.png"
+    weight_rms = STATIC / "dashboard_weight_rms.png"
+    STATIC.mkdir(parents=True, exist_ok=True)
+    page.crop((0, 0, width, first_end)).save(timescales, optimize=True)
+    page.crop((left, second_start, width, second_end)).save(weight_rms, optimize=True)
+    return timescales, weight_rms
 
 
 def save(fig: Any, name: str) -> Path:
@@ -212,14 +244,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--fast", action="store_true", help="4 epochs per run")
-    parser.add_argument("--only", choices=["modes", "dashboards"], help="make one set of figures")
+    parser.add_argument("--only", choices=["modes", "tensorboard"], help="make one set of figures")
     args = parser.parse_args()
     epochs = 4 if args.fast else args.epochs
     paths: list[Path] = []
     if args.only in (None, "modes"):
         paths.append(figure_modes(epochs))
-    if args.only in (None, "dashboards"):
-        paths.extend(figure_dashboards(epochs))
+    if args.only in (None, "tensorboard"):
+        paths.extend(figure_tensorboard(epochs))
     for path in paths:
         print(f"wrote {path.relative_to(ROOT)}")
 

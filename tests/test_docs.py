@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,16 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
         assert (out / f"{page}.html").is_file(), page
     for figure in ("dashboard_timescales.png", "dashboard_weight_rms.png", "lr_wd_modes.png"):
         assert (out / "_images" / figure).is_file(), f"{figure} not copied into the build"
+
+    # offline: every script and stylesheet of a page with math is a file of the build, MathJax included
+    ema = (out / "ema.html").read_text(encoding="utf-8")
+    assert r"\tau_{iter}" in ema  # the math is in the page as TeX, for the bundled MathJax to typeset
+    loaded = re.findall(r'<(?:script|link)[^>]*?(?:src|href)="([^"]+)"', ema)
+    assert any(url.endswith("mathjax/tex-chtml.js") for url in loaded), loaded
+    remote = [url for url in loaded if re.match(r"(https?:)?//", url)]
+    assert not remote, f"ema.html loads from the network: {remote}"
+    for url in loaded:
+        assert (out / url.split("?")[0]).is_file(), f"{url} is not in the build"
 
 
 def test_docs_have_snippets_to_run() -> None:

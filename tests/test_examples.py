@@ -51,7 +51,7 @@ def test_quickstart_writes_closed_form_weight_decay_and_learns(tmp_path: Path) -
     written = number(rf"weight_decay written: {FLOAT}", out)
     # --fast: N=1024, B=128, lr=3e-3, tau_epoch=4
     assert math.isclose(written, weight_decay_for_tau_epoch(3e-3, 4.0, 1024, 128), rel_tol=1e-5)
-    assert "TimescaleCallback: tau_epoch=4 (tau_iter=32 steps), N=1,024, B=128" in out
+    assert "TimescaleCallback: tau_epoch=4 (tau_iter=32 steps), M=8 steps/epoch, N=1,024, B=128" in out
     losses = re.search(rf"val_loss: {FLOAT} -> {FLOAT}", out)
     assert losses, out
     before, after = map(float, losses.groups())
@@ -107,9 +107,10 @@ def test_char_gpt_cli_counts_tokens_and_loss_falls(tmp_path: Path) -> None:
         "--model.n_embd=32",
         "--timescale.tau_epoch=0.3",
     )
-    match = re.search(r"N=([\d,]+), B=([\d,]+), M=N/B", out)
+    match = re.search(r"M=([\d.]+) steps/epoch, N=([\d,]+), B=([\d,]+)", out)
     assert match, out
-    n_tokens, b_tokens = (int(g.replace(",", "")) for g in match.groups())
+    n_tokens, b_tokens = (int(g.replace(",", "")) for g in match.groups()[1:])
+    assert float(match.group(1)) == pytest.approx(n_tokens / b_tokens, abs=0.01)  # M = N / B: both given in tokens
     # 90% of 40,000 tokens, in whole 32-token windows (one spare token for the shifted target)
     assert n_tokens == (36_000 - 1) // 32 * 32
     assert b_tokens == 16 * 32  # batch_size x block_size x 1 device x 1 accumulation, in tokens

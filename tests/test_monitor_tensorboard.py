@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import socket
 import subprocess
 import sys
@@ -15,13 +16,16 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import TinyModel, make_loader, quiet_trainer
+from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
 from tensorboard.plugins.custom_scalar import layout_pb2
 from tensorboard.plugins.hparams import plugin_data_pb2
 from tensorboard.util import tensor_util
 
+from lightning_tau import TimescaleCallback
 from lightning_tau.diagnostics import TimescaleMonitor
+from lightning_tau.diagnostics.dashboards import CHART_TITLES
 
 LR, WD, N, B = 1e-2, 0.1, 120, 10
 
@@ -32,12 +36,41 @@ class HparamsModel(TinyModel):
         self.save_hyperparameters({"hidden": 8})
 
 
-def fit_with_tensorboard(tmp_path: Path, model: TinyModel | None = None, **logger_kwargs) -> tuple[TinyModel, Path]:
+class SilentModel(TinyModel):
+    """Logs nothing at all."""
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self(x), y)
+
+
+def fit_with_tensorboard(
+    tmp_path: Path,
+    model: TinyModel | None = None,
+    monitor: TimescaleMonitor | None = None,
+    callbacks: list | None = None,
+    **logger_kwargs,
+) -> tuple[TinyModel, Path]:
     logger = TensorBoardLogger(tmp_path, name="runs", version="v0", **logger_kwargs)
     model = model or TinyModel()
-    trainer = quiet_trainer(logger=logger, callbacks=[TimescaleMonitor(4)])
+    trainer = quiet_trainer(logger=logger, callbacks=[monitor or TimescaleMonitor(4), *(callbacks or [])])
     trainer.fit(model, make_loader(N, B))
     return model, Path(logger.log_dir)
+
+
+def hparams_record(events: EventAccumulator) -> tuple[dict[str, float], list[str]]:
+    """The hparams and the metric tags of the run's (first) HParams record."""
+    content = events.PluginTagToContent("hparams")
+    session = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
+    experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
+    hparams = {k: v.number_value for k, v in session.session_start_info.hparams.items()}
+    return hparams, [m.name.tag for m in experiment.metric_infos]
+
+
+def layout_charts(events: EventAccumulator) -> dict[str, layout_pb2.Chart]:
+    (config,) = events.Tensors("custom_scalars__config__")
+    layout = layout_pb2.Layout.FromString(tensor_util.make_ndarray(config.tensor_proto).item())
+    return {c.title: c for category in layout.category for c in category.chart}
 
 
 def load_events(log_dir: Path) -> EventAccumulator:
@@ -72,32 +105,105 @@ def test_monitor_tensorboard_scalars_layout_and_hparams(tmp_path):
         flat.square().mean().sqrt().item(), rel=1e-6
     )
 
-    # custom-scalars layout
-    (config,) = events.Tensors("custom_scalars__config__")
-    layout = layout_pb2.Layout.FromString(tensor_util.make_ndarray(config.tensor_proto).item())
-    charts = {c.title: c for category in layout.category for c in category.chart}
-    assert list(charts["tau_iter (steps)"].multiline.tag) == ["^timescale/tau_iter/"]
-    assert list(charts["init memory prod(1 - lr*wd)"].multiline.tag) == ["^timescale/init_memory/"]
-    (band,) = charts["pg1"].margin.series
-    assert (band.value, band.lower, band.upper) == (
+    # custom-scalars layout: instantaneous tau beside its target; the RMS against its prediction on the RMS's own
+    # scale (a band from the prediction to the measured value, not up to 1/wd), and their ratio
+    charts = layout_charts(events)
+    assert list(charts[CHART_TITLES["tau_iter"]].multiline.tag) == ["^timescale/tau_iter(_target)?/"]
+    assert list(charts[CHART_TITLES["tau_epoch"]].multiline.tag) == ["^timescale/tau_epoch(_target)?/"]
+    assert list(charts[CHART_TITLES["init_memory"]].multiline.tag) == ["^timescale/init_memory/"]
+    assert list(charts[CHART_TITLES["rms_ratio"]].multiline.tag) == ["^timescale/rms_ratio/"]
+    (gap,) = charts["pg1: weight RMS (line), shaded to its prediction sqrt(lr_t/(2 wd_t))"].margin.series
+    assert (gap.value, gap.lower, gap.upper) == (
         "timescale/weight_rms/pg1",
         "timescale/rms_equilibrium/pg1",
-        "timescale/coherent_bound/pg1",
+        "timescale/weight_rms/pg1",
     )
+    assert {gap.value, gap.lower} <= tags
+    assert [title for title, chart in charts.items() if chart.HasField("margin")] == [
+        CHART_TITLES["weight_rms"].format(group="pg1")
+    ]
+    (tau_regex,) = charts[CHART_TITLES["tau_iter"]].multiline.tag
+    assert {t for t in tags if re.search(tau_regex, t)} == {"timescale/tau_iter/pg1"}  # no target without a callback
 
     # hparams record, with the final monitored metric
-    content = events.PluginTagToContent("hparams")
-    session = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
-    hparams = {k: v.number_value for k, v in session.session_start_info.hparams.items()}
+    hparams, metric_tags = hparams_record(events)
     assert hparams["timescale/dataset_size"] == N
     assert hparams["timescale/global_batch_size"] == B
     assert hparams["timescale/weight_decay/pg1"] == pytest.approx(WD)
     assert hparams["timescale/lr/pg1"] == pytest.approx(LR)
     assert hparams["timescale/tau_epoch/pg1"] == pytest.approx(B / (LR * WD * N))
+    assert "timescale/tau_iter_target" not in hparams
     assert hparams["hidden"] == 8  # the module's own hparams come along
-    experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
-    assert [m.name.tag for m in experiment.metric_infos] == ["hp/train_loss"]
+    assert metric_tags == ["hp/train_loss"]
     assert set(scalar_series(events, "hp/train_loss")) == {12}
+
+
+def test_monitor_logs_the_target_timescale_beside_the_instantaneous_one(tmp_path):
+    """The targets a `TimescaleCallback` sets on the monitor are logged per decaying group, and recorded as hparams."""
+    monitor = TimescaleMonitor(4)
+    monitor.target_tau_iter, monitor.target_tau_epoch = 1000.0, 83.5
+    _, log_dir = fit_with_tensorboard(tmp_path, monitor=monitor, default_hp_metric=False)
+    events = load_events(log_dir)
+    assert scalar_series(events, "timescale/tau_iter_target/pg1") == {4: 1000.0, 8: 1000.0, 12: 1000.0}
+    assert scalar_series(events, "timescale/tau_epoch_target/pg1") == {4: 83.5, 8: 83.5, 12: 83.5}
+    (tau_regex,) = layout_charts(events)[CHART_TITLES["tau_iter"]].multiline.tag
+    tags = events.Tags()["tensors"]
+    assert {t for t in tags if re.search(tau_regex, t)} == {"timescale/tau_iter/pg1", "timescale/tau_iter_target/pg1"}
+    hparams, _ = hparams_record(events)
+    assert hparams["timescale/tau_iter_target"] == 1000.0
+    assert hparams["timescale/tau_epoch_target"] == 83.5
+
+
+def test_callback_alone_logs_targets_layout_and_hparams(tmp_path):
+    """The quick start's one line: `TimescaleCallback` alone gives the targets, the layout and the hparams record."""
+    logger = TensorBoardLogger(tmp_path, name="runs", version="v0", default_hp_metric=False)
+    trainer = quiet_trainer(
+        logger=logger, log_every_n_steps=4, callbacks=[TimescaleCallback(tau_epoch=2.0, verbose=False)]
+    )
+    trainer.fit(TinyModel(), make_loader(N, B))
+    events = load_events(Path(logger.log_dir))
+    steps_per_epoch = N / B
+    assert scalar_series(events, "timescale/tau_epoch_target/pg1") == {4: 2.0, 8: 2.0, 12: 2.0}
+    assert scalar_series(events, "timescale/tau_iter_target/pg1")[12] == pytest.approx(2.0 * steps_per_epoch)
+    # constant lr: the instantaneous timescale is the target
+    assert scalar_series(events, "timescale/tau_iter/pg1")[12] == pytest.approx(2.0 * steps_per_epoch)
+    assert CHART_TITLES["tau_iter"] in layout_charts(events)
+    hparams, metric_tags = hparams_record(events)
+    assert hparams["timescale/tau_iter_target"] == pytest.approx(2.0 * steps_per_epoch)
+    assert metric_tags == ["hp/train_loss"]
+
+
+def test_monitor_hparams_with_only_a_training_loss_and_an_unlogged_monitor(tmp_path, caplog):
+    """No validation: `EarlyStopping(monitor="val_loss")` never sees its metric; the record shows the train loss."""
+    stopping = EarlyStopping(monitor="val_loss", check_on_train_epoch_end=False)
+    with caplog.at_level("INFO"):
+        _, log_dir = fit_with_tensorboard(tmp_path, callbacks=[stopping], default_hp_metric=False)
+    assert "'val_loss' was not logged" in caplog.text
+    events = load_events(log_dir)
+    hparams, metric_tags = hparams_record(events)
+    assert hparams["timescale/tau_iter/pg1"] == pytest.approx(1 / (LR * WD))
+    assert metric_tags == ["hp/train_loss"]
+    (final_loss,) = scalar_series(events, "hp/train_loss").values()
+    assert 0 < final_loss < 2  # a cross-entropy over two classes, recorded at the last step
+
+
+def test_monitor_hparams_when_nothing_is_logged(tmp_path):
+    """A module that logs nothing still gets its record, next to the monitor's own timescales elapsed."""
+    _, log_dir = fit_with_tensorboard(tmp_path, SilentModel(), default_hp_metric=False)
+    events = load_events(log_dir)
+    hparams, metric_tags = hparams_record(events)
+    assert hparams["timescale/weight_decay/pg1"] == pytest.approx(WD)
+    assert metric_tags == ["hp/timescale/timescales_elapsed/pg1"]
+    assert scalar_series(events, "hp/timescale/timescales_elapsed/pg1")[12] == pytest.approx(12 * LR * WD)
+
+
+def test_monitor_hparams_metric_not_logged_warns_and_records_the_logged_scalars(tmp_path):
+    with pytest.warns(UserWarning, match=r"hparams_metric='val_acc'\)`: that metric was not logged"):
+        _, log_dir = fit_with_tensorboard(
+            tmp_path, monitor=TimescaleMonitor(4, hparams_metric="val_acc"), default_hp_metric=False
+        )
+    _, metric_tags = hparams_record(load_events(log_dir))
+    assert metric_tags == ["hp/train_loss"]
 
 
 def test_monitor_tensorboard_warns_when_lightning_writes_hparams_first(tmp_path):
@@ -163,8 +269,14 @@ def test_monitor_tensorboard_server_serves_layout_and_scalars(tmp_path):
             if server.poll() is not None:
                 raise AssertionError(f"tensorboard exited: {server.stderr.read().decode()[-2000:]}")
             time.sleep(1)
-        titles = {chart["title"] for category in layout["category"] for chart in category["chart"]}
-        assert {"tau_iter (steps)", "init memory prod(1 - lr*wd)", "pg1"} <= titles
+        charts = {chart["title"]: chart for category in layout["category"] for chart in category["chart"]}
+        assert {CHART_TITLES["tau_iter"], CHART_TITLES["rms_ratio"]} <= set(charts)
+        # the server matches the tau chart's regex to the instantaneous key (no target without a callback)
+        (tau_regex,) = charts[CHART_TITLES["tau_iter"]]["multiline"]["tag"]
+        query = urllib.parse.urlencode({"run": "v0", "tag": tau_regex})
+        matched = _get_json(f"{base}/data/plugin/custom_scalars/scalars?{query}")
+        assert matched["regex_valid"]
+        assert set(matched["tag_to_events"]) == {"timescale/tau_iter/pg1"}
         query = urllib.parse.urlencode({"run": "v0", "tag": "timescale/init_memory/pg1"})
         series = _get_json(f"{base}/data/plugin/scalars/scalars?{query}")
         assert [(step, pytest.approx(value, rel=1e-6)) for _, step, value in series] == [
@@ -186,7 +298,6 @@ def test_monitor_band_charts_only_for_decaying_groups(tmp_path):
         return torch.optim.AdamW([{"params": decay, "name": "decay"}, {"params": rest, "weight_decay": 0.0}], lr=LR)
 
     _, log_dir = fit_with_tensorboard(tmp_path, TinyModel(two_groups))
-    (config,) = load_events(log_dir).Tensors("custom_scalars__config__")
-    layout = layout_pb2.Layout.FromString(tensor_util.make_ndarray(config.tensor_proto).item())
-    bands = {c.title for category in layout.category for c in category.chart if c.HasField("margin")}
-    assert bands == {"decay"}  # pg2 has no weight decay, so no predicted band: no empty chart for it
+    titles = set(layout_charts(load_events(log_dir)))
+    per_group = {t.split(":")[0] for t in titles if t.endswith(CHART_TITLES["weight_rms"].format(group=""))}
+    assert per_group == {"decay"}  # pg2 has no weight decay, so no prediction: no empty chart for it

@@ -14,6 +14,7 @@ import lightning.pytorch as pl
 from lightning.pytorch.loggers import TensorBoardLogger
 
 __all__ = [
+    "CHART_TITLES",
     "custom_scalars_layout",
     "lightning_wrote_hparams",
     "metric_key",
@@ -32,43 +33,55 @@ def metric_key(prefix: str, metric: str, group: str) -> str:
     return f"{prefix}/{metric}/{group}"
 
 
+#: Chart titles of the custom-scalars layout, by the quantity they show (``str.format`` fields: ``group``).
+CHART_TITLES = {
+    "tau_iter": "tau_iter_t = 1/(lr_t*wd_t) now, and the target (steps)",
+    "tau_epoch": "tau_epoch_t = tau_iter_t/M now, and the target (epochs)",
+    "init_memory": "init memory prod(1 - lr_t*wd_t), share of the init left",
+    "timescales_elapsed": "timescales elapsed sum(lr_t*wd_t)",
+    "wd_mean_abs": "wd_t * mean|w| (paper's plateau c)",
+    "rms_ratio": "weight RMS / sqrt(lr_t/(2 wd_t)): 1 = random-walk equilibrium",
+    "weight_rms": "{group}: weight RMS (line), shaded to its prediction sqrt(lr_t/(2 wd_t))",
+}
+
+
 def custom_scalars_layout(prefix: str, groups: Sequence[str]) -> dict[str, dict[str, list[Any]]]:
     """The custom-scalars layout, in the format of ``SummaryWriter.add_custom_scalars``.
 
-    Category ``"{prefix}: timescales"`` has one multi-line chart per quantity with every group on it
-    (``tau_iter``, ``tau_epoch``, init memory, timescales elapsed, ``weight_decay x mean|w|``). Category
-    ``"{prefix}: weight RMS vs prediction"`` has, per group in ``groups`` (pass the decaying ones), a margin chart
-    of the measured weight RMS inside the band from the random-walk equilibrium ``sqrt(lr / (2 wd))`` (lower) to
-    the coherent bound ``1 / wd`` (upper).
+    Every chart has lines of one size on a linear axis, so each stays readable. Category
+    ``"{prefix}: timescales"`` has one multi-line chart per quantity with every group on it: the instantaneous
+    ``tau_iter`` (``tau_epoch``) next to the target ``tau_iter_target`` (``tau_epoch_target``) a
+    ``TimescaleCallback`` holds, init memory, timescales elapsed and ``weight_decay x mean|w|``. Category
+    ``"{prefix}: weight RMS vs prediction"`` has the ratio of the measured weight RMS to the random-walk
+    equilibrium ``sqrt(lr / (2 wd))`` for every group (about 1 at equilibrium), then, per group in ``groups``
+    (pass the decaying ones), a margin chart: the measured RMS as the line, shaded down (or up) to the
+    prediction. :data:`CHART_TITLES` holds the titles.
 
     Example:
         >>> layout = custom_scalars_layout("timescale", ["pg1"])
-        >>> layout["timescale: timescales"]["tau_iter (steps)"]
-        ['Multiline', ['^timescale/tau_iter/']]
-        >>> layout["timescale: weight RMS vs prediction"]["pg1"]
-        ['Margin', ['timescale/weight_rms/pg1', 'timescale/rms_equilibrium/pg1', 'timescale/coherent_bound/pg1']]
+        >>> layout["timescale: timescales"][CHART_TITLES["tau_iter"]]
+        ['Multiline', ['^timescale/tau_iter(_target)?/']]
+        >>> layout["timescale: weight RMS vs prediction"][CHART_TITLES["weight_rms"].format(group="pg1")]
+        ['Margin', ['timescale/weight_rms/pg1', 'timescale/rms_equilibrium/pg1', 'timescale/weight_rms/pg1']]
     """
     p = re.escape(prefix)
     timescales = {
-        "tau_iter (steps)": ["Multiline", [f"^{p}/tau_iter/"]],
-        "tau_epoch (epochs)": ["Multiline", [f"^{p}/tau_epoch/"]],
-        "init memory prod(1 - lr*wd)": ["Multiline", [f"^{p}/init_memory/"]],
-        "timescales elapsed sum(lr*wd)": ["Multiline", [f"^{p}/timescales_elapsed/"]],
-        "wd x mean|w| (paper's c)": ["Multiline", [f"^{p}/wd_mean_abs/"]],
-        "weight RMS / random-walk prediction": ["Multiline", [f"^{p}/rms_ratio/"]],
+        CHART_TITLES["tau_iter"]: ["Multiline", [f"^{p}/tau_iter(_target)?/"]],
+        CHART_TITLES["tau_epoch"]: ["Multiline", [f"^{p}/tau_epoch(_target)?/"]],
+        CHART_TITLES["init_memory"]: ["Multiline", [f"^{p}/init_memory/"]],
+        CHART_TITLES["timescales_elapsed"]: ["Multiline", [f"^{p}/timescales_elapsed/"]],
+        CHART_TITLES["wd_mean_abs"]: ["Multiline", [f"^{p}/wd_mean_abs/"]],
     }
-    bands = {
-        group: [
+    rms: dict[str, list[Any]] = {CHART_TITLES["rms_ratio"]: ["Multiline", [f"^{p}/rms_ratio/"]]}
+    for group in groups:
+        # a margin chart whose band runs from the prediction to the measured value (lower > upper draws it too):
+        # the line is the measured RMS, the shaded gap how far it is from equilibrium, on the RMS's own scale
+        measured = metric_key(prefix, "weight_rms", group)
+        rms[CHART_TITLES["weight_rms"].format(group=group)] = [
             "Margin",
-            [
-                metric_key(prefix, "weight_rms", group),
-                metric_key(prefix, "rms_equilibrium", group),
-                metric_key(prefix, "coherent_bound", group),
-            ],
+            [measured, metric_key(prefix, "rms_equilibrium", group), measured],
         ]
-        for group in groups
-    }
-    return {f"{prefix}: timescales": timescales, f"{prefix}: weight RMS vs prediction": bands}
+    return {f"{prefix}: timescales": timescales, f"{prefix}: weight RMS vs prediction": rms}
 
 
 def write_custom_scalars(logger: TensorBoardLogger, layout: Mapping[str, Mapping[str, list[Any]]]) -> None:

@@ -19,8 +19,8 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from typing_extensions import override
 
 from lightning_tau import timescale
-from lightning_tau._trainer import read_dataset_size, read_global_batch_size
-from lightning_tau.callback import TimescaleCallback
+from lightning_tau._trainer import read_run_shape
+from lightning_tau.decide import RunShape
 from lightning_tau.diagnostics import dashboards
 from lightning_tau.diagnostics.stats import (
     DEFAULT_CHUNK_NUMEL,
@@ -29,7 +29,8 @@ from lightning_tau.diagnostics.stats import (
     group_sums,
     magnitudes,
 )
-from lightning_tau.optim import group_lr, group_names, group_width_mult, reference_lr
+from lightning_tau.diagnostics.metrics import group_metrics
+from lightning_tau.optim import group_lr, group_names, group_width_mult, reference_lr, unit_rms_updates
 
 __all__ = ["TimescaleMonitor"]
 
@@ -42,6 +43,7 @@ class _GroupState:
     optimizer_index: int
     group_index: int
     width_mult: float | None
+    unit_rms_updates: bool = True  # the optimizer's update has RMS ~1 (Adam-like), so sqrt(lr / 2 wd) applies
     init_memory: float = 1.0
     timescales_elapsed: float = 0.0
     hparams: dict[str, float] | None = None  # reference lr and weight decay at the first optimizer step
@@ -54,8 +56,10 @@ class TimescaleMonitor(Callback):
 
     Every ``logging_interval`` optimizer steps (default: the Trainer's ``log_every_n_steps``) it logs, per param
     group ``g`` (the group's ``name``, else ``pg1``, ``pg2``, ... as ``LearningRateMonitor`` names them), under
-    ``{prefix}/{quantity}/{g}``: ``lr``, ``weight_decay``, ``tau_iter`` :math:`= 1/(\eta_t\lambda_t)`,
-    ``tau_epoch`` (when ``N`` and ``B`` are known), ``width_mult`` (muP), ``weight_mean_abs``, ``weight_rms``,
+    ``{prefix}/{quantity}/{g}``: ``lr``, ``weight_decay``, the instantaneous ``tau_iter``
+    :math:`= 1/(\eta_t\lambda_t)` and ``tau_epoch`` (when ``N`` and ``B`` are known), which grow as the lr
+    decays, next to the targets ``tau_iter_target`` and ``tau_epoch_target`` when a
+    :class:`~lightning_tau.TimescaleCallback` holds one, ``width_mult`` (muP), ``weight_mean_abs``, ``weight_rms``,
     the predictions ``rms_equilibrium`` :math:`= \sqrt{\eta_t / 2\lambda_t}` and ``coherent_bound``
     :math:`= 1/\lambda_t`, ``rms_ratio`` (measured / predicted RMS), ``wd_mean_abs`` :math:`= \lambda_t\,
     \overline{|w|}`, ``init_memory`` :math:`= \prod_t (1-\eta_t\lambda_t)` and ``timescales_elapsed``
@@ -64,7 +68,8 @@ class TimescaleMonitor(Callback):
 
     With a :class:`~lightning.pytorch.loggers.TensorBoardLogger` it also writes a custom-scalars layout at train
     start and, at train end, an HParams record (timescales, ``N``, ``B``, per-group lr / weight decay / width)
-    with the run's final monitored metric.
+    with the run's final monitored metric, else every logged scalar (a run without validation shows its last
+    training loss), else the timescales elapsed: the record is always written.
 
     ``N`` and ``B`` come from a :class:`~lightning_tau.TimescaleCallback` in the same Trainer when there is one,
     else from the train dataloaders; when neither works the ``tau_epoch`` keys are left out. Put the monitor
@@ -78,7 +83,8 @@ class TimescaleMonitor(Callback):
         dashboards: write the TensorBoard custom-scalars layout.
         log_hparams: record hparams at train end (TensorBoard HParams tab; a flat dict for other loggers).
         hparams_metric: the metric shown next to the hparams; ``None`` takes the ``ModelCheckpoint`` or
-            ``EarlyStopping`` monitor, else every scalar in ``trainer.callback_metrics``.
+            ``EarlyStopping`` monitor. When that metric was not logged, every scalar in
+            ``trainer.callback_metrics`` is shown instead.
         sharded: whether parameters are sharded across ranks, so the sums must be all-reduced (one collective per
             logging step). ``None`` detects it: FSDP / ModelParallel strategies and DTensor parameters. With
             replicated parameters (DDP) only rank zero reads the weights and no collective is issued.
@@ -150,8 +156,17 @@ class TimescaleMonitor(Callback):
         self._last_logged_step = -1
         self._optimizer_index: dict[int, int] = {}
         self._param_names: dict[int, str] = {}
-        self._shape: tuple[float, float] | None = None
-        self._shape_resolved = False
+        #: The run's shape (``M``, ``N``, ``B``): pushed by a ``TimescaleCallback`` in the same Trainer after each
+        #: of its decisions, else read with the same reader once per epoch.
+        self.run_shape: RunShape | None = None
+        #: The timescale a ``TimescaleCallback`` holds, pushed by it (``None``: no target, not logged).
+        self.target_tau_iter: float | None = None
+        self.target_tau_epoch: float | None = None
+        self._shape_pushed = False
+        self._shape_epoch: int | None = None
+        self._optimizers: list[torch.optim.Optimizer] = []
+        self._quiet_without_logger = False  # a `TimescaleCallback`'s default monitor says nothing with no logger
+        self._group_counts: dict[int, int] = {}
         self._restored: dict[str, Any] | None = None
         self._hooks: list[Any] = []
         # Lightning reads `state_key` around every hook call (to name the profiler section): build it once
@@ -180,35 +195,26 @@ class TimescaleMonitor(Callback):
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Name the groups, restore the init-memory product from a checkpoint, and write the dashboard layout."""
         self._interval = self.logging_interval or trainer.log_every_n_steps
-        names = group_names(trainer.optimizers)
         restored = self._restored or {}
-        memory, elapsed = restored.get("init_memory", {}), restored.get("timescales_elapsed", {})
-        self.groups, self._optimizer_index = [], {}
+        self.groups, self._optimizer_index, self._group_counts = [], {}, {}
+        self._optimizers = list(trainer.optimizers)
         self._remove_hooks()
-        for i, optimizer in enumerate(trainer.optimizers):
+        for i, optimizer in enumerate(self._optimizers):
             self._optimizer_index[id(optimizer)] = i
             # A step post-hook sees exactly the lr and weight decay the step used: after any callback's
             # `on_before_optimizer_step` rewrite, before a step-interval scheduler moves the lr. It does not run
             # for steps that are skipped (e.g. AMP overflow), which decay nothing.
             self._hooks.append(optimizer.register_step_post_hook(self._after_optimizer_step))
-            for j, group in enumerate(optimizer.param_groups):
-                name = names[i][j]
-                self.groups.append(
-                    _GroupState(
-                        name=name,
-                        optimizer_index=i,
-                        group_index=j,
-                        width_mult=group_width_mult(group),
-                        init_memory=float(memory.get(name, 1.0)),
-                        timescales_elapsed=float(elapsed.get(name, 0.0)),
-                    )
-                )
+            self._add_groups(i, restored)
         self.optimizer_steps = int(restored.get("optimizer_steps", 0))
         self._param_names = {id(p): n for n, p in pl_module.named_parameters()}
         self._reduce = self.sharded if self.sharded is not None else _is_sharded(trainer)
-        self._shape, self._shape_resolved = None, False
+        if not self._shape_pushed:
+            self.run_shape, self._shape_epoch = None, None
         self._last_logged_step = -1
         if not trainer.loggers:
+            if self._quiet_without_logger:
+                return
             rank_zero_warn(
                 "`TimescaleMonitor` found no logger (`Trainer(logger=False)`): it keeps its state for checkpoints"
                 " but logs nothing."
@@ -225,6 +231,26 @@ class TimescaleMonitor(Callback):
                 if isinstance(logger, TensorBoardLogger):
                     dashboards.write_custom_scalars(logger, layout)
 
+    def _add_groups(self, index: int, restored: dict[str, Any] | None = None) -> None:
+        """Start tracking the groups of optimizer ``index`` not tracked yet (all at train start; added ones later)."""
+        optimizer = self._optimizers[index]
+        names = group_names(self._optimizers)[index]
+        memory = (restored or {}).get("init_memory", {})
+        elapsed = (restored or {}).get("timescales_elapsed", {})
+        for j in range(self._group_counts.get(index, 0), len(optimizer.param_groups)):
+            self.groups.append(
+                _GroupState(
+                    name=names[j],
+                    optimizer_index=index,
+                    group_index=j,
+                    width_mult=group_width_mult(optimizer.param_groups[j]),
+                    unit_rms_updates=unit_rms_updates(optimizer),
+                    init_memory=float(memory.get(names[j], 1.0)),
+                    timescales_elapsed=float(elapsed.get(names[j], 0.0)),
+                )
+            )
+        self._group_counts[index] = len(optimizer.param_groups)
+
     def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         """Fold the step's ``1 - lr_t * wd_t`` into each group's init memory: O(groups) floats, no tensors."""
         index = self._optimizer_index.get(id(optimizer))
@@ -232,6 +258,8 @@ class TimescaleMonitor(Callback):
             return
         self.optimizer_steps += index == 0
         param_groups = optimizer.param_groups
+        if len(param_groups) != self._group_counts[index]:  # a group was added mid-fit (e.g. `BaseFinetuning`)
+            self._add_groups(index)
         for state in self.groups:
             if state.optimizer_index != index:
                 continue
@@ -263,7 +291,7 @@ class TimescaleMonitor(Callback):
 
     @override
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        """Record the hparams with the run's final monitored metric."""
+        """Record the hparams with the run's final metrics (never empty: see :meth:`_final_metrics`)."""
         self._remove_hooks()
         if not (self.log_hparams and trainer.loggers and trainer.is_global_zero):
             return
@@ -272,12 +300,6 @@ class TimescaleMonitor(Callback):
         for logger in trainer.loggers:
             if isinstance(logger, TensorBoardLogger):
                 if dashboards.lightning_wrote_hparams(logger, trainer):
-                    continue
-                if not metrics:
-                    rank_zero_info(
-                        "`TimescaleMonitor`: no metric to show next to the hparams (set `hparams_metric`); the"
-                        " TensorBoard HParams record is skipped."
-                    )
                     continue
                 dashboards.write_hparams(
                     logger, {**dict(pl_module.hparams_initial), **params}, metrics, trainer.global_step
@@ -338,54 +360,61 @@ class TimescaleMonitor(Callback):
         return metrics
 
     def _group_metrics(
-        self, state: _GroupState, group: dict[str, Any], row: list[float], shape: tuple[float, float] | None
+        self, state: _GroupState, group: dict[str, Any], row: list[float], shape: RunShape | None
     ) -> dict[str, float]:
         lr = group_lr(group) if state.last_lr is None else state.last_lr
         wd = float(group.get("weight_decay", 0.0)) if state.last_weight_decay is None else state.last_weight_decay
         mean_abs, rms = magnitudes(row)
-        values: dict[str, float] = {"lr": lr, "weight_decay": wd, "weight_mean_abs": mean_abs, "weight_rms": rms}
-        if state.width_mult is not None:
-            values["width_mult"] = state.width_mult
-        if wd > 0:
-            values["coherent_bound"] = timescale.coherent_norm_bound(wd)
-            values["wd_mean_abs"] = wd * mean_abs
-            values["init_memory"] = state.init_memory
-            values["timescales_elapsed"] = state.timescales_elapsed
-            if lr > 0:
-                values["tau_iter"] = timescale.tau_iter(lr, wd)
-                if shape is not None:
-                    values["tau_epoch"] = timescale.tau_epoch(lr, wd, *shape)
-                values["rms_equilibrium"] = timescale.equilibrium_rms(lr, wd)
-                values["rms_ratio"] = rms / values["rms_equilibrium"]
+        values = group_metrics(
+            lr,
+            wd,
+            mean_abs,
+            rms,
+            width_mult=state.width_mult,
+            unit_rms=state.unit_rms_updates,
+            steps_per_epoch=None if shape is None else shape.steps_per_epoch,
+            # the timescale a `TimescaleCallback` holds (set on the monitor by it) beside the instantaneous one
+            tau_iter_target=self.target_tau_iter,
+            tau_epoch_target=self.target_tau_epoch,
+            init_memory=state.init_memory,
+            timescales_elapsed=state.timescales_elapsed,
+        )
         return {dashboards.metric_key(self.prefix, key, state.name): value for key, value in values.items()}
 
-    def _dataset_shape(self, trainer: pl.Trainer) -> tuple[float, float] | None:
-        """``(N, B)`` from a ``TimescaleCallback`` in the Trainer, else the dataloaders; ``None`` if unknown."""
-        if self._shape_resolved:
-            return self._shape
-        self._shape_resolved = True
-        for callback in trainer.callbacks:  # type: ignore[attr-defined]
-            if isinstance(callback, TimescaleCallback):
-                n, b = callback.resolved_dataset_size, callback.resolved_batch_size
-                if n is not None and b is not None:
-                    self._shape = (float(n), float(b))
-                    return self._shape
-        try:
-            self._shape = (read_dataset_size(trainer)[0], read_global_batch_size(trainer)[0])
-        except ValueError:
-            rank_zero_info("`TimescaleMonitor`: dataset or batch size unknown, so the `tau_epoch` keys are left out.")
-            self._shape = None
-        return self._shape
+    def set_run_shape(self, shape: RunShape | None, *, tau_iter: float | None, tau_epoch: float | None) -> None:
+        """Take the run's shape and target timescale from a ``TimescaleCallback`` (after each of its decisions)."""
+        self.run_shape, self._shape_pushed = shape, shape is not None
+        self.target_tau_iter, self.target_tau_epoch = tau_iter, tau_epoch
+
+    def _dataset_shape(self, trainer: pl.Trainer) -> RunShape | None:
+        """The run's shape as a ``TimescaleCallback`` decided it, else read once per epoch; ``None`` if unknown."""
+        if self._shape_pushed or self._shape_epoch == trainer.current_epoch:
+            return self.run_shape
+        first = self._shape_epoch is None
+        self._shape_epoch = trainer.current_epoch
+        shape = read_run_shape(trainer)
+        self.run_shape = shape if shape.steps_per_epoch is not None else None
+        if self.run_shape is None and first:
+            rank_zero_info("`TimescaleMonitor`: the epoch length is unknown, so the `tau_epoch` keys are left out.")
+        return self.run_shape
 
     def _hparams(self, trainer: pl.Trainer) -> dict[str, Any]:
         p = self.prefix
         shape = self._dataset_shape(trainer)
         params: dict[str, Any] = {}
         if shape is not None:
-            params[f"{p}/dataset_size"], params[f"{p}/global_batch_size"] = shape
-        for callback in trainer.callbacks:  # type: ignore[attr-defined]
-            if isinstance(callback, TimescaleCallback) and callback.resolved_tau_epoch is not None:
-                params[f"{p}/tau_epoch"] = callback.resolved_tau_epoch
+            for key, value in (
+                ("steps_per_epoch", shape.steps_per_epoch),
+                ("dataset_size", shape.dataset_size),
+                ("global_batch_size", shape.global_batch_size),
+            ):
+                if value is not None:
+                    params[f"{p}/{key}"] = float(value)
+        # the targets a `TimescaleCallback` set on the monitor
+        if self.target_tau_iter is not None:
+            params[f"{p}/tau_iter_target"] = float(self.target_tau_iter)
+        if self.target_tau_epoch is not None:
+            params[f"{p}/tau_epoch_target"] = float(self.target_tau_epoch)
         for state in self.groups:
             if state.hparams is None:  # no optimizer step was taken
                 group = trainer.optimizers[state.optimizer_index].param_groups[state.group_index]
@@ -397,38 +426,52 @@ class TimescaleMonitor(Callback):
                 params[f"{p}/width_mult/{state.name}"] = state.width_mult
             if wd > 0 and lr > 0:
                 params[f"{p}/tau_iter/{state.name}"] = timescale.tau_iter(lr, wd)
-                if shape is not None:
-                    params[f"{p}/tau_epoch/{state.name}"] = timescale.tau_epoch(lr, wd, *shape)
+                if shape is not None and shape.steps_per_epoch:
+                    params[f"{p}/tau_epoch/{state.name}"] = timescale.tau_iter(lr, wd) / shape.steps_per_epoch
         return params
 
     def _final_metrics(self, trainer: pl.Trainer) -> dict[str, float]:
-        names: list[str] = []
+        """The metrics shown next to the hparams, as ``hp/{name}``: never empty while there is a param group.
+
+        The first of these that gives a scalar: ``hparams_metric``; the ``ModelCheckpoint`` / ``EarlyStopping``
+        monitor; every scalar in ``trainer.callback_metrics`` (e.g. the last training loss of a run without
+        validation); the monitor's own ``timescales_elapsed`` of each group, so the record is never skipped.
+        """
+        requested: list[str] = []
         if self.hparams_metric is not None:
-            names = [self.hparams_metric]
+            requested = [self.hparams_metric]
         else:
             for callback in (trainer.checkpoint_callback, trainer.early_stopping_callback):
                 monitor = getattr(callback, "monitor", None)
                 if monitor:
-                    names = [monitor]
+                    requested = [monitor]
                     break
-            else:
-                names = sorted(trainer.callback_metrics)
-        metrics = {}
-        for name in names:
-            value = trainer.callback_metrics.get(name)
-            if value is None:
-                if self.hparams_metric is not None:
-                    rank_zero_warn(
-                        f"`TimescaleMonitor(hparams_metric={name!r})`: no such metric was logged (logged:"
-                        f" {sorted(trainer.callback_metrics)}); the hparams are recorded without it."
-                    )
-                continue
-            if isinstance(value, torch.Tensor):
-                if value.numel() != 1:
-                    continue
-                value = value.item()
-            metrics[f"hp/{name}"] = float(value)
+        logged = _scalars(trainer.callback_metrics)
+        metrics = {f"hp/{name}": logged[name] for name in requested if name in logged}
+        if requested and not metrics:
+            fallback = f"was not logged (logged: {sorted(logged)}); the hparams are recorded with every logged scalar"
+            if self.hparams_metric is not None:  # the user asked for it by name: a typo is worth a warning
+                rank_zero_warn(f"`TimescaleMonitor(hparams_metric={self.hparams_metric!r})`: that metric {fallback}.")
+            else:  # e.g. `ModelCheckpoint(monitor="val_loss")` in a run without validation
+                rank_zero_info(f"`TimescaleMonitor`: the monitored metric {requested[0]!r} {fallback}.")
+        if not metrics:
+            metrics = {f"hp/{name}": value for name, value in sorted(logged.items())}
+        if not metrics:  # nothing logged at all: the monitor's own summary of the run
+            metrics = {f"hp/{self.prefix}/timescales_elapsed/{g.name}": g.timescales_elapsed for g in self.groups}
         return metrics
+
+
+def _scalars(metrics: dict[str, Any]) -> dict[str, float]:
+    """The one-element entries of ``trainer.callback_metrics`` as floats (one host sync each, at train end)."""
+    scalars = {}
+    for name, value in metrics.items():
+        if isinstance(value, torch.Tensor):
+            if value.numel() != 1:
+                continue
+            value = value.item()
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            scalars[name] = float(value)
+    return scalars
 
 
 def _is_sharded(trainer: pl.Trainer) -> bool:
