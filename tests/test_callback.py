@@ -251,8 +251,14 @@ def test_unknown_batch_size_needs_no_batch_size_when_the_trainer_counts_the_epoc
 @pytest.mark.parametrize(
     ("make_optimizer", "match"),
     [
-        (lambda m: torch.optim.Adam(m.parameters(), lr=1e-2, weight_decay=0.1), r"optimizer 0 \(torch\.optim\.Adam\) adds `weight_decay` to the gradient \(coupled L2"),
-        (lambda m: torch.optim.SGD(m.parameters(), lr=1e-2, weight_decay=0.1), r"optimizer 0 \(torch\.optim\.SGD\) adds `weight_decay` to the gradient \(coupled L2"),
+        (
+            lambda m: torch.optim.Adam(m.parameters(), lr=1e-2, weight_decay=0.1),
+            r"optimizer 0 \(torch\.optim\.Adam\) adds `weight_decay` to the gradient \(coupled L2",
+        ),
+        (
+            lambda m: torch.optim.SGD(m.parameters(), lr=1e-2, weight_decay=0.1),
+            r"optimizer 0 \(torch\.optim\.SGD\) adds `weight_decay` to the gradient \(coupled L2",
+        ),
         (lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.0), "found no AdamW param group"),
     ],
 )

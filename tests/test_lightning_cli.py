@@ -15,7 +15,7 @@ pytest.importorskip("sklearn")
 
 from lightning.pytorch.cli import LightningCLI  # noqa: E402
 
-from lightning_tau import TimescaleCallback  # noqa: E402
+from lightning_tau import TimescaleCallback, TimescaleMonitor  # noqa: E402
 from lightning_tau.demo_task import DigitsDataModule, DigitsMLP, main  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
@@ -160,3 +160,21 @@ def test_example_config_model_defaults_are_valid() -> None:
     x, y = next(iter(cli.datamodule.train_dataloader()))
     loss = torch.nn.functional.cross_entropy(cli.model(x), y)
     assert torch.isfinite(loss)
+
+
+@pytest.mark.parametrize(
+    ("monitor", "expected"),
+    [
+        (False, None),
+        (True, "timescale"),
+        ({"class_path": "lightning_tau.TimescaleMonitor", "init_args": {"prefix": "ema", "per_tensor": True}}, "ema"),
+    ],
+)
+def test_lightning_cli_parses_the_monitor_option(tmp_path: Path, monitor: object, expected: str | None) -> None:
+    cli = _cli(["--config", str(_write(tmp_path, {"tau_epoch": 5.0, "monitor": monitor}))])
+    (callback,) = _timescale_callbacks(cli)
+    if expected is None:
+        assert callback.monitor is None
+    else:
+        assert isinstance(callback.monitor, TimescaleMonitor) and callback.monitor.prefix == expected
+    assert callback.monitor is None or callback.monitor.per_tensor == isinstance(monitor, dict)
