@@ -522,6 +522,8 @@ class TimescaleCallback(Callback):
                 wd = f"{g.weight_decay_before:.4g} -> {g.weight_decay:.4g}" if g.decays else f"{g.weight_decay:.4g}"
                 parts.append(f"new param group {g.name!r} ({how}): weight decay {wd}")
             elif g.decays and not math.isclose(old.weight_decay, g.weight_decay, rel_tol=1e-12):
+                if not math.isclose(old.reference_lr, g.reference_lr, rel_tol=1e-12):
+                    parts.append(f"{g.name} reference lr {old.reference_lr:.4g} -> {g.reference_lr:.4g}")
                 parts.append(f"{g.name} weight decay {old.weight_decay:.4g} -> {g.weight_decay:.4g}")
         if parts:
             self._plan(trainer)

@@ -267,3 +267,37 @@ def test_lr_find_then_the_real_fit() -> None:
     trainer.fit(model)
     assert len(log.steps) == 20
     assert log.weight_decays() == pytest.approx([closed_form(10, lr=model.lr)] * 20)
+
+
+class HalveLrAtEpoch1(pl.Callback):
+    """The user changes the base lr by hand between epochs (no scheduler): the reference lr itself moved."""
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        if trainer.current_epoch == 1:
+            for group in trainer.optimizers[0].param_groups:
+                group["lr"] = LR / 2
+
+
+def test_a_changed_reference_lr_is_re_decided(caplog: pytest.LogCaptureFixture) -> None:
+    log = StepLog()
+    trainer = quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=TAU), HalveLrAtEpoch1(), log], max_epochs=2)
+    with caplog.at_level("INFO"):
+        trainer.fit(TinyModel(adamw), make_loader(n=100, batch_size=10))
+    assert log.weight_decays() == pytest.approx([closed_form(10)] * 10 + [closed_form(10, lr=LR / 2)] * 10)
+    assert "pg1 reference lr 0.01 -> 0.005; pg1 weight decay 2 -> 4" in caplog.text
+
+
+def test_reduce_lr_on_plateau_is_not_undone() -> None:
+    # ReduceLROnPlateau moves `lr` with no `initial_lr`: the reference stays the lr the group started at
+    def make(m: TinyModel) -> dict[str, Any]:
+        opt = adamw(m)
+        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=0, threshold=1e9)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "monitor": "train_loss", "interval": "epoch"}}
+
+    log = StepLog()
+    quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=TAU, verbose=False), log], max_epochs=3).fit(
+        TinyModel(make), make_loader(n=100, batch_size=10)
+    )
+    lrs = [groups[0][0] for _, groups in log.steps]
+    assert lrs[-1] < lrs[0]  # the plateau scheduler really lowered the lr
+    assert log.weight_decays() == pytest.approx([closed_form(10)] * 30)  # held at the starting lr, as the paper does
