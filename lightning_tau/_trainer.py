@@ -72,21 +72,28 @@ def read_run_shape(
     )
 
 
-def read_steps_per_epoch(trainer: pl.Trainer) -> tuple[int | None, str]:
+def read_steps_per_epoch(trainer: pl.Trainer) -> tuple[float | None, str]:
     """Optimizer steps the fit loop runs in one epoch on each rank, and a sentence saying how it was counted.
 
-    ``ceil(trainer.num_training_batches / trainer.accumulate_grad_batches)``; ``None`` for an endless epoch.
+    ``ceil(trainer.num_training_batches / trainer.accumulate_grad_batches)`` (Lightning steps on an epoch's last,
+    incomplete accumulation window), or the plain ratio under a strategy that accumulates by itself (DeepSpeed);
+    ``None`` for an endless epoch.
     """
     batches = trainer.num_training_batches
     accumulate = trainer.accumulate_grad_batches
     if not math.isfinite(batches) or batches <= 0:
         return None, "M unknown: the train dataloader has no length."
     batches = int(batches)
-    steps = math.ceil(batches / accumulate)
-    how = f"M = {steps} optimizer steps per epoch: {batches} batches per rank"
-    if accumulate > 1:
-        how += f" / {accumulate} accumulation" + (", last window stepped too" if batches % accumulate else "")
-    return steps, how + "."
+    how = f"{batches} batches per rank"
+    if accumulate > 1 and trainer.strategy.handles_gradient_accumulation:
+        # e.g. DeepSpeed counts micro-batches across epoch ends itself: no extra step on an incomplete window
+        steps: float = batches / accumulate
+        how += f" / {accumulate} accumulation (counted by the strategy)"
+    else:
+        steps = math.ceil(batches / accumulate)
+        if accumulate > 1:
+            how += f" / {accumulate} accumulation" + (", last window stepped too" if batches % accumulate else "")
+    return steps, f"M = {steps:g} optimizer steps per epoch: {how}."
 
 
 def train_dataloaders(trainer: pl.Trainer) -> list[Any]:
