@@ -13,7 +13,7 @@ from collections.abc import Sequence
 __all__ = ["build_parser", "main"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
-SUBCOMMANDS = ("demo", "plot", "transfer")
+SUBCOMMANDS = ("demo", "find", "plot", "transfer")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,147 @@
+"""``lightning-tau find``: on digits with tiny flags, its JSON, reuse, ``--config`` with a LightningCLI YAML, errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sklearn")
+pytest.importorskip("matplotlib")
+pytest.importorskip("jsonargparse")
+yaml = pytest.importorskip("yaml")
+
+from lightning_tau.cli import main  # noqa: E402
+from lightning_tau.cli.find import load_config  # noqa: E402
+from lightning_tau.demo_task import DigitsDataModule, DigitsMLP  # noqa: E402
+
+CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
+TINY = ["--epochs", "2", "--tau-epochs", "2", "8", "32", "--seeds", "0", "--no-progress"]
+
+
+def test_find_on_digits_prints_the_suggestion_and_writes_json_and_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, json_path = tmp_path / "find", tmp_path / "result.json"
+    assert main(["find", *TINY, "--out", str(out), "--json", str(json_path)]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads(json_path.read_text())
+    # the demo's task: N=1400, B=64, lr=3e-3; the subset is a quarter of it: 350 samples, ceil(350/64)=6 steps
+    assert (data["dataset_size"], data["subset_size"], data["batch_size"], data["epochs"]) == (1400, 350, 64, 2)
+    assert data["fraction"] == 0.25 and data["monitor"] == "val/loss" and data["reduce"] == "last"
+    assert data["cost"] == 3 * 2 * 6 and data["full_cost"] == 3 * 2 * 22
+    assert [p["tau_epoch"] for p in data["curve"]] == [2.0, 8.0, 32.0]
+    assert all(len(p["values"]) == 1 and math.isfinite(p["mean"]) for p in data["curve"])
+    assert set(data["weight_decay"]) == {"decay"}  # biases and norms (no_decay) stay at 0
+    assert data["weight_decay"]["decay"] == pytest.approx(1 / (3e-3 * data["tau_epoch"] * 22))
+    assert 2.0 <= data["tau_epoch"] <= 32.0
+    for text in (
+        "Suggested tau_epoch:",
+        "Weight decay for the full run (N=1400, B=64, 22 steps per epoch)",
+        "Cost: 36 optimizer steps, 27% of the 132",
+        f"JSON: {json_path}",
+        f"Figure: {out / 'tau_finder.png'}",
+        f"tensorboard --logdir {out / 'tb'}",
+    ):
+        assert text in printed, text
+    assert (out / "tau_finder.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(list((out / "runs").glob("*.json"))) == 3
+
+    # again: every run is reused, the same answer, the JSON by default in OUT/finder.json
+    assert main(["find", *TINY, "--out", str(out)]) == 0
+    assert "(3 runs reused from" in capsys.readouterr().out
+    assert json.loads((out / "finder.json").read_text()) == data
+
+
+def _tiny_config(tmp_path: Path, **trainer: object) -> Path:
+    config = {
+        "seed_everything": 0,
+        "trainer": {"accelerator": "cpu", "devices": 1, **trainer},
+        "model": {"class_path": "lightning_tau.demo_task.DigitsMLP", "init_args": {"hidden": 16, "depth": 1}},
+        "data": {
+            "class_path": "lightning_tau.demo_task.DigitsDataModule",
+            "init_args": {"train_size": 200, "batch_size": 32},
+        },
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_find_with_a_lightning_cli_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    callbacks = [{"class_path": "lightning_tau.TimescaleCallback", "init_args": {"tau_epoch": 5.0}}]
+    config = _tiny_config(tmp_path, max_epochs=2, callbacks=callbacks)
+    out = tmp_path / "find"
+    argv = ["find", "--config", str(config), "--monitor", "val/loss", "--fraction", "0.5", "--tau-epochs", "1", "4"]
+    assert main([*argv, "--seeds", "0", "--out", str(out), "--no-plot", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "Not carried over from" in printed and "trainer.callbacks" in printed
+    data = json.loads((out / "finder.json").read_text())
+    # the config's model and data: N=200, B=32, trainer.max_epochs=2; the subset is half: 100 samples, 4 steps
+    assert (data["dataset_size"], data["subset_size"], data["batch_size"], data["epochs"]) == (200, 100, 32, 2)
+    assert data["cost"] == 2 * 2 * 4 and data["full_cost"] == 2 * 2 * 7
+    run = json.loads((out / "runs" / "4_0.json").read_text())
+    assert run["settings"]["model"]["class"] == "lightning_tau.demo_task.DigitsMLP"
+    assert run["settings"]["model"]["hparams"]["hidden"] == 16
+    assert not (out / "tau_finder.png").exists()
+
+
+def test_find_config_without_max_epochs_and_missing_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["find", "--config", str(_tiny_config(tmp_path)), "--out", str(tmp_path / "o")]) == 2
+    assert "sets no trainer.max_epochs" in capsys.readouterr().err
+    assert main(["find", "--config", str(tmp_path / "nope.yaml")]) == 2
+    assert "is not a file" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_find_reports_a_monitor_the_model_does_not_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _tiny_config(tmp_path, max_epochs=1)
+    code = main(["find", "--config", str(config), "--tau-epochs", "4", "--seeds", "0", "--out", str(tmp_path / "o")])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "monitor='val_loss'" in err and "'val/loss'" in err
+
+
+def test_example_find_config_loads_fresh_models() -> None:
+    factory, datamodule, trainer_kwargs, notes = load_config(CONFIGS / "find_digits.yaml")
+    first, second = factory(), factory()
+    assert isinstance(first, DigitsMLP) and first is not second and first.hparams["hidden"] == 128
+    assert isinstance(datamodule, DigitsDataModule) and datamodule.train_size == 1400
+    assert trainer_kwargs["max_epochs"] == 40 and trainer_kwargs["accelerator"] == "cpu"
+    assert notes == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--fraction", "0"], "argument --fraction: expected a number in (0, 1], got '0'"),
+        (["--fraction", "1.5"], "argument --fraction: expected a number in (0, 1], got '1.5'"),
+        (["--tau-epochs", "-1"], "argument --tau-epochs: expected a positive finite number, got '-1'"),
+        (["--seeds", "x"], "argument --seeds: invalid int value: 'x'"),
+        (["--epochs", "0"], "argument --epochs: expected a positive integer, got '0'"),
+        (["--reduce", "mean"], "argument --reduce: invalid choice: 'mean'"),
+    ],
+)
+def test_find_rejects_bad_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["find", "--out", str(tmp_path / "o"), *argv])
+    assert exit_info.value.code == 2
+    assert expected in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_find_help_from_the_console_script() -> None:
+    script = Path(sys.executable).parent / ("lightning-tau.exe" if os.name == "nt" else "lightning-tau")
+    assert script.exists(), f"console script {script} is missing: install the package (`make test` does)"
+    proc = subprocess.run([str(script), "find", "--help"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    for option in ("--config", "--fraction", "--tau-epochs", "--seeds", "--json", "--out", "--monitor"):
+        assert option in proc.stdout

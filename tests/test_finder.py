@@ -1,0 +1,377 @@
+"""``TimescaleFinder`` and its pure parts: the subset, cost arithmetic, smoothing, JSON, reuse, plot, bad arguments."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import pytest
+import torch
+from torch.utils.data import DataLoader, Subset, TensorDataset
+
+from lightning_tau import TimescaleCallback
+from lightning_tau.finder import TimescaleFinder, subset_dataloader
+from lightning_tau.finder_math import CurvePoint, FinderResult, log_grid, smoothed_optimum
+from lightning_tau.param_groups import build_param_groups
+
+N_TRAIN, BATCH, LR, EPOCHS = 120, 16, 1e-2, 2
+
+
+class ValModel(pl.LightningModule):
+    """Linear -> LayerNorm -> Linear classifier logging ``val_loss``; AdamW with ``decay`` and ``no_decay`` groups."""
+
+    fits = 0  # class-wide count of training starts, to see reuse train nothing
+
+    def __init__(self, hidden: int = 8) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(4, hidden, bias=False),
+            torch.nn.LayerNorm(hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(hidden, 2),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+    def on_train_start(self) -> None:
+        type(self).fits += 1
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self(x), y)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        x, y = batch
+        self.log("val_loss", torch.nn.functional.cross_entropy(self(x), y))
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(build_param_groups(self, weight_decay=0.1), lr=LR)
+
+
+def _data(n: int = N_TRAIN, seed: int = 0) -> TensorDataset:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 4, generator=g)
+    return TensorDataset(x, (x[:, 0] + 0.3 * x[:, 1] > 0).long())
+
+
+def _loaders() -> tuple[DataLoader, DataLoader]:
+    return DataLoader(_data(), batch_size=BATCH, shuffle=True), DataLoader(_data(40, seed=1), batch_size=40)
+
+
+def _finder(tmp_path: Path, **kwargs: Any) -> TimescaleFinder:
+    settings: dict[str, Any] = dict(
+        fraction=0.25,
+        tau_epochs=(1.0, 4.0, 16.0),
+        seeds=(0,),
+        trainer_kwargs={"max_epochs": EPOCHS, "accelerator": "cpu", "devices": 1},
+        root_dir=tmp_path / "finder",
+        progress=False,
+        verbose=False,
+    )
+    settings.update(kwargs)
+    return TimescaleFinder(**settings)
+
+
+# --- the subset ------------------------------------------------------------------------------------------------
+
+
+def test_subset_dataloader_is_a_fixed_random_subset_with_the_loader_settings() -> None:
+    full = DataLoader(_data(), batch_size=BATCH, shuffle=True, drop_last=True, collate_fn=None)
+    part = subset_dataloader(full, 0.3, seed=3)
+    assert isinstance(part.dataset, Subset) and part.dataset.dataset is full.dataset
+    assert len(part.dataset) == round(0.3 * N_TRAIN) == 36
+    assert part.batch_size == BATCH and part.drop_last and len(part) == 36 // BATCH
+    assert isinstance(part.sampler, torch.utils.data.RandomSampler)
+    assert part.dataset.indices == subset_dataloader(full, 0.3, seed=3).dataset.indices  # fixed by the seed
+    assert part.dataset.indices != subset_dataloader(full, 0.3, seed=4).dataset.indices
+    assert len(set(part.dataset.indices)) == 36
+    sequential = subset_dataloader(DataLoader(_data(), batch_size=BATCH), 1.0)
+    assert isinstance(sequential.sampler, torch.utils.data.SequentialSampler) and len(sequential.dataset) == N_TRAIN
+
+
+@pytest.mark.parametrize(
+    ("loader", "error", "match"),
+    [
+        (DataLoader(_data(), batch_sampler=[[0, 1], [2, 3]]), ValueError, "custom `batch_sampler`"),
+        (
+            DataLoader(_data(), batch_size=4, sampler=torch.utils.data.SubsetRandomSampler(range(10))),
+            ValueError,
+            "custom sampler",
+        ),
+        (type("MyLoader", (DataLoader,), {})(_data(), batch_size=4), TypeError, "plain `torch.utils.data.DataLoader`"),
+    ],
+)
+def test_subset_dataloader_refuses_loaders_it_cannot_rebuild(loader: Any, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        subset_dataloader(loader, 0.5)
+
+
+def test_subset_dataloader_refuses_an_empty_subset() -> None:
+    with pytest.raises(ValueError, match=r"fraction=0.001\)` keeps no sample of the 120"):
+        subset_dataloader(DataLoader(_data(), batch_size=4), 0.001)
+
+
+# --- the finder on a tiny task ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[TimescaleFinder, FinderResult]:
+    finder = _finder(tmp_path_factory.mktemp("fitted"))
+    train, val = _loaders()
+    return finder, finder.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
+
+
+def test_finder_trains_on_the_subset_and_the_callback_sees_its_n(
+    fitted: tuple[TimescaleFinder, FinderResult],
+) -> None:
+    finder, result = fitted
+    subset = round(0.25 * N_TRAIN)
+    assert (result.dataset_size, result.subset_size, result.batch_size, result.epochs) == (N_TRAIN, subset, BATCH, 2)
+    for point in result.curve:
+        run = json.loads(finder.run_path(point.tau_epoch, 0).read_text())
+        assert run["dataset_size_seen"] == subset
+        # TimescaleCallback set the subset's weight decay 1 / (lr * tau * M), M = ceil(30 / 16) = 2 steps per epoch
+        # (= B / (lr * N_subset * tau) up to the last, partial batch), in the decaying group only
+        expected = 1 / (LR * point.tau_epoch * math.ceil(subset / BATCH))
+        assert run["groups"]["decay"]["weight_decay"] == pytest.approx(expected)
+        assert point.weight_decay == {"decay": pytest.approx(expected)}
+        assert run["groups"]["no_decay"]["weight_decay"] == 0.0 and not run["groups"]["no_decay"]["decays"]
+        assert len(run["metrics"]) == EPOCHS and all("val_loss" in m for m in run["metrics"])
+        assert point.values == [pytest.approx(run["metrics"][-1]["val_loss"])]  # reduce="last": the final value
+    assert list((finder.root_dir / "tb").glob("tau_epoch=4_seed0/events.out.tfevents.*"))
+
+
+def test_finder_cost_and_full_cost(fitted: tuple[TimescaleFinder, FinderResult]) -> None:
+    _, result = fitted
+    runs = 3
+    subset_steps = math.ceil(round(0.25 * N_TRAIN) / BATCH)  # 30 samples -> 2 batches per epoch
+    assert [p.steps for p in result.curve] == [[EPOCHS * subset_steps]] * runs
+    assert result.cost == runs * EPOCHS * subset_steps == 12
+    assert result.full_cost == runs * EPOCHS * math.ceil(N_TRAIN / BATCH) == 48
+    assert result.cost_fraction == pytest.approx(0.25)
+
+
+def test_finder_full_run_weight_decay_uses_the_full_n(fitted: tuple[TimescaleFinder, FinderResult]) -> None:
+    _, result = fitted
+    assert set(result.weight_decay) == {"decay"} and result.lr == {"decay": LR}
+    # what TimescaleCallback(tau_epoch) writes on the full data: 1 / (lr * tau * M), M = ceil(120 / 16) = 8 steps
+    assert result.steps_per_epoch == 8
+    assert result.weight_decay["decay"] == pytest.approx(1 / (LR * result.tau_epoch * 8))
+    best = next(p for p in result.curve if p.tau_epoch == result.grid_tau_epoch)
+    assert result.subset_weight_decay == best.weight_decay
+
+
+def test_finder_json_schema_and_plot(fitted: tuple[TimescaleFinder, FinderResult], tmp_path: Path) -> None:
+    _, result = fitted
+    data = json.loads(result.save_json(tmp_path / "out" / "finder.json").read_text())
+    for key, kind in {
+        "tau_epoch": float,
+        "weight_decay": dict,
+        "fraction": float,
+        "cost": int,
+        "full_cost": int,
+        "curve": list,
+        "monitor": str,
+        "reduce": str,
+        "dataset_size": int,
+        "subset_size": int,
+    }.items():
+        assert isinstance(data[key], kind), key
+    assert data["weight_decay"] == result.weight_decay and data["fraction"] == 0.25
+    assert [p["tau_epoch"] for p in data["curve"]] == [1.0, 4.0, 16.0]
+    for point in data["curve"]:
+        assert set(point) >= {"tau_epoch", "mean", "std", "values", "seeds", "weight_decay", "steps"}
+        assert point["mean"] == pytest.approx(point["values"][0]) and point["std"] == 0.0
+    png = result.plot(tmp_path / "out" / "curve.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_finder_reuses_stored_runs_and_retrains_when_settings_change(tmp_path: Path) -> None:
+    train, val = _loaders()
+    first = _finder(tmp_path).fit(ValModel, train_dataloaders=train, val_dataloaders=val)
+    before = ValModel.fits
+    again = _finder(tmp_path)
+    second = again.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
+    assert ValModel.fits == before and again.trained_runs == 0  # nothing trained
+    assert second.to_json() == first.to_json()
+    # a new grid point trains only that point; another model width retrains everything
+    grown = _finder(tmp_path, tau_epochs=(1.0, 4.0, 16.0, 64.0))
+    grown.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
+    assert grown.trained_runs == 1 and ValModel.fits == before + 1
+    wider = _finder(tmp_path)
+    wider.fit(lambda: ValModel(hidden=16), train_dataloaders=train, val_dataloaders=val)
+    assert wider.trained_runs == 3
+
+
+def test_finder_reduce_best_and_another_monitor_reuse_the_runs(tmp_path: Path) -> None:
+    train, val = _loaders()
+    last = _finder(tmp_path).fit(ValModel, train_dataloaders=train, val_dataloaders=val)
+    finder = _finder(tmp_path, reduce="best")
+    best = finder.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
+    assert finder.trained_runs == 0
+    for p_last, p_best, tau in zip(last.curve, best.curve, (1.0, 4.0, 16.0)):
+        history = [m["val_loss"] for m in json.loads(finder.run_path(tau, 0).read_text())["metrics"]]
+        assert p_best.values == [pytest.approx(min(history))] and p_last.values == [pytest.approx(history[-1])]
+
+
+def test_finder_with_a_datamodule_and_a_missing_monitor(tmp_path: Path) -> None:
+    pytest.importorskip("sklearn")
+    from lightning_tau.demo_task import DigitsDataModule, DigitsMLP
+
+    finder = _finder(tmp_path, fraction=0.5, tau_epochs=(4.0,), trainer_kwargs={"max_epochs": 1, "accelerator": "cpu"})
+    with pytest.raises(ValueError, match=r"monitor='val_loss'\)`: the model logged no such metric.*'val/loss'"):
+        finder.fit(lambda: DigitsMLP(hidden=8, depth=1), datamodule=DigitsDataModule(train_size=100, batch_size=32))
+    finder = _finder(tmp_path, fraction=0.5, tau_epochs=(4.0,), monitor="val/loss", trainer_kwargs={"max_epochs": 1})
+    result = finder.fit(
+        lambda: DigitsMLP(hidden=8, depth=1), datamodule=DigitsDataModule(train_size=100, batch_size=32)
+    )
+    assert (result.subset_size, result.dataset_size) == (50, 100)
+
+
+# --- smoothing (pure) ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("true_tau", [3.0, 7.5, 12.0, 20.0])
+def test_smoothed_optimum_recovers_a_parabola_vertex_in_log_tau(true_tau: float) -> None:
+    grid = log_grid(1.0, 64.0, 7)  # 1, 2, 4, ..., 64
+    curve = [0.3 + 0.05 * (math.log(t) - math.log(true_tau)) ** 2 for t in grid]
+    for window in (1, 2):
+        opt = smoothed_optimum(grid, curve, window=window)
+        assert opt.smoothed and not opt.at_edge
+        assert opt.tau_epoch == pytest.approx(true_tau, rel=1e-9)
+        assert opt.metric == pytest.approx(0.3, abs=1e-12)
+    # mode="max" on the mirrored curve finds the same point
+    assert smoothed_optimum(grid, [-v for v in curve], mode="max").tau_epoch == pytest.approx(true_tau)
+
+
+def test_smoothed_optimum_three_point_closed_form_and_fallbacks() -> None:
+    # equal spacing h in log tau, values (y0, y1, y2): vertex at offset h * (y0 - y2) / (2 * (y0 - 2 y1 + y2))
+    grid, values = [2.0, 8.0, 32.0], [0.4, 0.2, 0.3]
+    offset = (0.4 - 0.3) / (2 * (0.4 - 2 * 0.2 + 0.3))
+    assert smoothed_optimum(grid, values).tau_epoch == pytest.approx(8.0 * 4.0**offset)
+    # the vertex is clamped to the best point's neighbours
+    assert smoothed_optimum([1.0, 2.0, 4.0, 100.0], [1.0, 0.5, 0.49, 0.6], window=2).tau_epoch <= 100.0
+    edge = smoothed_optimum(grid, [0.1, 0.2, 0.3])
+    assert (edge.tau_epoch, edge.at_edge, edge.smoothed) == (2.0, True, False)
+    diverged = smoothed_optimum(grid, [0.3, 0.2, math.nan])  # a diverged neighbour: no parabola, best grid point
+    assert (diverged.tau_epoch, diverged.smoothed) == (8.0, False)
+    assert smoothed_optimum([5.0], [0.1]) == (5.0, 0.1, 0, False, False)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"tau_epochs": [1.0, 2.0], "values": [1.0]}, "one value per grid point"),
+        ({"tau_epochs": [2.0, 1.0], "values": [1.0, 2.0]}, "positive and increasing"),
+        ({"tau_epochs": [1.0, 2.0], "values": [math.nan, math.inf]}, "no value is finite"),
+        ({"tau_epochs": [1.0], "values": [1.0], "mode": "lowest"}, r"mode='lowest'"),
+        ({"tau_epochs": [1.0], "values": [1.0], "window": 0}, r"window=0"),
+    ],
+)
+def test_smoothed_optimum_rejects_bad_input(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        smoothed_optimum(**kwargs)
+
+
+def test_curve_point_statistics_and_nan_json() -> None:
+    point = CurvePoint(4.0, [0.2, 0.4], [0, 1])
+    assert point.mean == pytest.approx(0.3) and point.std == pytest.approx(math.sqrt(0.02))
+    diverged = CurvePoint(1.0, [0.2, math.nan], [0, 1], {"decay": 1.0}, [5, 5])
+    assert diverged.mean == math.inf
+    result = FinderResult.from_curve(
+        [diverged, point, CurvePoint(16.0, [0.5, 0.6], [0, 1], {}, [5, 5])],
+        lr={"decay": 0.1},
+        monitor="val_loss",
+        mode="min",
+        reduce="last",
+        fraction=0.5,
+        dataset_size=100,
+        subset_size=50,
+        batch_size=10,
+        epochs=1,
+        full_cost=60,
+    )
+    data = json.loads(json.dumps(result.to_json(), allow_nan=False))  # strict JSON: NaN written as null
+    assert data["curve"][0]["values"] == [0.2, None] and data["curve"][0]["mean"] is None
+    assert data["cost"] == 20 and data["cost_fraction"] == pytest.approx(20 / 60)  # 4 runs x 5 steps
+
+
+# --- bad arguments ---------------------------------------------------------------------------------------------
+
+_EPOCHS = {"max_epochs": 2}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"fraction": 0.0}, r"`TimescaleFinder\(fraction=0.0\)` is not valid: use a number in \(0, 1\]"),
+        ({"fraction": 1.5}, r"fraction=1.5"),
+        ({"fraction": True}, r"fraction=True"),
+        ({"fraction": "0.5"}, r"fraction='0.5'"),
+        ({"tau_epochs": ()}, r"tau_epochs=\(\)\)` is not valid"),
+        ({"tau_epochs": (1.0, -2.0)}, r"-2.0 is not a positive finite number"),
+        ({"tau_epochs": (1.0, math.inf)}, r"inf is not a positive finite number"),
+        ({"tau_epochs": "8"}, r"tau_epochs='8'"),
+        ({"tau_epochs": (4.0, 4.0)}, r"repeats a value"),
+        ({"seeds": ()}, r"seeds=\(\)\)` is not valid"),
+        ({"seeds": (0, 1.5)}, r"1.5 is not an integer"),
+        ({"seeds": (0, True)}, r"True is not an integer"),
+        ({"seeds": (1, 1)}, r"repeats a seed"),
+        ({"monitor": ""}, r"monitor=''"),
+        ({"mode": "lowest"}, r"mode='lowest'\)` is not supported"),
+        ({"reduce": "mean"}, r"reduce='mean'\)` is not supported"),
+        ({"trainer_kwargs": None}, r"must be a dict with `max_epochs`"),
+        ({"trainer_kwargs": {"accelerator": "cpu"}}, r"must be a dict with `max_epochs`"),
+        ({"trainer_kwargs": {"max_epochs": 0}}, r"'max_epochs': 0\}\)` is not valid"),
+        ({"trainer_kwargs": {"max_epochs": 2, "max_steps": 10}}, r"'max_steps': 10\}\)` is not allowed"),
+        ({"trainer_kwargs": {"max_epochs": 2, "limit_train_batches": 0.5}}, r"subsets the dataset itself"),
+        ({"trainer_kwargs": {"max_epochs": 2, "logger": True}}, r"'logger': True\}\)` is not allowed"),
+        ({"trainer_kwargs": {"max_epochs": 2, "accumulate_grad_batches": 0}}, r"'accumulate_grad_batches': 0"),
+        (
+            {"trainer_kwargs": {"max_epochs": 2, "callbacks": [TimescaleCallback(tau_epoch=1.0, verbose=False)]}},
+            r"adds a TimescaleCallback",
+        ),
+        ({"root_dir": ""}, r"root_dir=''"),
+        ({"subset_seed": 0.5}, r"subset_seed=0.5"),
+        ({"window": 0}, r"window=0"),
+    ],
+)
+def test_finder_rejects_bad_arguments(kwargs: dict[str, Any], match: str) -> None:
+    settings: dict[str, Any] = {"trainer_kwargs": _EPOCHS, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        TimescaleFinder(**settings)
+
+
+def test_finder_fit_rejects_bad_data_and_models_before_training(tmp_path: Path) -> None:
+    train, val = _loaders()
+    finder = _finder(tmp_path)
+    before = ValModel.fits
+    with pytest.raises(TypeError, match=r"makes a fresh model for every run.*'ValModel'"):
+        finder.fit(ValModel(), train_dataloaders=train, val_dataloaders=val)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"must return a LightningModule, got 'Linear'"):
+        finder.fit(lambda: torch.nn.Linear(2, 2), train_dataloaders=train, val_dataloaders=val)  # type: ignore[arg-type,return-value]
+    with pytest.raises(ValueError, match=r"needs validation data"):
+        finder.fit(ValModel, train_dataloaders=train)
+    with pytest.raises(ValueError, match=r"needs training data"):
+        finder.fit(ValModel, val_dataloaders=val)
+    with pytest.raises(ValueError, match=r"takes one training DataLoader, got a list"):
+        finder.fit(ValModel, train_dataloaders=[train, train], val_dataloaders=val)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"not both"):
+        finder.fit(ValModel, datamodule=pl.LightningDataModule(), train_dataloaders=train)
+    small = DataLoader(_data(), batch_size=64, drop_last=True)
+    with pytest.raises(ValueError, match=r"gives no full batch of 64"):
+        finder.fit(ValModel, train_dataloaders=small, val_dataloaders=val)
+    assert ValModel.fits == before and not (tmp_path / "finder" / "runs").exists()
+
+
+def test_log_grid() -> None:
+    assert log_grid(2.0, 128.0, 7) == pytest.approx((2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0))
+    assert log_grid(3.0, 3.0, 1) == (3.0,)
+    for bad, match in [((0.0, 1.0, 3), "low=0.0"), ((1.0, 2.0, 0), "num=0"), ((1.0, math.nan, 2), "high=nan")]:
+        with pytest.raises(ValueError, match=match):
+            log_grid(*bad)
