@@ -150,7 +150,7 @@ class TimescaleTracker:
     def _after_step(self, index: int, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.steps += index == 0
         for j, group in enumerate(self.optimizers[index].param_groups):
-            track = self.track(index, j)
+            track = self._track(index, j)
             lr, wd = group_lr(group), float(group.get("weight_decay", 0.0))
             track.last_lr, track.last_weight_decay = lr, wd
             if wd > 0:  # timescale.init_memory / timescales_elapsed for one step, inlined: this runs every step
@@ -158,7 +158,7 @@ class TimescaleTracker:
                 track.init_memory = track.init_memory * (1.0 - rate) if rate < 1.0 else 0.0
                 track.timescales_elapsed += rate
 
-    def track(self, optimizer_index: int, group_index: int) -> _Track:
+    def _track(self, optimizer_index: int, group_index: int) -> _Track:
         """The state of one group (created on first use, from a restored state dict when it names the group)."""
         key = (optimizer_index, group_index)
         track = self._tracks.get(key)
@@ -170,7 +170,7 @@ class TimescaleTracker:
             )
         return track
 
-    def index_of(self, optimizer: Any) -> int | None:
+    def _index_of(self, optimizer: Any) -> int | None:
         """Position of ``optimizer`` (or of a wrapper around the same optimizer) in :attr:`optimizers`."""
         inner = unwrap_optimizer(optimizer)
         for i, opt in enumerate(self.optimizers):
@@ -191,7 +191,7 @@ class TimescaleTracker:
     def _by_name(self, attribute: str) -> dict[str, float]:
         names = group_names(self.optimizers)
         return {
-            names[i][j]: getattr(self.track(i, j), attribute)
+            names[i][j]: getattr(self._track(i, j), attribute)
             for i, opt in enumerate(self.optimizers)
             for j in range(len(opt.param_groups))
         }
@@ -287,7 +287,7 @@ def timescale_metrics(
         raise ValueError(f"`timescale_metrics(sharded={sharded!r})` is not valid: use True or False.")
     tracked: list[int | None] = [None] * len(opts)
     if tracker is not None:
-        tracked = [tracker.index_of(opt) for opt in opts]
+        tracked = [tracker._index_of(opt) for opt in opts]
         for i, index in enumerate(tracked):
             if index is None:
                 raise ValueError(
@@ -313,7 +313,7 @@ def timescale_metrics(
     metrics: dict[str, float] = {}
     for (i, j), row in zip(where, rows):
         group = opts[i].param_groups[j]
-        track = None if tracked[i] is None or tracker is None else tracker.track(tracked[i], j)
+        track = None if tracked[i] is None or tracker is None else tracker._track(tracked[i], j)
         lr = group_lr(group) if track is None or track.last_lr is None else track.last_lr
         wd = float(group.get("weight_decay", 0.0))
         if track is not None and track.last_weight_decay is not None:

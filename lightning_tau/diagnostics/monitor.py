@@ -22,6 +22,7 @@ from lightning_tau import timescale
 from lightning_tau._trainer import read_run_shape
 from lightning_tau.decide import RunShape
 from lightning_tau.diagnostics import dashboards
+from lightning_tau.diagnostics.metrics import group_metrics
 from lightning_tau.diagnostics.stats import (
     DEFAULT_CHUNK_NUMEL,
     WeightStatsPass,
@@ -29,7 +30,6 @@ from lightning_tau.diagnostics.stats import (
     group_sums,
     magnitudes,
 )
-from lightning_tau.diagnostics.metrics import group_metrics
 from lightning_tau.optim import group_lr, group_names, group_width_mult, reference_lr, unit_rms_updates
 
 __all__ = ["TimescaleMonitor"]
