@@ -7,7 +7,8 @@ the dataset size, batch size and muP width.
 
 from lightning_tau.apply import AppliedTimescale, apply_timescale
 from lightning_tau.callback import TimescaleCallback
-from lightning_tau.diagnostics import TimescaleMonitor
+from lightning_tau.diagnostics import TimescaleMonitor, TimescaleTracker, timescale_metrics
+from lightning_tau.finder import FinderResult, TimescaleFinder
 from lightning_tau.optim import register_decay_kind
 from lightning_tau.param_groups import build_param_groups
 from lightning_tau.timescale import (
@@ -23,9 +24,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AppliedTimescale",
+    "FinderResult",
     "TargetRun",
     "TimescaleCallback",
+    "TimescaleFinder",
     "TimescaleMonitor",
+    "TimescaleTracker",
     "TunedRun",
     "__version__",
     "apply_timescale",
@@ -33,6 +37,7 @@ __all__ = [
     "register_decay_kind",
     "tau_epoch",
     "tau_iter",
+    "timescale_metrics",
     "transfer_groups",
     "transfer_weight_decay",
     "weight_decay_for_tau_epoch",
