@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import math
 import os
 import subprocess
@@ -58,8 +59,10 @@ def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Pa
             assert key in hparams, (run_dir, key)
         n, tau = int(hparams["dataset_size"]), hparams["tau_epoch"]
         seen.add((n, tau))
-        # the callback set the weight decay from the run's tau_epoch: lambda = B / (lr * N * tau_epoch)
-        assert hparams["weight_decay"] == pytest.approx(QUICK.batch_size / (QUICK.lr * n * tau), rel=1e-6)
+        # the callback set the weight decay from the run's tau_epoch: lambda = 1 / (lr * M * tau_epoch), with M the
+        # optimizer steps an epoch really has (THEORY.md §7): ceil(N / B), which is N / B when B divides N
+        steps = math.ceil(n / QUICK.batch_size)
+        assert hparams["weight_decay"] == pytest.approx(1 / (QUICK.lr * steps * tau), rel=1e-6)
         assert hparams["batch_size"] == QUICK.batch_size and hparams["epochs"] == QUICK.epochs
         assert math.isfinite(scalars["hp/val_loss"]) and 0 <= scalars["hp/val_error"] <= 1
         # the final metric in the hparams record is the last validation value
@@ -86,6 +89,27 @@ def test_demo_quick_draws_the_figure_and_prints_where(quick_sweep: tuple[Path, s
     assert "Optimum of hp/val_loss per dataset_size" in printed
     for n in QUICK.sizes:
         assert f"\n  {n} " in printed
+
+
+def test_demo_quick_writes_the_summary_of_each_sizes_optimum(quick_sweep: tuple[Path, str]) -> None:
+    out, printed = quick_sweep
+    sweep = out / "sweep_0"
+    summary = json.loads((sweep / "summary.json").read_text())
+    assert summary["axis"] == "dataset-size"
+    rows = summary["optimum"]
+    assert [row["dataset_size"] for row in rows] == QUICK.sizes
+    # the optimum of each size is its best logged run (one seed), with the weight decay the callback set there
+    logged: dict[int, dict[float, float]] = {}
+    for run_dir in {p.parent for p in sweep.rglob("events.out.tfevents.*")}:
+        hparams, scalars = _read_run(run_dir)
+        logged.setdefault(int(hparams["dataset_size"]), {})[hparams["tau_epoch"]] = scalars["hp/val_loss"]
+    for row in rows:
+        assert set(row) == {"dataset_size", "tau_epoch", "weight_decay", "metric"}
+        n, tau = row["dataset_size"], row["tau_epoch"]
+        assert tau == min(logged[n], key=logged[n].__getitem__)
+        assert row["metric"] == pytest.approx(logged[n][tau], rel=1e-6)
+        assert row["weight_decay"] == pytest.approx(1 / (QUICK.lr * math.ceil(n / QUICK.batch_size) * tau), rel=1e-6)
+    assert f"Summary: {sweep / 'summary.json'}" in printed
 
 
 def test_demo_second_call_writes_a_new_sweep_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,6 +9,10 @@ weight-decay grid per size. Every run logs to TensorBoard (its own run directory
 ``tau_epoch`` stays put (Wang & Aitchison, ICML 2025, Figure 1). Each run also carries a
 :class:`~lightning_tau.diagnostics.TimescaleMonitor` (timescales and weight RMS against its prediction).
 
+``--axis width`` runs the other sweep instead: μP width x learning rate with the weight decay fixed across widths
+against ``TimescaleCallback`` (:mod:`lightning_tau.demo_width`). Both axes write ``summary.json`` (each line's
+optimum) into the sweep folder.
+
 The default setup follows the paper's: a fixed number of epochs for every size, a fixed batch size and initial
 learning rate with cosine decay to a tenth, and a scale-invariant network (LayerNorm after every linear layer).
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import math
 import re
@@ -24,7 +29,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +42,26 @@ from typing_extensions import override
 from lightning_tau import timescale as tau_math
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.demo_task import DIGITS_SIZE, DigitsDataModule, DigitsMLP
+from lightning_tau.demo_width import WidthConfig
 from lightning_tau.diagnostics import TimescaleMonitor
 
-__all__ = ["QUICK", "DemoConfig", "add_parser", "describe", "next_sweep_dir", "run_demo", "run_name", "run_one"]
+__all__ = [
+    "AXES",
+    "QUICK",
+    "QUICK_WIDTH",
+    "SUMMARY_NAME",
+    "DemoConfig",
+    "dataset_size_optima",
+    "demo_weight_decay",
+    "run_width",
+    "write_summary",
+    "add_parser",
+    "describe",
+    "next_sweep_dir",
+    "run_demo",
+    "run_name",
+    "run_one",
+]
 
 
 @dataclass
@@ -82,6 +104,12 @@ class DemoConfig:
 #: What ``--quick`` runs: 2 sizes x 3 timescales x 2 epochs, a few seconds (for tests and a first look).
 QUICK = DemoConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
 
+#: What ``--axis width --quick`` runs: 2 arms x 2 widths x 2 learning rates x 2 epochs, seconds.
+QUICK_WIDTH = WidthConfig(widths=[16, 64], lrs=[3e-3, 3e-2], seeds=[0], epochs=2)
+
+#: Values of ``--axis``.
+AXES = ("dataset-size", "width")
+
 
 def next_sweep_dir(out: Path) -> Path:
     """``out/sweep_K`` with the smallest ``K`` not taken yet (so a second demo never overwrites the first).
@@ -99,14 +127,27 @@ def next_sweep_dir(out: Path) -> Path:
     return out / f"sweep_{max(taken) + 1 if taken else 0}"
 
 
+def demo_weight_decay(lr: float, tau_epoch: float, dataset_size: int, batch_size: int) -> float:
+    """The weight decay ``TimescaleCallback`` sets in a demo run: ``1 / (lr * M * tau_epoch)`` with ``M`` the
+    optimizer steps an epoch really has, ``ceil(N / B)`` (the demo's loaders keep the last, partial batch).
+
+    Example:
+        >>> demo_weight_decay(3e-3, 10.0, 1280, 64)  # M = 20 = N / B: the same as B / (lr * N * tau_epoch)
+        1.6666666666666667
+        >>> round(demo_weight_decay(3e-3, 10.0, 100, 64), 4)  # M = 2, not 100 / 64
+        16.6667
+    """
+    return tau_math.weight_decay_for_tau_iter(lr, tau_epoch * math.ceil(dataset_size / batch_size))
+
+
 def describe(config: DemoConfig) -> str:
     """What the sweep runs, with the weight-decay grid each dataset size gets from the ``tau_epoch`` grid.
 
     Example:
         >>> print(describe(DemoConfig(sizes=[100, 400], tau_epochs=[1.0, 10.0], seeds=[0], epochs=5)))
         Sweep: 2 sizes x 2 tau_epochs x 1 seeds = 4 runs x 5 epochs; B=64, lr=0.003 (cosine), MLP 128x2, norm=layer.
-          N=100: weight decay 21.3 .. 213 (tau_epoch 10 .. 1)
-          N=400: weight decay 5.33 .. 53.3 (tau_epoch 10 .. 1)
+          N=100: weight decay 16.7 .. 167 (tau_epoch 10 .. 1)
+          N=400: weight decay 4.76 .. 47.6 (tau_epoch 10 .. 1)
     """
     lines = [
         f"Sweep: {len(config.sizes)} sizes x {len(config.tau_epochs)} tau_epochs x {len(config.seeds)} seeds"
@@ -115,7 +156,7 @@ def describe(config: DemoConfig) -> str:
     ]
     for size in config.sizes:
         taus = sorted(config.tau_epochs, reverse=True)
-        decays = [tau_math.weight_decay_for_tau_epoch(config.lr, tau, size, config.batch_size) for tau in taus]
+        decays = [demo_weight_decay(config.lr, tau, size, config.batch_size) for tau in taus]
         lines.append(
             f"  N={size}: weight decay {decays[0]:.3g} .. {decays[-1]:.3g} (tau_epoch {taus[0]:g} .. {taus[-1]:g})"
         )
@@ -167,7 +208,7 @@ def run_one(
     )
     # The callback sets the weight decay from `tau_epoch`; the model gets the same value up front only so its own
     # hparams (which TimescaleMonitor records too) show the decay actually used.
-    weight_decay = tau_math.weight_decay_for_tau_epoch(config.lr, tau_epoch, size, config.batch_size)
+    weight_decay = demo_weight_decay(config.lr, tau_epoch, size, config.batch_size)
     model = DigitsMLP(
         hidden=config.hidden,
         depth=config.depth,
@@ -247,6 +288,46 @@ class _EpochTick(Callback):
         self.bar.update(1)
 
 
+#: File name of the sweep's optimum summary, in the sweep directory (both axes).
+SUMMARY_NAME = "summary.json"
+
+
+def dataset_size_optima(results: Sequence[dict[str, Any]], metric: str = "hp/val_loss") -> list[dict[str, float]]:
+    """Per dataset size, the ``tau_epoch`` (and its weight decay) with the lowest seed-averaged ``metric``.
+
+    Example:
+        >>> rows = [{"dataset_size": n, "tau_epoch": t, "weight_decay": 64 / (3e-3 * n * t), "seed": s,
+        ...          "hp/val_loss": abs(t - 10) + s} for n in (150, 450) for t in (5.0, 10.0) for s in (0, 1)]
+        >>> [(o["dataset_size"], o["tau_epoch"], round(o["weight_decay"], 2), o["metric"])
+        ...  for o in dataset_size_optima(rows)]
+        [(150, 10.0, 14.22, 0.5), (450, 10.0, 4.74, 0.5)]
+    """
+    grouped: dict[int, dict[float, tuple[float, list[float]]]] = {}
+    for r in results:
+        value = float(r[metric])
+        points = grouped.setdefault(int(r["dataset_size"]), {})
+        points.setdefault(float(r["tau_epoch"]), (float(r["weight_decay"]), []))[1].append(
+            value if math.isfinite(value) else math.inf
+        )
+    optima = []
+    for size, points in sorted(grouped.items()):
+        tau, (wd, values) = min(points.items(), key=lambda item: sum(item[1][1]) / len(item[1][1]))
+        optima.append({"dataset_size": size, "tau_epoch": tau, "weight_decay": wd, "metric": sum(values) / len(values)})
+    return optima
+
+
+def write_summary(results: Sequence[dict[str, Any]], path: Path, config: DemoConfig) -> dict[str, Any]:
+    """Write the dataset-size sweep's ``{"axis": "dataset-size", "optimum": [...]}`` summary to ``path``."""
+    summary = {
+        "axis": "dataset-size",
+        "metric": "hp/val_loss",
+        "optimum": dataset_size_optima(results),
+        "config": asdict(config),
+    }
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
 def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
     """Run the sweep into a fresh ``out/sweep_K`` and (unless ``plot=False``) draw it there; returns that dir."""
     sweep_dir = next_sweep_dir(out)
@@ -257,17 +338,20 @@ def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool
     bar = tqdm(total=config.num_runs * config.epochs, unit="epoch", desc="sweep", disable=not progress)
     tick = _EpochTick(bar)
     start = time.perf_counter()
+    results = []
     try:
         with _quiet_lightning():
             for size in config.sizes:
                 for tau_epoch in config.tau_epochs:
                     for seed in config.seeds:
                         bar.set_postfix_str(f"N={size} tau_epoch={tau_epoch:g} seed={seed}")
-                        run_one(config, size, tau_epoch, seed, sweep_dir, extra_callbacks=[tick])
+                        results.append(run_one(config, size, tau_epoch, seed, sweep_dir, extra_callbacks=[tick]))
     finally:
         bar.close()
     elapsed = time.perf_counter() - start
     print(f"{config.num_runs} runs in {elapsed:.0f} s. TensorBoard logs: {sweep_dir}")
+    write_summary(results, sweep_dir / SUMMARY_NAME, config)
+    print(f"Summary: {sweep_dir / SUMMARY_NAME}")
     if plot:
         from lightning_tau.cli.plot import plot_sweep
 
@@ -317,7 +401,7 @@ def _fraction(text: str) -> float:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``demo``."""
-    d = DemoConfig()
+    d, w = DemoConfig(), WidthConfig()
     parser = subparsers.add_parser(
         "demo",
         help="Sweep weight decay x dataset size on bundled digits (a few minutes on a CPU) and plot it.",
@@ -326,9 +410,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             " size x tau_epoch x seed, with TimescaleCallback setting AdamW's weight decay to"
             " B / (lr * N * tau_epoch), log every run to TensorBoard, and plot validation loss against weight"
             " decay and against tau_epoch. The optimal weight decay falls as N grows; the optimal tau_epoch"
-            " moves much less. Each call writes a new OUT/sweep_K directory."
+            " moves much less. `--axis width` instead sweeps μP width x learning rate, weight decay fixed across"
+            " widths against TimescaleCallback (needs mup). Each call writes a new OUT/sweep_K directory with a"
+            " summary.json of each line's optimum."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--axis",
+        choices=AXES,
+        default="dataset-size",
+        help="what the sweep varies: 'dataset-size' (tau_epoch x N, TimescaleCallback in every run) or 'width'"
+        " (μP width x lr, fixed weight decay against TimescaleCallback; needs mup)",
     )
     parser.add_argument("--out", type=Path, default=Path("tau_runs"), help="root directory for the sweep's logs")
     parser.add_argument(
@@ -351,11 +444,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--seeds",
         type=int,
         nargs="+",
-        default=d.seeds,
+        default=argparse.SUPPRESS,
         metavar="SEED",
-        help="seeds per setting; the plot averages over them",
+        help=f"seeds per setting; the plot averages over them (default: {_ints(d.seeds)}; --axis width:"
+        f" {_ints(w.seeds)})",
     )
-    parser.add_argument("--epochs", type=_positive_int, default=d.epochs, help="epochs per run, for every size")
+    parser.add_argument(
+        "--epochs",
+        type=_positive_int,
+        default=argparse.SUPPRESS,
+        help=f"epochs per run, the same for every run (default: {d.epochs}; --axis width: {w.epochs})",
+    )
     parser.add_argument("--batch-size", type=_positive_int, default=d.batch_size, help="batch size B")
     parser.add_argument("--lr", type=_positive_float, default=d.lr, help="AdamW's initial learning rate")
     parser.add_argument(
@@ -365,7 +464,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="learning-rate schedule (cosine decays to 0.1 x lr; weight decay stays fixed)",
     )
     parser.add_argument("--hidden", type=_positive_int, default=d.hidden, help="MLP width")
-    parser.add_argument("--depth", type=_positive_int, default=d.depth, help="MLP hidden layers")
+    parser.add_argument(
+        "--depth",
+        type=_positive_int,
+        default=argparse.SUPPRESS,
+        help=f"MLP linear layers before the output layer (default: {d.depth}; --axis width: {w.depth})",
+    )
     parser.add_argument(
         "--norm",
         choices=("layer", "none"),
@@ -375,10 +479,36 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--label-noise", type=_fraction, default=d.label_noise, help="fraction of training labels randomized"
     )
+    width = parser.add_argument_group("--axis width only")
+    width.add_argument(
+        "--widths",
+        type=_positive_int,
+        nargs="+",
+        default=argparse.SUPPRESS,
+        metavar="WIDTH",
+        help=f"hidden widths; the smallest is μP's base width (default: {_ints(w.widths)})",
+    )
+    width.add_argument(
+        "--lrs",
+        type=_positive_float,
+        nargs="+",
+        default=argparse.SUPPRESS,
+        metavar="LR",
+        help=f"base learning rates; hidden matrices get lr / s (default: {' '.join(f'{x:g}' for x in w.lrs)})",
+    )
+    width.add_argument(
+        "--weight-decay",
+        type=_positive_float,
+        default=argparse.SUPPRESS,
+        help="λ_base: every width's weight decay in the 'fixed' arm; in the 'timescale' arm TimescaleCallback"
+        " holds the base width's tau_iter = 1 / (lr λ_base), so the hidden matrices get s λ_base"
+        f" (default: {w.weight_decay:g})",
+    )
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="tiny sweep (2 sizes x 3 timescales x 2 epochs, seconds) that ignores the sweep options",
+        help="tiny sweep that ignores the sweep options, seconds (dataset-size: 2 sizes x 3 timescales x 2"
+        " epochs; width: 2 widths x 2 lrs x 2 arms x 2 epochs)",
     )
     parser.add_argument("--no-plot", action="store_true", help="log the runs but skip the figure")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -386,7 +516,22 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def _ints(values: Sequence[int]) -> str:
+    return " ".join(str(v) for v in values)
+
+
+def _error(message: str) -> int:
+    print(f"lightning-tau demo: error: {message}", file=sys.stderr)
+    return 2
+
+
 def _main(args: argparse.Namespace) -> int:
+    if args.axis == "width":
+        return _main_width(args)
+    given = [f"--{name.replace('_', '-')}" for name in WIDTH_ONLY if hasattr(args, name)]
+    if given:
+        return _error(f"{' '.join(given)} apply to `--axis width` only (got --axis {args.axis}).")
+    d = DemoConfig()
     if args.quick:
         config = DemoConfig(**vars(QUICK))
     else:
@@ -394,13 +539,13 @@ def _main(args: argparse.Namespace) -> int:
             # duplicates would write the same run directory twice
             sizes=list(dict.fromkeys(args.sizes)),
             tau_epochs=list(dict.fromkeys(args.tau_epochs)),
-            seeds=list(dict.fromkeys(args.seeds)),
-            epochs=args.epochs,
+            seeds=list(dict.fromkeys(getattr(args, "seeds", d.seeds))),
+            epochs=getattr(args, "epochs", d.epochs),
             batch_size=args.batch_size,
             lr=args.lr,
             schedule=args.schedule,
             hidden=args.hidden,
-            depth=args.depth,
+            depth=getattr(args, "depth", d.depth),
             norm=args.norm,
             label_noise=args.label_noise,
         )
@@ -421,3 +566,68 @@ def _main(args: argparse.Namespace) -> int:
         return 1
     run_demo(config, args.out, plot=not args.no_plot, progress=not args.no_progress)
     return 0
+
+
+#: Options that only ``--axis width`` reads (their argparse default is ``SUPPRESS``, so given means typed).
+WIDTH_ONLY = ("widths", "lrs", "weight_decay")
+
+#: Options that only ``--axis dataset-size`` reads, with their defaults (typed with another value is an error).
+DATASET_SIZE_ONLY = ("sizes", "tau_epochs", "lr", "hidden", "norm", "label_noise")
+
+
+def _main_width(args: argparse.Namespace) -> int:
+    d = DemoConfig()
+    given = [f"--{name.replace('_', '-')}" for name in DATASET_SIZE_ONLY if getattr(args, name) != getattr(d, name)]
+    if given:
+        return _error(
+            f"{' '.join(given)} apply to `--axis dataset-size` only; for `--axis width` use --widths, --lrs and"
+            " --weight-decay."
+        )
+    w = QUICK_WIDTH if args.quick else WidthConfig()
+    config = WidthConfig(**{**vars(w)})
+    config.batch_size, config.schedule = args.batch_size, args.schedule
+    if not args.quick:
+        config.widths = sorted(dict.fromkeys(getattr(args, "widths", w.widths)))
+        config.lrs = sorted(dict.fromkeys(getattr(args, "lrs", w.lrs)))
+        config.seeds = list(dict.fromkeys(getattr(args, "seeds", w.seeds)))
+        config.epochs = getattr(args, "epochs", w.epochs)
+        config.depth = getattr(args, "depth", w.depth)
+        config.weight_decay = getattr(args, "weight_decay", w.weight_decay)
+    if len(config.widths) < 2:
+        return _error(f"--widths {_ints(config.widths)}: give at least two widths to compare.")
+    if config.depth < 2:
+        return _error(
+            f"--depth {config.depth}: the width demo needs depth >= 2 (at least one hidden width x width matrix,"
+            " the only weights μP's lr / s touches)."
+        )
+    try:
+        from lightning_tau.demo_task import load_digits_tensors
+        from lightning_tau.demo_width import _import_mup
+
+        load_digits_tensors()
+        _import_mup()
+    except ImportError as err:
+        print(f"lightning-tau demo: error: {err}", file=sys.stderr)
+        return 1
+    run_width(config, args.out, plot=not args.no_plot, progress=not args.no_progress)
+    return 0
+
+
+def run_width(config: WidthConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
+    """Run the width sweep (:func:`~lightning_tau.demo_width.run_width_demo`) into a new ``out/sweep_K``; returns it."""
+    from tqdm.auto import tqdm
+
+    from lightning_tau.demo_width import run_width_demo
+
+    sweep_dir = next_sweep_dir(out)
+    sweep_dir.mkdir(parents=True)
+    bar = tqdm(total=config.num_runs * config.epochs, unit="epoch", desc="width sweep", disable=not progress)
+    try:
+        with _quiet_lightning(), warnings.catch_warnings():
+            # the timescale arm starts from fixed-λ groups on purpose: the callback's pitfall warning is the point
+            warnings.filterwarnings("ignore", message=r".*fixed-λ muP pitfall")
+            run_width_demo(config, sweep_dir, plot=plot, extra_callbacks=[_EpochTick(bar)])
+    finally:
+        bar.close()
+    print(f"Open the runs with:\n  tensorboard --logdir {sweep_dir}")
+    return sweep_dir
