@@ -43,7 +43,7 @@ from typing_extensions import override
 from lightning_tau import timescale as tau_math
 from lightning_tau._table import table_lines
 from lightning_tau.callback import TimescaleCallback
-from lightning_tau.demo_task import COSINE_FINAL_LR_RATIO, DigitsDataModule
+from lightning_tau.demo_task import COSINE_FINAL_LR_RATIO, DigitsDataModule, DigitsMLP
 from lightning_tau.diagnostics import TimescaleMonitor
 
 __all__ = [
@@ -172,17 +172,9 @@ class MuDigitsMLP(pl.LightningModule):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.readout(self.body(x))
 
-    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        loss = torch.nn.functional.cross_entropy(self(x), y)
-        self.log("train/loss", loss, on_step=False, on_epoch=True)
-        return loss
-
-    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        x, y = batch
-        logits = self(x)
-        self.log("val/loss", torch.nn.functional.cross_entropy(logits, y))
-        self.log("val/error", (logits.argmax(dim=1) != y).float().mean())
+    # the dataset-size demo's steps: the same loss and the same logged keys
+    training_step = DigitsMLP.training_step
+    validation_step = DigitsMLP.validation_step
 
     def configure_optimizers(self) -> dict[str, Any]:
         mup = _import_mup()

@@ -14,14 +14,11 @@ the same settings reads it back instead of training it again. The pure parts (gr
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import math
 import numbers
 import shutil
-import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +30,7 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler, Subset
 from typing_extensions import override
 
+from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.finder_math import DEFAULT_TAU_EPOCHS, CurvePoint, FinderResult, Mode
 
@@ -304,7 +302,7 @@ class TimescaleFinder:
                 disable=not self.progress or rank_zero_only.rank != 0,
             )
             try:
-                with _quiet_lightning():
+                with quiet_sweep():
                     for tau, seed in todo:
                         bar.set_postfix_str(f"tau_epoch={tau:g} seed={seed}")
                         records[(tau, seed)] = self._train_one(model_factory, train, val, tau, seed, settings, bar)
@@ -636,23 +634,3 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return repr(value)
-
-
-@contextlib.contextmanager
-def _quiet_lightning() -> Iterator[None]:
-    """While the finder trains: no Lightning info logs, and no warnings a deliberate sweep triggers."""
-    names = ("lightning.pytorch", "lightning.fabric", "lightning_fabric", "pytorch_lightning")
-    levels = {name: logging.getLogger(name).level for name in names}
-    for name in names:
-        logging.getLogger(name).setLevel(logging.WARNING)
-    try:
-        with warnings.catch_warnings():
-            # the grid's long timescales cover less than one EMA timescale on purpose
-            warnings.filterwarnings("ignore", message=r".*less than one EMA timescale")
-            warnings.filterwarnings("ignore", message=r".*does not have many workers")
-            warnings.filterwarnings("ignore", message=r".*smaller than the logging interval")
-            warnings.filterwarnings("ignore", message=r".*LeafSpec.*is deprecated")
-            yield
-    finally:
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)

@@ -11,8 +11,9 @@ import pytest
 pytest.importorskip("sklearn")
 pytest.importorskip("matplotlib")
 
+from lightning_tau._quiet import quiet_sweep  # noqa: E402
 from lightning_tau.cli import main  # noqa: E402
-from lightning_tau.cli.demo import QUICK, DemoConfig, _quiet_lightning, run_one  # noqa: E402
+from lightning_tau.cli.demo import QUICK, DemoConfig, run_one  # noqa: E402
 from lightning_tau.cli.plot import load_runs, plot_sweep  # noqa: E402
 
 
@@ -22,7 +23,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
     sweep_dir = tmp_path_factory.mktemp("sweep")
     config = DemoConfig(**{**vars(QUICK), "seeds": [0, 1]})
     logged = []
-    with _quiet_lightning():
+    with quiet_sweep(single_thread=True):
         for n in config.sizes:
             for tau in config.tau_epochs:
                 for seed in config.seeds:

@@ -20,27 +20,26 @@ learning rate with cosine decay to a tenth, and a scale-invariant network (Layer
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import logging
 import math
 import re
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
-import torch
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import TensorBoardLogger
 from typing_extensions import override
 
 from lightning_tau import timescale as tau_math
+from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
+from lightning_tau.cli._args import fraction_below_one, positive_float, positive_int
 from lightning_tau.demo_task import DIGITS_SIZE, DigitsDataModule, DigitsMLP
 from lightning_tau.demo_width import WidthConfig
 from lightning_tau.diagnostics import TimescaleMonitor
@@ -171,31 +170,6 @@ def run_name(size: int, tau_epoch: float, seed: int) -> tuple[str, str]:
         ('N0200', 'tau_epoch=10_seed0')
     """
     return f"N{size:04d}", f"tau_epoch={tau_epoch:g}_seed{seed}"
-
-
-@contextlib.contextmanager
-def _quiet_lightning() -> Iterator[None]:
-    """For the duration of a sweep: one torch thread, and no Lightning info logs or warnings a deliberate sweep
-    triggers."""
-    names = ("lightning.pytorch", "lightning.fabric", "lightning_fabric", "pytorch_lightning")
-    levels = {name: logging.getLogger(name).level for name in names}
-    for name in names:
-        logging.getLogger(name).setLevel(logging.WARNING)
-    threads = torch.get_num_threads()
-    # a tiny MLP gains nothing from intra-op threads, and on a busy machine their hand-offs cost ~10x
-    torch.set_num_threads(1)
-    try:
-        with warnings.catch_warnings():
-            # the sweep's long timescales cover less than one EMA timescale on purpose (they show "no decay")
-            warnings.filterwarnings("ignore", message=r".*less than one EMA timescale")
-            warnings.filterwarnings("ignore", message=r".*does not have many workers")
-            warnings.filterwarnings("ignore", message=r".*smaller than the logging interval")
-            warnings.filterwarnings("ignore", message=r".*LeafSpec.*is deprecated")
-            yield
-    finally:
-        torch.set_num_threads(threads)
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
 
 
 def run_one(
@@ -340,7 +314,7 @@ def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool
     start = time.perf_counter()
     results = []
     try:
-        with _quiet_lightning():
+        with quiet_sweep(single_thread=True):
             for size in config.sizes:
                 for tau_epoch in config.tau_epochs:
                     for seed in config.seeds:
@@ -367,36 +341,6 @@ def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool
 
 
 # --- command line ----------------------------------------------------------------------------------------------
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
-    return value
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -426,7 +370,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=Path("tau_runs"), help="root directory for the sweep's logs")
     parser.add_argument(
         "--sizes",
-        type=_positive_int,
+        type=positive_int,
         nargs="+",
         default=d.sizes,
         metavar="N",
@@ -434,7 +378,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--tau-epochs",
-        type=_positive_float,
+        type=positive_float,
         nargs="+",
         default=d.tau_epochs,
         metavar="TAU",
@@ -451,22 +395,22 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--epochs",
-        type=_positive_int,
+        type=positive_int,
         default=argparse.SUPPRESS,
         help=f"epochs per run, the same for every run (default: {d.epochs}; --axis width: {w.epochs})",
     )
-    parser.add_argument("--batch-size", type=_positive_int, default=d.batch_size, help="batch size B")
-    parser.add_argument("--lr", type=_positive_float, default=d.lr, help="AdamW's initial learning rate")
+    parser.add_argument("--batch-size", type=positive_int, default=d.batch_size, help="batch size B")
+    parser.add_argument("--lr", type=positive_float, default=d.lr, help="AdamW's initial learning rate")
     parser.add_argument(
         "--schedule",
         choices=("cosine", "constant"),
         default=d.schedule,
         help="learning-rate schedule (cosine decays to 0.1 x lr; weight decay stays fixed)",
     )
-    parser.add_argument("--hidden", type=_positive_int, default=d.hidden, help="MLP width")
+    parser.add_argument("--hidden", type=positive_int, default=d.hidden, help="MLP width")
     parser.add_argument(
         "--depth",
-        type=_positive_int,
+        type=positive_int,
         default=argparse.SUPPRESS,
         help=f"MLP linear layers before the output layer (default: {d.depth}; --axis width: {w.depth})",
     )
@@ -477,12 +421,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="'layer': a LayerNorm after every linear layer (scale-invariant); 'none': plain MLP",
     )
     parser.add_argument(
-        "--label-noise", type=_fraction, default=d.label_noise, help="fraction of training labels randomized"
+        "--label-noise", type=fraction_below_one, default=d.label_noise, help="fraction of training labels randomized"
     )
     width = parser.add_argument_group("--axis width only")
     width.add_argument(
         "--widths",
-        type=_positive_int,
+        type=positive_int,
         nargs="+",
         default=argparse.SUPPRESS,
         metavar="WIDTH",
@@ -490,7 +434,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     width.add_argument(
         "--lrs",
-        type=_positive_float,
+        type=positive_float,
         nargs="+",
         default=argparse.SUPPRESS,
         metavar="LR",
@@ -498,7 +442,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     width.add_argument(
         "--weight-decay",
-        type=_positive_float,
+        type=positive_float,
         default=argparse.SUPPRESS,
         help="λ_base: every width's weight decay in the 'fixed' arm; in the 'timescale' arm TimescaleCallback"
         " holds the base width's tau_iter = 1 / (lr λ_base), so the hidden matrices get s λ_base"
@@ -623,7 +567,7 @@ def run_width(config: WidthConfig, out: Path, *, plot: bool = True, progress: bo
     sweep_dir.mkdir(parents=True)
     bar = tqdm(total=config.num_runs * config.epochs, unit="epoch", desc="width sweep", disable=not progress)
     try:
-        with _quiet_lightning(), warnings.catch_warnings():
+        with quiet_sweep(single_thread=True), warnings.catch_warnings():
             # the timescale arm starts from fixed-λ groups on purpose: the callback's pitfall warning is the point
             warnings.filterwarnings("ignore", message=r".*fixed-λ muP pitfall")
             run_width_demo(config, sweep_dir, plot=plot, extra_callbacks=[_EpochTick(bar)])

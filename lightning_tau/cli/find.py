@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lightning_tau.cli._args import fraction_above_zero, positive_float, positive_int
 from lightning_tau.finder_math import DEFAULT_TAU_EPOCHS
 
 __all__ = ["DIGITS_EPOCHS", "add_parser", "load_config"]
@@ -27,36 +27,6 @@ DIGITS_EPOCHS = 40
 
 #: Trainer settings a config may hold that the finder sets itself or does not carry over.
 _NOT_CARRIED = {"callbacks", "logger", "default_root_dir", "enable_progress_bar", "enable_checkpointing", "max_steps"}
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return value
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -80,10 +50,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         help="LightningCLI YAML (model:, data:, trainer:); when not given: the demo's digits task",
     )
-    parser.add_argument("--fraction", type=_fraction, default=0.25, help="share of the training set per run")
+    parser.add_argument("--fraction", type=fraction_above_zero, default=0.25, help="share of the training set per run")
     parser.add_argument(
         "--tau-epochs",
-        type=_positive_float,
+        type=positive_float,
         nargs="+",
         default=list(DEFAULT_TAU_EPOCHS),
         metavar="TAU",
@@ -92,7 +62,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], metavar="SEED", help="seeds per tau_epoch")
     parser.add_argument(
         "--epochs",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help=f"epochs per run; when not given: trainer.max_epochs of --config, else {DIGITS_EPOCHS}",
     )
@@ -137,11 +107,11 @@ def load_config(path: Path) -> tuple[Callable[[], Any], Any, dict[str, Any], lis
         raise ImportError(
             f"`lightning-tau find --config` needs jsonargparse: pip install 'lightning-tau[cli]' ({err})"
         ) from err
-    from lightning_tau.finder import _quiet_lightning
+    from lightning_tau._quiet import quiet_sweep
 
     argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns about arguments it was not given
     try:
-        with _quiet_lightning():
+        with quiet_sweep():
             cli = LightningCLI(
                 LightningModule,
                 LightningDataModule,
