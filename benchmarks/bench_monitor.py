@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import time
+import timeit
 
 import lightning.pytorch as pl
 import torch
@@ -70,8 +72,11 @@ def train_seconds(arm: str, steps: int, device: torch.device, log_dir: str) -> f
     g = torch.Generator().manual_seed(0)
     x = torch.randn(steps * 32, 32, generator=g)
     loader = DataLoader(TensorDataset(x, torch.randint(0, 10, (len(x),), generator=g)), batch_size=32)
+    # a fresh log folder per fit: Lightning lists the existing version_N folders when it names a new one, which
+    # would make every later fit in a shared folder a little slower than the one before
+    run_dir = tempfile.mkdtemp(dir=log_dir)
     trainer = pl.Trainer(
-        accelerator=device.type, devices=1, max_epochs=1, logger=CSVLogger(log_dir), enable_checkpointing=False,
+        accelerator=device.type, devices=1, max_epochs=1, logger=CSVLogger(run_dir), enable_checkpointing=False,
         enable_progress_bar=False, enable_model_summary=False, callbacks=ARMS[arm](),
     )  # fmt: skip
     model = SmallMLP()
@@ -85,8 +90,10 @@ def bench_overhead(args, device: torch.device) -> None:
     times: dict[str, list[float]] = {arm: [] for arm in ARMS}
     for arm in ARMS:
         train_seconds(arm, 20, device, args.log_dir)  # warm up imports and kernels
-    for _ in range(args.repeats):
-        for arm in ARMS:  # interleaved, so drifts in machine load hit every arm alike
+    arms = list(ARMS)
+    for repeat in range(args.repeats):
+        # interleaved, so drifts in machine load hit every arm alike, and rotated, so no arm always runs last
+        for arm in arms[repeat % len(arms) :] + arms[: repeat % len(arms)]:
             times[arm].append(train_seconds(arm, args.steps, device, args.log_dir))
     median = {arm: statistics.median(t) for arm, t in times.items()}
     ratio = median["monitor"] / median["none"]
@@ -108,6 +115,54 @@ def bench_overhead(args, device: torch.device) -> None:
         f" {args.steps} steps, fit set-up included); {median['noop'] / args.steps * 1e6:.0f} us per step with"
         " the no-op callback"
     )
+    hooks = time_default_hooks(device)
+    interval = 50  # the Trainer's default log_every_n_steps, as in the runs above
+    amortized = hooks["per_step"] + hooks["logging_step"] / interval
+    print(
+        f"(a) default callback, its own work timed hook by hook (timeit, the same model): {hooks['per_step']:.2f} us"
+        f" per optimizer step (the re-decide check, the monitor's step post-hook, the logging-step check) +"
+        f" {hooks['logging_step']:.0f} us per logging step (one read of the weights and the metrics, logger"
+        f" excluded) = {amortized:.1f} us per step at log_every_n_steps={interval}:"
+        f" {1 + amortized / (median['noop'] / args.steps * 1e6):.4f} x the no-op callback's step"
+    )
+
+
+class _HookTimer(pl.Callback):
+    """Times the default ``TimescaleCallback``'s hooks in place, mid-fit, with ``timeit`` (no logger calls)."""
+
+    def __init__(self) -> None:
+        self.result: dict[str, float] = {}
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+        if batch_idx != 10 or self.result:
+            return
+        (callback,) = [c for c in trainer.callbacks if isinstance(c, TimescaleCallback)]
+        monitor, optimizer = callback.monitor, trainer.optimizers[0]
+        assert monitor is not None
+        n = 20_000
+
+        def per_step() -> None:  # what runs every optimizer step that is not a logging step
+            callback.on_before_optimizer_step(trainer, pl_module, optimizer)
+            monitor._after_optimizer_step(optimizer, (), {})
+            callback.on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)  # step % interval != 0
+
+        self.result["per_step"] = timeit.timeit(per_step, number=n) / n * 1e6
+        self.result["logging_step"] = timeit.timeit(lambda: monitor._collect(trainer), number=200) / 200 * 1e6
+
+
+def time_default_hooks(device: torch.device) -> dict[str, float]:
+    """Microseconds of the default callback's own work per step and per logging step, measured inside a fit."""
+    timer = _HookTimer()
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(32 * 20, 32, generator=g)
+    loader = DataLoader(TensorDataset(x, torch.randint(0, 10, (len(x),), generator=g)), batch_size=32)
+    trainer = pl.Trainer(
+        accelerator=device.type, devices=1, max_epochs=1, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, log_every_n_steps=1000,
+        callbacks=[TimescaleCallback(tau_epoch=0.5, verbose=False), timer],
+    )  # fmt: skip
+    trainer.fit(SmallMLP().to(device), loader)
+    return timer.result
 
 
 def gpt2_params(device: torch.device) -> list[torch.Tensor]:

@@ -167,6 +167,7 @@ class TimescaleMonitor(Callback):
         self._optimizers: list[torch.optim.Optimizer] = []
         self._quiet_without_logger = False  # a `TimescaleCallback`'s default monitor says nothing with no logger
         self._group_counts: dict[int, int] = {}
+        self._states_of: dict[int, list[_GroupState]] = {}  # optimizer index -> its groups' states (per-step hook)
         self._restored: dict[str, Any] | None = None
         self._hooks: list[Any] = []
         # Lightning reads `state_key` around every hook call (to name the profiler section): build it once
@@ -196,7 +197,7 @@ class TimescaleMonitor(Callback):
         """Name the groups, restore the init-memory product from a checkpoint, and write the dashboard layout."""
         self._interval = self.logging_interval or trainer.log_every_n_steps
         restored = self._restored or {}
-        self.groups, self._optimizer_index, self._group_counts = [], {}, {}
+        self.groups, self._optimizer_index, self._group_counts, self._states_of = [], {}, {}, {}
         self._optimizers = list(trainer.optimizers)
         self._remove_hooks()
         for i, optimizer in enumerate(self._optimizers):
@@ -250,6 +251,7 @@ class TimescaleMonitor(Callback):
                 )
             )
         self._group_counts[index] = len(optimizer.param_groups)
+        self._states_of[index] = [s for s in self.groups if s.optimizer_index == index]
 
     def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         """Fold the step's ``1 - lr_t * wd_t`` into each group's init memory: O(groups) floats, no tensors."""
@@ -260,11 +262,13 @@ class TimescaleMonitor(Callback):
         param_groups = optimizer.param_groups
         if len(param_groups) != self._group_counts[index]:  # a group was added mid-fit (e.g. `BaseFinetuning`)
             self._add_groups(index)
-        for state in self.groups:
-            if state.optimizer_index != index:
-                continue
+        for state in self._states_of[index]:
             group = param_groups[state.group_index]
-            lr, wd = group_lr(group), float(group.get("weight_decay", 0.0))
+            lr, wd = group["lr"], group.get("weight_decay", 0.0)
+            if type(lr) is not float:  # a tensor lr (or an int): the general reader, off the common path
+                lr = group_lr(group)
+            if type(wd) is not float:
+                wd = float(wd)
             state.last_lr, state.last_weight_decay = lr, wd
             if state.hparams is None:
                 state.hparams = {"lr": reference_lr(group), "weight_decay": wd}
