@@ -51,3 +51,23 @@ def test_resume_with_a_new_dataset_size_recomputes_and_warns(tmp_path) -> None:
     # the restored optimizer state held 4.17; the first step after the resume must see the new closed form
     assert recorder.steps[0][0][1] == pytest.approx(10 / (1e-2 * 60 * 2.0))
     assert cb.groups[0].weight_decay_before == 0.1  # the user's own value, noted before the restore
+
+
+def test_per_step_resume_on_new_data_holds_the_new_tau_iter_from_the_first_step(tmp_path) -> None:
+    def cosine(m: TinyModel):
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=60, eta_min=1e-3)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True)
+    first = TimescaleCallback(tau_epoch=2.0, mode="per_step", verbose=False)
+    quiet_trainer(callbacks=[first, ckpt], enable_checkpointing=True, max_epochs=2).fit(
+        TinyModel(cosine), make_loader(n=120, batch_size=10)
+    )
+    recorder, cb = Recorder(), TimescaleCallback(tau_epoch=2.0, mode="per_step", verbose=False)
+    with pytest.warns(UserWarning, match=r"steps_per_epoch 12 -> 6, tau_iter 24.0 -> 12.0"):
+        quiet_trainer(callbacks=[cb, recorder], max_epochs=4).fit(
+            TinyModel(cosine), make_loader(n=60, batch_size=10), ckpt_path=str(tmp_path / "last.ckpt")
+        )
+    assert len(recorder.steps) == 12  # two more epochs of 6 steps, after the restored 24
+    assert [lr * wd for lr, wd in (s[0] for s in recorder.steps)] == pytest.approx([1 / 12.0] * 12)
