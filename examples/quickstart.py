@@ -2,8 +2,10 @@
 
 A small MLP learns a synthetic classification task (generated here, nothing downloaded). The only lines that
 concern lightning_tau are the import and ``callbacks=[TimescaleCallback(tau_epoch=...)]``: the callback reads
-``N`` (dataset size) and ``B`` (global batch size) from the Trainer and writes
-``weight_decay = B / (lr * N * tau_epoch)`` into AdamW before the first step.
+the optimizer steps per epoch ``M`` (here ``N / B``: dataset size over batch size) from the Trainer and writes
+``weight_decay = B / (lr * N * tau_epoch)`` into AdamW before the first step. The same line logs the EMA view
+(``tau_iter`` against its target, the weight RMS against its predicted equilibrium) to the Trainer's default
+TensorBoard logger; open it with the ``tensorboard --logdir`` command the script prints.
 
 Run::
 
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 
 import lightning.pytorch as pl
 import torch
+from lightning.pytorch.loggers import TensorBoardLogger
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -100,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--accelerator", default="auto")
     parser.add_argument("--fast", action="store_true", help="tiny run for tests: N=1024, 4 epochs")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--logdir", default="lightning_logs", help="where TensorBoard logs go")
     args = parser.parse_args(argv)
     if args.fast:
         args.dataset_size, args.max_epochs = 1024, 4
@@ -115,7 +119,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         devices=1,
         max_epochs=args.max_epochs,
         callbacks=[callback],
-        logger=False,
+        logger=TensorBoardLogger(args.logdir, name="quickstart", default_hp_metric=False),
+        log_every_n_steps=10,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
@@ -131,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"closed form B/(lr*N*tau_epoch): {closed_form:.6g}")
     print(f"val_loss: {first['val_loss']:.4f} -> {float(last['val_loss']):.4f}")
     print(f"val_acc: {first['val_acc']:.3f} -> {float(last['val_acc']):.3f}")
+    print(f"TensorBoard: tensorboard --logdir {trainer.logger.log_dir}")
 
 
 if __name__ == "__main__":

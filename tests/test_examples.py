@@ -56,6 +56,13 @@ def test_quickstart_writes_closed_form_weight_decay_and_learns(tmp_path: Path) -
     assert losses, out
     before, after = map(float, losses.groups())
     assert after < 0.8 * before
+    # the one callback line also logged the EMA view to the default TensorBoard logger
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    files = list((tmp_path / "lightning_logs" / "quickstart").rglob("events.out.tfevents.*"))
+    scalars = {tag for f in files for tag in EventAccumulator(str(f)).Reload().Tags()["scalars"]}
+    assert {"timescale/tau_iter/weights", "timescale/tau_iter_target/weights", "timescale/rms_ratio/weights"} <= scalars
+    assert f"tensorboard --logdir {files[0].parent.relative_to(tmp_path)}" in out
 
 
 def test_dataset_size_transfer_weight_decay_falls_as_one_over_n(tmp_path: Path) -> None:
