@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import lightning as L
 import pytest
 import torch
-from ddp_harness import DDP_TIMEOUT, clean_env
+from ddp_harness import DDP_TIMEOUT
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from test_examples import run_example
 
 from lightning_tau import apply_timescale, timescale, weight_decay_for_tau_epoch
 from lightning_tau.diagnostics import TimescaleTracker, WeightStatsPass, timescale_metrics
@@ -196,16 +195,7 @@ def test_timescale_metrics_rejects_a_tracker_of_other_optimizers_and_non_optimiz
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
 def test_fabric_gpt_example_as_two_process_ddp(tmp_path: Path, mode: str) -> None:
     args = ["--fast", "--devices", "2", "--strategy", "ddp", "--accelerator", "cpu", "--mode", mode, "--dump", "dump"]
-    proc = subprocess.run(
-        [sys.executable, str(EXAMPLE), *args],
-        cwd=tmp_path,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=DDP_TIMEOUT,
-    )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"examples/fabric_gpt.py {' '.join(args)} failed ({proc.returncode}):\n{out}"
+    out = run_example(EXAMPLE.name, tmp_path, *args, timeout=DDP_TIMEOUT)
     ranks = [json.loads((tmp_path / "dump" / f"rank{r}.json").read_text()) for r in (0, 1)]
 
     # --fast: 90% of 40,000 bytes in whole 32-token windows; B = 8 sequences x 32 tokens x 2 processes x 2 micro-batches
