@@ -12,7 +12,7 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PY) -m pip install --upgrade pip
 	# the CPU build of torch (a plain `torch` may pull a multi-GB CUDA build)
 	$(PY) -m pip install torch==2.13.0
-	$(PY) -m pip install -e '.[cli,demo,test,docs]'
+	$(PY) -m pip install -e '.[cli,demo,optuna,test,docs]'
 	# mup imports only torch and PyYAML; its declared requirements pull a torchvision that breaks CPU torch
 	$(PY) -m pip install --no-deps 'mup>=1.0.0'
 	# the optimizer families tests/test_optimizer_families.py checks (the `optimizers` extra), each verified to step

@@ -31,9 +31,9 @@ from typing import Any
 import torch
 
 from lightning_tau.cli.demo import DemoConfig
-from lightning_tau.demo_task import DigitsDataModule, DigitsMLP
-from lightning_tau.finder import TimescaleFinder
-from lightning_tau.finder_math import DEFAULT_TAU_EPOCHS, FinderResult, log_grid
+from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
+from lightning_tau.tuner.finder import TimescaleFinder
+from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, FinderResult, log_grid
 from lightning_tau.timescale import weight_decay_for_tau_iter
 
 FULL_SIZE = 1400

@@ -8,7 +8,7 @@ the dataset size, batch size and muP width.
 from lightning_tau.apply import AppliedTimescale, apply_timescale
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.diagnostics import TimescaleMonitor, TimescaleTracker, timescale_metrics
-from lightning_tau.finder import FinderResult, TimescaleFinder
+from lightning_tau.tuner.finder import FinderResult, TimescaleFinder
 from lightning_tau.optim import register_decay_kind
 from lightning_tau.param_groups import build_param_groups
 from lightning_tau.timescale import (

@@ -18,7 +18,7 @@ yaml = pytest.importorskip("yaml")
 
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.find import load_config  # noqa: E402
-from lightning_tau.demo_task import DigitsDataModule, DigitsMLP  # noqa: E402
+from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
 TINY = ["--epochs", "2", "--tau-epochs", "2", "8", "32", "--seeds", "0", "--no-progress"]
@@ -62,9 +62,9 @@ def _tiny_config(tmp_path: Path, **trainer: object) -> Path:
     config = {
         "seed_everything": 0,
         "trainer": {"accelerator": "cpu", "devices": 1, **trainer},
-        "model": {"class_path": "lightning_tau.demo_task.DigitsMLP", "init_args": {"hidden": 16, "depth": 1}},
+        "model": {"class_path": "lightning_tau.demos.digits.DigitsMLP", "init_args": {"hidden": 16, "depth": 1}},
         "data": {
-            "class_path": "lightning_tau.demo_task.DigitsDataModule",
+            "class_path": "lightning_tau.demos.digits.DigitsDataModule",
             "init_args": {"train_size": 200, "batch_size": 32},
         },
     }
@@ -86,7 +86,7 @@ def test_find_with_a_lightning_cli_config(tmp_path: Path, capsys: pytest.Capture
     assert (data["dataset_size"], data["subset_size"], data["batch_size"], data["epochs"]) == (200, 100, 32, 2)
     assert data["cost"] == 2 * 2 * 4 and data["full_cost"] == 2 * 2 * 7
     run = json.loads((out / "runs" / "4_0.json").read_text())
-    assert run["settings"]["model"]["class"] == "lightning_tau.demo_task.DigitsMLP"
+    assert run["settings"]["model"]["class"] == "lightning_tau.demos.digits.DigitsMLP"
     assert run["settings"]["model"]["hparams"]["hidden"] == 16
     assert not (out / "tau_finder.png").exists()
 

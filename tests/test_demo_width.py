@@ -26,7 +26,7 @@ from tensorboard.plugins.hparams import plugin_data_pb2  # noqa: E402
 
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.demo import QUICK_WIDTH  # noqa: E402
-from lightning_tau.demo_width import ARMS, MuDigitsMLP, WidthConfig, run_one_width  # noqa: E402
+from lightning_tau.demos.width import ARMS, MuDigitsMLP, WidthConfig, run_one_width  # noqa: E402
 
 # one epoch of 4 steps per run: enough for the optimizer to take steps, cheap on two shared cores
 TINY = WidthConfig(widths=[16, 64], lrs=[1e-2], seeds=[0], epochs=1, train_size=128, batch_size=32, weight_decay=0.5)

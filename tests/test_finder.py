@@ -13,8 +13,8 @@ import torch
 from torch.utils.data import DataLoader, Subset, TensorDataset
 
 from lightning_tau import TimescaleCallback
-from lightning_tau.finder import TimescaleFinder, subset_dataloader
-from lightning_tau.finder_math import CurvePoint, FinderResult, log_grid, smoothed_optimum
+from lightning_tau.tuner.finder import TimescaleFinder, subset_dataloader
+from lightning_tau.tuner.curve import CurvePoint, FinderResult, log_grid, smoothed_optimum
 from lightning_tau.param_groups import build_param_groups
 
 N_TRAIN, BATCH, LR, EPOCHS = 120, 16, 1e-2, 2
@@ -221,7 +221,7 @@ def test_finder_reduce_best_and_another_monitor_reuse_the_runs(tmp_path: Path) -
 
 def test_finder_with_a_datamodule_and_a_missing_monitor(tmp_path: Path) -> None:
     pytest.importorskip("sklearn")
-    from lightning_tau.demo_task import DigitsDataModule, DigitsMLP
+    from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
 
     finder = _finder(tmp_path, fraction=0.5, tau_epochs=(4.0,), trainer_kwargs={"max_epochs": 1, "accelerator": "cpu"})
     with pytest.raises(ValueError, match=r"monitor='val_loss'\)`: the model logged no such metric.*'val/loss'"):

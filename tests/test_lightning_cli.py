@@ -16,7 +16,7 @@ pytest.importorskip("sklearn")
 from lightning.pytorch.cli import LightningCLI  # noqa: E402
 
 from lightning_tau import TimescaleCallback, TimescaleMonitor  # noqa: E402
-from lightning_tau.demo_task import DigitsDataModule, DigitsMLP, main  # noqa: E402
+from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP, main  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
 

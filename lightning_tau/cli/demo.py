@@ -1,6 +1,6 @@
 """``lightning-tau demo``: sweep weight decay x dataset size on bundled digits and show where the optimum moves.
 
-Each run is a Lightning fit of :class:`~lightning_tau.demo_task.DigitsMLP` on a training set of ``N`` digits,
+Each run is a Lightning fit of :class:`~lightning_tau.demos.digits.DigitsMLP` on a training set of ``N`` digits,
 with :class:`~lightning_tau.TimescaleCallback` setting AdamW's weight decay from the run's ``tau_epoch``:
 ``weight_decay = B / (lr * N * tau_epoch)``. One ``tau_epoch`` grid per dataset size is therefore a different
 weight-decay grid per size. Every run logs to TensorBoard (its own run directory, with ``dataset_size``,
@@ -10,7 +10,7 @@ weight-decay grid per size. Every run logs to TensorBoard (its own run directory
 :class:`~lightning_tau.diagnostics.TimescaleMonitor` (timescales and weight RMS against its prediction).
 
 ``--axis width`` runs the other sweep instead: μP width x learning rate with the weight decay fixed across widths
-against ``TimescaleCallback`` (:mod:`lightning_tau.demo_width`). Both axes write ``summary.json`` (each line's
+against ``TimescaleCallback`` (:mod:`lightning_tau.demos.width`). Both axes write ``summary.json`` (each line's
 optimum) into the sweep folder.
 
 The default setup follows the paper's: a fixed number of epochs for every size, a fixed batch size and initial
@@ -40,8 +40,8 @@ from lightning_tau import timescale as tau_math
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.cli._args import fraction_below_one, positive_float, positive_int
-from lightning_tau.demo_task import DIGITS_SIZE, DigitsDataModule, DigitsMLP
-from lightning_tau.demo_width import WidthConfig
+from lightning_tau.demos.digits import DIGITS_SIZE, DigitsDataModule, DigitsMLP
+from lightning_tau.demos.width import WidthConfig
 from lightning_tau.diagnostics import TimescaleMonitor
 
 __all__ = [
@@ -502,7 +502,7 @@ def _main(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        from lightning_tau.demo_task import load_digits_tensors
+        from lightning_tau.demos.digits import load_digits_tensors
 
         load_digits_tensors()
     except ImportError as err:
@@ -545,8 +545,8 @@ def _main_width(args: argparse.Namespace) -> int:
             " the only weights μP's lr / s touches)."
         )
     try:
-        from lightning_tau.demo_task import load_digits_tensors
-        from lightning_tau.demo_width import _import_mup
+        from lightning_tau.demos.digits import load_digits_tensors
+        from lightning_tau.demos.width import _import_mup
 
         load_digits_tensors()
         _import_mup()
@@ -558,10 +558,10 @@ def _main_width(args: argparse.Namespace) -> int:
 
 
 def run_width(config: WidthConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
-    """Run the width sweep (:func:`~lightning_tau.demo_width.run_width_demo`) into a new ``out/sweep_K``; returns it."""
+    """Run the width sweep (:func:`~lightning_tau.demos.width.run_width_demo`) into a new ``out/sweep_K``; returns it."""
     from tqdm.auto import tqdm
 
-    from lightning_tau.demo_width import run_width_demo
+    from lightning_tau.demos.width import run_width_demo
 
     sweep_dir = next_sweep_dir(out)
     sweep_dir.mkdir(parents=True)

@@ -1,6 +1,6 @@
 """``lightning-tau find``: tune ``tau_epoch`` on a fraction of the training set and print the full run's weight decay.
 
-Runs :class:`~lightning_tau.finder.TimescaleFinder`: one Lightning fit per ``tau_epoch`` x seed on a fixed random
+Runs :class:`~lightning_tau.tuner.finder.TimescaleFinder`: one Lightning fit per ``tau_epoch`` x seed on a fixed random
 subset of the training set, for the epochs the full run will train. Without ``--config`` the task is the demo's
 (bundled 8x8 digits, ``DigitsMLP``, N=1400, B=64, 40 epochs); with ``--config`` it is the model and data of a
 LightningCLI YAML file (``model:`` and ``data:`` with ``class_path`` entries, ``trainer.max_epochs``). Prints the
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lightning_tau.cli._args import fraction_above_zero, positive_float, positive_int
-from lightning_tau.finder_math import DEFAULT_TAU_EPOCHS
+from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS
 
 __all__ = ["DIGITS_EPOCHS", "add_parser", "load_config"]
 
@@ -152,7 +152,7 @@ def load_config(path: Path) -> tuple[Callable[[], Any], Any, dict[str, Any], lis
 def _main(args: argparse.Namespace) -> int:
     import torch
 
-    from lightning_tau.finder import TimescaleFinder
+    from lightning_tau.tuner.finder import TimescaleFinder
 
     if args.config is not None:
         if not args.config.is_file():
@@ -172,7 +172,7 @@ def _main(args: argparse.Namespace) -> int:
             return 2
         monitor = args.monitor or "val_loss"
     else:
-        from lightning_tau.demo_task import DigitsDataModule, DigitsMLP, load_digits_tensors
+        from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP, load_digits_tensors
 
         try:
             load_digits_tensors()

@@ -9,7 +9,7 @@ decay* instead would make the full run's timescale ``1 / fraction`` times too sh
 Each run is a fresh Lightning fit with :class:`~lightning_tau.TimescaleCallback` and is stored as a small JSON file
 (``root_dir/runs/<tau_epoch>_<seed>.json``, next to its TensorBoard logs in ``root_dir/tb``); a later ``fit`` with
 the same settings reads it back instead of training it again. The pure parts (grid, smoothing, result) live in
-:mod:`lightning_tau.finder_math`.
+:mod:`lightning_tau.tuner.curve`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing_extensions import override
 
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
-from lightning_tau.finder_math import DEFAULT_TAU_EPOCHS, CurvePoint, FinderResult, Mode
+from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, CurvePoint, FinderResult, Mode
 
 __all__ = ["TimescaleFinder", "subset_dataloader"]
 
@@ -133,13 +133,13 @@ class TimescaleFinder:
     ``N``. It reads the validation metric ``monitor`` after every validation and compares runs by its value
     after the last epoch (``reduce="last"``, the default: what the full run ends with) or by its best value over
     the epochs (``reduce="best"``). The suggestion is the vertex of a parabola in ``log(tau_epoch)`` fitted to the
-    seed-mean curve around its best grid point (:func:`~lightning_tau.finder_math.smoothed_optimum`).
+    seed-mean curve around its best grid point (:func:`~lightning_tau.tuner.curve.smoothed_optimum`).
 
     Args:
         fraction: share of the training set each run trains on, in ``(0, 1]``; the subset holds
             ``round(fraction * N)`` samples, fixed by ``subset_seed``.
         tau_epochs: the ``tau_epoch`` grid (positive, distinct; log-spaced is best, e.g.
-            :func:`~lightning_tau.finder_math.log_grid`).
+            :func:`~lightning_tau.tuner.curve.log_grid`).
         seeds: seeds per ``tau_epoch`` (model initialization and batch order); the curve is their mean.
         monitor: the logged validation metric to compare (e.g. ``"val_loss"``, ``"val/loss"``).
         mode: ``"min"`` if lower ``monitor`` is better, ``"max"`` if higher is.

@@ -1,7 +1,7 @@
 """The timescale finder's pure parts: the ``tau_epoch`` grid, the smoothed optimum, and the result with its JSON.
 
 No Lightning import (numpy only; matplotlib is imported by :meth:`FinderResult.plot` when it draws). The
-Lightning side, which trains the runs, is :mod:`lightning_tau.finder`.
+Lightning side, which trains the runs, is :mod:`lightning_tau.tuner.finder`.
 
 The suggested ``tau_epoch`` is not the argmin of a noisy grid. :func:`smoothed_optimum` fits a parabola in
 ``log(tau_epoch)`` by least squares to the seed-mean curve at the grid's best point and its neighbours

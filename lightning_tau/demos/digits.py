@@ -5,7 +5,7 @@ Small enough to sweep dataset size x weight decay on a laptop CPU in minutes, wi
 set; training sets of different sizes are nested prefixes of the rest, so a larger run sees every sample a smaller
 one saw.
 
-Both classes work with ``LightningCLI`` too (every argument is typed); ``python -m lightning_tau.demo_task fit
+Both classes work with ``LightningCLI`` too (every argument is typed); ``python -m lightning_tau.demos.digits fit
 --config examples/configs/digits_timescale.yaml`` trains one run from a YAML file.
 """
 
@@ -243,7 +243,7 @@ class DigitsMLP(pl.LightningModule):
 
 
 def main(args: Any = None) -> None:
-    """Train one run with ``LightningCLI`` (``python -m lightning_tau.demo_task fit --config FILE``).
+    """Train one run with ``LightningCLI`` (``python -m lightning_tau.demos.digits fit --config FILE``).
 
     Needs jsonargparse: ``pip install lightning-tau[cli,demo]``.
     """

@@ -7,7 +7,7 @@ held fixed across widths their AdamW timescale ``tau_iter = 1 / (lr λ)`` grows 
 drifts with width late in training; holding ``tau_iter`` (``λ = s λ_base``) restores the transfer.
 
 This module sweeps ``width x lr x seed`` for two arms on scikit-learn's bundled digits
-(:class:`~lightning_tau.demo_task.DigitsDataModule`, nothing downloaded):
+(:class:`~lightning_tau.demos.digits.DigitsDataModule`, nothing downloaded):
 
 - ``fixed``: ``MuAdamW`` with every decaying group's weight decay set back to ``λ_base`` after mup 1.0.0 multiplied
   the hidden groups' by ``s`` — the same ``λ`` at every width (the paper's Eq. standard_mup; what newer mup's
@@ -43,7 +43,7 @@ from typing_extensions import override
 from lightning_tau import timescale as tau_math
 from lightning_tau._table import table_lines
 from lightning_tau.callback import TimescaleCallback
-from lightning_tau.demo_task import COSINE_FINAL_LR_RATIO, DigitsDataModule, DigitsMLP
+from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, DigitsDataModule, DigitsMLP
 from lightning_tau.diagnostics import TimescaleMonitor
 
 __all__ = [
@@ -225,7 +225,7 @@ class WidthConfig:
         depth: linear layers before the readout.
         schedule: ``"cosine"`` (to ``0.1 * lr``) or ``"constant"``.
         arms: which arms to run.
-        label_noise: fraction of training labels randomized (see :class:`~lightning_tau.demo_task.DigitsDataModule`).
+        label_noise: fraction of training labels randomized (see :class:`~lightning_tau.demos.digits.DigitsDataModule`).
         decay_readout: see :class:`MuDigitsMLP`.
         other_lr: see :class:`MuDigitsMLP`.
     """
