@@ -17,6 +17,7 @@ from torch.utils.hooks import RemovableHandle
 from lightning_tau import timescale
 from lightning_tau.decide import GroupInput, GroupTimescale, RunShape, decide_groups, resolve_tau_iter
 from lightning_tau.optim import decay_kind, group_lr, group_names, group_width_mult, reference_lr, unsupported_message
+from lightning_tau.width import group_width_problem
 
 __all__ = ["AppliedTimescale", "apply_timescale", "gather_groups", "write_per_step", "write_weight_decays"]
 
@@ -58,6 +59,7 @@ def gather_groups(
                     weight_decay_before=before,
                     managed=i in managed_optimizers and before > 0,
                     width_mult=group_width_mult(group),
+                    width_problem=group_width_problem(group),
                 )
             )
     return out

@@ -18,7 +18,14 @@ from typing_extensions import override
 from lightning_tau import timescale
 from lightning_tau._trainer import read_run_shape
 from lightning_tau.apply import check_size, gather_groups, write_per_step, write_weight_decays
-from lightning_tau.decide import GroupTimescale, RunShape, decide_groups, resolve_tau_iter, shape_changes
+from lightning_tau.decide import (
+    GroupTimescale,
+    RunShape,
+    check_width_exponent,
+    decide_groups,
+    resolve_tau_iter,
+    shape_changes,
+)
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
 from lightning_tau.optim import decay_kind, reference_lr, unsupported_message
 from lightning_tau.schedule import ScheduledStep, planned_lr_sums
@@ -97,6 +104,24 @@ class TimescaleCallback(Callback):
             parameters, counted at fit start. Pass your own (e.g. non-embedding) count to match another convention.
         power_law_coefficient: ``a`` of the power law (default 1.084, Bergsma et al. 2025).
         power_law_exponent: ``b`` of the power law (default -0.527).
+        width_exponent: how weight decay scales with the muP width multiplier ``s`` of a group, ``lambda ∝ s ** alpha``
+            at fixed ``tau_epoch``. ``1`` (default) is Wang & Aitchison's rule, ``lambda = s * lambda_base``, which
+            every group's own lr gives (each group holds ``tau_iter``); Fan et al. 2025 argue for ``0.5``; ``0`` is
+            direct muP with ``lambda`` fixed across widths. Another ``alpha`` multiplies a group's weight decay by
+            ``s ** (alpha - 1)`` (its ``tau_iter`` becomes ``s ** (1 - alpha)`` times the run's); groups at
+            ``s = 1`` are unaffected. ``s`` is the group's ``width_mult`` key or mup's ``p.infshape`` (every
+            parameter annotated, one multiplier per group); a decaying group whose ``s`` cannot be read is an error
+            at train start. A mapping from group name to ``alpha`` (e.g. ``{"hidden": 0.5}``) sets it per group;
+            groups it does not name keep 1, and a name the run does not have is an error at train start.
+        decay_vectors: the callback warns once, before training, when a decaying group holds 1-D parameters
+            (biases, norm weights), which usually should not decay (pass ``self.parameters()`` to AdamW and they
+            do); ``True`` says you mean it and silences the warning. It never changes the values written.
+        steps_per_epoch: manual optimization: ``{optimizer_index: M}``, the steps that optimizer really takes per
+            epoch, when it is not stepped once per batch (a GAN generator stepped every second batch). Without
+            it each optimizer is assumed to step once per batch until its steps are counted: in manual
+            optimization the callback counts every optimizer's steps over each full epoch and, where they differ
+            from the ``M`` it assumed, warns (that epoch's ``tau_epoch`` was off by the ratio) and re-decides from
+            the count at the next epoch's first step.
         monitor: the EMA diagnostics this callback logs through ``trainer.loggers`` (per group ``tau_iter``,
             ``tau_epoch`` and their targets, weight magnitudes, the predicted equilibrium norm; TensorBoard
             dashboards and HParams): ``True`` (default) a :class:`~lightning_tau.TimescaleMonitor` with its
@@ -104,10 +129,11 @@ class TimescaleCallback(Callback):
             ``TimescaleMonitor`` with the same ``prefix``, that one logs instead, so no key is logged twice.
 
     Raises:
-        ValueError: at construction for a bad argument; at fit start for an optimizer with coupled decay, no
-            param group to manage, an epoch length that cannot be read, or a timescale of one optimizer step or
-            less (``lr * weight_decay >= 1``; the message names the smallest valid ``tau_epoch``). Always before
-            the optimizer step that would use the value.
+        ValueError: at construction for a bad argument; at fit start for a second ``TimescaleCallback`` in the
+            Trainer, an optimizer with coupled decay, no param group to manage, an epoch length that cannot be
+            read, a ``width_exponent`` that cannot be applied, or a timescale of one optimizer step or less
+            (``lr * weight_decay >= 1``; the message names the smallest valid ``tau_epoch``). Always before the
+            optimizer step that would use the value.
 
     Example:
         >>> import lightning.pytorch as pl
@@ -133,6 +159,9 @@ class TimescaleCallback(Callback):
         num_params: int | None = None,
         power_law_coefficient: float = timescale.POWER_LINES_COEFFICIENT,
         power_law_exponent: float = timescale.POWER_LINES_EXPONENT,
+        width_exponent: float | dict[str, float] = 1.0,
+        decay_vectors: bool = False,
+        steps_per_epoch: dict[int, float] | None = None,
         monitor: bool | TimescaleMonitor = True,
     ) -> None:
         if not isinstance(monitor, (bool, TimescaleMonitor)):
@@ -180,11 +209,18 @@ class TimescaleCallback(Callback):
         if mode not in ("constant", "per_step"):
             raise ValueError(f"`TimescaleCallback(mode={mode!r})` is not supported. Use 'constant' or 'per_step'.")
         self.mode: Mode = mode
-        for name, value in (("skip_unsupported_optimizers", skip_unsupported_optimizers), ("verbose", verbose)):
+        for name, value in (
+            ("skip_unsupported_optimizers", skip_unsupported_optimizers),
+            ("verbose", verbose),
+            ("decay_vectors", decay_vectors),
+        ):
             if not isinstance(value, bool):
                 raise ValueError(f"`TimescaleCallback({name}={value!r})` is not valid: use True or False.")
         self.skip_unsupported_optimizers = skip_unsupported_optimizers
         self.verbose = verbose
+        self.decay_vectors = decay_vectors
+        self.width_exponent = check_width_exponent(width_exponent)
+        self.steps_per_epoch = _checked_steps_per_epoch(steps_per_epoch)
 
         # decided at train start, and again whenever the run changes
         self.shape: RunShape | None = None
@@ -194,7 +230,13 @@ class TimescaleCallback(Callback):
         self._before: dict[tuple[int, int], float] = {}  # the user's own weight decay per (optimizer, group)
         self._decoupled: set[int] = set()  # indices of the optimizers this callback manages
         self._pinned_lr: dict[tuple[int, int], float] = {}
-        self._managed: dict[int, list[int]] = {}  # id(optimizer) -> indices of managed groups (per-step writes)
+        # id(optimizer) -> (tau_iter, indices of managed groups holding it), for the per-step writes
+        self._managed: dict[int, list[tuple[float, list[int]]]] = {}
+        self._optimizer_index: dict[int, int] = {}  # id(optimizer) -> its index in trainer.optimizers
+        self._optimizer_m: dict[int, float] = {}  # optimizer index -> the M it was decided with, where not the run's
+        self._counts: dict[int, int] = {}  # manual optimization: optimizer index -> steps taken this epoch
+        self._batches_in_epoch = 0
+        self._measured: dict[int, tuple[int, int]] = {}  # optimizer index -> (steps, batches) of its last full epoch
         self._group_counts: dict[int, int] = {}  # id(optimizer) -> len(param_groups) when last decided
         self._decided_epoch: int | None = None
         self._restored: dict[str, Any] | None = None
@@ -262,8 +304,25 @@ class TimescaleCallback(Callback):
 
         Runs before a checkpoint's optimizer state is restored, so the values noted are the user's own.
         """
+        others = [cb for cb in trainer.callbacks if isinstance(cb, TimescaleCallback)]  # type: ignore[attr-defined]
+        if len(others) > 1:
+            raise ValueError(
+                f"This Trainer has {len(others)} `TimescaleCallback`s ("
+                + ", ".join(_describe(cb) for cb in others)
+                + "). Each rewrites the same param groups' weight decay, so the last one would silently win. Keep"
+                " one (a `TimescaleMonitor` next to it is fine, for diagnostics alone)."
+            )
         self._before, self._decoupled, self._pinned_lr = {}, set(), {}
         self.shape, self._decided_epoch = None, None
+        self._optimizer_m, self._counts, self._batches_in_epoch, self._measured = {}, {}, 0, {}
+        if self.steps_per_epoch is not None:
+            bad = sorted(i for i in self.steps_per_epoch if i >= len(trainer.optimizers))
+            if bad:
+                raise ValueError(
+                    f"`TimescaleCallback(steps_per_epoch={self.steps_per_epoch!r})` names optimizer index(es) {bad},"
+                    f" but the LightningModule has {len(trainer.optimizers)} optimizer(s) (indices from 0, in the"
+                    " order `configure_optimizers` returns them)."
+                )
         self._own_monitor = self.monitor
         if self.monitor is not None and any(
             isinstance(cb, TimescaleMonitor) and cb.prefix == self.monitor.prefix
@@ -324,16 +383,52 @@ class TimescaleCallback(Callback):
             id(optimizer)
         ):
             self._decide(trainer)
+        if not pl_module.automatic_optimization:  # count each optimizer's real steps (see `steps_per_epoch`)
+            index = self._optimizer_index.get(id(optimizer))
+            if index is not None:
+                self._counts[index] = self._counts.get(index, 0) + 1
         if self.mode == "per_step":
-            assert self.resolved_tau_iter is not None
-            write_per_step(optimizer, self._managed.get(id(optimizer), ()), self.resolved_tau_iter)
+            for tau_iter, indices in self._managed.get(id(optimizer), ()):
+                write_per_step(optimizer, indices, tau_iter)
+
+    @override
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._counts, self._batches_in_epoch = {}, 0
 
     @override
     def on_train_batch_end(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
+        self._batches_in_epoch += 1
         if self._own_monitor is not None:
             self._own_monitor.on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+
+    @override
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Manual optimization: compare each optimizer's steps this epoch with the ``M`` it was decided with."""
+        if pl_module.automatic_optimization or self.shape is None:
+            return
+        planned = trainer.num_training_batches
+        full = self._batches_in_epoch > 0 and (
+            self._batches_in_epoch == planned if math.isfinite(planned) else not trainer.should_stop
+        )
+        if not full:  # cut short (max_steps, a stop): the count says nothing about an epoch
+            return
+        for i in sorted(self._decoupled):
+            used = self._optimizer_m.get(i, self.shape.steps_per_epoch)
+            counted = self._counts.get(i, 0)
+            if counted == 0:
+                continue
+            if counted != self._batches_in_epoch or i in self._measured or i in self._optimizer_m:
+                self._measured[i] = (counted, self._batches_in_epoch)
+            if used is not None and not math.isclose(counted, used, rel_tol=1e-9):
+                rank_zero_warn(
+                    f"`TimescaleCallback`: optimizer {i} took {counted} steps in epoch {trainer.current_epoch}"
+                    f" ({self._batches_in_epoch} batches), but its weight decay assumed M={used:g} steps per epoch,"
+                    f" so its tau_epoch there was {used / counted:.4g} times the target. From the next epoch its M"
+                    " is the count (counted again every epoch). Pass"
+                    f" `TimescaleCallback(steps_per_epoch={{{i}: {counted}}})` to have it right from the first step."
+                )
 
     @override
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -380,7 +475,12 @@ class TimescaleCallback(Callback):
         )
         for g in inputs:  # a group added since: its value now is the user's own
             self._before.setdefault((g.optimizer_index, g.group_index), g.weight_decay_before)
-        groups = decide_groups(inputs, tau_iter)
+        optimizer_m = self._optimizer_steps_per_epoch(trainer, shape)
+        tau_iters = self._optimizer_tau_iters(trainer, shape, optimizer_m, tau_iter, first)
+        try:
+            groups = decide_groups(inputs, tau_iters, width_exponent=self.width_exponent)
+        except ValueError as err:
+            raise ValueError(f"`TimescaleCallback`: {err}") from None
         write_weight_decays(trainer.optimizers, groups)
         previous = {(g.optimizer_index, g.group_index): g for g in self.groups}
         for g in groups:  # the look-ahead is re-run only when something changed (see `_report_change`)
@@ -390,10 +490,18 @@ class TimescaleCallback(Callback):
         old_shape, old_groups, old_tau_iter = self.shape, self.groups, self.resolved_tau_iter
         self.shape, self.groups, self.resolved_tau_iter = shape, groups, tau_iter
         self.resolved_tau_epoch = tau_iter / shape.steps_per_epoch if shape.steps_per_epoch else None
+        self._optimizer_m = optimizer_m
+        self._optimizer_index = {id(o): i for i, o in enumerate(trainer.optimizers)}
         self._managed = {}
         for g in groups:
             if g.decays:
-                self._managed.setdefault(id(trainer.optimizers[g.optimizer_index]), []).append(g.group_index)
+                assert g.tau_iter is not None
+                held = self._managed.setdefault(id(trainer.optimizers[g.optimizer_index]), [])
+                same = [indices for tau, indices in held if tau == g.tau_iter]
+                if same:
+                    same[0].append(g.group_index)
+                else:
+                    held.append((g.tau_iter, [g.group_index]))
         self._group_counts = {id(o): len(o.param_groups) for o in trainer.optimizers}
         self._decided_epoch = trainer.current_epoch
         target_epoch = self.tau_epoch if self.tau_epoch is not None else self.resolved_tau_epoch
@@ -402,7 +510,8 @@ class TimescaleCallback(Callback):
         if first:
             self._check_resume()
             self._report_width(trainer)
-            self._report(trainer, [tau_note] if tau_note else [])
+            self._report_vectors(trainer)
+            self._report(trainer, [n for n in (tau_note, self._width_note(), self._manual_note(trainer)) if n])
         else:
             assert old_shape is not None and old_tau_iter is not None
             self._report_change(trainer, old_shape, old_groups, old_tau_iter)
@@ -428,6 +537,99 @@ class TimescaleCallback(Callback):
             when = "" if first else f" at epoch {trainer.current_epoch} ({' '.join(shape.sources)})"
             raise ValueError(f"`TimescaleCallback`{when}: {err}") from None
         return steps, None
+
+    def _optimizer_steps_per_epoch(self, trainer: pl.Trainer, shape: RunShape) -> dict[int, float]:
+        """``M`` per optimizer index where it is not the run's: counted over the last full epoch (manual
+        optimization), else declared in ``steps_per_epoch``."""
+        out: dict[int, float] = {}
+        for i in range(len(trainer.optimizers)):
+            if i in self._measured:
+                steps, batches = self._measured[i]
+                m = shape.steps_per_epoch
+                out[i] = float(steps) if m is None or m == batches else steps * m / batches  # the ratio holds
+            elif self.steps_per_epoch is not None and i in self.steps_per_epoch:
+                out[i] = self.steps_per_epoch[i]
+        return out
+
+    def _optimizer_tau_iters(
+        self, trainer: pl.Trainer, shape: RunShape, optimizer_m: dict[int, float], tau_iter: float, first: bool
+    ) -> float | dict[int, float]:
+        """The run's ``tau_iter``, or one per optimizer when an optimizer takes its own number of steps per epoch
+        (``tau_epoch`` is held in each optimizer's own steps; ``tau_iter`` and the power law are in steps already)."""
+        if not optimizer_m or self.tau_epoch is None:
+            return tau_iter
+        out: dict[int, float] = {}
+        for i in range(len(trainer.optimizers)):
+            if i not in optimizer_m:
+                out[i] = tau_iter
+                continue
+            try:
+                out[i] = resolve_tau_iter(tau_epoch=self.tau_epoch, steps_per_epoch=optimizer_m[i])
+            except ValueError as err:
+                when = "" if first else f" at epoch {trainer.current_epoch}"
+                raise ValueError(f"`TimescaleCallback`{when}, optimizer {i}: {err}") from None
+        return out
+
+    def _width_note(self) -> str | None:
+        """A summary line for a width exponent other than 1 (the table's tau_iter column shows each group's)."""
+        if self.width_exponent == 1.0 or not self.width_exponent:
+            return None
+        scaled = [g for g in self.groups if g.decays and g.width_exponent != 1.0 and (g.width_mult or 1.0) != 1.0]
+        rule = (
+            f"width_exponent={self.width_exponent:g}"
+            if isinstance(self.width_exponent, float)
+            else f"width_exponent={self.width_exponent!r}"
+        )
+        if not scaled:
+            return f"{rule}: no decaying group has a width multiplier other than 1, so it changes nothing."
+        return (
+            f"{rule}: weight decay ∝ s^alpha across widths, so a group at width multiplier s holds"
+            " tau_iter x s^(1 - alpha): "
+            + ", ".join(f"{g.name} (s={g.width_mult:g}, alpha={g.width_exponent:g})" for g in scaled)
+            + "."
+        )
+
+    def _manual_note(self, trainer: pl.Trainer) -> str | None:
+        """Manual optimization: say what ``M`` each optimizer is assumed to take until its steps are counted."""
+        module = trainer.lightning_module
+        if module.automatic_optimization or self.shape is None or self.tau_epoch is None:
+            return None
+        m = self.shape.steps_per_epoch
+        declared = ", ".join(f"optimizer {i}: M={v:g}" for i, v in sorted(self._optimizer_m.items()))
+        return (
+            "Manual optimization: tau_epoch is held in each optimizer's own steps per epoch; "
+            + (f"{declared} as declared, the others " if declared else "each optimizer ")
+            + f"assumed to step once per batch (M={_fmt(m)}) until an epoch's steps are counted (warned and"
+            " re-decided at the next epoch if they differ)."
+        )
+
+    def _report_vectors(self, trainer: pl.Trainer) -> None:
+        """Warn once when a decaying group holds 1-D parameters (biases, norm weights) and the user did not say so."""
+        if self.decay_vectors:
+            return
+        names = {id(p): n for n, p in trainer.lightning_module.named_parameters()}
+        parts = []
+        for g in self.groups:
+            if not g.decays:
+                continue
+            group = trainer.optimizers[g.optimizer_index].param_groups[g.group_index]
+            vectors = [p for p in group["params"] if p.ndim <= 1]
+            if vectors:
+                shown = [names.get(id(p), f"<{tuple(p.shape)} tensor>") for p in vectors[:_LISTED]]
+                more = f" and {len(vectors) - _LISTED} more" if len(vectors) > _LISTED else ""
+                parts.append(
+                    f"{g.name!r} ({len(vectors)} of {len(group['params'])}: {', '.join(shown)}{more}; weight decay"
+                    f" {g.weight_decay:.4g})"
+                )
+        if parts:
+            rank_zero_warn(
+                "`TimescaleCallback`: these decaying param groups hold 1-D parameters (biases, norm weights), which"
+                " get the same weight decay as the matrices and are pulled toward zero: "
+                + "; ".join(parts)
+                + ". Usually they should not decay: give them a group with `weight_decay=0`, e.g."
+                " `torch.optim.AdamW(lightning_tau.build_param_groups(model, weight_decay=0.1), lr=...)` (biases and"
+                " norms in `no_decay`). If you mean to decay them, pass `TimescaleCallback(decay_vectors=True)`."
+            )
 
     def _pin_reference_lrs(self, trainer: pl.Trainer) -> dict[tuple[int, int], float]:
         """Reference lrs to hold fixed: a group with no ``initial_lr``/``max_lr`` under a scheduler that moves its
@@ -470,7 +672,10 @@ class TimescaleCallback(Callback):
     def _report_width(self, trainer: pl.Trainer) -> None:
         """Warn about fixed-λ muP groups (what ``configure_optimizers`` set vs. what was written); log ``s``."""
         rates = [GroupRate(g.name, g.reference_lr, g.weight_decay_before, g.width_mult) for g in self.groups]
-        self.fixed_lambda_pitfalls = find_fixed_lambda_pitfall([r for r, g in zip(rates, self.groups) if g.decays])
+        # a group with another width exponent follows the rule the user chose, not the one the pitfall checks
+        self.fixed_lambda_pitfalls = find_fixed_lambda_pitfall(
+            [r for r, g in zip(rates, self.groups) if g.decays and g.width_exponent == 1.0]
+        )
         if self.fixed_lambda_pitfalls:
             written = {g.name: g.weight_decay for g in self.groups}
             rank_zero_warn(
@@ -541,25 +746,33 @@ class TimescaleCallback(Callback):
         if remaining is None:
             return None
         assert self.resolved_tau_iter is not None
+        run_m = self.resolved_steps_per_epoch
         if self.mode == "per_step":
             for g in self.groups:
                 if g.decays:
-                    g.planned_timescales = remaining / self.resolved_tau_iter
+                    assert g.tau_iter is not None
+                    g.planned_timescales = self._optimizer_remaining(g.optimizer_index, remaining) / g.tau_iter
             return remaining
-        steps_per_epoch = self.resolved_steps_per_epoch or float("nan")
         for i, optimizer in enumerate(trainer.optimizers):
             specs = [
                 ScheduledStep(c.scheduler, c.interval, c.frequency)
                 for c in trainer.lr_scheduler_configs
                 if getattr(c.scheduler, "optimizer", None) is optimizer
             ]
-            sums = planned_lr_sums(optimizer, specs, remaining, steps_per_epoch) if specs else None
+            steps_i = self._optimizer_remaining(i, remaining)
+            m_i = self._optimizer_m.get(i, run_m) or float("nan")
+            sums = planned_lr_sums(optimizer, specs, steps_i, m_i) if specs else None
             for g in self.groups:
                 if g.optimizer_index != i or not g.decays:
                     continue
-                lr_sum = sums[g.group_index] if sums is not None else (None if specs else remaining * g.reference_lr)
+                lr_sum = sums[g.group_index] if sums is not None else (None if specs else steps_i * g.reference_lr)
                 g.planned_timescales = None if lr_sum is None else lr_sum * g.weight_decay
         return remaining
+
+    def _optimizer_remaining(self, index: int, remaining: int) -> int:
+        """The run's remaining steps in optimizer ``index``'s own steps (it may take fewer per epoch)."""
+        m, m_i = self.resolved_steps_per_epoch, self._optimizer_m.get(index)
+        return remaining if m_i is None or not m else round(remaining * m_i / m)
 
     def _remaining_steps(self, trainer: pl.Trainer) -> int | None:
         """Optimizer steps left: the nearer of ``max_steps`` and ``max_epochs`` epochs of ``M`` (``None``: endless).
@@ -594,8 +807,41 @@ class TimescaleCallback(Callback):
                     shape=self.shape,
                     planned_steps=planned_steps,
                     notes=notes,
+                    optimizer_steps_per_epoch=self._optimizer_m,
                 )
             )
+
+
+_LISTED = 6  # 1-D parameters named per group in the warning
+
+
+def _describe(callback: TimescaleCallback) -> str:
+    for name in ("tau_epoch", "tau_iter", "token_budget"):
+        value = getattr(callback, name)
+        if value is not None:
+            return f"{name}={value:g}"
+    return "?"
+
+
+def _fmt(value: float | None) -> str:
+    return "?" if value is None else f"{value:g}"
+
+
+def _checked_steps_per_epoch(value: Any) -> dict[int, float] | None:
+    """``steps_per_epoch``: ``None`` or a mapping from optimizer index (int >= 0) to a positive finite number."""
+    if value is None:
+        return None
+    ok = isinstance(value, dict) and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value)
+    if ok:
+        try:
+            return {i: timescale.check_positive("steps_per_epoch", m) for i, m in value.items()}
+        except (ValueError, TypeError):
+            pass
+    raise ValueError(
+        f"`TimescaleCallback(steps_per_epoch={value!r})` is not valid: use a mapping from optimizer index to the"
+        " optimizer steps it takes per epoch, e.g. `{1: 50}` for a second optimizer stepped every other batch of"
+        " 100 (manual optimization)."
+    )
 
 
 def _checked(name: str, value: float) -> float:

@@ -6,7 +6,8 @@ The callback, :func:`lightning_tau.apply_timescale` and the monitor share this o
    accumulation, with where each came from): :func:`lightning_tau._trainer.read_run_shape` for a Lightning
    ``Trainer``, or the user's ``dataset_size`` / ``batch_size`` in a plain loop;
 2. *decide* (:func:`resolve_tau_iter`, then :func:`decide_groups`): ``tau_iter = tau_epoch * M`` and
-   ``weight_decay = 1 / (lr_ref * tau_iter)`` for every managed group;
+   ``weight_decay = 1 / (lr_ref * tau_iter)`` for every managed group (``tau_iter * s ** (1 - alpha)`` for a muP
+   group of width multiplier ``s`` under a width exponent ``alpha != 1``);
 3. *apply* the values to the optimizer and *report* them.
 
 A change mid-fit (accumulation, reloaded data, a new param group) takes the same path again.
@@ -15,12 +16,24 @@ A change mid-fit (accumulation, reloaded data, a new param group) takes the same
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lightning_tau import timescale
 
-__all__ = ["GroupInput", "GroupTimescale", "RunShape", "decide_groups", "resolve_tau_iter", "shape_changes"]
+__all__ = [
+    "GroupInput",
+    "GroupTimescale",
+    "RunShape",
+    "WidthExponent",
+    "check_width_exponent",
+    "decide_groups",
+    "resolve_tau_iter",
+    "shape_changes",
+]
+
+#: One exponent ``alpha`` for every group (``lambda ∝ s ** alpha``), or one per group name (others keep 1).
+WidthExponent = float | Mapping[str, float]
 
 
 @dataclass(frozen=True)
@@ -64,7 +77,10 @@ class GroupInput:
         reference_lr: learning rate the timescale is defined at (the schedule's base or peak lr).
         weight_decay_before: the group's ``weight_decay`` as the user configured it.
         managed: whether to set this group's decay (decoupled optimizer and ``weight_decay_before > 0``).
-        width_mult: muP width multiplier, if the parameters or the group carry one.
+        width_mult: muP width multiplier, if the parameters or the group carry one (``None``: 1, or unknown).
+        width_problem: why the group has no single width multiplier (no ``width_mult`` key and no mup ``infshape``
+            on every parameter, or parameters of several multipliers); ``None`` when ``width_mult`` (or 1) is it.
+            Only a width exponent other than 1 needs the multiplier.
     """
 
     name: str
@@ -75,6 +91,7 @@ class GroupInput:
     weight_decay_before: float
     managed: bool
     width_mult: float | None = None
+    width_problem: str | None = None
 
 
 @dataclass
@@ -93,6 +110,9 @@ class GroupTimescale:
         width_mult: muP width multiplier, if the parameters or the group carry one.
         planned_timescales: ``sum_t lr_t * weight_decay`` from this decision to the end of the planned run, if it
             could be estimated.
+        tau_iter: the timescale this group holds, in its optimizer's steps (``None`` for groups left alone): the
+            run's ``tau_iter``, times ``s ** (1 - width_exponent)`` for a muP group of width multiplier ``s``.
+        width_exponent: the exponent ``alpha`` of ``weight_decay ∝ s ** alpha`` this group was decided with.
     """
 
     name: str
@@ -105,6 +125,8 @@ class GroupTimescale:
     decays: bool
     width_mult: float | None = None
     planned_timescales: float | None = None
+    tau_iter: float | None = None
+    width_exponent: float = 1.0
 
 
 def resolve_tau_iter(
@@ -150,30 +172,59 @@ def resolve_tau_iter(
     return steps
 
 
-def decide_groups(groups: Sequence[GroupInput], tau_iter: float) -> list[GroupTimescale]:
-    """Each managed group's weight decay for ``tau_iter``: ``1 / (reference_lr * tau_iter)``; others unchanged.
+def decide_groups(
+    groups: Sequence[GroupInput], tau_iter: float | Mapping[int, float], *, width_exponent: WidthExponent = 1.0
+) -> list[GroupTimescale]:
+    r"""Each managed group's weight decay for ``tau_iter``: ``1 / (reference_lr * tau_iter)``; others unchanged.
 
-    Each group uses its own reference lr, so muP groups at ``lr / s`` get ``weight_decay * s``.
+    Each group uses its own reference lr, so muP groups at ``lr / s`` get ``weight_decay * s``: with
+    ``width_exponent=1`` (the default, Wang & Aitchison's Eq. improved_mup) every group holds the same ``tau_iter``.
+    Another exponent ``alpha`` gives a group of width multiplier ``s`` the weight decay ``s ** (alpha - 1)`` times
+    that, so ``weight_decay ∝ s ** alpha`` across widths, and its timescale is ``s ** (1 - alpha)`` times the
+    run's:
+
+    .. math:: \lambda_{group} = \frac{s^{\alpha - 1}}{\eta_{group} \, \tau_{iter}}
+        \quad (= s^{\alpha} \lambda_{base} \text{ when } \eta_{group} = \eta_{base} / s)
+
+    Groups at ``s = 1`` are unaffected by the exponent.
+
+    Args:
+        groups: every param group of the run.
+        tau_iter: the target timescale in optimizer steps, one for every optimizer or one per optimizer index
+            (optimizers stepped a different number of times per epoch hold the same ``tau_epoch``).
+        width_exponent: ``alpha``, one number for every group or a mapping from group name to ``alpha`` (groups it
+            does not name keep 1). See :func:`check_width_exponent`.
 
     Raises:
-        ValueError: a managed group whose reference lr is not positive and finite.
+        ValueError: a managed group whose reference lr is not positive and finite; a ``width_exponent`` mapping
+            that names a group the run does not have; a group with ``alpha != 1`` whose width multiplier cannot be
+            read (``width_problem``); or a group timescale of one step or less.
 
     Example:
         >>> groups = [GroupInput("hidden", 0, 0, 64, 1e-3, 0.1, True, width_mult=4.0),
         ...           GroupInput("bias", 0, 1, 8, 4e-3, 0.0, False)]
         >>> [(g.name, round(g.weight_decay, 6)) for g in decide_groups(groups, tau_iter=500.0)]
         [('hidden', 2.0), ('bias', 0.0)]
+        >>> # lambda ∝ sqrt(s) (Fan et al. 2025): half of the muP rule's 2.0 at s = 4
+        >>> [(g.name, round(g.weight_decay, 6)) for g in decide_groups(groups, 500.0, width_exponent=0.5)]
+        [('hidden', 1.0), ('bias', 0.0)]
     """
+    exponents = _group_exponents(groups, width_exponent)
     decided = []
     for g in groups:
         weight_decay = g.weight_decay_before
+        alpha = exponents.get(g.name, 1.0)
+        group_tau_iter = None
         if g.managed:
             if not (g.reference_lr > 0 and math.isfinite(g.reference_lr)):
                 raise ValueError(
                     f"Cannot set a timescale for param group {g.name!r}: its reference learning rate is"
                     f" {g.reference_lr!r}. Give it a positive lr, or `weight_decay=0` to leave it out."
                 )
-            weight_decay = timescale.weight_decay_for_tau_iter(g.reference_lr, tau_iter)
+            group_tau_iter = tau_iter if isinstance(tau_iter, (int, float)) else tau_iter[g.optimizer_index]
+            if alpha != 1.0:
+                group_tau_iter = _width_scaled_tau_iter(g, group_tau_iter, alpha)
+            weight_decay = timescale.weight_decay_for_tau_iter(g.reference_lr, group_tau_iter)
         decided.append(
             GroupTimescale(
                 name=g.name,
@@ -185,9 +236,90 @@ def decide_groups(groups: Sequence[GroupInput], tau_iter: float) -> list[GroupTi
                 weight_decay=weight_decay,
                 decays=g.managed,
                 width_mult=g.width_mult,
+                tau_iter=group_tau_iter,
+                width_exponent=alpha,
             )
         )
     return decided
+
+
+def check_width_exponent(value: object, owner: str = "TimescaleCallback") -> WidthExponent:
+    """Validate a width exponent: a finite number, or a mapping from group name (str) to a finite number.
+
+    Returns a float, or a new ``dict`` of floats.
+
+    Raises:
+        ValueError: naming ``owner``, the argument and the bad value.
+
+    Example:
+        >>> check_width_exponent(0.5), check_width_exponent({"hidden": 0})
+        (0.5, {'hidden': 0.0})
+        >>> check_width_exponent("half")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleCallback(width_exponent='half')` is not valid: use a finite number alpha ...
+    """
+    usage = (
+        " use a finite number alpha (weight decay ∝ s ** alpha across widths; 1 is the paper's muP rule) or a"
+        " mapping from param group name to alpha, e.g. {'hidden': 0.5}."
+    )
+    if isinstance(value, Mapping):
+        out = {}
+        for name, alpha in value.items():
+            if not isinstance(name, str) or not _finite_number(alpha):
+                raise ValueError(
+                    f"`{owner}(width_exponent={dict(value)!r})` is not valid: entry {name!r}: {alpha!r};" + usage
+                )
+            out[name] = float(alpha)
+        return out
+    if not _finite_number(value):
+        raise ValueError(f"`{owner}(width_exponent={value!r})` is not valid:" + usage)
+    return float(value)  # type: ignore[arg-type]
+
+
+def _finite_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _group_exponents(groups: Sequence[GroupInput], width_exponent: WidthExponent) -> dict[str, float]:
+    """``alpha`` per group name; a mapping naming a group the run does not have is an error."""
+    if not isinstance(width_exponent, Mapping):
+        return {g.name: float(width_exponent) for g in groups}
+    known = [g.name for g in groups]
+    unknown = sorted(set(width_exponent) - set(known))
+    if unknown:
+        raise ValueError(
+            f"`width_exponent` names param group(s) {unknown} that this run does not have. Its groups are {known}"
+            " (a group's `name` key, else pg1, pg2, ...; `optimizer{i}/` prefixed with several optimizers)."
+        )
+    return {name: float(alpha) for name, alpha in width_exponent.items()}
+
+
+def _width_scaled_tau_iter(g: GroupInput, tau_iter: float, alpha: float) -> float:
+    """``tau_iter * s ** (1 - alpha)`` for the group's width multiplier ``s``; an error when ``s`` is unknown."""
+    if g.width_problem is not None:
+        raise ValueError(
+            f"`width_exponent={alpha:g}` for param group {g.name!r} needs its muP width multiplier s, but"
+            f" {g.width_problem}. Call `mup.set_base_shapes` on the model, put a `width_mult` key on the group (1"
+            " for a group whose lr does not scale with width; `build_param_groups` does both), or give the group"
+            " exponent 1 with"
+            f" `width_exponent={{..., {g.name!r}: 1.0}}`."
+        )
+    s = 1.0 if g.width_mult is None else g.width_mult
+    if s == 1.0:
+        return tau_iter
+    if not (s > 0 and math.isfinite(s)):
+        raise ValueError(f"Param group {g.name!r} has width multiplier {s!r}; `width_exponent` needs a positive one.")
+    scaled = tau_iter * s ** (1.0 - alpha)
+    if scaled <= 1:
+        raise ValueError(
+            _too_short(
+                f"`width_exponent={alpha:g}` gives param group {g.name!r} (s={s:g}) a timescale of {scaled:.4g} steps,",
+                scaled,
+            )
+            + " Use a longer target timescale or an exponent nearer 1."
+        )
+    return scaled
 
 
 def shape_changes(old: RunShape, new: RunShape) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from lightning_tau import timescale
 from lightning_tau._table import table_lines
@@ -19,8 +19,12 @@ def format_summary(
     shape: RunShape,
     planned_steps: float | None,
     notes: Sequence[str] = (),
+    optimizer_steps_per_epoch: Mapping[int, float] | None = None,
 ) -> str:
     """Render the pre-flight summary as a fixed-width table.
+
+    A group's ``tau_epoch`` is its ``tau_iter`` over its optimizer's steps per epoch: ``optimizer_steps_per_epoch``
+    where an optimizer takes its own number (manual optimization), else the run's ``M``.
 
     Example:
         >>> g = GroupTimescale("pg1", 0, 0, 1000, 1e-3, 0.01, 2.0, True, planned_timescales=1.0)
@@ -45,13 +49,13 @@ def format_summary(
     columns = ["", "Group", "Params", "Width mult", "Ref lr", "Weight decay", "tau_iter", "tau_epoch"]
     columns.append("Timescales planned")
     rows = []
+    own_m = optimizer_steps_per_epoch or {}
     for i, g in enumerate(groups):
         if g.decays:
             wd = f"{_num(g.weight_decay_before)} -> {_num(g.weight_decay)}"
             g_tau_iter = _num(timescale.tau_iter(g.reference_lr, g.weight_decay))
-            g_tau_epoch = (
-                _num(timescale.tau_iter(g.reference_lr, g.weight_decay) / steps_per_epoch) if steps_per_epoch else "-"
-            )
+            m = own_m.get(g.optimizer_index, steps_per_epoch)
+            g_tau_epoch = _num(timescale.tau_iter(g.reference_lr, g.weight_decay) / m) if m else "-"
         else:
             wd, g_tau_iter, g_tau_epoch = f"{_num(g.weight_decay)} (not managed)", "-", "-"
         rows.append(

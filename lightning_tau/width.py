@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from torch import Tensor
 
@@ -27,6 +27,7 @@ __all__ = [
     "GroupRate",
     "find_fixed_lambda_pitfall",
     "format_fixed_lambda_pitfall",
+    "group_width_problem",
     "has_infshape",
     "param_width_mult",
 ]
@@ -59,6 +60,37 @@ def param_width_mult(param: Tensor) -> float:
     if infshape is None or infshape.ninf() != 2:
         return 1.0
     return float(infshape.width_mult())
+
+
+def group_width_problem(group: Mapping[str, Any]) -> str | None:
+    """Why a param group has no single width multiplier ``s`` (``None`` when it has one).
+
+    A group has one when it carries a ``width_mult`` key, or when mup's ``set_base_shapes`` annotated every one of
+    its parameters and they share one multiplier (:func:`param_width_mult`: 1 for vector-like ones). A width
+    exponent other than 1 scales a group's weight decay by ``s ** (alpha - 1)``, so it needs that ``s``.
+
+    Example:
+        >>> import torch
+        >>> group_width_problem({"params": [], "width_mult": 4})  # declared
+        >>> group_width_problem({"params": [torch.nn.Parameter(torch.zeros(2, 2))]})
+        'it has no `width_mult` key and its parameters carry no mup `infshape`'
+    """
+    if "width_mult" in group:
+        return None
+    params = list(group.get("params", ()))
+    missing = sum(not has_infshape(p) for p in params)
+    if missing == len(params) and params:
+        return "it has no `width_mult` key and its parameters carry no mup `infshape`"
+    if missing:
+        return f"it has no `width_mult` key and {missing} of its {len(params)} parameters carry no mup `infshape`"
+    mults = sorted({param_width_mult(p) for p in params})
+    if len(mults) > 1:
+        return (
+            "its parameters have different width multipliers ("
+            + ", ".join(f"{m:g}" for m in mults)
+            + "): one group, one s (`mup.MuAdamW` and `build_param_groups(mup=True)` split groups by s)"
+        )
+    return None
 
 
 class GroupRate(NamedTuple):
