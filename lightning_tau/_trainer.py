@@ -30,8 +30,9 @@ def read_run_shape(
     ``limit_train_batches``, the distributed sampler and the ``CombinedLoader`` mode) divided by the
     accumulation in force, rounded up because Lightning also steps on an epoch's last, incomplete accumulation
     window (10 batches at accumulation 4 are 3 steps). When the user gives ``dataset_size`` or ``batch_size``,
-    ``M = N / B`` instead (the other is read). ``N`` and ``B`` are read for the summary whenever they can be;
-    what cannot be read is ``None``.
+    ``M = N / B`` instead (the other is read), rounded up the same way under accumulation: 100 samples at
+    ``B = 40`` (10 per batch, accumulation 4) are 3 steps, not 2.5. ``N`` and ``B`` are read for the summary
+    whenever they can be; what cannot be read is ``None``.
     """
     world, accumulate = trainer.world_size, trainer.accumulate_grad_batches
     sources: list[str] = []
@@ -53,8 +54,8 @@ def read_run_shape(
     m: float | None = None
     if dataset_size is not None or batch_size is not None:
         if n is not None and b is not None:
-            m = n / b
-            sources.insert(0, "M = N / B (dataset_size / batch_size given).")
+            m, source = _steps_from_sizes(trainer, n, b)
+            sources.insert(0, source)
     else:
         m, source = read_steps_per_epoch(trainer)
         if m is None and n is not None and b is not None:
@@ -94,6 +95,21 @@ def read_steps_per_epoch(trainer: pl.Trainer) -> tuple[float | None, str]:
         if accumulate > 1:
             how += f" / {accumulate} accumulation" + (", last window stepped too" if batches % accumulate else "")
     return steps, f"M = {steps:g} optimizer steps per epoch: {how}."
+
+
+def _steps_from_sizes(trainer: pl.Trainer, n: float, b: float) -> tuple[float, str]:
+    """``M = N / B`` from given sizes; under accumulation ``ceil(N / B)``: the last, incomplete window is a step."""
+    accumulate = trainer.accumulate_grad_batches
+    if accumulate > 1 and not trainer.strategy.handles_gradient_accumulation:
+        windows = n / b
+        steps = float(math.ceil(windows - 1e-9 * windows))  # N / B = 3.0000000000000004 is 3 windows
+        if steps != windows:
+            return steps, (
+                f"M = ceil(N / B) = {steps:g} (dataset_size / batch_size given; {windows:.4g} accumulation windows of"
+                f" {accumulate} batches, and Lightning steps on the last, incomplete one)."
+            )
+        return steps, "M = N / B (dataset_size / batch_size given)."
+    return n / b, "M = N / B (dataset_size / batch_size given)."
 
 
 def train_dataloaders(trainer: pl.Trainer) -> list[Any]:
