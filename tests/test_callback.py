@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import lightning.pytorch as pl
@@ -11,7 +12,7 @@ import torch
 from conftest import TinyModel, make_dataset, make_loader, quiet_trainer
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset, RandomSampler
 
-from lightning_tau import TimescaleCallback
+from lightning_tau import TimescaleCallback, build_param_groups
 
 
 class Recorder(pl.Callback):
@@ -337,3 +338,52 @@ def test_summary_is_printed(caplog: pytest.LogCaptureFixture) -> None:
     assert re.search(r"0 \| pg1 +\| 74 +\| - +\| 0.01 +\| 0.1 -> 4.167 +\| 24 +\| 2 +\| 2\n", text)
     assert "Planned: 48 optimizer steps." in text
     assert "B = 10 per device x 1 device(s) x 1 accumulation." in text
+
+
+def test_decaying_biases_and_norms_warn_once_naming_them() -> None:
+    # `self.parameters()` with one weight decay: the biases and LayerNorm weights decay at the callback's lambda
+    with pytest.warns(UserWarning) as caught:
+        recorder, _ = fit(adamw(), make_loader(n=120, batch_size=10), max_epochs=2)
+    messages = [str(w.message) for w in caught if "1-D parameters" in str(w.message)]
+    assert len(messages) == 1  # once, before training: not again at the epoch-1 re-decision
+    assert re.search(
+        r"'pg1' \(4 of 6: hidden\.bias, norm\.weight, norm\.bias, head\.bias; weight decay 4\.167\).*"
+        r"`torch\.optim\.AdamW\(lightning_tau\.build_param_groups\(model, weight_decay=0\.1\), lr=\.\.\.\)`.*"
+        r"`TimescaleCallback\(decay_vectors=True\)`",
+        messages[0],
+    )
+    # decay_vectors=True: the user means it; no warning, and exactly the same values written at every step
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*1-D parameters")
+        quiet, _ = fit(
+            adamw(),
+            make_loader(n=120, batch_size=10),
+            max_epochs=2,
+            callback=TimescaleCallback(2.0, decay_vectors=True),
+        )
+    assert quiet.steps == recorder.steps
+
+
+def test_the_vector_warning_caps_its_list_and_skips_groups_that_do_not_decay() -> None:
+    class Deep(TinyModel):
+        def __init__(self, make_optimizer) -> None:
+            super().__init__(make_optimizer)
+            self.norms = torch.nn.ModuleList(torch.nn.LayerNorm(8) for _ in range(5))
+
+    trainer = quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=2.0)], max_steps=1)
+    with pytest.warns(UserWarning, match=r"'pg1' \(14 of 16: hidden\.bias, .*, norms\.0\.bias and 8 more;"):
+        trainer.fit(Deep(adamw()), make_loader())
+    # build_param_groups puts biases and norms at weight decay 0: nothing to say
+    trainer = quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=2.0)], max_steps=1)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*1-D parameters")
+        trainer.fit(TinyModel(lambda m: torch.optim.AdamW(build_param_groups(m, 0.1), lr=1e-2)), make_loader())
+
+
+def test_two_timescale_callbacks_are_an_error_before_any_step() -> None:
+    model = TinyModel(adamw())
+    before = weights(model)
+    trainer = quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=2.0), TimescaleCallback(tau_iter=50)])
+    with pytest.raises(ValueError, match=r"2 `TimescaleCallback`s \(tau_epoch=2, tau_iter=50\).*last one would"):
+        trainer.fit(model, make_loader())
+    assert all(torch.equal(a, b) for a, b in zip(before, weights(model)))

@@ -8,6 +8,7 @@ runs in that epoch. Target ``tau_epoch=5``, lr 0.01, 100 samples, batch 10, as i
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import lightning.pytorch as pl
@@ -301,3 +302,100 @@ def test_reduce_lr_on_plateau_is_not_undone() -> None:
     lrs = [groups[0][0] for _, groups in log.steps]
     assert lrs[-1] < lrs[0]  # the plateau scheduler really lowered the lr
     assert log.weight_decays() == pytest.approx([closed_form(10)] * 30)  # held at the starting lr, as the paper does
+
+
+class TwoPlayers(pl.LightningModule):
+    """Manual optimization with two AdamW optimizers: the discriminator steps every batch, the generator every
+    second batch (10 batches: 10 and 5 steps per epoch). No biases, so no 1-D parameter decays."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.automatic_optimization = False
+        self.disc = torch.nn.Linear(4, 2, bias=False)
+        self.gen = torch.nn.Linear(4, 4, bias=False)
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        x, y = batch
+        opt_d, opt_g = self.optimizers()
+        loss_d = torch.nn.functional.cross_entropy(self.disc(x), y)
+        opt_d.zero_grad()
+        self.manual_backward(loss_d)
+        opt_d.step()
+        if batch_idx % 2 == 1:
+            loss_g = -torch.nn.functional.cross_entropy(self.disc(self.gen(x)), y)
+            opt_g.zero_grad()
+            self.manual_backward(loss_g)
+            opt_g.step()
+
+    def configure_optimizers(self) -> list[torch.optim.Optimizer]:
+        return [
+            torch.optim.AdamW(self.disc.parameters(), lr=LR, weight_decay=0.1),
+            torch.optim.AdamW(self.gen.parameters(), lr=LR, weight_decay=0.1),
+        ]
+
+
+class PerOptimizer(pl.Callback):
+    """Per optimizer step, from a torch step post-hook: (epoch, optimizer index, weight decay the step used)."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[int, int, float]] = []
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        for i, opt in enumerate(trainer.optimizers):
+            opt.register_step_post_hook(
+                lambda o, args, kwargs, i=i: self.steps.append(
+                    (trainer.current_epoch, i, float(o.param_groups[0]["weight_decay"]))
+                )
+            )
+
+    def of(self, index: int) -> list[tuple[int, float]]:
+        return [(epoch, wd) for epoch, i, wd in self.steps if i == index]
+
+
+def test_manual_optimization_with_declared_steps_per_epoch_holds_each_optimizers_tau_from_the_first_step() -> None:
+    log = PerOptimizer()
+    cb = TimescaleCallback(tau_epoch=TAU, steps_per_epoch={1: 5}, verbose=False)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*took .* steps in epoch")  # the count agrees: nothing to say
+        quiet_trainer(callbacks=[cb, log], max_epochs=3).fit(TwoPlayers(), make_loader(n=100, batch_size=10))
+    assert [e for e, _ in log.of(0)] == [0] * 10 + [1] * 10 + [2] * 10
+    assert [e for e, _ in log.of(1)] == [0] * 5 + [1] * 5 + [2] * 5
+    assert [wd for _, wd in log.of(0)] == pytest.approx([closed_form(10)] * 30)  # 2.0: tau_iter 50 of 10 per epoch
+    assert [wd for _, wd in log.of(1)] == pytest.approx([closed_form(5)] * 15)  # 4.0: tau_iter 25 of 5 per epoch
+    assert [g.tau_iter for g in cb.groups] == pytest.approx([50.0, 25.0])
+
+
+def test_manual_optimization_counts_an_optimizer_stepped_every_second_batch(caplog: pytest.LogCaptureFixture) -> None:
+    log = PerOptimizer()
+    cb = TimescaleCallback(tau_epoch=TAU)
+    with caplog.at_level("INFO"), pytest.warns(UserWarning) as caught:
+        quiet_trainer(callbacks=[cb, log], max_epochs=3).fit(TwoPlayers(), make_loader(n=100, batch_size=10))
+    # epoch 0 assumes one step per batch (said before training); the count corrects the generator from epoch 1
+    assert "assumed to step once per batch (M=10) until an epoch's steps are counted" in caplog.text
+    (said,) = [str(w.message) for w in caught if "took" in str(w.message)]
+    assert "optimizer 1 took 5 steps in epoch 0 (10 batches), but its weight decay assumed M=10" in said
+    assert "tau_epoch there was 2 times the target" in said and "`TimescaleCallback(steps_per_epoch={1: 5})`" in said
+    assert [wd for _, wd in log.of(0)] == pytest.approx([closed_form(10)] * 30)
+    assert log.of(1) == [(0, pytest.approx(closed_form(10)))] * 5 + [
+        (e, pytest.approx(closed_form(5))) for e in (1, 1, 1, 1, 1, 2, 2, 2, 2, 2)
+    ]
+    assert "optimizer1/pg1 weight decay 2 -> 4" in caplog.text
+
+
+class Samples(torch.utils.data.IterableDataset):
+    """100 samples with no length: the Trainer cannot count the epoch ahead."""
+
+    def __iter__(self):
+        x, y = make_loader(n=100, batch_size=100).dataset.tensors
+        yield from zip(x, y)
+
+
+def test_iterable_dataset_with_dataset_size_counts_the_incomplete_accumulation_window() -> None:
+    # 100 samples, batch 10, accumulation 4: 10 batches are 3 optimizer steps (the last window has 2 batches)
+    log, cb = StepLog(), TimescaleCallback(tau_epoch=TAU, dataset_size=100, verbose=False)
+    quiet_trainer(callbacks=[cb, log], max_epochs=2, accumulate_grad_batches=4).fit(
+        TinyModel(adamw), DataLoader(Samples(), batch_size=10)
+    )
+    assert log.epochs() == [0] * 3 + [1] * 3  # the Trainer's own epoch
+    assert cb.resolved_steps_per_epoch == 3 and cb.resolved_batch_size == 40
+    assert log.weight_decays() == pytest.approx([closed_form(3)] * 6)  # not closed_form(2.5)
