@@ -314,7 +314,10 @@ class TimescaleCallback(Callback):
             )
         self._before, self._decoupled, self._pinned_lr = {}, set(), {}
         self.shape, self._decided_epoch = None, None
-        self._optimizer_m, self._counts, self._batches_in_epoch, self._measured = {}, {}, 0, {}
+        self._optimizer_m, self._counts, self._batches_in_epoch = {}, {}, 0
+        # a resumed run keeps what its epochs counted (the checkpoint's callback state is loaded before fit start)
+        measured = (self._restored or {}).get("measured_steps") or {}
+        self._measured = {int(i): (int(v[0]), int(v[1])) for i, v in measured.items()}
         if self.steps_per_epoch is not None:
             bad = sorted(i for i in self.steps_per_epoch if i >= len(trainer.optimizers))
             if bad:
@@ -451,6 +454,8 @@ class TimescaleCallback(Callback):
             "world_size": None if self.shape is None else self.shape.world_size,
             "mode": self.mode,
             "weight_decay": {g.name: g.weight_decay for g in self.groups},
+            # manual optimization: optimizer index -> [steps, batches] of its last full epoch, counted
+            "measured_steps": {str(i): list(v) for i, v in self._measured.items()},
             "monitor": None if self.monitor is None else self.monitor.state_dict(),
         }
 

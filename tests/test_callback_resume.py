@@ -71,3 +71,20 @@ def test_per_step_resume_on_new_data_holds_the_new_tau_iter_from_the_first_step(
         )
     assert len(recorder.steps) == 12  # two more epochs of 6 steps, after the restored 24
     assert [lr * wd for lr, wd in (s[0] for s in recorder.steps)] == pytest.approx([1 / 12.0] * 12)
+
+
+def test_manual_optimization_resume_keeps_the_counted_steps_per_epoch(tmp_path) -> None:
+    from test_run_changes import PerOptimizer, TwoPlayers, closed_form
+
+    ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True)
+    with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):  # counted in the first run
+        quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=5.0), ckpt], enable_checkpointing=True, max_epochs=1).fit(
+            TwoPlayers(), make_loader(n=100, batch_size=10)
+        )
+    log = PerOptimizer()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*took .* steps in epoch")
+        quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=5.0, verbose=False), log], max_epochs=2).fit(
+            TwoPlayers(), make_loader(n=100, batch_size=10), ckpt_path=str(tmp_path / "last.ckpt")
+        )
+    assert log.of(1) == [(1, pytest.approx(closed_form(5)))] * 5  # the generator's own M from the resumed first step
