@@ -231,19 +231,24 @@ def load_config(path: Path) -> tuple[Callable[[], Any], Any, dict[str, Any], lis
 
 
 def _writable(path: Path, *, folder: bool) -> str | None:
-    """Why ``path`` (a folder, or a file to write) cannot be written, or ``None``; leaves nothing behind."""
-    target = path if folder else path.parent
-    try:
-        if folder and path.exists() and not path.is_dir():
-            return "it is a file, not a folder"
-        if not folder and path.is_dir():
-            return "it is a folder"
-        target.mkdir(parents=True, exist_ok=True)
-        probe = target / f".lightning-tau-write-test-{os.getpid()}"
+    """Why ``path`` (a folder, or a file to write) cannot be written, or ``None``; creates nothing."""
+    if folder and path.exists() and not path.is_dir():
+        return "it is a file, not a folder"
+    if not folder and path.is_dir():
+        return "it is a folder"
+    existing = path if folder else path.parent
+    while not existing.exists():  # the nearest folder that exists: the rest will be created in it
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    probe = existing / f".lightning-tau-write-test-{os.getpid()}"
+    try:  # a real write: os.access says yes to root on read-only file systems (/sys, /proc, a read-only mount)
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as err:
-        return err.strerror or str(err)
+        return f"cannot write in {existing}: {err.strerror or err}"
     return None
 
 
@@ -327,9 +332,11 @@ def _main(args: argparse.Namespace) -> int:
     print(result.table())
     if finder.reused_runs:
         print(f"({finder.reused_runs} of {grid} trials were complete in the study before this command.)")
-    json_path = result.save_json(args.json or args.out / "finder.json")
-    print(f"JSON: {json_path}")
-    if not args.no_plot:
-        print(f"Figure: {result.plot(args.out / 'tau_finder.png')}")
+    try:
+        print(f"JSON: {result.save_json(args.json or args.out / 'finder.json')}")
+        if not args.no_plot:
+            print(f"Figure: {result.plot(args.out / 'tau_finder.png')}")
+    except OSError as err:
+        return _error(f"cannot write the result: {err}. The trials are stored: run the command again to write it.", 1)
     print(f"TensorBoard logs: tensorboard --logdir {args.out / 'tb'}")
     return 0
