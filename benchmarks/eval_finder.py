@@ -14,8 +14,10 @@ tenth, B=64, 40 epochs, the fixed 397-digit validation set) at the demo's larges
    next to the naive transfer (the subset's best *weight decay* kept as it is, i.e. ``tau_epoch * fraction``) and
    PyTorch's default ``weight_decay=0.01``.
 
-Every run is a Lightning fit with ``TimescaleCallback``; run files under ``--out`` are reused by a second call.
-Prints the table that ``docs/finder.rst`` reports and writes ``--out/eval.json``.
+Every run is a Lightning fit with ``TimescaleCallback``, a trial of an Optuna study in ``--out/*/study.journal``;
+a second call reuses them. Prints the table that ``docs/finder.rst`` reports and writes ``--out/eval.json`` (with
+the machine it ran on); ``--publish`` also copies it to ``docs/_static/eval_finder.json``, the raw data the docs'
+table ships with.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import platform
 import statistics
 import time
 from pathlib import Path
@@ -32,9 +36,9 @@ import torch
 
 from lightning_tau.cli.demo import DemoConfig
 from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
-from lightning_tau.tuner.finder import TimescaleFinder
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, FinderResult, log_grid
 from lightning_tau.timescale import weight_decay_for_tau_iter
+from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, FinderResult, log_grid
+from lightning_tau.tuner.finder import TimescaleFinder
 
 FULL_SIZE = 1400
 
@@ -74,11 +78,17 @@ def _fit(
     return finder.fit(lambda: _model(config), datamodule=data)
 
 
-def _full_runs(config: DemoConfig, out: Path, tau: float, seeds: tuple[int, ...]) -> dict[str, Any]:
-    """Train ``tau`` on all the data (reusing the sweep's run files when it is on its grid); loss and error."""
-    result = _fit(config, out / "full", 1.0, (tau,), seeds)
-    loss = result.curve[0]
-    error = _fit(config, out / "full", 1.0, (tau,), seeds, monitor="val/error").curve[0]  # reuses, trains nothing
+def _full_runs(
+    config: DemoConfig, out: Path, tau: float, seeds: tuple[int, ...], sweep: tuple[FinderResult, FinderResult]
+) -> dict[str, Any]:
+    """Train ``tau`` on all the data (the sweep's point when it is on its grid); loss and error."""
+    on_grid = [i for i, p in enumerate(sweep[0].curve) if math.isclose(p.tau_epoch, tau, rel_tol=1e-9)]
+    if on_grid:
+        result, loss, error = sweep[0], sweep[0].curve[on_grid[0]], sweep[1].curve[on_grid[0]]
+    else:
+        result = _fit(config, out / "full", 1.0, (tau,), seeds)
+        loss = result.curve[0]
+        error = _fit(config, out / "full", 1.0, (tau,), seeds, monitor="val/error").curve[0]  # same study: reused
     return {
         "tau_epoch": tau,
         "weight_decay": result.weight_decay["decay"],
@@ -99,6 +109,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--full-points", type=int, default=13, help="full sweep: log grid 2..128 with this many")
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--quick", action="store_true", help="smoke run: 3 epochs, tiny grids")
+    parser.add_argument("--publish", action="store_true", help="also write docs/_static/eval_finder.json")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     config = DemoConfig(epochs=args.epochs)
@@ -115,8 +126,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     sweep = _fit(config, out / "full", 1.0, full_grid, seeds)
     sweep_seconds = time.perf_counter() - start
+    sweep_error = _fit(config, out / "full", 1.0, full_grid, seeds, monitor="val/error")  # the same study: reused
+    sweeps = (sweep, sweep_error)
     best = min(sweep.curve, key=lambda p: p.mean)
     report: dict[str, Any] = {
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+            "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "load_average_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        },
         "task": {
             "N": FULL_SIZE,
             "B": config.batch_size,
@@ -140,7 +161,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # weight_decay = 1 / (lr * tau_epoch * M), M the full run's steps per epoch, as TimescaleCallback counts them
     full_m = sweep.steps_per_epoch
     default_tau = 1.0 / (lr * 0.01 * full_m)
-    report["default_wd_0.01"] = _full_runs(config, out, default_tau, seeds)
+    report["default_wd_0.01"] = _full_runs(config, out, default_tau, seeds, sweeps)
     for fraction in args.fractions:
         for subset_seed in args.subset_seeds:
             start = time.perf_counter()
@@ -168,13 +189,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     "full_cost": result.full_cost,
                     "cost_vs_ground_truth_sweep": result.cost / sweep.cost,
                     "seconds": seconds,
-                    "suggested": _full_runs(config, out, result.tau_epoch, seeds),
-                    "grid_best": _full_runs(config, out, result.grid_tau_epoch, seeds),
-                    "naive": _full_runs(config, out, naive_tau, seeds),
+                    "suggested": _full_runs(config, out, result.tau_epoch, seeds, sweeps),
+                    "grid_best": _full_runs(config, out, result.grid_tau_epoch, seeds, sweeps),
+                    "naive": _full_runs(config, out, naive_tau, seeds, sweeps),
                 }
             )
     out.mkdir(parents=True, exist_ok=True)
     (out / "eval.json").write_text(json.dumps(report, indent=1) + "\n")
+    if args.publish:
+        docs = Path(__file__).resolve().parents[1] / "docs" / "_static" / "eval_finder.json"
+        docs.write_text(json.dumps(report, indent=1) + "\n")
     print(_format(report))
     return report
 

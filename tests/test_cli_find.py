@@ -16,6 +16,8 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("jsonargparse")
 yaml = pytest.importorskip("yaml")
 
+import optuna  # noqa: E402
+
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.find import load_config  # noqa: E402
 from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP  # noqa: E402
@@ -50,11 +52,11 @@ def test_find_on_digits_prints_the_suggestion_and_writes_json_and_plot(
     ):
         assert text in printed, text
     assert (out / "tau_finder.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len(list((out / "runs").glob("*.json"))) == 3
+    assert (out / "study.journal").is_file() and not (out / "runs").exists()
 
-    # again: every run is reused, the same answer, the JSON by default in OUT/finder.json
+    # again: every trial is reused, the same answer, the JSON by default in OUT/finder.json
     assert main(["find", *TINY, "--out", str(out)]) == 0
-    assert "(3 runs reused from" in capsys.readouterr().out
+    assert "(3 of 3 trials were complete in the study before this command.)" in capsys.readouterr().out
     assert json.loads((out / "finder.json").read_text()) == data
 
 
@@ -85,9 +87,11 @@ def test_find_with_a_lightning_cli_config(tmp_path: Path, capsys: pytest.Capture
     # the config's model and data: N=200, B=32, trainer.max_epochs=2; the subset is half: 100 samples, 4 steps
     assert (data["dataset_size"], data["subset_size"], data["batch_size"], data["epochs"]) == (200, 100, 32, 2)
     assert data["cost"] == 2 * 2 * 4 and data["full_cost"] == 2 * 2 * 7
-    run = json.loads((out / "runs" / "4_0.json").read_text())
-    assert run["settings"]["model"]["class"] == "lightning_tau.demos.digits.DigitsMLP"
-    assert run["settings"]["model"]["hparams"]["hidden"] == 16
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal")))
+    (summary,) = optuna.get_all_study_summaries(storage)
+    settings = summary.user_attrs["lightning_tau"]["settings"]
+    assert settings["model"]["class"] == "lightning_tau.demos.digits.DigitsMLP"
+    assert settings["model"]["hparams"]["hidden"] == 16
     assert not (out / "tau_finder.png").exists()
 
 
@@ -97,6 +101,57 @@ def test_find_config_without_max_epochs_and_missing_config(tmp_path: Path, capsy
     assert main(["find", "--config", str(tmp_path / "nope.yaml")]) == 2
     assert "is not a file" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lightning-tau find: error: ") and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("model:\n  init_args:\n    hiddn: 3\n", "Option 'hiddn' is not accepted"),
+        ("model:\n  init_args:\n    hidden: -3\n", "Trying to create tensor with negative dimension -3"),
+        ("trainer: [\n", "Problems parsing config"),
+    ],
+)
+def test_find_a_bad_config_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    config = yaml.safe_load(_tiny_config(tmp_path, max_epochs=1).read_text())
+    if text.startswith("model"):
+        config["model"]["init_args"].update(yaml.safe_load(text)["model"]["init_args"])
+        config["model"]["init_args"].pop("hidden") if "hiddn" in text else None
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(yaml.safe_dump(config))
+    else:
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+    assert main(["find", "--config", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = _one_line_error(capsys)
+    assert f"--config '{bad}': " in err and expected in err and "Fix the config" in err
+    assert not (tmp_path / "o" / "study.journal").exists()
+
+
+def test_find_unwritable_out_json_and_storage_fail_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    out = ["--out", str(tmp_path / "o")]
+    for argv, expected in [
+        (["--out", str(blocker / "sub")], f"argument --out: cannot write to '{blocker / 'sub'}': "),
+        ([*out, "--json", str(blocker / "r.json")], f"argument --json: cannot write to '{blocker / 'r.json'}': "),
+        ([*out, "--json", str(tmp_path)], "argument --json: cannot write to"),
+        ([*out, "--storage", str(blocker / "s.journal")], "argument --storage: "),
+        ([*out, "--storage", "postgresql://tau:hunter2@127.0.0.1:1/db"], "'postgresql://tau:***@127.0.0.1:1/db'"),
+    ]:
+        assert main(["find", *TINY, *argv]) == 2, argv
+        err = _one_line_error(capsys)
+        assert expected in err and "hunter2" not in err, err
+    assert not (tmp_path / "o" / "study.journal").exists() and not (tmp_path / "o" / "tb").exists()
 
 
 def test_find_reports_a_monitor_the_model_does_not_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

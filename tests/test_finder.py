@@ -13,9 +13,9 @@ import torch
 from torch.utils.data import DataLoader, Subset, TensorDataset
 
 from lightning_tau import TimescaleCallback
-from lightning_tau.tuner.finder import TimescaleFinder, subset_dataloader
-from lightning_tau.tuner.curve import CurvePoint, FinderResult, log_grid, smoothed_optimum
 from lightning_tau.param_groups import build_param_groups
+from lightning_tau.tuner.curve import CurvePoint, FinderResult, log_grid, smoothed_optimum
+from lightning_tau.tuner.finder import TimescaleFinder, subset_dataloader
 
 N_TRAIN, BATCH, LR, EPOCHS = 120, 16, 1e-2, 2
 
@@ -132,8 +132,11 @@ def test_finder_trains_on_the_subset_and_the_callback_sees_its_n(
     finder, result = fitted
     subset = round(0.25 * N_TRAIN)
     assert (result.dataset_size, result.subset_size, result.batch_size, result.epochs) == (N_TRAIN, subset, BATCH, 2)
+    assert finder.study is not None
+    records = finder.study.records()
+    assert sorted(records) == [(1.0, 0), (4.0, 0), (16.0, 0)]
     for point in result.curve:
-        run = json.loads(finder.run_path(point.tau_epoch, 0).read_text())
+        run = records[(point.tau_epoch, 0)]
         assert run["dataset_size_seen"] == subset
         # TimescaleCallback set the subset's weight decay 1 / (lr * tau * M), M = ceil(30 / 16) = 2 steps per epoch
         # (= B / (lr * N_subset * tau) up to the last, partial batch), in the decaying group only
@@ -143,7 +146,9 @@ def test_finder_trains_on_the_subset_and_the_callback_sees_its_n(
         assert run["groups"]["no_decay"]["weight_decay"] == 0.0 and not run["groups"]["no_decay"]["decays"]
         assert len(run["metrics"]) == EPOCHS and all("val_loss" in m for m in run["metrics"])
         assert point.values == [pytest.approx(run["metrics"][-1]["val_loss"])]  # reduce="last": the final value
-    assert list((finder.root_dir / "tb").glob("tau_epoch=4_seed0/events.out.tfevents.*"))
+    # one TensorBoard folder per trial, named after the study, the grid point and the trial
+    logs = list((finder.root_dir / "tb").glob("tau_finder_*/tau_epoch=4_seed0_trial*/events.out.tfevents.*"))
+    assert len(logs) == 1
 
 
 def test_finder_cost_and_full_cost(fitted: tuple[TimescaleFinder, FinderResult]) -> None:
@@ -191,32 +196,28 @@ def test_finder_json_schema_and_plot(fitted: tuple[TimescaleFinder, FinderResult
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_finder_reuses_stored_runs_and_retrains_when_settings_change(tmp_path: Path) -> None:
+def test_finder_reuses_the_study_and_a_named_study_refuses_other_settings(tmp_path: Path) -> None:
     train, val = _loaders()
     first = _finder(tmp_path).fit(ValModel, train_dataloaders=train, val_dataloaders=val)
     before = ValModel.fits
     again = _finder(tmp_path)
     second = again.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
-    assert ValModel.fits == before and again.trained_runs == 0  # nothing trained
+    assert ValModel.fits == before and again.trained_runs == 0 and again.reused_runs == 3  # nothing trained
     assert second.to_json() == first.to_json()
-    # a new grid point trains only that point; another model width retrains everything
-    grown = _finder(tmp_path, tau_epochs=(1.0, 4.0, 16.0, 64.0))
-    grown.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
-    assert grown.trained_runs == 1 and ValModel.fits == before + 1
+    # other settings under the default name: another study (named after the settings), trained from scratch
     wider = _finder(tmp_path)
     wider.fit(lambda: ValModel(hidden=16), train_dataloaders=train, val_dataloaders=val)
-    assert wider.trained_runs == 3
-
-
-def test_finder_reduce_best_and_another_monitor_reuse_the_runs(tmp_path: Path) -> None:
-    train, val = _loaders()
-    last = _finder(tmp_path).fit(ValModel, train_dataloaders=train, val_dataloaders=val)
-    finder = _finder(tmp_path, reduce="best")
-    best = finder.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
-    assert finder.trained_runs == 0
-    for p_last, p_best, tau in zip(last.curve, best.curve, (1.0, 4.0, 16.0)):
-        history = [m["val_loss"] for m in json.loads(finder.run_path(tau, 0).read_text())["metrics"]]
-        assert p_best.values == [pytest.approx(min(history))] and p_last.values == [pytest.approx(history[-1])]
+    assert wider.trained_runs == 3 and wider.study is not None and again.study is not None
+    assert wider.study.study.study_name != again.study.study.study_name
+    # a named study opened with other settings: an error naming each difference, before any training
+    _finder(tmp_path, study_name="mine").fit(ValModel, train_dataloaders=train, val_dataloaders=val)
+    before = ValModel.fits
+    with pytest.raises(ValueError, match=r"study_name='mine'.*fraction is 0.25 there, 0.5 here; subset_size is 30"):
+        _finder(tmp_path, study_name="mine", fraction=0.5).fit(ValModel, train_dataloaders=train, val_dataloaders=val)
+    with pytest.raises(ValueError, match=r"tau_epochs is \[1.0, 4.0, 16.0\] there, \[1.0, 4.0\] here"):
+        grid = _finder(tmp_path, study_name="mine", tau_epochs=(1.0, 4.0))
+        grid.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
+    assert ValModel.fits == before
 
 
 def test_finder_with_a_datamodule_and_a_missing_monitor(tmp_path: Path) -> None:
@@ -339,6 +340,10 @@ _EPOCHS = {"max_epochs": 2}
         ({"root_dir": ""}, r"root_dir=''"),
         ({"subset_seed": 0.5}, r"subset_seed=0.5"),
         ({"window": 0}, r"window=0"),
+        ({"workers": 0}, r"workers=0"),
+        ({"study_name": " "}, r"study_name=' '"),
+        ({"storage": 3}, r"storage=3"),
+        ({"stale_after": -1}, r"stale_after=-1"),
     ],
 )
 def test_finder_rejects_bad_arguments(kwargs: dict[str, Any], match: str) -> None:
@@ -351,9 +356,9 @@ def test_finder_fit_rejects_bad_data_and_models_before_training(tmp_path: Path) 
     train, val = _loaders()
     finder = _finder(tmp_path)
     before = ValModel.fits
-    with pytest.raises(TypeError, match=r"makes a fresh model for every run.*'ValModel'"):
-        finder.fit(ValModel(), train_dataloaders=train, val_dataloaders=val)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"must return a LightningModule, got 'Linear'"):
+    with pytest.raises(TypeError, match=r"needs a LightningModule, or something that makes.*'Linear'"):
+        finder.fit(torch.nn.Linear(2, 2), train_dataloaders=train, val_dataloaders=val)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"must make a LightningModule, got 'Linear'"):
         finder.fit(lambda: torch.nn.Linear(2, 2), train_dataloaders=train, val_dataloaders=val)  # type: ignore[arg-type,return-value]
     with pytest.raises(ValueError, match=r"needs validation data"):
         finder.fit(ValModel, train_dataloaders=train)
@@ -366,7 +371,7 @@ def test_finder_fit_rejects_bad_data_and_models_before_training(tmp_path: Path) 
     small = DataLoader(_data(), batch_size=64, drop_last=True)
     with pytest.raises(ValueError, match=r"gives no full batch of 64"):
         finder.fit(ValModel, train_dataloaders=small, val_dataloaders=val)
-    assert ValModel.fits == before and not (tmp_path / "finder" / "runs").exists()
+    assert ValModel.fits == before and not (tmp_path / "finder").exists()
 
 
 def test_log_grid() -> None:

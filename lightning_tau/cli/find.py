@@ -6,21 +6,27 @@ subset of the training set, for the epochs the full run will train. Without ``--
 LightningCLI YAML file (``model:`` and ``data:`` with ``class_path`` entries, ``trainer.max_epochs``). Prints the
 curve, the suggested ``tau_epoch``, each param group's weight decay for the full run and what the finder cost;
 writes a Figure-1-style plot and a JSON summary into ``--out``.
+
+The runs are the trials of an Optuna study (``--storage``, ``--study``): the same command started on several
+machines, or ``--workers K`` on one, shares one grid; every process waits until the grid is complete and prints
+the same suggestion (``--no-wait``: exit as soon as no trial is left for it to take).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from lightning_tau.cli._args import fraction_above_zero, positive_float, positive_int
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS
 
-__all__ = ["DIGITS_EPOCHS", "add_parser", "load_config"]
+__all__ = ["DIGITS_EPOCHS", "ConfigError", "ConfigModel", "add_parser", "load_config"]
 
 #: Epochs per run on the demo's digits task (as ``lightning-tau demo``).
 DIGITS_EPOCHS = 40
@@ -40,7 +46,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             " (a parabola in log tau_epoch through the best grid point and its neighbours) and the weight decay"
             " B / (lr * N * tau_epoch) of every param group for the full run. Without --config: the demo's digits"
             " task. With --config: a LightningCLI YAML with model/data class_path entries and trainer.max_epochs."
-            " Runs are stored in OUT/runs and reused when the command is run again with the same settings."
+            " Runs are trials of an Optuna study (by default the journal file OUT/study.journal): the same command"
+            " run again trains nothing, and the same command started on several machines (--storage, --study) or"
+            " with --workers K shares one grid."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -79,9 +87,32 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="compare each run's metric after the last epoch, or its best over epochs",
     )
     parser.add_argument("--subset-seed", type=int, default=0, help="seed of the random subset")
-    parser.add_argument("--out", type=Path, default=Path("tau_runs/find"), help="run files, logs, plot and JSON")
+    parser.add_argument(
+        "--out", type=Path, default=Path("tau_runs/find"), help="the default study journal, logs, plot and JSON"
+    )
     parser.add_argument(
         "--json", type=Path, default=None, help="where to write the JSON summary; when not given: OUT/finder.json"
+    )
+    parser.add_argument(
+        "--storage",
+        default=None,
+        metavar="PATH_OR_URL",
+        help="the study's storage: a journal file (shared file system) or an Optuna database URL such as"
+        " postgresql://user:password@host/db (the password is never printed); when not given: OUT/study.journal",
+    )
+    parser.add_argument(
+        "--study",
+        default=None,
+        metavar="NAME",
+        help="the study to join; when not given: tau_finder_ and a hash of the settings",
+    )
+    parser.add_argument(
+        "--workers", type=positive_int, default=1, help="worker processes on this machine (each cores/K threads)"
+    )
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="exit as soon as no trial is left to take, without waiting for those training elsewhere",
     )
     parser.add_argument("--no-plot", action="store_true", help="skip the figure")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -89,19 +120,23 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def load_config(path: Path) -> tuple[Callable[[], Any], Any, dict[str, Any], list[str]]:
-    """Read a LightningCLI YAML: ``(model_factory, datamodule, trainer_kwargs, notes)``, nothing trained.
+class ConfigError(ValueError):
+    """A ``--config`` that cannot be read or whose model or data cannot be built (one line, for the CLI)."""
 
-    ``model:`` and ``data:`` need ``class_path`` (and ``init_args``) entries. ``model_factory()`` instantiates a
-    fresh model from the config on every call. ``trainer_kwargs`` holds the plain ``trainer:`` settings that differ
-    from the Trainer's defaults, without those the finder sets itself (``notes`` says which were left out).
 
-    Raises:
-        ImportError: jsonargparse is not installed (the ``cli`` extra).
-        SystemExit: the config does not parse (jsonargparse prints why).
-    """
+@contextlib.contextmanager
+def _plain_argv() -> Iterator[None]:
+    argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns about arguments it was not given
     try:
-        from lightning.pytorch import LightningDataModule, LightningModule, Trainer
+        yield
+    finally:
+        sys.argv = argv
+
+
+def _parse(path: Path) -> Any:
+    """The ``LightningCLI`` of the config at ``path`` (model and data instantiated, nothing run)."""
+    try:
+        from lightning.pytorch import LightningDataModule, LightningModule
         from lightning.pytorch.cli import LightningCLI
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError(
@@ -109,10 +144,9 @@ def load_config(path: Path) -> tuple[Callable[[], Any], Any, dict[str, Any], lis
         ) from err
     from lightning_tau._quiet import quiet_sweep
 
-    argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns about arguments it was not given
     try:
-        with quiet_sweep():
-            cli = LightningCLI(
+        with _plain_argv(), quiet_sweep(), open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
+            return LightningCLI(
                 LightningModule,
                 LightningDataModule,
                 subclass_mode_model=True,
@@ -121,16 +155,63 @@ def load_config(path: Path) -> tuple[Callable[[], Any], Any, dict[str, Any], lis
                 run=False,
                 save_config_callback=None,
                 trainer_defaults={"logger": False},
+                parser_kwargs={"exit_on_error": False},
             )
-    finally:
-        sys.argv = argv
+    except (Exception, SystemExit) as err:
+        raise ConfigError(f"--config {str(path)!r}: {_one_line(err)}") from None
+
+
+def _one_line(err: BaseException) -> str:
+    """The cause of a jsonargparse or model error in one line: its innermost reason, not the whole tree."""
+    text = str(err).strip() or type(err).__name__
+    lines = [line.strip(" -") for line in text.splitlines() if line.strip(" -")]
+    reasons = [
+        line
+        for line in lines
+        if not line.startswith(("Given value", "Expected a", "Problem with given class_path", "Parser key"))
+    ]
+    reason = next((line for line in reversed(reasons) if "Expected a <class 'NoneType'>" not in line), lines[0])
+    first = lines[0] if lines[0] != reason else ""
+    message = f"{first.rstrip(':')}: {reason}" if first and len(first) < 120 else reason
+    return " ".join(message.split())[:400]
+
+
+class ConfigModel:
+    """Makes a fresh model from a LightningCLI config for every call (picklable: a worker process parses the
+    config again)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._cli: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "_cli": None}
+
+    def __call__(self) -> Any:
+        if self._cli is None:
+            self._cli = _parse(self.path)
+        instantiate = getattr(self._cli.parser, "instantiate", None) or self._cli.parser.instantiate_classes
+        return instantiate(self._cli.config)["model"]
+
+
+def load_config(path: Path) -> tuple[Callable[[], Any], Any, dict[str, Any], list[str]]:
+    """Read a LightningCLI YAML: ``(model_factory, datamodule, trainer_kwargs, notes)``, nothing trained.
+
+    ``model:`` and ``data:`` need ``class_path`` (and ``init_args``) entries. ``model_factory()`` instantiates a
+    fresh model from the config on every call (and pickles, for ``--workers``). ``trainer_kwargs`` holds the plain
+    ``trainer:`` settings that differ from the Trainer's defaults, without those the finder sets itself (``notes``
+    says which were left out).
+
+    Raises:
+        ImportError: jsonargparse is not installed (the ``cli`` extra).
+        ConfigError: the config does not parse, or its model or data cannot be built (a one-line reason).
+    """
+    from lightning.pytorch import Trainer
+
+    cli = _parse(path)
     config = cli.config
-
-    # jsonargparse >= 4.49 names it `instantiate`; older versions only have `instantiate_classes`
-    instantiate = getattr(cli.parser, "instantiate", None) or cli.parser.instantiate_classes
-
-    def model_factory() -> Any:
-        return instantiate(config)["model"]
+    model_factory = ConfigModel(path)
+    model_factory._cli = cli
 
     defaults = {name: p.default for name, p in inspect.signature(Trainer.__init__).parameters.items()}
     trainer_kwargs: dict[str, Any] = {}
@@ -149,27 +230,57 @@ def load_config(path: Path) -> tuple[Callable[[], Any], Any, dict[str, Any], lis
     return model_factory, cli.datamodule, trainer_kwargs, notes
 
 
+def _writable(path: Path, *, folder: bool) -> str | None:
+    """Why ``path`` (a folder, or a file to write) cannot be written, or ``None``; creates nothing."""
+    if folder and path.exists() and not path.is_dir():
+        return "it is a file, not a folder"
+    if not folder and path.is_dir():
+        return "it is a folder"
+    existing = path if folder else path.parent
+    while not existing.exists():  # the nearest folder that exists: the rest will be created in it
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    probe = existing / f".lightning-tau-write-test-{os.getpid()}"
+    try:  # a real write: os.access says yes to root on read-only file systems (/sys, /proc, a read-only mount)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        return f"cannot write in {existing}: {err.strerror or err}"
+    return None
+
+
+def _error(message: str, code: int) -> int:
+    print(f"lightning-tau find: error: {message}", file=sys.stderr)
+    return code
+
+
 def _main(args: argparse.Namespace) -> int:
     import torch
 
     from lightning_tau.tuner.finder import TimescaleFinder
+    from lightning_tau.tuner.study import StorageError
 
+    for option, path, folder in (("--out", args.out, True), ("--json", args.json, False)):
+        if path is not None and (why := _writable(path, folder=folder)) is not None:
+            return _error(f"argument {option}: cannot write to {str(path)!r}: {why}. Pass a writable path.", 2)
     if args.config is not None:
         if not args.config.is_file():
-            print(f"lightning-tau find: error: --config {str(args.config)!r} is not a file.", file=sys.stderr)
-            return 2
-        model_factory, datamodule, trainer_kwargs, notes = load_config(args.config)
+            return _error(f"--config {str(args.config)!r} is not a file.", 2)
+        try:
+            model_factory, datamodule, trainer_kwargs, notes = load_config(args.config)
+        except ConfigError as err:
+            return _error(f"{err}. Fix the config (see examples/configs/find_digits.yaml).", 2)
         if notes:
             print(f"Not carried over from {args.config} (the finder sets its own): {', '.join(notes)}.")
         if args.epochs is not None:
             trainer_kwargs["max_epochs"] = args.epochs
         if trainer_kwargs.get("max_epochs") in (None, -1):
-            print(
-                f"lightning-tau find: error: {args.config} sets no trainer.max_epochs: set it to the epochs of the"
-                " full run, or pass --epochs.",
-                file=sys.stderr,
+            return _error(
+                f"{args.config} sets no trainer.max_epochs: set it to the epochs of the full run, or pass --epochs.", 2
             )
-            return 2
         monitor = args.monitor or "val_loss"
     else:
         from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP, load_digits_tensors
@@ -177,8 +288,7 @@ def _main(args: argparse.Namespace) -> int:
         try:
             load_digits_tensors()
         except ImportError as err:
-            print(f"lightning-tau find: error: {err}", file=sys.stderr)
-            return 1
+            return _error(str(err), 1)
         model_factory, datamodule = DigitsMLP, DigitsDataModule(train_size=1400, batch_size=64)
         trainer_kwargs = {"max_epochs": args.epochs or DIGITS_EPOCHS, "accelerator": "cpu", "devices": 1}
         monitor = args.monitor or "val/loss"
@@ -196,17 +306,37 @@ def _main(args: argparse.Namespace) -> int:
             root_dir=args.out,
             subset_seed=args.subset_seed,
             progress=not args.no_progress,
+            storage=args.storage,
+            study_name=args.study,
+            workers=args.workers,
         )
-        result = finder.fit(model_factory, datamodule=datamodule)
+    except ValueError as err:
+        return _error(str(err), 2)
+    try:
+        result = finder.fit(model_factory, datamodule=datamodule, wait=not args.no_wait)
+    except StorageError as err:
+        return _error(f"argument --storage: {err.shown!r}: {err.reason}", 2)
+    except ConfigError as err:
+        return _error(f"{err}. Fix the config.", 2)
     except (ValueError, TypeError) as err:
-        print(f"lightning-tau find: error: {err}", file=sys.stderr)
-        return 1
+        return _error(str(err), 1)
+    grid = len(finder.tau_epochs) * len(finder.seeds)
+    if result is None:
+        elsewhere = len(finder.study.running_elsewhere()) if finder.study is not None else 0
+        print(
+            f"No trial left to take: {finder.trained_runs} trained here, {grid - finder.pending_runs} of {grid}"
+            f" complete, {elsewhere} still training elsewhere. Run the command again (without --no-wait) for the"
+            " suggestion."
+        )
+        return 0
     print(result.table())
-    if finder.trained_runs < len(result.curve) * len(finder.seeds):
-        print(f"({len(result.curve) * len(finder.seeds) - finder.trained_runs} runs reused from {args.out / 'runs'}.)")
-    json_path = result.save_json(args.json or args.out / "finder.json")
-    print(f"JSON: {json_path}")
-    if not args.no_plot:
-        print(f"Figure: {result.plot(args.out / 'tau_finder.png')}")
+    if finder.reused_runs:
+        print(f"({finder.reused_runs} of {grid} trials were complete in the study before this command.)")
+    try:
+        print(f"JSON: {result.save_json(args.json or args.out / 'finder.json')}")
+        if not args.no_plot:
+            print(f"Figure: {result.plot(args.out / 'tau_finder.png')}")
+    except OSError as err:
+        return _error(f"cannot write the result: {err}. The trials are stored: run the command again to write it.", 1)
     print(f"TensorBoard logs: tensorboard --logdir {args.out / 'tb'}")
     return 0

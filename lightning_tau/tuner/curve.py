@@ -309,6 +309,23 @@ class FinderResult:
             smoothed=opt.smoothed,
         )
 
+    def callback(self, **kwargs: Any) -> Any:
+        """The :class:`~lightning_tau.TimescaleCallback` for the full run: ``tau_epoch`` the suggestion.
+
+        ``kwargs`` go to the callback (``verbose``, ``monitor``, ...). It writes ``weight_decay`` into the groups.
+
+        Example:
+            >>> curve = [CurvePoint(t, [v], [0]) for t, v in [(2.0, 0.4), (8.0, 0.2), (32.0, 0.3)]]
+            >>> result = FinderResult.from_curve(curve, lr={"decay": 1e-3}, monitor="val_loss", mode="min",
+            ...     reduce="last", fraction=0.25, dataset_size=1000, subset_size=250, batch_size=50, epochs=10,
+            ...     full_cost=600)
+            >>> round(result.callback(verbose=False).tau_epoch, 2)
+            10.08
+        """
+        from lightning_tau.callback import TimescaleCallback  # Lightning only when asked: this module is pure
+
+        return TimescaleCallback(tau_epoch=self.tau_epoch, **kwargs)
+
     @property
     def cost_fraction(self) -> float:
         """``cost / full_cost``: what the finder cost, as a share of the same sweep on the full data."""

@@ -6,134 +6,74 @@ the ``tau_epoch`` for the full run at about ``fraction`` of the cost of the same
 run's weight decay is then ``B / (lr * N * tau_epoch)`` with the full ``N``. Keeping the subset's best *weight
 decay* instead would make the full run's timescale ``1 / fraction`` times too short.
 
-Each run is a fresh Lightning fit with :class:`~lightning_tau.TimescaleCallback` and is stored as a small JSON file
-(``root_dir/runs/<tau_epoch>_<seed>.json``, next to its TensorBoard logs in ``root_dir/tb``); a later ``fit`` with
-the same settings reads it back instead of training it again. The pure parts (grid, smoothing, result) live in
-:mod:`lightning_tau.tuner.curve`.
+Each ``(tau_epoch, seed)`` is one trial of an Optuna study (:mod:`lightning_tau.tuner.study`), by default in the
+journal file ``root_dir/study.journal``: any number of processes, on one machine or many, that open the same study
+share its grid, and a later ``fit`` with the same settings trains nothing. Each trial is a fresh Lightning fit with
+:class:`~lightning_tau.TimescaleCallback` (:mod:`lightning_tau.tuner.trial`), logging to TensorBoard in a folder of
+its own under ``root_dir/tb``. The pure parts (grid, smoothing, result) live in :mod:`lightning_tau.tuner.curve`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import multiprocessing
 import numbers
-import shutil
+import os
+import pickle
+import re
+import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import lightning.pytorch as pl
 import torch
-from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
-from torch.utils.data import DataLoader, RandomSampler, SequentialSampler, Subset
-from typing_extensions import override
+from optuna.storages import BaseStorage
+from torch.utils.data import DataLoader, RandomSampler
 
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, CurvePoint, FinderResult, Mode
+from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna
+from lightning_tau.tuner.trial import ModelCopies, run_trial, subset_dataloader
 
 __all__ = ["TimescaleFinder", "subset_dataloader"]
 
 Reduce = Literal["last", "best"]
 
-#: Bumped when the run files' layout changes, so older files are retrained rather than misread.
-RUN_FORMAT = 1
+#: Seconds between looks at the study while waiting for trials that train elsewhere.
+POLL_SECONDS = 1.0
 
 #: Trainer arguments the finder sets itself or that would break "same epochs on a real subset".
 _FORBIDDEN_TRAINER_KWARGS = {
-    "logger": "the finder logs every run to TensorBoard under `root_dir/tb` itself",
+    "logger": "the finder logs every trial to TensorBoard under `root_dir/tb` itself",
     "default_root_dir": "use `TimescaleFinder(root_dir=...)`",
     "max_steps": "the finder trains for `max_epochs`, the same number of epochs as the full run",
-    "max_time": "every run must train for `max_epochs`",
+    "max_time": "every trial must train for `max_epochs`",
     "limit_train_batches": "the finder subsets the dataset itself (`fraction`), so that N shrinks",
     "overfit_batches": "the finder subsets the dataset itself (`fraction`)",
-    "fast_dev_run": "a finder run must train for `max_epochs`",
+    "fast_dev_run": "a finder trial must train for `max_epochs`",
 }
-
-
-def subset_dataloader(loader: DataLoader, fraction: float, seed: int = 0) -> DataLoader:
-    """A copy of ``loader`` over a fixed random ``Subset`` of ``round(fraction * len(dataset))`` of its samples.
-
-    The subset is the first ``round(fraction * N)`` indices of a permutation seeded with ``seed`` (in dataset
-    order). Batch size, shuffling, ``collate_fn``, workers, ``drop_last``, ... are those of ``loader``.
-
-    Raises:
-        TypeError: ``loader`` is not a plain ``torch.utils.data.DataLoader`` (a subclass may need arguments the
-            finder cannot know).
-        ValueError: ``loader`` uses a custom sampler or batch sampler, its dataset has no length, or the subset
-            would be empty.
-
-    Example:
-        >>> from torch.utils.data import TensorDataset
-        >>> full = DataLoader(TensorDataset(torch.arange(100.0)), batch_size=8, shuffle=True)
-        >>> part = subset_dataloader(full, 0.25, seed=0)
-        >>> len(part.dataset), part.batch_size, type(part.sampler).__name__
-        (25, 8, 'RandomSampler')
-    """
-    if type(loader) is not DataLoader:
-        raise TypeError(
-            f"`TimescaleFinder` needs a plain `torch.utils.data.DataLoader` for training, got"
-            f" {type(loader).__name__!r}: it rebuilds the loader over a subset of the dataset."
-        )
-    try:
-        size = len(loader.dataset)  # type: ignore[arg-type]
-    except TypeError:
-        raise ValueError(
-            f"`TimescaleFinder` cannot subset the train dataset {type(loader.dataset).__name__!r}: it has no length"
-            " (an `IterableDataset`?). Give it a map-style dataset."
-        ) from None
-    if loader.batch_size is None:
-        raise ValueError(
-            "`TimescaleFinder` cannot subset a train DataLoader built with a custom `batch_sampler`: build it with"
-            " `batch_size=` (and `shuffle=`) instead."
-        )
-    if isinstance(loader.sampler, RandomSampler) and not loader.sampler.replacement:
-        shuffle = True
-    elif isinstance(loader.sampler, SequentialSampler):
-        shuffle = False
-    else:
-        raise ValueError(
-            f"`TimescaleFinder` cannot subset a train DataLoader with a custom sampler"
-            f" ({type(loader.sampler).__name__}): build it with `shuffle=True` or `shuffle=False`."
-        )
-    keep = round(fraction * size)
-    if keep < 1:
-        raise ValueError(
-            f"`TimescaleFinder(fraction={fraction!r})` keeps no sample of the {size} in the training set:"
-            " use a larger fraction."
-        )
-    order = torch.randperm(size, generator=torch.Generator().manual_seed(seed))[:keep]
-    indices = sorted(order.tolist())
-    return DataLoader(
-        Subset(loader.dataset, indices),
-        batch_size=loader.batch_size,
-        shuffle=shuffle,
-        num_workers=loader.num_workers,
-        collate_fn=loader.collate_fn,
-        pin_memory=loader.pin_memory,
-        drop_last=loader.drop_last,
-        timeout=loader.timeout,
-        worker_init_fn=loader.worker_init_fn,
-        multiprocessing_context=loader.multiprocessing_context,
-        generator=loader.generator,
-        prefetch_factor=loader.prefetch_factor if loader.num_workers > 0 else None,
-        persistent_workers=loader.persistent_workers,
-        pin_memory_device=loader.pin_memory_device,
-    )
 
 
 class TimescaleFinder:
     """Find ``tau_epoch`` on a random subset of the training set and give the full run's weight decay.
 
-    For every ``tau_epoch`` in the grid and every seed, :meth:`fit` trains a fresh model (``model_factory()``,
-    called after ``seed_everything(seed)``) for ``max_epochs`` on a fixed random subset holding ``fraction`` of
-    the training set, with ``TimescaleCallback(tau_epoch=tau_epoch)`` setting the weight decay from the subset's
-    ``N``. It reads the validation metric ``monitor`` after every validation and compares runs by its value
-    after the last epoch (``reduce="last"``, the default: what the full run ends with) or by its best value over
-    the epochs (``reduce="best"``). The suggestion is the vertex of a parabola in ``log(tau_epoch)`` fitted to the
-    seed-mean curve around its best grid point (:func:`~lightning_tau.tuner.curve.smoothed_optimum`).
+    For every ``tau_epoch`` in the grid and every seed, :meth:`fit` trains a fresh model for ``max_epochs`` on a
+    fixed random subset holding ``fraction`` of the training set, with ``TimescaleCallback(tau_epoch=tau_epoch)``
+    setting the weight decay from the subset's ``N``. It reads the validation metric ``monitor`` after every
+    validation and compares runs by its value after the last epoch (``reduce="last"``, the default: what the full
+    run ends with) or by its best value over the epochs (``reduce="best"``). The suggestion is the vertex of a
+    parabola in ``log(tau_epoch)`` fitted to the seed-mean curve around its best grid point
+    (:func:`~lightning_tau.tuner.curve.smoothed_optimum`).
+
+    The runs are the trials of an Optuna study (``storage``, ``study_name``): every process that calls :meth:`fit`
+    on the same study takes trials nobody has finished, a finished trial is never trained again, a trial whose
+    worker died is handed to another, and every process computes the same answer from the study.
 
     Args:
         fraction: share of the training set each run trains on, in ``(0, 1]``; the subset holds
@@ -148,15 +88,27 @@ class TimescaleFinder:
             full run). The finder sets ``logger`` and ``default_root_dir`` itself and refuses ``max_steps``,
             ``limit_train_batches``, ... (see the error). Defaults it adds unless given: no checkpointing, no
             progress bar, no model summary, no sanity validation. ``callbacks`` given here are shared by every run.
-        root_dir: where run files (``runs/<tau_epoch>_<seed>.json``) and TensorBoard logs (``tb/``) go.
+        root_dir: where the default study journal (``study.journal``) and TensorBoard logs (``tb/``) go.
         subset_seed: seed of the permutation that picks the subset.
         window: grid points on each side of the best one that the parabola is fitted to.
-        progress: show a progress bar (one tick per epoch) across the runs.
-        verbose: print what is reused and trained (rank zero only).
+        progress: show a progress bar (one tick per epoch) across the runs this process trains.
+        verbose: print what is reused, trained, handed on and waited for (rank zero only).
+        storage: where the study lives: ``None`` (the journal file ``root_dir/study.journal``), a journal file
+            path, an Optuna database URL (``postgresql://user:password@host/db``; the password is never printed)
+            or an Optuna storage object. See ``docs/finder.rst`` for which to use where.
+        study_name: the study; by default ``tau_finder_`` and a hash of the sweep's settings, so the same
+            settings join the same study and other settings start another. A named study opened with other
+            settings is an error naming the difference.
+        workers: processes that train trials at once on this machine: this one and ``workers - 1`` started with
+            ``multiprocessing``'s spawn, each with ``cores // workers`` torch threads (the model and the data must
+            pickle: a class or an instance, not a lambda).
+        stale_after: seconds without a sign of life (written every 30 s) after which a trial running on another
+            machine of a journal-file study is handed to another worker (same machine: as soon as its process is
+            gone; database storages: Optuna's heartbeat).
 
     Raises:
-        ValueError: at construction for a bad argument, naming it and its value; in :meth:`fit` for data or a
-            model the finder cannot use, before any training.
+        ValueError: at construction for a bad argument, naming it and its value; in :meth:`fit` for data, a
+            model or a storage the finder cannot use, before any training.
 
     Example:
         >>> TimescaleFinder(fraction=0.25, tau_epochs=(2, 8, 32), trainer_kwargs={"max_epochs": 10}).tau_epochs
@@ -181,7 +133,12 @@ class TimescaleFinder:
         window: int = 1,
         progress: bool = True,
         verbose: bool = True,
+        storage: str | Path | BaseStorage | None = None,
+        study_name: str | None = None,
+        workers: int = 1,
+        stale_after: float = STALE_SECONDS,
     ) -> None:
+        self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         if (
             isinstance(fraction, bool)
             or not isinstance(fraction, numbers.Real)
@@ -219,48 +176,101 @@ class TimescaleFinder:
         self.window = window
         self.progress = bool(progress)
         self.verbose = bool(verbose)
-        #: runs :meth:`fit` trained (not reused) in its last call
+        if storage is not None and not isinstance(storage, (str, Path, BaseStorage)) or storage == "":
+            raise ValueError(
+                f"`TimescaleFinder(storage={storage!r})` is not valid: use a journal file path, an Optuna storage URL"
+                " (e.g. postgresql://user:password@host/db) or an Optuna storage."
+            )
+        self.storage = storage
+        if study_name is not None and (not isinstance(study_name, str) or not study_name.strip()):
+            raise ValueError(f"`TimescaleFinder(study_name={study_name!r})` is not valid: use a non-empty name.")
+        self.study_name = study_name
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"`TimescaleFinder(workers={workers!r})` is not valid: use a positive integer.")
+        self.workers = workers
+        if (
+            isinstance(stale_after, bool)
+            or not isinstance(stale_after, numbers.Real)
+            or not (math.isfinite(stale_after) and stale_after > 0)
+        ):
+            raise ValueError(
+                f"`TimescaleFinder(stale_after={stale_after!r})` is not valid: use a positive number of seconds."
+            )
+        self.stale_after = float(stale_after)
+        #: trials this process trained in the last :meth:`fit`
         self.trained_runs = 0
+        #: trials that were complete in the study when the last :meth:`fit` started
+        self.reused_runs = 0
+        #: trials still training elsewhere when the last :meth:`fit` returned (``wait=False`` only)
+        self.pending_runs = 0
+        #: the study the last :meth:`fit` used (name and printable storage)
+        self.study: GridStudy | None = None
+        self._worker_only = False
 
-    def run_path(self, tau_epoch: float, seed: int) -> Path:
-        """The JSON file of one run: ``root_dir/runs/<tau_epoch>_<seed>.json``.
-
-        Example:
-            >>> TimescaleFinder(root_dir="out", trainer_kwargs={"max_epochs": 1}).run_path(8.0, 1).as_posix()
-            'out/runs/8_1.json'
-        """
-        return self.root_dir / "runs" / f"{_tau_name(tau_epoch)}_{seed}.json"
-
+    @overload
     def fit(
         self,
-        model_factory: Callable[[], pl.LightningModule],
+        model: pl.LightningModule | Callable[[], pl.LightningModule],
         datamodule: pl.LightningDataModule | None = None,
         train_dataloaders: DataLoader | None = None,
         val_dataloaders: DataLoader | Sequence[DataLoader] | None = None,
-    ) -> FinderResult:
-        """Train (or reuse) every ``(tau_epoch, seed)`` run on the subset and return the :class:`FinderResult`.
+        *,
+        wait: Literal[True] = True,
+    ) -> FinderResult: ...
+
+    @overload
+    def fit(
+        self,
+        model: pl.LightningModule | Callable[[], pl.LightningModule],
+        datamodule: pl.LightningDataModule | None = None,
+        train_dataloaders: DataLoader | None = None,
+        val_dataloaders: DataLoader | Sequence[DataLoader] | None = None,
+        *,
+        wait: bool,
+    ) -> FinderResult | None: ...
+
+    def fit(
+        self,
+        model: pl.LightningModule | Callable[[], pl.LightningModule],
+        datamodule: pl.LightningDataModule | None = None,
+        train_dataloaders: DataLoader | None = None,
+        val_dataloaders: DataLoader | Sequence[DataLoader] | None = None,
+        *,
+        wait: bool = True,
+    ) -> FinderResult | None:
+        """Train the study's trials nobody has finished, wait for the rest, and return the :class:`FinderResult`.
 
         Args:
-            model_factory: called with no argument for every run, after ``seed_everything(seed)``; returns a
-                fresh ``LightningModule`` whose ``configure_optimizers`` builds an AdamW-family optimizer with a
-                positive ``weight_decay`` on the groups that decay (e.g. the model class itself, or
-                ``lambda: MyModel(width=256)``).
+            model: a ``LightningModule`` instance (every trial trains a fresh copy of its initial weights; seeds
+                then change only the batch order), or something that makes a fresh one, called after
+                ``seed_everything(seed)`` for every trial (the class, ``functools.partial(MyModel, width=256)``,
+                or a ``lambda`` when ``workers=1``). Its ``configure_optimizers`` must build an AdamW-family
+                optimizer with a positive ``weight_decay`` on the groups that decay.
             datamodule: a ``LightningDataModule``; the finder calls ``prepare_data()`` and ``setup("fit")`` once
                 and uses its ``train_dataloader()`` and ``val_dataloader()`` (its other hooks are not used).
             train_dataloaders: or the full training ``DataLoader`` (one, plain, with ``batch_size``).
             val_dataloaders: and the validation loader(s); required with ``train_dataloaders``.
+            wait: wait until every trial is complete (some may train in other processes). ``False``: return
+                ``None`` as soon as no trial is left for this process (and its workers) to take, with
+                ``pending_runs`` saying how many still train elsewhere.
 
         Raises:
-            TypeError: ``model_factory`` is a model instance rather than something that makes one, or makes
-                something other than a ``LightningModule``.
+            TypeError: ``model`` is neither a ``LightningModule`` nor makes one.
             ValueError: data given both or neither way, no validation data, a loader the finder cannot subset,
-                a model with no decaying AdamW group, or (after the first validation) a ``monitor`` no run logs.
+                a storage that cannot be opened or a study with other settings, a model with no decaying AdamW
+                group, or (after the first validation) a ``monitor`` no run logs.
         """
-        if isinstance(model_factory, torch.nn.Module) or not callable(model_factory):
+        copies: ModelCopies | None = None
+        if isinstance(model, pl.LightningModule):
+            copies = ModelCopies(model)
+            model_factory: Callable[[], pl.LightningModule] = copies
+        elif isinstance(model, torch.nn.Module) or not callable(model):
             raise TypeError(
-                f"`TimescaleFinder.fit(model_factory=...)` needs something that makes a fresh model for every run"
-                f" (the model class, or `lambda: MyModel(...)`), got {type(model_factory).__name__!r}."
+                f"`TimescaleFinder.fit(model=...)` needs a LightningModule, or something that makes a fresh one for"
+                f" every run (the model class, or `lambda: MyModel(...)`), got {type(model).__name__!r}."
             )
+        else:
+            model_factory = model
         full_train, val = _resolve_data(datamodule, train_dataloaders, val_dataloaders)
         train = subset_dataloader(full_train, self.fraction, self.subset_seed)
         if len(train) == 0:
@@ -270,101 +280,196 @@ class TimescaleFinder:
             )
         dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
         subset_size = len(train.dataset)  # type: ignore[arg-type]
-        model = model_factory()
-        if not isinstance(model, pl.LightningModule):
+        probe = model_factory()
+        if not isinstance(probe, pl.LightningModule):
             raise TypeError(
-                f"`TimescaleFinder.fit(model_factory=...)` must return a LightningModule, got {type(model).__name__!r}."
+                f"`TimescaleFinder.fit(model=...)` must make a LightningModule, got {type(probe).__name__!r}."
             )
-        settings = self._settings(model, dataset_size, subset_size, train)
-        del model
+        settings = self._settings(probe, dataset_size, subset_size, train, copies)
+        del probe
+        payload = None
+        if self.workers > 1:
+            payload = self._worker_payload(model_factory, full_train, val)
 
-        runs = [(tau, seed) for tau in self.tau_epochs for seed in self.seeds]
-        records: dict[tuple[float, int], dict[str, Any]] = {}
-        for tau, seed in runs:
-            record = self._load(tau, seed, settings)
-            if record is not None:
-                records[(tau, seed)] = record
-        todo = [run for run in runs if run not in records]
-        if self.verbose:
-            rank_zero_info(
-                f"TimescaleFinder: {len(runs)} runs ({len(self.tau_epochs)} tau_epochs x {len(self.seeds)} seeds) on"
-                f" {subset_size} of {dataset_size} training samples for {self.epochs} epochs; reusing"
-                f" {len(runs) - len(todo)} from {self.root_dir / 'runs'}, training {len(todo)}."
+        grid = [(tau, seed) for tau in self.tau_epochs for seed in self.seeds]
+        name = (
+            self.study_name
+            or "tau_finder_" + hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+        )
+        log = self._log
+        with quiet_optuna():
+            study = GridStudy.open(
+                self.storage,
+                self.root_dir,
+                name,
+                settings,
+                grid,
+                direction="minimize" if self.mode == "min" else "maximize",
+                stale_after=self.stale_after,
+                log=log,
             )
-        self.trained_runs = 0
-        if todo:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(
-                total=len(todo) * self.epochs,
-                unit="epoch",
-                desc="tau finder",
-                disable=not self.progress or rank_zero_only.rank != 0,
+            self.study = study
+            self.trained_runs, self.pending_runs = 0, 0
+            self.reused_runs = len(study.records())
+            log(
+                f"study {name!r} in {study.shown}: {len(grid)} trials ({len(self.tau_epochs)} tau_epochs x"
+                f" {len(self.seeds)} seeds) on {subset_size} of {dataset_size} training samples for {self.epochs}"
+                f" epochs; {self.reused_runs} done before"
+                + (f", {self.workers} workers on this machine." if self.workers > 1 else ".")
             )
+            procs = self._start_workers(payload) if payload is not None else []
+            threads = torch.get_num_threads()
             try:
-                with quiet_sweep():
-                    for tau, seed in todo:
-                        bar.set_postfix_str(f"tau_epoch={tau:g} seed={seed}")
-                        records[(tau, seed)] = self._train_one(model_factory, train, val, tau, seed, settings, bar)
-                        self.trained_runs += 1
+                if procs:
+                    torch.set_num_threads(max(1, _cores() // self.workers))
+                self._work(study, model_factory, train, val, wait=wait, workers=procs)
             finally:
-                bar.close()
+                torch.set_num_threads(threads)
+                for proc in procs:
+                    proc.join()
+            for proc in procs:
+                if proc.exitcode != 0:
+                    log(f"worker process {proc.pid} ended with exit code {proc.exitcode}.")
+            records = study.records()
+            self.pending_runs = len(grid) - len(records)
+        if self._worker_only:
+            return None
+        if self.pending_runs:
+            elsewhere = len(study.running_elsewhere())
+            log(
+                f"no trial left to take; {self.pending_runs} of {len(grid)} not complete ({elsewhere} training"
+                " elsewhere). Call again when they finish for the suggestion."
+            )
+            return None
         return self._result(records, full_train, dataset_size, subset_size)
 
-    # --- one run ---------------------------------------------------------------------------------------------
+    def _log(self, message: str) -> None:
+        if self.verbose:
+            rank_zero_info(f"TimescaleFinder: {message}")
 
-    def _train_one(
+    # --- the trials ------------------------------------------------------------------------------------------
+
+    def _work(
         self,
+        study: GridStudy,
         model_factory: Callable[[], pl.LightningModule],
         train: DataLoader,
         val: Any,
-        tau: float,
-        seed: int,
-        settings: dict[str, Any],
-        bar: Any,
-    ) -> dict[str, Any]:
-        pl.seed_everything(seed, verbose=False)
-        model = model_factory()
-        callback = TimescaleCallback(tau_epoch=tau, verbose=False)
-        recorder = _RunRecorder(self.monitor, bar, callback)
-        version = f"tau_epoch={_tau_name(tau)}_seed{seed}"
-        tb_dir = self.root_dir / "tb" / version
-        if tb_dir.exists():  # a run retrained under new settings: do not mix its old curves in
-            shutil.rmtree(tb_dir)
-        logger = TensorBoardLogger(save_dir=str(self.root_dir), name="tb", version=version, default_hp_metric=False)
-        kwargs = dict(self.trainer_kwargs)
-        user_callbacks = list(kwargs.pop("callbacks", None) or [])
-        kwargs.setdefault("log_every_n_steps", max(1, len(train) // int(kwargs.get("accumulate_grad_batches", 1))))
-        trainer = pl.Trainer(
-            logger=logger,
-            default_root_dir=str(self.root_dir),
-            callbacks=[callback, recorder, *user_callbacks],
-            **kwargs,
-        )
-        trainer.fit(model, train_dataloaders=train, val_dataloaders=val)
-        record = {
-            "format": RUN_FORMAT,
-            "settings": {**settings, "tau_epoch": tau, "seed": seed},
-            "steps": int(trainer.global_step),
-            "epochs_run": int(trainer.current_epoch),
-            "dataset_size_seen": recorder.dataset_size,
-            "global_batch_size": recorder.global_batch_size,
-            "world_size": int(trainer.world_size),
-            "groups": recorder.groups,
-            "metrics": recorder.history,
-        }
-        path = self.run_path(tau, seed)
-        if trainer.is_global_zero:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(record, indent=1, allow_nan=True) + "\n")
-        return record
+        *,
+        wait: bool,
+        workers: Sequence[Any] = (),
+    ) -> None:
+        """Take and train trials until none is left to take; with ``wait``, then until the grid is complete."""
+        from tqdm.auto import tqdm
+
+        bar = None
+        told_waiting: set[int] = set()
+        try:
+            while True:
+                study.reclaim()
+                study.enqueue_missing()
+                taken = study.take()
+                if taken is not None:
+                    trial, (tau, seed) = taken
+                    if bar is None:
+                        left = len(study.grid) - len(study.records())
+                        bar = tqdm(
+                            total=max(1, left) * self.epochs,
+                            unit="epoch",
+                            desc="tau finder",
+                            disable=not self.progress or rank_zero_only.rank != 0,
+                        )
+                    bar.set_postfix_str(f"tau_epoch={tau:g} seed={seed}")
+                    with study.working_on(trial), quiet_sweep():
+                        record = run_trial(
+                            model_factory,
+                            train,
+                            val,
+                            tau_epoch=tau,
+                            seed=seed,
+                            monitor=self.monitor,
+                            trainer_kwargs=self.trainer_kwargs,
+                            log_dir=self.root_dir / "tb" / study.study.study_name,
+                            log_name=f"tau_epoch={_tau_name(tau)}_seed{seed}_trial{trial.number}",
+                            bar=bar,
+                        )
+                    if study.finish(trial, record, self._tell_value(record, study)):
+                        self.trained_runs += 1
+                    continue
+                if len(study.records()) == len(study.grid):
+                    return
+                if not wait:
+                    if any(proc.is_alive() for proc in workers):  # this command's own workers: theirs is ours
+                        time.sleep(POLL_SECONDS)
+                        continue
+                    return
+                running = study.running_elsewhere()
+                new = [t for t in running if t.number not in told_waiting]
+                if new:
+                    told_waiting.update(t.number for t in new)
+                    where = ", ".join(
+                        f"#{t.number} on {t.user_attrs.get('worker', {}).get('host', '?')}"
+                        f" pid {t.user_attrs.get('worker', {}).get('pid', '?')}"
+                        for t in new[:4]
+                    )
+                    self._log(f"waiting for {len(running)} trials training elsewhere ({where}).")
+                time.sleep(POLL_SECONDS)
+        finally:
+            if bar is not None:
+                bar.total = bar.n
+                bar.close()
+
+    def _tell_value(self, record: dict[str, Any], study: GridStudy) -> float:
+        """The trial's Optuna value (for dashboards; the answer is computed from the records): the reduced metric,
+        or the worst value for a run that diverged."""
+        values = [float(m[self.monitor]) for m in record["metrics"] if self.monitor in m]
+        worst = math.inf if study.study.direction.name == "MINIMIZE" else -math.inf
+        if not values:
+            return worst
+        if self.reduce == "last":
+            value = values[-1]
+        else:
+            finite = [v for v in values if math.isfinite(v)]
+            value = (min(finite) if self.mode == "min" else max(finite)) if finite else math.nan
+        return value if math.isfinite(value) else worst
+
+    def _worker_payload(self, model_factory: Callable[[], Any], full_train: DataLoader, val: Any) -> bytes:
+        kwargs = {**self._init_kwargs, "workers": 1, "progress": False, "verbose": False}
+        threads = max(1, _cores() // self.workers)
+        try:
+            return pickle.dumps((kwargs, model_factory, full_train, val, threads))
+        except Exception as err:
+            raise ValueError(
+                f"`TimescaleFinder(workers={self.workers})` sends the model and the data to its worker processes,"
+                f" but they do not pickle ({type(err).__name__}: {err}). Pass the model class or an instance (not a"
+                " lambda), data that pickles, or workers=1 and start the command once per worker instead."
+            ) from None
+
+    def _start_workers(self, payload: bytes) -> list[Any]:
+        context = multiprocessing.get_context("spawn")
+        procs = [
+            context.Process(target=_worker_main, args=(payload,), name=f"tau-finder-worker-{i}")
+            for i in range(1, self.workers)
+        ]
+        for proc in procs:
+            proc.start()
+        return procs
 
     def _settings(
-        self, model: pl.LightningModule, dataset_size: int, subset_size: int, train: DataLoader
+        self,
+        model: pl.LightningModule,
+        dataset_size: int,
+        subset_size: int,
+        train: DataLoader,
+        copies: ModelCopies | None,
     ) -> dict[str, Any]:
-        """What must match for a stored run to be reused (JSON round-tripped, so it compares equal to a loaded one)."""
+        """What must match for two processes to share a study (JSON round-tripped, so it compares equal to a stored
+        one): the grid, the subset, the model, the Trainer settings."""
         kwargs = {k: v for k, v in self.trainer_kwargs.items() if k != "callbacks"}
         settings = {
+            "tau_epochs": list(self.tau_epochs),
+            "seeds": list(self.seeds),
+            "epochs": self.epochs,
             "fraction": self.fraction,
             "subset_seed": self.subset_seed,
             "dataset_size": dataset_size,
@@ -376,26 +481,12 @@ class TimescaleFinder:
                 "class": f"{type(model).__module__}.{type(model).__qualname__}",
                 "hparams": _jsonable(dict(getattr(model, "hparams", {}))),
                 "num_params": sum(p.numel() for p in model.parameters()),
+                "initial_weights": copies.digest() if copies is not None else "seeded factory",
             },
             "trainer": _jsonable(kwargs),
             "callbacks": [type(c).__qualname__ for c in self.trainer_kwargs.get("callbacks", None) or []],
         }
         return json.loads(json.dumps(settings))
-
-    def _load(self, tau: float, seed: int, settings: dict[str, Any]) -> dict[str, Any] | None:
-        path = self.run_path(tau, seed)
-        if not path.is_file():
-            return None
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        expected = {**settings, "tau_epoch": tau, "seed": seed}
-        if record.get("format") != RUN_FORMAT or record.get("settings") != expected:
-            if self.verbose:
-                rank_zero_info(f"TimescaleFinder: {path} was run with other settings; training it again.")
-            return None
-        return record
 
     # --- the result ------------------------------------------------------------------------------------------
 
@@ -464,53 +555,6 @@ class TimescaleFinder:
             steps_per_epoch=full_steps_per_epoch,
             window=self.window,
         )
-
-
-class _RunRecorder(Callback):
-    """Records what one finder run saw: ``N``, ``B`` and each param group's lr and final weight decay, as the run's
-    ``TimescaleCallback`` read and decided them, and every validation's scalar metrics (raising at the first
-    validation that lacks ``monitor``); ticks the bar per epoch."""
-
-    def __init__(self, monitor: str, bar: Any, callback: TimescaleCallback) -> None:
-        self.monitor = monitor
-        self.bar = bar
-        self.callback = callback
-        self.dataset_size: int | None = None
-        self.global_batch_size: int | None = None
-        self.groups: dict[str, dict[str, Any]] = {}
-        self.history: list[dict[str, float]] = []
-
-    @override
-    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        shape = self.callback.shape  # decided in the callback's own `on_train_start`, which runs first
-        assert shape is not None and shape.dataset_size is not None and shape.global_batch_size is not None
-        self.dataset_size, self.global_batch_size = int(shape.dataset_size), int(shape.global_batch_size)
-
-    @override
-    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if trainer.sanity_checking:
-            return
-        metrics = {}
-        for key, value in trainer.callback_metrics.items():
-            if isinstance(value, torch.Tensor) and value.numel() == 1:
-                metrics[key] = float(value.item())
-            elif isinstance(value, (int, float)):
-                metrics[key] = float(value)
-        if self.monitor not in metrics:
-            raise ValueError(
-                f"`TimescaleFinder(monitor={self.monitor!r})`: the model logged no such metric at validation; it"
-                f" logged {sorted(metrics)}. Pass one of those as `monitor`."
-            )
-        self.history.append(metrics)
-
-    @override
-    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.bar.update(1)
-
-    @override
-    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        for g in self.callback.groups:
-            self.groups[g.name] = {"lr": g.reference_lr, "weight_decay": g.weight_decay, "decays": g.decays}
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
@@ -633,4 +677,24 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
-    return repr(value)
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))  # the same in every process
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _worker_main(payload: bytes) -> None:
+    """A worker process: train the study's trials until none is left to take, then exit."""
+    kwargs, model_factory, full_train, val, threads = pickle.loads(payload)
+    torch.set_num_threads(threads)
+    finder = TimescaleFinder(**kwargs)
+    finder._worker_only = True
+    try:
+        finder.fit(model_factory, train_dataloaders=full_train, val_dataloaders=val, wait=False)
+    except Exception as err:
+        print(f"TimescaleFinder worker (pid {os.getpid()}): error: {err}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,510 @@
+"""The finder's Optuna study: the ``(tau_epoch, seed)`` grid as enqueued trials that any number of processes share.
+
+Every grid point is one Optuna trial, enqueued with ``Study.enqueue_trial`` (not ``GridSampler``, which may hand
+the same point to two concurrent workers). The study's storage is the one place results live: a worker takes a
+waiting trial (Optuna's atomic WAITING -> RUNNING), trains it, stores its record as the trial's user attribute
+``record`` and tells it COMPLETE. The rules that make any number of workers agree:
+
+- **One trial per grid point.** Among a grid point's *live* trials (waiting, running, or complete with a valid
+  record) the lowest-numbered one is the point's trial; a worker that takes any other (two processes enqueued the
+  same missing point at once) fails it as a duplicate without training it. A complete trial is never trained
+  again; a grid point with no live trial (never enqueued, its worker died, its record is malformed) is enqueued
+  again by the next process that looks.
+- **Dead workers.** A running trial records its worker (host, machine, pid and the process's start time). A
+  process on the same machine fails it at once if that process is gone (SIGKILL, a crash); on a database storage
+  built here (``RDBStorage`` with ``heartbeat_interval``) Optuna's heartbeat and
+  :func:`optuna.storages.fail_stale_trials` fail it from any machine; on a journal file, which has no heartbeat in
+  Optuna 5, the worker writes the user attribute ``alive_at`` every ``heartbeat`` seconds and another machine fails
+  the trial after ``stale_after`` seconds without one. A failed trial's grid point is enqueued again.
+- **Same sweep.** The study's user attribute ``lightning_tau`` holds the sweep's settings; opening the study with
+  other settings is an error naming the difference.
+- **The answer** is computed from the lowest-numbered valid complete trial of every grid point, sorted by
+  ``(tau_epoch, seed)``: the same whoever computes it and whatever order the trials finished in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.storages import BaseStorage, JournalStorage, RDBStorage
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import FrozenTrial, TrialState
+
+from lightning_tau.tuner.trial import check_record
+
+__all__ = ["GridStudy", "StorageError", "open_storage", "redact_url"]
+
+#: Bumped when the study's layout (user attributes, trial records) changes.
+STUDY_FORMAT = 2
+#: The study's user attribute holding the sweep's settings.
+SETTINGS_ATTR = "lightning_tau"
+#: Seconds between a worker's signs of life (journal: ``alive_at``; database: Optuna's heartbeat).
+HEARTBEAT_SECONDS = 30
+#: Seconds without a sign of life after which another machine hands a journal trial to another worker.
+STALE_SECONDS = 600
+#: The default journal file under ``root_dir``.
+JOURNAL_NAME = "study.journal"
+
+Key = tuple[float, int]
+Log = Callable[[str], None]
+
+
+class StorageError(ValueError):
+    """The study's storage cannot be opened or written; ``str(err)`` never holds a URL's password.
+
+    Attributes:
+        shown: the storage, printable.
+        reason: why, in one line.
+    """
+
+    def __init__(self, shown: str, reason: str) -> None:
+        super().__init__(f"`TimescaleFinder(storage={shown!r})`: {reason}")
+        self.shown = shown
+        self.reason = reason
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``: safe to print.
+
+    Example:
+        >>> redact_url("postgresql://tau:s3cret@db.example.org:5432/finder")
+        'postgresql://tau:***@db.example.org:5432/finder'
+        >>> redact_url("sqlite:///tau_runs/finder.db")
+        'sqlite:///tau_runs/finder.db'
+    """
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^/@:]*:)[^/@]*@", r"\1***@", url)
+
+
+def _secrets(url: str) -> list[str]:
+    """The password of ``url`` as written and URL-decoded (what an error message might echo)."""
+    match = re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/@:]*:([^/@]*)@", url)
+    if not match or not match.group(1):
+        return []
+    from urllib.parse import unquote
+
+    return sorted({match.group(1), unquote(match.group(1))}, key=len, reverse=True)
+
+
+def _scrub(text: str, url: str) -> str:
+    for secret in _secrets(url):
+        text = text.replace(secret, "***")
+    text = re.sub(r"\(Background on this error at: [^)]*\)", "", text)
+    return " ".join(text.split()).rstrip(". ")  # one line
+
+
+def open_storage(
+    storage: str | Path | BaseStorage | None, root_dir: Path, heartbeat: int = HEARTBEAT_SECONDS
+) -> tuple[BaseStorage, str]:
+    """The Optuna storage for ``storage`` and a printable name for it (a URL's password shown as ``***``).
+
+    ``None``: the journal file ``root_dir/study.journal``. A path (no ``://``): a journal file there. A URL
+    (``postgresql://...``, ``mysql+pymysql://...``, ``sqlite:///...``): Optuna's ``RDBStorage`` with a heartbeat
+    every ``heartbeat`` seconds. An Optuna storage object: itself.
+
+    Raises:
+        ValueError: the journal file cannot be written, or the database cannot be opened (the message never holds
+            the URL's password).
+    """
+    if isinstance(storage, BaseStorage):
+        return storage, type(storage).__name__
+    if storage is not None and not isinstance(storage, (str, Path)):
+        raise ValueError(
+            f"`TimescaleFinder(storage=...)` must be a journal file path, an Optuna storage URL or an Optuna"
+            f" storage, got {type(storage).__name__!r}."
+        )
+    if isinstance(storage, str) and "://" in storage:
+        shown = redact_url(storage)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
+                rdb = RDBStorage(storage, heartbeat_interval=heartbeat, grace_period=4 * heartbeat)
+        except Exception as err:  # sqlalchemy's errors, a missing driver (ImportError), a bad URL
+            raise StorageError(
+                shown,
+                f"cannot open the database: {type(err).__name__}: {_scrub(str(err), storage)[:300]}. Check the URL,"
+                " that the database is reachable and that its driver is installed (e.g. psycopg2 for postgresql://).",
+            ) from None
+        return rdb, shown
+    path = Path(storage) if storage is not None else root_dir / JOURNAL_NAME
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a folder")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab"):
+            pass
+    except OSError as err:
+        why = err.strerror or str(err)
+        raise StorageError(
+            str(path),
+            f"cannot write the journal file: {why}. Pass a writable file path (on a file system every worker sees)"
+            " or a database URL.",
+        ) from None
+    return JournalStorage(JournalFileBackend(str(path))), str(path)
+
+
+@contextlib.contextmanager
+def quiet_optuna() -> Iterator[None]:
+    """Optuna's INFO and WARNING lines (study created, trial failed) off while the finder talks to the study."""
+    level = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(level)
+
+
+class GridStudy:
+    """An Optuna study holding one trial per ``(tau_epoch, seed)`` of the finder's grid (see the module's rules).
+
+    Open it with :meth:`open`; then, in any number of processes, :meth:`reclaim` and :meth:`enqueue_missing`,
+    :meth:`take` a trial, train it and :meth:`finish` it; :meth:`records` gives every grid point's record.
+    """
+
+    def __init__(
+        self,
+        study: optuna.Study,
+        storage: BaseStorage,
+        shown: str,
+        grid: Sequence[Key],
+        *,
+        stale_after: float = STALE_SECONDS,
+        heartbeat: float = HEARTBEAT_SECONDS,
+        log: Log | None = None,
+    ) -> None:
+        self.study = study
+        self.storage = storage
+        #: the storage, printable (a URL's password as ``***``)
+        self.shown = shown
+        self.grid = list(grid)
+        self._grid = set(self.grid)
+        self.stale_after = float(stale_after)
+        self.heartbeat = float(heartbeat)
+        self.log: Log = log or (lambda message: None)
+        self._reported: set[int] = set()
+        self._beats = isinstance(storage, RDBStorage) and storage.get_heartbeat_interval() is not None
+
+    @classmethod
+    def open(
+        cls,
+        storage: str | Path | BaseStorage | None,
+        root_dir: Path,
+        study_name: str,
+        settings: Mapping[str, Any],
+        grid: Sequence[Key],
+        *,
+        direction: str = "minimize",
+        stale_after: float = STALE_SECONDS,
+        heartbeat: float = HEARTBEAT_SECONDS,
+        log: Log | None = None,
+    ) -> GridStudy:
+        """Create or load ``study_name`` in ``storage`` and check that it holds this sweep.
+
+        Raises:
+            ValueError: the storage cannot be opened or written, or the study holds a sweep with other settings
+                (the message names each difference).
+        """
+        backend, shown = open_storage(storage, root_dir, max(1, round(heartbeat)))
+        with quiet_optuna():
+            try:
+                study = optuna.create_study(
+                    storage=backend,
+                    study_name=study_name,
+                    direction=direction,
+                    load_if_exists=True,
+                    sampler=optuna.samplers.RandomSampler(seed=0),  # never samples: every trial is enqueued
+                )
+                mine = {"format": STUDY_FORMAT, "settings": dict(settings)}
+                stored = study.user_attrs.get(SETTINGS_ATTR)
+                if stored is None:
+                    study.set_user_attr(SETTINGS_ATTR, mine)
+                    stored = study.user_attrs.get(SETTINGS_ATTR)  # two first openers at once: the last write won
+            except Exception as err:
+                raise StorageError(
+                    shown,
+                    f"cannot open the study {study_name!r}: {type(err).__name__}:"
+                    f" {_scrub(str(err), str(storage))[:300]}.",
+                ) from None
+        if stored != mine:
+            raise ValueError(
+                f"`TimescaleFinder(study_name={study_name!r})`: the study in {shown} holds a sweep with other"
+                f" settings: {_differences(stored, mine)}. Use another study name (the default is named after"
+                " the settings), or the study's settings."
+            )
+        return cls(study, backend, shown, grid, stale_after=stale_after, heartbeat=heartbeat, log=log)
+
+    # --- reading ------------------------------------------------------------------------------------------------
+
+    def _trials(self, states: tuple[TrialState, ...] | None = None) -> list[FrozenTrial]:
+        return sorted(self.study.get_trials(deepcopy=False, states=states), key=lambda t: t.number)
+
+    def _valid(self, trial: FrozenTrial) -> bool:
+        """A complete trial whose record a result can be computed from (a malformed one is reported once)."""
+        why = check_record(trial.user_attrs.get("record"))
+        if why is not None and trial.number not in self._reported:
+            self._reported.add(trial.number)
+            self.log(
+                f"trial #{trial.number} ({_describe(trial)}) is complete but its stored result is not usable ({why});"
+                " training that grid point again."
+            )
+        return why is None
+
+    def _live(self, trial: FrozenTrial) -> bool:
+        if trial.state in (TrialState.WAITING, TrialState.RUNNING):
+            return True
+        return trial.state == TrialState.COMPLETE and self._valid(trial)
+
+    def records(self) -> dict[Key, dict[str, Any]]:
+        """Every grid point's record: the lowest-numbered complete trial with a valid one."""
+        out: dict[Key, dict[str, Any]] = {}
+        for trial in self._trials((TrialState.COMPLETE,)):
+            key = _key(trial)
+            if key in self._grid and key not in out and self._valid(trial):
+                out[key] = trial.user_attrs["record"]  # type: ignore[index]
+        return {key: out[key] for key in sorted(out)}
+
+    def running_elsewhere(self) -> list[FrozenTrial]:
+        """Running grid trials whose worker is not this process."""
+        me = _worker()
+        return [
+            t
+            for t in self._trials((TrialState.RUNNING,))
+            if _key(t) in self._grid and t.user_attrs.get("worker", {}).get("pid") != me["pid"]
+        ]
+
+    # --- the queue ----------------------------------------------------------------------------------------------
+
+    def reclaim(self) -> int:
+        """Fail every running trial whose worker is dead; returns how many (their points get enqueued again)."""
+        failed = 0
+        if self._beats:
+            before = {t.number for t in self._trials((TrialState.FAIL,))}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                optuna.storages.fail_stale_trials(self.study)  # Optuna's heartbeat, on a database storage
+            for trial in self._trials((TrialState.FAIL,)):
+                if trial.number not in before:
+                    failed += 1
+                    self.log(
+                        f"trial #{trial.number} ({_describe(trial)}): its worker's heartbeat stopped; handing it on."
+                    )
+        now = time.time()
+        for trial in self._trials((TrialState.RUNNING,)):
+            why = self._dead(trial, now)
+            if why is None:
+                continue
+            try:
+                self.study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
+            except (ValueError, UpdateFinishedTrialError):  # finished meanwhile
+                continue
+            failed += 1
+            self.log(f"trial #{trial.number} ({_describe(trial)}): {why}; handing it to another worker.")
+        return failed
+
+    def _dead(self, trial: FrozenTrial, now: float) -> str | None:
+        worker = trial.user_attrs.get("worker")
+        worker = worker if isinstance(worker, dict) else {}
+        if worker.get("machine") == _worker()["machine"] and isinstance(worker.get("pid"), int):
+            alive = _alive(worker["pid"], worker.get("started"))
+            if alive is False:
+                return f"its worker (pid {worker['pid']} on this machine) is gone"
+            if alive is True:
+                return None
+        if self._beats and worker:
+            return None  # Optuna's heartbeat decides (fail_stale_trials)
+        last = trial.user_attrs.get("alive_at")
+        if not isinstance(last, (int, float)):
+            last = trial.datetime_start.timestamp() if trial.datetime_start is not None else now
+        if now - float(last) > self.stale_after:
+            where = f"{worker.get('host', '?')}, pid {worker.get('pid', '?')}"
+            return f"no sign of life from its worker ({where}) for {now - float(last):.0f} s (> {self.stale_after:g} s)"
+        return None
+
+    def enqueue_missing(self) -> int:
+        """Enqueue every grid point with no live trial; returns how many."""
+        live = {_key(t) for t in self._trials() if self._live(t)}
+        missing = [key for key in self.grid if key not in live]
+        for tau, seed in missing:
+            self.study.enqueue_trial({"tau_epoch": tau, "seed": seed}, user_attrs={"tau_epoch": tau, "seed": seed})
+        return len(missing)
+
+    def take(self) -> tuple[optuna.Trial, Key] | None:
+        """Take the first waiting trial that is its grid point's trial (duplicates met on the way are failed)."""
+        trials = self._trials()
+        owner: dict[Key, int] = {}
+        for trial in trials:
+            key = _key(trial)
+            if key in self._grid and key not in owner and self._live(trial):
+                owner[key] = trial.number
+        for frozen in trials:
+            key = _key(frozen)
+            if frozen.state != TrialState.WAITING or key not in self._grid or not _pop(self.study, frozen):
+                continue
+            trial = optuna.Trial(self.study, frozen._trial_id)
+            if owner[key] != frozen.number:
+                trial.set_user_attr("duplicate_of", owner[key])
+                self.study.tell(trial, state=TrialState.FAIL)
+                continue
+            tau, seed = key
+            taus = sorted({k[0] for k in self.grid})
+            seeds = sorted({k[1] for k in self.grid})
+            trial.suggest_categorical("tau_epoch", taus)  # the enqueued values, recorded as the trial's params
+            trial.suggest_categorical("seed", seeds)
+            return trial, key
+        return None
+
+    @contextlib.contextmanager
+    def working_on(self, trial: optuna.Trial) -> Iterator[None]:
+        """Mark ``trial`` as this process's and keep signs of life coming while the block trains it; a failure
+        in the block fails the trial (its ``error`` attribute says why) and is raised."""
+        trial.set_user_attr("worker", _worker())
+        stop = threading.Event()
+        trial_id = trial._trial_id  # Optuna's heartbeat is recorded by id; `Trial` has no public one
+
+        def beat() -> None:
+            if self._beats:
+                self.storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]
+            else:
+                trial.set_user_attr("alive_at", time.time())
+
+        def loop() -> None:
+            while not stop.wait(self.heartbeat):
+                with contextlib.suppress(Exception):  # a storage hiccup: the next beat tries again
+                    beat()
+
+        beat()
+        thread = threading.Thread(target=loop, name="tau-finder-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        except BaseException as err:
+            stop.set()
+            thread.join()
+            with contextlib.suppress(Exception):
+                trial.set_user_attr("error", f"{type(err).__name__}: {err}"[:1000])
+                self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+            raise
+        stop.set()
+        thread.join()
+
+    def finish(self, trial: optuna.Trial, record: dict[str, Any], value: float) -> bool:
+        """Store ``record`` on ``trial`` and tell it COMPLETE; ``False`` if another worker was handed it meanwhile."""
+        try:
+            trial.set_user_attr("record", record)
+            self.study.tell(trial, value)
+        except (ValueError, UpdateFinishedTrialError):
+            self.log(
+                f"trial #{trial.number}: was handed to another worker while this one trained it (no sign of life"
+                f" for {self.stale_after:g} s); its result is dropped."
+            )
+            return False
+        return True
+
+
+def _pop(study: optuna.Study, trial: FrozenTrial) -> bool:
+    """Take the waiting ``trial``: the storage's WAITING -> RUNNING is atomic across processes.
+
+    Optuna has no public call for it: ``Study.ask()`` takes the first waiting trial but, when none is left, creates a
+    new one from the sampler, which a grid must never do. This is ``Study._pop_waiting_trial_id`` for one trial.
+    """
+    try:
+        return bool(study._storage.set_trial_state_values(trial._trial_id, state=TrialState.RUNNING))
+    except UpdateFinishedTrialError:
+        return False
+
+
+def _key(trial: FrozenTrial) -> Key | None:
+    tau, seed = trial.user_attrs.get("tau_epoch"), trial.user_attrs.get("seed")
+    if isinstance(tau, (int, float)) and not isinstance(tau, bool) and isinstance(seed, int):
+        return (float(tau), int(seed))
+    return None
+
+
+def _describe(trial: FrozenTrial) -> str:
+    key = _key(trial)
+    return f"tau_epoch={key[0]:g}, seed={key[1]}" if key else "not a grid point"
+
+
+def _differences(stored: Any, mine: Mapping[str, Any]) -> str:
+    if not isinstance(stored, dict) or not isinstance(stored.get("settings"), dict):
+        return f"it was not made by this version of lightning_tau (its {SETTINGS_ATTR!r} is {stored!r:.80})"
+    if stored.get("format") != mine["format"]:
+        return f"its format is {stored.get('format')!r}, this version writes {mine['format']!r}"
+    there, here = _flatten(stored["settings"]), _flatten(mine["settings"])
+    keys = [k for k in sorted(set(there) | set(here)) if there.get(k, "(none)") != here.get(k, "(none)")]
+    parts = [f"{k} is {there.get(k, '(none)')!r} there, {here.get(k, '(none)')!r} here" for k in keys[:4]]
+    if len(keys) > 4:
+        parts.append(f"and {len(keys) - 4} more")
+    return "; ".join(parts)
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+# --- who is working ---------------------------------------------------------------------------------------------
+
+
+def _machine() -> str:
+    """This machine: its host name and, on Linux, its boot id (two containers may share a host name)."""
+    boot = ""
+    with contextlib.suppress(OSError):
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return f"{socket.gethostname()}/{boot}" if boot else socket.gethostname()
+
+
+def _proc_stat(pid: int) -> tuple[str, str] | None:
+    """``(state, start time)`` of ``pid`` from ``/proc`` (Linux), or ``None``."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2 :].split()  # the command name may hold spaces and parentheses
+    return (fields[0], fields[19]) if len(fields) > 19 else None
+
+
+_MACHINE = _machine()
+
+
+def _worker() -> dict[str, Any]:
+    pid = os.getpid()
+    stat = _proc_stat(pid)
+    return {"host": socket.gethostname(), "machine": _MACHINE, "pid": pid, "started": stat[1] if stat else None}
+
+
+def _alive(pid: int, started: Any) -> bool | None:
+    """Whether process ``pid`` (started at ``started``, from ``/proc``) still runs here; ``None``: cannot tell."""
+    if pid == os.getpid():
+        return True
+    if os.name == "nt":  # os.kill(pid, 0) would signal it on Windows: leave it to the time-out
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    except OSError:
+        return None
+    stat = _proc_stat(pid)
+    if stat is None:
+        return True
+    state, start = stat
+    if state in ("Z", "X"):  # killed, not yet reaped by its parent
+        return False
+    return not (started is not None and start != started)  # the pid was reused by another process

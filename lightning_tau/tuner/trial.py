@@ -1,0 +1,269 @@
+"""One finder trial: a Lightning fit of a fresh model on the fixed subset, and the record it leaves.
+
+:func:`subset_dataloader` builds the subset's loader; :func:`run_trial` trains one ``(tau_epoch, seed)`` with
+:class:`~lightning_tau.TimescaleCallback` and returns its record (``N``, ``B``, each param group's lr and weight
+decay, the metrics after every validation); :func:`check_record` says what is wrong with a stored one. The
+Optuna side, which hands the trials out, is :mod:`lightning_tau.tuner.study`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import numbers
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.loggers import TensorBoardLogger
+from torch.utils.data import DataLoader, RandomSampler, SequentialSampler, Subset
+from typing_extensions import override
+
+from lightning_tau.callback import TimescaleCallback
+
+__all__ = ["ModelCopies", "check_record", "run_trial", "subset_dataloader"]
+
+#: Bumped when a trial record's layout changes, so older records are retrained rather than misread.
+RECORD_FORMAT = 2
+
+
+def subset_dataloader(loader: DataLoader, fraction: float, seed: int = 0) -> DataLoader:
+    """A copy of ``loader`` over a fixed random ``Subset`` of ``round(fraction * len(dataset))`` of its samples.
+
+    The subset is the first ``round(fraction * N)`` indices of a permutation seeded with ``seed`` (in dataset
+    order). Batch size, shuffling, ``collate_fn``, workers, ``drop_last``, ... are those of ``loader``.
+
+    Raises:
+        TypeError: ``loader`` is not a plain ``torch.utils.data.DataLoader`` (a subclass may need arguments the
+            finder cannot know).
+        ValueError: ``loader`` uses a custom sampler or batch sampler, its dataset has no length, or the subset
+            would be empty.
+
+    Example:
+        >>> from torch.utils.data import TensorDataset
+        >>> full = DataLoader(TensorDataset(torch.arange(100.0)), batch_size=8, shuffle=True)
+        >>> part = subset_dataloader(full, 0.25, seed=0)
+        >>> len(part.dataset), part.batch_size, type(part.sampler).__name__
+        (25, 8, 'RandomSampler')
+    """
+    if type(loader) is not DataLoader:
+        raise TypeError(
+            f"`TimescaleFinder` needs a plain `torch.utils.data.DataLoader` for training, got"
+            f" {type(loader).__name__!r}: it rebuilds the loader over a subset of the dataset."
+        )
+    try:
+        size = len(loader.dataset)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(
+            f"`TimescaleFinder` cannot subset the train dataset {type(loader.dataset).__name__!r}: it has no length"
+            " (an `IterableDataset`?). Give it a map-style dataset."
+        ) from None
+    if loader.batch_size is None:
+        raise ValueError(
+            "`TimescaleFinder` cannot subset a train DataLoader built with a custom `batch_sampler`: build it with"
+            " `batch_size=` (and `shuffle=`) instead."
+        )
+    if isinstance(loader.sampler, RandomSampler) and not loader.sampler.replacement:
+        shuffle = True
+    elif isinstance(loader.sampler, SequentialSampler):
+        shuffle = False
+    else:
+        raise ValueError(
+            f"`TimescaleFinder` cannot subset a train DataLoader with a custom sampler"
+            f" ({type(loader.sampler).__name__}): build it with `shuffle=True` or `shuffle=False`."
+        )
+    keep = round(fraction * size)
+    if keep < 1:
+        raise ValueError(
+            f"`TimescaleFinder(fraction={fraction!r})` keeps no sample of the {size} in the training set:"
+            " use a larger fraction."
+        )
+    order = torch.randperm(size, generator=torch.Generator().manual_seed(seed))[:keep]
+    indices = sorted(order.tolist())
+    return DataLoader(
+        Subset(loader.dataset, indices),
+        batch_size=loader.batch_size,
+        shuffle=shuffle,
+        num_workers=loader.num_workers,
+        collate_fn=loader.collate_fn,
+        pin_memory=loader.pin_memory,
+        drop_last=loader.drop_last,
+        timeout=loader.timeout,
+        worker_init_fn=loader.worker_init_fn,
+        multiprocessing_context=loader.multiprocessing_context,
+        generator=loader.generator,
+        prefetch_factor=loader.prefetch_factor if loader.num_workers > 0 else None,
+        persistent_workers=loader.persistent_workers,
+        pin_memory_device=loader.pin_memory_device,
+    )
+
+
+class ModelCopies:
+    """Makes a fresh copy of a ``LightningModule`` instance's initial weights for every trial (picklable).
+
+    The instance is copied once when this is made, so training a copy (or the original) changes nothing here.
+
+    Example:
+        >>> net = pl.LightningModule()
+        >>> net.layer = torch.nn.Linear(2, 2)
+        >>> copies = ModelCopies(net)
+        >>> first, second = copies(), copies()
+        >>> first is not second and torch.equal(first.layer.weight, net.layer.weight)
+        True
+    """
+
+    def __init__(self, model: pl.LightningModule) -> None:
+        self.model = copy.deepcopy(model)
+
+    def __call__(self) -> pl.LightningModule:
+        return copy.deepcopy(self.model)
+
+    def digest(self) -> str:
+        """A short hash of the initial weights (so two instances with other weights are two sweeps)."""
+        h = hashlib.sha256()
+        for name, tensor in self.model.state_dict().items():
+            h.update(name.encode())
+            h.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+        return h.hexdigest()[:16]
+
+
+def run_trial(
+    model_factory: Callable[[], pl.LightningModule],
+    train: DataLoader,
+    val: Any,
+    *,
+    tau_epoch: float,
+    seed: int,
+    monitor: str,
+    trainer_kwargs: dict[str, Any],
+    log_dir: Path,
+    log_name: str,
+    bar: Any = None,
+) -> dict[str, Any]:
+    """Train one ``(tau_epoch, seed)`` on ``train`` and return its record.
+
+    ``seed_everything(seed)`` first, then ``model_factory()``; ``TimescaleCallback(tau_epoch=tau_epoch)`` sets the
+    weight decay; TensorBoard logs go to ``log_dir/log_name`` (a folder of this trial's own).
+
+    Returns:
+        ``{"format", "steps", "epochs_run", "dataset_size_seen", "global_batch_size", "world_size", "groups",
+        "metrics"}``: ``groups`` maps each param group to its ``lr``, final ``weight_decay`` and ``decays``;
+        ``metrics`` holds the scalar metrics after every validation.
+    """
+    pl.seed_everything(seed, verbose=False)
+    model = model_factory()
+    callback = TimescaleCallback(tau_epoch=tau_epoch, verbose=False)
+    recorder = _RunRecorder(monitor, bar, callback)
+    logger = TensorBoardLogger(save_dir=str(log_dir), name="", version=log_name, default_hp_metric=False)
+    kwargs = dict(trainer_kwargs)
+    user_callbacks = list(kwargs.pop("callbacks", None) or [])
+    kwargs.setdefault("log_every_n_steps", max(1, len(train) // int(kwargs.get("accumulate_grad_batches", 1))))
+    trainer = pl.Trainer(
+        logger=logger,
+        default_root_dir=str(log_dir),
+        callbacks=[callback, recorder, *user_callbacks],
+        **kwargs,
+    )
+    trainer.fit(model, train_dataloaders=train, val_dataloaders=val)
+    return {
+        "format": RECORD_FORMAT,
+        "steps": int(trainer.global_step),
+        "epochs_run": int(trainer.current_epoch),
+        "dataset_size_seen": recorder.dataset_size,
+        "global_batch_size": recorder.global_batch_size,
+        "world_size": int(trainer.world_size),
+        "groups": recorder.groups,
+        "metrics": recorder.history,
+    }
+
+
+def check_record(record: Any) -> str | None:
+    """What is wrong with a stored trial record, or ``None`` if :func:`run_trial` could have written it.
+
+    Example:
+        >>> check_record(None)
+        'it is NoneType, not a record'
+        >>> check_record({"format": 2, "steps": 4})
+        "it has no 'epochs_run'"
+    """
+    if not isinstance(record, dict):
+        return f"it is {type(record).__name__}, not a record"
+    if record.get("format") != RECORD_FORMAT:
+        return f"its format is {record.get('format')!r}, not {RECORD_FORMAT}"
+    for key in ("steps", "epochs_run", "dataset_size_seen", "global_batch_size", "world_size"):
+        if key not in record:
+            return f"it has no {key!r}"
+        if isinstance(record[key], bool) or not isinstance(record[key], int) or record[key] < 0:
+            return f"its {key!r} is {record[key]!r}, not a count"
+    if record["world_size"] < 1 or record["global_batch_size"] < 1:
+        return "its world size or batch size is 0"
+    groups = record.get("groups")
+    if not isinstance(groups, dict) or not groups:
+        return "it has no param groups"
+    for name, group in groups.items():
+        if (
+            not isinstance(group, dict)
+            or not isinstance(group.get("decays"), bool)
+            or not all(_is_number(group.get(k)) for k in ("lr", "weight_decay"))
+        ):
+            return f"its param group {name!r} is not {{'lr': number, 'weight_decay': number, 'decays': bool}}"
+    metrics = record.get("metrics")
+    if not isinstance(metrics, list) or not all(
+        isinstance(m, dict) and all(isinstance(k, str) and _is_number(v) for k, v in m.items()) for m in metrics
+    ):
+        return "its metrics are not a list of {name: number}"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+class _RunRecorder(Callback):
+    """Records what one finder run saw: ``N``, ``B`` and each param group's lr and final weight decay, as the run's
+    ``TimescaleCallback`` read and decided them, and every validation's scalar metrics (raising at the first
+    validation that lacks ``monitor``); ticks the bar per epoch."""
+
+    def __init__(self, monitor: str, bar: Any, callback: TimescaleCallback) -> None:
+        self.monitor = monitor
+        self.bar = bar
+        self.callback = callback
+        self.dataset_size: int | None = None
+        self.global_batch_size: int | None = None
+        self.groups: dict[str, dict[str, Any]] = {}
+        self.history: list[dict[str, float]] = []
+
+    @override
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        shape = self.callback.shape  # decided in the callback's own `on_train_start`, which runs first
+        assert shape is not None and shape.dataset_size is not None and shape.global_batch_size is not None
+        self.dataset_size, self.global_batch_size = int(shape.dataset_size), int(shape.global_batch_size)
+
+    @override
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.sanity_checking:
+            return
+        metrics = {}
+        for key, value in trainer.callback_metrics.items():
+            if isinstance(value, torch.Tensor) and value.numel() == 1:
+                metrics[key] = float(value.item())
+            elif isinstance(value, (int, float)):
+                metrics[key] = float(value)
+        if self.monitor not in metrics:
+            raise ValueError(
+                f"`TimescaleFinder(monitor={self.monitor!r})`: the model logged no such metric at validation; it"
+                f" logged {sorted(metrics)}. Pass one of those as `monitor`."
+            )
+        self.history.append(metrics)
+
+    @override
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.bar.update(1)
+
+    @override
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        for g in self.callback.groups:
+            self.groups[g.name] = {"lr": g.reference_lr, "weight_decay": g.weight_decay, "decays": g.decays}

@@ -1,0 +1,270 @@
+"""The finder's Optuna study, in one process: the suggestion against its curve, a model instance, stored results
+that are malformed, dead and stale workers, duplicates, storages and their errors (real Optuna, real fits)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import optuna
+import pytest
+import torch
+from optuna.trial import TrialState
+from torch.utils.data import DataLoader, TensorDataset
+
+from lightning_tau import TimescaleCallback
+from lightning_tau.param_groups import build_param_groups
+from lightning_tau.tuner import study as study_module
+from lightning_tau.tuner.finder import TimescaleFinder
+from lightning_tau.tuner.study import SETTINGS_ATTR, StorageError, redact_url
+
+N, BATCH, LR, TRUE_TAU = 64, 16, 1e-2, 6.0
+
+
+class CurveModel(pl.LightningModule):
+    """A real fit whose validation metric is a known function of the timescale the callback set:
+    ``val_loss = 1 + (log tau_epoch - log 6)^2``, ``tau_epoch = 1 / (lr * wd * M)`` read from the optimizer."""
+
+    def __init__(self, sign: float = 1.0) -> None:
+        super().__init__()
+        self.sign = sign
+        self.net = torch.nn.Linear(4, 2)
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x), y)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        group = next(g for g in self.trainer.optimizers[0].param_groups if g["weight_decay"] > 0)
+        tau = 1.0 / (group["lr"] * group["weight_decay"] * self.trainer.num_training_batches)
+        loss = 1.0 + (math.log(tau) - math.log(TRUE_TAU)) ** 2
+        self.log("val_loss", self.sign * loss)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(build_param_groups(self, weight_decay=0.1), lr=LR)
+
+
+def _loaders() -> tuple[DataLoader, DataLoader]:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(N, 4, generator=g)
+    data = TensorDataset(x, (x[:, 0] > 0).long())
+    return DataLoader(data, batch_size=BATCH, shuffle=True), DataLoader(data, batch_size=N)
+
+
+def _finder(tmp_path: Path, **kwargs: Any) -> TimescaleFinder:
+    settings: dict[str, Any] = dict(
+        fraction=0.5,
+        tau_epochs=(1.0, 4.0, 16.0, 64.0),
+        seeds=(0,),
+        trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1},
+        root_dir=tmp_path / "finder",
+        progress=False,
+        verbose=False,
+    )
+    settings.update(kwargs)
+    return TimescaleFinder(**settings)
+
+
+def _fit(finder: TimescaleFinder, model: Any = CurveModel, **kwargs: Any) -> Any:
+    train, val = _loaders()
+    return finder.fit(model, train_dataloaders=train, val_dataloaders=val, **kwargs)
+
+
+# --- the suggestion against the curve it came from -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("mode", "sign"), [("min", 1.0), ("max", -1.0)])
+def test_the_suggestion_is_the_vertex_of_the_curve_around_its_best_interior_point(
+    tmp_path: Path, mode: str, sign: float
+) -> None:
+    # the metric is a parabola in log(tau_epoch) with its best at 6: grid best 4 (interior), the smoothing through
+    # (1, 4, 16) gives exactly 6. The wrong direction, or any other grid point, fails here.
+    finder = _finder(tmp_path, mode=mode, seeds=(0, 1))
+    result = _fit(finder, lambda: CurveModel(sign))
+    values = {p.tau_epoch: p.mean for p in result.curve}
+    assert values == {t: pytest.approx(sign * (1 + (math.log(t) - math.log(TRUE_TAU)) ** 2)) for t in values}
+    assert (result.grid_tau_epoch, result.at_edge, result.smoothed) == (4.0, False, True)
+    assert result.tau_epoch == pytest.approx(TRUE_TAU, rel=1e-6)  # float32 metrics
+    # and the full run's weight decay follows from it: 1 / (lr * tau * M), M = 64 / 16 = 4 steps per epoch
+    assert result.weight_decay == {"decay": pytest.approx(1 / (LR * TRUE_TAU * 4))}
+
+
+def test_a_model_instance_trains_fresh_copies_and_the_result_gives_the_callback(tmp_path: Path) -> None:
+    class Starts(pl.Callback):
+        def __init__(self) -> None:
+            self.weights: list[torch.Tensor] = []
+
+        def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+            self.weights.append(pl_module.net.weight.detach().clone())
+
+    starts = Starts()
+    model = CurveModel()
+    initial = model.net.weight.detach().clone()
+    finder = _finder(
+        tmp_path, seeds=(0, 1), trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "callbacks": [starts]}
+    )
+    result = _fit(finder, model)
+    assert len(starts.weights) == 8 and all(torch.equal(w, initial) for w in starts.weights)  # every trial
+    assert torch.equal(model.net.weight, initial)  # the user's instance is not trained
+    assert result.tau_epoch == pytest.approx(TRUE_TAU)
+    callback = result.callback(verbose=False)
+    assert isinstance(callback, TimescaleCallback) and callback.tau_epoch == pytest.approx(TRUE_TAU)
+    # the full run with it: the weight decay is what the finder said, from the first optimizer step
+    seen: list[float] = []
+    full = CurveModel()
+    trainer = pl.Trainer(
+        max_epochs=1, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, num_sanity_val_steps=0, callbacks=[callback],
+    )  # fmt: skip
+
+    def record(optimizer: torch.optim.Optimizer, *args: Any) -> None:
+        seen.append(next(g["weight_decay"] for g in optimizer.param_groups if g["weight_decay"] > 0))
+
+    class Hook(pl.Callback):
+        def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+            trainer.optimizers[0].register_step_post_hook(record)
+
+    trainer.callbacks.append(Hook())
+    train, val = _loaders()
+    trainer.fit(full, train_dataloaders=train, val_dataloaders=val)
+    assert len(seen) == 4 and all(wd == pytest.approx(result.weight_decay["decay"]) for wd in seen)
+
+
+# --- what the study holds --------------------------------------------------------------------------------------
+
+
+def _journal(finder: TimescaleFinder) -> optuna.Study:
+    assert finder.study is not None
+    return finder.study.study
+
+
+def _copy(source: optuna.Study, path: Path, change: dict[tuple[float, int], Any]) -> None:
+    """A new journal holding ``source``'s study, with some grid points' trials replaced (``change``)."""
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
+    copy = optuna.create_study(storage=storage, study_name=source.study_name)
+    copy.set_user_attr(SETTINGS_ATTR, source.user_attrs[SETTINGS_ATTR])
+    for trial in source.trials:
+        key = (trial.user_attrs["tau_epoch"], trial.user_attrs["seed"])
+        copy.add_trial(change[key](trial) if key in change else trial)
+
+
+def _with(trial: optuna.trial.FrozenTrial, **attrs: Any) -> optuna.trial.FrozenTrial:
+    state = attrs.pop("state", TrialState.COMPLETE)
+    user_attrs = {**trial.user_attrs, **attrs}
+    if "record" in attrs and attrs["record"] is _DROP:
+        del user_attrs["record"]
+    return optuna.trial.create_trial(
+        state=state,
+        value=trial.value if state == TrialState.COMPLETE else None,
+        params=trial.params,
+        distributions=trial.distributions,
+        user_attrs=user_attrs,
+    )
+
+
+_DROP = object()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[TimescaleFinder, Any]:
+    finder = _finder(tmp_path_factory.mktemp("reference"))
+    return finder, _fit(finder)
+
+
+@pytest.mark.parametrize("bad", [None, [], {"format": 2}, _DROP, {"format": 1, "groups": {}}])
+def test_a_malformed_stored_result_is_trained_again(
+    tmp_path: Path, reference: tuple[TimescaleFinder, Any], bad: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    source, expected = reference
+    journal = tmp_path / "copy.journal"
+    _copy(_journal(source), journal, {(4.0, 0): lambda t: _with(t, record=bad)})
+    finder = _finder(tmp_path, storage=journal, verbose=True)
+    result = _fit(finder)
+    assert (finder.reused_runs, finder.trained_runs) == (3, 1)
+    assert result.to_json() == expected.to_json()
+    assert "trial #1 (tau_epoch=4, seed=0) is complete but its stored result is not usable (" in caplog.text
+
+
+def test_dead_and_stale_workers_trials_are_handed_on_live_ones_are_waited_for(
+    tmp_path: Path, reference: tuple[TimescaleFinder, Any]
+) -> None:
+    source, expected = reference
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid that ran on this machine and is gone (as after SIGKILL)
+    here = study_module._worker()
+    now = time.time()
+    running = TrialState.RUNNING
+    _copy(
+        _journal(source),
+        tmp_path / "copy.journal",
+        {
+            (1.0, 0): lambda t: _with(t, state=running, record=_DROP, worker={**here, "pid": gone.pid}),
+            (4.0, 0): lambda t: _with(t, state=running, record=_DROP, worker={"host": "far", "machine": "far/1"}),
+            (16.0, 0): lambda t: _with(
+                t, state=running, record=_DROP, worker={"host": "far", "machine": "far/1"}, alive_at=now - 100
+            ),
+        },
+    )
+    # the far worker of tau 4 shows no sign of life (its start is now): alive until stale_after
+    finder = _finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=50)
+    assert _fit(finder, wait=False) is None
+    assert (finder.trained_runs, finder.pending_runs) == (2, 1)  # the dead pid's and the stale one's
+    trials = _journal(finder).trials
+    failed = sorted((t.user_attrs["tau_epoch"], t.number) for t in trials if t.state == TrialState.FAIL)
+    assert [tau for tau, _ in failed] == [1.0, 16.0]
+    assert [t.user_attrs["tau_epoch"] for t in trials if t.state == TrialState.RUNNING] == [4.0]
+    # later the far worker is stale too: handed on, and the answer is the uninterrupted one
+    finder = _finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=1e-3)
+    assert _fit(finder).to_json() == expected.to_json() and finder.trained_runs == 1
+
+
+def test_a_duplicate_enqueued_point_is_trained_once(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:
+    source, expected = reference
+    journal = tmp_path / "copy.journal"
+    _copy(_journal(source), journal, {(4.0, 0): lambda t: _with(t, state=TrialState.WAITING, record=_DROP)})
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
+    study = optuna.load_study(study_name=_journal(source).study_name, storage=storage)
+    study.enqueue_trial({"tau_epoch": 4.0, "seed": 0}, user_attrs={"tau_epoch": 4.0, "seed": 0})
+    finder = _finder(tmp_path, storage=journal)
+    assert _fit(finder).to_json() == expected.to_json() and finder.trained_runs == 1
+    fours = [t for t in _journal(finder).trials if t.user_attrs["tau_epoch"] == 4.0]
+    assert [t.state for t in fours] == [TrialState.COMPLETE, TrialState.FAIL]
+    assert fours[1].user_attrs["duplicate_of"] == fours[0].number and "worker" not in fours[1].user_attrs
+
+
+# --- storages --------------------------------------------------------------------------------------------------
+
+
+def test_a_database_url_storage(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:
+    url = f"sqlite:///{tmp_path / 'finder.db'}"
+    first = _finder(tmp_path, storage=url)
+    assert _fit(first).to_json() == reference[1].to_json()
+    again = _finder(tmp_path, storage=url)
+    _fit(again)
+    assert (again.trained_runs, again.reused_runs) == (0, 4)
+    assert not (tmp_path / "finder" / "study.journal").exists()
+
+
+def test_bad_storages_fail_before_training_and_never_show_a_password(tmp_path: Path) -> None:
+    secret = "pa55w0rd"
+    for storage, match in [
+        (f"postgresql://tau:{secret}@127.0.0.1:1/finder", r"storage='postgresql://tau:\*\*\*@127.0.0.1:1/finder'\)`"),
+        (f"sqlite:///{tmp_path}/no/such/dir/f.db", r"cannot open the database: OperationalError"),
+        (tmp_path, r"cannot write the journal file: .*is a folder"),
+        ("/proc/finder.journal", r"cannot write the journal file"),
+    ]:
+        with pytest.raises(StorageError, match=match) as info:
+            _fit(_finder(tmp_path, storage=storage))
+        assert secret not in str(info.value) and "\n" not in str(info.value)
+    assert not (tmp_path / "finder").exists()  # nothing trained
+    assert redact_url("mysql+pymysql://u:p%40ss@h/db") == "mysql+pymysql://u:***@h/db"
+
+
+def test_workers_need_a_model_and_data_that_pickle(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"workers=2\)` sends the model and the data.*do not pickle"):
+        _fit(_finder(tmp_path, workers=2), lambda: CurveModel())
