@@ -388,6 +388,8 @@ class TextDemoConfig:
         n_embd: embedding width.
         max_tokens: training bytes at fraction 1.
         val_tokens: validation bytes (held-out documents).
+        val_every_n_epochs: validate every this many epochs (the sweep's metric is the last validation: let it divide
+            ``epochs``).
         accelerator: the Trainer's ``accelerator`` (``"auto"``: a GPU when there is one).
     """
 
@@ -405,6 +407,7 @@ class TextDemoConfig:
     n_embd: int = 128
     max_tokens: int = 2_000_000
     val_tokens: int = 200_000
+    val_every_n_epochs: int = 1
     accelerator: str = "auto"
 
     #: The task's name in ``summary.json`` and ``--task``.
@@ -506,6 +509,9 @@ class TextDemoConfig:
             "warmup_fraction": self.warmup_fraction,
         }
         steps = data.dataset_size // data.tokens_per_step
-        return DemoRun(
-            model, data, timescale, hparams, {"accelerator": self.accelerator, "log_every_n_steps": max(1, steps // 4)}
-        )
+        trainer_kwargs = {
+            "accelerator": self.accelerator,
+            "log_every_n_steps": max(1, steps // 4),
+            "check_val_every_n_epoch": self.val_every_n_epochs,
+        }
+        return DemoRun(model, data, timescale, hparams, trainer_kwargs)
