@@ -13,8 +13,9 @@ before every step so ``lr_t * weight_decay_t = 1 / tau_iter`` all along the sche
 
 Every ``--log-every`` steps the loop logs ``timescale_metrics(...)`` (the keys ``TimescaleMonitor`` logs in a
 Trainer: ``timescale/tau_iter/decay``, ``timescale/weight_rms/decay``, ...) with ``fabric.log_dict`` to a
-TensorBoard logger under ``--out-dir``. The data and model are ``char_gpt.py``'s: the standard library's own
-``.py`` files as bytes (nothing is downloaded) and a small GPT.
+TensorBoard logger under ``--out-dir``. The data and transformer block are the package's text task
+(:mod:`lightning_tau.demos.text`, also behind ``char_gpt.py``): the standard library's own ``.py`` files as bytes
+(nothing is downloaded) and a small GPT.
 
 Run::
 
@@ -39,12 +40,11 @@ from typing import Any
 
 import lightning as L
 import torch
-from char_gpt import Block, StdlibText  # the sibling example's transformer block and stdlib-text data
 from lightning.fabric.loggers import TensorBoardLogger
 from torch import nn
-from torch.utils.data import DataLoader
 
 from lightning_tau import apply_timescale, build_param_groups, weight_decay_for_tau_epoch
+from lightning_tau.demos.text import Block, TextDataModule  # the text task's transformer block and stdlib-text data
 from lightning_tau.diagnostics import TimescaleTracker, WeightStatsPass, timescale_metrics
 
 
@@ -126,10 +126,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     fabric.launch()  # with strategy="ddp", re-runs this script for the other ranks; each continues from here
     fabric.seed_everything(args.seed)
 
-    data = StdlibText(block_size=args.block_size, batch_size=args.batch_size, max_tokens=args.max_tokens)
-    loader = fabric.setup_dataloaders(  # adds a DistributedSampler: each rank reads 1 / world_size of an epoch
-        DataLoader(data.train_dataset, batch_size=args.batch_size, shuffle=True, drop_last=True)
-    )
+    data = TextDataModule(block_size=args.block_size, batch_size=args.batch_size, max_tokens=args.max_tokens)
+    data.setup("fit")
+    # shuffled whole batches; setup_dataloaders adds a DistributedSampler: each rank reads 1 / world_size of an epoch
+    loader = fabric.setup_dataloaders(data.train_dataloader())
     gpt = GPT(args.block_size, args.n_layer, args.n_head, args.n_embd)
     model = fabric.setup(gpt)
     optimizer = torch.optim.AdamW(
@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(warmup, args.max_steps))
 
     # N and B in tokens; B is global: per device x devices x accumulation (one optimizer step's tokens)
-    dataset_size = data.tokens_per_epoch
+    dataset_size = data.dataset_size
     batch_size = args.batch_size * args.block_size * fabric.world_size * args.accumulate
     # after the scheduler: every group's `initial_lr` (the peak) is the reference lr
     applied = apply_timescale(

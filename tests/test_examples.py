@@ -118,10 +118,12 @@ def test_char_gpt_cli_counts_tokens_and_loss_falls(tmp_path: Path) -> None:
     assert match, out
     n_tokens, b_tokens = (int(g.replace(",", "")) for g in match.groups()[1:])
     assert float(match.group(1)) == pytest.approx(n_tokens / b_tokens, abs=0.01)  # M = N / B: both given in tokens
-    # 90% of 40,000 tokens, in whole 32-token windows (one spare token for the shifted target)
-    assert n_tokens == (36_000 - 1) // 32 * 32
+    # 40,000 training bytes (validation comes from other files) in whole 32-token windows (one spare token for the
+    # shifted target), in whole batches of 16 windows: the tokens an epoch trains on
+    assert n_tokens == (40_000 - 1) // 32 // 16 * 16 * 32
+    assert float(match.group(1)) == n_tokens / b_tokens == 78  # whole steps: the Trainer's epoch too
     assert b_tokens == 16 * 32  # batch_size x block_size x 1 device x 1 accumulation, in tokens
-    written = number(rf"weight_decay \(matrices\): {FLOAT} at peak lr", out)
+    written = number(rf"weight_decay \(decay\): {FLOAT} at peak lr", out)
     assert math.isclose(written, weight_decay_for_tau_epoch(3e-3, 0.3, n_tokens, b_tokens), rel_tol=1e-5)
     losses = re.search(rf"train_loss: first \d+ steps {FLOAT} -> last \d+ steps {FLOAT}", out)
     assert losses, out

@@ -198,8 +198,9 @@ def test_fabric_gpt_example_as_two_process_ddp(tmp_path: Path, mode: str) -> Non
     out = run_example(EXAMPLE.name, tmp_path, *args, timeout=DDP_TIMEOUT)
     ranks = [json.loads((tmp_path / "dump" / f"rank{r}.json").read_text()) for r in (0, 1)]
 
-    # --fast: 90% of 40,000 bytes in whole 32-token windows; B = 8 sequences x 32 tokens x 2 processes x 2 micro-batches
-    n_tokens, b_tokens = (36_000 - 1) // 32 * 32, 8 * 32 * 2 * 2
+    # --fast: 40,000 training bytes in whole batches of 8 windows of 32 tokens (the data module's dataset_size);
+    # B = 8 sequences x 32 tokens x 2 processes x 2 micro-batches
+    n_tokens, b_tokens = (40_000 - 1) // 32 // 8 * 8 * 32, 8 * 32 * 2 * 2
     tau_iter = 0.4 * n_tokens / b_tokens
     for record in ranks:
         assert record["world_size"] == 2 and record["mode"] == mode

@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import Callback
@@ -39,17 +39,22 @@ from typing_extensions import override
 from lightning_tau import timescale as tau_math
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
-from lightning_tau.cli._args import fraction_below_one, positive_float, positive_int
+from lightning_tau.cli._args import fraction_above_zero, fraction_below_one, positive_float, positive_int
+from lightning_tau.demos import DemoRun
 from lightning_tau.demos.digits import DIGITS_SIZE, DigitsDataModule, DigitsMLP
+from lightning_tau.demos.text import TextDemoConfig
 from lightning_tau.demos.width import WidthConfig
 from lightning_tau.diagnostics import TimescaleMonitor
 
 __all__ = [
     "AXES",
     "QUICK",
+    "QUICK_TEXT",
     "QUICK_WIDTH",
     "SUMMARY_NAME",
+    "TASKS",
     "DemoConfig",
+    "SweepConfig",
     "dataset_size_optima",
     "demo_weight_decay",
     "run_width",
@@ -95,9 +100,68 @@ class DemoConfig:
     label_noise: float = 0.0
     val_size: int = 397
 
+    #: The task's name in ``summary.json`` and ``--task``.
+    task: ClassVar[str] = "digits"
+
     @property
     def num_runs(self) -> int:
         return len(self.sizes) * len(self.tau_epochs) * len(self.seeds)
+
+    def describe(self) -> str:
+        """What the sweep runs (:func:`describe`)."""
+        return describe(self)
+
+    def run_name(self, size: int, tau_epoch: float, seed: int) -> tuple[str, str]:
+        """TensorBoard ``(name, version)`` of one run (:func:`run_name`)."""
+        return run_name(size, tau_epoch, seed)
+
+    def build_run(self, size: int, tau_epoch: float) -> DemoRun:
+        """The digits MLP on ``size`` training digits, with ``TimescaleCallback(tau_epoch)``."""
+        data = DigitsDataModule(
+            train_size=size, val_size=self.val_size, batch_size=self.batch_size, label_noise=self.label_noise
+        )
+        # The callback sets the weight decay from `tau_epoch`; the model gets the same value up front only so its own
+        # hparams (which TimescaleMonitor records too) show the decay actually used.
+        model = DigitsMLP(
+            hidden=self.hidden,
+            depth=self.depth,
+            norm=self.norm,  # type: ignore[arg-type]
+            lr=self.lr,
+            weight_decay=demo_weight_decay(self.lr, tau_epoch, size, self.batch_size),
+            schedule=self.schedule,  # type: ignore[arg-type]
+        )
+        return DemoRun(
+            model=model,
+            datamodule=data,
+            timescale=TimescaleCallback(tau_epoch=tau_epoch, verbose=False),
+            hparams={"hidden": self.hidden, "depth": self.depth, "norm": self.norm, "label_noise": self.label_noise},
+            trainer_kwargs={
+                "accelerator": "cpu",
+                "log_every_n_steps": max(1, math.ceil(size / self.batch_size)),  # about once per epoch
+            },
+        )
+
+
+class SweepConfig(Protocol):
+    """What the dataset-size sweep needs from a task's config: :class:`DemoConfig` (digits) or
+    :class:`~lightning_tau.demos.text.TextDemoConfig` (the byte-level GPT)."""
+
+    task: ClassVar[str]
+    sizes: list[Any]
+    tau_epochs: list[float]
+    seeds: list[int]
+    epochs: int
+    lr: float
+    schedule: str
+
+    @property
+    def num_runs(self) -> int: ...
+
+    def describe(self) -> str: ...
+
+    def run_name(self, size: Any, tau_epoch: float, seed: int) -> tuple[str, str]: ...
+
+    def build_run(self, size: Any, tau_epoch: float) -> DemoRun: ...
 
 
 #: What ``--quick`` runs: 2 sizes x 3 timescales x 2 epochs, a few seconds (for tests and a first look).
@@ -108,6 +172,28 @@ QUICK_WIDTH = WidthConfig(widths=[16, 64], lrs=[3e-3, 3e-2], seeds=[0], epochs=2
 
 #: Values of ``--axis``.
 AXES = ("dataset-size", "width")
+
+#: Values of ``--task``: the dataset-size sweep's task.
+TASKS = ("digits", "text")
+
+#: What ``--task text --quick`` runs: 3 fractions of a 32,000-byte corpus x 4 timescales (x4 apart) x 32 epochs,
+#: one seed, validation at the end only; about 5 CPU-minutes (one thread).
+QUICK_TEXT = TextDemoConfig(
+    sizes=[0.25, 0.5, 1.0],
+    tau_epochs=[0.5, 2.0, 8.0, 32.0],
+    seeds=[0],
+    epochs=32,
+    batch_size=16,
+    warmup_fraction=0.0,
+    block_size=64,
+    n_layer=2,
+    n_head=4,
+    n_embd=64,
+    max_tokens=32_000,
+    val_tokens=32_000,
+    val_every_n_epochs=32,
+    accelerator="cpu",
+)
 
 
 def next_sweep_dir(out: Path) -> Path:
@@ -173,43 +259,34 @@ def run_name(size: int, tau_epoch: float, seed: int) -> tuple[str, str]:
 
 
 def run_one(
-    config: DemoConfig, size: int, tau_epoch: float, seed: int, sweep_dir: Path, extra_callbacks: Sequence[Any] = ()
+    config: SweepConfig,
+    size: Any,
+    tau_epoch: float,
+    seed: int,
+    sweep_dir: Path,
+    extra_callbacks: Sequence[Any] = (),
 ) -> dict[str, float]:
-    """Fit one run and log it to ``sweep_dir/N<size>/tau_epoch=<tau>_seed<seed>``; returns its hparams + metrics."""
+    """Fit one run of ``config``'s task and log it to ``sweep_dir/<name>/<version>`` (``config.run_name``); returns
+    its hparams + metrics."""
     pl.seed_everything(seed, verbose=False)
-    data = DigitsDataModule(
-        train_size=size, val_size=config.val_size, batch_size=config.batch_size, label_noise=config.label_noise
-    )
-    # The callback sets the weight decay from `tau_epoch`; the model gets the same value up front only so its own
-    # hparams (which TimescaleMonitor records too) show the decay actually used.
-    weight_decay = demo_weight_decay(config.lr, tau_epoch, size, config.batch_size)
-    model = DigitsMLP(
-        hidden=config.hidden,
-        depth=config.depth,
-        norm=config.norm,  # type: ignore[arg-type]
-        lr=config.lr,
-        weight_decay=weight_decay,
-        schedule=config.schedule,  # type: ignore[arg-type]
-    )
-    timescale = TimescaleCallback(tau_epoch=tau_epoch, verbose=False)
-    record = _RecordRun(timescale, config, seed)
-    name, version = run_name(size, tau_epoch, seed)
+    run = config.build_run(size, tau_epoch)
+    record = _RecordRun(run.timescale, config, seed, run.hparams)
+    name, version = config.run_name(size, tau_epoch, seed)
     logger = TensorBoardLogger(save_dir=str(sweep_dir), name=name, version=version, default_hp_metric=False)
     trainer = pl.Trainer(
-        accelerator="cpu",
         devices=1,
         max_epochs=config.epochs,
         logger=logger,
         # `record` writes the run's HParams record (sweep knobs, seed, both final metrics); TensorBoard keeps only a
         # run's first, so the monitor logs its scalars and dashboards but no record of its own
-        callbacks=[timescale, record, TimescaleMonitor(log_hparams=False), *extra_callbacks],
+        callbacks=[run.timescale, record, TimescaleMonitor(log_hparams=False), *extra_callbacks],
         enable_progress_bar=False,
         enable_model_summary=False,
         enable_checkpointing=False,
         num_sanity_val_steps=0,
-        log_every_n_steps=max(1, math.ceil(size / config.batch_size)),  # about once per epoch
+        **run.trainer_kwargs,
     )
-    trainer.fit(model, datamodule=data)
+    trainer.fit(run.model, datamodule=run.datamodule)
     return dict(record.logged)
 
 
@@ -217,10 +294,13 @@ class _RecordRun(Callback):
     """At train end, write the run's HParams record: the sweep's knobs, what ``TimescaleCallback`` resolved, and
     the final validation metrics (``hp/val_loss``, ``hp/val_error``)."""
 
-    def __init__(self, timescale: TimescaleCallback, config: DemoConfig, seed: int) -> None:
+    def __init__(
+        self, timescale: TimescaleCallback, config: SweepConfig, seed: int, task_hparams: dict[str, Any]
+    ) -> None:
         self.timescale = timescale
         self.config = config
         self.seed = seed
+        self.task_hparams = task_hparams
         self.logged: dict[str, Any] = {}
 
     @override
@@ -237,10 +317,7 @@ class _RecordRun(Callback):
             "tau_iter": cb.resolved_tau_iter,
             "epochs": config.epochs,
             "seed": self.seed,
-            "hidden": config.hidden,
-            "depth": config.depth,
-            "norm": config.norm,
-            "label_noise": config.label_noise,
+            **self.task_hparams,
         }
         metrics = {
             "hp/val_loss": float(trainer.callback_metrics["val/loss"]),
@@ -290,10 +367,12 @@ def dataset_size_optima(results: Sequence[dict[str, Any]], metric: str = "hp/val
     return optima
 
 
-def write_summary(results: Sequence[dict[str, Any]], path: Path, config: DemoConfig) -> dict[str, Any]:
-    """Write the dataset-size sweep's ``{"axis": "dataset-size", "optimum": [...]}`` summary to ``path``."""
+def write_summary(results: Sequence[dict[str, Any]], path: Path, config: SweepConfig) -> dict[str, Any]:
+    """Write the dataset-size sweep's ``{"axis": "dataset-size", "task": ..., "optimum": [...]}`` summary to
+    ``path``."""
     summary = {
         "axis": "dataset-size",
+        "task": config.task,
         "metric": "hp/val_loss",
         "optimum": dataset_size_optima(results),
         "config": asdict(config),
@@ -302,11 +381,11 @@ def write_summary(results: Sequence[dict[str, Any]], path: Path, config: DemoCon
     return summary
 
 
-def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
+def run_demo(config: SweepConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
     """Run the sweep into a fresh ``out/sweep_K`` and (unless ``plot=False``) draw it there; returns that dir."""
     sweep_dir = next_sweep_dir(out)
     sweep_dir.mkdir(parents=True)
-    print(describe(config))
+    print(config.describe())
     from tqdm.auto import tqdm
 
     bar = tqdm(total=config.num_runs * config.epochs, unit="epoch", desc="sweep", disable=not progress)
@@ -318,7 +397,7 @@ def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool
             for size in config.sizes:
                 for tau_epoch in config.tau_epochs:
                     for seed in config.seeds:
-                        bar.set_postfix_str(f"N={size} tau_epoch={tau_epoch:g} seed={seed}")
+                        bar.set_postfix_str(f"size={size:g} tau_epoch={tau_epoch:g} seed={seed}")
                         results.append(run_one(config, size, tau_epoch, seed, sweep_dir, extra_callbacks=[tick]))
     finally:
         bar.close()
@@ -330,7 +409,7 @@ def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool
         from lightning_tau.cli.plot import plot_sweep
 
         plot_sweep(sweep_dir, sweep_dir)
-    largest = sweep_dir / run_name(max(config.sizes), config.tau_epochs[0], config.seeds[0])[0]
+    largest = sweep_dir / config.run_name(max(config.sizes), config.tau_epochs[0], config.seeds[0])[0]
     print(
         f"Open them with:\n  tensorboard --logdir {sweep_dir}\n"
         "(HParams tab: every run. TensorBoard pre-selects no runs in a logdir of more than 40 runs, so for the"
@@ -345,7 +424,7 @@ def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``demo``."""
-    d, w = DemoConfig(), WidthConfig()
+    d, w, t = DemoConfig(), WidthConfig(), TextDemoConfig()
     parser = subparsers.add_parser(
         "demo",
         help="Sweep weight decay x dataset size on bundled digits (a few minutes on a CPU) and plot it.",
@@ -355,8 +434,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             " B / (lr * N * tau_epoch), log every run to TensorBoard, and plot validation loss against weight"
             " decay and against tau_epoch. The optimal weight decay falls as N grows; the optimal tau_epoch"
             " moves much less. `--axis width` instead sweeps μP width x learning rate, weight decay fixed across"
-            " widths against TimescaleCallback (needs mup). Each call writes a new OUT/sweep_K directory with a"
-            " summary.json of each line's optimum."
+            " widths against TimescaleCallback (needs mup). `--task text` runs the dataset-size sweep on a small"
+            " byte-level GPT over the standard library's own .py files (fractions of the corpus; nothing is"
+            " downloaded). Each call writes a new OUT/sweep_K directory with a summary.json of each line's optimum."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -366,6 +446,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default="dataset-size",
         help="what the sweep varies: 'dataset-size' (tau_epoch x N, TimescaleCallback in every run) or 'width'"
         " (μP width x lr, fixed weight decay against TimescaleCallback; needs mup)",
+    )
+    parser.add_argument(
+        "--task",
+        choices=TASKS,
+        default="digits",
+        help="'digits': an MLP on scikit-learn's bundled digits; 'text': a byte-level GPT on the standard library's"
+        " own sources (dataset-size axis only)",
     )
     parser.add_argument("--out", type=Path, default=Path("tau_runs"), help="root directory for the sweep's logs")
     parser.add_argument(
@@ -380,9 +467,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--tau-epochs",
         type=positive_float,
         nargs="+",
-        default=d.tau_epochs,
+        default=argparse.SUPPRESS,
         metavar="TAU",
-        help="EMA timescales in epochs (one weight decay per size each)",
+        help="EMA timescales in epochs (one weight decay per size each; default: digits"
+        f" {' '.join(f'{x:g}' for x in d.tau_epochs)}; --task text {' '.join(f'{x:g}' for x in t.tau_epochs)})",
     )
     parser.add_argument(
         "--seeds",
@@ -399,7 +487,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help=f"epochs per run, the same for every run (default: {d.epochs}; --axis width: {w.epochs})",
     )
-    parser.add_argument("--batch-size", type=positive_int, default=d.batch_size, help="batch size B")
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=argparse.SUPPRESS,
+        help=f"batch size B (default: {d.batch_size}; --task text: {t.batch_size} windows of --block-size tokens)",
+    )
     parser.add_argument("--lr", type=positive_float, default=d.lr, help="AdamW's initial learning rate")
     parser.add_argument(
         "--schedule",
@@ -448,11 +541,45 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         " holds the base width's tau_iter = 1 / (lr λ_base), so the hidden matrices get s λ_base"
         f" (default: {w.weight_decay:g})",
     )
+    text = parser.add_argument_group("--task text only")
+    text.add_argument(
+        "--fractions",
+        type=fraction_above_zero,
+        nargs="+",
+        default=argparse.SUPPRESS,
+        metavar="F",
+        help=f"shares of the corpus to train on, nested (default: {' '.join(f'{x:g}' for x in t.sizes)})",
+    )
+    text.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=argparse.SUPPRESS,
+        help=f"training bytes at fraction 1 (default: {t.max_tokens:,}; the corpus holds about 4 MB)",
+    )
+    text.add_argument(
+        "--val-tokens",
+        type=positive_int,
+        default=argparse.SUPPRESS,
+        help=f"validation bytes, from held-out files (default: {t.val_tokens:,})",
+    )
+    for flag, value, what in (
+        ("--block-size", t.block_size, "context length in tokens (bytes)"),
+        ("--n-layer", t.n_layer, "transformer blocks"),
+        ("--n-head", t.n_head, "attention heads"),
+        ("--n-embd", t.n_embd, "embedding width"),
+    ):
+        text.add_argument(flag, type=positive_int, default=argparse.SUPPRESS, help=f"{what} (default: {value})")
+    text.add_argument(
+        "--accelerator",
+        default=argparse.SUPPRESS,
+        help=f"the Trainer's accelerator: cpu, gpu, auto, ... (default: {t.accelerator})",
+    )
     parser.add_argument(
         "--quick",
         action="store_true",
         help="tiny sweep that ignores the sweep options, seconds (dataset-size: 2 sizes x 3 timescales x 2"
-        " epochs; width: 2 widths x 2 lrs x 2 arms x 2 epochs)",
+        " epochs; width: 2 widths x 2 lrs x 2 arms x 2 epochs); with --task text a small CPU sweep, minutes"
+        f" ({len(QUICK_TEXT.sizes)} fractions x {len(QUICK_TEXT.tau_epochs)} timescales x {QUICK_TEXT.epochs} epochs)",
     )
     parser.add_argument("--no-plot", action="store_true", help="log the runs but skip the figure")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -470,6 +597,11 @@ def _error(message: str) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.task == "text":
+        return _main_text(args)
+    given = [f"--{name.replace('_', '-')}" for name in TEXT_ONLY if hasattr(args, name)]
+    if given:
+        return _error(f"{' '.join(given)} apply to `--task text` only (got --task {args.task}).")
     if args.axis == "width":
         return _main_width(args)
     given = [f"--{name.replace('_', '-')}" for name in WIDTH_ONLY if hasattr(args, name)]
@@ -482,10 +614,10 @@ def _main(args: argparse.Namespace) -> int:
         config = DemoConfig(
             # duplicates would write the same run directory twice
             sizes=list(dict.fromkeys(args.sizes)),
-            tau_epochs=list(dict.fromkeys(args.tau_epochs)),
+            tau_epochs=list(dict.fromkeys(getattr(args, "tau_epochs", d.tau_epochs))),
             seeds=list(dict.fromkeys(getattr(args, "seeds", d.seeds))),
             epochs=getattr(args, "epochs", d.epochs),
-            batch_size=args.batch_size,
+            batch_size=getattr(args, "batch_size", d.batch_size),
             lr=args.lr,
             schedule=args.schedule,
             hidden=args.hidden,
@@ -512,6 +644,57 @@ def _main(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Options that only ``--task text`` reads (argparse default ``SUPPRESS``: given means typed).
+TEXT_ONLY = ("fractions", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head", "n_embd", "accelerator")
+
+#: Options of the digits MLP that ``--task text`` does not read, with their defaults (typed with another value,
+#: or at all for ``--depth``, is an error).
+DIGITS_ONLY = ("sizes", "hidden", "norm", "label_noise", "depth")
+
+
+def _main_text(args: argparse.Namespace) -> int:
+    """``--task text``: the dataset-size sweep on the byte-level GPT (:mod:`lightning_tau.demos.text`)."""
+    if args.axis != "dataset-size":
+        return _error(
+            f"`--task text --axis {args.axis}` is not available yet: the text task runs the dataset-size sweep only"
+            " (the width sweep runs on digits: `--task digits --axis width`)."
+        )
+    d = DemoConfig()
+    given = [f"--{name.replace('_', '-')}" for name in WIDTH_ONLY if hasattr(args, name)]
+    given += [
+        f"--{name.replace('_', '-')}"
+        for name in DIGITS_ONLY
+        if getattr(args, name, getattr(d, name)) != getattr(d, name) or (name == "depth" and hasattr(args, name))
+    ]
+    if given:
+        return _error(
+            f"{' '.join(given)} do not apply to `--task text`; it takes --fractions, --max-tokens, --val-tokens,"
+            " --block-size, --n-layer, --n-head, --n-embd and --accelerator."
+        )
+    t = QUICK_TEXT if args.quick else TextDemoConfig()
+    config = TextDemoConfig(**vars(t))
+    if not args.quick:
+        config.sizes = sorted(dict.fromkeys(getattr(args, "fractions", t.sizes)))
+        config.tau_epochs = list(dict.fromkeys(getattr(args, "tau_epochs", t.tau_epochs)))
+        config.seeds = list(dict.fromkeys(getattr(args, "seeds", t.seeds)))
+        config.lr, config.schedule = args.lr, args.schedule
+        for name in ("epochs", "batch_size", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head", "n_embd"):
+            setattr(config, name, getattr(args, name, getattr(t, name)))
+        config.accelerator = getattr(args, "accelerator", t.accelerator)
+    if config.n_embd % config.n_head:
+        return _error(f"--n-embd {config.n_embd} must be a multiple of --n-head {config.n_head} (equal head widths).")
+    try:
+        from lightning_tau.demos.text import load_stdlib_corpus
+
+        for fraction in config.sizes:  # every size has at least one batch, the validation set one window
+            config.datamodule(fraction)
+        load_stdlib_corpus(config.max_tokens, config.val_tokens)  # the corpus holds that many bytes
+    except (ValueError, FileNotFoundError) as err:
+        return _error(str(err))
+    run_demo(config, args.out, plot=not args.no_plot, progress=not args.no_progress)
+    return 0
+
+
 #: Options that only ``--axis width`` reads (their argparse default is ``SUPPRESS``, so given means typed).
 WIDTH_ONLY = ("widths", "lrs", "weight_decay")
 
@@ -521,7 +704,11 @@ DATASET_SIZE_ONLY = ("sizes", "tau_epochs", "lr", "hidden", "norm", "label_noise
 
 def _main_width(args: argparse.Namespace) -> int:
     d = DemoConfig()
-    given = [f"--{name.replace('_', '-')}" for name in DATASET_SIZE_ONLY if getattr(args, name) != getattr(d, name)]
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in DATASET_SIZE_ONLY
+        if getattr(args, name, getattr(d, name)) != getattr(d, name)
+    ]
     if given:
         return _error(
             f"{' '.join(given)} apply to `--axis dataset-size` only; for `--axis width` use --widths, --lrs and"
@@ -529,7 +716,7 @@ def _main_width(args: argparse.Namespace) -> int:
         )
     w = QUICK_WIDTH if args.quick else WidthConfig()
     config = WidthConfig(**{**vars(w)})
-    config.batch_size, config.schedule = args.batch_size, args.schedule
+    config.batch_size, config.schedule = getattr(args, "batch_size", w.batch_size), args.schedule
     if not args.quick:
         config.widths = sorted(dict.fromkeys(getattr(args, "widths", w.widths)))
         config.lrs = sorted(dict.fromkeys(getattr(args, "lrs", w.lrs)))

@@ -1,0 +1,517 @@
+"""The text task: a small byte-level GPT on the Python standard library's own source files, nothing downloaded.
+
+The corpus is every top-level ``.py`` file of the running interpreter's standard library
+(``sysconfig.get_paths()["stdlib"]``, about 4.7 MB on CPython 3.11), read as bytes: the vocabulary is the 256 byte
+values, fixed whatever the text. The files are put in a fixed order (sorted by name, then shuffled with
+``split_seed``) and split **by document**: every tenth file is held out for validation, the rest are training
+documents. A training set of ``fraction`` of the corpus is the first ``fraction`` of the training bytes (the
+corpus being the first ``max_tokens`` training bytes), so the training sets of a sweep are nested prefixes, and the
+validation set is the same for every fraction.
+
+**Units.** ``N`` and ``B`` are counted in tokens (bytes), as for language models (Wang & Aitchison's nanoGPT runs
+and Bergsma et al.'s "Power Lines"): the training bytes are cut into non-overlapping windows of ``block_size``
+tokens (targets shifted by one), the loader draws ``batch_size`` windows per step and drops the last, incomplete
+batch, and :attr:`TextDataModule.dataset_size` is the tokens one epoch trains on (whole batches of whole windows),
+:attr:`TextDataModule.tokens_per_step` the tokens of one step on one device. ``dataset_size / tokens_per_step`` is
+then exactly the optimizer steps the Trainer runs per epoch on one device, so passing both to
+:class:`~lightning_tau.TimescaleCallback` gives the same ``M`` the Trainer's epoch has.
+
+:class:`TextDemoConfig` is what ``lightning-tau demo --task text`` sweeps (fractions of the corpus x
+``tau_epoch`` x seeds); ``examples/char_gpt.py`` trains one :class:`ByteGPT` on a :class:`TextDataModule` through
+``LightningCLI``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import lightning.pytorch as pl
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.utils.data import DataLoader
+
+from lightning_tau.callback import TimescaleCallback
+from lightning_tau.demos import DemoRun
+from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, _as_batch, _BatchedTensors
+from lightning_tau.param_groups import build_param_groups
+
+__all__ = [
+    "VAL_EVERY",
+    "VOCAB_SIZE",
+    "Block",
+    "ByteGPT",
+    "TextDataModule",
+    "TextDemoConfig",
+    "load_stdlib_corpus",
+    "stdlib_sources",
+]
+
+#: Byte-level vocabulary: every byte value is a token.
+VOCAB_SIZE = 256
+
+#: Every ``VAL_EVERY``-th document (in the fixed shuffled order) is a validation document.
+VAL_EVERY = 10
+
+Schedule = Literal["constant", "cosine"]
+
+
+def stdlib_sources() -> list[Path]:
+    """The standard library's top-level ``.py`` files, sorted by name: the text task's documents.
+
+    Raises:
+        FileNotFoundError: the interpreter ships no standard-library sources (an embedded or zipped stdlib).
+
+    Example:
+        >>> files = stdlib_sources()
+        >>> len(files) > 100, all(f.suffix == ".py" for f in files), files == sorted(files)
+        (True, True, True)
+    """
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in root.glob("*.py") if p.is_file())
+    if not files:
+        raise FileNotFoundError(
+            f"The text task reads the standard library's own .py files, but {str(root)!r} holds none (an embedded"
+            " or zip-only Python?). Run it with a CPython that ships its standard-library sources."
+        )
+    return files
+
+
+@functools.lru_cache(maxsize=8)
+def load_stdlib_corpus(max_tokens: int, val_tokens: int, split_seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(train, val)`` byte tensors (``uint8``): the first ``max_tokens`` bytes of the training documents and the
+    first ``val_tokens`` bytes of the validation documents (cached; callers must not write to them).
+
+    The documents (:func:`stdlib_sources`) are shuffled with ``split_seed``; every :data:`VAL_EVERY`-th one is
+    held out, so no file is in both sets.
+
+    Example:
+        >>> train, val = load_stdlib_corpus(20_000, 5_000)
+        >>> len(train), len(val), train.dtype
+        (20000, 5000, torch.uint8)
+    """
+    files = stdlib_sources()
+    order = torch.randperm(len(files), generator=torch.Generator().manual_seed(split_seed)).tolist()
+    train, val = bytearray(), bytearray()
+    for position, index in enumerate(order):
+        target, cap = (val, val_tokens) if position % VAL_EVERY == 0 else (train, max_tokens)
+        if len(target) < cap:
+            target += files[index].read_bytes()
+        if len(train) >= max_tokens and len(val) >= val_tokens:
+            break
+    if len(train) < max_tokens or len(val) < val_tokens:
+        raise ValueError(
+            f"The standard library here has {len(train):,} training and {len(val):,} validation bytes; asked for"
+            f" max_tokens={max_tokens:,} and val_tokens={val_tokens:,}. Use smaller values."
+        )
+    return _as_uint8(train[:max_tokens]), _as_uint8(val[:val_tokens])
+
+
+def _as_uint8(data: bytearray) -> torch.Tensor:
+    return torch.frombuffer(data, dtype=torch.uint8) if data else torch.zeros(0, dtype=torch.uint8)
+
+
+def _windows(tokens: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Non-overlapping ``block_size`` windows ``x`` and their next-token targets ``y`` (int64)."""
+    count = (len(tokens) - 1) // block_size
+    used = tokens[: count * block_size + 1].long()
+    x = used[:-1].view(count, block_size)
+    y = used[1:].reshape(count, block_size)
+    return x, y
+
+
+class TextDataModule(pl.LightningDataModule):
+    """``fraction`` of the standard-library corpus as next-byte windows; a fixed validation set by document.
+
+    Args:
+        fraction: share of the ``max_tokens`` training bytes to train on, in ``(0, 1]`` (nested prefixes).
+        block_size: tokens per window (the context length).
+        batch_size: windows per optimizer step on one device.
+        max_tokens: training bytes at ``fraction=1``.
+        val_tokens: validation bytes (from held-out documents), the same for every ``fraction``.
+        split_seed: seed of the document order (and so of which documents are held out).
+
+    ``dataset_size`` is in tokens: the tokens an epoch trains on (the loader drops the last, incomplete batch);
+    ``tokens_per_step`` the tokens of one step on one device, so ``dataset_size / tokens_per_step`` is the steps
+    per epoch.
+
+    Example:
+        >>> dm = TextDataModule(fraction=0.5, block_size=32, batch_size=8, max_tokens=20_000, val_tokens=4_000)
+        >>> dm.setup("fit")
+        >>> dm.num_windows, dm.dataset_size, dm.tokens_per_step, len(dm.train_dataloader())
+        (312, 9984, 256, 39)
+        >>> TextDataModule(fraction=1.5)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TextDataModule(fraction=1.5)` is not valid: use a share of the corpus in (0, 1].
+    """
+
+    def __init__(
+        self,
+        fraction: float = 1.0,
+        block_size: int = 64,
+        batch_size: int = 32,
+        max_tokens: int = 1_000_000,
+        val_tokens: int = 100_000,
+        split_seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+            raise ValueError(
+                f"`TextDataModule(fraction={fraction!r})` is not valid: use a share of the corpus in (0, 1]."
+            )
+        for name, value in (
+            ("block_size", block_size),
+            ("batch_size", batch_size),
+            ("max_tokens", max_tokens),
+            ("val_tokens", val_tokens),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"`TextDataModule({name}={value!r})` is not valid: use a positive integer.")
+        train_tokens = int(fraction * max_tokens)
+        if (train_tokens - 1) // block_size < batch_size:
+            raise ValueError(
+                f"`TextDataModule(fraction={fraction:g}, max_tokens={max_tokens:,})` trains on {train_tokens:,}"
+                f" tokens, less than one batch of batch_size={batch_size} windows of block_size={block_size}."
+                " Use a larger fraction or max_tokens, or a smaller batch or block."
+            )
+        if (val_tokens - 1) // block_size < 1:
+            raise ValueError(
+                f"`TextDataModule(val_tokens={val_tokens})` holds no window of block_size={block_size}: use more."
+            )
+        self.fraction = float(fraction)
+        self.block_size = block_size
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self.val_tokens = val_tokens
+        self.split_seed = split_seed
+        self.num_windows = (train_tokens - 1) // block_size
+        self.train_set: _BatchedTensors | None = None
+        self.val_set: _BatchedTensors | None = None
+
+    @property
+    def tokens_per_step(self) -> int:
+        """``B`` in tokens on one device: ``batch_size x block_size``."""
+        return self.batch_size * self.block_size
+
+    @property
+    def dataset_size(self) -> int:
+        """``N`` in tokens: the tokens one epoch trains on, whole batches of whole windows."""
+        return self.num_windows // self.batch_size * self.tokens_per_step
+
+    def setup(self, stage: str) -> None:
+        if self.train_set is not None:
+            return
+        train, val = load_stdlib_corpus(self.max_tokens, self.val_tokens, self.split_seed)
+        self.train_set = _BatchedTensors(*_windows(train[: int(self.fraction * self.max_tokens)], self.block_size))
+        self.val_set = _BatchedTensors(*_windows(val, self.block_size))
+        assert len(self.train_set) == self.num_windows
+
+    def train_dataloader(self) -> DataLoader:
+        assert self.train_set is not None, "call setup() first"
+        return DataLoader(
+            self.train_set, batch_size=self.batch_size, shuffle=True, drop_last=True, collate_fn=_as_batch
+        )
+
+    def val_dataloader(self) -> DataLoader:
+        assert self.val_set is not None, "call setup() first"
+        return DataLoader(self.val_set, batch_size=4 * self.batch_size, collate_fn=_as_batch)
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention (``scaled_dot_product_attention`` with ``is_causal=True``)."""
+
+    def __init__(self, n_embd: int, n_head: int) -> None:
+        super().__init__()
+        if n_embd % n_head:
+            raise ValueError(f"`n_embd={n_embd}` must be a multiple of `n_head={n_head}` (equal head widths).")
+        self.n_head = n_head
+        self.qkv = nn.Linear(n_embd, 3 * n_embd)
+        self.proj = nn.Linear(n_embd, n_embd)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.n_head, c // self.n_head).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(b, t, c))
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm transformer block: causal self-attention, then a 4x GELU MLP, each with a residual."""
+
+    def __init__(self, n_embd: int, n_head: int) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(n_embd, n_head)
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class ByteGPT(pl.LightningModule):
+    """A small GPT over bytes (vocabulary 256), trained with AdamW.
+
+    Token and position embeddings, ``n_layer`` pre-LayerNorm blocks, a final LayerNorm and a linear head (GPT-2's
+    normal(0, 0.02) init). AdamW's groups come from :func:`~lightning_tau.build_param_groups`: the weight matrices
+    (embeddings, attention, MLP, head) in ``decay``; biases, LayerNorms and the position embedding in
+    ``no_decay``. A :class:`~lightning_tau.TimescaleCallback` on the Trainer overwrites ``decay``'s weight decay
+    from its timescale. The learning rate warms up linearly over ``warmup_fraction`` of the planned steps, then
+    is constant or follows a cosine to ``0.1 x lr`` (the paper's nanoGPT schedule); the callback's ``tau`` is at
+    the peak ``lr``.
+
+    Logs ``train/loss``, ``val/loss`` (cross-entropy in nats per byte) and ``val/error`` (next-byte error rate).
+
+    Args:
+        block_size: context length (the position embedding's size).
+        n_layer: transformer blocks.
+        n_head: attention heads (``n_embd`` must be a multiple).
+        n_embd: embedding width.
+        lr: AdamW's peak learning rate.
+        weight_decay: the ``decay`` group's weight decay (replaced by ``TimescaleCallback`` when it runs).
+        schedule: ``"cosine"`` or ``"constant"`` after the warm-up.
+        warmup_fraction: share of the planned optimizer steps spent warming up, in ``[0, 1)``.
+
+    Example:
+        >>> model = ByteGPT(block_size=16, n_layer=1, n_head=2, n_embd=16)
+        >>> model(torch.zeros(2, 16, dtype=torch.long)).shape
+        torch.Size([2, 16, 256])
+        >>> [(g["name"], g["weight_decay"]) for g in model.configure_optimizers()["optimizer"].param_groups]
+        [('decay', 0.1), ('no_decay', 0.0)]
+    """
+
+    def __init__(
+        self,
+        block_size: int = 64,
+        n_layer: int = 2,
+        n_head: int = 4,
+        n_embd: int = 64,
+        lr: float = 3e-3,
+        weight_decay: float = 0.1,
+        schedule: Schedule = "cosine",
+        warmup_fraction: float = 0.0,
+    ) -> None:
+        super().__init__()
+        for name, value in (("block_size", block_size), ("n_layer", n_layer), ("n_head", n_head), ("n_embd", n_embd)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"`ByteGPT({name}={value!r})` is not valid: use a positive integer.")
+        if n_embd % n_head:
+            raise ValueError(f"`ByteGPT(n_embd={n_embd}, n_head={n_head})`: n_embd must be a multiple of n_head.")
+        if not (isinstance(lr, (int, float)) and 0 < lr < math.inf):
+            raise ValueError(f"`ByteGPT(lr={lr!r})` is not valid: use a positive learning rate.")
+        if not (isinstance(weight_decay, (int, float)) and 0 <= weight_decay < math.inf):
+            raise ValueError(f"`ByteGPT(weight_decay={weight_decay!r})` is not valid: use a finite value >= 0.")
+        if schedule not in ("constant", "cosine"):
+            raise ValueError(f"`ByteGPT(schedule={schedule!r})` is not supported. Use 'constant' or 'cosine'.")
+        if not 0 <= warmup_fraction < 1:
+            raise ValueError(f"`ByteGPT(warmup_fraction={warmup_fraction!r})` is not valid: use a value in [0, 1).")
+        self.save_hyperparameters()
+        self.tok = nn.Embedding(VOCAB_SIZE, n_embd)
+        self.pos = nn.Parameter(torch.zeros(block_size, n_embd))
+        self.blocks = nn.Sequential(*(Block(n_embd, n_head) for _ in range(n_layer)))
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.head = nn.Linear(n_embd, VOCAB_SIZE, bias=False)
+        self.apply(self._init_weights)
+        self.lr, self.weight_decay, self.schedule, self.warmup_fraction = lr, weight_decay, schedule, warmup_fraction
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+    def no_weight_decay(self) -> list[str]:
+        """timm's convention, read by ``build_param_groups``: the position embedding does not decay."""
+        return ["pos"]
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.tok(idx) + self.pos[: idx.shape[1]]
+        return self.head(self.ln_f(self.blocks(x)))
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        loss = F.cross_entropy(self(x).flatten(0, 1), y.flatten())
+        self.log("train/loss", loss, on_step=True, on_epoch=True)
+        return loss
+
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
+        x, y = batch
+        logits = self(x).flatten(0, 1)
+        self.log("val/loss", F.cross_entropy(logits, y.flatten()))
+        self.log("val/error", (logits.argmax(dim=1) != y.flatten()).float().mean())
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        groups = build_param_groups(self, weight_decay=self.weight_decay)
+        optimizer = torch.optim.AdamW(groups, lr=self.lr, betas=(0.9, 0.95))
+        if self._trainer is None:
+            return {"optimizer": optimizer}
+        total = max(1, int(self.trainer.estimated_stepping_batches))
+        warmup = int(self.warmup_fraction * total)
+        cosine = self.schedule == "cosine"
+
+        def factor(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / warmup
+            if not cosine:
+                return 1.0
+            progress = min(1.0, (step - warmup) / max(1, total - warmup))
+            return COSINE_FINAL_LR_RATIO + (1 - COSINE_FINAL_LR_RATIO) * 0.5 * (1 + math.cos(math.pi * progress))
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+@dataclass
+class TextDemoConfig:
+    """The dataset-size sweep on text (``lightning-tau demo --task text``): every ``(fraction, tau_epoch, seed)``.
+
+    Attributes:
+        sizes: fractions of the corpus (``max_tokens`` training bytes) to train on, in ``(0, 1]``.
+        tau_epochs: EMA timescales in epochs; each gives ``weight_decay = B / (lr * N * tau_epoch)``, ``N`` and
+            ``B`` in tokens.
+        seeds: seeds (model init and batch order); runs with the same fraction and ``tau_epoch`` are averaged.
+        epochs: training epochs per run, the same for every fraction (the paper's nanoGPT runs: about 4).
+        batch_size: windows per optimizer step.
+        lr: AdamW's peak learning rate.
+        schedule: ``"cosine"`` (to ``0.1 * lr``, as in the paper) or ``"constant"``.
+        warmup_fraction: share of each run's steps spent warming up linearly.
+        block_size: tokens per window.
+        n_layer: transformer blocks.
+        n_head: attention heads.
+        n_embd: embedding width.
+        max_tokens: training bytes at fraction 1.
+        val_tokens: validation bytes (held-out documents).
+        val_every_n_epochs: validate every this many epochs (the sweep's metric is the last validation: let it divide
+            ``epochs``).
+        accelerator: the Trainer's ``accelerator`` (``"auto"``: a GPU when there is one).
+    """
+
+    sizes: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0])
+    tau_epochs: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0])
+    seeds: list[int] = field(default_factory=lambda: [0, 1])
+    epochs: int = 10
+    batch_size: int = 32
+    lr: float = 3e-3
+    schedule: str = "cosine"
+    warmup_fraction: float = 0.05
+    block_size: int = 128
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    max_tokens: int = 2_000_000
+    val_tokens: int = 200_000
+    val_every_n_epochs: int = 1
+    accelerator: str = "auto"
+
+    #: The task's name in ``summary.json`` and ``--task``.
+    task: ClassVar[str] = "text"
+
+    @property
+    def num_runs(self) -> int:
+        return len(self.sizes) * len(self.tau_epochs) * len(self.seeds)
+
+    def datamodule(self, fraction: float) -> TextDataModule:
+        """The data of one fraction (checks the sizes; reads nothing until ``setup``)."""
+        return TextDataModule(
+            fraction=fraction,
+            block_size=self.block_size,
+            batch_size=self.batch_size,
+            max_tokens=self.max_tokens,
+            val_tokens=self.val_tokens,
+        )
+
+    def weight_decay(self, fraction: float, tau_epoch: float) -> float:
+        """What ``TimescaleCallback`` sets: ``B / (lr * N * tau_epoch)`` with ``N``, ``B`` in tokens.
+
+        Example:
+            >>> config = TextDemoConfig(max_tokens=100_000, block_size=64, batch_size=16, lr=1e-3)
+            >>> config.datamodule(1.0).dataset_size  # 1562 windows -> 97 whole batches of 16 x 64 tokens
+            99328
+            >>> round(config.weight_decay(1.0, 2.0), 4)  # 1 / (lr * 97 steps * 2 epochs)
+            5.1546
+        """
+        data = self.datamodule(fraction)
+        return data.tokens_per_step / (self.lr * data.dataset_size * tau_epoch)
+
+    def describe(self) -> str:
+        """What the sweep runs, with each fraction's ``N`` in tokens and the weight-decay grid its ``tau_epoch`` grid
+        gives.
+
+        Example:
+            >>> print(TextDemoConfig(sizes=[0.5, 1.0], tau_epochs=[1.0, 4.0], seeds=[0], epochs=3,
+            ...                      max_tokens=100_000).describe())  # doctest: +NORMALIZE_WHITESPACE
+            Text sweep: 2 fractions x 2 tau_epochs x 1 seeds = 4 runs x 3 epochs; byte-level GPT 4 layers x 128 wide,
+              block 128, B = 32 x 128 = 4096 tokens, lr=0.003 (cosine, 5% warm-up); corpus: 100,000 training bytes
+              of the standard library's .py files.
+              fraction 0.5: N=49,152 tokens (12 steps/epoch), weight decay 6.94 .. 27.8 (tau_epoch 4 .. 1)
+              fraction 1: N=98,304 tokens (24 steps/epoch), weight decay 3.47 .. 13.9 (tau_epoch 4 .. 1)
+        """
+        lines = [
+            f"Text sweep: {len(self.sizes)} fractions x {len(self.tau_epochs)} tau_epochs x {len(self.seeds)} seeds"
+            f" = {self.num_runs} runs x {self.epochs} epochs; byte-level GPT {self.n_layer} layers x {self.n_embd}"
+            f" wide, block {self.block_size}, B = {self.batch_size} x {self.block_size} ="
+            f" {self.batch_size * self.block_size} tokens, lr={self.lr:g} ({self.schedule},"
+            f" {self.warmup_fraction:.0%} warm-up); corpus: {self.max_tokens:,} training bytes of the standard"
+            " library's .py files."
+        ]
+        taus = sorted(self.tau_epochs, reverse=True)
+        for fraction in self.sizes:
+            data = self.datamodule(fraction)
+            decays = [self.weight_decay(fraction, tau) for tau in taus]
+            lines.append(
+                f"  fraction {fraction:g}: N={data.dataset_size:,} tokens"
+                f" ({data.dataset_size // data.tokens_per_step} steps/epoch), weight decay {decays[0]:.3g} .."
+                f" {decays[-1]:.3g} (tau_epoch {taus[0]:g} .. {taus[-1]:g})"
+            )
+        return "\n".join(lines)
+
+    def run_name(self, size: float, tau_epoch: float, seed: int) -> tuple[str, str]:
+        """TensorBoard ``(name, version)`` of one run: the training tokens, then ``tau_epoch`` and the seed.
+
+        Example:
+            >>> TextDemoConfig(max_tokens=100_000).run_name(0.5, 2.0, 1)
+            ('N0049152', 'tau_epoch=2_seed1')
+        """
+        return f"N{self.datamodule(size).dataset_size:07d}", f"tau_epoch={tau_epoch:g}_seed{seed}"
+
+    def build_run(self, size: float, tau_epoch: float) -> DemoRun:
+        """A :class:`ByteGPT` on ``size`` of the corpus with ``TimescaleCallback(tau_epoch)``, ``N`` and ``B`` in
+        tokens (the Trainer's steps per epoch, since the loader drops the last partial batch)."""
+        data = self.datamodule(size)
+        model = ByteGPT(
+            block_size=self.block_size,
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            n_embd=self.n_embd,
+            lr=self.lr,
+            # the callback sets it; given here too so the model's own hparams show the decay used
+            weight_decay=self.weight_decay(size, tau_epoch),
+            schedule=self.schedule,  # type: ignore[arg-type]
+            warmup_fraction=self.warmup_fraction,
+        )
+        timescale = TimescaleCallback(
+            tau_epoch=tau_epoch, dataset_size=data.dataset_size, batch_size=data.tokens_per_step, verbose=False
+        )
+        hparams = {
+            "fraction": size,
+            "block_size": self.block_size,
+            "n_layer": self.n_layer,
+            "n_head": self.n_head,
+            "n_embd": self.n_embd,
+            "max_tokens": self.max_tokens,
+            "warmup_fraction": self.warmup_fraction,
+        }
+        steps = data.dataset_size // data.tokens_per_step
+        trainer_kwargs = {
+            "accelerator": self.accelerator,
+            "log_every_n_steps": max(1, steps // 4),
+            "check_val_every_n_epoch": self.val_every_n_epochs,
+        }
+        return DemoRun(model, data, timescale, hparams, trainer_kwargs)

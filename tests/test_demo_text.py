@@ -1,0 +1,222 @@
+"""``lightning-tau demo --task text``: the byte-level GPT on the standard library's sources, offline, end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from ddp_harness import clean_env
+from lightning.pytorch.callbacks import Callback
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.plugins.hparams import plugin_data_pb2
+
+from lightning_tau.cli import main
+from lightning_tau.cli.demo import run_one
+from lightning_tau.demos.text import ByteGPT, TextDataModule, TextDemoConfig, load_stdlib_corpus, stdlib_sources
+
+#: A sweep that trains in seconds: 2 fractions of an 8,000-byte corpus x 2 timescales x 2 seeds x 2 epochs.
+TINY = [
+    "--fractions", "0.5", "1",
+    "--tau-epochs", "1", "8",
+    "--seeds", "0", "1",
+    "--epochs", "2",
+    "--max-tokens", "8000",
+    "--val-tokens", "2000",
+    "--block-size", "32",
+    "--batch-size", "8",
+    "--n-layer", "1",
+    "--n-head", "2",
+    "--n-embd", "16",
+    "--accelerator", "cpu",
+]  # fmt: skip
+
+#: In the subprocess: any IPv4/IPv6 connection or name lookup raises (a download attempt would fail the run).
+REFUSE_NETWORK = """
+import socket
+
+def _refuse(*args, **kwargs):
+    raise OSError("network refused by tests/test_demo_text.py")
+
+_connect = socket.socket.connect
+
+def _connect_local_only(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        _refuse()
+    return _connect(self, address)
+
+socket.socket.connect = _connect_local_only
+socket.socket.connect_ex = _connect_local_only
+socket.getaddrinfo = _refuse
+"""
+
+
+def _offline_command(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """``python args`` with sockets refused by a ``sitecustomize``, inside ``unshare -n`` (no network namespace
+    interfaces) where this user may create one."""
+    site = tmp_path / "offline_site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(textwrap.dedent(REFUSE_NETWORK))
+    env = clean_env()
+    env["PYTHONPATH"] = f"{site}{':' + env['PYTHONPATH'] if env.get('PYTHONPATH') else ''}"
+    command = [sys.executable, *args]
+    unshare = shutil.which("unshare")
+    if unshare and subprocess.run([unshare, "-n", "true"], capture_output=True).returncode == 0:
+        command = [unshare, "-n", *command]
+    return command, env
+
+
+def _read_run(run_dir: Path) -> tuple[dict, dict]:
+    accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    content = accumulator.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+    hparams = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info.hparams
+    values = {key: getattr(value, value.WhichOneof("kind")) for key, value in hparams.items()}
+    scalars = {tag: accumulator.Scalars(tag)[-1].value for tag in accumulator.Tags()["scalars"]}
+    return values, scalars
+
+
+def test_offline_guard_refuses_a_connection(tmp_path: Path) -> None:
+    command, env = _offline_command(
+        tmp_path, "-c", "import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)"
+    )
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "network refused by tests/test_demo_text.py" in proc.stderr or command[0].endswith("unshare")
+
+
+@pytest.mark.slow
+def test_demo_text_offline_writes_the_best_tau_per_dataset_size(tmp_path: Path) -> None:
+    args = ["-m", "lightning_tau", "demo", "--task", "text", *TINY, "--out", str(tmp_path / "runs"), "--no-progress"]
+    command, env = _offline_command(tmp_path, *args)
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep = tmp_path / "runs" / "sweep_0"
+    assert (sweep / "tau_sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # N in tokens: whole batches of 8 windows of 32 tokens from int(fraction x 8,000) bytes; B = 8 x 32 tokens
+    expected_n = {(int(f * 8000) - 1) // 32 // 8 * 8 * 32 for f in (0.5, 1.0)}
+    curves: dict[int, dict[float, list[float]]] = {}
+    decay: dict[tuple[int, float], float] = {}
+    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")})
+    assert len(run_dirs) == 2 * 2 * 2
+    for run_dir in run_dirs:
+        hparams, scalars = _read_run(run_dir)
+        n, b, tau = int(hparams["dataset_size"]), int(hparams["batch_size"]), hparams["tau_epoch"]
+        assert b == 8 * 32 and hparams["fraction"] in (0.5, 1.0)
+        assert hparams["weight_decay"] == pytest.approx(b / (hparams["lr"] * n * tau), rel=1e-6)
+        assert math.isfinite(scalars["hp/val_loss"]) and scalars["hp/val_loss"] == pytest.approx(scalars["val/loss"])
+        curves.setdefault(n, {}).setdefault(tau, []).append(scalars["hp/val_loss"])
+        decay[n, tau] = hparams["weight_decay"]
+    assert set(curves) == expected_n
+
+    summary = json.loads((sweep / "summary.json").read_text())
+    assert (summary["axis"], summary["task"]) == ("dataset-size", "text")
+    assert [row["dataset_size"] for row in summary["optimum"]] == sorted(expected_n)
+    for row in summary["optimum"]:
+        means = {tau: sum(v) / len(v) for tau, v in curves[row["dataset_size"]].items()}
+        best = min(means, key=means.__getitem__)
+        assert row["tau_epoch"] == best
+        assert row["metric"] == pytest.approx(means[best], rel=1e-6)
+        assert row["weight_decay"] == pytest.approx(decay[row["dataset_size"], best], rel=1e-9)
+    assert "Optimum of hp/val_loss per dataset_size" in proc.stdout
+
+
+class _RecordSteps(Callback):
+    """What every optimizer step used: the ``decay`` group's ``(initial_lr, weight_decay)``."""
+
+    def __init__(self) -> None:
+        self.used: list[tuple[float, float]] = []
+        self.steps_per_epoch = 0
+
+    def on_train_start(self, trainer, pl_module) -> None:  # type: ignore[no-untyped-def]
+        self.steps_per_epoch = trainer.num_training_batches
+        group = next(g for g in trainer.optimizers[0].param_groups if g["name"] == "decay")
+        trainer.optimizers[0].register_step_post_hook(
+            lambda *_: self.used.append((group["initial_lr"], group["weight_decay"]))
+        )
+
+
+def test_text_run_holds_weight_decay_from_tokens_at_every_step(tmp_path: Path) -> None:
+    config = TextDemoConfig(
+        sizes=[0.5], tau_epochs=[1.0], seeds=[0], epochs=2, batch_size=4, block_size=16, n_layer=1, n_head=2,
+        n_embd=16, max_tokens=4000, val_tokens=1000, accelerator="cpu",
+    )  # fmt: skip
+    steps = _RecordSteps()
+    logged = run_one(config, 0.5, 1.0, 0, tmp_path, extra_callbacks=[steps])
+    data = config.datamodule(0.5)
+    # N / B in tokens is the Trainer's own epoch: the loader drops the last partial batch
+    assert steps.steps_per_epoch == data.dataset_size // data.tokens_per_step == (2000 - 1) // 16 // 4
+    assert len(steps.used) == 2 * steps.steps_per_epoch
+    expected = 1 / (config.lr * steps.steps_per_epoch * 1.0)
+    for lr, weight_decay in steps.used:
+        assert lr == config.lr and weight_decay == pytest.approx(expected, rel=1e-12)
+    assert logged["dataset_size"] == data.dataset_size and logged["batch_size"] == 4 * 16
+
+
+def test_corpus_splits_by_document_and_nests_fractions() -> None:
+    train, val = load_stdlib_corpus(30_000, 10_000)
+    files = [f.read_bytes() for f in stdlib_sources()]
+    # each held-out document is absent from the training bytes (their first 200 bytes, as a fingerprint)
+    starts = [f[:200] for f in files if len(f) > 200]
+    in_val = [s for s in starts if s in bytes(val)]
+    assert in_val and not any(s in bytes(train) for s in in_val)
+    small, large = TextDataModule(fraction=0.25, max_tokens=30_000), TextDataModule(fraction=1.0, max_tokens=30_000)
+    for dm in (small, large):
+        dm.setup("fit")
+    assert small.train_set is not None and large.train_set is not None and small.val_set is not None
+    assert torch.equal(small.train_set.tensors[0], large.train_set.tensors[0][: len(small.train_set)])
+    assert large.val_set is not None and torch.equal(small.val_set.tensors[0], large.val_set.tensors[0])
+    # inputs and targets are the same bytes shifted by one
+    x, y = large.train_set.tensors
+    assert torch.equal(x[:, 1:], y[:, :-1]) and torch.equal(x.flatten()[: 30_000 - 64], train[: 30_000 - 64].long())
+
+
+def test_byte_gpt_decays_matrices_only() -> None:
+    model = ByteGPT(block_size=16, n_layer=1, n_head=2, n_embd=16)
+    groups = {g["name"]: g for g in model.configure_optimizers()["optimizer"].param_groups}
+    names = {id(p): n for n, p in model.named_parameters()}
+    no_decay = {names[id(p)] for p in groups["no_decay"]["params"]}
+    assert "pos" in no_decay and all(n == "pos" or n.endswith(".bias") or ".ln" in n or "ln_f" in n for n in no_decay)
+    assert {names[id(p)] for p in groups["decay"]["params"]} >= {
+        "tok.weight",
+        "head.weight",
+        "blocks.0.attn.qkv.weight",
+    }
+    # causal: the first position's output does not depend on later tokens
+    x = torch.randint(0, 256, (1, 16))
+    changed = x.clone()
+    changed[0, 5:] = (changed[0, 5:] + 1) % 256
+    assert torch.allclose(model(x)[0, :5], model(changed)[0, :5]) and not torch.allclose(model(x), model(changed))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--axis", "width"], "`--task text --axis width` is not available yet"),
+        (["--hidden", "64"], "--hidden do not apply to `--task text`"),
+        (["--sizes", "100"], "--sizes do not apply to `--task text`"),
+        (["--n-embd", "30", "--n-head", "4"], "--n-embd 30 must be a multiple of --n-head 4"),
+        (["--max-tokens", "100000000"], "max_tokens=100,000,000"),
+        (["--fractions", "0.001", "--max-tokens", "20000"], "less than one batch"),
+    ],
+)
+def test_demo_text_bad_options_fail_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    code = main(["demo", "--task", "text", *args, "--out", str(tmp_path)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_demo_digits_rejects_text_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--fractions", "0.5", "--n-embd", "32", "--out", str(tmp_path)]) == 2
+    assert "--fractions --n-embd apply to `--task text` only" in capsys.readouterr().err
