@@ -23,6 +23,7 @@ from torch.distributed.optim import PostLocalSGDOptimizer, ZeroRedundancyOptimiz
 from torch.distributed.optim.named_optimizer import _NamedOptimizer
 
 from lightning_tau import apply_timescale
+from lightning_tau.diagnostics import TimescaleTracker
 from lightning_tau.optim import decay_kind, unit_rms_updates, unwrap_optimizer
 
 LR, TAU_ITER = 0.1, 20.0
@@ -70,6 +71,7 @@ def test_apply_timescale_through_a_torch_distributed_wrapper(name: str, mode: st
     assert type(inner) is torch.optim.AdamW and inner is not wrapper
     assert decay_kind(wrapper) == "decoupled" and unit_rms_updates(wrapper)
     applied = apply_timescale(wrapper, tau_iter=TAU_ITER, mode=mode)
+    tracker = TimescaleTracker(wrapper)  # hooks the optimizer inside too, after apply_timescale's pre-hook
     assert applied.weight_decay == {"pg1": pytest.approx(1 / (LR * TAU_ITER), rel=1e-12)}
     # per_step: the lr moves every step, and the decay follows it; constant: the lr stays at the reference lr
     sched = torch.optim.lr_scheduler.ExponentialLR(wrapper, gamma=0.8 if mode == "per_step" else 1.0)
@@ -86,6 +88,9 @@ def test_apply_timescale_through_a_torch_distributed_wrapper(name: str, mode: st
         assert used[step] == pytest.approx(1 / TAU_ITER, rel=1e-12), (step, used)
         for p, b in zip(net.parameters(), before):
             torch.testing.assert_close(p.detach(), b * (1 - 1 / TAU_ITER), rtol=1e-6, atol=0)
+    assert tracker.steps == 4
+    assert tracker.init_memory == {"pg1": pytest.approx((1 - 1 / TAU_ITER) ** 4, rel=1e-12)}
+    tracker.remove()
     applied.remove()
 
 
