@@ -163,9 +163,11 @@ def register_decay_kind(
 def unwrap_optimizer(optimizer: Any) -> Any:
     """The optimizer that really steps, inside any wrappers around it.
 
-    Follows ``_optimizer`` (Lightning's ``LightningOptimizer``), ``optimizer`` (Accelerate-style wrappers) and
-    ``base_optimizer`` (SAM, Lookahead) while they lead to a ``torch.optim.Optimizer``. A wrapper class that is
-    registered with :func:`register_decay_kind` is not unwrapped by :func:`decay_kind`.
+    Follows ``_optimizer`` (Lightning's ``LightningOptimizer`` and Fabric's optimizer, torch's ``_NamedOptimizer``),
+    ``optimizer`` (Accelerate-style wrappers, DeepSpeed's ZeRO optimizers), ``base_optimizer`` (SAM, Lookahead),
+    ``optim`` (torch's ``ZeroRedundancyOptimizer`` and ``PostLocalSGDOptimizer``) and ``_optim`` (torch's
+    ``ShardedOptimizer``) while they lead to a ``torch.optim.Optimizer``. A wrapper class that is registered with
+    :func:`register_decay_kind` is not unwrapped by :func:`decay_kind`.
 
     Example:
         >>> class Wrapper:
