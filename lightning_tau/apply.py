@@ -107,6 +107,7 @@ class AppliedTimescale:
     groups: list[GroupTimescale]
     _optimizer: Any = field(default=None, repr=False, compare=False)
     _per_step: bool = field(default=False, repr=False, compare=False)
+    _indices: list[int] = field(default_factory=list, repr=False, compare=False)  # the managed groups
     _handle: RemovableHandle | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -125,7 +126,7 @@ class AppliedTimescale:
         if len(self._optimizer.param_groups) != len(self.groups):
             self._decide_added_groups()
         if self._per_step:  # `optimizer` is the one that steps (inside any wrapper): its groups are what it reads
-            write_per_step(optimizer, [g.group_index for g in self.groups if g.decays], self.tau_iter)
+            write_per_step(optimizer, self._indices, self.tau_iter)
 
     def _decide_added_groups(self) -> None:
         """Decide the groups added since through the same path; the groups decided before keep their values."""
@@ -142,6 +143,7 @@ class AppliedTimescale:
             raise ValueError(f"`apply_timescale`, for a param group added with `add_param_group`: {err}") from None
         write_weight_decays([self._optimizer], [g for g in groups if g.group_index not in known])
         self.groups = groups
+        self._indices = [g.group_index for g in groups if g.decays]
 
 
 def apply_timescale(
@@ -219,7 +221,12 @@ def apply_timescale(
     groups = decide_groups(inputs, steps)
     write_weight_decays([optimizer], groups)
     applied = AppliedTimescale(
-        tau_iter=steps, shape=shape, groups=groups, _optimizer=optimizer, _per_step=mode == "per_step"
+        tau_iter=steps,
+        shape=shape,
+        groups=groups,
+        _optimizer=optimizer,
+        _per_step=mode == "per_step",
+        _indices=[g.group_index for g in groups if g.decays],
     )
     # on the optimizer that really steps: a wrapper's own hooks may never run (torch's `PostLocalSGDOptimizer`)
     applied._handle = unwrap_optimizer(optimizer).register_step_pre_hook(applied._before_step)
