@@ -16,7 +16,15 @@ from torch.utils.hooks import RemovableHandle
 
 from lightning_tau import timescale
 from lightning_tau.decide import GroupInput, GroupTimescale, RunShape, decide_groups, resolve_tau_iter
-from lightning_tau.optim import decay_kind, group_lr, group_names, group_width_mult, reference_lr, unsupported_message
+from lightning_tau.optim import (
+    decay_kind,
+    group_lr,
+    group_names,
+    group_width_mult,
+    reference_lr,
+    unsupported_message,
+    unwrap_optimizer,
+)
 from lightning_tau.width import group_width_problem
 
 __all__ = ["AppliedTimescale", "apply_timescale", "gather_groups", "write_per_step", "write_weight_decays"]
@@ -83,7 +91,12 @@ def write_per_step(optimizer: torch.optim.Optimizer, indices: Sequence[int], tau
 
 @dataclass
 class AppliedTimescale:
-    """What :func:`apply_timescale` wrote, and the per-step hook it registered (``mode="per_step"``).
+    """What :func:`apply_timescale` wrote, and the step pre-hook it registered to keep it.
+
+    The hook runs before every ``optimizer.step()``: it manages a param group added since with
+    ``optimizer.add_param_group`` (when its ``weight_decay`` is positive) from that group's first step, and in
+    ``mode="per_step"`` rewrites each managed group's decay for the step's lr. ``groups`` and ``weight_decay``
+    include the groups added since.
 
     Attributes:
         tau_iter: the target timescale in optimizer steps.
@@ -94,7 +107,10 @@ class AppliedTimescale:
     tau_iter: float
     shape: RunShape
     groups: list[GroupTimescale]
-    _handle: RemovableHandle | None = field(default=None, repr=False)
+    _optimizer: Any = field(default=None, repr=False, compare=False)
+    _per_step: bool = field(default=False, repr=False, compare=False)
+    _indices: list[int] = field(default_factory=list, repr=False, compare=False)  # the managed groups
+    _handle: RemovableHandle | None = field(default=None, repr=False, compare=False)
 
     @property
     def weight_decay(self) -> dict[str, float]:
@@ -102,10 +118,34 @@ class AppliedTimescale:
         return {g.name: g.weight_decay for g in self.groups}
 
     def remove(self) -> None:
-        """Detach the per-step hook; the weight decay last written stays."""
+        """Detach the step pre-hook; the weight decay last written stays, and groups added later are left alone."""
         if self._handle is not None:
             self._handle.remove()
             self._handle = None
+
+    def _before_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        """The step pre-hook: decide any group added since (an O(1) length check), then the per-step write."""
+        if len(self._optimizer.param_groups) != len(self.groups):
+            self._decide_added_groups()
+        if self._per_step:  # `optimizer` is the one that steps (inside any wrapper): its groups are what it reads
+            write_per_step(optimizer, self._indices, self.tau_iter)
+
+    def _decide_added_groups(self) -> None:
+        """Decide the groups added since through the same path; the groups decided before keep their values."""
+        known = {g.group_index: g for g in self.groups}
+        inputs = gather_groups(
+            [self._optimizer],
+            weight_decay_before={(0, j): g.weight_decay_before for j, g in known.items()},
+            managed_optimizers={0},
+            reference_lrs={(0, j): g.reference_lr for j, g in known.items()},
+        )
+        try:
+            groups = decide_groups(inputs, self.tau_iter)
+        except ValueError as err:
+            raise ValueError(f"`apply_timescale`, for a param group added with `add_param_group`: {err}") from None
+        write_weight_decays([self._optimizer], [g for g in groups if g.group_index not in known])
+        self.groups = groups
+        self._indices = [g.group_index for g in groups if g.decays]
 
 
 def apply_timescale(
@@ -122,9 +162,11 @@ def apply_timescale(
     The same rule as ``TimescaleCallback``, for loops beyond the Trainer (plain PyTorch, Lightning Fabric):
     every group with ``weight_decay > 0`` gets :math:`\lambda = 1 / (\eta_{ref} \tau_{iter})` with its own
     reference lr (``max_lr``, else ``initial_lr``, else ``lr``: create the lr scheduler first), and
-    ``tau_iter = tau_epoch * dataset_size / batch_size``. Groups at ``0`` stay ``0``. With
-    ``mode="per_step"`` a step pre-hook rewrites the decay before every ``optimizer.step()`` so
-    ``lr_t * weight_decay_t = 1 / tau_iter`` holds at every step; call ``.remove()`` on the result to stop it.
+    ``tau_iter = tau_epoch * dataset_size / batch_size``. Groups at ``0`` stay ``0``. A step pre-hook on the
+    optimizer that steps (inside any wrapper) manages a group added later with ``add_param_group`` from its first
+    step, as ``TimescaleCallback`` does; with ``mode="per_step"`` it also rewrites the decay before every
+    ``optimizer.step()`` so ``lr_t * weight_decay_t = 1 / tau_iter`` holds at every step. Call ``.remove()`` on the
+    result to detach the hook.
 
     Args:
         optimizer: a torch optimizer with decoupled weight decay (``AdamW``, ``Lion``, ``Muon``, ...).
@@ -180,14 +222,16 @@ def apply_timescale(
         )
     groups = decide_groups(inputs, steps)
     write_weight_decays([optimizer], groups)
-    applied = AppliedTimescale(tau_iter=steps, shape=shape, groups=groups)
-    if mode == "per_step":
-        indices = [g.group_index for g in groups if g.decays]
-
-        def _pre_step(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-            write_per_step(opt, indices, steps)
-
-        applied._handle = optimizer.register_step_pre_hook(_pre_step)
+    applied = AppliedTimescale(
+        tau_iter=steps,
+        shape=shape,
+        groups=groups,
+        _optimizer=optimizer,
+        _per_step=mode == "per_step",
+        _indices=[g.group_index for g in groups if g.decays],
+    )
+    # on the optimizer that really steps: a wrapper's own hooks may never run (torch's `PostLocalSGDOptimizer`)
+    applied._handle = unwrap_optimizer(optimizer).register_step_pre_hook(applied._before_step)
     return applied
 
 

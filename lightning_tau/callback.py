@@ -6,6 +6,7 @@ writes the weight decay :mod:`lightning_tau.timescale` computes.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Literal
 
@@ -13,6 +14,7 @@ import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
+from torch.utils.hooks import RemovableHandle
 from typing_extensions import override
 
 from lightning_tau import timescale
@@ -27,7 +29,7 @@ from lightning_tau.decide import (
     shape_changes,
 )
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
-from lightning_tau.optim import decay_kind, reference_lr, unsupported_message
+from lightning_tau.optim import decay_kind, reference_lr, unsupported_message, unwrap_optimizer
 from lightning_tau.schedule import ScheduledStep, planned_lr_sums
 from lightning_tau.summary import format_summary
 from lightning_tau.transfer import TunedRun
@@ -88,7 +90,8 @@ class TimescaleCallback(Callback):
         mode: ``"constant"`` (default) writes the weight decay once and leaves it while the scheduler moves the lr,
             as the paper does. ``"per_step"`` rewrites it before every optimizer step so
             ``lr_t * weight_decay_t = 1 / tau_iter`` holds at every step (steps with ``lr_t = 0`` keep the last
-            value; they decay nothing either way).
+            value; they decay nothing either way). The write is a torch step pre-hook on the optimizer, so it
+            holds however the optimizer is stepped, manual optimization with ``use_pl_optimizer=False`` included.
         skip_unsupported_optimizers: by default an optimizer with coupled L2 decay (plain ``Adam`` with
             ``weight_decay > 0``, ``SGD``, ...) or one not known to decay decoupled is an error, because the EMA
             view needs decoupled decay (declare your own optimizer with
@@ -232,13 +235,13 @@ class TimescaleCallback(Callback):
         self._pinned_lr: dict[tuple[int, int], float] = {}
         # id(optimizer) -> (tau_iter, indices of managed groups holding it), for the per-step writes
         self._managed: dict[int, list[tuple[float, list[int]]]] = {}
-        self._optimizer_index: dict[int, int] = {}  # id(optimizer) -> its index in trainer.optimizers
         self._optimizer_m: dict[int, float] = {}  # optimizer index -> the M it was decided with, where not the run's
         self._counts: dict[int, int] = {}  # manual optimization: optimizer index -> steps taken this epoch
         self._batches_in_epoch = 0
         self._measured: dict[int, tuple[int, int]] = {}  # optimizer index -> (steps, batches) of its last full epoch
         self._group_counts: dict[int, int] = {}  # id(optimizer) -> len(param_groups) when last decided
         self._decided_epoch: int | None = None
+        self._step_hooks: list[RemovableHandle] = []  # the step pre-hooks of the fit in progress
         self._restored: dict[str, Any] | None = None
         self._state_key: str | None = None
 
@@ -374,24 +377,44 @@ class TimescaleCallback(Callback):
         """Read the run's shape, decide each managed group's ``weight_decay``, write it and print the summary."""
         self.shape = None
         self._decide(trainer)
+        self._hook_optimizers(trainer)
         if self._own_monitor is not None:
             self._own_monitor.on_train_start(trainer, pl_module)
 
-    @override
-    def on_before_optimizer_step(
-        self, trainer: pl.Trainer, pl_module: pl.LightningModule, optimizer: torch.optim.Optimizer
+    def _hook_optimizers(self, trainer: pl.Trainer) -> None:
+        """Register this callback's step pre-hook on every optimizer (on the one that steps, inside any wrapper).
+
+        A torch hook on the optimizer itself runs however the loop steps it: automatic optimization, manual
+        optimization through ``self.optimizers()`` or with ``use_pl_optimizer=False``. Hooks left from an earlier
+        fit are removed first, so a second fit or a resume never writes twice.
+        """
+        self._remove_step_hooks()
+        self._step_hooks = [
+            unwrap_optimizer(optimizer).register_step_pre_hook(
+                functools.partial(self._before_optimizer_step, trainer, i)
+            )
+            for i, optimizer in enumerate(trainer.optimizers)
+        ]
+
+    def _remove_step_hooks(self) -> None:
+        for handle in self._step_hooks:
+            handle.remove()
+        self._step_hooks = []
+
+    def _before_optimizer_step(
+        self, trainer: pl.Trainer, index: int, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any
     ) -> None:
-        """Re-decide at an epoch's first step or when a group was added; in ``"per_step"`` mode write this step's."""
-        if trainer.current_epoch != self._decided_epoch or len(optimizer.param_groups) != self._group_counts.get(
-            id(optimizer)
+        """Before every optimizer step: re-decide at an epoch's first step or when a group was added; in
+        ``"per_step"`` mode write this step's decay into ``optimizer`` (the one that steps: its groups are read)."""
+        stepped = trainer.optimizers[index]
+        if trainer.current_epoch != self._decided_epoch or len(stepped.param_groups) != self._group_counts.get(
+            id(stepped)
         ):
             self._decide(trainer)
-        if not pl_module.automatic_optimization:  # count each optimizer's real steps (see `steps_per_epoch`)
-            index = self._optimizer_index.get(id(optimizer))
-            if index is not None:
-                self._counts[index] = self._counts.get(index, 0) + 1
+        if not trainer.lightning_module.automatic_optimization:  # count its real steps (see `steps_per_epoch`)
+            self._counts[index] = self._counts.get(index, 0) + 1
         if self.mode == "per_step":
-            for tau_iter, indices in self._managed.get(id(optimizer), ()):
+            for tau_iter, indices in self._managed.get(id(stepped), ()):
                 write_per_step(optimizer, indices, tau_iter)
 
     @override
@@ -435,11 +458,17 @@ class TimescaleCallback(Callback):
 
     @override
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._remove_step_hooks()
         if self._own_monitor is not None:
             self._own_monitor.on_train_end(trainer, pl_module)
 
     @override
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        self._remove_step_hooks()  # a failed fit calls no `on_train_end` and no `teardown`
+
+    @override
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        self._remove_step_hooks()
         if self._own_monitor is not None:
             self._own_monitor.teardown(trainer, pl_module, stage)
 
@@ -496,7 +525,6 @@ class TimescaleCallback(Callback):
         self.shape, self.groups, self.resolved_tau_iter = shape, groups, tau_iter
         self.resolved_tau_epoch = tau_iter / shape.steps_per_epoch if shape.steps_per_epoch else None
         self._optimizer_m = optimizer_m
-        self._optimizer_index = {id(o): i for i, o in enumerate(trainer.optimizers)}
         self._managed = {}
         for g in groups:
             if g.decays:

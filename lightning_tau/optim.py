@@ -29,9 +29,13 @@ __all__ = [
 
 DecayKind = Literal["decoupled", "coupled", "unknown", "none"]
 
-# Attributes through which a wrapper holds the optimizer that really steps: Lightning's `LightningOptimizer`
-# (`_optimizer`), Accelerate / Hugging Face style wrappers (`optimizer`), SAM and Lookahead (`base_optimizer`).
-_WRAPPER_ATTRIBUTES = ("_optimizer", "optimizer", "base_optimizer")
+# Attributes through which a wrapper holds the optimizer that really steps (read from the sources of torch 2.13 and
+# Lightning 2.6): `_optimizer`: Lightning's `LightningOptimizer` and Fabric's `_FabricOptimizer`, torch's
+# `_NamedOptimizer`; `optimizer`: Accelerate / Hugging Face style wrappers and DeepSpeed's ZeRO optimizers (which
+# Lightning's DeepSpeed strategies hand the loop); `base_optimizer`: SAM and Lookahead; `optim`: torch's
+# `ZeroRedundancyOptimizer` (the local shard's optimizer) and `PostLocalSGDOptimizer`; `_optim`: torch's
+# `ShardedOptimizer`.
+_WRAPPER_ATTRIBUTES = ("_optimizer", "optimizer", "base_optimizer", "optim", "_optim")
 
 
 @dataclass(frozen=True)
@@ -159,9 +163,11 @@ def register_decay_kind(
 def unwrap_optimizer(optimizer: Any) -> Any:
     """The optimizer that really steps, inside any wrappers around it.
 
-    Follows ``_optimizer`` (Lightning's ``LightningOptimizer``), ``optimizer`` (Accelerate-style wrappers) and
-    ``base_optimizer`` (SAM, Lookahead) while they lead to a ``torch.optim.Optimizer``. A wrapper class that is
-    registered with :func:`register_decay_kind` is not unwrapped by :func:`decay_kind`.
+    Follows ``_optimizer`` (Lightning's ``LightningOptimizer`` and Fabric's optimizer, torch's ``_NamedOptimizer``),
+    ``optimizer`` (Accelerate-style wrappers, DeepSpeed's ZeRO optimizers), ``base_optimizer`` (SAM, Lookahead),
+    ``optim`` (torch's ``ZeroRedundancyOptimizer`` and ``PostLocalSGDOptimizer``) and ``_optim`` (torch's
+    ``ShardedOptimizer``) while they lead to a ``torch.optim.Optimizer``. A wrapper class that is registered with
+    :func:`register_decay_kind` is not unwrapped by :func:`decay_kind`.
 
     Example:
         >>> class Wrapper:

@@ -1,4 +1,4 @@
-"""The fused statistics pass: sums against float64 closed forms, memory, and the cross-rank reduction (gloo, FSDP2)."""
+"""The fused statistics pass: sums against float64 closed forms, memory, the cross-rank reduction (FSDP2, FSDP1)."""
 
 from __future__ import annotations
 
@@ -88,6 +88,29 @@ def run(rank, init_file, out_file):
     result["fsdp"] = all_reduce_sums(weight_sums(params)).tolist()
     full = [p.full_tensor().detach().double() for p in params]
     result["fsdp_reference"] = [[f.abs().sum().item(), f.square().sum().item(), f.numel()] for f in full]
+    # 3. FSDP1 with use_orig_params=False: the optimizer steps padded FlatParameter shards. The inner unit holds
+    #    6 * 3 + 3 = 21 elements, split 11 + 10 and padded to 11 + 11; the root unit 3 + 1 = 4, split 2 + 2.
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from lightning_tau.diagnostics.metrics import timescale_metrics
+    torch.manual_seed(0)
+    cpu = torch.device("cpu")  # FSDP1 runs on CPU (gloo) when told the device
+    model = torch.nn.Sequential(torch.nn.Linear(6, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    model[0] = FSDP(model[0], use_orig_params=False, device_id=cpu)
+    model = FSDP(model, use_orig_params=False, device_id=cpu)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.5)
+    g = torch.Generator().manual_seed(1)
+    for _ in range(2):  # real steps: the padding must stay out of the count after training too
+        model(torch.randn(8, 6, generator=g)).square().mean().backward()
+        opt.step()
+        opt.zero_grad()
+    params = opt.param_groups[0]["params"]
+    result["fsdp1_local_numel"] = [p.numel() for p in params]
+    result["fsdp1"] = all_reduce_sums(weight_sums(params)).tolist()
+    metrics = timescale_metrics(opt, sharded=True)
+    result["fsdp1_metrics"] = [metrics["timescale/weight_mean_abs/pg1"], metrics["timescale/weight_rms/pg1"]]
+    with FSDP.summon_full_params(model):
+        flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).double()
+    result["fsdp1_reference"] = [flat.abs().mean().item(), flat.square().mean().sqrt().item(), flat.numel()]
     if rank == 0:
         with open(out_file, "w") as f:
             json.dump(result, f)
@@ -98,11 +121,18 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.slow
-def test_diagnostics_sharded_sums_reduce_to_the_whole_tensor(tmp_path):
+@pytest.fixture(scope="module")
+def sharded_result(tmp_path_factory):
+    """Rank zero's figures from one 2-process gloo run of SHARDED_SCRIPT (shared by the tests below)."""
+    tmp_path = tmp_path_factory.mktemp("sharded")
     out = tmp_path / "result.json"
     run_script(SHARDED_SCRIPT, tmp_path, str(tmp_path / "init"), str(out))
-    result = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_diagnostics_sharded_sums_reduce_to_the_whole_tensor(sharded_result):
+    result = sharded_result
     g = torch.Generator().manual_seed(0)
     full = [torch.randn(7, 5, generator=g), torch.randn(3, generator=g), torch.randn(1, generator=g)]
     expected = reference(full)
@@ -122,3 +152,13 @@ def test_diagnostics_sharded_sums_reduce_to_the_whole_tensor(tmp_path):
         rtol=1e-6,
         atol=0,
     )
+
+
+@pytest.mark.slow
+def test_diagnostics_fsdp1_flat_parameters_count_real_elements_only(sharded_result):
+    result = sharded_result
+    assert result["fsdp1_local_numel"] == [2, 11]  # rank 0's shards: the root unit's, then the padded inner one
+    assert [row[2] for row in result["fsdp1"]] == [4, 21]  # all-reduced counts: the unsharded model's, no padding
+    mean_abs, rms, numel = result["fsdp1_reference"]
+    assert numel == 25
+    assert result["fsdp1_metrics"] == pytest.approx([mean_abs, rms], rel=1e-6)

@@ -142,14 +142,17 @@ class TimescaleTracker:
         self._tracks: dict[tuple[int, int], _Track] = {}
         self._restored: dict[str, Any] = {}
         self._handles: list[RemovableHandle] = [
-            # a closure per index, not the hook's `optimizer` argument: a wrapper (Fabric's) steps the inner one
-            opt.register_step_post_hook(functools.partial(self._after_step, i))
+            # on the optimizer that steps, inside any wrapper (torch's `PostLocalSGDOptimizer` has no hooks of its
+            # own), with a closure per index to tell the optimizers apart
+            unwrap_optimizer(opt).register_step_post_hook(functools.partial(self._after_step, i))
             for i, opt in enumerate(self.optimizers)
         ]
 
     def _after_step(self, index: int, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.steps += index == 0
-        for j, group in enumerate(self.optimizers[index].param_groups):
+        # the stepping optimizer's own groups hold what the step used (ZeroRedundancyOptimizer copies them back to
+        # the wrapper's only after this hook)
+        for j, group in enumerate(optimizer.param_groups):
             track = self._track(index, j)
             lr, wd = group_lr(group), float(group.get("weight_decay", 0.0))
             track.last_lr, track.last_weight_decay = lr, wd

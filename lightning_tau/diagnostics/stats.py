@@ -37,6 +37,7 @@ __all__ = [
     "group_sums",
     "local_tensor",
     "magnitudes",
+    "real_numel",
     "weight_sums",
 ]
 
@@ -75,15 +76,16 @@ class WeightStatsPass:
     def __call__(self, tensors: Sequence[Tensor]) -> Tensor:
         """Per-tensor ``[sum |w|, sum w**2, numel]`` as a ``(len(tensors), 3)`` float64 tensor; no host sync.
 
-        DTensors (FSDP2) contribute their local shard (see :func:`local_tensor`). The result lives on the first
-        tensor's device (CPU when ``tensors`` is empty).
+        DTensors (FSDP2) contribute their local shard (see :func:`local_tensor`), FSDP1's padded ``FlatParameter``
+        shards their real elements only (see :func:`real_numel`). The result lives on the first tensor's device
+        (CPU when ``tensors`` is empty).
         """
         local = [local_tensor(t) for t in tensors]
         device = local[0].device if local else torch.device("cpu")
         out = torch.zeros(len(local), 3, dtype=torch.float64, device=device)
         if not local:
             return out
-        out[:, COUNT] = torch.tensor([float(t.numel()) for t in local], dtype=torch.float64).to(device)
+        out[:, COUNT] = torch.tensor([float(real_numel(t)) for t in local], dtype=torch.float64).to(device)
         buckets: dict[tuple[torch.device, torch.dtype], list[int]] = {}
         for k, t in enumerate(local):
             if t.numel() == 0:
@@ -150,6 +152,28 @@ def local_tensor(tensor: Tensor) -> Tensor:
     if to_local is not None and type(tensor).__name__ == "DTensor":
         return to_local()
     return tensor
+
+
+def real_numel(tensor: Tensor) -> int:
+    """The elements of ``tensor`` that belong to parameters, padding left out.
+
+    FSDP1 with ``use_orig_params=False`` hands the optimizer ``FlatParameter`` shards padded with zeros to an equal
+    size on every rank; only the elements its shard metadata (``_shard_param_infos``) places in a parameter are
+    counted, so the counts all-reduced over the ranks add up to the unsharded model's. The zero padding adds nothing
+    to the sums. Any other tensor counts all its elements (a DTensor's local shard holds no padding).
+
+    Example:
+        >>> real_numel(torch.zeros(3, 4))
+        12
+    """
+    infos = getattr(tensor, "_shard_param_infos", None)
+    if infos is None or not getattr(tensor, "_is_flat_param", False):
+        return tensor.numel()
+    sharded = getattr(tensor, "_sharded_size", None)
+    if sharded is not None and tensor.numel() == sharded.numel():  # the local shard, as between steps
+        return sum(info.numel_in_shard for info in infos if info.in_shard)
+    numels = getattr(tensor, "_numels", None)  # unsharded (inside forward or `summon_full_params`): every parameter
+    return tensor.numel() if numels is None else sum(numels)
 
 
 def all_reduce_sums(sums: Tensor, group: object | None = None) -> Tensor:
