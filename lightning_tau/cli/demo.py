@@ -39,7 +39,7 @@ from typing_extensions import override
 from lightning_tau import timescale as tau_math
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
-from lightning_tau.cli._args import fraction_below_one, positive_float, positive_int
+from lightning_tau.cli._args import fraction_below_one, output_dir_problem, positive_float, positive_int, seed
 from lightning_tau.demos.digits import DIGITS_SIZE, DigitsDataModule, DigitsMLP
 from lightning_tau.demos.width import WidthConfig
 from lightning_tau.diagnostics import TimescaleMonitor
@@ -386,7 +386,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--seeds",
-        type=int,
+        type=seed,
         nargs="+",
         default=argparse.SUPPRESS,
         metavar="SEED",
@@ -470,6 +470,9 @@ def _error(message: str) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    problem = output_dir_problem(args.out, "--out")
+    if problem:
+        return _error(problem)
     if args.axis == "width":
         return _main_width(args)
     given = [f"--{name.replace('_', '-')}" for name in WIDTH_ONLY if hasattr(args, name)]
@@ -501,6 +504,9 @@ def _main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    too_short = _too_short_timescale(config)
+    if too_short:
+        return _error(too_short)
     try:
         from lightning_tau.demos.digits import load_digits_tensors
 
@@ -510,6 +516,25 @@ def _main(args: argparse.Namespace) -> int:
         return 1
     run_demo(config, args.out, plot=not args.no_plot, progress=not args.no_progress)
     return 0
+
+
+def _too_short_timescale(config: DemoConfig) -> str | None:
+    """The error for a ``tau_epoch`` of one optimizer step or less at some size (``lr * weight_decay >= 1``)."""
+    for size in sorted(config.sizes):
+        steps = math.ceil(size / config.batch_size)
+        short = [tau for tau in config.tau_epochs if tau * steps <= 1]
+        if short:
+            return (
+                f"--tau-epochs {_floats(short)}: at N={size}, B={config.batch_size} an epoch is {steps} optimizer"
+                f" step{'s' if steps > 1 else ''}, so tau_epoch={short[0]:g} is {short[0] * steps:.3g} steps"
+                " (lr * weight_decay >= 1 zeroes or flips the weights every step). Use --tau-epochs above"
+                f" {1 / steps:.3g} (one step); good values are several epochs."
+            )
+    return None
+
+
+def _floats(values: Sequence[float]) -> str:
+    return " ".join(f"{v:g}" for v in values)
 
 
 #: Options that only ``--axis width`` reads (their argparse default is ``SUPPRESS``, so given means typed).

@@ -377,6 +377,13 @@ def _main(args: argparse.Namespace) -> int:
     if not args.logdir.is_dir():
         print(f"lightning-tau plot: error: LOGDIR {str(args.logdir)!r} is not a directory.", file=sys.stderr)
         return 2
+    if args.out is not None:
+        from lightning_tau.cli._args import output_dir_problem
+
+        problem = output_dir_problem(args.out, "--out")
+        if problem:
+            print(f"lightning-tau plot: error: {problem}", file=sys.stderr)
+            return 2
     try:
         plot_sweep(args.logdir, args.out, metric=args.metric, group_by=args.group_by, goal=args.goal)
     except ValueError as err:
