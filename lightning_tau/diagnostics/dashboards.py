@@ -16,8 +16,10 @@ from lightning.pytorch.loggers import TensorBoardLogger
 __all__ = [
     "CHART_TITLES",
     "custom_scalars_layout",
+    "lightning_hparams",
     "lightning_wrote_hparams",
     "metric_key",
+    "set_default_hp_metric",
     "write_custom_scalars",
     "write_hparams",
 ]
@@ -95,8 +97,8 @@ def write_hparams(
     """Record ``params`` with ``metrics`` (scalar tags, latest value shown) for TensorBoard's HParams tab.
 
     Uses ``TensorBoardLogger.log_hyperparams(params, metrics)``, which writes the metrics as scalars at ``step``
-    and the hparams experiment / session summaries. TensorBoard keeps only the *first* hparams record of a run,
-    so this shows only when Lightning did not write one at fit start (see :func:`lightning_wrote_hparams`).
+    and the hparams experiment / session summaries. TensorBoard keeps only the *first* hparams record of a run;
+    the monitor keeps Lightning's fit-start record out of the event file (see :func:`lightning_wrote_hparams`).
     """
     logger.log_hyperparams(dict(params), metrics=dict(metrics), step=step)
 
@@ -115,3 +117,24 @@ def lightning_wrote_hparams(logger: TensorBoardLogger, trainer: pl.Trainer) -> b
     datamodule = trainer.datamodule  # type: ignore[attr-defined]
     datamodule_logs = datamodule is not None and bool(getattr(datamodule, "_log_hyperparams", False))
     return module_logs or datamodule_logs
+
+
+def set_default_hp_metric(logger: TensorBoardLogger, on: bool) -> None:
+    """Turn the logger's default ``hp_metric`` on or off. Off, ``log_hyperparams(params)`` without metrics records
+    the hparams (``hparams.yaml``) but writes no TensorBoard hparams event. The flag has no public setter; this is
+    the one place that writes it."""
+    logger._default_hp_metric = on
+
+
+def lightning_hparams(trainer: pl.Trainer) -> dict[str, Any]:
+    """The hparams Lightning records at fit start: the module's and the datamodule's ``save_hyperparameters``
+    (each only if it called it), without LightningCLI's ``_class_path``."""
+    params: dict[str, Any] = {}
+    module = trainer.lightning_module
+    if getattr(module, "_log_hyperparams", False):
+        params.update(module.hparams_initial)
+    datamodule = trainer.datamodule  # type: ignore[attr-defined]
+    if datamodule is not None and getattr(datamodule, "_log_hyperparams", False):
+        params.update(datamodule.hparams_initial)
+    params.pop("_class_path", None)
+    return params
