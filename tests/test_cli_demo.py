@@ -37,13 +37,29 @@ def _read_run(run_dir: Path) -> tuple[dict, dict]:
 
 
 @pytest.fixture(scope="module")
-def quick_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def quick_sweep_with_bar(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """The quick demo as a user runs it (progress bar on): its folder, stdout and stderr."""
     out = tmp_path_factory.mktemp("tau_runs")
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = main(["demo", "--quick", "--out", str(out), "--no-progress"])
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["demo", "--quick", "--out", str(out)])
     assert code == 0
-    return out, buffer.getvalue()
+    return out, stdout.getvalue(), stderr.getvalue()
+
+
+@pytest.fixture(scope="module")
+def quick_sweep(quick_sweep_with_bar: tuple[Path, str, str]) -> tuple[Path, str]:
+    out, printed, _ = quick_sweep_with_bar
+    return out, printed
+
+
+def test_demo_progress_bar_counts_steps_not_epochs(quick_sweep_with_bar: tuple[Path, str, str]) -> None:
+    """The bar (and its ETA) weighs an epoch by its optimizer steps plus the validation batch: N=100 at B=64 is 2
+    steps + 1, N=300 is 5 + 1, each for 3 tau_epochs x 1 seed x 2 epochs: (3 + 6) x 6 = 54. By epochs (the old
+    weighting) it would be 2 sizes x 3 x 2 = 12, and the small-N runs would fill half the bar in a sixth of the time."""
+    _, _, bar = quick_sweep_with_bar
+    final = bar.replace("\r", "\n").strip().splitlines()[-1]
+    assert "54/54" in final and "step" in final, bar
 
 
 def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Path, str]) -> None:

@@ -252,14 +252,26 @@ class _RecordRun(Callback):
 
 
 class _EpochTick(Callback):
-    """Advance the sweep's progress bar once per training epoch."""
+    """Advance the sweep's progress bar by ``work`` at the end of every training epoch."""
 
-    def __init__(self, bar: Any) -> None:
+    def __init__(self, bar: Any, work: int = 1) -> None:
         self.bar = bar
+        self.work = work
 
     @override
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.bar.update(1)
+        self.bar.update(self.work)
+
+
+def _epoch_work(size: int, batch_size: int) -> int:
+    """What one epoch of a dataset-size run weighs on the progress bar: its optimizer steps ``ceil(N / B)`` plus one
+    for the validation batch, so that the bar (and its ETA) moves with the time an epoch takes, not the count.
+
+    Example:
+        >>> _epoch_work(150, 64), _epoch_work(1350, 64)  # a run on 1350 digits takes about 6x as long
+        (4, 23)
+    """
+    return math.ceil(size / batch_size) + 1
 
 
 #: File name of the sweep's optimum summary, in the sweep directory (both axes).
@@ -309,13 +321,15 @@ def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool
     print(describe(config))
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=config.num_runs * config.epochs, unit="epoch", desc="sweep", disable=not progress)
-    tick = _EpochTick(bar)
+    per_setting = len(config.tau_epochs) * len(config.seeds) * config.epochs
+    total = sum(_epoch_work(size, config.batch_size) for size in config.sizes) * per_setting
+    bar = tqdm(total=total, unit="step", desc="sweep", disable=not progress)
     start = time.perf_counter()
     results = []
     try:
         with quiet_sweep(single_thread=True):
             for size in config.sizes:
+                tick = _EpochTick(bar, _epoch_work(size, config.batch_size))
                 for tau_epoch in config.tau_epochs:
                     for seed in config.seeds:
                         bar.set_postfix_str(f"N={size} tau_epoch={tau_epoch:g} seed={seed}")
