@@ -65,7 +65,7 @@ def test_demo_progress_bar_counts_steps_not_epochs(quick_sweep_with_bar: tuple[P
 def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Path, str]) -> None:
     out, _ = quick_sweep
     sweep = out / "sweep_0"
-    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")})
+    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep})  # the root: HParams config
     expected = {(n, tau) for n in QUICK.sizes for tau in QUICK.tau_epochs}
     assert len(run_dirs) == len(expected) * len(QUICK.seeds)
     seen = set()
@@ -87,9 +87,44 @@ def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Pa
     assert seen == expected
 
 
+def _experiment_configs(run_dir: Path) -> list:
+    """The HParams experiment configs in ``run_dir``'s own event files (TensorBoard uses one per logdir)."""
+    accumulator = EventAccumulator(str(run_dir))
+    accumulator.Reload()
+    content = accumulator.PluginTagToContent("hparams").get("_hparams_/experiment")
+    return [] if content is None else [plugin_data_pb2.HParamsPluginData.FromString(content).experiment]
+
+
+def test_demo_hparams_tab_shows_what_the_sweep_varies_first(quick_sweep: tuple[Path, str]) -> None:
+    """TensorBoard shows the first five hparams, those that differ across runs first, then by name, from one
+    experiment config: the sweep root's, as no run writes its own."""
+    out, _ = quick_sweep
+    sweep = out / "sweep_0"
+    (config,) = _experiment_configs(sweep)
+    differs = {info.name for info in config.hparam_infos if info.differs}
+    assert differs == {"dataset_size", "tau_epoch", "tau_iter", "weight_decay"}  # QUICK: one seed
+    assert [m.name.tag for m in config.metric_infos] == ["hp/val_loss", "hp/val_error"]
+    run_dirs = {p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep}
+    assert len(run_dirs) == len(QUICK.sizes) * len(QUICK.tau_epochs)
+    assert all(_experiment_configs(run_dir) == [] for run_dir in run_dirs)
+
+
+def test_demo_prints_a_dashboard_view_that_opens_on_charts(quick_sweep: tuple[Path, str]) -> None:
+    """First the largest size's first seed, one named run per tau_epoch (TensorBoard pre-selects at most 40 runs
+    and has 7 colours), then the whole sweep for the HParams tab."""
+    out, printed = quick_sweep
+    sweep = out / "sweep_0"
+    lines = printed.splitlines()
+    first = next(line.strip() for line in lines if line.strip().startswith("tensorboard "))
+    runs = [f"tau_epoch={tau:g}:{sweep / 'N0300' / f'tau_epoch={tau:g}_seed0'}" for tau in QUICK.tau_epochs]
+    assert first == "tensorboard --logdir_spec " + ",".join(runs)
+    assert all(Path(run.split(":", 1)[1]).is_dir() for run in runs)
+    assert lines[-1].strip() == f"tensorboard --logdir {sweep}"
+
+
 def test_demo_quick_logs_the_timescale_monitor(quick_sweep: tuple[Path, str]) -> None:
     out, _ = quick_sweep
-    run_dir = next(iter((out / "sweep_0").rglob("events.out.tfevents.*"))).parent
+    run_dir = next(p for p in (out / "sweep_0").rglob("events.out.tfevents.*") if p.parent.name != "sweep_0").parent
     _, scalars = _read_run(run_dir)
     assert any(tag.startswith("timescale/tau_iter/") for tag in scalars)
 
@@ -116,7 +151,7 @@ def test_demo_quick_writes_the_summary_of_each_sizes_optimum(quick_sweep: tuple[
     assert [row["dataset_size"] for row in rows] == QUICK.sizes
     # the optimum of each size is its best logged run (one seed), with the weight decay the callback set there
     logged: dict[int, dict[float, float]] = {}
-    for run_dir in {p.parent for p in sweep.rglob("events.out.tfevents.*")}:
+    for run_dir in {p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep}:
         hparams, scalars = _read_run(run_dir)
         logged.setdefault(int(hparams["dataset_size"]), {})[hparams["tau_epoch"]] = scalars["hp/val_loss"]
     for row in rows:

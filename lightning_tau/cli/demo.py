@@ -42,7 +42,7 @@ from lightning_tau.callback import TimescaleCallback
 from lightning_tau.cli._args import fraction_below_one, output_dir_problem, positive_float, positive_int, seed
 from lightning_tau.demos.digits import DIGITS_SIZE, DigitsDataModule, DigitsMLP
 from lightning_tau.demos.width import WidthConfig
-from lightning_tau.diagnostics import TimescaleMonitor
+from lightning_tau.diagnostics import TimescaleMonitor, dashboards
 
 __all__ = [
     "AXES",
@@ -247,7 +247,10 @@ class _RecordRun(Callback):
             "hp/val_error": float(trainer.callback_metrics["val/error"]),
         }
         for logger in trainer.loggers:
-            logger.log_hyperparams(hparams, metrics=metrics, step=trainer.global_step)
+            if isinstance(logger, TensorBoardLogger):  # no per-run HParams config: the sweep writes one at its root
+                dashboards.write_sweep_run_hparams(logger, hparams, metrics, trainer.global_step)
+            else:
+                logger.log_hyperparams(hparams, metrics=metrics, step=trainer.global_step)
         self.logged = {**hparams, **metrics}
 
 
@@ -339,19 +342,48 @@ def run_demo(config: DemoConfig, out: Path, *, plot: bool = True, progress: bool
     elapsed = time.perf_counter() - start
     print(f"{config.num_runs} runs in {elapsed:.0f} s. TensorBoard logs: {sweep_dir}")
     write_summary(results, sweep_dir / SUMMARY_NAME, config)
+    # the HParams tab's columns: the hparams that vary across the runs first (tau_epoch, weight_decay, ...)
+    metrics = [key for key in results[0] if key.startswith("hp/")]
+    swept = {key: [r[key] for r in results] for key in results[0] if key not in metrics}
+    dashboards.write_sweep_hparams_config(sweep_dir, swept, metrics)
     print(f"Summary: {sweep_dir / SUMMARY_NAME}")
     if plot:
         from lightning_tau.cli.plot import plot_sweep
 
         plot_sweep(sweep_dir, sweep_dir)
-    largest = sweep_dir / run_name(max(config.sizes), config.tau_epochs[0], config.seeds[0])[0]
-    print(
-        f"Open them with:\n  tensorboard --logdir {sweep_dir}\n"
-        "(HParams tab: every run. TensorBoard pre-selects no runs in a logdir of more than 40 runs, so for the"
-        f" Custom Scalars dashboards\n select runs in the sidebar, or open one dataset size: tensorboard --logdir"
-        f" {largest})"
-    )
+    print(tensorboard_commands(config, sweep_dir))
     return sweep_dir
+
+
+def tensorboard_commands(config: DemoConfig, sweep_dir: Path) -> str:
+    """What the demo prints last: first a TensorBoard view that opens on charts (the largest size, first seed: one
+    run per ``tau_epoch``, each its own colour), then the whole sweep for the HParams tab.
+
+    TensorBoard pre-selects no run in a logdir of more than 40, so ``--logdir`` on the sweep opens on empty charts;
+    one dataset size of the default sweep is 21 runs, which repeat TensorBoard's 7 colours and pile up the shaded
+    bands. ``--logdir_spec`` names each run (``tau_epoch=5``); it cannot take a path with a comma or a colon, so
+    then the first view is the size's folder.
+
+    Example:
+        >>> print(tensorboard_commands(DemoConfig(sizes=[150], tau_epochs=[2.0, 20.0], seeds=[0, 1]), Path("r")))
+        Dashboards (Custom Scalars tab) of N=150, seed 0, one run per tau_epoch:
+          tensorboard --logdir_spec tau_epoch=2:r/N0150/tau_epoch=2_seed0,tau_epoch=20:r/N0150/tau_epoch=20_seed0
+        Every run (HParams tab: one row per run, tau_epoch and weight_decay first):
+          tensorboard --logdir r
+    """
+    size, seed = max(config.sizes), config.seeds[0]
+    runs = [(f"tau_epoch={tau:g}", sweep_dir.joinpath(*run_name(size, tau, seed))) for tau in sorted(config.tau_epochs)]
+    if any("," in str(path) or ":" in str(path) for _, path in runs):
+        first = f"tensorboard --logdir {sweep_dir / run_name(size, config.tau_epochs[0], seed)[0]}"
+        which = f"N={size}, every seed"
+    else:
+        first = "tensorboard --logdir_spec " + ",".join(f"{name}:{path}" for name, path in runs)
+        which = f"N={size}, seed {seed}, one run per tau_epoch"
+    return (
+        f"Dashboards (Custom Scalars tab) of {which}:\n  {first}\n"
+        "Every run (HParams tab: one row per run, tau_epoch and weight_decay first):\n"
+        f"  tensorboard --logdir {sweep_dir}"
+    )
 
 
 # --- command line ----------------------------------------------------------------------------------------------
