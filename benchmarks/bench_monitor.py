@@ -14,6 +14,7 @@ Usage: python benchmarks/bench_monitor.py [--device cpu|cuda] [--repeats 5] [--s
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
 import tempfile
 import time
@@ -251,6 +252,7 @@ def main() -> None:
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is available")
     device = torch.device(args.device)
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)  # no per-fit banners between the figures
     print(f"device={device} torch={torch.__version__} threads={torch.get_num_threads()}")
     if not args.skip_training:
         with tempfile.TemporaryDirectory(prefix="lightning_tau_bench_") as scratch:

@@ -14,7 +14,7 @@ __all__ = [
     "output_dir_problem",
     "positive_float",
     "positive_int",
-    "seed",
+    "random_seed",
 ]
 
 #: The largest seed ``lightning.seed_everything`` (numpy) accepts.
@@ -41,13 +41,13 @@ def positive_int(text: str) -> int:
     return int(_number(text, int, lambda v: v >= 1, "a positive integer"))
 
 
-def seed(text: str) -> int:
+def random_seed(text: str) -> int:
     """A random seed: an integer from 0 to 2**32 - 1 (what numpy, and so ``seed_everything``, accepts).
 
     Example:
-        >>> seed("0")
+        >>> random_seed("0")
         0
-        >>> seed("-1")
+        >>> random_seed("-1")
         Traceback (most recent call last):
         ...
         argparse.ArgumentTypeError: expected an integer from 0 to 4294967295, got '-1'
