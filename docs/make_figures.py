@@ -183,8 +183,8 @@ def figure_sweep(sweep: Path) -> tuple[Path, Path]:
     )
     shots = []
     for name, source, flag, runs, page, size in (
-        ("dashboard_sweep.png", spec, "--logdir_spec", len(config.tau_epochs), TENSORBOARD_PAGE, (1100, 1250)),
-        ("dashboard_hparams.png", str(sweep), "--logdir", config.num_runs, "#hparams", (1500, 700)),
+        ("dashboard_sweep.png", spec, "--logdir_spec", len(config.tau_epochs), TENSORBOARD_PAGE, (1100, 1650)),
+        ("dashboard_hparams.png", str(sweep), "--logdir", config.num_runs, "#hparams", (1700, 700)),
     ):
         with tensorboard(source, runs=runs, flag=flag) as url:
             shot = STATIC / name
