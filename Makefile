@@ -2,6 +2,13 @@
 # Both create .venv and install the package with every extra the first time.
 PYTHON ?= python3
 VENV ?= .venv
+# Where torch comes from. Empty (the default): pip's configured index. With pip's defaults (PyPI) that is, on
+# Linux x86_64, the CUDA build of torch with its nvidia-* wheels (several GB); on macOS and Windows the CPU build.
+# For the CPU-only build anywhere (about 200 MB):
+#   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# CI's machines configure pip (pip.conf `find-links`) with a local CPU wheel, torch-2.13.0+cpu, which pip prefers to
+# PyPI's 2.13.0 there, so the default gets the CPU build on them without network access to download.pytorch.org.
+TORCH_INDEX ?=
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
@@ -10,8 +17,8 @@ STAMP := $(VENV)/.installed
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
-	# the CPU build of torch (a plain `torch` may pull a multi-GB CUDA build)
-	$(PY) -m pip install torch==2.13.0
+	# torch first, from TORCH_INDEX when given (see above), so that nothing below pulls another build
+	$(PY) -m pip install $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==2.13.0
 	$(PY) -m pip install -e '.[cli,demo,optuna,test,docs]'
 	# mup imports only torch and PyYAML; its declared requirements pull a torchvision that breaks CPU torch
 	$(PY) -m pip install --no-deps 'mup>=1.0.0'

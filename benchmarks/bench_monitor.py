@@ -8,16 +8,18 @@
 (c) peak extra memory of one statistics pass (CUDA: allocator peak; CPU: bytes allocated by the pass's ops,
     from the profiler, an upper bound on the peak), against the naive per-tensor ``p.abs().mean()``.
 
-Usage: python benchmarks/bench_monitor.py [--device cpu|cuda] [--repeats 5] [--steps 200]
+Usage: python benchmarks/bench_monitor.py [--device cpu|cuda] [--repeats 5] [--steps 200] [--log-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
 import tempfile
 import time
 import timeit
+from pathlib import Path
 
 import lightning.pytorch as pl
 import torch
@@ -242,15 +244,21 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="training runs per arm for (a)")
     parser.add_argument("--steps", type=int, default=200, help="optimizer steps per training run for (a)")
     parser.add_argument("--pass-repeats", type=int, default=7, help="timed repeats for (b)")
-    parser.add_argument("--log-dir", default="/tmp/lightning_tau_bench")
+    parser.add_argument(
+        "--log-dir", default=None, help="where the fits of (a) log (created if missing; default: a temporary folder)"
+    )
     parser.add_argument("--skip-training", action="store_true", help="skip (a)")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is available")
     device = torch.device(args.device)
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)  # no per-fit banners between the figures
     print(f"device={device} torch={torch.__version__} threads={torch.get_num_threads()}")
     if not args.skip_training:
-        bench_overhead(args, device)
+        with tempfile.TemporaryDirectory(prefix="lightning_tau_bench_") as scratch:
+            args.log_dir = args.log_dir or scratch
+            Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+            bench_overhead(args, device)
     params = gpt2_params(device)
     stats_pass = bench_pass(args, device, params)
     bench_memory(device, params, stats_pass)

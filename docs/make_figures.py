@@ -5,6 +5,7 @@ Run from the repository root::
     python docs/make_figures.py                     # writes docs/_static/*.png
     python docs/make_figures.py --fast              # 4 epochs per run, for a quick look
     python docs/make_figures.py --only tensorboard  # the dashboard screenshots alone (about a minute)
+    python docs/make_figures.py --only sweep --sweep tau_runs/sweep_0  # a default demo sweep, as the demo prints it
 
 ``lr_wd_modes.png``: the quick-start MLP (``examples/quickstart.py``) with ``TimescaleCallback``, its lr and
 weight decay read as each optimizer step uses them. ``dashboard_*.png``: screenshots of a real TensorBoard's
@@ -168,17 +169,46 @@ def figure_tensorboard(epochs: int) -> tuple[Path, Path]:
         return crop_dashboards(shot)
 
 
+def figure_sweep(sweep: Path) -> tuple[Path, Path]:
+    """Screenshots of a ``lightning-tau demo`` sweep as the demo tells you to open it: the dashboards of its first
+    view (``--logdir_spec``: one seed of the largest size) and the HParams table of the whole sweep."""
+    from lightning_tau.cli.demo import DemoConfig, tensorboard_commands
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        raise SystemExit("the dashboard screenshots need headless Chromium: `apt-get install chromium`")
+    config = DemoConfig(**json.loads((sweep / "summary.json").read_text())["config"])
+    spec = next(
+        line.split()[-1] for line in tensorboard_commands(config, sweep).splitlines() if "--logdir_spec" in line
+    )
+    shots = []
+    for name, source, flag, runs, page, size in (
+        ("dashboard_sweep.png", spec, "--logdir_spec", len(config.tau_epochs), TENSORBOARD_PAGE, (1100, 1650)),
+        ("dashboard_hparams.png", str(sweep), "--logdir", config.num_runs, "#hparams", (1700, 700)),
+    ):
+        with tensorboard(source, runs=runs, flag=flag) as url:
+            shot = STATIC / name
+            subprocess.run(
+                [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                 f"--window-size={size[0]},{size[1]}", "--virtual-time-budget=20000", f"--screenshot={shot}",
+                 url + page],
+                check=True, capture_output=True, timeout=180,
+            )  # fmt: skip
+        shots.append(shot)
+    return shots[0], shots[1]
+
+
 class tensorboard:  # noqa: N801 (used as a context manager, like `open`)
     """``with tensorboard(logdir, runs=k) as url``: a TensorBoard server that has loaded ``k`` runs' layouts."""
 
-    def __init__(self, logdir: Path, runs: int) -> None:
-        self.logdir, self.runs = logdir, runs
+    def __init__(self, logdir: Path | str, runs: int, flag: str = "--logdir") -> None:
+        self.logdir, self.runs, self.flag = logdir, runs, flag
 
     def __enter__(self) -> str:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(self.logdir), "--host", "127.0.0.1",
+        command = [sys.executable, "-m", "tensorboard.main", self.flag, str(self.logdir), "--host", "127.0.0.1",
                    "--port", str(port), "--load_fast", "false"]  # fmt: skip
         self.server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}/"
@@ -244,8 +274,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--fast", action="store_true", help="4 epochs per run")
-    parser.add_argument("--only", choices=["modes", "tensorboard"], help="make one set of figures")
+    parser.add_argument("--only", choices=["modes", "tensorboard", "sweep"], help="make one set of figures")
+    parser.add_argument(
+        "--sweep", type=Path, help="for --only sweep: a default `lightning-tau demo` folder (tau_runs/sweep_K)"
+    )
     args = parser.parse_args()
+    if args.only == "sweep":
+        if args.sweep is None:
+            parser.error("--only sweep needs --sweep: run `lightning-tau demo` (about 10 minutes) and give its folder")
+        for path in figure_sweep(args.sweep):
+            print(f"wrote {path.relative_to(ROOT)}")
+        return
     epochs = 4 if args.fast else args.epochs
     paths: list[Path] = []
     if args.only in (None, "modes"):

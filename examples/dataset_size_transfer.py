@@ -19,6 +19,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Sequence
 
 import lightning.pytorch as pl
@@ -74,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.fast:
         args.dataset_sizes, args.tau_epochs, args.max_epochs, args.batch_size = [256, 1024], [4.0], 2, 64
 
+    # One fit per table row: Lightning's per-fit banners ("GPU available", "TPU available", its tips, "`Trainer.fit`
+    # stopped") are INFO logs of the "lightning.pytorch" logger and would land between the rows. Warnings still show.
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     print(f"lr={args.lr:g}, B={args.batch_size}, {args.max_epochs} epochs at every N, label noise {args.label_noise:g}")
     print(f"{'N':>8} {'tau_epoch':>9} {'weight_decay':>13} {'closed form':>13} {'val_loss':>9}")
     results: dict[tuple[int, float], float] = {}  # (N, tau_epoch) -> weight decay written

@@ -24,6 +24,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Sequence
 from typing import Literal
 
@@ -118,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.widths, args.base_width, args.lrs = [32, 128], 32, [3e-3]
         args.dataset_size, args.max_epochs = 512, 1
 
+    # One fit per table row: Lightning's per-fit banners ("GPU available", "TPU available", its tips, "`Trainer.fit`
+    # stopped") are INFO logs of the "lightning.pytorch" logger and would land between the rows. Warnings still show.
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     train_data, val_data = make_data(args.dataset_size, seed=args.seed), make_data(2048, seed=10_000)
     print(f"base width {args.base_width}, λ_base={args.weight_decay:g}, N={args.dataset_size}, B={args.batch_size}")
     header = ("rule", "lr_base", "width", "s", "hidden lr", "hidden wd", "tau_iter", "val_loss")

@@ -5,20 +5,63 @@ steps (Wang & Aitchison, ICML 2025). Fix the timescale in epochs, ``tau_epoch``,
 the dataset size, batch size and muP width.
 """
 
-from lightning_tau.apply import AppliedTimescale, apply_timescale
-from lightning_tau.callback import TimescaleCallback
-from lightning_tau.diagnostics import TimescaleMonitor, TimescaleTracker, timescale_metrics
-from lightning_tau.tuner.finder import FinderResult, TimescaleFinder
-from lightning_tau.optim import register_decay_kind
-from lightning_tau.param_groups import build_param_groups
-from lightning_tau.timescale import (
-    tau_epoch,
-    tau_iter,
-    transfer_weight_decay,
-    weight_decay_for_tau_epoch,
-    weight_decay_for_tau_iter,
-)
-from lightning_tau.transfer import TargetRun, TunedRun, transfer_groups
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
+    from lightning_tau.apply import AppliedTimescale, apply_timescale
+    from lightning_tau.callback import TimescaleCallback
+    from lightning_tau.diagnostics import TimescaleMonitor, TimescaleTracker, timescale_metrics
+    from lightning_tau.optim import register_decay_kind
+    from lightning_tau.param_groups import build_param_groups
+    from lightning_tau.timescale import (
+        tau_epoch,
+        tau_iter,
+        transfer_weight_decay,
+        weight_decay_for_tau_epoch,
+        weight_decay_for_tau_iter,
+    )
+    from lightning_tau.transfer import TargetRun, TunedRun, transfer_groups
+    from lightning_tau.tuner.finder import FinderResult, TimescaleFinder
+
+#: Where each public name lives. Imported on first use (PEP 562), so that `import lightning_tau.cli` (and with it
+#: `lightning-tau --help`) or the pure math does not import Lightning and torch, which take seconds.
+_PUBLIC = {
+    "AppliedTimescale": "lightning_tau.apply",
+    "apply_timescale": "lightning_tau.apply",
+    "TimescaleCallback": "lightning_tau.callback",
+    "TimescaleMonitor": "lightning_tau.diagnostics",
+    "TimescaleTracker": "lightning_tau.diagnostics",
+    "timescale_metrics": "lightning_tau.diagnostics",
+    "FinderResult": "lightning_tau.tuner.finder",
+    "TimescaleFinder": "lightning_tau.tuner.finder",
+    "register_decay_kind": "lightning_tau.optim",
+    "build_param_groups": "lightning_tau.param_groups",
+    "tau_epoch": "lightning_tau.timescale",
+    "tau_iter": "lightning_tau.timescale",
+    "transfer_weight_decay": "lightning_tau.timescale",
+    "weight_decay_for_tau_epoch": "lightning_tau.timescale",
+    "weight_decay_for_tau_iter": "lightning_tau.timescale",
+    "TargetRun": "lightning_tau.transfer",
+    "TunedRun": "lightning_tau.transfer",
+    "transfer_groups": "lightning_tau.transfer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lightning_tau' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})
+
 
 __version__ = "0.1.0"
 

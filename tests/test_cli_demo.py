@@ -37,19 +37,35 @@ def _read_run(run_dir: Path) -> tuple[dict, dict]:
 
 
 @pytest.fixture(scope="module")
-def quick_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def quick_sweep_with_bar(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """The quick demo as a user runs it (progress bar on): its folder, stdout and stderr."""
     out = tmp_path_factory.mktemp("tau_runs")
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = main(["demo", "--quick", "--out", str(out), "--no-progress"])
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["demo", "--quick", "--out", str(out)])
     assert code == 0
-    return out, buffer.getvalue()
+    return out, stdout.getvalue(), stderr.getvalue()
+
+
+@pytest.fixture(scope="module")
+def quick_sweep(quick_sweep_with_bar: tuple[Path, str, str]) -> tuple[Path, str]:
+    out, printed, _ = quick_sweep_with_bar
+    return out, printed
+
+
+def test_demo_progress_bar_counts_steps_not_epochs(quick_sweep_with_bar: tuple[Path, str, str]) -> None:
+    """The bar (and its ETA) weighs an epoch by its optimizer steps plus the validation batch: N=100 at B=64 is 2
+    steps + 1, N=300 is 5 + 1, each for 3 tau_epochs x 1 seed x 2 epochs: (3 + 6) x 6 = 54. By epochs (the old
+    weighting) it would be 2 sizes x 3 x 2 = 12, and the small-N runs would fill half the bar in a sixth of the time."""
+    _, _, bar = quick_sweep_with_bar
+    final = bar.replace("\r", "\n").strip().splitlines()[-1]
+    assert "54/54" in final and "step" in final, bar
 
 
 def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Path, str]) -> None:
     out, _ = quick_sweep
     sweep = out / "sweep_0"
-    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")})
+    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep})  # the root: HParams config
     expected = {(n, tau) for n in QUICK.sizes for tau in QUICK.tau_epochs}
     assert len(run_dirs) == len(expected) * len(QUICK.seeds)
     seen = set()
@@ -71,9 +87,44 @@ def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Pa
     assert seen == expected
 
 
+def _experiment_configs(run_dir: Path) -> list:
+    """The HParams experiment configs in ``run_dir``'s own event files (TensorBoard uses one per logdir)."""
+    accumulator = EventAccumulator(str(run_dir))
+    accumulator.Reload()
+    content = accumulator.PluginTagToContent("hparams").get("_hparams_/experiment")
+    return [] if content is None else [plugin_data_pb2.HParamsPluginData.FromString(content).experiment]
+
+
+def test_demo_hparams_tab_shows_what_the_sweep_varies_first(quick_sweep: tuple[Path, str]) -> None:
+    """TensorBoard shows the first five hparams, those that differ across runs first, then by name, from one
+    experiment config: the sweep root's, as no run writes its own."""
+    out, _ = quick_sweep
+    sweep = out / "sweep_0"
+    (config,) = _experiment_configs(sweep)
+    differs = {info.name for info in config.hparam_infos if info.differs}
+    assert differs == {"dataset_size", "tau_epoch", "tau_iter", "weight_decay"}  # QUICK: one seed
+    assert [m.name.tag for m in config.metric_infos] == ["hp/val_loss", "hp/val_error"]
+    run_dirs = {p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep}
+    assert len(run_dirs) == len(QUICK.sizes) * len(QUICK.tau_epochs)
+    assert all(_experiment_configs(run_dir) == [] for run_dir in run_dirs)
+
+
+def test_demo_prints_a_dashboard_view_that_opens_on_charts(quick_sweep: tuple[Path, str]) -> None:
+    """First the largest size's first seed, one named run per tau_epoch (TensorBoard pre-selects at most 40 runs
+    and has 7 colours), then the whole sweep for the HParams tab."""
+    out, printed = quick_sweep
+    sweep = out / "sweep_0"
+    lines = printed.splitlines()
+    first = next(line.strip() for line in lines if line.strip().startswith("tensorboard "))
+    runs = [f"tau_epoch={tau:g}:{sweep / 'N0300' / f'tau_epoch={tau:g}_seed0'}" for tau in QUICK.tau_epochs]
+    assert first == "tensorboard --logdir_spec " + ",".join(runs)
+    assert all(Path(run.split(":", 1)[1]).is_dir() for run in runs)
+    assert lines[-1].strip() == f"tensorboard --logdir {sweep}"
+
+
 def test_demo_quick_logs_the_timescale_monitor(quick_sweep: tuple[Path, str]) -> None:
     out, _ = quick_sweep
-    run_dir = next(iter((out / "sweep_0").rglob("events.out.tfevents.*"))).parent
+    run_dir = next(p for p in (out / "sweep_0").rglob("events.out.tfevents.*") if p.parent.name != "sweep_0").parent
     _, scalars = _read_run(run_dir)
     assert any(tag.startswith("timescale/tau_iter/") for tag in scalars)
 
@@ -100,7 +151,7 @@ def test_demo_quick_writes_the_summary_of_each_sizes_optimum(quick_sweep: tuple[
     assert [row["dataset_size"] for row in rows] == QUICK.sizes
     # the optimum of each size is its best logged run (one seed), with the weight decay the callback set there
     logged: dict[int, dict[float, float]] = {}
-    for run_dir in {p.parent for p in sweep.rglob("events.out.tfevents.*")}:
+    for run_dir in {p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep}:
         hparams, scalars = _read_run(run_dir)
         logged.setdefault(int(hparams["dataset_size"]), {})[hparams["tau_epoch"]] = scalars["hp/val_loss"]
     for row in rows:

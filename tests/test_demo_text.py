@@ -104,7 +104,8 @@ def test_demo_text_offline_writes_the_best_tau_per_dataset_size(tmp_path: Path) 
     expected_n = {(int(f * 8000) - 1) // 32 // 8 * 8 * 32 for f in (0.5, 1.0)}
     curves: dict[int, dict[float, list[float]]] = {}
     decay: dict[tuple[int, float], float] = {}
-    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")})
+    # the sweep root holds the HParams experiment config only; every run logs into a folder below it
+    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep})
     assert len(run_dirs) == 2 * 2 * 2
     for run_dir in run_dirs:
         hparams, scalars = _read_run(run_dir)

@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 from ddp_harness import DDP_TIMEOUT, clean_env
 
-from lightning_tau import tau_iter, weight_decay_for_tau_epoch
-
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 #: Seconds before a single-process example is killed (each takes a few seconds at these sizes).
@@ -37,6 +35,12 @@ def run_example(name: str, tmp_path: Path, *args: str, timeout: float = TIMEOUT)
     return output
 
 
+def assert_no_lightning_banners(out: str) -> None:
+    """A table of many fits shows its rows, not Lightning's per-fit INFO banners between them."""
+    for banner in ("GPU available:", "TPU available:", "Tip:", "`Trainer.fit` stopped"):
+        assert banner not in out, out
+
+
 def number(pattern: str, text: str) -> float:
     match = re.search(pattern, text)
     assert match, f"{pattern!r} not found in:\n{text}"
@@ -50,7 +54,7 @@ def test_quickstart_writes_closed_form_weight_decay_and_learns(tmp_path: Path) -
     out = run_example("quickstart.py", tmp_path, "--fast")
     written = number(rf"weight_decay written: {FLOAT}", out)
     # --fast: N=1024, B=128, lr=3e-3, tau_epoch=4
-    assert math.isclose(written, weight_decay_for_tau_epoch(3e-3, 4.0, 1024, 128), rel_tol=1e-5)
+    assert math.isclose(written, 128 / (3e-3 * 1024 * 4.0), rel_tol=1e-5)  # B / (lr N tau_epoch) = 10.4167
     assert "TimescaleCallback: tau_epoch=4 (tau_iter=32 steps), M=8 steps/epoch, N=1,024, B=128" in out
     losses = re.search(rf"val_loss: {FLOAT} -> {FLOAT}", out)
     assert losses, out
@@ -67,13 +71,14 @@ def test_quickstart_writes_closed_form_weight_decay_and_learns(tmp_path: Path) -
 
 def test_dataset_size_transfer_weight_decay_falls_as_one_over_n(tmp_path: Path) -> None:
     out = run_example("dataset_size_transfer.py", tmp_path, "--fast")
+    assert_no_lightning_banners(out)
     rows = {
         int(n): (float(wd), float(closed))
         for n, wd, closed in re.findall(r"^\s+(\d+)\s+4\s+([0-9.e+-]+)\s+([0-9.e+-]+)\s+[0-9.]+$", out, re.M)
     }
     assert set(rows) == {256, 1024}, out
     for n, (wd, closed) in rows.items():
-        assert math.isclose(wd, weight_decay_for_tau_epoch(3e-3, 4.0, n, 64), rel_tol=1e-5)
+        assert math.isclose(wd, 64 / (3e-3 * n * 4.0), rel_tol=1e-5)  # B / (lr N tau_epoch)
         assert math.isclose(wd, closed, rel_tol=1e-5)
     assert math.isclose(rows[256][0] / rows[1024][0], 4.0, rel_tol=1e-5)
     assert number(r"ratio N=256 / N=1024 at tau_epoch=4: ([0-9.]+)", out) == pytest.approx(4.0)
@@ -81,6 +86,7 @@ def test_dataset_size_transfer_weight_decay_falls_as_one_over_n(tmp_path: Path) 
 
 def test_mup_width_transfer_tau_rule_holds_tau_iter_fixed_rule_does_not(tmp_path: Path) -> None:
     out = run_example("mup_width_transfer.py", tmp_path, "--fast")
+    assert_no_lightning_banners(out)
     row = r"^\s*(fixed|tau)\s+[0-9.e-]+\s+(\d+)\s+([0-9.]+)\s+([0-9.e-]+)\s+([0-9.e-]+)\s+([0-9.e+-]+)"
     rows = re.findall(row, out, re.M)
     table = {(rule, int(width)): tuple(map(float, rest)) for rule, width, *rest in rows}
@@ -94,7 +100,7 @@ def test_mup_width_transfer_tau_rule_holds_tau_iter_fixed_rule_does_not(tmp_path
     # TimescaleCallback: λ ∝ s, so tau_iter is the same at both widths and equals the base run's
     assert table["tau", 128][2] == pytest.approx(4 * 5.0, rel=1e-3)
     assert table["tau", 128][3] == pytest.approx(table["tau", 32][3], rel=1e-3)
-    assert table["tau", 32][3] == pytest.approx(tau_iter(3e-3, 5.0), rel=1e-3)
+    assert table["tau", 32][3] == pytest.approx(1 / (3e-3 * 5.0), rel=1e-3)  # 1 / (lr λ_base) = 66.7 steps
 
 
 def test_char_gpt_cli_counts_tokens_and_loss_falls(tmp_path: Path) -> None:
@@ -124,7 +130,7 @@ def test_char_gpt_cli_counts_tokens_and_loss_falls(tmp_path: Path) -> None:
     assert float(match.group(1)) == n_tokens / b_tokens == 78  # whole steps: the Trainer's epoch too
     assert b_tokens == 16 * 32  # batch_size x block_size x 1 device x 1 accumulation, in tokens
     written = number(rf"weight_decay \(decay\): {FLOAT} at peak lr", out)
-    assert math.isclose(written, weight_decay_for_tau_epoch(3e-3, 0.3, n_tokens, b_tokens), rel_tol=1e-5)
+    assert math.isclose(written, b_tokens / (3e-3 * n_tokens * 0.3), rel_tol=1e-5)  # B / (lr N tau_epoch), tokens
     losses = re.search(rf"train_loss: first \d+ steps {FLOAT} -> last \d+ steps {FLOAT}", out)
     assert losses, out
     first, last = map(float, losses.groups())
@@ -136,7 +142,7 @@ def test_ddp_example_uses_the_global_batch_on_every_rank(tmp_path: Path) -> None
     per_rank = {int(r): float(wd) for r, wd in re.findall(rf"rank (\d)/2: weight_decay written: {FLOAT}", out)}
     assert set(per_rank) == {0, 1}, out
     # --fast: N=512, per-device batch 64 x 2 processes = global B 128, lr=3e-3, tau_epoch=4
-    expected = weight_decay_for_tau_epoch(3e-3, 4.0, 512, 128)
+    expected = 128 / (3e-3 * 512 * 4.0)  # B / (lr N tau_epoch) = 20.8333
     assert per_rank[0] == per_rank[1]
     assert math.isclose(per_rank[0], expected, rel_tol=1e-5)
     assert "B = 64 per device x 2 device(s) x 1 accumulation." in out

@@ -14,7 +14,7 @@ from ddp_harness import DDP_TIMEOUT
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from test_examples import run_example
 
-from lightning_tau import apply_timescale, timescale, weight_decay_for_tau_epoch
+from lightning_tau import apply_timescale
 from lightning_tau.diagnostics import TimescaleTracker, WeightStatsPass, timescale_metrics
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "fabric_gpt.py"
@@ -91,7 +91,7 @@ def test_tracker_folds_the_scheduled_lr_and_metrics_use_the_step_values() -> Non
         lrs.append(opt.param_groups[0]["lr"])
         zero_grad_step(opt)
         scheduler.step()
-    memory = timescale.init_memory(lrs, 0.5)
+    memory = math.prod(1 - lr * 0.5 for lr in lrs)  # prod_t (1 - lr_t wd)
     assert tracker.steps == 4
     assert tracker.init_memory == {"decay": pytest.approx(memory), "no_decay": 1.0}
     assert tracker.timescales_elapsed == {"decay": pytest.approx(0.5 * sum(lrs)), "no_decay": 0.0}
@@ -208,7 +208,7 @@ def test_fabric_gpt_example_as_two_process_ddp(tmp_path: Path, mode: str) -> Non
         assert record["tau_iter"] == pytest.approx(tau_iter)
         assert record["decays"] == ["decay"]
         assert record["written"]["no_decay"] == 0.0
-        closed = weight_decay_for_tau_epoch(record["reference_lr"]["decay"], 0.4, n_tokens, b_tokens)
+        closed = b_tokens / (record["reference_lr"]["decay"] * n_tokens * 0.4)  # B / (lr N tau_epoch)
         assert record["written"]["decay"] == pytest.approx(closed, rel=1e-12)
         assert record["reference_lr"]["decay"] == 3e-3  # the peak (`initial_lr`), not the warm-up's first lr
         assert len(record["used"]) == 30  # one entry per optimizer step

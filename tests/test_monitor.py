@@ -13,7 +13,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader, IterableDataset
 
-from lightning_tau import TimescaleCallback, timescale
+from lightning_tau import TimescaleCallback
 from lightning_tau.diagnostics import TimescaleMonitor
 
 LR, WD = 1e-2, 0.1
@@ -115,7 +115,9 @@ def test_monitor_init_memory_follows_scheduled_lr(tmp_path):
     logged = timescale_rows(read_csv(tmp_path))
     for step in (6, 12):
         lrs = [LR * 0.8**t for t in range(step)]
-        assert logged[step]["timescale/init_memory/pg1"] == pytest.approx(timescale.init_memory(lrs, WD), rel=1e-9)
+        assert logged[step]["timescale/init_memory/pg1"] == pytest.approx(
+            math.prod(1 - lr * WD for lr in lrs), rel=1e-9
+        )
         assert logged[step]["timescale/timescales_elapsed/pg1"] == pytest.approx(sum(lrs) * WD, rel=1e-9)
         # the lr the logged step used, not the one the scheduler has already moved to for the next step
         assert logged[step]["timescale/lr/pg1"] == pytest.approx(LR * 0.8 ** (step - 1))
@@ -127,7 +129,7 @@ def test_monitor_uses_timescale_callback_shape(tmp_path):
     trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[callback, TimescaleMonitor(12)])
     trainer.fit(TinyModel(), make_loader(N, B))
     row = timescale_rows(read_csv(tmp_path))[12]
-    wd = timescale.weight_decay_for_tau_epoch(LR, 5.0, 600, 20)
+    wd = 20 / (LR * 600 * 5.0)  # B / (lr N tau_epoch)
     assert row["timescale/weight_decay/pg1"] == pytest.approx(wd)
     assert row["timescale/tau_epoch/pg1"] == pytest.approx(5.0)  # from the callback's N and B, not the loader's
     assert row["timescale/init_memory/pg1"] == pytest.approx((1 - LR * wd) ** 12, rel=1e-9)
@@ -256,4 +258,4 @@ def test_monitor_logs_the_lr_and_weight_decay_the_step_used(tmp_path, monitor_fi
     for step, row in logged.items():
         used_lr = LR * (0.1 + 0.9 * (step - 1) / 12)  # the lr of optimizer step `step` (1-based)
         assert row["timescale/lr/pg1"] == pytest.approx(used_lr)
-        assert row["timescale/tau_iter/pg1"] == pytest.approx(cb.resolved_tau_iter)
+        assert row["timescale/tau_iter/pg1"] == pytest.approx(2.0 * 12)  # tau_epoch x M, the target

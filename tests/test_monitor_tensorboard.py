@@ -206,14 +206,45 @@ def test_monitor_hparams_metric_not_logged_warns_and_records_the_logged_scalars(
     assert metric_tags == ["hp/train_loss"]
 
 
-def test_monitor_tensorboard_warns_when_lightning_writes_hparams_first(tmp_path):
-    with pytest.warns(UserWarning, match="default_hp_metric=False"):
-        _, log_dir = fit_with_tensorboard(tmp_path, HparamsModel())  # default_hp_metric=True
-    events = load_events(log_dir)
-    content = events.PluginTagToContent("hparams")
-    session = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
-    assert "timescale/dataset_size" not in session.session_start_info.hparams  # Lightning's record, not ours
-    assert "timescale/tau_iter/pg1" in events.Tags()["tensors"]  # the scalars are there all the same
+def session_starts(log_dir: Path) -> list[dict[str, object]]:
+    """Every hparams session-start record in the run's event files, in the order written (TensorBoard shows the
+    first)."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    records = []
+    for event_file in sorted(log_dir.glob("events.out.tfevents.*")):
+        for event in EventFileLoader(str(event_file)).Load():
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name != "hparams":
+                    continue
+                data = plugin_data_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+                if data.HasField("session_start_info"):
+                    hparams = data.session_start_info.hparams
+                    records.append({k: getattr(v, v.WhichOneof("kind")) for k, v in hparams.items()})
+    return records
+
+
+def test_default_path_hparams_record_holds_the_timescales_and_the_module_s_hparams(tmp_path, recwarn):
+    """README's quick start: `TimescaleCallback` with its own monitor, Lightning's default TensorBoard logger
+    (`default_hp_metric=True`) and a module that calls `save_hyperparameters`."""
+    model = HparamsModel()
+    callback = TimescaleCallback(tau_epoch=2.0, verbose=False)
+    trainer = quiet_trainer(logger=True, default_root_dir=tmp_path, callbacks=[callback])
+    trainer.fit(model, make_loader(N, B))
+    log_dir = Path(trainer.logger.log_dir)
+    records = session_starts(log_dir)
+    assert len(records) == 1, records  # the first record is the one TensorBoard shows: it must be ours
+    (first,) = records
+    m = N / B  # 12 steps per epoch
+    assert first["hidden"] == 8  # the module's own hparams, as Lightning would have recorded them
+    assert first["timescale/tau_epoch_target"] == pytest.approx(2.0)
+    assert first["timescale/tau_iter_target"] == pytest.approx(2.0 * m)
+    assert first["timescale/tau_iter/pg1"] == pytest.approx(24.0, rel=1e-9)
+    assert first["timescale/tau_epoch/pg1"] == pytest.approx(2.0, rel=1e-9)
+    assert first["timescale/weight_decay/pg1"] == pytest.approx(1 / (LR * 24.0), rel=1e-9)
+    assert "hidden: 8" in (log_dir / "hparams.yaml").read_text()  # Lightning's hparams.yaml as before
+    assert trainer.logger._default_hp_metric is True  # the logger is left as it was given
+    assert not [w for w in recwarn if "hparams" in str(w.message)]
 
 
 def test_monitor_tensorboard_hparams_with_default_hp_metric_and_no_module_hparams(tmp_path):

@@ -2,6 +2,9 @@
 
 Each subcommand lives in its own module exposing ``add_parser(subparsers)``, which registers the subcommand and
 sets ``func`` (called with the parsed ``argparse.Namespace``, returning an exit code) as its default.
+
+Only the module of the command being run is imported (``demo`` imports Lightning and torch, seconds on a busy
+machine); the others are listed by :data:`SUBCOMMANDS`' one-line help, so ``lightning-tau --help`` imports neither.
 """
 
 from __future__ import annotations
@@ -10,26 +13,53 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main"]
+__all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
-#: Subcommand modules, in the order ``--help`` lists them.
-SUBCOMMANDS = ("demo", "find", "plot", "transfer")
+#: Subcommand modules, in the order ``--help`` lists them, with their one-line help and aliases (each module's
+#: ``add_parser`` registers the same; ``tests/test_first_contact.py`` checks they agree).
+SUBCOMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "demo": ("Sweep weight decay x dataset size on bundled digits (a few minutes on a CPU) and plot it.", ()),
+    "find": ("Tune tau_epoch on a fraction of the training set; print the full run's weight decay.", ()),
+    "plot": (
+        "Plot a sweep's final metric against weight decay and tau_epoch, and print each line's optimum.",
+        ("report",),
+    ),
+    "transfer": ("Weight decay per param group for a bigger run that keeps a tuned run's timescale.", ()),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every subcommand registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser. ``command=None`` registers every subcommand in full; a command name registers only
+    that one in full and the others by name and help (so their modules are not imported)."""
     parser = argparse.ArgumentParser(
         prog="lightning-tau",
         description="Set AdamW's weight decay from its EMA timescale: demo sweep, plots and transfer tables.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for name in SUBCOMMANDS:
-        importlib.import_module(f"lightning_tau.cli.{name}").add_parser(subparsers)
+    for name, (help_text, aliases) in SUBCOMMANDS.items():
+        if command is None or name == command:
+            importlib.import_module(f"lightning_tau.cli.{name}").add_parser(subparsers)
+        else:
+            subparsers.add_parser(name, aliases=list(aliases), help=help_text, add_help=False)
     return parser
+
+
+def _command(argv: Sequence[str]) -> str:
+    """The subcommand ``argv`` runs (its first word; the top-level parser has no option taking a value), or ``""``."""
+    for word in argv:
+        if not word.startswith("-"):
+            for name, (_, aliases) in SUBCOMMANDS.items():
+                if word == name or word in aliases:
+                    return name
+            return ""
+    return ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lightning-tau`` console script."""
-    args = build_parser().parse_args(argv)
+    import sys
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_command(argv)).parse_args(argv)
     return int(args.func(args) or 0)

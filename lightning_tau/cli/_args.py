@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import argparse
 import math
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
-__all__ = ["fraction_above_zero", "fraction_below_one", "positive_float", "positive_int"]
+__all__ = [
+    "fraction_above_zero",
+    "fraction_below_one",
+    "output_dir_problem",
+    "positive_float",
+    "positive_int",
+    "random_seed",
+]
+
+#: The largest seed ``lightning.seed_everything`` (numpy) accepts.
+MAX_SEED = 2**32 - 1
 
 
 def _number(text: str, cast: Callable[[str], float], ok: Callable[[float], bool], expected: str) -> float:
@@ -27,6 +39,20 @@ def positive_int(text: str) -> int:
         3
     """
     return int(_number(text, int, lambda v: v >= 1, "a positive integer"))
+
+
+def random_seed(text: str) -> int:
+    """A random seed: an integer from 0 to 2**32 - 1 (what numpy, and so ``seed_everything``, accepts).
+
+    Example:
+        >>> random_seed("0")
+        0
+        >>> random_seed("-1")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected an integer from 0 to 4294967295, got '-1'
+    """
+    return int(_number(text, int, lambda v: 0 <= v <= MAX_SEED, f"an integer from 0 to {MAX_SEED}"))
 
 
 def positive_float(text: str) -> float:
@@ -57,3 +83,29 @@ def fraction_below_one(text: str) -> float:
         0.0
     """
     return _number(text, float, lambda v: 0 <= v < 1, "a number in [0, 1)")
+
+
+def output_dir_problem(path: Path, flag: str) -> str | None:
+    """Create the output directory ``path`` and check that a file can be written in it; ``None`` when it can,
+    else a one-line message naming ``flag`` and ``path`` and what to do.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> output_dir_problem(root / "runs", "--out") is None
+        True
+        >>> (root / "notes.txt").write_text("")
+        0
+        >>> print(output_dir_problem(root / "notes.txt", "--out"))  # doctest: +ELLIPSIS
+        --out .../notes.txt is an existing file, not a directory: give a directory (it is created if missing).
+    """
+    if path.exists() and not path.is_dir():
+        return f"{flag} {path} is an existing file, not a directory: give a directory (it is created if missing)."
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as err:
+        why = err.strerror or type(err).__name__
+        return f"{flag} {path} cannot be written ({why}): give a directory you can write to."
+    return None

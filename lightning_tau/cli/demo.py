@@ -5,8 +5,11 @@ with :class:`~lightning_tau.TimescaleCallback` setting AdamW's weight decay from
 ``weight_decay = B / (lr * N * tau_epoch)``. One ``tau_epoch`` grid per dataset size is therefore a different
 weight-decay grid per size. Every run logs to TensorBoard (its own run directory, with ``dataset_size``,
 ``batch_size``, ``lr``, ``weight_decay``, ``tau_epoch`` and the final validation metrics as hparams), and
-``lightning-tau plot`` draws the sweep at the end: the optimal weight decay falls with ``N`` while the optimal
-``tau_epoch`` stays put (Wang & Aitchison, ICML 2025, Figure 1). Each run also carries a
+``lightning-tau plot`` draws the sweep at the end, Figure 1 of Wang & Aitchison (ICML 2025), and prints how far
+each optimum moved from the smallest ``N`` to the largest. The paper finds the optimal ``tau_epoch`` stable while
+the optimal weight decay falls with ``N``; this toy task shows it only in part: in the default sweep (seeds 0-2,
+N = 150 -> 1350) the optimal weight decay moved x73 and the optimal ``tau_epoch`` x10 (5 -> 50), so the timescale
+moved less than the weight decay but did not stay put. Each run also carries a
 :class:`~lightning_tau.diagnostics.TimescaleMonitor` (timescales and weight RMS against its prediction).
 
 ``--axis width`` runs the other sweep instead: μP width x learning rate with the weight decay fixed across widths
@@ -39,12 +42,19 @@ from typing_extensions import override
 from lightning_tau import timescale as tau_math
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
-from lightning_tau.cli._args import fraction_above_zero, fraction_below_one, positive_float, positive_int
+from lightning_tau.cli._args import (
+    fraction_above_zero,
+    fraction_below_one,
+    output_dir_problem,
+    positive_float,
+    positive_int,
+    random_seed,
+)
 from lightning_tau.demos import DemoRun
 from lightning_tau.demos.digits import DIGITS_SIZE, DigitsDataModule, DigitsMLP
 from lightning_tau.demos.text import TextDemoConfig
 from lightning_tau.demos.width import WidthConfig
-from lightning_tau.diagnostics import TimescaleMonitor
+from lightning_tau.diagnostics import TimescaleMonitor, dashboards
 
 __all__ = [
     "AXES",
@@ -65,6 +75,7 @@ __all__ = [
     "run_demo",
     "run_name",
     "run_one",
+    "tensorboard_commands",
 ]
 
 
@@ -324,19 +335,34 @@ class _RecordRun(Callback):
             "hp/val_error": float(trainer.callback_metrics["val/error"]),
         }
         for logger in trainer.loggers:
-            logger.log_hyperparams(hparams, metrics=metrics, step=trainer.global_step)
+            if isinstance(logger, TensorBoardLogger):  # no per-run HParams config: the sweep writes one at its root
+                dashboards.write_sweep_run_hparams(logger, hparams, metrics, trainer.global_step)
+            else:
+                logger.log_hyperparams(hparams, metrics=metrics, step=trainer.global_step)
         self.logged = {**hparams, **metrics}
 
 
 class _EpochTick(Callback):
-    """Advance the sweep's progress bar once per training epoch."""
+    """Advance the sweep's progress bar by ``work`` at the end of every training epoch."""
 
-    def __init__(self, bar: Any) -> None:
+    def __init__(self, bar: Any, work: int = 1) -> None:
         self.bar = bar
+        self.work = work
 
     @override
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.bar.update(1)
+        self.bar.update(self.work)
+
+
+def _epoch_work(size: int, batch_size: int) -> int:
+    """What one epoch of a dataset-size run weighs on the progress bar: its optimizer steps ``ceil(N / B)`` plus one
+    for the validation batch, so that the bar (and its ETA) moves with the time an epoch takes, not the count.
+
+    Example:
+        >>> _epoch_work(150, 64), _epoch_work(1350, 64)  # a run on 1350 digits takes about 6x as long
+        (4, 23)
+    """
+    return math.ceil(size / batch_size) + 1
 
 
 #: File name of the sweep's optimum summary, in the sweep directory (both axes).
@@ -388,13 +414,15 @@ def run_demo(config: SweepConfig, out: Path, *, plot: bool = True, progress: boo
     print(config.describe())
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=config.num_runs * config.epochs, unit="epoch", desc="sweep", disable=not progress)
-    tick = _EpochTick(bar)
+    per_setting = len(config.tau_epochs) * len(config.seeds) * config.epochs
+    total = sum(_epoch_work(size, config.batch_size) for size in config.sizes) * per_setting
+    bar = tqdm(total=total, unit="step", desc="sweep", disable=not progress)
     start = time.perf_counter()
     results = []
     try:
         with quiet_sweep(single_thread=True):
             for size in config.sizes:
+                tick = _EpochTick(bar, _epoch_work(size, config.batch_size))
                 for tau_epoch in config.tau_epochs:
                     for seed in config.seeds:
                         bar.set_postfix_str(f"size={size:g} tau_epoch={tau_epoch:g} seed={seed}")
@@ -404,19 +432,51 @@ def run_demo(config: SweepConfig, out: Path, *, plot: bool = True, progress: boo
     elapsed = time.perf_counter() - start
     print(f"{config.num_runs} runs in {elapsed:.0f} s. TensorBoard logs: {sweep_dir}")
     write_summary(results, sweep_dir / SUMMARY_NAME, config)
+    # the HParams tab's columns: the hparams that vary across the runs first (tau_epoch, weight_decay, ...)
+    metrics = [key for key in results[0] if key.startswith("hp/")]
+    swept = {key: [r[key] for r in results] for key in results[0] if key not in metrics}
+    dashboards.write_sweep_hparams_config(sweep_dir, swept, metrics)
     print(f"Summary: {sweep_dir / SUMMARY_NAME}")
     if plot:
         from lightning_tau.cli.plot import plot_sweep
 
         plot_sweep(sweep_dir, sweep_dir)
-    largest = sweep_dir / config.run_name(max(config.sizes), config.tau_epochs[0], config.seeds[0])[0]
-    print(
-        f"Open them with:\n  tensorboard --logdir {sweep_dir}\n"
-        "(HParams tab: every run. TensorBoard pre-selects no runs in a logdir of more than 40 runs, so for the"
-        f" Custom Scalars dashboards\n select runs in the sidebar, or open one dataset size: tensorboard --logdir"
-        f" {largest})"
-    )
+    print(tensorboard_commands(config, sweep_dir))
     return sweep_dir
+
+
+def tensorboard_commands(config: DemoConfig, sweep_dir: Path) -> str:
+    """What the demo prints last: first a TensorBoard view that opens on charts (the largest size, first seed: one
+    run per ``tau_epoch``, each its own colour), then the whole sweep for the HParams tab.
+
+    TensorBoard pre-selects no run in a logdir of more than 40, so ``--logdir`` on the sweep opens on empty charts;
+    one dataset size of the default sweep is 21 runs, which repeat TensorBoard's 7 colours and pile up the shaded
+    bands. ``--logdir_spec`` names each run (``tau_epoch=5``); it cannot take a path with a comma or a colon, so
+    then the first view is the size's folder.
+
+    Example:
+        >>> print(tensorboard_commands(DemoConfig(sizes=[150], tau_epochs=[2.0, 20.0], seeds=[0, 1]), Path("r")))
+        Dashboards (Custom Scalars tab) of N=150, seed 0, one run per tau_epoch:
+          tensorboard --logdir_spec tau_epoch=2:r/N0150/tau_epoch=2_seed0,tau_epoch=20:r/N0150/tau_epoch=20_seed0
+        Every run (HParams tab: one row per run, tau_epoch and weight_decay first):
+          tensorboard --logdir r
+    """
+    size, seed = max(config.sizes), config.seeds[0]
+    runs = [
+        (f"tau_epoch={tau:g}", sweep_dir.joinpath(*config.run_name(size, tau, seed)))
+        for tau in sorted(config.tau_epochs)
+    ]
+    if any("," in str(path) or ":" in str(path) for _, path in runs):
+        first = f"tensorboard --logdir {sweep_dir / config.run_name(size, config.tau_epochs[0], seed)[0]}"
+        which = f"N={size}, every seed"
+    else:
+        first = "tensorboard --logdir_spec " + ",".join(f"{name}:{path}" for name, path in runs)
+        which = f"N={size}, seed {seed}, one run per tau_epoch"
+    return (
+        f"Dashboards (Custom Scalars tab) of {which}:\n  {first}\n"
+        "Every run (HParams tab: one row per run, tau_epoch and weight_decay first):\n"
+        f"  tensorboard --logdir {sweep_dir}"
+    )
 
 
 # --- command line ----------------------------------------------------------------------------------------------
@@ -474,7 +534,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--seeds",
-        type=int,
+        type=random_seed,
         nargs="+",
         default=argparse.SUPPRESS,
         metavar="SEED",
@@ -597,6 +657,9 @@ def _error(message: str) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    problem = output_dir_problem(args.out, "--out")
+    if problem:
+        return _error(problem)
     if args.task == "text":
         return _main_text(args)
     given = [f"--{name.replace('_', '-')}" for name in TEXT_ONLY if hasattr(args, name)]
@@ -633,6 +696,9 @@ def _main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    too_short = _too_short_timescale(config)
+    if too_short:
+        return _error(too_short)
     try:
         from lightning_tau.demos.digits import load_digits_tensors
 
@@ -695,6 +761,25 @@ def _main_text(args: argparse.Namespace) -> int:
     return 0
 
 
+def _too_short_timescale(config: DemoConfig) -> str | None:
+    """The error for a ``tau_epoch`` of one optimizer step or less at some size (``lr * weight_decay >= 1``)."""
+    for size in sorted(config.sizes):
+        steps = math.ceil(size / config.batch_size)
+        short = [tau for tau in config.tau_epochs if tau * steps <= 1]
+        if short:
+            return (
+                f"--tau-epochs {_floats(short)}: at N={size}, B={config.batch_size} an epoch is {steps} optimizer"
+                f" step{'s' if steps > 1 else ''}, so tau_epoch={short[0]:g} is {short[0] * steps:.3g} steps"
+                " (lr * weight_decay >= 1 zeroes or flips the weights every step). Use --tau-epochs above"
+                f" {1 / steps:.3g} (one step); good values are several epochs."
+            )
+    return None
+
+
+def _floats(values: Sequence[float]) -> str:
+    return " ".join(f"{v:g}" for v in values)
+
+
 #: Options that only ``--axis width`` reads (their argparse default is ``SUPPRESS``, so given means typed).
 WIDTH_ONLY = ("widths", "lrs", "weight_decay")
 
@@ -745,7 +830,7 @@ def _main_width(args: argparse.Namespace) -> int:
 
 
 def run_width(config: WidthConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
-    """Run the width sweep (:func:`~lightning_tau.demos.width.run_width_demo`) into a new ``out/sweep_K``; returns it."""
+    """Run the width sweep (:func:`~lightning_tau.demos.width.run_width_demo`) into a new ``out/sweep_K``."""
     from tqdm.auto import tqdm
 
     from lightning_tau.demos.width import run_width_demo

@@ -1,8 +1,10 @@
 """``lightning-tau plot``: read a sweep's TensorBoard logs and draw the paper's Figure-1-style picture.
 
 Each run directory (one per fit, as ``lightning-tau demo`` writes them) must carry an HParams record with
-``weight_decay`` and ``tau_epoch`` (and the hparam that tells the lines apart, ``dataset_size`` by default) and a
-scalar with the final metric (``hp/val_loss`` by default). The figure has two panels, metric against weight decay
+``weight_decay`` and ``tau_epoch`` (and the hparam that tells the lines apart, ``dataset_size`` by default), or the
+``timescale/...`` record of :class:`~lightning_tau.diagnostics.TimescaleMonitor` (every run with
+``TimescaleCallback``: the quick start, ``lightning-tau find``), and a scalar with the final metric (``hp/val_loss``
+by default). The figure has two panels, metric against weight decay
 and metric against ``tau_epoch`` (log x), one line per dataset size (or width, ...), runs with the same setting
 averaged over seeds, and each line's optimum marked. A table of the optimum per line is printed. When the
 optimal ``tau_epoch`` stays put while the optimal weight decay moves with ``N``, the timescale is the
@@ -25,14 +27,17 @@ from typing import Any, Literal
 from lightning_tau._table import table_lines
 
 __all__ = [
+    "DEFAULT_METRICS",
     "Optimum",
     "RunRecord",
     "SweepPlot",
     "add_parser",
+    "default_metric",
     "find_optima",
     "format_optima",
     "load_runs",
     "plot_sweep",
+    "setting",
 ]
 
 Goal = Literal["min", "max"]
@@ -137,17 +142,64 @@ def _scalar_value(value: Any) -> float | None:
     return None
 
 
+def setting(hparams: dict[str, Any], name: str) -> Any:
+    """A run's ``name`` (``tau_epoch``, ``weight_decay`` or a ``--group-by`` hparam), or ``None``.
+
+    Read as the demo records it (``name`` itself), else from the record of
+    :class:`~lightning_tau.diagnostics.TimescaleMonitor` (what a run with ``TimescaleCallback``, the quick start or
+    ``lightning-tau find`` writes; any prefix): ``tau_epoch`` is ``{prefix}/tau_epoch_target`` (the timescale the
+    callback held), else the first group's ``{prefix}/tau_epoch/{group}``; ``weight_decay`` is the first decaying
+    group's ``{prefix}/weight_decay/{group}`` (groups in name order); another name ``x`` is ``{prefix}/x``.
+
+    Example:
+        >>> record = {"timescale/tau_epoch_target": 5.0, "timescale/weight_decay/bias": 0.0,
+        ...           "timescale/weight_decay/pg1": 0.4, "timescale/dataset_size": 1000.0}
+        >>> setting(record, "tau_epoch"), setting(record, "weight_decay"), setting(record, "dataset_size")
+        (5.0, 0.4, 1000.0)
+        >>> setting({"tau_epoch": 2.0, "timescale/tau_epoch_target": 5.0}, "tau_epoch")  # the demo's own first
+        2.0
+    """
+    if name in hparams:
+        return hparams[name]
+    keys = sorted(hparams)
+    if name == "tau_epoch":
+        candidates = [k for k in keys if k.endswith("/tau_epoch_target")]
+        candidates += [k for k in keys if "/tau_epoch/" in k]
+    elif name == "weight_decay":
+        candidates = [k for k in keys if "/weight_decay/" in k and _positive(hparams[k])]
+    else:
+        candidates = [k for k in keys if k.endswith(f"/{name}") and k.count("/") == 1]
+    return hparams[candidates[0]] if candidates else None
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+#: Metrics ``plot`` tries, in order, when ``--metric`` is not given: the demo's, then what the monitor's record
+#: (``hp/...``) and plain Lightning logging name a validation loss.
+DEFAULT_METRICS = ("hp/val_loss", "hp/val/loss", "val_loss", "val/loss")
+
+
+def default_metric(runs: Sequence[RunRecord]) -> str:
+    """The first of :data:`DEFAULT_METRICS` that some run logged (the first of them when none did).
+
+    Example:
+        >>> default_metric([RunRecord(Path("r"), scalars={"val/loss": 0.3, "hp/val/loss": 0.3})])
+        'hp/val/loss'
+    """
+    logged = {tag for run in runs for tag in run.scalars}
+    return next((m for m in DEFAULT_METRICS if m in logged), DEFAULT_METRICS[0])
+
+
 def _curves(runs: Iterable[RunRecord], metric: str, group_by: str) -> dict[Any, list[tuple[float, float, list[float]]]]:
     """``{group: [(tau_epoch, weight_decay, [metric per seed]), ...]}`` sorted by ``tau_epoch``."""
     table: dict[Any, dict[float, tuple[float, list[float]]]] = defaultdict(dict)
     for run in runs:
-        try:
-            group = run.hparams[group_by]
-            tau = float(run.hparams["tau_epoch"])
-            wd = float(run.hparams["weight_decay"])
-            value = run.scalars[metric]
-        except KeyError:
+        group, tau, wd = (setting(run.hparams, name) for name in (group_by, "tau_epoch", "weight_decay"))
+        if group is None or tau is None or wd is None or metric not in run.scalars:
             continue
+        tau, wd, value = float(tau), float(wd), run.scalars[metric]
         if not math.isfinite(value):
             value = math.inf
         key = round(tau, 9)
@@ -262,7 +314,7 @@ def plot_sweep(
     logdir: Path,
     out: Path | None = None,
     *,
-    metric: str = "hp/val_loss",
+    metric: str | None = None,
     group_by: str = "dataset_size",
     goal: Goal = "min",
     formats: Sequence[str] = ("png", "svg"),
@@ -270,19 +322,18 @@ def plot_sweep(
 ) -> SweepPlot:
     """Draw ``logdir``'s sweep into ``out/tau_sweep.{png,svg}`` (``out`` defaults to ``logdir``) and print the table.
 
+    ``metric=None`` takes the first of :data:`DEFAULT_METRICS` the runs logged. Runs are read with :func:`setting`:
+    a ``lightning-tau demo`` sweep, and runs logged by ``TimescaleCallback`` / ``TimescaleMonitor`` (the quick
+    start, ``lightning-tau find``'s ``tb`` folder).
+
     Raises:
         ValueError: no run under ``logdir`` has ``tau_epoch``, ``weight_decay``, ``group_by`` and ``metric``.
     """
     runs = load_runs(logdir)
+    metric = default_metric(runs) if metric is None else metric
     curves = _curves(runs, metric, group_by)
     if not curves:
-        found_metrics = sorted({tag for r in runs for tag in r.scalars})[:20]
-        found_hparams = sorted({key for r in runs for key in r.hparams})[:20]
-        raise ValueError(
-            f"No run under {str(logdir)!r} has hparams `tau_epoch`, `weight_decay` and `{group_by}` with a scalar"
-            f" `{metric}` ({len(runs)} run directories found; hparams seen: {found_hparams}; scalars seen:"
-            f" {found_metrics}). Point it at a `lightning-tau demo` sweep, or pass --group-by / --metric."
-        )
+        raise ValueError(_nothing_to_plot(logdir, runs, metric, group_by))
     optima = find_optima(runs, metric, group_by, goal)
     table = format_optima(optima, metric, group_by)
     out = logdir if out is None else out
@@ -293,6 +344,34 @@ def plot_sweep(
         for path in paths.values():
             print(f"Figure: {path}")
     return SweepPlot(optima=optima, table=table, png=paths.get("png"), svg=paths.get("svg"))
+
+
+def _nothing_to_plot(logdir: Path, runs: Sequence[RunRecord], metric: str, group_by: str) -> str:
+    """One line: what is missing from the runs under ``logdir``, and what to pass instead."""
+    where = f"under {str(logdir)!r}"
+    if not runs:
+        return f"No run {where}: no TensorBoard event files. Give a `lightning-tau demo` sweep folder as LOGDIR."
+    timed = [r for r in runs if setting(r.hparams, "tau_epoch") is not None and setting(r.hparams, "weight_decay")]
+    if not timed:
+        return (
+            f"No run {where} records tau_epoch and weight_decay ({len(runs)} runs): log them with TimescaleCallback /"
+            " TimescaleMonitor, or give a `lightning-tau demo` sweep folder."
+        )
+    if not any(metric in r.scalars for r in timed):
+        return (
+            f"No run {where} logged `{metric}` (--metric); they logged: {_some(t for r in timed for t in r.scalars)}."
+        )
+    return (
+        f"No run {where} has the hparam `{group_by}` (--group-by); they have: "
+        f"{_some(k for r in timed for k in r.hparams)}."
+    )
+
+
+def _some(names: Iterable[str], limit: int = 6) -> str:
+    """``a, b, c (and 4 more)``: a few of ``names`` (sorted, unique), short enough for a one-line message."""
+    unique = sorted(set(names))
+    more = f" (and {len(unique) - limit} more)" if len(unique) > limit else ""
+    return ", ".join(unique[:limit]) + more
 
 
 def _draw(
@@ -366,7 +445,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("logdir", type=Path, help="sweep directory (e.g. tau_runs/sweep_0)")
     parser.add_argument("--out", type=Path, default=None, help="where to write the figure (default: LOGDIR)")
-    parser.add_argument("--metric", default="hp/val_loss", help="scalar tag to compare (its last value per run)")
+    parser.add_argument(
+        "--metric",
+        default=None,
+        help="scalar tag to compare (its last value per run); default: the first of"
+        f" {', '.join(DEFAULT_METRICS)} that the runs logged",
+    )
     parser.add_argument("--group-by", default="dataset_size", help="hparam that tells the lines apart")
     parser.add_argument("--goal", choices=("min", "max"), default="min", help="whether lower or higher is better")
     parser.set_defaults(func=_main)
@@ -377,6 +461,13 @@ def _main(args: argparse.Namespace) -> int:
     if not args.logdir.is_dir():
         print(f"lightning-tau plot: error: LOGDIR {str(args.logdir)!r} is not a directory.", file=sys.stderr)
         return 2
+    if args.out is not None:
+        from lightning_tau.cli._args import output_dir_problem
+
+        problem = output_dir_problem(args.out, "--out")
+        if problem:
+            print(f"lightning-tau plot: error: {problem}", file=sys.stderr)
+            return 2
     try:
         plot_sweep(args.logdir, args.out, metric=args.metric, group_by=args.group_by, goal=args.goal)
     except ValueError as err:

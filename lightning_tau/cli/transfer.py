@@ -15,7 +15,7 @@ import argparse
 import json
 from dataclasses import asdict
 
-from lightning_tau.transfer import TargetRun, TunedRun, format_transfer_table, transfer_groups
+from lightning_tau.transfer import GroupTransfer, TargetRun, TunedRun, format_transfer_table, transfer_groups
 
 __all__ = ["add_parser", "run"]
 
@@ -76,8 +76,10 @@ def run(args: argparse.Namespace) -> int:
             batch_size=_resolve(args.target_batch_size, tuned.batch_size, "--target-batch-size"),
             width=_resolve(args.target_width, tuned.width, "--target-width"),
         )
+        _check_tuned_timescale(tuned)
         groups = None if args.group is None else dict(_group(g) for g in args.group)
         rows = transfer_groups(tuned, target, base_width=args.base_width, width_mults=groups)
+        _check_target_timescale(rows, target, tuned)
     except ValueError as error:
         raise SystemExit(f"lightning-tau transfer: error: {error}") from None
     if args.json:
@@ -85,6 +87,32 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_transfer_table(tuned, target, rows))
     return 0
+
+
+def _check_tuned_timescale(tuned: TunedRun) -> None:
+    """A tuned run with ``lr * weight_decay >= 1`` (a timescale of one step or less) is an error, as in the callback."""
+    rate = tuned.lr * tuned.weight_decay
+    if rate >= 1:
+        raise ValueError(
+            f"`--lr {tuned.lr:g} --weight-decay {tuned.weight_decay:g}` give `lr * weight_decay = {rate:.4g}` (>= 1),"
+            f" a timescale of {1 / rate:.4g} optimizer steps: every step would shrink the weights to zero or past it."
+            f" Check the tuned values; AdamW needs `weight_decay` below 1 / lr = {1 / tuned.lr:.4g}."
+        )
+
+
+def _check_target_timescale(rows: list[GroupTransfer], target: TargetRun, tuned: TunedRun) -> None:
+    """A target whose ``tau_iter`` is one step or less (``lr * weight_decay >= 1`` in every group) is an error."""
+    tau_iter = rows[0].tau_iter
+    if tau_iter <= 1:
+        n = tuned.dataset_size if target.dataset_size is None else target.dataset_size
+        b = tuned.batch_size if target.batch_size is None else target.batch_size
+        raise ValueError(
+            f"the target run (N={n:g}, B={b:g}: M={n / b:.4g} steps per epoch) would hold the tuned"
+            f" tau_epoch={tuned.tau_epoch:.4g} as tau_iter={tau_iter:.4g} optimizer steps, so"
+            f" `lr * weight_decay = {1 / tau_iter:.4g}` (>= 1) in every group: every step would shrink the weights"
+            " to zero or past it. Use a larger --target-dataset-size or a smaller --target-batch-size (M above"
+            f" {1 / tuned.tau_epoch:.4g} steps per epoch)."
+        )
 
 
 def _size(text: str) -> tuple[float, bool]:

@@ -67,13 +67,17 @@ class TimescaleMonitor(Callback):
     magnitudes. ``docs/diagnostics.rst`` lists every key with its formula.
 
     With a :class:`~lightning.pytorch.loggers.TensorBoardLogger` it also writes a custom-scalars layout at train
-    start and, at train end, an HParams record (timescales, ``N``, ``B``, per-group lr / weight decay / width)
-    with the run's final monitored metric, else every logged scalar (a run without validation shows its last
-    training loss), else the timescales elapsed: the record is always written.
+    start and, at train end, an HParams record (timescales, ``N``, ``B``, per-group lr / weight decay / width,
+    next to the module's and datamodule's own ``save_hyperparameters``) with the run's final monitored metric,
+    else every logged scalar (a run without validation shows its last training loss), else the timescales elapsed:
+    the record is always written. TensorBoard shows only a run's first record, so Lightning's own fit-start record
+    (written for a module that calls ``save_hyperparameters`` with the logger's default ``hp_metric``) is kept out
+    of the event file; its ``hparams.yaml`` is written as before.
 
     ``N`` and ``B`` come from a :class:`~lightning_tau.TimescaleCallback` in the same Trainer when there is one,
-    else from the train dataloaders; when neither works the ``tau_epoch`` keys are left out. Put the monitor
-    *after* ``TimescaleCallback(mode="per_step")`` in ``callbacks`` so it reads the weight decay of the step.
+    else from the train dataloaders; when neither works the ``tau_epoch`` keys are left out. Its place in
+    ``callbacks`` does not matter: it reads each step's lr and weight decay in an optimizer step hook, after every
+    callback has written them.
 
     Args:
         logging_interval: log every this many optimizer steps; ``None`` uses ``Trainer(log_every_n_steps=...)``.
@@ -170,6 +174,7 @@ class TimescaleMonitor(Callback):
         self._states_of: dict[int, list[_GroupState]] = {}  # optimizer index -> its groups' states (per-step hook)
         self._restored: dict[str, Any] | None = None
         self._hooks: list[Any] = []
+        self._deferred: list[TensorBoardLogger] = []  # loggers whose default hp_metric is off for Lightning's write
         # Lightning reads `state_key` around every hook call (to name the profiler section): build it once
         self._state_key = self._generate_state_key(prefix=self.prefix)
 
@@ -179,22 +184,25 @@ class TimescaleMonitor(Callback):
 
     @override
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        """Warn when TensorBoard would hide the HParams record (Lightning writes its own first)."""
-        if self.log_hparams and any(
-            isinstance(lg, TensorBoardLogger) and dashboards.lightning_wrote_hparams(lg, trainer)
-            for lg in trainer.loggers
-        ):
-            rank_zero_warn(
-                "`TimescaleMonitor(log_hparams=True)`: TensorBoard keeps only the first hparams record of a run, and"
-                " Lightning writes one with `hp_metric` at fit start for a module that called `save_hyperparameters`,"
-                " so the timescale hparams will not show in the HParams tab. Pass"
-                " `TensorBoardLogger(default_hp_metric=False)` to see them (the scalars and"
-                " dashboards are unaffected)."
-            )
+        """Keep Lightning's fit-start hparams record out of TensorBoard's event file, so that the monitor's shows.
+
+        TensorBoard keeps only a run's first hparams record, and Lightning writes one (the module's hparams and
+        ``hp_metric``) right after this hook when the module or datamodule called ``save_hyperparameters``. For
+        that one write the logger's default ``hp_metric`` is off, so Lightning still records the hparams (its
+        ``hparams.yaml``) but writes no event; the monitor's record at train end carries them next to its own.
+        """
+        self._deferred = []
+        if not self.log_hparams:
+            return
+        for logger in trainer.loggers:
+            if isinstance(logger, TensorBoardLogger) and dashboards.lightning_wrote_hparams(logger, trainer):
+                dashboards.set_default_hp_metric(logger, False)
+                self._deferred.append(logger)
 
     @override
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Name the groups, restore the init-memory product from a checkpoint, and write the dashboard layout."""
+        self._restore_hp_metric()  # Lightning's fit-start hparams write is done
         self._interval = self.logging_interval or trainer.log_every_n_steps
         restored = self._restored or {}
         self.groups, self._optimizer_index, self._group_counts, self._states_of = [], {}, {}, {}
@@ -301,13 +309,11 @@ class TimescaleMonitor(Callback):
             return
         params = self._hparams(trainer)
         metrics = self._final_metrics(trainer)
+        # the module's and datamodule's own hparams, as Lightning would have recorded them, in the same record
+        lightning_params = dashboards.lightning_hparams(trainer)
         for logger in trainer.loggers:
             if isinstance(logger, TensorBoardLogger):
-                if dashboards.lightning_wrote_hparams(logger, trainer):
-                    continue
-                dashboards.write_hparams(
-                    logger, {**dict(pl_module.hparams_initial), **params}, metrics, trainer.global_step
-                )
+                dashboards.write_hparams(logger, {**lightning_params, **params}, metrics, trainer.global_step)
             else:
                 logger.log_hyperparams(params)
 
@@ -326,8 +332,14 @@ class TimescaleMonitor(Callback):
     @override
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         self._remove_hooks()  # also when training stopped with an exception
+        self._restore_hp_metric()
 
     # --- helpers -------------------------------------------------------------------------------------------
+
+    def _restore_hp_metric(self) -> None:
+        for logger in self._deferred:
+            dashboards.set_default_hp_metric(logger, True)
+        self._deferred = []
 
     def _remove_hooks(self) -> None:
         for handle in self._hooks:

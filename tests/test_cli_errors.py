@@ -1,0 +1,88 @@
+"""Bad input to ``lightning-tau``: one line naming the argument, the value and what to do, before any training.
+
+Usage errors exit with 2, as argparse's own do; nothing is trained and no sweep directory is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lightning_tau.cli import main
+
+TUNED = ["--lr", "1e-3", "--weight-decay", "0.1", "--dataset-size", "50000", "--batch-size", "100"]
+
+
+def _one_error_line(err: str, command: str) -> str:
+    """The message of a failed command: exactly one line starting ``lightning-tau <command>: error:``."""
+    lines = [line for line in err.splitlines() if line.startswith(f"lightning-tau {command}: error:")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_demo_out_is_an_existing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    existing = tmp_path / "notes.txt"
+    existing.write_text("mine\n")
+    assert main(["demo", "--quick", "--no-progress", "--out", str(existing)]) == 2
+    line = _one_error_line(capsys.readouterr().err, "demo")
+    assert f"--out {existing} is an existing file" in line and "give a directory" in line
+    assert existing.read_text() == "mine\n"
+
+
+def test_demo_out_cannot_be_created(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # under a regular file no directory can be made, whoever runs the test (root ignores permission bits)
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "runs"
+    assert main(["demo", "--quick", "--no-progress", "--out", str(out)]) == 2
+    line = _one_error_line(capsys.readouterr().err, "demo")
+    assert f"--out {out} cannot be written" in line and "give a directory you can write to" in line
+
+
+def test_demo_negative_seed_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--seeds", "0", "-1", "--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --seeds: expected an integer from 0 to 4294967295, got '-1'" in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_demo_timescale_under_one_step_is_refused_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # N=100, B=64: an epoch is 2 optimizer steps, so tau_epoch=0.01 is 0.02 steps (lr * weight_decay = 50)
+    argv = ["demo", "--sizes", "100", "--tau-epochs", "0.01", "5", "--epochs", "1", "--out", str(tmp_path)]
+    assert main([*argv, "--no-progress", "--no-plot"]) == 2
+    line = _one_error_line(capsys.readouterr().err, "demo")
+    assert "--tau-epochs 0.01:" in line and "2 optimizer steps" in line and "above 0.5" in line
+    assert not list(tmp_path.iterdir())  # no sweep_0: nothing was trained
+
+
+def test_plot_out_cannot_be_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "figures"
+    assert main(["plot", str(tmp_path), "--out", str(out)]) == 2
+    line = _one_error_line(capsys.readouterr().err, "plot")
+    assert f"--out {out} cannot be written" in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        # the tuned run itself: lr * weight_decay = 2, half a step
+        (
+            ["--lr", "1", "--weight-decay", "2", "--dataset-size", "100", "--batch-size", "10"],
+            "`--lr 1 --weight-decay 2`",
+        ),
+        # a sound tuned run (tau_epoch = 20) carried to B = 40000 x 100: M = 0.0125 steps, so tau_iter = 0.25
+        ([*TUNED, "--target-batch-size", "40000x"], "tau_iter=0.25 optimizer steps"),
+    ],
+)
+def test_transfer_refuses_a_timescale_under_one_step(argv: list[str], expected: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transfer", *argv])
+    message = str(exit_info.value.code)
+    assert message.startswith("lightning-tau transfer: error:") and "\n" not in message
+    assert expected in message and "lr * weight_decay" in message and "(>= 1)" in message
