@@ -538,8 +538,15 @@ class TimescaleCallback(Callback):
         self._group_counts = {id(o): len(o.param_groups) for o in trainer.optimizers}
         self._decided_epoch = trainer.current_epoch
         target_epoch = self.tau_epoch if self.tau_epoch is not None else self.resolved_tau_epoch
-        for monitor in self._monitors(trainer):  # one shape for the callback and the monitor
-            monitor.set_run_shape(shape, tau_iter=tau_iter, tau_epoch=target_epoch)
+        targets = _group_targets(groups, tau_iters, self.tau_epoch, optimizer_m, shape.steps_per_epoch)
+        for monitor in self._monitors(trainer):  # one shape, and each group's own target, for the monitor
+            monitor.set_run_shape(
+                shape,
+                tau_iter=tau_iter,
+                tau_epoch=target_epoch,
+                group_targets=targets,
+                optimizer_steps_per_epoch=optimizer_m,
+            )
         if first:
             self._check_resume()
             self._report_width(trainer)
@@ -846,6 +853,29 @@ class TimescaleCallback(Callback):
 
 
 _LISTED = 6  # 1-D parameters named per group in the warning
+
+
+def _group_targets(
+    groups: list[GroupTimescale],
+    tau_iters: float | dict[int, float],
+    tau_epoch: float | None,
+    optimizer_m: dict[int, float],
+    run_m: float | None,
+) -> dict[tuple[int, int], tuple[float, float | None]]:
+    """``(tau_iter, tau_epoch)`` each managed group holds, for the monitor: its width's ``tau_iter``, and
+    ``tau_epoch`` in its own optimizer's steps per epoch (the given ``tau_epoch`` exactly at the base width)."""
+    out: dict[tuple[int, int], tuple[float, float | None]] = {}
+    for g in groups:
+        if not g.decays or g.tau_iter is None:
+            continue
+        if tau_epoch is not None:
+            held = tau_iters[g.optimizer_index] if isinstance(tau_iters, dict) else tau_iters
+            epochs: float | None = tau_epoch * (g.tau_iter / held)  # times s ** (1 - alpha)
+        else:
+            m = optimizer_m.get(g.optimizer_index, run_m)
+            epochs = g.tau_iter / m if m else None
+        out[(g.optimizer_index, g.group_index)] = (g.tau_iter, epochs)
+    return out
 
 
 def _describe(callback: TimescaleCallback) -> str:

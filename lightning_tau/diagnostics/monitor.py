@@ -7,6 +7,7 @@ one fused pass (:mod:`lightning_tau.diagnostics.stats`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,8 +59,8 @@ class TimescaleMonitor(Callback):
     group ``g`` (the group's ``name``, else ``pg1``, ``pg2``, ... as ``LearningRateMonitor`` names them), under
     ``{prefix}/{quantity}/{g}``: ``lr``, ``weight_decay``, the instantaneous ``tau_iter``
     :math:`= 1/(\eta_t\lambda_t)` and ``tau_epoch`` (when ``N`` and ``B`` are known), which grow as the lr
-    decays, next to the targets ``tau_iter_target`` and ``tau_epoch_target`` when a
-    :class:`~lightning_tau.TimescaleCallback` holds one, ``width_mult`` (muP), ``weight_mean_abs``, ``weight_rms``,
+    decays, next to the group's own targets ``tau_iter_target`` and ``tau_epoch_target`` when a
+    :class:`~lightning_tau.TimescaleCallback` manages it, ``width_mult`` (muP), ``weight_mean_abs``, ``weight_rms``,
     the predictions ``rms_equilibrium`` :math:`= \sqrt{\eta_t / 2\lambda_t}` and ``coherent_bound``
     :math:`= 1/\lambda_t`, ``rms_ratio`` (measured / predicted RMS), ``wd_mean_abs`` :math:`= \lambda_t\,
     \overline{|w|}`, ``init_memory`` :math:`= \prod_t (1-\eta_t\lambda_t)` and ``timescales_elapsed``
@@ -75,7 +76,10 @@ class TimescaleMonitor(Callback):
     of the event file; its ``hparams.yaml`` is written as before.
 
     ``N`` and ``B`` come from a :class:`~lightning_tau.TimescaleCallback` in the same Trainer when there is one,
-    else from the train dataloaders; when neither works the ``tau_epoch`` keys are left out. Its place in
+    else from the train dataloaders; when neither works the ``tau_epoch`` keys are left out. The callback also
+    pushes, after each decision, what each group holds (``tau_iter * s ** (1 - width_exponent)`` for a muP group)
+    and each optimizer's own steps per epoch under manual optimization, so every group's ``tau_epoch`` and targets
+    are in its own optimizer's steps. Its place in
     ``callbacks`` does not matter: it reads each step's lr and weight decay in an optimizer step hook, after every
     callback has written them.
 
@@ -163,9 +167,16 @@ class TimescaleMonitor(Callback):
         #: The run's shape (``M``, ``N``, ``B``): pushed by a ``TimescaleCallback`` in the same Trainer after each
         #: of its decisions, else read with the same reader once per epoch.
         self.run_shape: RunShape | None = None
-        #: The timescale a ``TimescaleCallback`` holds, pushed by it (``None``: no target, not logged).
+        #: The run's timescale (``None``: no target, not logged): pushed by a ``TimescaleCallback`` (the base
+        #: width's), or set by hand on a monitor used alone; logged for every decaying group that has no target below.
         self.target_tau_iter: float | None = None
         self.target_tau_epoch: float | None = None
+        #: ``(optimizer index, group index) -> (tau_iter, tau_epoch)`` each group a ``TimescaleCallback`` manages
+        #: holds (its width's, in its own optimizer's steps); ``None`` when no callback pushed them.
+        self.group_targets: dict[tuple[int, int], tuple[float, float | None]] | None = None
+        #: Optimizer index -> its steps per epoch where it is not the run's ``M`` (manual optimization), pushed by a
+        #: ``TimescaleCallback``: that optimizer's groups' ``tau_epoch`` is in its own steps.
+        self.optimizer_steps_per_epoch: dict[int, float] = {}
         self._shape_pushed = False
         self._shape_epoch: int | None = None
         self._optimizers: list[torch.optim.Optimizer] = []
@@ -381,6 +392,13 @@ class TimescaleMonitor(Callback):
         lr = group_lr(group) if state.last_lr is None else state.last_lr
         wd = float(group.get("weight_decay", 0.0)) if state.last_weight_decay is None else state.last_weight_decay
         mean_abs, rms = magnitudes(row)
+        # the timescale a `TimescaleCallback` holds for this group (pushed by it) beside the instantaneous one
+        if self.group_targets is None:
+            tau_iter_target, tau_epoch_target = self.target_tau_iter, self.target_tau_epoch
+        else:
+            tau_iter_target, tau_epoch_target = self.group_targets.get(
+                (state.optimizer_index, state.group_index), (None, None)
+            )
         values = group_metrics(
             lr,
             wd,
@@ -388,19 +406,41 @@ class TimescaleMonitor(Callback):
             rms,
             width_mult=state.width_mult,
             unit_rms=state.unit_rms_updates,
-            steps_per_epoch=None if shape is None else shape.steps_per_epoch,
-            # the timescale a `TimescaleCallback` holds (set on the monitor by it) beside the instantaneous one
-            tau_iter_target=self.target_tau_iter,
-            tau_epoch_target=self.target_tau_epoch,
+            steps_per_epoch=self._steps_per_epoch(state.optimizer_index, shape),
+            tau_iter_target=tau_iter_target,
+            tau_epoch_target=tau_epoch_target,
             init_memory=state.init_memory,
             timescales_elapsed=state.timescales_elapsed,
         )
         return {dashboards.metric_key(self.prefix, key, state.name): value for key, value in values.items()}
 
-    def set_run_shape(self, shape: RunShape | None, *, tau_iter: float | None, tau_epoch: float | None) -> None:
-        """Take the run's shape and target timescale from a ``TimescaleCallback`` (after each of its decisions)."""
+    def set_run_shape(
+        self,
+        shape: RunShape | None,
+        *,
+        tau_iter: float | None,
+        tau_epoch: float | None,
+        group_targets: Mapping[tuple[int, int], tuple[float, float | None]] | None = None,
+        optimizer_steps_per_epoch: Mapping[int, float] | None = None,
+    ) -> None:
+        """Take the run's shape and targets from a ``TimescaleCallback`` (after each of its decisions).
+
+        Args:
+            shape: the run's ``M``, ``N``, ``B`` as the callback read them.
+            tau_iter: the run's target in steps (the base width's), for the HParams record.
+            tau_epoch: the run's target in epochs.
+            group_targets: ``(optimizer index, group index) -> (tau_iter, tau_epoch)`` of every group the callback
+                manages; groups it does not name log no target. ``None`` logs the run's target for every group.
+            optimizer_steps_per_epoch: optimizer index -> its ``M`` where it is not ``shape``'s.
+        """
         self.run_shape, self._shape_pushed = shape, shape is not None
         self.target_tau_iter, self.target_tau_epoch = tau_iter, tau_epoch
+        self.group_targets = None if group_targets is None else dict(group_targets)
+        self.optimizer_steps_per_epoch = dict(optimizer_steps_per_epoch or {})
+
+    def _steps_per_epoch(self, optimizer_index: int, shape: RunShape | None) -> float | None:
+        """``M`` of one optimizer: its own where the callback decided it with one, else the run's."""
+        return self.optimizer_steps_per_epoch.get(optimizer_index, None if shape is None else shape.steps_per_epoch)
 
     def _dataset_shape(self, trainer: pl.Trainer) -> RunShape | None:
         """The run's shape as a ``TimescaleCallback`` decided it, else read once per epoch; ``None`` if unknown."""
@@ -442,8 +482,9 @@ class TimescaleMonitor(Callback):
                 params[f"{p}/width_mult/{state.name}"] = state.width_mult
             if wd > 0 and lr > 0:
                 params[f"{p}/tau_iter/{state.name}"] = timescale.tau_iter(lr, wd)
-                if shape is not None and shape.steps_per_epoch:
-                    params[f"{p}/tau_epoch/{state.name}"] = timescale.tau_iter(lr, wd) / shape.steps_per_epoch
+                steps_per_epoch = self._steps_per_epoch(state.optimizer_index, shape)
+                if steps_per_epoch:
+                    params[f"{p}/tau_epoch/{state.name}"] = timescale.tau_iter(lr, wd) / steps_per_epoch
         return params
 
     def _final_metrics(self, trainer: pl.Trainer) -> dict[str, float]:

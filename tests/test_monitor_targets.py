@@ -1,0 +1,81 @@
+"""The monitor logs each param group's own target and ``tau_epoch`` in its own optimizer's steps per epoch.
+
+A ``TimescaleCallback`` decides per group: with ``width_exponent=alpha`` a muP group of width multiplier ``s`` holds
+``tau_iter * s ** (1 - alpha)``, and under manual optimization an optimizer that steps less than once per batch is
+decided with its own ``M``. The logged view (read back from the TensorBoard event file) must show what each group
+holds, not the run's base-width, one-step-per-batch values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_loader, quiet_trainer
+from lightning.pytorch.loggers import TensorBoardLogger
+from test_monitor_tensorboard import hparams_record, load_events, scalar_series
+from test_mup import BASE_WIDTH, Module, mup_mlp
+from test_run_changes import TwoPlayers
+from test_width_exponent import mu_adamw  # MuAdamW at a constant lr: tau_iter_t is on its target
+
+from lightning_tau import TimescaleCallback
+from lightning_tau.diagnostics import TimescaleMonitor
+
+TAU_EPOCH = 2.0
+N, B = 120, 10  # 12 batches per epoch
+INTERVAL = 4
+
+
+def fit_logged(tmp_path: Path, model: Any, callbacks: list[Any], n: int = N, epochs: int = 2) -> Path:
+    logger = TensorBoardLogger(tmp_path, name="runs", version="v0")
+    trainer = quiet_trainer(logger=logger, callbacks=callbacks, max_epochs=epochs, log_every_n_steps=INTERVAL)
+    trainer.fit(model, make_loader(n=n, batch_size=B))
+    return Path(logger.log_dir)
+
+
+@pytest.mark.parametrize("width", [2 * BASE_WIDTH, 4 * BASE_WIDTH])
+def test_width_exponent_each_group_logs_its_own_target(tmp_path: Path, width: int) -> None:
+    alpha = 0.5
+    callback = TimescaleCallback(tau_epoch=TAU_EPOCH, width_exponent=alpha, decay_vectors=True, verbose=False)
+    events = load_events(fit_logged(tmp_path, Module(mup_mlp(width), mu_adamw), [callback]))  # its own monitor
+    s = width / BASE_WIDTH
+    m = N / B
+    # MuAdamW: the hidden matrix (s = width / base) is pg1, the vector-like parameters (s = 1) pg2
+    expected = {"pg1": TAU_EPOCH * m * s ** (1 - alpha), "pg2": TAU_EPOCH * m}
+    assert set(scalar_series(events, "timescale/width_mult/pg1").values()) == {s}
+    steps = list(range(INTERVAL, 2 * N // B + 1, INTERVAL))
+    for name, tau_iter in expected.items():
+        target = scalar_series(events, f"timescale/tau_iter_target/{name}")
+        assert sorted(target) == steps
+        assert all(v == pytest.approx(tau_iter, rel=1e-6) for v in target.values()), (name, target, tau_iter)
+        epoch_target = scalar_series(events, f"timescale/tau_epoch_target/{name}")
+        assert all(v == pytest.approx(tau_iter / m, rel=1e-6) for v in epoch_target.values()), (name, epoch_target)
+        # the step's own 1/(lr*wd) is on its group's target under a constant lr
+        instantaneous = scalar_series(events, f"timescale/tau_iter/{name}")
+        assert instantaneous == pytest.approx(target, rel=1e-6), name
+        assert scalar_series(events, f"timescale/tau_epoch/{name}") == pytest.approx(epoch_target, rel=1e-6), name
+    hparams, _ = hparams_record(events)
+    assert hparams["timescale/tau_iter_target"] == pytest.approx(TAU_EPOCH * m)  # the run's (base width's) target
+    assert hparams["timescale/tau_epoch/pg1"] == pytest.approx(TAU_EPOCH * s ** (1 - alpha), rel=1e-6)
+
+
+def test_manual_optimization_logs_tau_epoch_in_each_optimizers_own_steps(tmp_path: Path) -> None:
+    # TwoPlayers: 10 batches, the discriminator (optimizer 0) steps every batch, the generator every second
+    callback = TimescaleCallback(tau_epoch=TAU_EPOCH, steps_per_epoch={1: 5}, verbose=False)
+    monitor = TimescaleMonitor(logging_interval=2)
+    events = load_events(fit_logged(tmp_path, TwoPlayers(), [callback, monitor], n=100))
+    expected_m = {"optimizer0/pg1": 10, "optimizer1/pg1": 5}  # steps each optimizer takes per epoch
+    for name, m in expected_m.items():
+        tau_iter = scalar_series(events, f"timescale/tau_iter/{name}")  # 1/(lr*wd) of the step: constant lr
+        assert tau_iter and all(v == pytest.approx(TAU_EPOCH * m, rel=1e-6) for v in tau_iter.values()), name
+        tau_iter_target = scalar_series(events, f"timescale/tau_iter_target/{name}")
+        assert tau_iter_target == pytest.approx(tau_iter, rel=1e-6), name
+        tau_epoch = scalar_series(events, f"timescale/tau_epoch/{name}")
+        assert sorted(tau_epoch) == sorted(tau_iter)
+        assert all(v == pytest.approx(TAU_EPOCH, rel=1e-6) for v in tau_epoch.values()), (name, tau_epoch)
+        tau_epoch_target = scalar_series(events, f"timescale/tau_epoch_target/{name}")
+        assert tau_epoch_target == pytest.approx(tau_epoch, rel=1e-6), name
+    hparams, _ = hparams_record(events)
+    assert hparams["timescale/tau_epoch/optimizer1/pg1"] == pytest.approx(TAU_EPOCH, rel=1e-6)
+    assert hparams["timescale/steps_per_epoch"] == 10  # the run's M (one step per batch)
