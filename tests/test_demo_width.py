@@ -27,7 +27,7 @@ from tensorboard.plugins.hparams import plugin_data_pb2  # noqa: E402
 
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.demos.width import ARMS, BASE_ARM, MuDigitsMLP, WidthConfig, run_one_width  # noqa: E402
-from lightning_tau.demos.width_curves import bootstrap_exponent, is_interior  # noqa: E402
+from lightning_tau.demos.width_curves import bootstrap_exponent, is_bracketed, is_interior  # noqa: E402
 
 # one short epoch per run: enough for the optimizer to take steps, cheap on two shared cores
 TINY = WidthConfig(widths=[8, 32], weight_decays=[0.5], seeds=[0], epochs=1, train_size=128, batch_size=32)
@@ -105,6 +105,7 @@ def test_summary_optima_follow_from_its_own_curves(width_sweep: tuple[Path, str]
     assert set(summary["arms"]) == set(ARMS) and summary["widths"] == [8, 32]
     for arm, part in summary["arms"].items():
         assert set(part["curves"]) == set(part["best_lambda_base"]) == set(part["interior"]) == {"8", "32"}
+        assert set(part["bracketed"]) == {"8", "32"}
         best = {}
         for width, rows in part["curves"].items():
             assert [row[0] for row in rows] == [4.0, 16.0, 64.0]
@@ -116,6 +117,10 @@ def test_summary_optima_follow_from_its_own_curves(width_sweep: tuple[Path, str]
                 rows[j][1] - rows[i][1] > max(rows[i][2], rows[j][2]) for j in (i - 1, i + 1)
             )
             assert part["interior"][width] is interior, (arm, width)
+            bracketed = any(rows[j][1] - rows[i][1] > max(rows[i][2], rows[j][2]) for j in range(i)) and any(
+                rows[j][1] - rows[i][1] > max(rows[i][2], rows[j][2]) for j in range(i + 1, len(rows))
+            )
+            assert part["bracketed"][width] is bracketed, (arm, width)
         # the exponent: slope of log best λ_base on log s through two widths (s = 1, 4)
         slope = (math.log(best["32"]) - math.log(best["8"])) / math.log(4)
         assert part["exponent"] == pytest.approx(slope, abs=1e-9)
@@ -184,6 +189,10 @@ def test_interior_needs_both_neighbours_worse_by_more_than_the_seed_spread() -> 
     assert not is_interior([[1.0, 0.9, 0.01], [2.0, 0.5, 0.01], [4.0, 0.7, 0.3]])  # spread at a neighbour
     assert not is_interior([[1.0, 0.5, 0.01], [2.0, 0.6, 0.01], [4.0, 0.7, 0.01]])  # at the grid edge
     assert is_interior([[1.0, math.inf, math.inf], [2.0, 0.5, 0.01], [4.0, 0.7, 0.01]])  # a diverged neighbour
+    # a flat bottom between grid points: not interior, but bracketed by the points further out
+    flat = [[1.0, 0.9, 0.01], [2.0, 0.505, 0.01], [4.0, 0.5, 0.01], [8.0, 0.9, 0.01]]
+    assert not is_interior(flat) and is_bracketed(flat)
+    assert not is_bracketed([[1.0, 0.9, 0.01], [2.0, 0.5, 0.01], [4.0, 0.505, 0.01]])  # no rise on the right
 
 
 def test_bootstrap_interval_is_reproducible_and_covers_the_spread_of_seeds() -> None:

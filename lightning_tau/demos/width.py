@@ -55,6 +55,7 @@ __all__ = [
     "WidthConfig",
     "describe_width",
     "format_width_summary",
+    "load_width_results",
     "plot_width_sweep",
     "run_one_width",
     "run_width_demo",
@@ -528,13 +529,13 @@ def format_width_summary(summary: dict[str, Any]) -> str:
 
     Example:
         >>> arm = {"curves": {"16": [[1.0, 0.9, 0.1], [2.0, 0.5, 0.1], [4.0, 0.8, 0.1]]},
-        ...        "best_lambda_base": {"16": 2.1}, "interior": {"16": True}, "exponent": 0.05,
-        ...        "exponent_ci": [-0.2, 0.3]}
+        ...        "best_lambda_base": {"16": 2.1}, "interior": {"16": True}, "bracketed": {"16": True},
+        ...        "exponent": 0.05, "exponent_ci": [-0.2, 0.3]}
         >>> print(format_width_summary({"arms": {"fixed": arm}, "metric": "hp/val_loss", "width_mults": {"16": 1.0}}))
         ... # doctest: +NORMALIZE_WHITESPACE
         Best λ_base per width (mean hp/val_loss over seeds; smoothed = the finder's parabola in log λ):
-          arm   | width | s | best λ_base (grid) | smoothed | hp/val_loss ± std | interior
-          fixed | 16    | 1 | 2                  | 2.1      | 0.5 ± 0.1         | yes
+          arm   | width | s | best λ_base (grid) | smoothed | hp/val_loss ± std | interior | bracketed
+          fixed | 16    | 1 | 2                  | 2.1      | 0.5 ± 0.1         | yes      | yes
         Exponent of best λ_base in s (slope on log s; 95% bootstrap interval over seeds):
           fixed: 0.05 [-0.2, 0.3]
     """
@@ -553,10 +554,11 @@ def format_width_summary(summary: dict[str, Any]) -> str:
                     f"{part['best_lambda_base'][width]:.3g}",
                     f"{best[1]:.4g} ± {best[2]:.2g}",
                     "yes" if part["interior"][width] else "no",
+                    "yes" if part["bracketed"][width] else "no",
                 ]
             )
     lines = [f"Best λ_base per width (mean {metric} over seeds; smoothed = the finder's parabola in log λ):"]
-    header = ["arm", "width", "s", "best λ_base (grid)", "smoothed", f"{metric} ± std", "interior"]
+    header = ["arm", "width", "s", "best λ_base (grid)", "smoothed", f"{metric} ± std", "interior", "bracketed"]
     lines += table_lines(header, rows, rule=False, indent="  ")
     lines.append("Exponent of best λ_base in s (slope on log s; 95% bootstrap interval over seeds):")
     for arm, part in summary["arms"].items():
@@ -564,8 +566,8 @@ def format_width_summary(summary: dict[str, Any]) -> str:
         lines.append(f"  {arm}: {part['exponent']:.3g} [{low:.3g}, {high:.3g}]")
     if any(not flag for part in summary["arms"].values() for flag in part["interior"].values()):
         lines.append(
-            "A line without an interior optimum (interior: no) does not locate its best λ_base: widen the grid or"
-            " read its exponent with care."
+            "interior: both grid neighbours of the best point are worse by more than the seed std; bracketed: some"
+            " point on each side is. A line that is neither does not locate its best λ_base (widen the grid)."
         )
     return "\n".join(lines)
 
@@ -624,6 +626,19 @@ def plot_width_sweep(summary: dict[str, Any], out: Path, formats: Sequence[str] 
         paths[fmt] = path
     plt.close(fig)
     return paths
+
+
+def load_width_results(sweep_dir: Path) -> list[dict[str, Any]]:
+    """Each run of a width sweep read back from its TensorBoard logs (its HParams record and last scalars), in the
+    form :func:`width_summary` takes: ``width_summary(load_width_results(d), config)`` redoes a finished sweep's
+    summary (``config`` as recorded in its ``summary.json``)."""
+    from lightning_tau.cli.plot import load_runs
+
+    return [
+        {**run.hparams, **run.scalars}
+        for run in load_runs(sweep_dir)
+        if {"arm", "width", "weight_decay_base", "seed"} <= set(run.hparams) and METRIC in run.scalars
+    ]
 
 
 def run_width_demo(

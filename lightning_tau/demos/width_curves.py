@@ -6,7 +6,9 @@ A *curve* is one ``(arm, width)`` line of a λ_base sweep at a fixed base learni
 ``[lambda_base, mean, std]`` over seeds, in increasing ``lambda_base``. Its best ``λ_base`` is the finder's
 smoothed optimum (:func:`~lightning_tau.tuner.curve.smoothed_optimum`: a parabola in ``log λ_base`` through the
 grid's best point and its two neighbours, its vertex clamped between them). The optimum is *interior* when the best
-grid point has a neighbour on each side and both neighbours are worse by more than the seed spread there. The
+grid point has a neighbour on each side and both neighbours are worse by more than the seed spread there; it is
+*bracketed* when some grid point on each side is (a flat-bottomed optimum between two grid points is bracketed
+but not interior). The
 *exponent* of an arm is the least-squares slope of ``log best λ_base`` on ``log s``, ``s = width / base width``:
 Wang & Aitchison (ICML 2025, Sec. 4.2) predict 0 when ``λ = s λ_base`` holds the hidden weights' ``tau_iter``
 (the ``timescale`` arm) and 1 when ``λ = λ_base`` at every width (the ``fixed`` arm); Fan et al. (2025) argue for
@@ -30,6 +32,7 @@ __all__ = [
     "bootstrap_exponent",
     "curve_rows",
     "fit_exponent",
+    "is_bracketed",
     "is_interior",
     "summarize_arm",
 ]
@@ -103,6 +106,30 @@ def is_interior(rows: Sequence[Sequence[float]]) -> bool:
         if not gap > max(spread, rows[neighbour][2] if math.isfinite(rows[neighbour][2]) else 0.0):
             return False
     return True
+
+
+def is_bracketed(rows: Sequence[Sequence[float]]) -> bool:
+    """Whether some grid point on each side of the best one is worse by more than the seed spread.
+
+    A looser test than :func:`is_interior`: a flat-bottomed optimum that falls between two grid points fails the
+    neighbour test (the neighbours are within the spread) yet is bracketed when the curve rises further out.
+
+    Example:
+        >>> rows = [[1.0, 0.9, 0.05], [2.0, 0.52, 0.05], [4.0, 0.5, 0.05], [8.0, 0.52, 0.05], [16.0, 0.8, 0.05]]
+        >>> is_interior(rows), is_bracketed(rows)
+        (False, True)
+    """
+    means = [r[1] if math.isfinite(r[1]) else math.inf for r in rows]
+    if len(rows) < 3 or all(m == math.inf for m in means):
+        return False
+    best = means.index(min(means))
+    spread = rows[best][2]
+
+    def worse(j: int) -> bool:
+        other = rows[j][2] if math.isfinite(rows[j][2]) else 0.0
+        return means[j] - means[best] > max(spread, other)
+
+    return any(worse(j) for j in range(best)) and any(worse(j) for j in range(best + 1, len(rows)))
 
 
 def fit_exponent(width_mults: Sequence[float], best: Sequence[float]) -> float:
@@ -182,8 +209,8 @@ def summarize_arm(lines: Mapping[float, PerSeed], widths: Mapping[float, int] | 
 
     Returns:
         ``{"curves": {width: rows}, "best_lambda_base": {width: λ}, "interior": {width: bool},
-        "exponent": slope, "exponent_ci": [low, high]}``; per-width keys are strings (JSON keys), non-finite
-        numbers ``None``.
+        "bracketed": {width: bool}, "exponent": slope, "exponent_ci": [low, high]}``; per-width keys are strings
+        (JSON keys), non-finite numbers ``None``.
 
     Example:
         >>> base = {1.0: [0.9, 0.8], 4.0: [0.5, 0.4], 16.0: [0.8, 0.9]}
@@ -202,6 +229,7 @@ def summarize_arm(lines: Mapping[float, PerSeed], widths: Mapping[float, int] | 
         "curves": {names[m]: [[_json_number(v) for v in row] for row in rows] for m, rows in curves.items()},
         "best_lambda_base": {names[m]: best[m] for m in mults},
         "interior": {names[m]: is_interior(curves[m]) for m in mults},
+        "bracketed": {names[m]: is_bracketed(curves[m]) for m in mults},
         "exponent": fit_exponent(mults, [best[m] for m in mults]),
         "exponent_ci": bootstrap_exponent(lines),
     }
