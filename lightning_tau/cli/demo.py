@@ -9,9 +9,10 @@ weight-decay grid per size. Every run logs to TensorBoard (its own run directory
 ``tau_epoch`` stays put (Wang & Aitchison, ICML 2025, Figure 1). Each run also carries a
 :class:`~lightning_tau.diagnostics.TimescaleMonitor` (timescales and weight RMS against its prediction).
 
-``--axis width`` runs the other sweep instead: μP width x learning rate with the weight decay fixed across widths
-against ``TimescaleCallback`` (:mod:`lightning_tau.demos.width`). Both axes write ``summary.json`` (each line's
-optimum) into the sweep folder.
+``--axis width`` runs the other sweep instead: μP width x base weight decay ``λ_base`` at a fixed base learning
+rate, the weight decay fixed across widths against ``TimescaleCallback`` (:mod:`lightning_tau.demos.width`), and
+measures the exponent of the best ``λ_base`` in the width multiplier. Both axes write ``summary.json`` into the sweep
+folder.
 
 The default setup follows the paper's: a fixed number of epochs for every size, a fixed batch size and initial
 learning rate with cosine decay to a tenth, and a scale-invariant network (LayerNorm after every linear layer).
@@ -167,8 +168,9 @@ class SweepConfig(Protocol):
 #: What ``--quick`` runs: 2 sizes x 3 timescales x 2 epochs, a few seconds (for tests and a first look).
 QUICK = DemoConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
 
-#: What ``--axis width --quick`` runs: 2 arms x 2 widths x 2 learning rates x 2 epochs, seconds.
-QUICK_WIDTH = WidthConfig(widths=[16, 64], lrs=[3e-3, 3e-2], seeds=[0], epochs=2)
+#: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 5 λ_base x 3 seeds, 30 epochs: the full
+#: form's task on a narrower λ_base grid (75 runs, the base width's once for both arms).
+QUICK_WIDTH = WidthConfig(weight_decays=[16.0, 32.0, 64.0, 128.0, 256.0])
 
 #: Values of ``--axis``.
 AXES = ("dataset-size", "width")
@@ -433,8 +435,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             " size x tau_epoch x seed, with TimescaleCallback setting AdamW's weight decay to"
             " B / (lr * N * tau_epoch), log every run to TensorBoard, and plot validation loss against weight"
             " decay and against tau_epoch. The optimal weight decay falls as N grows; the optimal tau_epoch"
-            " moves much less. `--axis width` instead sweeps μP width x learning rate, weight decay fixed across"
-            " widths against TimescaleCallback (needs mup). `--task text` runs the dataset-size sweep on a small"
+            " moves much less. `--axis width` instead sweeps μP width x base weight decay at a fixed base learning"
+            " rate, weight decay fixed across widths against TimescaleCallback, and fits the exponent of the best"
+            " λ_base in the width multiplier (needs mup). `--task text` runs the dataset-size sweep on a small"
             " byte-level GPT over the standard library's own .py files (fractions of the corpus; nothing is"
             " downloaded). Each call writes a new OUT/sweep_K directory with a summary.json of each line's optimum."
         ),
@@ -445,7 +448,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=AXES,
         default="dataset-size",
         help="what the sweep varies: 'dataset-size' (tau_epoch x N, TimescaleCallback in every run) or 'width'"
-        " (μP width x lr, fixed weight decay against TimescaleCallback; needs mup)",
+        " (μP width x λ_base at a fixed lr, fixed weight decay against TimescaleCallback; needs mup)",
     )
     parser.add_argument(
         "--task",
@@ -526,20 +529,26 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=f"hidden widths; the smallest is μP's base width (default: {_ints(w.widths)})",
     )
     width.add_argument(
-        "--lrs",
+        "--weight-decays",
         type=positive_float,
         nargs="+",
         default=argparse.SUPPRESS,
-        metavar="LR",
-        help=f"base learning rates; hidden matrices get lr / s (default: {' '.join(f'{x:g}' for x in w.lrs)})",
+        metavar="LAMBDA",
+        help="the λ_base grid: every width's weight decay in the 'fixed' arm; in the 'timescale' arm"
+        " TimescaleCallback holds the base width's tau_iter = 1 / (lr_base λ_base), so the hidden matrices get"
+        f" s λ_base (default: {' '.join(f'{x:g}' for x in w.weight_decays)})",
     )
     width.add_argument(
-        "--weight-decay",
+        "--lr-base",
         type=positive_float,
         default=argparse.SUPPRESS,
-        help="λ_base: every width's weight decay in the 'fixed' arm; in the 'timescale' arm TimescaleCallback"
-        " holds the base width's tau_iter = 1 / (lr λ_base), so the hidden matrices get s λ_base"
-        f" (default: {w.weight_decay:g})",
+        help=f"η_base, fixed for the whole sweep; hidden matrices get η_base / s (default: {w.lr:g})",
+    )
+    width.add_argument(
+        "--no-decay-input",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="decay only the hidden width x width matrices, not the 64 -> width input matrix",
     )
     text = parser.add_argument_group("--task text only")
     text.add_argument(
@@ -577,9 +586,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="tiny sweep that ignores the sweep options, seconds (dataset-size: 2 sizes x 3 timescales x 2"
-        " epochs; width: 2 widths x 2 lrs x 2 arms x 2 epochs); with --task text a small CPU sweep, minutes"
-        f" ({len(QUICK_TEXT.sizes)} fractions x {len(QUICK_TEXT.tau_epochs)} timescales x {QUICK_TEXT.epochs} epochs)",
+        help="small sweep that ignores the sweep options (dataset-size: 2 sizes x 3 timescales x 2 epochs,"
+        " seconds; width: widths 16 64 256 x λ_base 16..256 x 3 seeds, 75 runs, minutes); with --task text a small"
+        f" CPU sweep, minutes ({len(QUICK_TEXT.sizes)} fractions x {len(QUICK_TEXT.tau_epochs)} timescales x"
+        f" {QUICK_TEXT.epochs} epochs)",
     )
     parser.add_argument("--no-plot", action="store_true", help="log the runs but skip the figure")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -696,7 +706,7 @@ def _main_text(args: argparse.Namespace) -> int:
 
 
 #: Options that only ``--axis width`` reads (their argparse default is ``SUPPRESS``, so given means typed).
-WIDTH_ONLY = ("widths", "lrs", "weight_decay")
+WIDTH_ONLY = ("widths", "weight_decays", "lr_base", "no_decay_input")
 
 #: Options that only ``--axis dataset-size`` reads, with their defaults (typed with another value is an error).
 DATASET_SIZE_ONLY = ("sizes", "tau_epochs", "lr", "hidden", "norm", "label_noise")
@@ -711,21 +721,27 @@ def _main_width(args: argparse.Namespace) -> int:
     ]
     if given:
         return _error(
-            f"{' '.join(given)} apply to `--axis dataset-size` only; for `--axis width` use --widths, --lrs and"
-            " --weight-decay."
+            f"{' '.join(given)} apply to `--axis dataset-size` only; for `--axis width` use --widths,"
+            " --weight-decays and --lr-base."
         )
     w = QUICK_WIDTH if args.quick else WidthConfig()
     config = WidthConfig(**{**vars(w)})
     config.batch_size, config.schedule = getattr(args, "batch_size", w.batch_size), args.schedule
     if not args.quick:
         config.widths = sorted(dict.fromkeys(getattr(args, "widths", w.widths)))
-        config.lrs = sorted(dict.fromkeys(getattr(args, "lrs", w.lrs)))
+        config.weight_decays = sorted(dict.fromkeys(getattr(args, "weight_decays", w.weight_decays)))
+        config.lr = getattr(args, "lr_base", w.lr)
         config.seeds = list(dict.fromkeys(getattr(args, "seeds", w.seeds)))
         config.epochs = getattr(args, "epochs", w.epochs)
         config.depth = getattr(args, "depth", w.depth)
-        config.weight_decay = getattr(args, "weight_decay", w.weight_decay)
+        config.decay_input = not getattr(args, "no_decay_input", False)
     if len(config.widths) < 2:
         return _error(f"--widths {_ints(config.widths)}: give at least two widths to compare.")
+    if len(config.weight_decays) < 3:
+        return _error(
+            f"--weight-decays {' '.join(f'{x:g}' for x in config.weight_decays)}: give at least three λ_base values"
+            " (an interior optimum needs a worse neighbour on each side)."
+        )
     if config.depth < 2:
         return _error(
             f"--depth {config.depth}: the width demo needs depth >= 2 (at least one hidden width x width matrix,"
@@ -745,7 +761,7 @@ def _main_width(args: argparse.Namespace) -> int:
 
 
 def run_width(config: WidthConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
-    """Run the width sweep (:func:`~lightning_tau.demos.width.run_width_demo`) into a new ``out/sweep_K``; returns it."""
+    """Run the width sweep (:func:`~lightning_tau.demos.width.run_width_demo`) into a new ``out/sweep_K``; return it."""
     from tqdm.auto import tqdm
 
     from lightning_tau.demos.width import run_width_demo
