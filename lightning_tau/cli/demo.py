@@ -44,6 +44,7 @@ from lightning_tau.cli._args import fraction_above_zero, fraction_below_one, pos
 from lightning_tau.demos import DemoRun
 from lightning_tau.demos.digits import DIGITS_SIZE, DigitsDataModule, DigitsMLP
 from lightning_tau.demos.text import TextDemoConfig
+from lightning_tau.demos.text_width import TextWidthConfig
 from lightning_tau.demos.width import WidthConfig
 from lightning_tau.diagnostics import TimescaleMonitor
 
@@ -455,7 +456,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=TASKS,
         default="digits",
         help="'digits': an MLP on scikit-learn's bundled digits; 'text': a byte-level GPT on the standard library's"
-        " own sources (dataset-size axis only)",
+        " own sources (with --axis width: the μP width sweep, --widths being n_embd)",
     )
     parser.add_argument("--out", type=Path, default=Path("tau_runs"), help="root directory for the sweep's logs")
     parser.add_argument(
@@ -664,11 +665,8 @@ DIGITS_ONLY = ("sizes", "hidden", "norm", "label_noise", "depth")
 
 def _main_text(args: argparse.Namespace) -> int:
     """``--task text``: the dataset-size sweep on the byte-level GPT (:mod:`lightning_tau.demos.text`)."""
-    if args.axis != "dataset-size":
-        return _error(
-            f"`--task text --axis {args.axis}` is not available yet: the text task runs the dataset-size sweep only"
-            " (the width sweep runs on digits: `--task digits --axis width`)."
-        )
+    if args.axis == "width":
+        return _main_text_width(args)
     d = DemoConfig()
     given = [f"--{name.replace('_', '-')}" for name in WIDTH_ONLY if hasattr(args, name)]
     given += [
@@ -702,6 +700,89 @@ def _main_text(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as err:
         return _error(str(err))
     run_demo(config, args.out, plot=not args.no_plot, progress=not args.no_progress)
+    return 0
+
+
+#: What ``--task text --axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base x 2 seeds, 2 epochs
+#: of 248 steps (32,000 training bytes, 8 windows of 32 tokens per step): 40 runs, under 10 minutes on a CPU.
+QUICK_TEXT_WIDTH = TextWidthConfig(
+    widths=[16, 64, 256],
+    weight_decays=[0.5, 2.0, 8.0, 32.0],
+    lr=3e-3,
+    seeds=[0, 1],
+    epochs=2,
+    batch_size=8,
+    block_size=32,
+    n_layer=2,
+    n_head=2,
+    max_tokens=32_000,
+    val_tokens=16_000,
+    warmup_fraction=0.0,
+    val_every_n_epochs=2,
+    accelerator="cpu",
+)
+
+
+def _main_text_width(args: argparse.Namespace) -> int:
+    """``--task text --axis width``: the λ_base width sweep on the μP byte-level GPT
+    (:mod:`lightning_tau.demos.text_width`)."""
+    d = DemoConfig()
+    given = [f"--{name.replace('_', '-')}" for name in ("fractions", "tau_epochs", "n_embd") if hasattr(args, name)]
+    given += [
+        f"--{name.replace('_', '-')}"
+        for name in (*DIGITS_ONLY, "lr")
+        if getattr(args, name, getattr(d, name)) != getattr(d, name) or (name == "depth" and hasattr(args, name))
+    ]
+    if given:
+        return _error(
+            f"{' '.join(given)} do not apply to `--task text --axis width`; it takes --widths (the n_embd values),"
+            " --weight-decays, --lr-base, --no-decay-input, --seeds, --epochs, --batch-size, --schedule,"
+            " --max-tokens, --val-tokens, --block-size, --n-layer, --n-head and --accelerator."
+        )
+    t = QUICK_TEXT_WIDTH if args.quick else TextWidthConfig()
+    config = TextWidthConfig(**vars(t))
+    if not args.quick:
+        config.widths = sorted(dict.fromkeys(getattr(args, "widths", t.widths)))
+        config.weight_decays = sorted(dict.fromkeys(getattr(args, "weight_decays", t.weight_decays)))
+        config.lr = getattr(args, "lr_base", t.lr)
+        config.seeds = list(dict.fromkeys(getattr(args, "seeds", t.seeds)))
+        config.schedule = args.schedule
+        config.decay_input = not getattr(args, "no_decay_input", False)
+        for name in ("epochs", "batch_size", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head"):
+            setattr(config, name, getattr(args, name, getattr(t, name)))
+        config.accelerator = getattr(args, "accelerator", t.accelerator)
+    if len(config.widths) < 2:
+        return _error(f"--widths {_ints(config.widths)}: give at least two widths to compare.")
+    if len(config.weight_decays) < 3:
+        return _error(
+            f"--weight-decays {' '.join(f'{x:g}' for x in config.weight_decays)}: give at least three λ_base values"
+            " (an interior optimum needs a worse neighbour on each side)."
+        )
+    if config.lr * config.weight_decays[-1] >= 1:
+        return _error(
+            f"--lr-base {config.lr:g} x --weight-decays {config.weight_decays[-1]:g} >= 1: every step would shrink"
+            " the decaying weights to zero or past it (lr_base x λ_base is what the base width and the vector-like"
+            " weights step with). Use a smaller --lr-base or λ_base."
+        )
+    odd = [w for w in config.widths if w % config.n_head]
+    if odd or 2 * config.base_width % config.n_head:
+        return _error(
+            f"--widths {_ints(odd or config.widths)}: every width must be a multiple of --n-head {config.n_head}"
+            " (the heads are the same at every width)."
+        )
+    try:
+        from lightning_tau.demos.text import load_stdlib_corpus
+        from lightning_tau.demos.width import _import_mup
+
+        config.datamodule()  # at least one batch, the validation set one window
+        load_stdlib_corpus(config.max_tokens, config.val_tokens)  # the corpus holds that many bytes
+        _import_mup()
+    except (ValueError, FileNotFoundError) as err:
+        return _error(str(err))
+    except ImportError as err:
+        print(f"lightning-tau demo: error: {err}", file=sys.stderr)
+        return 1
+    run_width(config, args.out, plot=not args.no_plot, progress=not args.no_progress)
     return 0
 
 
@@ -760,11 +841,16 @@ def _main_width(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_width(config: WidthConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
-    """Run the width sweep (:func:`~lightning_tau.demos.width.run_width_demo`) into a new ``out/sweep_K``; return it."""
+def run_width(config: WidthConfig | TextWidthConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
+    """Run the width sweep (:func:`~lightning_tau.demos.width.run_width_demo`, or
+    :func:`~lightning_tau.demos.text_width.run_text_width_demo` for a :class:`TextWidthConfig`) into a new
+    ``out/sweep_K``; return it."""
     from tqdm.auto import tqdm
 
+    from lightning_tau.demos.text_width import run_text_width_demo
     from lightning_tau.demos.width import run_width_demo
+
+    runner: Any = run_text_width_demo if isinstance(config, TextWidthConfig) else run_width_demo
 
     sweep_dir = next_sweep_dir(out)
     sweep_dir.mkdir(parents=True)
@@ -773,7 +859,7 @@ def run_width(config: WidthConfig, out: Path, *, plot: bool = True, progress: bo
         with quiet_sweep(single_thread=True), warnings.catch_warnings():
             # the timescale arm starts from fixed-λ groups on purpose: the callback's pitfall warning is the point
             warnings.filterwarnings("ignore", message=r".*fixed-λ muP pitfall")
-            run_width_demo(config, sweep_dir, plot=plot, extra_callbacks=[_EpochTick(bar)])
+            runner(config, sweep_dir, plot=plot, extra_callbacks=[_EpochTick(bar)])
     finally:
         bar.close()
     print(f"Open the runs with:\n  tensorboard --logdir {sweep_dir}")

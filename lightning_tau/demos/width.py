@@ -574,7 +574,8 @@ def format_width_summary(summary: dict[str, Any]) -> str:
 
 def plot_width_sweep(summary: dict[str, Any], out: Path, formats: Sequence[str] = ("png", "svg")) -> dict[str, Path]:
     """Draw the mean metric against ``λ_base`` (log x, error bars: std over seeds), one curve per width, one panel
-    per arm, each smoothed optimum starred, into ``out/width_sweep.<fmt>``; returns the paths by format."""
+    per arm, each smoothed optimum starred, into ``out/width_sweep.<fmt>`` (titled ``summary["title"]`` when it has
+    one); returns the paths by format."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -617,7 +618,7 @@ def plot_width_sweep(summary: dict[str, Any], out: Path, formats: Sequence[str] 
     axes[0][0].set_ylabel(f"final {summary.get('metric', METRIC)} (mean ± std over seeds)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, title="★ smoothed best λ_base", fontsize="small", loc="outside right upper")
-    fig.suptitle("μP MLP on digits: final loss against the base weight decay", fontsize="medium")
+    fig.suptitle(summary.get("title", "μP MLP on digits: final loss against the base weight decay"), fontsize="medium")
     paths = {}
     out.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
