@@ -440,7 +440,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             " rate, weight decay fixed across widths against TimescaleCallback, and fits the exponent of the best"
             " λ_base in the width multiplier (needs mup). `--task text` runs the dataset-size sweep on a small"
             " byte-level GPT over the standard library's own .py files (fractions of the corpus; nothing is"
-            " downloaded). Each call writes a new OUT/sweep_K directory with a summary.json of each line's optimum."
+            " downloaded); `--task text --axis width` the width sweep on a μP version of it (--widths are n_embd"
+            " values). Each call writes a new OUT/sweep_K directory with a summary.json of each line's optimum."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -590,7 +591,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="small sweep that ignores the sweep options (dataset-size: 2 sizes x 3 timescales x 2 epochs,"
         " seconds; width: widths 16 64 256 x λ_base 16..256 x 3 seeds, 75 runs, minutes); with --task text a small"
         f" CPU sweep, minutes ({len(QUICK_TEXT.sizes)} fractions x {len(QUICK_TEXT.tau_epochs)} timescales x"
-        f" {QUICK_TEXT.epochs} epochs)",
+        f" {QUICK_TEXT.epochs} epochs; with --axis width: widths {_ints(QUICK_TEXT_WIDTH.widths)} x"
+        f" {len(QUICK_TEXT_WIDTH.weight_decays)} λ_base x {len(QUICK_TEXT_WIDTH.seeds)} seeds,"
+        f" {QUICK_TEXT_WIDTH.num_runs} runs)",
     )
     parser.add_argument("--no-plot", action="store_true", help="log the runs but skip the figure")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
