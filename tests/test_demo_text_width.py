@@ -128,3 +128,13 @@ def test_mu_byte_gpt_scales_attention_and_init_with_width() -> None:
     assert float(model.tok.weight.detach().std()) == pytest.approx(0.02, rel=0.05)
     with pytest.raises(ValueError, match=r"`MuByteGPT\(width=30, n_head=4\)`: width must be a multiple of n_head"):
         MuByteGPT(width=30, n_head=4)
+
+
+def test_full_form_fits_the_corpus_and_keeps_lr_times_lambda_below_one() -> None:
+    from lightning_tau.demos.text import load_stdlib_corpus
+
+    config = TextWidthConfig()
+    train, val = load_stdlib_corpus(config.max_tokens, config.val_tokens)
+    assert (len(train), len(val)) == (config.max_tokens, config.val_tokens)
+    assert config.lr * max(config.weight_decays) < 1
+    assert config.widths == [128, 256, 512, 1024] and config.num_runs == 7 * 3 * (1 + 2 * 3)

@@ -178,7 +178,7 @@ class TextWidthConfig:
     block_size: int = 256
     n_layer: int = 4
     n_head: int = 4
-    max_tokens: int = 4_000_000
+    max_tokens: int = 3_500_000
     val_tokens: int = 200_000
     schedule: str = "cosine"
     warmup_fraction: float = 0.02
