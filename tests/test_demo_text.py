@@ -200,7 +200,16 @@ def test_byte_gpt_decays_matrices_only() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--axis", "width"], "`--task text --axis width` is not available yet"),
+        (["--axis", "width", "--n-embd", "64"], "--n-embd do not apply to `--task text --axis width`"),
+        (["--axis", "width", "--fractions", "0.5"], "--fractions do not apply to `--task text --axis width`"),
+        (["--axis", "width", "--lr", "0.01"], "--lr do not apply to `--task text --axis width`"),
+        (["--axis", "width", "--widths", "32", "100", "--n-head", "8"], "--widths 100: every width must be a multiple"),
+        (["--axis", "width", "--widths", "32"], "--widths 32: give at least two widths to compare"),
+        (
+            ["--axis", "width", "--lr-base", "0.1", "--weight-decays", "1", "4", "16"],
+            "--lr-base 0.1 x --weight-decays 16 >= 1",
+        ),
+        (["--axis", "width", "--weight-decays", "1", "2"], "--weight-decays 1 2: give at least three λ_base values"),
         (["--hidden", "64"], "--hidden do not apply to `--task text`"),
         (["--sizes", "100"], "--sizes do not apply to `--task text`"),
         (["--n-embd", "30", "--n-head", "4"], "--n-embd 30 must be a multiple of --n-head 4"),

@@ -1,8 +1,8 @@
-"""``lightning-tau demo --axis width``: real mup (``set_base_shapes``, ``MuReadout``, ``MuAdamW``) and real Lightning.
+"""``lightning-tau demo --axis width``: a λ_base sweep at a fixed lr_base, real mup and real Lightning.
 
-The two arms must differ in the weight decay the optimizer steps really use (read by a step post-hook): ``fixed``
-keeps ``λ_base`` on the hidden matrices at every width, ``timescale`` (``TimescaleCallback``) gives them ``s λ_base``
-so ``lr * weight_decay`` is the same at every width. The sweep writes TensorBoard runs, a figure and ``summary.json``.
+What must hold: the two arms step with the weight decay they claim at every optimizer step (read by a torch step
+post-hook); ``summary.json``'s ``best_lambda_base``, ``interior`` and ``exponent`` follow from its own ``curves``
+(recomputed here without the package's functions); and the curves are the runs the sweep logged to TensorBoard.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import io
 import json
 import math
 import warnings
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,109 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.plugins.hparams import plugin_data_pb2  # noqa: E402
 
 from lightning_tau.cli import main  # noqa: E402
-from lightning_tau.cli.demo import QUICK_WIDTH  # noqa: E402
-from lightning_tau.demos.width import ARMS, MuDigitsMLP, WidthConfig, run_one_width  # noqa: E402
+from lightning_tau.demos.width import ARMS, BASE_ARM, MuDigitsMLP, WidthConfig, run_one_width  # noqa: E402
+from lightning_tau.demos.width_curves import bootstrap_exponent, is_bracketed, is_interior  # noqa: E402
 
-# one epoch of 4 steps per run: enough for the optimizer to take steps, cheap on two shared cores
-TINY = WidthConfig(widths=[16, 64], lrs=[1e-2], seeds=[0], epochs=1, train_size=128, batch_size=32, weight_decay=0.5)
+# one short epoch per run: enough for the optimizer to take steps, cheap on two shared cores
+TINY = WidthConfig(widths=[8, 32], weight_decays=[0.5], seeds=[0], epochs=1, train_size=128, batch_size=32)
+
+# the CLI sweep the summary tests read: 2 widths (s = 1, 4) x 3 λ_base x 2 seeds, one epoch of 6 steps per run
+SWEEP_ARGS = ["--widths", "8", "32", "--weight-decays", "4", "16", "64", "--seeds", "0", "1"]
+SWEEP_ARGS += ["--epochs", "1", "--batch-size", "256", "--lr-base", "0.003"]
+
+
+def _fit(arm: str, width: int, config: WidthConfig = TINY) -> dict[str, Any]:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*(fixed-λ muP pitfall|does not have many workers|less than one)")
+        return run_one_width(config, arm, width, config.weight_decays[0], 0, None)
+
+
+@pytest.fixture(scope="module")
+def tiny_runs() -> dict[tuple[str, int], dict[str, Any]]:
+    return {(arm, 32): _fit(arm, 32) for arm in ARMS} | {(BASE_ARM, 8): _fit(BASE_ARM, 8)}
+
+
+def test_arms_step_with_their_weight_decay_at_every_step(tiny_runs: dict) -> None:
+    lam, lr = TINY.weight_decays[0], TINY.lr
+    for (arm, width), run in tiny_runs.items():
+        s = width / TINY.base_width
+        assert run["optimizer_steps"] == 4  # 128 digits / 32 per batch
+        # the distinct weight decays the step post-hook saw over every optimizer step of the run: one value each
+        decays = run["step_weight_decays"]
+        assert set(decays) == {"hidden", "vector_like"}
+        assert decays["vector_like"] == [lam]  # the 64 -> width input matrix: λ_base in both arms
+        assert decays["hidden"] == [pytest.approx(lam * (s if arm == "timescale" else 1.0), rel=1e-12)]
+        assert run["first_lr"]["hidden"] == pytest.approx(lr / s)  # μP: η_base / s
+    # fixed arm: the same λ at every width, so the hidden tau_iter grows s-fold; timescale arm: the same lr * λ
+    fixed, scaled, base = tiny_runs[("fixed", 32)], tiny_runs[("timescale", 32)], tiny_runs[(BASE_ARM, 8)]
+    assert fixed["step_weight_decays"]["hidden"] == base["step_weight_decays"]["hidden"]
+    assert fixed["hidden_tau_iter"] == pytest.approx(4 * base["hidden_tau_iter"])
+    assert scaled["hidden_tau_iter"] == pytest.approx(base["hidden_tau_iter"])
+    assert fixed["hp/val_loss"] != scaled["hp/val_loss"]
+
+
+def test_no_decay_input_leaves_only_the_hidden_matrices_decaying() -> None:
+    config = WidthConfig(**{**vars(TINY), "decay_input": False})
+    run = _fit("timescale", 32, config)
+    assert run["step_weight_decays"] == {"hidden": [pytest.approx(4 * config.weight_decays[0], rel=1e-12)]}
+
+
+@pytest.fixture(scope="module")
+def width_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("tau_runs")
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(["demo", "--axis", "width", *SWEEP_ARGS, "--out", str(out), "--no-progress"])
+    assert code == 0
+    return out / "sweep_0", buffer.getvalue()
+
+
+def _vertex(rows: list[list[float]]) -> float:
+    """The best λ from the rows, written out: the parabola through the argmin and its neighbours in log λ."""
+    means = [math.inf if row[1] is None else row[1] for row in rows]
+    i = means.index(min(means))
+    if i in (0, len(rows) - 1) or math.inf in means[i - 1 : i + 2]:
+        return rows[i][0]
+    (x0, x1, x2), (y0, y1, y2) = [math.log(rows[j][0]) for j in (i - 1, i, i + 1)], means[i - 1 : i + 2]
+    # Lagrange form: the vertex of the parabola through three points
+    num = (x1 - x0) ** 2 * (y1 - y2) - (x1 - x2) ** 2 * (y1 - y0)
+    den = (x1 - x0) * (y1 - y2) - (x1 - x2) * (y1 - y0)
+    if not (y0 - y1) / (x0 - x1) < (y2 - y1) / (x2 - x1):  # opens downward: no minimum, the grid point
+        return rows[i][0]
+    return math.exp(min(max(x1 - 0.5 * num / den, x0), x2))
+
+
+def test_summary_optima_follow_from_its_own_curves(width_sweep: tuple[Path, str]) -> None:
+    sweep, printed = width_sweep
+    summary = json.loads((sweep / "summary.json").read_text())
+    assert summary["axis"] == "width" and summary["sweep"] == "lambda_base" and summary["lr_base"] == 0.003
+    assert set(summary["arms"]) == set(ARMS) and summary["widths"] == [8, 32]
+    for arm, part in summary["arms"].items():
+        assert set(part["curves"]) == set(part["best_lambda_base"]) == set(part["interior"]) == {"8", "32"}
+        assert set(part["bracketed"]) == {"8", "32"}
+        best = {}
+        for width, rows in part["curves"].items():
+            assert [row[0] for row in rows] == [4.0, 16.0, 64.0]
+            best[width] = _vertex(rows)
+            assert part["best_lambda_base"][width] == pytest.approx(best[width], rel=1e-9), (arm, width)
+            # interior: the argmin has a neighbour on each side, each worse by more than either one's seed std
+            i = min(range(len(rows)), key=lambda j: rows[j][1])
+            interior = 0 < i < len(rows) - 1 and all(
+                rows[j][1] - rows[i][1] > max(rows[i][2], rows[j][2]) for j in (i - 1, i + 1)
+            )
+            assert part["interior"][width] is interior, (arm, width)
+            bracketed = any(rows[j][1] - rows[i][1] > max(rows[i][2], rows[j][2]) for j in range(i)) and any(
+                rows[j][1] - rows[i][1] > max(rows[i][2], rows[j][2]) for j in range(i + 1, len(rows))
+            )
+            assert part["bracketed"][width] is bracketed, (arm, width)
+        # the exponent: slope of log best λ_base on log s through two widths (s = 1, 4)
+        slope = (math.log(best["32"]) - math.log(best["8"])) / math.log(4)
+        assert part["exponent"] == pytest.approx(slope, abs=1e-9)
+        low, high = part["exponent_ci"]
+        assert low <= high
+    # the base width is one run for both arms
+    assert summary["arms"]["fixed"]["curves"]["8"] == summary["arms"]["timescale"]["curves"]["8"]
+    assert "Exponent of best λ_base in s" in printed and f"Summary: {sweep / 'summary.json'}" in printed
 
 
 def _hparams(run_dir: Path) -> dict[str, Any]:
@@ -40,122 +139,70 @@ def _hparams(run_dir: Path) -> dict[str, Any]:
     return {key: getattr(value, value.WhichOneof("kind")) for key, value in hparams.items()}
 
 
-def _fit(arm: str, width: int) -> dict[str, Any]:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*(fixed-λ muP pitfall|does not have many workers|less than one)")
-        return run_one_width(TINY, arm, width, TINY.lrs[0], 0, None)
-
-
-@pytest.fixture(scope="module")
-def tiny_runs() -> dict[tuple[str, int], dict[str, Any]]:
-    return {(arm, width): _fit(arm, width) for arm in ARMS for width in TINY.widths}
-
-
-def _hidden(run: dict[str, Any]) -> dict[str, Any]:
-    (group,) = [g for g in run["first_step_groups"] if g["width_mult"] != 1.0] or [
-        g for g in run["first_step_groups"] if g["name"].startswith("hidden")
-    ]
-    return group
-
-
-def test_fixed_arm_steps_with_the_same_weight_decay_at_every_width(tiny_runs: dict) -> None:
-    lr, lam = TINY.lrs[0], TINY.weight_decay
-    for width in TINY.widths:
-        s = width / TINY.base_width
-        groups = tiny_runs[("fixed", width)]["first_step_groups"]
-        assert groups, "no decaying param group took a step"
-        # every decaying group, hidden matrices included, stepped with λ_base; mup divided the hidden lr by s
-        assert {g["weight_decay"] for g in groups} == {lam}
-        hidden = [g for g in groups if g["width_mult"] == s] if s != 1 else groups
-        assert hidden and all(g["lr"] == pytest.approx(lr / s) for g in hidden)
-    wide = [g for g in tiny_runs[("fixed", 64)]["first_step_groups"] if g["width_mult"] == 4.0]
-    # the hidden timescale grows s-fold: tau_iter = s / (lr λ)
-    assert 1 / (wide[0]["lr"] * wide[0]["weight_decay"]) == pytest.approx(4 / (lr * lam))
-
-
-def test_timescale_arm_steps_with_the_same_lr_times_weight_decay_at_every_width(tiny_runs: dict) -> None:
-    lr, lam = TINY.lrs[0], TINY.weight_decay
-    rates = []
-    for width in TINY.widths:
-        s = width / TINY.base_width
-        for g in tiny_runs[("timescale", width)]["first_step_groups"]:
-            rates.append(g["lr"] * g["weight_decay"])
-            # the callback gave each group weight decay from its own lr: s λ_base on the lr / s hidden matrices
-            assert g["weight_decay"] == pytest.approx(g["width_mult"] * lam, rel=1e-9)
-        assert any(g["width_mult"] == s for g in tiny_runs[("timescale", width)]["first_step_groups"])
-    assert rates == pytest.approx([lr * lam] * len(rates), rel=1e-9)
-
-
-def test_arms_differ_only_off_the_base_width(tiny_runs: dict) -> None:
-    base, wide = TINY.widths
-    # at s = 1 the two arms are the same run (the callback writes back λ_base); wider, they differ
-    assert tiny_runs[("fixed", base)]["hp/val_loss"] == pytest.approx(tiny_runs[("timescale", base)]["hp/val_loss"])
-    fixed, scaled = _hidden(tiny_runs[("fixed", wide)]), _hidden(tiny_runs[("timescale", wide)])
-    assert scaled["weight_decay"] == pytest.approx(4 * fixed["weight_decay"])
-    assert tiny_runs[("fixed", wide)]["hidden_tau_iter"] == pytest.approx(
-        4 * tiny_runs[("timescale", wide)]["hidden_tau_iter"]
-    )
-
-
-@pytest.fixture(scope="module")
-def quick_width_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    out = tmp_path_factory.mktemp("tau_runs")
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = main(["demo", "--axis", "width", "--quick", "--out", str(out), "--no-progress"])
-    assert code == 0
-    return out / "sweep_0", buffer.getvalue()
-
-
-def test_width_demo_writes_the_summary(quick_width_sweep: tuple[Path, str]) -> None:
-    sweep, printed = quick_width_sweep
-    summary = json.loads((sweep / "summary.json").read_text())
-    assert summary["axis"] == "width"
-    rows = summary["optimum"]
-    assert {(r["arm"], r["width"]) for r in rows} == {(a, w) for a in ARMS for w in QUICK_WIDTH.widths}
-    for row in rows:
-        assert set(row) == {"arm", "width", "lr", "metric"}
-        assert row["lr"] in QUICK_WIDTH.lrs and math.isfinite(row["metric"]) and row["metric"] > 0
-    assert set(summary["lr_spread"]) == set(ARMS) and all(v >= 1 for v in summary["lr_spread"].values())
-    # the printed table and the spread per arm
-    assert "Best base lr per width" in printed and "Spread of the best lr across widths (max / min): fixed x" in printed
-    assert f"Summary: {sweep / 'summary.json'}" in printed
-
-
-def test_width_demo_logs_one_tensorboard_run_per_setting(quick_width_sweep: tuple[Path, str]) -> None:
-    sweep, printed = quick_width_sweep
-    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")})
-    assert len(run_dirs) == len(ARMS) * len(QUICK_WIDTH.widths) * len(QUICK_WIDTH.lrs) * len(QUICK_WIDTH.seeds)
-    summary = json.loads((sweep / "summary.json").read_text())
-    losses: dict[tuple[str, int], dict[float, float]] = {}
-    for run_dir in run_dirs:
-        hp = _hparams(run_dir)
-        arm, width, lr = hp["arm"], int(hp["width"]), hp["lr"]
-        assert run_dir.parent.name == f"w{width:04d}" and run_dir.parent.parent.name == arm
-        s = width / QUICK_WIDTH.widths[0]
-        expected = QUICK_WIDTH.weight_decay * (s if arm == "timescale" else 1.0)
-        assert hp["hidden_weight_decay"] == pytest.approx(expected, rel=1e-9)
-        assert hp["hidden_lr"] == pytest.approx(lr / s)
-        losses.setdefault((arm, width), {})[lr] = _scalar(run_dir, "hp/val_loss")
-    # summary.json's optimum is the best logged run of each line
-    for row in summary["optimum"]:
-        line = losses[(row["arm"], row["width"])]
-        assert row["lr"] == min(line, key=line.__getitem__)
-        assert row["metric"] == pytest.approx(min(line.values()), rel=1e-6)
-    assert f"tensorboard --logdir {sweep}" in printed
-
-
-def _scalar(run_dir: Path, tag: str) -> float:
+def _last_scalar(run_dir: Path, tag: str) -> float:
     accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
     accumulator.Reload()
     return accumulator.Scalars(tag)[-1].value
 
 
-def test_width_demo_draws_the_figure(quick_width_sweep: tuple[Path, str]) -> None:
-    sweep, printed = quick_width_sweep
-    png = sweep / "width_sweep.png"
+def test_summary_curves_are_the_logged_runs(width_sweep: tuple[Path, str]) -> None:
+    sweep, printed = width_sweep
+    summary = json.loads((sweep / "summary.json").read_text())
+    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")})
+    # the base width once (3 λ x 2 seeds), then each arm at width 32
+    assert len(run_dirs) == 3 * 2 + 2 * 3 * 2
+    logged: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run_dir in run_dirs:
+        hp = _hparams(run_dir)
+        arm, width, lam = hp["arm"], int(hp["width"]), hp["weight_decay_base"]
+        assert run_dir.parent.name == f"w{width:04d}" and run_dir.parent.parent.name == arm
+        assert (arm == BASE_ARM) == (width == 8)
+        s = width / 8
+        # the weight decay the hidden matrices stepped with, as logged
+        assert hp["hidden_weight_decay"] == pytest.approx(lam * (s if arm == "timescale" else 1.0), rel=1e-9)
+        assert hp["hidden_lr"] == pytest.approx(0.003 / s)
+        for line_arm in ARMS if arm == BASE_ARM else (arm,):
+            logged[(line_arm, str(width))][lam].append(_last_scalar(run_dir, "hp/val_loss"))
+    for arm, part in summary["arms"].items():
+        for width, rows in part["curves"].items():
+            points = logged[(arm, width)]
+            assert sorted(points) == [row[0] for row in rows]
+            for lam, mean, std in rows:
+                values = points[lam]
+                assert len(values) == 2
+                assert mean == pytest.approx(sum(values) / 2, rel=1e-6)
+                assert std == pytest.approx(abs(values[0] - values[1]) / math.sqrt(2), rel=1e-5, abs=1e-7)
+    assert f"tensorboard --logdir {sweep}" in printed
+
+
+def test_width_demo_draws_the_figure(width_sweep: tuple[Path, str]) -> None:
+    sweep, printed = width_sweep
+    png, svg = sweep / "width_sweep.png", sweep / "width_sweep.svg"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert f"Figure: {png}" in printed
+    assert b"<svg" in svg.read_bytes()[:1000]
+    assert f"Figure: {png}" in printed and f"Figure: {svg}" in printed
+
+
+def test_interior_needs_both_neighbours_worse_by_more_than_the_seed_spread() -> None:
+    assert is_interior([[1.0, 0.9, 0.01], [2.0, 0.5, 0.01], [4.0, 0.7, 0.01]])
+    assert not is_interior([[1.0, 0.9, 0.01], [2.0, 0.5, 0.3], [4.0, 0.7, 0.01]])  # spread at the best
+    assert not is_interior([[1.0, 0.9, 0.01], [2.0, 0.5, 0.01], [4.0, 0.7, 0.3]])  # spread at a neighbour
+    assert not is_interior([[1.0, 0.5, 0.01], [2.0, 0.6, 0.01], [4.0, 0.7, 0.01]])  # at the grid edge
+    assert is_interior([[1.0, math.inf, math.inf], [2.0, 0.5, 0.01], [4.0, 0.7, 0.01]])  # a diverged neighbour
+    # a flat bottom between grid points: not interior, but bracketed by the points further out
+    flat = [[1.0, 0.9, 0.01], [2.0, 0.505, 0.01], [4.0, 0.5, 0.01], [8.0, 0.9, 0.01]]
+    assert not is_interior(flat) and is_bracketed(flat)
+    assert not is_bracketed([[1.0, 0.9, 0.01], [2.0, 0.5, 0.01], [4.0, 0.505, 0.01]])  # no rise on the right
+
+
+def test_bootstrap_interval_is_reproducible_and_covers_the_spread_of_seeds() -> None:
+    # seed 0 has its optimum at λ = 2 at both widths, seed 1 at λ = 4 for the wide one: a resample's slope is 0
+    # (seed 0 twice), 1/2 (seed 1 twice) or 1/4 (both: the mean curve's parabola peaks halfway, at 2^1.5)
+    base = {1.0: [0.9, 0.9], 2.0: [0.5, 0.5], 4.0: [0.9, 0.9], 8.0: [1.0, 1.0]}
+    wide = {1.0: [0.9, 0.95], 2.0: [0.5, 0.9], 4.0: [0.9, 0.5], 8.0: [1.0, 0.9]}
+    interval = bootstrap_exponent({1.0: base, 4.0: wide})
+    assert interval == bootstrap_exponent({1.0: base, 4.0: wide})  # a fixed generator seed
+    assert interval[0] == pytest.approx(0.0, abs=1e-9) and interval[1] == pytest.approx(0.5, abs=1e-9)
 
 
 def test_demo_rejects_a_bad_axis(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,8 +217,11 @@ def test_demo_rejects_a_bad_axis(tmp_path: Path, capsys: pytest.CaptureFixture[s
     ("argv", "expected"),
     [
         (["--widths", "32", "128"], "--widths apply to `--axis width` only (got --axis dataset-size)"),
+        (["--weight-decays", "1", "2", "4"], "--weight-decays apply to `--axis width` only"),
         (["--axis", "width", "--sizes", "100"], "--sizes apply to `--axis dataset-size` only"),
+        (["--axis", "width", "--lr", "0.01"], "for `--axis width` use --widths, --weight-decays and --lr-base"),
         (["--axis", "width", "--widths", "32"], "--widths 32: give at least two widths to compare"),
+        (["--axis", "width", "--weight-decays", "1", "2"], "--weight-decays 1 2: give at least three λ_base values"),
         (["--axis", "width", "--depth", "1"], "--depth 1: the width demo needs depth >= 2"),
     ],
 )
@@ -194,3 +244,8 @@ def test_demo_rejects_options_of_the_other_axis(
 def test_model_rejects_bad_arguments(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         MuDigitsMLP(**kwargs)
+
+
+def test_base_arm_is_only_the_base_width() -> None:
+    with pytest.raises(ValueError, match=r"`arm='both'` is the base width's \(8\) shared run, not width 32"):
+        run_one_width(TINY, BASE_ARM, 32, 0.5, 0, None)

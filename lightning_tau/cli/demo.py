@@ -12,9 +12,10 @@ N = 150 -> 1350) the optimal weight decay moved x73 and the optimal ``tau_epoch`
 moved less than the weight decay but did not stay put. Each run also carries a
 :class:`~lightning_tau.diagnostics.TimescaleMonitor` (timescales and weight RMS against its prediction).
 
-``--axis width`` runs the other sweep instead: μP width x learning rate with the weight decay fixed across widths
-against ``TimescaleCallback`` (:mod:`lightning_tau.demos.width`). Both axes write ``summary.json`` (each line's
-optimum) into the sweep folder.
+``--axis width`` runs the other sweep instead: μP width x base weight decay ``λ_base`` at a fixed base learning
+rate, the weight decay fixed across widths against ``TimescaleCallback`` (:mod:`lightning_tau.demos.width`), and
+measures the exponent of the best ``λ_base`` in the width multiplier. Both axes write ``summary.json`` into the sweep
+folder.
 
 The default setup follows the paper's: a fixed number of epochs for every size, a fixed batch size and initial
 learning rate with cosine decay to a tenth, and a scale-invariant network (LayerNorm after every linear layer).
@@ -53,6 +54,7 @@ from lightning_tau.cli._args import (
 from lightning_tau.demos import DemoRun
 from lightning_tau.demos.digits import DIGITS_SIZE, DigitsDataModule, DigitsMLP
 from lightning_tau.demos.text import TextDemoConfig
+from lightning_tau.demos.text_width import TextWidthConfig
 from lightning_tau.demos.width import WidthConfig
 from lightning_tau.diagnostics import TimescaleMonitor, dashboards
 
@@ -178,8 +180,9 @@ class SweepConfig(Protocol):
 #: What ``--quick`` runs: 2 sizes x 3 timescales x 2 epochs, a few seconds (for tests and a first look).
 QUICK = DemoConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
 
-#: What ``--axis width --quick`` runs: 2 arms x 2 widths x 2 learning rates x 2 epochs, seconds.
-QUICK_WIDTH = WidthConfig(widths=[16, 64], lrs=[3e-3, 3e-2], seeds=[0], epochs=2)
+#: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 5 λ_base x 3 seeds, 30 epochs: the full
+#: form's task on a narrower λ_base grid (75 runs, the base width's once for both arms).
+QUICK_WIDTH = WidthConfig(weight_decays=[16.0, 32.0, 64.0, 128.0, 256.0])
 
 #: Values of ``--axis``.
 AXES = ("dataset-size", "width")
@@ -493,10 +496,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             " size x tau_epoch x seed, with TimescaleCallback setting AdamW's weight decay to"
             " B / (lr * N * tau_epoch), log every run to TensorBoard, and plot validation loss against weight"
             " decay and against tau_epoch. The optimal weight decay falls as N grows; the optimal tau_epoch"
-            " moves much less. `--axis width` instead sweeps μP width x learning rate, weight decay fixed across"
-            " widths against TimescaleCallback (needs mup). `--task text` runs the dataset-size sweep on a small"
+            " moves much less. `--axis width` instead sweeps μP width x base weight decay at a fixed base learning"
+            " rate, weight decay fixed across widths against TimescaleCallback, and fits the exponent of the best"
+            " λ_base in the width multiplier (needs mup). `--task text` runs the dataset-size sweep on a small"
             " byte-level GPT over the standard library's own .py files (fractions of the corpus; nothing is"
-            " downloaded). Each call writes a new OUT/sweep_K directory with a summary.json of each line's optimum."
+            " downloaded); `--task text --axis width` the width sweep on a μP version of it (--widths are n_embd"
+            " values). Each call writes a new OUT/sweep_K directory with a summary.json of each line's optimum."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -505,14 +510,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=AXES,
         default="dataset-size",
         help="what the sweep varies: 'dataset-size' (tau_epoch x N, TimescaleCallback in every run) or 'width'"
-        " (μP width x lr, fixed weight decay against TimescaleCallback; needs mup)",
+        " (μP width x λ_base at a fixed lr, fixed weight decay against TimescaleCallback; needs mup)",
     )
     parser.add_argument(
         "--task",
         choices=TASKS,
         default="digits",
         help="'digits': an MLP on scikit-learn's bundled digits; 'text': a byte-level GPT on the standard library's"
-        " own sources (dataset-size axis only)",
+        " own sources (with --axis width: the μP width sweep, --widths being n_embd)",
     )
     parser.add_argument("--out", type=Path, default=Path("tau_runs"), help="root directory for the sweep's logs")
     parser.add_argument(
@@ -586,20 +591,26 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=f"hidden widths; the smallest is μP's base width (default: {_ints(w.widths)})",
     )
     width.add_argument(
-        "--lrs",
+        "--weight-decays",
         type=positive_float,
         nargs="+",
         default=argparse.SUPPRESS,
-        metavar="LR",
-        help=f"base learning rates; hidden matrices get lr / s (default: {' '.join(f'{x:g}' for x in w.lrs)})",
+        metavar="LAMBDA",
+        help="the λ_base grid: every width's weight decay in the 'fixed' arm; in the 'timescale' arm"
+        " TimescaleCallback holds the base width's tau_iter = 1 / (lr_base λ_base), so the hidden matrices get"
+        f" s λ_base (default: {' '.join(f'{x:g}' for x in w.weight_decays)})",
     )
     width.add_argument(
-        "--weight-decay",
+        "--lr-base",
         type=positive_float,
         default=argparse.SUPPRESS,
-        help="λ_base: every width's weight decay in the 'fixed' arm; in the 'timescale' arm TimescaleCallback"
-        " holds the base width's tau_iter = 1 / (lr λ_base), so the hidden matrices get s λ_base"
-        f" (default: {w.weight_decay:g})",
+        help=f"η_base, fixed for the whole sweep; hidden matrices get η_base / s (default: {w.lr:g})",
+    )
+    width.add_argument(
+        "--no-decay-input",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="decay only the hidden width x width matrices, not the 64 -> width input matrix",
     )
     text = parser.add_argument_group("--task text only")
     text.add_argument(
@@ -637,9 +648,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="tiny sweep that ignores the sweep options, seconds (dataset-size: 2 sizes x 3 timescales x 2"
-        " epochs; width: 2 widths x 2 lrs x 2 arms x 2 epochs); with --task text a small CPU sweep, minutes"
-        f" ({len(QUICK_TEXT.sizes)} fractions x {len(QUICK_TEXT.tau_epochs)} timescales x {QUICK_TEXT.epochs} epochs)",
+        help="small sweep that ignores the sweep options (dataset-size: 2 sizes x 3 timescales x 2 epochs,"
+        " seconds; width: widths 16 64 256 x λ_base 16..256 x 3 seeds, 75 runs, minutes); with --task text a small"
+        f" CPU sweep, minutes ({len(QUICK_TEXT.sizes)} fractions x {len(QUICK_TEXT.tau_epochs)} timescales x"
+        f" {QUICK_TEXT.epochs} epochs; with --axis width: widths {_ints(QUICK_TEXT_WIDTH.widths)} x"
+        f" {len(QUICK_TEXT_WIDTH.weight_decays)} λ_base x {len(QUICK_TEXT_WIDTH.seeds)} seeds,"
+        f" {QUICK_TEXT_WIDTH.num_runs} runs)",
     )
     parser.add_argument("--no-plot", action="store_true", help="log the runs but skip the figure")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -720,11 +734,8 @@ DIGITS_ONLY = ("sizes", "hidden", "norm", "label_noise", "depth")
 
 def _main_text(args: argparse.Namespace) -> int:
     """``--task text``: the dataset-size sweep on the byte-level GPT (:mod:`lightning_tau.demos.text`)."""
-    if args.axis != "dataset-size":
-        return _error(
-            f"`--task text --axis {args.axis}` is not available yet: the text task runs the dataset-size sweep only"
-            " (the width sweep runs on digits: `--task digits --axis width`)."
-        )
+    if args.axis == "width":
+        return _main_text_width(args)
     d = DemoConfig()
     given = [f"--{name.replace('_', '-')}" for name in WIDTH_ONLY if hasattr(args, name)]
     given += [
@@ -780,8 +791,91 @@ def _floats(values: Sequence[float]) -> str:
     return " ".join(f"{v:g}" for v in values)
 
 
+#: What ``--task text --axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base x 2 seeds, 2 epochs
+#: of 248 steps (32,000 training bytes, 8 windows of 32 tokens per step): 40 runs, under 10 minutes on a CPU.
+QUICK_TEXT_WIDTH = TextWidthConfig(
+    widths=[16, 64, 256],
+    weight_decays=[0.5, 2.0, 8.0, 32.0],
+    lr=3e-3,
+    seeds=[0, 1],
+    epochs=2,
+    batch_size=8,
+    block_size=32,
+    n_layer=2,
+    n_head=2,
+    max_tokens=32_000,
+    val_tokens=16_000,
+    warmup_fraction=0.0,
+    val_every_n_epochs=2,
+    accelerator="cpu",
+)
+
+
+def _main_text_width(args: argparse.Namespace) -> int:
+    """``--task text --axis width``: the λ_base width sweep on the μP byte-level GPT
+    (:mod:`lightning_tau.demos.text_width`)."""
+    d = DemoConfig()
+    given = [f"--{name.replace('_', '-')}" for name in ("fractions", "tau_epochs", "n_embd") if hasattr(args, name)]
+    given += [
+        f"--{name.replace('_', '-')}"
+        for name in (*DIGITS_ONLY, "lr")
+        if getattr(args, name, getattr(d, name)) != getattr(d, name) or (name == "depth" and hasattr(args, name))
+    ]
+    if given:
+        return _error(
+            f"{' '.join(given)} do not apply to `--task text --axis width`; it takes --widths (the n_embd values),"
+            " --weight-decays, --lr-base, --no-decay-input, --seeds, --epochs, --batch-size, --schedule,"
+            " --max-tokens, --val-tokens, --block-size, --n-layer, --n-head and --accelerator."
+        )
+    t = QUICK_TEXT_WIDTH if args.quick else TextWidthConfig()
+    config = TextWidthConfig(**vars(t))
+    if not args.quick:
+        config.widths = sorted(dict.fromkeys(getattr(args, "widths", t.widths)))
+        config.weight_decays = sorted(dict.fromkeys(getattr(args, "weight_decays", t.weight_decays)))
+        config.lr = getattr(args, "lr_base", t.lr)
+        config.seeds = list(dict.fromkeys(getattr(args, "seeds", t.seeds)))
+        config.schedule = args.schedule
+        config.decay_input = not getattr(args, "no_decay_input", False)
+        for name in ("epochs", "batch_size", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head"):
+            setattr(config, name, getattr(args, name, getattr(t, name)))
+        config.accelerator = getattr(args, "accelerator", t.accelerator)
+    if len(config.widths) < 2:
+        return _error(f"--widths {_ints(config.widths)}: give at least two widths to compare.")
+    if len(config.weight_decays) < 3:
+        return _error(
+            f"--weight-decays {' '.join(f'{x:g}' for x in config.weight_decays)}: give at least three λ_base values"
+            " (an interior optimum needs a worse neighbour on each side)."
+        )
+    if config.lr * config.weight_decays[-1] >= 1:
+        return _error(
+            f"--lr-base {config.lr:g} x --weight-decays {config.weight_decays[-1]:g} >= 1: every step would shrink"
+            " the decaying weights to zero or past it (lr_base x λ_base is what the base width and the vector-like"
+            " weights step with). Use a smaller --lr-base or λ_base."
+        )
+    odd = [w for w in config.widths if w % config.n_head]
+    if odd or 2 * config.base_width % config.n_head:
+        return _error(
+            f"--widths {_ints(odd or config.widths)}: every width must be a multiple of --n-head {config.n_head}"
+            " (the heads are the same at every width)."
+        )
+    try:
+        from lightning_tau.demos.text import load_stdlib_corpus
+        from lightning_tau.demos.width import _import_mup
+
+        config.datamodule()  # at least one batch, the validation set one window
+        load_stdlib_corpus(config.max_tokens, config.val_tokens)  # the corpus holds that many bytes
+        _import_mup()
+    except (ValueError, FileNotFoundError) as err:
+        return _error(str(err))
+    except ImportError as err:
+        print(f"lightning-tau demo: error: {err}", file=sys.stderr)
+        return 1
+    run_width(config, args.out, plot=not args.no_plot, progress=not args.no_progress)
+    return 0
+
+
 #: Options that only ``--axis width`` reads (their argparse default is ``SUPPRESS``, so given means typed).
-WIDTH_ONLY = ("widths", "lrs", "weight_decay")
+WIDTH_ONLY = ("widths", "weight_decays", "lr_base", "no_decay_input")
 
 #: Options that only ``--axis dataset-size`` reads, with their defaults (typed with another value is an error).
 DATASET_SIZE_ONLY = ("sizes", "tau_epochs", "lr", "hidden", "norm", "label_noise")
@@ -796,21 +890,27 @@ def _main_width(args: argparse.Namespace) -> int:
     ]
     if given:
         return _error(
-            f"{' '.join(given)} apply to `--axis dataset-size` only; for `--axis width` use --widths, --lrs and"
-            " --weight-decay."
+            f"{' '.join(given)} apply to `--axis dataset-size` only; for `--axis width` use --widths,"
+            " --weight-decays and --lr-base."
         )
     w = QUICK_WIDTH if args.quick else WidthConfig()
     config = WidthConfig(**{**vars(w)})
     config.batch_size, config.schedule = getattr(args, "batch_size", w.batch_size), args.schedule
     if not args.quick:
         config.widths = sorted(dict.fromkeys(getattr(args, "widths", w.widths)))
-        config.lrs = sorted(dict.fromkeys(getattr(args, "lrs", w.lrs)))
+        config.weight_decays = sorted(dict.fromkeys(getattr(args, "weight_decays", w.weight_decays)))
+        config.lr = getattr(args, "lr_base", w.lr)
         config.seeds = list(dict.fromkeys(getattr(args, "seeds", w.seeds)))
         config.epochs = getattr(args, "epochs", w.epochs)
         config.depth = getattr(args, "depth", w.depth)
-        config.weight_decay = getattr(args, "weight_decay", w.weight_decay)
+        config.decay_input = not getattr(args, "no_decay_input", False)
     if len(config.widths) < 2:
         return _error(f"--widths {_ints(config.widths)}: give at least two widths to compare.")
+    if len(config.weight_decays) < 3:
+        return _error(
+            f"--weight-decays {' '.join(f'{x:g}' for x in config.weight_decays)}: give at least three λ_base values"
+            " (an interior optimum needs a worse neighbour on each side)."
+        )
     if config.depth < 2:
         return _error(
             f"--depth {config.depth}: the width demo needs depth >= 2 (at least one hidden width x width matrix,"
@@ -829,11 +929,16 @@ def _main_width(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_width(config: WidthConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
-    """Run the width sweep (:func:`~lightning_tau.demos.width.run_width_demo`) into a new ``out/sweep_K``."""
+def run_width(config: WidthConfig | TextWidthConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
+    """Run the width sweep (:func:`~lightning_tau.demos.width.run_width_demo`, or
+    :func:`~lightning_tau.demos.text_width.run_text_width_demo` for a :class:`TextWidthConfig`) into a new
+    ``out/sweep_K``; return it."""
     from tqdm.auto import tqdm
 
+    from lightning_tau.demos.text_width import run_text_width_demo
     from lightning_tau.demos.width import run_width_demo
+
+    runner: Any = run_text_width_demo if isinstance(config, TextWidthConfig) else run_width_demo
 
     sweep_dir = next_sweep_dir(out)
     sweep_dir.mkdir(parents=True)
@@ -842,7 +947,7 @@ def run_width(config: WidthConfig, out: Path, *, plot: bool = True, progress: bo
         with quiet_sweep(single_thread=True), warnings.catch_warnings():
             # the timescale arm starts from fixed-λ groups on purpose: the callback's pitfall warning is the point
             warnings.filterwarnings("ignore", message=r".*fixed-λ muP pitfall")
-            run_width_demo(config, sweep_dir, plot=plot, extra_callbacks=[_EpochTick(bar)])
+            runner(config, sweep_dir, plot=plot, extra_callbacks=[_EpochTick(bar)])
     finally:
         bar.close()
     print(f"Open the runs with:\n  tensorboard --logdir {sweep_dir}")

@@ -224,20 +224,25 @@ class TextDataModule(pl.LightningDataModule):
 
 
 class CausalSelfAttention(nn.Module):
-    """Multi-head causal self-attention (``scaled_dot_product_attention`` with ``is_causal=True``)."""
+    """Multi-head causal self-attention (``scaled_dot_product_attention`` with ``is_causal=True``).
+
+    ``scale`` multiplies ``q . k``: ``None`` is the standard ``1 / sqrt(head dim)``; μP's is ``1 / head dim``
+    (:class:`~lightning_tau.demos.text_width.MuByteGPT` sets it).
+    """
 
     def __init__(self, n_embd: int, n_head: int) -> None:
         super().__init__()
         if n_embd % n_head:
             raise ValueError(f"`n_embd={n_embd}` must be a multiple of `n_head={n_head}` (equal head widths).")
         self.n_head = n_head
+        self.scale: float | None = None
         self.qkv = nn.Linear(n_embd, 3 * n_embd)
         self.proj = nn.Linear(n_embd, n_embd)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, c = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_head, c // self.n_head).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
         return self.proj(y.transpose(1, 2).reshape(b, t, c))
 
 
@@ -347,9 +352,13 @@ class ByteGPT(pl.LightningModule):
         self.log("val/loss", F.cross_entropy(logits, y.flatten()))
         self.log("val/error", (logits.argmax(dim=1) != y.flatten()).float().mean())
 
-    def configure_optimizers(self) -> dict[str, Any]:
+    def build_optimizer(self) -> torch.optim.Optimizer:
+        """AdamW (betas 0.9, 0.95) over :func:`~lightning_tau.build_param_groups`'s ``decay`` / ``no_decay``."""
         groups = build_param_groups(self, weight_decay=self.weight_decay)
-        optimizer = torch.optim.AdamW(groups, lr=self.lr, betas=(0.9, 0.95))
+        return torch.optim.AdamW(groups, lr=self.lr, betas=(0.9, 0.95))
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        optimizer = self.build_optimizer()
         if self._trainer is None:
             return {"optimizer": optimizer}
         total = max(1, int(self.trainer.estimated_stepping_batches))

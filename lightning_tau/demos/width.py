@@ -1,26 +1,27 @@
-"""The width demo: does μP's learning rate transfer across widths under AdamW, with and without the callback?
+"""The width demo: under μP, how does the best AdamW weight decay move with width, with and without the callback?
 
-μP (the ``mup`` package: ``set_base_shapes``, ``MuReadout``, ``MuAdamW``) gives the hidden ``width x width``
-matrices of a model ``s`` times wider than the base model the learning rate ``lr / s``. With the weight decay ``λ``
-held fixed across widths their AdamW timescale ``tau_iter = 1 / (lr λ)`` grows ``s``-fold, and Wang & Aitchison
-(ICML 2025, Sec. 4.2, Fig. "AdamW breaks the learning rate scaling of μP") find that the best learning rate then
-drifts with width late in training; holding ``tau_iter`` (``λ = s λ_base``) restores the transfer.
+Wang & Aitchison (ICML 2025, Sec. 4.2) show their width claim by sweeping the base weight decay ``λ_base`` at a
+fixed base learning rate ``η_base`` for each width, in two arms. μP (the ``mup`` package: ``set_base_shapes``,
+``MuReadout``, ``MuAdamW``) gives the hidden ``width x width`` matrices of a model ``s`` times wider than the base
+the learning rate ``η_base / s``. Then:
 
-This module sweeps ``width x lr x seed`` for two arms on scikit-learn's bundled digits
-(:class:`~lightning_tau.demos.digits.DigitsDataModule`, nothing downloaded):
-
-- ``fixed``: ``MuAdamW`` with every decaying group's weight decay set back to ``λ_base`` after mup 1.0.0 multiplied
-  the hidden groups' by ``s`` — the same ``λ`` at every width (the paper's Eq. standard_mup; what newer mup's
-  ``MuAdamW(decoupled_wd=True)`` and nanoGPT-mup do). Hidden ``tau_iter = s / (lr λ_base)``.
+- ``fixed``: ``λ = λ_base`` at every width (the paper's Eq. standard_mup; what newer mup's
+  ``MuAdamW(decoupled_wd=True)`` and nanoGPT-mup do). mup 1.0.0's ``MuAdamW`` multiplies the hidden groups' weight
+  decay by ``s``; this arm sets it back. Hidden ``tau_iter = s / (η_base λ_base)``.
 - ``timescale``: the same optimizer plus :class:`~lightning_tau.TimescaleCallback` with
-  ``tau_epoch = B / (lr λ_base N)`` — the base model's timescale at that ``lr``. The callback computes each group's
-  weight decay from the group's own learning rate, so the hidden groups get ``s λ_base`` and ``tau_iter`` is the
-  same at every width (Eq. improved_mup; also what mup 1.0.0's unmodified ``MuAdamW`` does).
+  ``tau_epoch = 1 / (η_base M λ_base)`` (``M`` optimizer steps per epoch): each group's weight decay comes from the
+  group's own learning rate, so the hidden matrices get ``s λ_base`` and their ``tau_iter = 1 / (η_base λ_base)``
+  is the same at every width (Eq. improved_mup).
 
-At the base width (``s = 1``) the two arms are the same run. The model is a μP MLP: a LayerNorm after every hidden
-linear layer (so the hidden matrices are scale-invariant and their weight decay acts only through the timescale) and a
-``MuReadout`` head, whose weight does not decay. ``lightning-tau demo --axis width`` runs :func:`run_width_demo`;
-``docs/width_demo.rst`` shows and discusses its result.
+If the best ``tau_iter`` of the hidden weights does not depend on width, the best ``λ_base`` scales as ``s^0`` in
+the ``timescale`` arm and ``s^1`` in the ``fixed`` arm. :mod:`lightning_tau.demos.width_curves` turns the runs into
+that exponent, with a bootstrap interval over seeds, and checks first that each curve has an interior optimum.
+
+The task is scikit-learn's bundled digits (:class:`~lightning_tau.demos.digits.DigitsDataModule`, nothing
+downloaded) and a μP MLP (:class:`MuDigitsMLP`) with a LayerNorm after every linear layer, so the decayed
+matrices are scale-invariant; the ``MuReadout`` does not decay. At the base width the two arms are the same run,
+trained once. ``lightning-tau demo --axis width`` runs :func:`run_width_demo`; ``docs/width_demo.rst`` shows and
+discusses its result.
 """
 
 from __future__ import annotations
@@ -44,25 +45,22 @@ from lightning_tau import timescale as tau_math
 from lightning_tau._table import table_lines
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, DigitsDataModule, DigitsMLP
+from lightning_tau.demos.width_curves import summarize_arm
 from lightning_tau.diagnostics import TimescaleMonitor
 
 __all__ = [
     "ARMS",
-    "BREAK_FACTOR",
-    "Arm",
-    "GroupRecord",
+    "BASE_ARM",
     "MuDigitsMLP",
     "WidthConfig",
-    "WidthOptimum",
     "describe_width",
-    "find_width_optima",
-    "format_width_optima",
+    "format_width_summary",
     "load_width_results",
-    "lr_spread",
     "plot_width_sweep",
     "run_one_width",
     "run_width_demo",
     "width_run_name",
+    "width_summary",
 ]
 
 Arm = Literal["fixed", "timescale"]
@@ -70,12 +68,15 @@ Arm = Literal["fixed", "timescale"]
 #: The two arms, in the order the sweep, the table and the figure use.
 ARMS: tuple[Arm, ...] = ("fixed", "timescale")
 
-#: A line "breaks" at the first lr above its best where the metric exceeds this multiple of the best.
-BREAK_FACTOR = 2.0
+#: Where the base width's runs log: they are the same run in both arms, trained once.
+BASE_ARM = "both"
 
 #: File names the width demo writes into its sweep directory.
 FIGURE_STEM = "width_sweep"
 SUMMARY_NAME = "summary.json"
+
+#: The metric the sweep compares (the final validation loss, logged with each run's HParams record).
+METRIC = "hp/val_loss"
 
 
 def _import_mup() -> Any:
@@ -109,6 +110,9 @@ class MuDigitsMLP(pl.LightningModule):
         arm: ``"fixed"`` or ``"timescale"`` (see above).
         decay_readout: also decay the ``MuReadout`` weight (by default it does not: it is the one decayed matrix
             the output is not invariant to the scale of, and both arms would treat it alike).
+        decay_input: decay the ``64 -> width`` input matrix (the default). It is vector-like in μP (its fan-in does
+            not grow), so it keeps ``lr`` and ``λ_base`` in both arms; ``False`` leaves only the hidden matrices
+            decaying.
         other_lr: learning rate of the parameters that do not decay (LayerNorm, readout); ``None`` is ``lr``.
             A fixed value makes ``lr`` the learning rate of the scale-invariant matrices only, as in the seed's
             Theorem 1.
@@ -130,6 +134,7 @@ class MuDigitsMLP(pl.LightningModule):
         arm: Arm = "fixed",
         decay_readout: bool = False,
         other_lr: float | None = None,
+        decay_input: bool = True,
     ) -> None:
         super().__init__()
         for name, value in (("width", width), ("depth", depth)):
@@ -160,6 +165,7 @@ class MuDigitsMLP(pl.LightningModule):
         self.readout = mup.MuReadout(width, 10)
         self.width, self.depth, self.lr, self.weight_decay = width, depth, lr, weight_decay
         self.schedule, self.arm, self.decay_readout, self.other_lr = schedule, arm, decay_readout, other_lr
+        self.decay_input = decay_input
 
     def set_base_shapes(self, base_width: int) -> MuDigitsMLP:
         """``mup.set_base_shapes`` against the same model at ``base_width`` (and ``2 * base_width`` as the delta)."""
@@ -178,9 +184,11 @@ class MuDigitsMLP(pl.LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         mup = _import_mup()
-        readout = {id(p) for p in self.readout.parameters()} if not self.decay_readout else set()
-        matrices = [p for p in self.parameters() if p.ndim >= 2 and id(p) not in readout]
-        vectors = [p for p in self.parameters() if p.ndim < 2 or id(p) in readout]
+        kept = {id(p) for p in self.readout.parameters()} if not self.decay_readout else set()
+        if not self.decay_input:
+            kept.add(id(self.body[0].weight))
+        matrices = [p for p in self.parameters() if p.ndim >= 2 and id(p) not in kept]
+        vectors = [p for p in self.parameters() if p.ndim < 2 or id(p) in kept]
         # mup 1.0.0 splits off the hidden (matrix-like, ninf == 2) weights: lr / s and weight_decay * s
         optimizer = mup.MuAdamW(
             [
@@ -212,35 +220,35 @@ def _cosine(total_steps: int) -> Any:
 
 @dataclass
 class WidthConfig:
-    """One width sweep: every ``(arm, width, lr, seed)`` combination is a run.
+    """One λ_base sweep: every ``(arm, width, λ_base, seed)`` is a run, the base width's once for both arms.
 
     Attributes:
         widths: hidden widths; the smallest is μP's base width (``s = width / min(widths)``).
-        lrs: base learning rates (the hidden matrices get ``lr / s``).
-        weight_decay: ``λ_base``; the timescale arm's ``tau_epoch`` at each ``lr`` is ``B / (lr λ_base N)``.
+        weight_decays: the ``λ_base`` grid (increasing).
+        lr: ``η_base``, the base learning rate, fixed for the whole sweep (the hidden matrices get ``η_base / s``).
         seeds: seeds (init and batch order); runs of the same setting are averaged.
         epochs: training epochs per run.
         batch_size: ``B``.
         train_size: training digits ``N`` (at most 1400).
-        depth: linear layers before the readout.
-        schedule: ``"cosine"`` (to ``0.1 * lr``) or ``"constant"``.
-        arms: which arms to run.
+        depth: linear layers before the readout (``depth - 1`` hidden ``width x width`` matrices).
+        schedule: ``"cosine"`` (to ``0.1 η``) or ``"constant"``; the weight decay is not scheduled.
         label_noise: fraction of training labels randomized (see :class:`~lightning_tau.demos.digits.DigitsDataModule`).
+        decay_input: see :class:`MuDigitsMLP`.
         decay_readout: see :class:`MuDigitsMLP`.
         other_lr: see :class:`MuDigitsMLP`.
     """
 
-    widths: list[int] = field(default_factory=lambda: [32, 128, 512])
-    lrs: list[float] = field(default_factory=lambda: [5e-4, 1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2])
-    weight_decay: float = 4.0
-    seeds: list[int] = field(default_factory=lambda: [0, 1])
+    widths: list[int] = field(default_factory=lambda: [16, 64, 256])
+    weight_decays: list[float] = field(default_factory=lambda: [8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0])
+    lr: float = 3e-4
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     epochs: int = 30
     batch_size: int = 64
     train_size: int = 1400
     depth: int = 3
     schedule: str = "cosine"
-    arms: list[str] = field(default_factory=lambda: list(ARMS))
     label_noise: float = 0.0
+    decay_input: bool = True
     decay_readout: bool = False
     other_lr: float | None = None
 
@@ -248,46 +256,65 @@ class WidthConfig:
     def base_width(self) -> int:
         return min(self.widths)
 
+    def runs(self) -> list[tuple[str, int, float, int]]:
+        """Every ``(arm, width, λ_base, seed)`` the sweep trains; the base width's arm is :data:`BASE_ARM`.
+
+        Example:
+            >>> WidthConfig(widths=[16, 64], weight_decays=[1.0], seeds=[0]).runs()
+            [('both', 16, 1.0, 0), ('fixed', 64, 1.0, 0), ('timescale', 64, 1.0, 0)]
+        """
+        base = [(BASE_ARM, self.base_width, lam, seed) for lam in self.weight_decays for seed in self.seeds]
+        wider = [
+            (arm, width, lam, seed)
+            for arm in ARMS
+            for width in sorted(self.widths)
+            if width != self.base_width
+            for lam in self.weight_decays
+            for seed in self.seeds
+        ]
+        return base + wider
+
     @property
     def num_runs(self) -> int:
-        return len(self.arms) * len(self.widths) * len(self.lrs) * len(self.seeds)
+        return len(self.runs())
 
-    def tau_epoch(self, lr: float) -> float:
-        """The timescale arm's ``tau_epoch`` at base learning rate ``lr``: the base width's under ``λ_base``.
+    def tau_epoch(self, weight_decay: float) -> float:
+        """The ``timescale`` arm's ``tau_epoch`` for ``λ_base``: the base width's, ``1 / (η_base M λ_base)``.
 
-        In the optimizer steps Lightning really runs per epoch (``ceil(N / B)``, the last batch partial), which is
-        what the callback divides by, so that at the base width the two arms step with the same weight decay.
+        ``M`` is the optimizer steps Lightning really runs per epoch (``ceil(N / B)``, the last batch partial),
+        which is what the callback divides by, so the base width's hidden matrices step with exactly ``λ_base``.
         """
-        return tau_math.tau_iter(lr, self.weight_decay) / _steps_per_epoch(self)
+        return tau_math.tau_iter(self.lr, weight_decay) / _steps_per_epoch(self)
 
 
 def describe_width(config: WidthConfig) -> str:
-    """What the width sweep runs, and how many hidden-weight timescales each arm covers.
+    """What the width sweep runs, and how many EMA timescales the hidden weights cover in each arm.
 
     Example:
-        >>> config = WidthConfig(widths=[32, 256], lrs=[1e-3, 1e-2], weight_decay=1.0, seeds=[0], epochs=10)
-        >>> print(describe_width(config))
-        Width sweep: 2 arms x 2 widths x 2 lrs x 1 seeds = 8 runs x 10 epochs; N=1400, B=64, λ_base=1, cosine, depth 3.
-          base width 32; hidden matrices get lr / s and, per arm, weight decay λ_base (fixed) or s λ_base (timescale).
-          timescales the hidden weights cover (sum of lr_t λ over the run, lr 0.001 .. 0.01):
-            width 32 (s=1): fixed 0.121 .. 1.21, timescale 0.121 .. 1.21
-            width 256 (s=8): fixed 0.0151 .. 0.151, timescale 0.121 .. 1.21
+        >>> config = WidthConfig(widths=[16, 256], weight_decays=[8.0, 512.0], seeds=[0, 1], epochs=30)
+        >>> print(describe_width(config))  # doctest: +NORMALIZE_WHITESPACE
+        Width sweep of λ_base at η_base = 0.0003: 2 widths x 2 λ_base x 2 seeds, 2 arms (the base width once) = 12
+          runs x 30 epochs; N=1400, B=64, cosine, depth 3, label noise 0.
+          hidden matrices: lr η_base / s; weight decay λ_base (fixed) or s λ_base (timescale).
+          timescales the hidden weights cover (sum of η_t λ over the run, λ_base 8 .. 512):
+            width 16 (s=1): fixed 0.871 .. 55.8, timescale 0.871 .. 55.8
+            width 256 (s=16): fixed 0.0544 .. 3.48, timescale 0.871 .. 55.8
     """
+    lams = sorted(config.weight_decays)
     lines = [
-        f"Width sweep: {len(config.arms)} arms x {len(config.widths)} widths x {len(config.lrs)} lrs x"
-        f" {len(config.seeds)} seeds = {config.num_runs} runs x {config.epochs} epochs; N={config.train_size},"
-        f" B={config.batch_size}, λ_base={config.weight_decay:g}, {config.schedule}, depth {config.depth}.",
-        f"  base width {config.base_width}; hidden matrices get lr / s and, per arm, weight decay λ_base (fixed) or"
-        " s λ_base (timescale).",
-        f"  timescales the hidden weights cover (sum of lr_t λ over the run, lr {min(config.lrs):g} .."
-        f" {max(config.lrs):g}):",
+        f"Width sweep of λ_base at η_base = {config.lr:g}: {len(config.widths)} widths x {len(lams)} λ_base x"
+        f" {len(config.seeds)} seeds, 2 arms (the base width once) = {config.num_runs} runs x {config.epochs} epochs;"
+        f" N={config.train_size}, B={config.batch_size}, {config.schedule}, depth {config.depth},"
+        f" label noise {config.label_noise:g}.",
+        "  hidden matrices: lr η_base / s; weight decay λ_base (fixed) or s λ_base (timescale).",
+        f"  timescales the hidden weights cover (sum of η_t λ over the run, λ_base {lams[0]:g} .. {lams[-1]:g}):",
     ]
-    for width in config.widths:
+    for width in sorted(config.widths):
         s = width / config.base_width
         covered = {
             arm: [
-                _timescales_covered(config, lr / s, config.weight_decay * (s if arm == "timescale" else 1.0))
-                for lr in (min(config.lrs), max(config.lrs))
+                _timescales_covered(config, config.lr / s, lam * (s if arm == "timescale" else 1.0))
+                for lam in (lams[0], lams[-1])
             ]
             for arm in ARMS
         }
@@ -303,94 +330,80 @@ def _steps_per_epoch(config: WidthConfig) -> int:
 
 
 def _timescales_covered(config: WidthConfig, lr: float, weight_decay: float) -> float:
-    """``sum_t lr_t λ`` over the run: how many EMA timescales the weights live through."""
+    """``sum_t η_t λ`` over the run: how many EMA timescales the weights live through."""
     steps = config.epochs * _steps_per_epoch(config)
     mean_factor = 1.0 if config.schedule == "constant" else (1 + COSINE_FINAL_LR_RATIO) / 2
     return lr * weight_decay * steps * mean_factor
 
 
-def width_run_name(arm: str, width: int, lr: float, seed: int) -> tuple[str, str]:
+def width_run_name(arm: str, width: int, weight_decay: float, seed: int) -> tuple[str, str]:
     """TensorBoard ``(name, version)`` of one run.
 
     Example:
-        >>> width_run_name("fixed", 128, 0.003, 1)
-        ('fixed/w0128', 'lr=0.003_seed1')
+        >>> width_run_name("fixed", 128, 64.0, 1)
+        ('fixed/w0128', 'wd=64_seed1')
     """
-    return f"{arm}/w{width:04d}", f"lr={lr:g}_seed{seed}"
+    return f"{arm}/w{width:04d}", f"wd={weight_decay:g}_seed{seed}"
 
 
-@dataclass(frozen=True)
-class GroupRecord:
-    """What one param group's optimizer step used: read by a step post-hook at the first and at the last step."""
-
-    name: str
-    width_mult: float
-    lr: float
-    weight_decay: float
+def _group_name(group: dict[str, Any]) -> str:
+    """``hidden`` for mup's matrix-like (``ninf == 2``) group, ``vector_like`` for the others."""
+    return "hidden" if any(p.infshape.ninf() == 2 for p in group["params"]) else "vector_like"
 
 
 class _RecordSteps(Callback):
-    """Reads, with a torch optimizer step post-hook, each decaying group's lr and weight decay at the first step
-    (``first``) and the last (``last``), and writes the run's HParams record at train end."""
+    """Reads, with a torch optimizer step post-hook, the weight decay every decaying group used at every optimizer
+    step (the distinct values, per group) and its first step's lr; writes the run's HParams record at train end."""
 
-    def __init__(self, config: WidthConfig, arm: str, width: int, lr: float, seed: int) -> None:
-        self.config, self.arm, self.width, self.lr, self.seed = config, arm, width, lr, seed
-        self.first: list[GroupRecord] = []
-        self.last: list[GroupRecord] = []
+    def __init__(self, config: WidthConfig, arm: str, width: int, weight_decay: float, seed: int) -> None:
+        self.config, self.arm, self.width, self.weight_decay, self.seed = config, arm, width, weight_decay, seed
+        self.weight_decays: dict[str, set[float]] = defaultdict(set)
+        self.first_lr: dict[str, float] = {}
+        self.steps = 0
         self.logged: dict[str, Any] = {}
         self._handle: Any = None
 
-    @staticmethod
-    def _read(optimizer: torch.optim.Optimizer) -> list[GroupRecord]:
-        records = []
-        for index, group in enumerate(optimizer.param_groups):
-            if group["weight_decay"] <= 0:
-                continue
-            mult = max(
-                (p.infshape.width_mult() if p.infshape.ninf() == 2 else 1.0 for p in group["params"]), default=1.0
-            )
-            name = f"hidden_s{mult:g}" if mult != 1.0 else f"pg{index + 1}"
-            records.append(GroupRecord(name, float(mult), float(group["lr"]), float(group["weight_decay"])))
-        return records
-
     @override
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        optimizer = trainer.optimizers[0]
-
         def hook(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-            self.last = self._read(opt)
-            if not self.first:
-                self.first = self.last
+            self.steps += 1
+            for group in opt.param_groups:
+                # mup 1.0.0 leaves an empty vector-like group where a group had only hidden matrices
+                if group["params"] and (group["weight_decay"] > 0 or _group_name(group) == "hidden"):
+                    name = _group_name(group)
+                    self.weight_decays[name].add(float(group["weight_decay"]))
+                    self.first_lr.setdefault(name, float(group["lr"]))
 
-        self._handle = optimizer.register_step_post_hook(hook)
+        self._handle = trainer.optimizers[0].register_step_post_hook(hook)
 
     @override
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._handle is not None:
             self._handle.remove()
-        hidden = [g for g in self.first if g.width_mult != 1.0] or self.first
         config = self.config
-        base_tau_epoch = config.tau_epoch(self.lr)
+        hidden_lr, hidden_wd = self.first_lr["hidden"], max(self.weight_decays["hidden"])
         hparams: dict[str, Any] = {
             "arm": self.arm,
             "width": self.width,
             "width_mult": self.width / config.base_width,
-            "lr": self.lr,
-            "weight_decay_base": config.weight_decay,
-            "hidden_lr": hidden[0].lr,
-            "hidden_weight_decay": hidden[0].weight_decay,
-            "hidden_tau_iter": tau_math.tau_iter(hidden[0].lr, hidden[0].weight_decay),
-            "hidden_timescales_covered": _timescales_covered(config, hidden[0].lr, hidden[0].weight_decay),
-            "tau_epoch": base_tau_epoch,
+            "lr_base": config.lr,
+            "weight_decay_base": self.weight_decay,
+            "hidden_lr": hidden_lr,
+            "hidden_weight_decay": hidden_wd,
+            "vector_like_weight_decay": max(self.weight_decays.get("vector_like", {0.0})),
+            "hidden_tau_iter": tau_math.tau_iter(hidden_lr, hidden_wd),
+            "hidden_timescales_covered": _timescales_covered(config, hidden_lr, hidden_wd),
             "dataset_size": config.train_size,
             "batch_size": config.batch_size,
             "epochs": config.epochs,
             "schedule": config.schedule,
             "depth": config.depth,
+            "label_noise": config.label_noise,
+            "decay_input": config.decay_input,
             "seed": self.seed,
         }
         metrics = {
-            "hp/val_loss": float(trainer.callback_metrics["val/loss"]),
+            METRIC: float(trainer.callback_metrics["val/loss"]),
             "hp/val_error": float(trainer.callback_metrics["val/error"]),
             "hp/train_loss": float(trainer.callback_metrics["train/loss"]),
         }
@@ -403,39 +416,46 @@ def run_one_width(
     config: WidthConfig,
     arm: str,
     width: int,
-    lr: float,
+    weight_decay: float,
     seed: int,
     sweep_dir: Path | None,
     extra_callbacks: Sequence[Callback] = (),
 ) -> dict[str, Any]:
-    """Fit one run (logging to ``sweep_dir/<arm>/w<width>/lr=<lr>_seed<seed>``, or nowhere if ``sweep_dir`` is
-    ``None``); returns its hparams and final metrics, with ``first_step_groups`` (a list of :class:`GroupRecord`
-    as dicts: what each decaying group's first optimizer step used)."""
-    if arm not in ARMS:
+    """Fit one run (logging to ``sweep_dir/<arm>/w<width>/wd=<λ_base>_seed<seed>``, or nowhere if ``sweep_dir`` is
+    ``None``); returns its hparams and final metrics, with ``step_weight_decays`` (per decaying group, the sorted
+    distinct weight decays its optimizer steps used), ``first_lr`` (per group) and ``optimizer_steps``.
+
+    ``arm`` is ``"fixed"``, ``"timescale"`` or, at the base width only, :data:`BASE_ARM` (the two arms' shared run).
+    """
+    if arm not in (*ARMS, BASE_ARM):
         raise ValueError(f"`arm={arm!r}` is not an arm of the width demo. Use 'fixed' or 'timescale'.")
+    if arm == BASE_ARM and width != config.base_width:
+        raise ValueError(f"`arm={BASE_ARM!r}` is the base width's ({config.base_width}) shared run, not width {width}.")
     pl.seed_everything(seed, verbose=False)
     data = DigitsDataModule(train_size=config.train_size, batch_size=config.batch_size, label_noise=config.label_noise)
     model = MuDigitsMLP(
         width=width,
         depth=config.depth,
-        lr=lr,
-        weight_decay=config.weight_decay,
+        lr=config.lr,
+        weight_decay=weight_decay,
         schedule=config.schedule,  # type: ignore[arg-type]
-        arm=arm,  # type: ignore[arg-type]
+        arm="timescale" if arm == "timescale" else "fixed",
         decay_readout=config.decay_readout,
         other_lr=config.other_lr,
+        decay_input=config.decay_input,
     ).set_base_shapes(config.base_width)
-    record = _RecordSteps(config, arm, width, lr, seed)
-    # both arms log the same EMA diagnostics (per-group tau_iter, weight RMS); `record` writes the HParams record
+    record = _RecordSteps(config, arm, width, weight_decay, seed)
+    # every run logs the same EMA diagnostics (per-group tau_iter, weight RMS); `record` writes the HParams record
     # (TensorBoard keeps a run's first), so the monitor writes none of its own
     callbacks: list[Callback] = [record, *extra_callbacks]
-    if sweep_dir is not None:
-        callbacks.insert(1, TimescaleMonitor(log_hparams=False))
     if arm == "timescale":
-        callbacks.insert(0, TimescaleCallback(tau_epoch=config.tau_epoch(lr), verbose=False))
+        monitor: bool | TimescaleMonitor = TimescaleMonitor(log_hparams=False) if sweep_dir is not None else False
+        callbacks.insert(0, TimescaleCallback(tau_epoch=config.tau_epoch(weight_decay), verbose=False, monitor=monitor))
+    elif sweep_dir is not None:
+        callbacks.insert(1, TimescaleMonitor(log_hparams=False))
     logger: Any = False
     if sweep_dir is not None:
-        name, version = width_run_name(arm, width, lr, seed)
+        name, version = width_run_name(arm, width, weight_decay, seed)
         logger = TensorBoardLogger(save_dir=str(sweep_dir), name=name, version=version, default_hp_metric=False)
     trainer = pl.Trainer(
         accelerator="cpu",
@@ -450,183 +470,155 @@ def run_one_width(
         log_every_n_steps=_steps_per_epoch(config),
     )
     trainer.fit(model, datamodule=data)
-    return {**record.logged, "first_step_groups": [asdict(g) for g in record.first]}
-
-
-@dataclass(frozen=True)
-class WidthOptimum:
-    """The best base learning rate of one ``(arm, width)`` line, by the seed-averaged metric.
-
-    Attributes:
-        arm: ``"fixed"`` or ``"timescale"``.
-        width: hidden width.
-        lr: best base learning rate on the grid.
-        metric: seed-averaged metric there.
-        at_edge: the best lr is the smallest or largest on the grid, so the true one may lie outside.
-        breaks_at: the smallest grid lr above the best whose seed-averaged metric is more than
-            :data:`BREAK_FACTOR` times the best (``None`` if none is): where the high-lr side of the curve turns up.
-    """
-
-    arm: str
-    width: int
-    lr: float
-    metric: float
-    at_edge: bool
-    breaks_at: float | None = None
-
-
-def _curves(results: Sequence[dict[str, Any]], metric: str) -> dict[tuple[str, int], dict[float, list[float]]]:
-    """``{(arm, width): {lr: [metric per seed]}}``; a non-finite metric (a diverged run) counts as ``inf``."""
-    curves: dict[tuple[str, int], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in results:
-        value = float(r[metric])
-        curves[(str(r["arm"]), int(r["width"]))][float(r["lr"])].append(value if math.isfinite(value) else math.inf)
     return {
-        key: dict(sorted(points.items()))
-        for key, points in sorted(
-            curves.items(), key=lambda kv: (ARMS.index(kv[0][0]) if kv[0][0] in ARMS else len(ARMS), kv[0][1])
-        )
+        **record.logged,
+        "step_weight_decays": {name: sorted(values) for name, values in record.weight_decays.items()},
+        "first_lr": dict(record.first_lr),
+        "optimizer_steps": record.steps,
     }
 
 
-def find_width_optima(results: Sequence[dict[str, Any]], metric: str = "hp/val_loss") -> list[WidthOptimum]:
-    """Per ``(arm, width)``, the base learning rate with the lowest seed-averaged ``metric``.
+def width_summary(results: Sequence[dict[str, Any]], config: WidthConfig) -> dict[str, Any]:
+    """The sweep's ``summary.json`` from its runs (each with ``arm``, ``width``, ``weight_decay_base``, ``seed``
+    and :data:`METRIC`): per arm the curves, smoothed optima, interior flags and the exponent with its interval.
+
+    The base width's runs (arm :data:`BASE_ARM`) are the first line of both arms. A run that diverged (a non-finite
+    metric) makes its curve point ``inf`` (``null`` in the JSON).
 
     Example:
-        >>> rows = [{"arm": "fixed", "width": w, "lr": lr, "loss": abs(lr - 0.01 * w / 32)}
-        ...         for w in (32, 128) for lr in (0.01, 0.04, 0.16)]
-        >>> [(o.width, o.lr, o.at_edge) for o in find_width_optima(rows, "loss")]
-        [(32, 0.01, True), (128, 0.04, False)]
+        >>> config = WidthConfig(widths=[16, 64], weight_decays=[1.0, 2.0, 4.0], seeds=[0])
+        >>> loss = {1.0: 0.9, 2.0: 0.5, 4.0: 0.8}
+        >>> rows = [{"arm": a, "width": w, "weight_decay_base": lam, "seed": 0, "hp/val_loss": loss[lam]}
+        ...         for a, w, lam, _ in config.runs()]
+        >>> summary = width_summary(rows, config)
+        >>> fixed = summary["arms"]["fixed"]
+        >>> summary["sweep"], summary["lr_base"], fixed["interior"], abs(round(fixed["exponent"], 6))
+        ('lambda_base', 0.0003, {'16': True, '64': True}, 0.0)
     """
-    optima = []
-    for (arm, width), points in _curves(results, metric).items():
-        lrs = list(points)
-        means = [sum(v) / len(v) for v in points.values()]
-        best = means.index(min(means))
-        breaks_at = next((lr for lr, m in zip(lrs[best:], means[best:]) if m > BREAK_FACTOR * means[best]), None)
-        at_edge = len(lrs) > 1 and best in (0, len(lrs) - 1)
-        optima.append(WidthOptimum(arm, width, lrs[best], means[best], at_edge, breaks_at))
-    return optima
+    seeds = {seed: i for i, seed in enumerate(config.seeds)}
+    values: dict[tuple[str, int], dict[float, list[float]]] = defaultdict(
+        lambda: defaultdict(lambda: [math.nan] * len(seeds))
+    )
+    for r in results:
+        value = float(r[METRIC])
+        arms = ARMS if r["arm"] == BASE_ARM else (str(r["arm"]),)
+        for arm in arms:
+            line = values[(arm, int(r["width"]))][float(r["weight_decay_base"])]
+            line[seeds[int(r["seed"])]] = value if math.isfinite(value) else math.inf
+    widths = sorted(config.widths)
+    mults = {width / config.base_width: width for width in widths}
+    arms = {}
+    for arm in ARMS:
+        lines = {width / config.base_width: values[(arm, width)] for width in widths if (arm, width) in values}
+        if len(lines) >= 2:
+            arms[arm] = summarize_arm(lines, {m: mults[m] for m in lines})
+    return {
+        "axis": "width",
+        "sweep": "lambda_base",
+        "metric": METRIC,
+        "lr_base": config.lr,
+        "widths": widths,
+        "width_mults": {str(w): w / config.base_width for w in widths},
+        "arms": arms,
+        "config": asdict(config),
+    }
 
 
-def lr_spread(optima: Sequence[WidthOptimum], of: Literal["lr", "breaks_at"] = "lr") -> dict[str, float]:
-    """Per arm, ``max / min`` of the best learning rate across widths (1 = it transfers exactly on this grid);
-    ``of="breaks_at"`` takes :attr:`WidthOptimum.breaks_at` instead (lines without one are left out).
+def format_width_summary(summary: dict[str, Any]) -> str:
+    """The table of each line's best ``λ_base`` and the exponent per arm, from a :func:`width_summary`.
 
     Example:
-        >>> lr_spread([WidthOptimum("fixed", 32, 0.01, 0.1, False), WidthOptimum("fixed", 512, 0.04, 0.1, False)])
-        {'fixed': 4.0}
+        >>> arm = {"curves": {"16": [[1.0, 0.9, 0.1], [2.0, 0.5, 0.1], [4.0, 0.8, 0.1]]},
+        ...        "best_lambda_base": {"16": 2.1}, "interior": {"16": True}, "bracketed": {"16": True},
+        ...        "exponent": 0.05, "exponent_ci": [-0.2, 0.3]}
+        >>> print(format_width_summary({"arms": {"fixed": arm}, "metric": "hp/val_loss", "width_mults": {"16": 1.0}}))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        Best λ_base per width (mean hp/val_loss over seeds; smoothed = the finder's parabola in log λ):
+          arm   | width | s | best λ_base (grid) | smoothed | hp/val_loss ± std | interior | bracketed
+          fixed | 16    | 1 | 2                  | 2.1      | 0.5 ± 0.1         | yes      | yes
+        Exponent of best λ_base in s (slope on log s; 95% bootstrap interval over seeds):
+          fixed: 0.05 [-0.2, 0.3]
     """
-    by_arm: dict[str, list[float]] = defaultdict(list)
-    for o in optima:
-        value = getattr(o, of)
-        if value is not None:
-            by_arm[o.arm].append(value)
-    return {arm: max(lrs) / min(lrs) for arm, lrs in by_arm.items()}
-
-
-def format_width_optima(optima: Sequence[WidthOptimum], metric: str = "hp/val_loss") -> str:
-    """The table of the best learning rate per width per arm, and the spread per arm.
-
-    Example:
-        >>> rows = [WidthOptimum("fixed", 32, 0.01, 0.1, False, 0.04),
-        ...         WidthOptimum("fixed", 512, 0.04, 0.12, False, 0.16),
-        ...         WidthOptimum("timescale", 512, 0.001, 0.12, True)]
-        >>> print(format_width_optima(rows))  # doctest: +NORMALIZE_WHITESPACE
-        Best base lr per width (mean hp/val_loss over seeds):
-          arm       | width | s  | best lr           | hp/val_loss | > 2x best from lr
-          fixed     | 32    | 1  | 0.01              | 0.1         | 0.04
-          fixed     | 512   | 16 | 0.04              | 0.12        | 0.16
-          timescale | 512   | 16 | 0.001 (grid edge) | 0.12        | -
-        Spread of the best lr across widths (max / min): fixed x4, timescale x1.
-        Spread of the lr where hp/val_loss passes 2x its best across widths (max / min): fixed x4.
-        An optimum at the grid edge may lie beyond it: widen the lr grid to be sure.
-    """
-    base = min((o.width for o in optima), default=1)
-    rows = [
-        [
-            o.arm,
-            str(o.width),
-            f"{o.width / base:g}",
-            f"{o.lr:g}" + (" (grid edge)" if o.at_edge else ""),
-            f"{o.metric:.4g}",
-            "-" if o.breaks_at is None else f"{o.breaks_at:g}",
-        ]
-        for o in optima
-    ]
-    lines = [f"Best base lr per width (mean {metric} over seeds):"]
-    header = ["arm", "width", "s", "best lr", metric, f"> {BREAK_FACTOR:g}x best from lr"]
-    lines += table_lines(header, rows, rule=False, indent="  ")
-    for label, of in (("the best lr", "lr"), (f"the lr where {metric} passes {BREAK_FACTOR:g}x its best", "breaks_at")):
-        spread = lr_spread(optima, of)  # type: ignore[arg-type]
-        if spread:
-            lines.append(
-                f"Spread of {label} across widths (max / min): "
-                + ", ".join(f"{arm} x{value:.3g}" for arm, value in spread.items())
-                + "."
+    metric = summary.get("metric", METRIC)
+    rows = []
+    for arm, part in summary["arms"].items():
+        for width, curve in part["curves"].items():
+            finite = [row for row in curve if row[1] is not None]
+            best = min(finite, key=lambda row: row[1])
+            rows.append(
+                [
+                    arm,
+                    width,
+                    f"{summary['width_mults'][width]:g}",
+                    f"{best[0]:g}",
+                    f"{part['best_lambda_base'][width]:.3g}",
+                    f"{best[1]:.4g} ± {best[2]:.2g}",
+                    "yes" if part["interior"][width] else "no",
+                    "yes" if part["bracketed"][width] else "no",
+                ]
             )
-    if any(o.at_edge for o in optima):
-        lines.append("An optimum at the grid edge may lie beyond it: widen the lr grid to be sure.")
+    lines = [f"Best λ_base per width (mean {metric} over seeds; smoothed = the finder's parabola in log λ):"]
+    header = ["arm", "width", "s", "best λ_base (grid)", "smoothed", f"{metric} ± std", "interior", "bracketed"]
+    lines += table_lines(header, rows, rule=False, indent="  ")
+    lines.append("Exponent of best λ_base in s (slope on log s; 95% bootstrap interval over seeds):")
+    for arm, part in summary["arms"].items():
+        low, high = part["exponent_ci"]
+        lines.append(f"  {arm}: {part['exponent']:.3g} [{low:.3g}, {high:.3g}]")
+    if any(not flag for part in summary["arms"].values() for flag in part["interior"].values()):
+        lines.append(
+            "interior: both grid neighbours of the best point are worse by more than the seed std; bracketed: some"
+            " point on each side is. A line that is neither does not locate its best λ_base (widen the grid)."
+        )
     return "\n".join(lines)
 
 
-def plot_width_sweep(
-    results: Sequence[dict[str, Any]], out: Path, metric: str = "hp/val_loss", formats: Sequence[str] = ("png",)
-) -> dict[str, Path]:
-    """Draw ``metric`` against the base lr (log x), one line per width, one panel per arm, each optimum starred, into
-    ``out/width_sweep.<fmt>``; returns the paths by format."""
+def plot_width_sweep(summary: dict[str, Any], out: Path, formats: Sequence[str] = ("png", "svg")) -> dict[str, Path]:
+    """Draw the mean metric against ``λ_base`` (log x, error bars: std over seeds), one curve per width, one panel
+    per arm, each smoothed optimum starred, into ``out/width_sweep.<fmt>`` (titled ``summary["title"]`` when it has
+    one); returns the paths by format."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
     import matplotlib.ticker
+    import numpy as np
 
-    curves = _curves(results, metric)
-    optima = {(o.arm, o.width): o for o in find_width_optima(results, metric)}
-    arms = [arm for arm in ARMS if any(key[0] == arm for key in curves)]
-    widths = sorted({key[1] for key in curves})
+    arms = list(summary["arms"])
+    widths = [str(w) for w in summary["widths"]]
     colors = plt.get_cmap("viridis")
     fig, axes = plt.subplots(
-        1, len(arms), figsize=(4.6 * len(arms) + 1.8, 4.2), sharey=True, constrained_layout=True, squeeze=False
+        1, len(arms), figsize=(4.8 * len(arms) + 1.8, 4.3), sharey=True, constrained_layout=True, squeeze=False
     )
-    finite = [v for points in curves.values() for values in points.values() for v in values if math.isfinite(v)]
+    titles = {
+        "fixed": "fixed λ = λ_base (hidden τ_iter ∝ s)",
+        "timescale": "TimescaleCallback: hidden λ = s λ_base (τ_iter fixed)",
+    }
     for ax, arm in zip(axes[0], arms):
+        part = summary["arms"][arm]
         for k, width in enumerate(widths):
-            if (arm, width) not in curves:
+            if width not in part["curves"]:
                 continue
             color = colors(k / max(1, len(widths) - 1) * 0.85)
-            points = curves[(arm, width)]
-            lrs = list(points)
-            means = [sum(v) / len(v) for v in points.values()]
-            ax.plot(lrs, means, "o-", color=color, markersize=4, label=f"width {width} (s={width / widths[0]:g})")
-            for lr, values in points.items():
-                if len(values) > 1:
-                    ax.plot([lr] * len(values), values, ".", color=color, alpha=0.35, markersize=3)
-            o = optima[(arm, width)]
-            ax.plot([o.lr], [o.metric], "*", color=color, markersize=15, markeredgecolor="black", zorder=3)
-        ax.set_xscale("log")
-        ax.set_xlabel("base learning rate η_base (hidden matrices: η_base / s)")
+            rows = [row for row in part["curves"][width] if row[1] is not None]
+            lams, means, stds = (np.asarray([row[i] for row in rows], dtype=float) for i in range(3))
+            label = f"width {width} (s={summary['width_mults'][width]:g})"
+            ax.errorbar(lams, means, yerr=stds, fmt="o-", color=color, markersize=4, capsize=2, label=label)
+            best = part["best_lambda_base"][width]
+            y = float(np.interp(math.log(best), np.log(lams), means))
+            ax.plot([best], [y], "*", color=color, markersize=15, markeredgecolor="black", zorder=3)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(f"λ_base (η_base = {summary['lr_base']:g})")
         ax.grid(True, which="both", alpha=0.3)
-        title = {
-            "fixed": "fixed λ across widths (τ_iter ∝ s)",
-            "timescale": "TimescaleCallback (λ ∝ s, τ_iter fixed)",
-        }.get(arm, arm)
-        ax.set_title(title, fontsize="medium")
-    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
-    for ax in axes[0]:
-        ax.xaxis.set_major_formatter(plain)
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    if finite and min(finite) > 0:
-        # a diverged run sits near ln(10) = 2.3 while the optima are near 0.05: a log axis shows both
-        axes[0][0].set_yscale("log")
-        axes[0][0].yaxis.set_major_formatter(plain)
-        axes[0][0].yaxis.set_minor_formatter(plain)
-    axes[0][0].set_ylabel(f"final {metric}")
+        low, high = part["exponent_ci"]
+        ax.set_title(
+            f"{titles.get(arm, arm)}\nexponent of best λ_base in s: {part['exponent']:.2f} [{low:.2f}, {high:.2f}]",
+            fontsize="medium",
+        )
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axes[0][0].set_ylabel(f"final {summary.get('metric', METRIC)} (mean ± std over seeds)")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, title="★ best lr", fontsize="small", loc="outside right upper")
-    fig.suptitle(
-        f"μP MLP on digits: final {metric} against learning rate (mean over seeds; dots: seeds)", fontsize="medium"
-    )
+    fig.legend(handles, labels, title="★ smoothed best λ_base", fontsize="small", loc="outside right upper")
+    fig.suptitle(summary.get("title", "μP MLP on digits: final loss against the base weight decay"), fontsize="medium")
     paths = {}
     out.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
@@ -638,33 +630,16 @@ def plot_width_sweep(
 
 
 def load_width_results(sweep_dir: Path) -> list[dict[str, Any]]:
-    """Each run of a width sweep read back from its TensorBoard logs (HParams record and last scalars), in the form
-    :func:`run_one_width` returns; for redrawing a finished sweep with :func:`plot_width_sweep`."""
+    """Each run of a width sweep read back from its TensorBoard logs (its HParams record and last scalars), in the
+    form :func:`width_summary` takes: ``width_summary(load_width_results(d), config)`` redoes a finished sweep's
+    summary (``config`` as recorded in its ``summary.json``)."""
     from lightning_tau.cli.plot import load_runs
 
     return [
         {**run.hparams, **run.scalars}
         for run in load_runs(sweep_dir)
-        if {"arm", "width", "lr"} <= set(run.hparams) and "hp/val_loss" in run.scalars
+        if {"arm", "width", "weight_decay_base", "seed"} <= set(run.hparams) and METRIC in run.scalars
     ]
-
-
-def write_width_summary(
-    optima: Sequence[WidthOptimum], config: WidthConfig, path: Path, extra: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Write ``{"axis": "width", "optimum": [{"arm", "width", "lr", "metric"}, ...], ...}`` to ``path``."""
-    summary: dict[str, Any] = {
-        "axis": "width",
-        "metric": "hp/val_loss",
-        "optimum": [{"arm": o.arm, "width": o.width, "lr": o.lr, "metric": o.metric} for o in optima],
-        "lr_spread": lr_spread(optima),
-        "breaks_at": [{"arm": o.arm, "width": o.width, "lr": o.breaks_at} for o in optima],
-        "breaks_at_spread": lr_spread(optima, "breaks_at"),
-        "config": asdict(config),
-        **(extra or {}),
-    }
-    path.write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
 
 
 def run_width_demo(
@@ -674,23 +649,21 @@ def run_width_demo(
     plot: bool = True,
     extra_callbacks: Sequence[Callback] = (),
 ) -> dict[str, Any]:
-    """Run the width sweep into ``sweep_dir`` (which must exist), print its optimum table, write ``summary.json`` and
-    (unless ``plot=False``) ``width_sweep.png``; returns the summary."""
+    """Run the λ_base sweep into ``sweep_dir`` (which must exist), print its table, write ``summary.json`` and
+    (unless ``plot=False``) ``width_sweep.png`` / ``.svg``; returns the summary."""
     print(describe_width(config))
     start = time.perf_counter()
-    results = []
-    for arm in config.arms:
-        for width in config.widths:
-            for lr in config.lrs:
-                for seed in config.seeds:
-                    results.append(run_one_width(config, arm, width, lr, seed, sweep_dir, extra_callbacks))
+    results = [
+        run_one_width(config, arm, width, lam, seed, sweep_dir, extra_callbacks)
+        for arm, width, lam, seed in config.runs()
+    ]
     elapsed = time.perf_counter() - start
     print(f"{config.num_runs} runs in {elapsed:.0f} s. TensorBoard logs: {sweep_dir}")
-    optima = find_width_optima(results)
-    print(format_width_optima(optima))
-    summary = write_width_summary(optima, config, sweep_dir / SUMMARY_NAME, {"seconds": round(elapsed, 1)})
+    summary = {**width_summary(results, config), "seconds": round(elapsed, 1)}
+    (sweep_dir / SUMMARY_NAME).write_text(json.dumps(summary, indent=2) + "\n")
+    print(format_width_summary(summary))
     print(f"Summary: {sweep_dir / SUMMARY_NAME}")
     if plot:
-        for path in plot_width_sweep(results, sweep_dir).values():
+        for path in plot_width_sweep(summary, sweep_dir).values():
             print(f"Figure: {path}")
     return summary

@@ -1,0 +1,415 @@
+"""The width demo on the text task: the λ_base sweep of :mod:`lightning_tau.demos.width` on a μP byte-level GPT.
+
+``lightning-tau demo --task text --axis width`` runs it: the same design, arms and ``summary.json`` as the digits
+width demo (Wang & Aitchison, ICML 2025, Sec. 4.2; their nanoGPT-μP set-up), with :class:`MuByteGPT` on the
+standard library's sources (:class:`~lightning_tau.demos.text.TextDataModule`, fraction 1) in place of the μP
+MLP on digits. Only the model, the data and the run's HParams record are the text task's own; the arms, the
+per-step weight-decay record, the summary (curves, smoothed best ``λ_base``, interior flags, exponent and its
+bootstrap interval), the table and the figure are :mod:`lightning_tau.demos.width`'s.
+
+Width is ``n_embd``. The number of heads is fixed (``n_head``), so the head dimension grows with width and the
+attention logits use μP's ``1 / head dim`` (not ``1 / sqrt(head dim)``). ``N`` and ``B`` are in tokens, as in the
+text task; the ``timescale`` arm's :class:`~lightning_tau.TimescaleCallback` gets both, so its ``M`` is exactly the
+Trainer's optimizer steps per epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.loggers import TensorBoardLogger
+from typing_extensions import override
+
+from lightning_tau import timescale as tau_math
+from lightning_tau.callback import TimescaleCallback
+from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO
+from lightning_tau.demos.text import ByteGPT, Schedule, TextDataModule
+from lightning_tau.demos.width import (
+    ARMS,
+    BASE_ARM,
+    METRIC,
+    SUMMARY_NAME,
+    Arm,
+    WidthConfig,
+    _group_name,
+    _import_mup,
+    _RecordSteps,
+    format_width_summary,
+    plot_width_sweep,
+    width_run_name,
+    width_summary,
+)
+from lightning_tau.diagnostics import TimescaleMonitor
+from lightning_tau.param_groups import build_param_groups
+
+__all__ = ["MuByteGPT", "TextWidthConfig", "run_one_text_width", "run_text_width_demo"]
+
+#: GPT-2's init std of the weight matrices at the base width (the hidden ones get ``std / sqrt(s)`` under μP).
+INIT_STD = 0.02
+
+
+class MuByteGPT(ByteGPT):
+    """:class:`~lightning_tau.demos.text.ByteGPT` in μP: ``n_embd = width``, a zero-initialised ``MuReadout`` head,
+    attention scaled by ``1 / head dim``, ``MuAdamW``; call :meth:`set_base_shapes` (the sweep does) before training.
+
+    The decaying parameters are the weight matrices: the hidden ones (attention and MLP, two widths-dependent
+    dimensions: ``lr / s`` under μP) and the token embedding (vector-like: ``lr`` and ``λ_base`` in both arms; with
+    ``decay_input=False`` it does not decay). Biases, LayerNorms, the position embedding and the ``MuReadout`` do
+    not decay. ``arm="fixed"`` undoes mup 1.0.0's ``λ x s`` on the hidden matrices, so every decaying group has
+    ``λ_base`` at every width; ``arm="timescale"`` builds the same optimizer, and a
+    :class:`~lightning_tau.TimescaleCallback` on the Trainer rewrites each group's decay from its learning rate.
+
+    Args:
+        width: ``n_embd`` (a multiple of ``n_head``).
+        block_size: context length.
+        n_layer: transformer blocks.
+        n_head: attention heads, the same at every width.
+        lr: ``η_base`` (``MuAdamW`` divides it by ``s`` for the hidden matrices).
+        weight_decay: ``λ_base``.
+        schedule: ``"cosine"`` (to ``0.1 lr``) or ``"constant"`` after the warm-up.
+        warmup_fraction: share of the planned steps spent warming up linearly.
+        arm: ``"fixed"`` or ``"timescale"``.
+        decay_input: decay the token embedding.
+
+    Example:
+        >>> model = MuByteGPT(width=64, block_size=16, n_layer=1, n_head=2).set_base_shapes(base_width=16)
+        >>> [(g["name"], g["lr"], g["weight_decay"]) for g in model.build_optimizer().param_groups if g["params"]]
+        [('decay_hidden', 0.00075, 0.1), ('decay_vector_like', 0.003, 0.1), ('no_decay_vector_like', 0.003, 0.0)]
+        >>> model(torch.zeros(2, 16, dtype=torch.long)).shape
+        torch.Size([2, 16, 256])
+    """
+
+    def __init__(
+        self,
+        width: int = 64,
+        block_size: int = 64,
+        n_layer: int = 2,
+        n_head: int = 4,
+        lr: float = 3e-3,
+        weight_decay: float = 0.1,
+        schedule: Schedule = "cosine",
+        warmup_fraction: float = 0.0,
+        arm: Arm = "fixed",
+        decay_input: bool = True,
+    ) -> None:
+        if isinstance(width, int) and isinstance(n_head, int) and n_head > 0 and width % n_head:
+            raise ValueError(f"`MuByteGPT(width={width}, n_head={n_head})`: width must be a multiple of n_head.")
+        if not (isinstance(weight_decay, (int, float)) and 0 < weight_decay < math.inf):
+            raise ValueError(f"`MuByteGPT(weight_decay={weight_decay!r})` is not valid: use a positive value.")
+        if arm not in ARMS:
+            raise ValueError(f"`MuByteGPT(arm={arm!r})` is not supported. Use 'fixed' or 'timescale'.")
+        super().__init__(block_size, n_layer, n_head, width, lr, weight_decay, schedule, warmup_fraction)
+        mup = _import_mup()
+        self.head = mup.MuReadout(width, self.head.out_features, bias=False, readout_zero_init=True)
+        for block in self.blocks:
+            block.attn.scale = 1.0 / (width // n_head)  # μP: 1 / head dim
+        self.width, self.arm, self.decay_input = width, arm, decay_input
+
+    def set_base_shapes(self, base_width: int) -> MuByteGPT:
+        """``mup.set_base_shapes`` against the same model at ``base_width`` (``2 x base_width`` as the delta), then
+        the weight matrices re-drawn from ``N(0, 0.02^2)``, the hidden ones' variance divided by ``s`` (μP)."""
+        mup = _import_mup()
+        shape = {"block_size": self.block_size, "n_layer": len(self.blocks), "n_head": self.blocks[0].attn.n_head}
+        base = MuByteGPT(width=base_width, **shape)
+        delta = MuByteGPT(width=2 * base_width, **shape)
+        mup.set_base_shapes(self, base, delta=delta)
+        for module in self.modules():
+            if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)) and module is not self.head:
+                mup.init.normal_(module.weight, std=INIT_STD)
+        return self
+
+    @property
+    def block_size(self) -> int:
+        return self.pos.shape[0]
+
+    @override
+    def build_optimizer(self) -> torch.optim.Optimizer:
+        mup = _import_mup()
+        exempt = ["head", *([] if self.decay_input else ["tok"])]
+        groups = build_param_groups(self, weight_decay=self.weight_decay, no_weight_decay=exempt)
+        # mup 1.0.0 splits each group: hidden (matrix-like) weights get lr / s and weight_decay x s
+        optimizer = mup.MuAdamW(groups, lr=self.lr, betas=(0.9, 0.95))
+        for group in optimizer.param_groups:
+            group["name"] = f"{'decay' if group['weight_decay'] > 0 else 'no_decay'}_{_group_name(group)}"
+            if group["weight_decay"] > 0:
+                # undo mup's x s: the same λ at every width (fixed arm); the callback rewrites it (timescale arm)
+                group["weight_decay"] = self.weight_decay
+        return optimizer
+
+
+@dataclass
+class TextWidthConfig:
+    """The λ_base sweep on text: every ``(arm, width, λ_base, seed)`` is a run, the base width's once for both arms.
+
+    Attributes:
+        widths: ``n_embd`` values; the smallest is μP's base width (``s = width / min(widths)``).
+        weight_decays: the ``λ_base`` grid.
+        lr: ``η_base``, fixed for the whole sweep.
+        seeds: seeds (init and batch order).
+        epochs: epochs per run over ``max_tokens`` training bytes.
+        batch_size: windows per optimizer step.
+        block_size: tokens per window.
+        n_layer: transformer blocks.
+        n_head: attention heads at every width (the head dimension grows with width).
+        max_tokens: training bytes.
+        val_tokens: validation bytes (held-out documents).
+        schedule: ``"cosine"`` (to ``0.1 η``) or ``"constant"``; the weight decay is not scheduled.
+        warmup_fraction: share of each run's steps spent warming up linearly.
+        decay_input: decay the token embedding (see :class:`MuByteGPT`).
+        val_every_n_epochs: validate every this many epochs (the metric is the last validation).
+        accelerator: the Trainer's ``accelerator``.
+    """
+
+    widths: list[int] = field(default_factory=lambda: [128, 256, 512, 1024])
+    weight_decays: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0])
+    lr: float = 3e-3
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    epochs: int = 4
+    batch_size: int = 32
+    block_size: int = 256
+    n_layer: int = 4
+    n_head: int = 4
+    max_tokens: int = 3_500_000
+    val_tokens: int = 200_000
+    schedule: str = "cosine"
+    warmup_fraction: float = 0.02
+    decay_input: bool = True
+    val_every_n_epochs: int = 1
+    accelerator: str = "auto"
+
+    #: The task's name in ``summary.json``.
+    task: ClassVar[str] = "text"
+
+    # the same runs, in the same order, as the digits width sweep
+    runs = WidthConfig.runs
+    num_runs = WidthConfig.num_runs
+
+    @property
+    def base_width(self) -> int:
+        return min(self.widths)
+
+    def datamodule(self) -> TextDataModule:
+        """The sweep's data (checks the sizes; reads nothing until ``setup``)."""
+        return TextDataModule(
+            fraction=1.0,
+            block_size=self.block_size,
+            batch_size=self.batch_size,
+            max_tokens=self.max_tokens,
+            val_tokens=self.val_tokens,
+        )
+
+    @property
+    def steps_per_epoch(self) -> int:
+        data = self.datamodule()
+        return data.dataset_size // data.tokens_per_step
+
+    def tau_epoch(self, weight_decay: float) -> float:
+        """The ``timescale`` arm's ``tau_epoch``: ``1 / (η_base M λ_base)``, ``M`` the optimizer steps per epoch.
+
+        Example:
+            >>> config = TextWidthConfig(max_tokens=100_000, block_size=64, batch_size=16, lr=1e-3)
+            >>> config.steps_per_epoch, round(config.tau_epoch(2.0), 4)  # 1562 windows: 97 whole batches
+            (97, 5.1546)
+        """
+        return tau_math.tau_iter(self.lr, weight_decay) / self.steps_per_epoch
+
+    def timescales_covered(self, lr: float, weight_decay: float) -> float:
+        """``sum_t η_t λ`` over a run whose peak lr is ``lr``: how many EMA timescales the weights live through."""
+        cosine_mean = 1.0 if self.schedule == "constant" else (1 + COSINE_FINAL_LR_RATIO) / 2
+        mean_factor = self.warmup_fraction / 2 + (1 - self.warmup_fraction) * cosine_mean
+        return lr * weight_decay * self.epochs * self.steps_per_epoch * mean_factor
+
+    def describe(self) -> str:
+        """What the sweep runs, and how many EMA timescales the hidden weights cover in each arm.
+
+        Example:
+            >>> config = TextWidthConfig(widths=[16, 64], weight_decays=[1.0, 16.0], seeds=[0], epochs=2,
+            ...                          batch_size=16, block_size=32, n_layer=1, n_head=2, max_tokens=32_000,
+            ...                          warmup_fraction=0.0)
+            >>> print(config.describe())  # doctest: +NORMALIZE_WHITESPACE
+            Text width sweep of λ_base at η_base = 0.003: 2 widths x 2 λ_base x 1 seeds, 2 arms (the base width
+              once) = 6 runs x 2 epochs; μP byte-level GPT 1 layers, 2 heads, block 32, B = 16 x 32 = 512 tokens,
+              N = 31,744 tokens (62 steps/epoch), cosine, 0% warm-up.
+              hidden matrices: lr η_base / s; weight decay λ_base (fixed) or s λ_base (timescale).
+              timescales the hidden weights cover (sum of η_t λ over the run, λ_base 1 .. 16):
+                width 16 (s=1): fixed 0.205 .. 3.27, timescale 0.205 .. 3.27
+                width 64 (s=4): fixed 0.0512 .. 0.818, timescale 0.205 .. 3.27
+        """
+        lams = sorted(self.weight_decays)
+        data = self.datamodule()
+        lines = [
+            f"Text width sweep of λ_base at η_base = {self.lr:g}: {len(self.widths)} widths x {len(lams)} λ_base x"
+            f" {len(self.seeds)} seeds, 2 arms (the base width once) = {self.num_runs} runs x {self.epochs} epochs;"
+            f" μP byte-level GPT {self.n_layer} layers, {self.n_head} heads, block {self.block_size},"
+            f" B = {self.batch_size} x {self.block_size} = {data.tokens_per_step} tokens, N = {data.dataset_size:,}"
+            f" tokens ({self.steps_per_epoch} steps/epoch), {self.schedule}, {self.warmup_fraction:.0%} warm-up.",
+            "  hidden matrices: lr η_base / s; weight decay λ_base (fixed) or s λ_base (timescale).",
+            f"  timescales the hidden weights cover (sum of η_t λ over the run, λ_base {lams[0]:g} .. {lams[-1]:g}):",
+        ]
+        for width in sorted(self.widths):
+            s = width / self.base_width
+            covered = {
+                arm: [
+                    self.timescales_covered(self.lr / s, lam * (s if arm == "timescale" else 1.0))
+                    for lam in (lams[0], lams[-1])
+                ]
+                for arm in ARMS
+            }
+            lines.append(
+                f"    width {width} (s={s:g}): "
+                + ", ".join(f"{arm} {lo:.3g} .. {hi:.3g}" for arm, (lo, hi) in covered.items())
+            )
+        return "\n".join(lines)
+
+
+class _RecordTextSteps(_RecordSteps):
+    """The width demo's per-step weight-decay record; the HParams record with the text task's facts."""
+
+    config: TextWidthConfig  # type: ignore[assignment]
+
+    @override
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+        config = self.config
+        s = self.width / config.base_width
+        # the peak lr (the first step's is the warm-up's); the hidden matrices' is η_base / s
+        hidden_lr, hidden_wd = config.lr / s, max(self.weight_decays["hidden"])
+        hparams: dict[str, Any] = {
+            "task": "text",
+            "arm": self.arm,
+            "width": self.width,
+            "width_mult": s,
+            "lr_base": config.lr,
+            "weight_decay_base": self.weight_decay,
+            "hidden_lr": hidden_lr,
+            "hidden_weight_decay": hidden_wd,
+            "vector_like_weight_decay": max(self.weight_decays.get("vector_like", {0.0})),
+            "hidden_tau_iter": tau_math.tau_iter(hidden_lr, hidden_wd),
+            "hidden_timescales_covered": config.timescales_covered(hidden_lr, hidden_wd),
+            "dataset_size": config.datamodule().dataset_size,
+            "batch_size": config.batch_size * config.block_size,
+            "epochs": config.epochs,
+            "schedule": config.schedule,
+            "warmup_fraction": config.warmup_fraction,
+            "n_layer": config.n_layer,
+            "n_head": config.n_head,
+            "block_size": config.block_size,
+            "max_tokens": config.max_tokens,
+            "decay_input": config.decay_input,
+            "seed": self.seed,
+        }
+        metrics = {
+            METRIC: float(trainer.callback_metrics["val/loss"]),
+            "hp/val_error": float(trainer.callback_metrics["val/error"]),
+            "hp/train_loss": float(trainer.callback_metrics["train/loss"]),
+        }
+        for logger in trainer.loggers:
+            logger.log_hyperparams(hparams, metrics=metrics, step=trainer.global_step)
+        self.logged = {**hparams, **metrics}
+
+
+def run_one_text_width(
+    config: TextWidthConfig,
+    arm: str,
+    width: int,
+    weight_decay: float,
+    seed: int,
+    sweep_dir: Path | None,
+    extra_callbacks: Sequence[Callback] = (),
+) -> dict[str, Any]:
+    """Fit one run, as :func:`~lightning_tau.demos.width.run_one_width` does for digits (the same logging layout and
+    the same returned record: hparams, final metrics, ``step_weight_decays``, ``first_lr``, ``optimizer_steps``)."""
+    if arm not in (*ARMS, BASE_ARM):
+        raise ValueError(f"`arm={arm!r}` is not an arm of the width demo. Use 'fixed' or 'timescale'.")
+    if arm == BASE_ARM and width != config.base_width:
+        raise ValueError(f"`arm={BASE_ARM!r}` is the base width's ({config.base_width}) shared run, not width {width}.")
+    pl.seed_everything(seed, verbose=False)
+    data = config.datamodule()
+    model = MuByteGPT(
+        width=width,
+        block_size=config.block_size,
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        lr=config.lr,
+        weight_decay=weight_decay,
+        schedule=config.schedule,  # type: ignore[arg-type]
+        warmup_fraction=config.warmup_fraction,
+        arm="timescale" if arm == "timescale" else "fixed",
+        decay_input=config.decay_input,
+    ).set_base_shapes(config.base_width)
+    record = _RecordTextSteps(config, arm, width, weight_decay, seed)  # type: ignore[arg-type]
+    callbacks: list[Callback] = [record, *extra_callbacks]
+    if arm == "timescale":
+        monitor: bool | TimescaleMonitor = TimescaleMonitor(log_hparams=False) if sweep_dir is not None else False
+        timescale = TimescaleCallback(
+            tau_epoch=config.tau_epoch(weight_decay),
+            dataset_size=data.dataset_size,
+            batch_size=data.tokens_per_step,
+            verbose=False,
+            monitor=monitor,
+        )
+        callbacks.insert(0, timescale)
+    elif sweep_dir is not None:
+        callbacks.insert(1, TimescaleMonitor(log_hparams=False))
+    logger: Any = False
+    if sweep_dir is not None:
+        name, version = width_run_name(arm, width, weight_decay, seed)
+        logger = TensorBoardLogger(save_dir=str(sweep_dir), name=name, version=version, default_hp_metric=False)
+    trainer = pl.Trainer(
+        accelerator=config.accelerator,
+        devices=1,
+        max_epochs=config.epochs,
+        logger=logger,
+        callbacks=callbacks,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+        log_every_n_steps=max(1, config.steps_per_epoch // 4),
+        check_val_every_n_epoch=config.val_every_n_epochs,
+    )
+    trainer.fit(model, datamodule=data)
+    return {
+        **record.logged,
+        "step_weight_decays": {name: sorted(values) for name, values in record.weight_decays.items()},
+        "first_lr": dict(record.first_lr),
+        "optimizer_steps": record.steps,
+    }
+
+
+def run_text_width_demo(
+    config: TextWidthConfig,
+    sweep_dir: Path,
+    *,
+    plot: bool = True,
+    extra_callbacks: Sequence[Callback] = (),
+) -> dict[str, Any]:
+    """Run the λ_base sweep into ``sweep_dir`` (which must exist), print its table, write ``summary.json`` (the
+    digits width demo's schema, with ``"task": "text"``) and unless ``plot=False`` ``width_sweep.png`` / ``.svg``."""
+    print(config.describe())
+    start = time.perf_counter()
+    results = [
+        run_one_text_width(config, arm, width, lam, seed, sweep_dir, extra_callbacks)
+        for arm, width, lam, seed in config.runs()
+    ]
+    elapsed = time.perf_counter() - start
+    print(f"{config.num_runs} runs in {elapsed:.0f} s. TensorBoard logs: {sweep_dir}")
+    summary = {"task": config.task, **width_summary(results, config), "seconds": round(elapsed, 1)}  # type: ignore[arg-type]
+    (sweep_dir / SUMMARY_NAME).write_text(json.dumps(summary, indent=2) + "\n")
+    print(format_width_summary(summary))
+    print(f"Summary: {sweep_dir / SUMMARY_NAME}")
+    if plot:
+        title = "μP byte-level GPT on the standard library's sources: final loss against the base weight decay"
+        for path in plot_width_sweep({**summary, "title": title}, sweep_dir).values():
+            print(f"Figure: {path}")
+    return summary
