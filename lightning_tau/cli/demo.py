@@ -104,9 +104,9 @@ class DemoConfig:
 #: What ``--quick`` runs: 2 sizes x 3 timescales x 2 epochs, a few seconds (for tests and a first look).
 QUICK = DemoConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
 
-#: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 5 λ_base x 3 seeds, 30 epochs: the full
-#: form's task on a narrower λ_base grid (75 runs, the base width's once for both arms).
-QUICK_WIDTH = WidthConfig(weight_decays=[16.0, 32.0, 64.0, 128.0, 256.0])
+#: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base (x4 steps) x 3 seeds, 30 epochs:
+#: the full form's task on a coarser λ_base grid (60 runs, the base width's once for both arms).
+QUICK_WIDTH = WidthConfig(weight_decays=[8.0, 32.0, 128.0, 512.0])
 
 #: Values of ``--axis``.
 AXES = ("dataset-size", "width")
@@ -461,7 +461,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help="small sweep that ignores the sweep options (dataset-size: 2 sizes x 3 timescales x 2 epochs,"
-        " seconds; width: widths 16 64 256 x λ_base 16..256 x 3 seeds, 75 runs, minutes)",
+        " seconds; width: widths 16 64 256 x λ_base 8 32 128 512 x 3 seeds, 60 runs, minutes)",
     )
     parser.add_argument("--no-plot", action="store_true", help="log the runs but skip the figure")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
