@@ -180,9 +180,9 @@ class SweepConfig(Protocol):
 #: What ``--quick`` runs: 2 sizes x 3 timescales x 2 epochs, a few seconds (for tests and a first look).
 QUICK = DemoConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
 
-#: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 5 λ_base x 3 seeds, 30 epochs: the full
-#: form's task on a narrower λ_base grid (75 runs, the base width's once for both arms).
-QUICK_WIDTH = WidthConfig(weight_decays=[16.0, 32.0, 64.0, 128.0, 256.0])
+#: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base (x4 steps) x 3 seeds, 30 epochs:
+#: the full form's task on a coarser λ_base grid (60 runs, the base width's once for both arms).
+QUICK_WIDTH = WidthConfig(weight_decays=[8.0, 32.0, 128.0, 512.0])
 
 #: Values of ``--axis``.
 AXES = ("dataset-size", "width")
@@ -649,7 +649,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help="small sweep that ignores the sweep options (dataset-size: 2 sizes x 3 timescales x 2 epochs,"
-        " seconds; width: widths 16 64 256 x λ_base 16..256 x 3 seeds, 75 runs, minutes); with --task text a small"
+        " seconds; width: widths 16 64 256 x λ_base 8 32 128 512 x 3 seeds, 60 runs, minutes); with --task text a small"
         f" CPU sweep, minutes ({len(QUICK_TEXT.sizes)} fractions x {len(QUICK_TEXT.tau_epochs)} timescales x"
         f" {QUICK_TEXT.epochs} epochs; with --axis width: widths {_ints(QUICK_TEXT_WIDTH.widths)} x"
         f" {len(QUICK_TEXT_WIDTH.weight_decays)} λ_base x {len(QUICK_TEXT_WIDTH.seeds)} seeds,"
