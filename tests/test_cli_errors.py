@@ -60,6 +60,26 @@ def test_demo_timescale_under_one_step_is_refused_before_training(
     assert not list(tmp_path.iterdir())  # no sweep_0: nothing was trained
 
 
+def test_text_demo_timescale_under_one_step_is_refused_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["demo", "--task", "text", "--fractions", "0.5", "--tau-epochs", "1e-5", "4", "--epochs", "1"]
+    assert main([*argv, "--out", str(tmp_path), "--no-progress", "--no-plot"]) == 2
+    line = _one_error_line(capsys.readouterr().err, "demo")
+    assert "--tau-epochs 1e-05: at fraction 0.5 an epoch is" in line and "Use --tau-epochs above" in line
+    assert not list(tmp_path.iterdir())  # no sweep_0: nothing was trained
+
+
+def test_width_demo_lr_times_lambda_of_one_or_more_is_refused_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["demo", "--axis", "width", "--weight-decays", "1", "2", "4000", "--lr-base", "0.001"]
+    assert main([*argv, "--out", str(tmp_path), "--no-progress", "--no-plot"]) == 2
+    line = _one_error_line(capsys.readouterr().err, "demo")
+    assert "--lr-base 0.001 x --weight-decays 4000 >= 1" in line
+    assert not list(tmp_path.iterdir())
+
+
 def test_plot_out_cannot_be_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "file").write_text("")
     out = tmp_path / "file" / "figures"

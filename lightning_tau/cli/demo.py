@@ -763,11 +763,22 @@ def _main_text(args: argparse.Namespace) -> int:
     try:
         from lightning_tau.demos.text import load_stdlib_corpus
 
+        steps = {}
         for fraction in config.sizes:  # every size has at least one batch, the validation set one window
-            config.datamodule(fraction)
+            data = config.datamodule(fraction)
+            steps[fraction] = data.dataset_size // data.tokens_per_step
         load_stdlib_corpus(config.max_tokens, config.val_tokens)  # the corpus holds that many bytes
     except (ValueError, FileNotFoundError) as err:
         return _error(str(err))
+    fraction = min(steps, key=steps.__getitem__)
+    short = [tau for tau in config.tau_epochs if tau * steps[fraction] <= 1]
+    if short:
+        return _error(
+            f"--tau-epochs {_floats(short)}: at fraction {fraction:g} an epoch is {steps[fraction]} optimizer"
+            f" step{'s' if steps[fraction] > 1 else ''}, so tau_epoch={short[0]:g} is {short[0] * steps[fraction]:.3g}"
+            " steps (lr * weight_decay >= 1 zeroes or flips the weights every step). Use --tau-epochs above"
+            f" {1 / steps[fraction]:.3g} (one step); good values are several epochs."
+        )
     run_demo(config, args.out, plot=not args.no_plot, progress=not args.no_progress)
     return 0
 
@@ -910,6 +921,12 @@ def _main_width(args: argparse.Namespace) -> int:
         return _error(
             f"--weight-decays {' '.join(f'{x:g}' for x in config.weight_decays)}: give at least three λ_base values"
             " (an interior optimum needs a worse neighbour on each side)."
+        )
+    if config.lr * config.weight_decays[-1] >= 1:
+        return _error(
+            f"--lr-base {config.lr:g} x --weight-decays {config.weight_decays[-1]:g} >= 1: every step would shrink"
+            " the decaying weights to zero or past it (lr_base x λ_base is what the base width and the input matrix"
+            " step with). Use a smaller --lr-base or λ_base."
         )
     if config.depth < 2:
         return _error(
