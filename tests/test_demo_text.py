@@ -102,31 +102,36 @@ def test_demo_text_offline_writes_the_best_tau_per_dataset_size(tmp_path: Path) 
 
     # N in tokens: whole batches of 8 windows of 32 tokens from int(fraction x 8,000) bytes; B = 8 x 32 tokens
     expected_n = {(int(f * 8000) - 1) // 32 // 8 * 8 * 32 for f in (0.5, 1.0)}
+    check_text_sweep(sweep, proc.stdout, runs=2 * 2 * 2, batch_tokens=8 * 32, sizes=expected_n)
+
+
+def check_text_sweep(sweep: Path, printed: str, *, runs: int, batch_tokens: int, sizes: set[int]) -> None:
+    """A ``--task text`` sweep's summary against its own TensorBoard runs: each run's weight decay is
+    ``B / (lr N tau_epoch)``, and each dataset size's optimum is the lowest seed-mean ``hp/val_loss``."""
     curves: dict[int, dict[float, list[float]]] = {}
     decay: dict[tuple[int, float], float] = {}
-    # the sweep root holds the HParams experiment config only; every run logs into a folder below it
     run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep})
-    assert len(run_dirs) == 2 * 2 * 2
+    assert len(run_dirs) == runs  # the sweep root holds the HParams experiment config only
     for run_dir in run_dirs:
         hparams, scalars = _read_run(run_dir)
         n, b, tau = int(hparams["dataset_size"]), int(hparams["batch_size"]), hparams["tau_epoch"]
-        assert b == 8 * 32 and hparams["fraction"] in (0.5, 1.0)
+        assert b == batch_tokens
         assert hparams["weight_decay"] == pytest.approx(b / (hparams["lr"] * n * tau), rel=1e-6)
         assert math.isfinite(scalars["hp/val_loss"]) and scalars["hp/val_loss"] == pytest.approx(scalars["val/loss"])
         curves.setdefault(n, {}).setdefault(tau, []).append(scalars["hp/val_loss"])
         decay[n, tau] = hparams["weight_decay"]
-    assert set(curves) == expected_n
+    assert set(curves) == sizes
 
     summary = json.loads((sweep / "summary.json").read_text())
     assert (summary["axis"], summary["task"]) == ("dataset-size", "text")
-    assert [row["dataset_size"] for row in summary["optimum"]] == sorted(expected_n)
+    assert [row["dataset_size"] for row in summary["optimum"]] == sorted(sizes)
     for row in summary["optimum"]:
         means = {tau: sum(v) / len(v) for tau, v in curves[row["dataset_size"]].items()}
         best = min(means, key=means.__getitem__)
         assert row["tau_epoch"] == best
         assert row["metric"] == pytest.approx(means[best], rel=1e-6)
         assert row["weight_decay"] == pytest.approx(decay[row["dataset_size"], best], rel=1e-9)
-    assert "Optimum of hp/val_loss per dataset_size" in proc.stdout
+    assert "Optimum of hp/val_loss per dataset_size" in printed
 
 
 class _RecordSteps(Callback):
