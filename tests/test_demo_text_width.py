@@ -24,6 +24,7 @@ pytest.importorskip("matplotlib")
 
 import lightning.pytorch as pl  # noqa: E402
 from lightning.pytorch.callbacks import Callback  # noqa: E402
+from test_demo_width import _vertex  # noqa: E402  (the best λ written out, shared with the digits sweep's test)
 
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.demos.text_width import MuByteGPT, TextWidthConfig, run_one_text_width  # noqa: E402
@@ -76,20 +77,6 @@ def test_hidden_matrices_step_with_the_arms_weight_decay_at_every_step(arm: str)
     for kind in ("head", "pos", "ln_f"):  # the MuReadout, the position embedding, the norms: no decay
         assert {wd for wd, _ in every.seen[kind]} == {0.0}, kind
     assert run["hidden_weight_decay"] == pytest.approx(hidden_wd) and run["task"] == "text"
-
-
-def _vertex(rows: list[list[float]]) -> float:
-    """The best λ from the rows, written out: the parabola through the argmin and its neighbours in log λ."""
-    means = [math.inf if row[1] is None else row[1] for row in rows]
-    i = means.index(min(means))
-    if i in (0, len(rows) - 1) or math.inf in means[i - 1 : i + 2]:
-        return rows[i][0]
-    (x0, x1, x2), (y0, y1, y2) = [math.log(rows[j][0]) for j in (i - 1, i, i + 1)], means[i - 1 : i + 2]
-    if not (y0 - y1) / (x0 - x1) < (y2 - y1) / (x2 - x1):  # opens downward: the grid point
-        return rows[i][0]
-    num = (x1 - x0) ** 2 * (y1 - y2) - (x1 - x2) ** 2 * (y1 - y0)
-    den = (x1 - x0) * (y1 - y2) - (x1 - x2) * (y1 - y0)
-    return math.exp(min(max(x1 - 0.5 * num / den, x0), x2))
 
 
 def test_text_width_sweep_summary_follows_from_its_curves(tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 ``lightning-tau demo --task text --axis width`` runs it: the same design, arms and ``summary.json`` as the digits
 width demo (Wang & Aitchison, ICML 2025, Sec. 4.2; their nanoGPT-μP set-up), with :class:`MuByteGPT` on the
 standard library's sources (:class:`~lightning_tau.demos.text.TextDataModule`, fraction 1) in place of the μP
-MLP on digits. Only the model, the data and the run's HParams record are the text task's own; the arms, the
-per-step weight-decay record, the summary (curves, smoothed best ``λ_base``, interior flags, exponent and its
+MLP on digits. Only the model, the data and the task's hparams are its own (:class:`TextWidthConfig`'s hooks);
+the runs (:func:`run_one_text_width` and :func:`run_text_width_demo` are
+:func:`~lightning_tau.demos.width.run_one_width` and :func:`~lightning_tau.demos.width.run_width_demo`), the arms,
+the per-step weight-decay record, the summary (curves, smoothed best ``λ_base``, interior flags, exponent and its
 bootstrap interval), the table and the figure are :mod:`lightning_tau.demos.width`'s.
 
 Width is ``n_embd``. The number of heads is fixed (``n_head``), so the head dimension grows with width and the
@@ -15,40 +17,25 @@ Trainer's optimizer steps per epoch.
 
 from __future__ import annotations
 
-import json
 import math
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
-import lightning.pytorch as pl
 import torch
-from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.loggers import TensorBoardLogger
 from typing_extensions import override
 
 from lightning_tau import timescale as tau_math
-from lightning_tau.callback import TimescaleCallback
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO
 from lightning_tau.demos.text import ByteGPT, Schedule, TextDataModule
 from lightning_tau.demos.width import (
     ARMS,
-    BASE_ARM,
-    METRIC,
-    SUMMARY_NAME,
     Arm,
     WidthConfig,
     _group_name,
     _import_mup,
-    _RecordSteps,
-    format_width_summary,
-    plot_width_sweep,
-    width_run_name,
-    width_summary,
+    run_one_width,
+    run_width_demo,
 )
-from lightning_tau.diagnostics import TimescaleMonitor
 from lightning_tau.param_groups import build_param_groups
 
 __all__ = ["MuByteGPT", "TextWidthConfig", "run_one_text_width", "run_text_width_demo"]
@@ -186,8 +173,12 @@ class TextWidthConfig:
     val_every_n_epochs: int = 1
     accelerator: str = "auto"
 
-    #: The task's name in ``summary.json``.
+    #: The task's name in ``summary.json`` and each run's hparams.
     task: ClassVar[str] = "text"
+    #: The figure's title.
+    title: ClassVar[str] = (
+        "μP byte-level GPT on the standard library's sources: final loss against the base weight decay"
+    )
 
     # the same runs, in the same order, as the digits width sweep
     runs = WidthConfig.runs
@@ -206,6 +197,50 @@ class TextWidthConfig:
             max_tokens=self.max_tokens,
             val_tokens=self.val_tokens,
         )
+
+    def model(self, width: int, weight_decay: float, arm: Arm) -> MuByteGPT:
+        """The μP model of one run, its base shapes set."""
+        return MuByteGPT(
+            width=width,
+            block_size=self.block_size,
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            lr=self.lr,
+            weight_decay=weight_decay,
+            schedule=self.schedule,  # type: ignore[arg-type]
+            warmup_fraction=self.warmup_fraction,
+            arm=arm,
+            decay_input=self.decay_input,
+        ).set_base_shapes(self.base_width)
+
+    def _hidden_lr(self, width: int, first_lr: dict[str, float]) -> float:
+        # the peak lr (the first step's is the warm-up's); the hidden matrices' is η_base / s
+        return self.lr / (width / self.base_width)
+
+    def _task_hparams(self) -> dict[str, Any]:
+        return {
+            "dataset_size": self.datamodule().dataset_size,
+            "batch_size": self.batch_size * self.block_size,
+            "epochs": self.epochs,
+            "schedule": self.schedule,
+            "warmup_fraction": self.warmup_fraction,
+            "n_layer": self.n_layer,
+            "n_head": self.n_head,
+            "block_size": self.block_size,
+            "max_tokens": self.max_tokens,
+            "decay_input": self.decay_input,
+        }
+
+    def _timescale_kwargs(self, data: TextDataModule) -> dict[str, Any]:
+        # N and B in tokens, so the callback's M is exactly the Trainer's optimizer steps per epoch
+        return {"dataset_size": data.dataset_size, "batch_size": data.tokens_per_step}
+
+    def _trainer_kwargs(self) -> dict[str, Any]:
+        return {
+            "accelerator": self.accelerator,
+            "log_every_n_steps": max(1, self.steps_per_epoch // 4),
+            "check_val_every_n_epoch": self.val_every_n_epochs,
+        }
 
     @property
     def steps_per_epoch(self) -> int:
@@ -271,145 +306,6 @@ class TextWidthConfig:
         return "\n".join(lines)
 
 
-class _RecordTextSteps(_RecordSteps):
-    """The width demo's per-step weight-decay record; the HParams record with the text task's facts."""
-
-    config: TextWidthConfig  # type: ignore[assignment]
-
-    @override
-    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if self._handle is not None:
-            self._handle.remove()
-        config = self.config
-        s = self.width / config.base_width
-        # the peak lr (the first step's is the warm-up's); the hidden matrices' is η_base / s
-        hidden_lr, hidden_wd = config.lr / s, max(self.weight_decays["hidden"])
-        hparams: dict[str, Any] = {
-            "task": "text",
-            "arm": self.arm,
-            "width": self.width,
-            "width_mult": s,
-            "lr_base": config.lr,
-            "weight_decay_base": self.weight_decay,
-            "hidden_lr": hidden_lr,
-            "hidden_weight_decay": hidden_wd,
-            "vector_like_weight_decay": max(self.weight_decays.get("vector_like", {0.0})),
-            "hidden_tau_iter": tau_math.tau_iter(hidden_lr, hidden_wd),
-            "hidden_timescales_covered": config.timescales_covered(hidden_lr, hidden_wd),
-            "dataset_size": config.datamodule().dataset_size,
-            "batch_size": config.batch_size * config.block_size,
-            "epochs": config.epochs,
-            "schedule": config.schedule,
-            "warmup_fraction": config.warmup_fraction,
-            "n_layer": config.n_layer,
-            "n_head": config.n_head,
-            "block_size": config.block_size,
-            "max_tokens": config.max_tokens,
-            "decay_input": config.decay_input,
-            "seed": self.seed,
-        }
-        metrics = {
-            METRIC: float(trainer.callback_metrics["val/loss"]),
-            "hp/val_error": float(trainer.callback_metrics["val/error"]),
-            "hp/train_loss": float(trainer.callback_metrics["train/loss"]),
-        }
-        for logger in trainer.loggers:
-            logger.log_hyperparams(hparams, metrics=metrics, step=trainer.global_step)
-        self.logged = {**hparams, **metrics}
-
-
-def run_one_text_width(
-    config: TextWidthConfig,
-    arm: str,
-    width: int,
-    weight_decay: float,
-    seed: int,
-    sweep_dir: Path | None,
-    extra_callbacks: Sequence[Callback] = (),
-) -> dict[str, Any]:
-    """Fit one run, as :func:`~lightning_tau.demos.width.run_one_width` does for digits (the same logging layout and
-    the same returned record: hparams, final metrics, ``step_weight_decays``, ``first_lr``, ``optimizer_steps``)."""
-    if arm not in (*ARMS, BASE_ARM):
-        raise ValueError(f"`arm={arm!r}` is not an arm of the width demo. Use 'fixed' or 'timescale'.")
-    if arm == BASE_ARM and width != config.base_width:
-        raise ValueError(f"`arm={BASE_ARM!r}` is the base width's ({config.base_width}) shared run, not width {width}.")
-    pl.seed_everything(seed, verbose=False)
-    data = config.datamodule()
-    model = MuByteGPT(
-        width=width,
-        block_size=config.block_size,
-        n_layer=config.n_layer,
-        n_head=config.n_head,
-        lr=config.lr,
-        weight_decay=weight_decay,
-        schedule=config.schedule,  # type: ignore[arg-type]
-        warmup_fraction=config.warmup_fraction,
-        arm="timescale" if arm == "timescale" else "fixed",
-        decay_input=config.decay_input,
-    ).set_base_shapes(config.base_width)
-    record = _RecordTextSteps(config, arm, width, weight_decay, seed)  # type: ignore[arg-type]
-    callbacks: list[Callback] = [record, *extra_callbacks]
-    if arm == "timescale":
-        monitor: bool | TimescaleMonitor = TimescaleMonitor(log_hparams=False) if sweep_dir is not None else False
-        timescale = TimescaleCallback(
-            tau_epoch=config.tau_epoch(weight_decay),
-            dataset_size=data.dataset_size,
-            batch_size=data.tokens_per_step,
-            verbose=False,
-            monitor=monitor,
-        )
-        callbacks.insert(0, timescale)
-    elif sweep_dir is not None:
-        callbacks.insert(1, TimescaleMonitor(log_hparams=False))
-    logger: Any = False
-    if sweep_dir is not None:
-        name, version = width_run_name(arm, width, weight_decay, seed)
-        logger = TensorBoardLogger(save_dir=str(sweep_dir), name=name, version=version, default_hp_metric=False)
-    trainer = pl.Trainer(
-        accelerator=config.accelerator,
-        devices=1,
-        max_epochs=config.epochs,
-        logger=logger,
-        callbacks=callbacks,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        enable_checkpointing=False,
-        num_sanity_val_steps=0,
-        log_every_n_steps=max(1, config.steps_per_epoch // 4),
-        check_val_every_n_epoch=config.val_every_n_epochs,
-    )
-    trainer.fit(model, datamodule=data)
-    return {
-        **record.logged,
-        "step_weight_decays": {name: sorted(values) for name, values in record.weight_decays.items()},
-        "first_lr": dict(record.first_lr),
-        "optimizer_steps": record.steps,
-    }
-
-
-def run_text_width_demo(
-    config: TextWidthConfig,
-    sweep_dir: Path,
-    *,
-    plot: bool = True,
-    extra_callbacks: Sequence[Callback] = (),
-) -> dict[str, Any]:
-    """Run the λ_base sweep into ``sweep_dir`` (which must exist), print its table, write ``summary.json`` (the
-    digits width demo's schema, with ``"task": "text"``) and unless ``plot=False`` ``width_sweep.png`` / ``.svg``."""
-    print(config.describe())
-    start = time.perf_counter()
-    results = [
-        run_one_text_width(config, arm, width, lam, seed, sweep_dir, extra_callbacks)
-        for arm, width, lam, seed in config.runs()
-    ]
-    elapsed = time.perf_counter() - start
-    print(f"{config.num_runs} runs in {elapsed:.0f} s. TensorBoard logs: {sweep_dir}")
-    summary = {"task": config.task, **width_summary(results, config), "seconds": round(elapsed, 1)}  # type: ignore[arg-type]
-    (sweep_dir / SUMMARY_NAME).write_text(json.dumps(summary, indent=2) + "\n")
-    print(format_width_summary(summary))
-    print(f"Summary: {sweep_dir / SUMMARY_NAME}")
-    if plot:
-        title = "μP byte-level GPT on the standard library's sources: final loss against the base weight decay"
-        for path in plot_width_sweep({**summary, "title": title}, sweep_dir).values():
-            print(f"Figure: {path}")
-    return summary
+# one run and the whole sweep are the digits width demo's, with this config's task hooks
+run_one_text_width = run_one_width
+run_text_width_demo = run_width_demo

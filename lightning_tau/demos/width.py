@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import lightning.pytorch as pl
 import torch
@@ -252,9 +252,63 @@ class WidthConfig:
     decay_readout: bool = False
     other_lr: float | None = None
 
+    #: The task's name in ``summary.json`` and each run's hparams (the digits sweep writes none).
+    task: ClassVar[str | None] = None
+    #: The figure's title.
+    title: ClassVar[str] = "μP MLP on digits: final loss against the base weight decay"
+
     @property
     def base_width(self) -> int:
         return min(self.widths)
+
+    def describe(self) -> str:
+        """:func:`describe_width` of this sweep."""
+        return describe_width(self)
+
+    def datamodule(self) -> DigitsDataModule:
+        """The sweep's data."""
+        return DigitsDataModule(train_size=self.train_size, batch_size=self.batch_size, label_noise=self.label_noise)
+
+    def model(self, width: int, weight_decay: float, arm: Arm) -> MuDigitsMLP:
+        """The μP model of one run, its base shapes set."""
+        return MuDigitsMLP(
+            width=width,
+            depth=self.depth,
+            lr=self.lr,
+            weight_decay=weight_decay,
+            schedule=self.schedule,  # type: ignore[arg-type]
+            arm=arm,
+            decay_readout=self.decay_readout,
+            other_lr=self.other_lr,
+            decay_input=self.decay_input,
+        ).set_base_shapes(self.base_width)
+
+    def timescales_covered(self, lr: float, weight_decay: float) -> float:
+        """``sum_t η_t λ`` over the run: how many EMA timescales the weights live through."""
+        steps = self.epochs * _steps_per_epoch(self)
+        mean_factor = 1.0 if self.schedule == "constant" else (1 + COSINE_FINAL_LR_RATIO) / 2
+        return lr * weight_decay * steps * mean_factor
+
+    def _hidden_lr(self, width: int, first_lr: dict[str, float]) -> float:
+        return first_lr["hidden"]
+
+    def _task_hparams(self) -> dict[str, Any]:
+        """The run's hparams that are the task's own (between the common ones and ``seed``)."""
+        return {
+            "dataset_size": self.train_size,
+            "batch_size": self.batch_size,
+            "epochs": self.epochs,
+            "schedule": self.schedule,
+            "depth": self.depth,
+            "label_noise": self.label_noise,
+            "decay_input": self.decay_input,
+        }
+
+    def _timescale_kwargs(self, data: Any) -> dict[str, Any]:
+        return {}
+
+    def _trainer_kwargs(self) -> dict[str, Any]:
+        return {"accelerator": "cpu", "log_every_n_steps": _steps_per_epoch(self)}
 
     def runs(self) -> list[tuple[str, int, float, int]]:
         """Every ``(arm, width, λ_base, seed)`` the sweep trains; the base width's arm is :data:`BASE_ARM`.
@@ -313,7 +367,7 @@ def describe_width(config: WidthConfig) -> str:
         s = width / config.base_width
         covered = {
             arm: [
-                _timescales_covered(config, config.lr / s, lam * (s if arm == "timescale" else 1.0))
+                config.timescales_covered(config.lr / s, lam * (s if arm == "timescale" else 1.0))
                 for lam in (lams[0], lams[-1])
             ]
             for arm in ARMS
@@ -327,13 +381,6 @@ def describe_width(config: WidthConfig) -> str:
 
 def _steps_per_epoch(config: WidthConfig) -> int:
     return math.ceil(config.train_size / config.batch_size)
-
-
-def _timescales_covered(config: WidthConfig, lr: float, weight_decay: float) -> float:
-    """``sum_t η_t λ`` over the run: how many EMA timescales the weights live through."""
-    steps = config.epochs * _steps_per_epoch(config)
-    mean_factor = 1.0 if config.schedule == "constant" else (1 + COSINE_FINAL_LR_RATIO) / 2
-    return lr * weight_decay * steps * mean_factor
 
 
 def width_run_name(arm: str, width: int, weight_decay: float, seed: int) -> tuple[str, str]:
@@ -381,8 +428,10 @@ class _RecordSteps(Callback):
         if self._handle is not None:
             self._handle.remove()
         config = self.config
-        hidden_lr, hidden_wd = self.first_lr["hidden"], max(self.weight_decays["hidden"])
+        hidden_lr = config._hidden_lr(self.width, self.first_lr)
+        hidden_wd = max(self.weight_decays["hidden"])
         hparams: dict[str, Any] = {
+            **({"task": config.task} if config.task else {}),
             "arm": self.arm,
             "width": self.width,
             "width_mult": self.width / config.base_width,
@@ -392,14 +441,8 @@ class _RecordSteps(Callback):
             "hidden_weight_decay": hidden_wd,
             "vector_like_weight_decay": max(self.weight_decays.get("vector_like", {0.0})),
             "hidden_tau_iter": tau_math.tau_iter(hidden_lr, hidden_wd),
-            "hidden_timescales_covered": _timescales_covered(config, hidden_lr, hidden_wd),
-            "dataset_size": config.train_size,
-            "batch_size": config.batch_size,
-            "epochs": config.epochs,
-            "schedule": config.schedule,
-            "depth": config.depth,
-            "label_noise": config.label_noise,
-            "decay_input": config.decay_input,
+            "hidden_timescales_covered": config.timescales_covered(hidden_lr, hidden_wd),
+            **config._task_hparams(),
             "seed": self.seed,
         }
         metrics = {
@@ -426,31 +469,26 @@ def run_one_width(
     distinct weight decays its optimizer steps used), ``first_lr`` (per group) and ``optimizer_steps``.
 
     ``arm`` is ``"fixed"``, ``"timescale"`` or, at the base width only, :data:`BASE_ARM` (the two arms' shared run).
+    The data, the model and the task's own hparams come from ``config`` (a :class:`WidthConfig`, or the text task's
+    :class:`~lightning_tau.demos.text_width.TextWidthConfig`).
     """
     if arm not in (*ARMS, BASE_ARM):
         raise ValueError(f"`arm={arm!r}` is not an arm of the width demo. Use 'fixed' or 'timescale'.")
     if arm == BASE_ARM and width != config.base_width:
         raise ValueError(f"`arm={BASE_ARM!r}` is the base width's ({config.base_width}) shared run, not width {width}.")
     pl.seed_everything(seed, verbose=False)
-    data = DigitsDataModule(train_size=config.train_size, batch_size=config.batch_size, label_noise=config.label_noise)
-    model = MuDigitsMLP(
-        width=width,
-        depth=config.depth,
-        lr=config.lr,
-        weight_decay=weight_decay,
-        schedule=config.schedule,  # type: ignore[arg-type]
-        arm="timescale" if arm == "timescale" else "fixed",
-        decay_readout=config.decay_readout,
-        other_lr=config.other_lr,
-        decay_input=config.decay_input,
-    ).set_base_shapes(config.base_width)
+    data = config.datamodule()
+    model = config.model(width, weight_decay, "timescale" if arm == "timescale" else "fixed")
     record = _RecordSteps(config, arm, width, weight_decay, seed)
     # every run logs the same EMA diagnostics (per-group tau_iter, weight RMS); `record` writes the HParams record
     # (TensorBoard keeps a run's first), so the monitor writes none of its own
     callbacks: list[Callback] = [record, *extra_callbacks]
     if arm == "timescale":
         monitor: bool | TimescaleMonitor = TimescaleMonitor(log_hparams=False) if sweep_dir is not None else False
-        callbacks.insert(0, TimescaleCallback(tau_epoch=config.tau_epoch(weight_decay), verbose=False, monitor=monitor))
+        timescale = TimescaleCallback(
+            tau_epoch=config.tau_epoch(weight_decay), verbose=False, monitor=monitor, **config._timescale_kwargs(data)
+        )
+        callbacks.insert(0, timescale)
     elif sweep_dir is not None:
         callbacks.insert(1, TimescaleMonitor(log_hparams=False))
     logger: Any = False
@@ -458,7 +496,6 @@ def run_one_width(
         name, version = width_run_name(arm, width, weight_decay, seed)
         logger = TensorBoardLogger(save_dir=str(sweep_dir), name=name, version=version, default_hp_metric=False)
     trainer = pl.Trainer(
-        accelerator="cpu",
         devices=1,
         max_epochs=config.epochs,
         logger=logger,
@@ -467,7 +504,7 @@ def run_one_width(
         enable_model_summary=False,
         enable_checkpointing=False,
         num_sanity_val_steps=0,
-        log_every_n_steps=_steps_per_epoch(config),
+        **config._trainer_kwargs(),
     )
     trainer.fit(model, datamodule=data)
     return {
@@ -650,8 +687,9 @@ def run_width_demo(
     extra_callbacks: Sequence[Callback] = (),
 ) -> dict[str, Any]:
     """Run the λ_base sweep into ``sweep_dir`` (which must exist), print its table, write ``summary.json`` and
-    (unless ``plot=False``) ``width_sweep.png`` / ``.svg``; returns the summary."""
-    print(describe_width(config))
+    (unless ``plot=False``) ``width_sweep.png`` / ``.svg``; returns the summary (with ``"task"`` first when the
+    config names one, as the text task's does)."""
+    print(config.describe())
     start = time.perf_counter()
     results = [
         run_one_width(config, arm, width, lam, seed, sweep_dir, extra_callbacks)
@@ -659,11 +697,12 @@ def run_width_demo(
     ]
     elapsed = time.perf_counter() - start
     print(f"{config.num_runs} runs in {elapsed:.0f} s. TensorBoard logs: {sweep_dir}")
-    summary = {**width_summary(results, config), "seconds": round(elapsed, 1)}
+    task = {"task": config.task} if config.task else {}
+    summary = {**task, **width_summary(results, config), "seconds": round(elapsed, 1)}
     (sweep_dir / SUMMARY_NAME).write_text(json.dumps(summary, indent=2) + "\n")
     print(format_width_summary(summary))
     print(f"Summary: {sweep_dir / SUMMARY_NAME}")
     if plot:
-        for path in plot_width_sweep(summary, sweep_dir).values():
+        for path in plot_width_sweep({**summary, "title": config.title}, sweep_dir).values():
             print(f"Figure: {path}")
     return summary
