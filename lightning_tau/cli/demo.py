@@ -822,6 +822,24 @@ QUICK_TEXT_WIDTH = TextWidthConfig(
 )
 
 
+def _width_grid_problem(config: WidthConfig | TextWidthConfig) -> str | None:
+    """What is wrong with a width sweep's grid (too few widths or λ_base, a step that zeroes the weights), or None."""
+    if len(config.widths) < 2:
+        return f"--widths {_ints(config.widths)}: give at least two widths to compare."
+    if len(config.weight_decays) < 3:
+        return (
+            f"--weight-decays {' '.join(f'{x:g}' for x in config.weight_decays)}: give at least three λ_base values"
+            " (an interior optimum needs a worse neighbour on each side)."
+        )
+    if config.lr * config.weight_decays[-1] >= 1:
+        return (
+            f"--lr-base {config.lr:g} x --weight-decays {config.weight_decays[-1]:g} >= 1: every step would shrink"
+            " the decaying weights to zero or past it (lr_base x λ_base is what the base width and the vector-like"
+            " weights step with). Use a smaller --lr-base or λ_base."
+        )
+    return None
+
+
 def _main_text_width(args: argparse.Namespace) -> int:
     """``--task text --axis width``: the λ_base width sweep on the μP byte-level GPT
     (:mod:`lightning_tau.demos.text_width`)."""
@@ -850,19 +868,9 @@ def _main_text_width(args: argparse.Namespace) -> int:
         for name in ("epochs", "batch_size", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head"):
             setattr(config, name, getattr(args, name, getattr(t, name)))
         config.accelerator = getattr(args, "accelerator", t.accelerator)
-    if len(config.widths) < 2:
-        return _error(f"--widths {_ints(config.widths)}: give at least two widths to compare.")
-    if len(config.weight_decays) < 3:
-        return _error(
-            f"--weight-decays {' '.join(f'{x:g}' for x in config.weight_decays)}: give at least three λ_base values"
-            " (an interior optimum needs a worse neighbour on each side)."
-        )
-    if config.lr * config.weight_decays[-1] >= 1:
-        return _error(
-            f"--lr-base {config.lr:g} x --weight-decays {config.weight_decays[-1]:g} >= 1: every step would shrink"
-            " the decaying weights to zero or past it (lr_base x λ_base is what the base width and the vector-like"
-            " weights step with). Use a smaller --lr-base or λ_base."
-        )
+    problem = _width_grid_problem(config)
+    if problem:
+        return _error(problem)
     odd = [w for w in config.widths if w % config.n_head]
     if odd or 2 * config.base_width % config.n_head:
         return _error(
@@ -915,19 +923,9 @@ def _main_width(args: argparse.Namespace) -> int:
         config.epochs = getattr(args, "epochs", w.epochs)
         config.depth = getattr(args, "depth", w.depth)
         config.decay_input = not getattr(args, "no_decay_input", False)
-    if len(config.widths) < 2:
-        return _error(f"--widths {_ints(config.widths)}: give at least two widths to compare.")
-    if len(config.weight_decays) < 3:
-        return _error(
-            f"--weight-decays {' '.join(f'{x:g}' for x in config.weight_decays)}: give at least three λ_base values"
-            " (an interior optimum needs a worse neighbour on each side)."
-        )
-    if config.lr * config.weight_decays[-1] >= 1:
-        return _error(
-            f"--lr-base {config.lr:g} x --weight-decays {config.weight_decays[-1]:g} >= 1: every step would shrink"
-            " the decaying weights to zero or past it (lr_base x λ_base is what the base width and the input matrix"
-            " step with). Use a smaller --lr-base or λ_base."
-        )
+    problem = _width_grid_problem(config)
+    if problem:
+        return _error(problem)
     if config.depth < 2:
         return _error(
             f"--depth {config.depth}: the width demo needs depth >= 2 (at least one hidden width x width matrix,"
