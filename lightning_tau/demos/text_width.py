@@ -33,6 +33,7 @@ from lightning_tau.demos.width import (
     WidthConfig,
     _group_name,
     _import_mup,
+    arm_lines,
     run_one_width,
     run_width_demo,
 )
@@ -287,23 +288,8 @@ class TextWidthConfig:
             f" μP byte-level GPT {self.n_layer} layers, {self.n_head} heads, block {self.block_size},"
             f" B = {self.batch_size} x {self.block_size} = {data.tokens_per_step} tokens, N = {data.dataset_size:,}"
             f" tokens ({self.steps_per_epoch} steps/epoch), {self.schedule}, {self.warmup_fraction:.0%} warm-up.",
-            "  hidden matrices: lr η_base / s; weight decay λ_base (fixed) or s λ_base (timescale).",
-            f"  timescales the hidden weights cover (sum of η_t λ over the run, λ_base {lams[0]:g} .. {lams[-1]:g}):",
         ]
-        for width in sorted(self.widths):
-            s = width / self.base_width
-            covered = {
-                arm: [
-                    self.timescales_covered(self.lr / s, lam * (s if arm == "timescale" else 1.0))
-                    for lam in (lams[0], lams[-1])
-                ]
-                for arm in ARMS
-            }
-            lines.append(
-                f"    width {width} (s={s:g}): "
-                + ", ".join(f"{arm} {lo:.3g} .. {hi:.3g}" for arm, (lo, hi) in covered.items())
-            )
-        return "\n".join(lines)
+        return "\n".join(lines + arm_lines(self))
 
 
 # one run and the whole sweep are the digits width demo's, with this config's task hooks

@@ -49,6 +49,7 @@ from lightning_tau.demos.width_curves import summarize_arm
 from lightning_tau.diagnostics import TimescaleMonitor
 
 __all__ = [
+    "arm_lines",
     "ARMS",
     "BASE_ARM",
     "MuDigitsMLP",
@@ -360,6 +361,16 @@ def describe_width(config: WidthConfig) -> str:
         f" {len(config.seeds)} seeds, 2 arms (the base width once) = {config.num_runs} runs x {config.epochs} epochs;"
         f" N={config.train_size}, B={config.batch_size}, {config.schedule}, depth {config.depth},"
         f" label noise {config.label_noise:g}.",
+    ]
+    return "\n".join(lines + arm_lines(config))
+
+
+def arm_lines(config: Any) -> list[str]:
+    """The lines of a width sweep's description that say what each arm does to the hidden matrices and how many
+    EMA timescales they cover at each width (a digits or a text width config: ``widths``, ``weight_decays``,
+    ``lr``, ``base_width``, ``timescales_covered``)."""
+    lams = sorted(config.weight_decays)
+    lines = [
         "  hidden matrices: lr η_base / s; weight decay λ_base (fixed) or s λ_base (timescale).",
         f"  timescales the hidden weights cover (sum of η_t λ over the run, λ_base {lams[0]:g} .. {lams[-1]:g}):",
     ]
@@ -376,7 +387,7 @@ def describe_width(config: WidthConfig) -> str:
             f"    width {width} (s={s:g}): "
             + ", ".join(f"{arm} {lo:.3g} .. {hi:.3g}" for arm, (lo, hi) in covered.items())
         )
-    return "\n".join(lines)
+    return lines
 
 
 def _steps_per_epoch(config: WidthConfig) -> int:
