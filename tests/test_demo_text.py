@@ -14,8 +14,7 @@ import pytest
 import torch
 from ddp_harness import clean_env
 from lightning.pytorch.callbacks import Callback
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-from tensorboard.plugins.hparams import plugin_data_pb2
+from test_cli_demo import _read_run
 
 from lightning_tau.cli import main
 from lightning_tau.cli.demo import run_one
@@ -70,16 +69,6 @@ def _offline_command(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, s
     if unshare and subprocess.run([unshare, "-n", "true"], capture_output=True).returncode == 0:
         command = [unshare, "-n", *command]
     return command, env
-
-
-def _read_run(run_dir: Path) -> tuple[dict, dict]:
-    accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    accumulator.Reload()
-    content = accumulator.PluginTagToContent("hparams")["_hparams_/session_start_info"]
-    hparams = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info.hparams
-    values = {key: getattr(value, value.WhichOneof("kind")) for key, value in hparams.items()}
-    scalars = {tag: accumulator.Scalars(tag)[-1].value for tag in accumulator.Tags()["scalars"]}
-    return values, scalars
 
 
 def test_offline_guard_refuses_a_connection(tmp_path: Path) -> None:
