@@ -136,7 +136,8 @@ def test_tuner_stats_paired_interior_diverged_runs():
 
 
 def test_tuner_stats_per_seed_optima():
-    values = [[0.9, 0.5, nan := math.nan], [0.7, 0.6, nan], [0.8, 0.5, nan]]
+    nan = math.nan  # the third seed diverged everywhere
+    values = [[0.9, 0.5, nan], [0.7, 0.6, nan], [0.8, 0.5, nan]]
     assert per_seed_optima([8.0, 16.0, 32.0], values) == pytest.approx([16.0, 8.0, nan], nan_ok=True)
     assert per_seed_optima([8.0, 16.0, 32.0], values, mode="max")[:2] == [8.0, 16.0]
 
