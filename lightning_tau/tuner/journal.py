@@ -22,13 +22,22 @@ import os
 import time
 from pathlib import Path
 
-__all__ = ["OP_CODES", "journal_problem", "repair_tail"]
+__all__ = ["DAMAGED_HINT", "OP_CODES", "journal_problem", "repair_tail"]
 
 #: The op codes of ``optuna.storages.journal._storage.JournalOperation`` in Optuna 5 (create study ... discard
 #: trials); ``tests/test_finder_journal.py`` checks that they still match.
 OP_CODES = frozenset(range(11))
 #: How every line Optuna writes begins (``json.dumps`` of a dict whose first key is ``op_code``, no spaces).
 _START = b'{"op_code":'
+#: What to do about a journal file with a damaged line.
+DAMAGED_HINT = (
+    "The study cannot be read past it: restore the file from a backup, or move it aside and run again to start a"
+    " new study (its trials are trained again)."
+)
+_NOT_A_JOURNAL = (
+    "; nothing was written to it. Pass a new file path (a missing or empty file starts a new journal) or the journal"
+    " of an earlier run."
+)
 
 
 def _record_problem(line: bytes) -> str | None:
@@ -48,7 +57,7 @@ def _record_problem(line: bytes) -> str | None:
 
 
 def journal_problem(path: str | Path) -> str | None:
-    """Why the file at ``path`` cannot be used as the finder's journal, in one line; ``None`` if it can.
+    """Why the file at ``path`` cannot be used as the finder's journal and what to do, in one line; ``None`` if it can.
 
     A missing or empty file is a new journal. A half-written last line is not a problem here (:func:`repair_tail`
     moves it aside), unless it is all the file holds and does not begin like a journal record.
@@ -59,11 +68,11 @@ def journal_problem(path: str | Path) -> str | None:
         >>> journal_problem(folder / "new.journal") is None
         True
         >>> _ = (folder / "notes.txt").write_text("my notes\\n")
-        >>> journal_problem(folder / "notes.txt")
-        'it is not an Optuna journal file (its first line is not a journal record)'
+        >>> print(journal_problem(folder / "notes.txt"))  # doctest: +ELLIPSIS
+        it is not an Optuna journal file (its first line is not a journal record); nothing was written to it. ...
         >>> _ = (folder / "j").write_bytes(b'{"op_code":0,"worker_id":"w"}\\nnull\\n{"op_code":3')
-        >>> journal_problem(folder / "j")
-        'line 2 is damaged (null, not a journal record)'
+        >>> print(journal_problem(folder / "j"))  # doctest: +ELLIPSIS
+        line 2 is damaged (null, not a journal record). The study cannot be read past it: restore the file ...
     """
     path = Path(path)
     try:
@@ -72,7 +81,7 @@ def journal_problem(path: str | Path) -> str | None:
             if not head:
                 return None
             if not (head.startswith(_START) or _START.startswith(head)):
-                return "it is not an Optuna journal file (its first line is not a journal record)"
+                return "it is not an Optuna journal file (its first line is not a journal record)" + _NOT_A_JOURNAL
             file.seek(0)
             for number, line in enumerate(file, start=1):
                 if not line.endswith(b"\n"):
@@ -80,8 +89,8 @@ def journal_problem(path: str | Path) -> str | None:
                 why = _record_problem(line[:-1])
                 if why is not None:
                     if number == 1:
-                        return f"it is not an Optuna journal file (line 1 is {why})"
-                    return f"line {number} is damaged ({why})"
+                        return f"it is not an Optuna journal file (line 1 is {why})" + _NOT_A_JOURNAL
+                    return f"line {number} is damaged ({why}). {DAMAGED_HINT}"
     except IsADirectoryError:
         return "it is a folder"
     except FileNotFoundError:

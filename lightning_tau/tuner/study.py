@@ -46,7 +46,7 @@ from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 from optuna.trial import FrozenTrial, TrialState
 
-from lightning_tau.tuner.journal import OP_CODES, journal_problem, repair_tail
+from lightning_tau.tuner.journal import DAMAGED_HINT, OP_CODES, journal_problem, repair_tail
 from lightning_tau.tuner.trial import check_record
 
 __all__ = ["GridStudy", "JournalWriteError", "StorageError", "open_storage", "redact_url"]
@@ -160,13 +160,6 @@ def open_storage(
     return _open_journal(path, log), str(path)
 
 
-#: What to do about a journal file with a damaged line.
-DAMAGED_HINT = (
-    "The study cannot be read past it: restore the file from a backup, or move it aside and run again to start a"
-    " new study (its trials are trained again)"
-)
-
-
 def _open_journal(path: Path, log: Log | None) -> JournalStorage:
     try:
         if path.is_dir():
@@ -174,14 +167,8 @@ def _open_journal(path: Path, log: Log | None) -> JournalStorage:
     except OSError as err:
         raise StorageError(str(path), f"cannot write the journal file: {err.strerror or err}.") from None
     problem = journal_problem(path)
-    if problem is not None and problem.startswith("it is not an Optuna journal"):
-        raise StorageError(
-            str(path),
-            f"{problem}; nothing was written to it. Pass a new file path (a missing or empty file starts a new"
-            " journal) or the journal of an earlier run.",
-        )
     if problem is not None:
-        raise StorageError(str(path), f"{problem}. {DAMAGED_HINT}.")
+        raise StorageError(str(path), problem)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("ab"):
@@ -202,7 +189,7 @@ def _open_journal(path: Path, log: Log | None) -> JournalStorage:
         raise
     except Exception as err:  # an operation Optuna cannot replay (a line with the right op_code but wrong fields)
         raise StorageError(
-            str(path), f"cannot read the journal file: {type(err).__name__}: {str(err)[:200]}. {DAMAGED_HINT}."
+            str(path), f"cannot read the journal file: {type(err).__name__}: {str(err)[:200]}. {DAMAGED_HINT}"
         ) from None
 
 
@@ -265,8 +252,8 @@ class _JournalFile(JournalFileBackend):
             raise self._damaged() from None
 
     def _damaged(self) -> StorageError:
-        why = journal_problem(self._file_path) or "it changed while it was read"
-        return StorageError(self._file_path, f"{why}. {DAMAGED_HINT}.")
+        why = journal_problem(self._file_path) or f"it changed while it was read. {DAMAGED_HINT}"
+        return StorageError(self._file_path, why)
 
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
         data = ("\n".join(json.dumps(log, separators=(",", ":")) for log in logs) + "\n").encode()
