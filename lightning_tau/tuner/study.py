@@ -270,8 +270,10 @@ class _JournalFile(JournalFileBackend):
 
 
 def _append(path: str, data: bytes) -> None:
-    """Append ``data`` to ``path`` and sync it; on a failure truncate the file back to its size before."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    """Append ``data`` (one journal line) to ``path`` and sync it. A write that fails part way (a full disk, Ctrl-C
+    between two writes) is undone: the file is truncated back to its size before. A line written whole stays, even
+    if the sync then fails: another process may already have read it (readers skip only a line with no newline)."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
     try:
         size = os.fstat(fd).st_size
         try:
@@ -279,9 +281,11 @@ def _append(path: str, data: bytes) -> None:
             while view:
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
-        except OSError:
+        except BaseException:
             with contextlib.suppress(OSError):
-                os.ftruncate(fd, size)
+                end = os.fstat(fd).st_size
+                if end > size and os.pread(fd, 1, end - 1) != b"\n":
+                    os.ftruncate(fd, size)
             raise
     finally:
         os.close(fd)
