@@ -161,11 +161,9 @@ def open_storage(
 
 
 def _open_journal(path: Path, log: Log | None) -> JournalStorage:
-    try:
-        if path.is_dir():
-            raise IsADirectoryError(f"{path} is a folder")
-    except OSError as err:
-        raise StorageError(str(path), f"cannot write the journal file: {err.strerror or err}.") from None
+    """Optuna's journal storage on ``path``, checked before anything is written and repaired (see the module)."""
+    if path.is_dir():
+        raise StorageError(str(path), f"cannot write the journal file: {path} is a folder.")
     problem = journal_problem(path)
     if problem is not None:
         raise StorageError(str(path), problem)
