@@ -5,6 +5,9 @@ Usage errors exit with 2, as argparse's own do; nothing is trained and no sweep 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,6 +63,17 @@ def test_demo_timescale_under_one_step_is_refused_before_training(
     assert not list(tmp_path.iterdir())  # no sweep_0: nothing was trained
 
 
+def test_demo_timescale_beyond_a_float_is_refused_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # N=100, B=64: 2 steps per epoch, so tau_epoch=1e308 is 2e308 steps: inf, no weight decay to set
+    argv = ["demo", "--sizes", "100", "--tau-epochs", "5", "1e308", "--epochs", "1", "--out", str(tmp_path)]
+    assert main([*argv, "--no-progress", "--no-plot"]) == 2
+    line = _one_error_line(capsys.readouterr().err, "demo")
+    assert "--tau-epochs 1e+308: at N=100, B=64 an epoch is 2 optimizer steps" in line and "below 8.99e+307" in line
+    assert not list(tmp_path.iterdir())  # nothing was trained
+
+
 def test_text_demo_timescale_under_one_step_is_refused_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -106,3 +120,59 @@ def test_transfer_refuses_a_timescale_under_one_step(argv: list[str], expected: 
     message = str(exit_info.value.code)
     assert message.startswith("lightning-tau transfer: error:") and "\n" not in message
     assert expected in message and "lr * weight_decay" in message and "(>= 1)" in message
+
+
+#: Runs ``lightning-tau`` argument lists in one process and prints, for each, its exit code and which of the heavy
+#: packages had been imported by then.
+_PROBE = """
+import json, sys
+from lightning_tau.cli import main
+HEAVY = ("torch", "lightning", "optuna", "matplotlib", "scipy")
+for argv in json.loads(sys.argv[1]):
+    try:
+        code = main(argv)
+    except SystemExit as exit:
+        code = exit.code
+    print(json.dumps([code, sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY))]), flush=True)
+"""
+
+
+def test_find_help_and_usage_errors_import_no_heavy_package(tmp_path: Path) -> None:
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    out = ["--out", str(tmp_path / "o")]
+    fast = ["--epochs", "1", "--tau-epochs", "4", "--no-plot", "--no-progress"]  # should a bug let one train
+    cases = [
+        (["--help"], 0, ""),
+        ([*out, "--seeds", "-1"], 2, "argument --seeds: expected an integer from 0 to 4294967295, got '-1'"),
+        ([*out, "--seeds", "0", "4294967296"], 2, "argument --seeds: expected an integer from 0 to 4294967295"),
+        (["--seeds", "0", "--out", ""], 2, "argument --out: expected a path, got '' (an empty path would mean the"),
+        (
+            ["--seeds", "0", "--out", str(tmp_path / "dangling")],
+            2,
+            f"argument --out: cannot write to '{tmp_path / 'dangling'}': {tmp_path / 'dangling'} is a symbolic link"
+            f" to '{tmp_path / 'nowhere'}', which does not exist. Pass a writable path.",
+        ),
+        (
+            [*out, "--seeds", "0", "--storage", str(notes)],
+            2,
+            f"argument --storage: '{notes}': it is not an Optuna journal file (its first line is not a journal"
+            " record); nothing was written to it. Pass a new file path",
+        ),
+        ([*out, "--workers", "0"], 2, "argument --workers: expected a positive integer, got '0'"),
+        ([*out, "--config", str(tmp_path / "no.yaml")], 2, f"--config '{tmp_path / 'no.yaml'}' is not a file."),
+    ]
+    argvs = [["find", *argv] + (fast if argv != ["--help"] else []) for argv, _, _ in cases]
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(argvs)], capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
+    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("[")]
+    assert [code for code, _ in results] == [code for _, code, _ in cases], proc.stderr
+    assert all(heavy == [] for _, heavy in results), results  # --help and every usage error: none of them
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert len(errors) == len(cases) - 1 and "Traceback" not in proc.stderr, proc.stderr
+    for line, (_, _, expected) in zip(errors, cases[1:]):
+        assert line.startswith("lightning-tau find: error: ") and expected in line, line
+    assert notes.read_text() == "my notes\n"  # not appended to
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "notes.txt"]  # nothing written, here or in o/

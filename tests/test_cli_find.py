@@ -154,6 +154,20 @@ def test_find_unwritable_out_json_and_storage_fail_before_training(
     assert not (tmp_path / "o" / "study.journal").exists() and not (tmp_path / "o" / "tb").exists()
 
 
+def test_find_a_timescale_beyond_a_float_is_a_usage_error_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the subset (350 samples, B=64) has 6 steps per epoch: tau_epoch=1e308 is inf steps, which no weight decay gives
+    out = tmp_path / "o"
+    argv = ["find", "--epochs", "1", "--tau-epochs", "2", "8", "1e308", "--seeds", "0", "--out", str(out)]
+    assert main([*argv, "--no-progress"]) == 2
+    err = _one_line_error(capsys)
+    expected = "argument --tau-epochs: `TimescaleFinder(tau_epochs=[2.0, 8.0, 1e+308])` is not valid: tau_epoch=1e+308"
+    assert expected in err
+    assert "inf optimizer steps at M=6 steps per epoch of the subset" in err and "below 2.996e+307" in err
+    assert not (out / "tb").exists() and not (out / "study.journal").exists()  # nothing trained, no study
+
+
 def test_find_reports_a_monitor_the_model_does_not_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = _tiny_config(tmp_path, max_epochs=1)
     code = main(["find", "--config", str(config), "--tau-epochs", "4", "--seeds", "0", "--out", str(tmp_path / "o")])
@@ -177,7 +191,9 @@ def test_example_find_config_loads_fresh_models() -> None:
         (["--fraction", "0"], "argument --fraction: expected a number in (0, 1], got '0'"),
         (["--fraction", "1.5"], "argument --fraction: expected a number in (0, 1], got '1.5'"),
         (["--tau-epochs", "-1"], "argument --tau-epochs: expected a positive finite number, got '-1'"),
-        (["--seeds", "x"], "argument --seeds: invalid int value: 'x'"),
+        (["--seeds", "x"], "argument --seeds: expected an integer from 0 to 4294967295, got 'x'"),
+        (["--seeds", "0", "-1"], "argument --seeds: expected an integer from 0 to 4294967295, got '-1'"),
+        (["--seeds", "4294967296"], "argument --seeds: expected an integer from 0 to 4294967295, got '4294967296'"),
         (["--epochs", "0"], "argument --epochs: expected a positive integer, got '0'"),
         (["--reduce", "mean"], "argument --reduce: invalid choice: 'mean'"),
     ],

@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from lightning_tau import TimescaleCallback
 from lightning_tau.param_groups import build_param_groups
 from lightning_tau.tuner import study as study_module
-from lightning_tau.tuner.finder import TimescaleFinder
+from lightning_tau.tuner.finder import SettingError, TimescaleFinder
 from lightning_tau.tuner.study import SETTINGS_ATTR, StorageError, redact_url
 
 N, BATCH, LR, TRUE_TAU = 64, 16, 1e-2, 6.0
@@ -268,3 +268,30 @@ def test_bad_storages_fail_before_training_and_never_show_a_password(tmp_path: P
 def test_workers_need_a_model_and_data_that_pickle(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"workers=2\)` sends the model and the data.*do not pickle"):
         _fit(_finder(tmp_path, workers=2), lambda: CurveModel())
+
+
+def test_seeds_numpy_cannot_take_and_timescales_the_callback_cannot_set_fail_before_training(tmp_path: Path) -> None:
+    for seeds in ([0, -1], [2**32]):
+        with pytest.raises(ValueError, match=r"is not a seed numpy accepts; use integers from 0 to 4294967295"):
+            _finder(tmp_path, seeds=seeds)
+    # M = 32 / 16 = 2 steps per epoch of the subset: 1e308 epochs is inf steps, 0.25 epochs half a step
+    for taus, match in [
+        ((4.0, 1e308), r"tau_epoch=1e\+308 is inf optimizer steps at M=2 .* Use tau_epochs below 8.988e\+307"),
+        ((0.25, 4.0), r"tau_epoch=0.25 is 0.5 optimizer steps at M=2 .* Use tau_epochs above 0.5 \(one step\)"),
+    ]:
+        with pytest.raises(SettingError, match=match) as info:
+            _fit(_finder(tmp_path, tau_epochs=taus))
+        assert info.value.argument == "tau_epochs"
+    assert not (tmp_path / "finder").exists()  # no study, nothing trained
+
+
+def test_workers_are_capped_at_the_trials_left(
+    tmp_path: Path, reference: tuple[TimescaleFinder, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    source, expected = reference
+    journal = tmp_path / "copy.journal"
+    _copy(_journal(source), journal, {(4.0, 0): lambda t: _with(t, state=TrialState.FAIL, record=_DROP)})
+    finder = _finder(tmp_path, storage=journal, workers=3, verbose=True)
+    assert _fit(finder).to_json() == expected.to_json() and finder.trained_runs == 1
+    assert "TimescaleFinder: workers=3 capped at 1 (the number of trials left to train)." in caplog.text
+    assert "workers on this machine" not in caplog.text  # no worker process started

@@ -11,6 +11,7 @@ from pathlib import Path
 __all__ = [
     "fraction_above_zero",
     "fraction_below_one",
+    "nonempty_path",
     "output_dir_problem",
     "positive_float",
     "positive_int",
@@ -83,6 +84,22 @@ def fraction_below_one(text: str) -> float:
         0.0
     """
     return _number(text, float, lambda v: 0 <= v < 1, "a number in [0, 1)")
+
+
+def nonempty_path(text: str) -> Path:
+    """A file or folder path, not empty (``Path("")`` is the working folder, which nobody means to pass).
+
+    Example:
+        >>> nonempty_path("tau_runs/find").name
+        'find'
+        >>> nonempty_path("")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected a path, got '' (an empty path would mean the working folder)
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a path, got {text!r} (an empty path would mean the working folder)")
+    return Path(text)
 
 
 def output_dir_problem(path: Path, flag: str) -> str | None:

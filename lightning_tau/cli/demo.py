@@ -784,9 +784,17 @@ def _main_text(args: argparse.Namespace) -> int:
 
 
 def _too_short_timescale(config: DemoConfig) -> str | None:
-    """The error for a ``tau_epoch`` of one optimizer step or less at some size (``lr * weight_decay >= 1``)."""
+    """The error for a ``tau_epoch`` of one optimizer step or less at some size (``lr * weight_decay >= 1``), or
+    of more optimizer steps than a float holds."""
     for size in sorted(config.sizes):
         steps = math.ceil(size / config.batch_size)
+        endless = [tau for tau in config.tau_epochs if not math.isfinite(tau * steps)]
+        if endless:
+            return (
+                f"--tau-epochs {_floats(endless)}: at N={size}, B={config.batch_size} an epoch is {steps} optimizer"
+                f" steps, so tau_epoch={endless[0]:g} is more optimizer steps than a float holds. Use --tau-epochs"
+                f" below {sys.float_info.max / steps:.3g}; good values are several epochs."
+            )
         short = [tau for tau in config.tau_epochs if tau * steps <= 1]
         if short:
             return (

@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lightning_tau.cli._args import fraction_above_zero, positive_float, positive_int
+from lightning_tau.cli._args import fraction_above_zero, nonempty_path, positive_float, positive_int, random_seed
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS
+from lightning_tau.tuner.journal import journal_problem
 
 __all__ = ["DIGITS_EPOCHS", "ConfigError", "ConfigModel", "add_parser", "load_config"]
 
@@ -54,7 +55,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--config",
-        type=Path,
+        type=nonempty_path,
         default=None,
         help="LightningCLI YAML (model:, data:, trainer:); when not given: the demo's digits task",
     )
@@ -67,7 +68,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="TAU",
         help="the tau_epoch grid (log-spaced)",
     )
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], metavar="SEED", help="seeds per tau_epoch")
+    parser.add_argument(
+        "--seeds", type=random_seed, nargs="+", default=[0, 1, 2], metavar="SEED", help="seeds per tau_epoch"
+    )
     parser.add_argument(
         "--epochs",
         type=positive_int,
@@ -88,10 +91,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--subset-seed", type=int, default=0, help="seed of the random subset")
     parser.add_argument(
-        "--out", type=Path, default=Path("tau_runs/find"), help="the default study journal, logs, plot and JSON"
+        "--out",
+        type=nonempty_path,
+        default=Path("tau_runs/find"),
+        help="the default study journal, logs, plot and JSON",
     )
     parser.add_argument(
-        "--json", type=Path, default=None, help="where to write the JSON summary; when not given: OUT/finder.json"
+        "--json",
+        type=nonempty_path,
+        default=None,
+        help="where to write the JSON summary; when not given: OUT/finder.json",
     )
     parser.add_argument(
         "--storage",
@@ -107,7 +116,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="the study to join; when not given: tau_finder_ and a hash of the settings",
     )
     parser.add_argument(
-        "--workers", type=positive_int, default=1, help="worker processes on this machine (each cores/K threads)"
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="worker processes on this machine (each cores/K threads); more than the machine's cores or the trials"
+        " left to train is capped, with a note",
     )
     parser.add_argument(
         "--no-wait",
@@ -238,6 +251,8 @@ def _writable(path: Path, *, folder: bool) -> str | None:
         return "it is a folder"
     existing = path if folder else path.parent
     while not existing.exists():  # the nearest folder that exists: the rest will be created in it
+        if existing.is_symlink():
+            return f"{existing} is a symbolic link to {os.readlink(existing)!r}, which does not exist"
         if existing.parent == existing:
             break
         existing = existing.parent
@@ -258,17 +273,22 @@ def _error(message: str, code: int) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    # the checks that need no data come first: a usage error imports neither torch, Lightning nor Optuna
+    for option, where, folder in (("--out", args.out, True), ("--json", args.json, False)):
+        if where is not None and (why := _writable(where, folder=folder)) is not None:
+            return _error(f"argument {option}: cannot write to {str(where)!r}: {why}. Pass a writable path.", 2)
+    if args.config is not None and not args.config.is_file():
+        return _error(f"--config {str(args.config)!r} is not a file.", 2)
+    journal = args.out / "study.journal" if args.storage is None else Path(args.storage)
+    if "://" not in str(args.storage) and journal.is_file() and (problem := journal_problem(journal)) is not None:
+        return _error(f"argument --storage: {str(journal)!r}: {problem}", 2)
+
     import torch
 
-    from lightning_tau.tuner.finder import TimescaleFinder
-    from lightning_tau.tuner.study import StorageError
+    from lightning_tau.tuner.finder import SettingError, TimescaleFinder
+    from lightning_tau.tuner.study import JournalWriteError, StorageError
 
-    for option, path, folder in (("--out", args.out, True), ("--json", args.json, False)):
-        if path is not None and (why := _writable(path, folder=folder)) is not None:
-            return _error(f"argument {option}: cannot write to {str(path)!r}: {why}. Pass a writable path.", 2)
     if args.config is not None:
-        if not args.config.is_file():
-            return _error(f"--config {str(args.config)!r} is not a file.", 2)
         try:
             model_factory, datamodule, trainer_kwargs, notes = load_config(args.config)
         except ConfigError as err:
@@ -314,8 +334,20 @@ def _main(args: argparse.Namespace) -> int:
         return _error(str(err), 2)
     try:
         result = finder.fit(model_factory, datamodule=datamodule, wait=not args.no_wait)
+    except KeyboardInterrupt:
+        kept = ""
+        with contextlib.suppress(Exception):
+            if finder.study is not None:
+                kept = f" in {finder.study.shown} ({len(finder.study.records())} complete)"
+        return _error(
+            f"interrupted. The study{kept} keeps its complete trials: run the same command again to resume.", 130
+        )
+    except JournalWriteError as err:
+        return _error(f"{err.shown}: {err.reason}", 1)
     except StorageError as err:
         return _error(f"argument --storage: {err.shown!r}: {err.reason}", 2)
+    except SettingError as err:
+        return _error(f"argument --{err.argument.replace('_', '-')}: {err}", 2)
     except ConfigError as err:
         return _error(f"{err}. Fix the config.", 2)
     except (ValueError, TypeError) as err:

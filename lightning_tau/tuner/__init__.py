@@ -1,9 +1,10 @@
 """Tuners: find ``tau_epoch`` on a fraction of the data (like Lightning's ``tuner/lr_finder.py``).
 
 ``curve`` holds the pure maths (the sweep's curve and its smoothed optimum), ``stats`` the statistics of the
-finder's width and dataset-size axes (paired interior test, scaling exponent and its interval); ``finder`` runs the
-trials. The public names below are imported on first use (PEP 562), so that importing the pure modules
-(``lightning_tau.tuner.curve``, ``lightning_tau.tuner.stats``) does not import Lightning and torch.
+finder's width and dataset-size axes (paired interior test, scaling exponent and its interval), ``journal`` the
+checks and repair of the study's journal file; ``finder`` runs the trials. The public names below are imported on
+first use (PEP 562), so that importing the pure modules (``lightning_tau.tuner.curve``, ``lightning_tau.tuner.stats``,
+``lightning_tau.tuner.journal``; ``lightning-tau find --help``) does not import Lightning, torch and Optuna.
 """
 
 from __future__ import annotations

@@ -41,12 +41,27 @@ from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, CurvePoint, FinderResu
 from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna
 from lightning_tau.tuner.trial import ModelCopies, run_trial, subset_dataloader
 
-__all__ = ["TimescaleFinder", "subset_dataloader"]
+__all__ = ["SettingError", "TimescaleFinder", "subset_dataloader"]
 
 Reduce = Literal["last", "best"]
 
 #: Seconds between looks at the study while waiting for trials that train elsewhere.
 POLL_SECONDS = 1.0
+#: The largest seed ``seed_everything`` (numpy) accepts.
+MAX_SEED = 2**32 - 1
+
+
+class SettingError(ValueError):
+    """A finder argument that the data makes invalid, found by :meth:`TimescaleFinder.fit` before any training.
+
+    Attributes:
+        argument: the ``TimescaleFinder`` argument at fault (``"tau_epochs"``, ``"fraction"``).
+    """
+
+    def __init__(self, argument: str, message: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+
 
 #: Trainer arguments the finder sets itself or that would break "same epochs on a real subset".
 _FORBIDDEN_TRAINER_KWARGS = {
@@ -101,7 +116,8 @@ class TimescaleFinder:
             settings is an error naming the difference.
         workers: processes that train trials at once on this machine: this one and ``workers - 1`` started with
             ``multiprocessing``'s spawn, each with ``cores // workers`` torch threads (the model and the data must
-            pickle: a class or an instance, not a lambda).
+            pickle: a class or an instance, not a lambda). Capped, with a note, at the machine's cores and at the
+            trials left to train.
         stale_after: seconds without a sign of life (written every 30 s) after which a trial running on another
             machine of a journal-file study is handed to another worker (same machine: as soon as its process is
             gone; database storages: Optuna's heartbeat).
@@ -256,9 +272,12 @@ class TimescaleFinder:
 
         Raises:
             TypeError: ``model`` is neither a ``LightningModule`` nor makes one.
+            SettingError: a ``tau_epochs`` point the callback cannot set on this data (one optimizer step or
+                less, or beyond a float), or a ``fraction`` that leaves no full batch.
             ValueError: data given both or neither way, no validation data, a loader the finder cannot subset,
                 a storage that cannot be opened or a study with other settings, a model with no decaying AdamW
-                group, or (after the first validation) a ``monitor`` no run logs.
+                group, or (after the first validation) a ``monitor`` no run logs. A journal file that fills the
+                disk mid-run raises :class:`~lightning_tau.tuner.study.JournalWriteError` naming it.
         """
         copies: ModelCopies | None = None
         if isinstance(model, pl.LightningModule):
@@ -274,10 +293,12 @@ class TimescaleFinder:
         full_train, val = _resolve_data(datamodule, train_dataloaders, val_dataloaders)
         train = subset_dataloader(full_train, self.fraction, self.subset_seed)
         if len(train) == 0:
-            raise ValueError(
+            raise SettingError(
+                "fraction",
                 f"`TimescaleFinder(fraction={self.fraction!r})`: the subset of {len(train.dataset)} samples"  # type: ignore[arg-type]
-                f" gives no full batch of {train.batch_size} (drop_last=True). Use a larger fraction."
+                f" gives no full batch of {train.batch_size} (drop_last=True). Use a larger fraction.",
             )
+        self._check_timescales(train)
         dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
         subset_size = len(train.dataset)  # type: ignore[arg-type]
         probe = model_factory()
@@ -288,7 +309,7 @@ class TimescaleFinder:
         settings = self._settings(probe, dataset_size, subset_size, train, copies)
         del probe
         payload = None
-        if self.workers > 1:
+        if self.workers > 1:  # checked before the study is opened: nothing written for a model that cannot travel
             payload = self._worker_payload(model_factory, full_train, val)
 
         grid = [(tau, seed) for tau in self.tau_epochs for seed in self.seeds]
@@ -311,17 +332,18 @@ class TimescaleFinder:
             self.study = study
             self.trained_runs, self.pending_runs = 0, 0
             self.reused_runs = len(study.records())
+            workers = self._workers_for(len(grid) - self.reused_runs)
             log(
                 f"study {name!r} in {study.shown}: {len(grid)} trials ({len(self.tau_epochs)} tau_epochs x"
                 f" {len(self.seeds)} seeds) on {subset_size} of {dataset_size} training samples for {self.epochs}"
                 f" epochs; {self.reused_runs} done before"
-                + (f", {self.workers} workers on this machine." if self.workers > 1 else ".")
+                + (f", {workers} workers on this machine." if workers > 1 else ".")
             )
-            procs = self._start_workers(payload) if payload is not None else []
+            procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else []
             threads = torch.get_num_threads()
             try:
                 if procs:
-                    torch.set_num_threads(max(1, _cores() // self.workers))
+                    torch.set_num_threads(max(1, _cores() // workers))
                 self._work(study, model_factory, train, val, wait=wait, workers=procs)
             finally:
                 torch.set_num_threads(threads)
@@ -342,6 +364,23 @@ class TimescaleFinder:
             )
             return None
         return self._result(records, full_train, dataset_size, subset_size)
+
+    def _check_timescales(self, train: DataLoader) -> None:
+        """Every grid point as the callback will take it: ``tau_epoch * M`` optimizer steps, more than one and finite
+        (``M``: the subset's steps per epoch on one device)."""
+        accumulate = int(self.trainer_kwargs.get("accumulate_grad_batches", 1))
+        steps = math.ceil(len(train) / accumulate)
+        for tau in self.tau_epochs:
+            tau_iter = tau * steps
+            if math.isfinite(tau_iter) and tau_iter > 1:
+                continue
+            bound = f"above {1 / steps:.4g} (one step)" if tau_iter <= 1 else f"below {sys.float_info.max / steps:.4g}"
+            raise SettingError(
+                "tau_epochs",
+                f"`TimescaleFinder(tau_epochs={list(self.tau_epochs)!r})` is not valid: tau_epoch={tau:g} is"
+                f" {tau_iter:.4g} optimizer steps at M={steps} steps per epoch of the subset, which TimescaleCallback"
+                f" cannot set. Use tau_epochs {bound}; good values are usually several epochs.",
+            )
 
     def _log(self, message: str) -> None:
         if self.verbose:
@@ -433,11 +472,20 @@ class TimescaleFinder:
             value = (min(finite) if self.mode == "min" else max(finite)) if finite else math.nan
         return value if math.isfinite(value) else worst
 
+    def _workers_for(self, left: int) -> int:
+        """The worker processes to run: ``workers``, capped at this machine's cores and at the trials left to train
+        (more only split the cores into slower trials, or wait with nothing to do); a note says when capped."""
+        cores = _cores()
+        workers = max(1, min(self.workers, cores, left))
+        if workers < self.workers:
+            why = "the number of trials left to train" if workers == max(1, left) else "this machine's cores"
+            self._log(f"workers={self.workers} capped at {workers} ({why}).")
+        return workers
+
     def _worker_payload(self, model_factory: Callable[[], Any], full_train: DataLoader, val: Any) -> bytes:
         kwargs = {**self._init_kwargs, "workers": 1, "progress": False, "verbose": False}
-        threads = max(1, _cores() // self.workers)
         try:
-            return pickle.dumps((kwargs, model_factory, full_train, val, threads))
+            return pickle.dumps((kwargs, model_factory, full_train, val))
         except Exception as err:
             raise ValueError(
                 f"`TimescaleFinder(workers={self.workers})` sends the model and the data to its worker processes,"
@@ -445,11 +493,12 @@ class TimescaleFinder:
                 " lambda), data that pickles, or workers=1 and start the command once per worker instead."
             ) from None
 
-    def _start_workers(self, payload: bytes) -> list[Any]:
+    def _start_workers(self, payload: bytes, workers: int) -> list[Any]:
         context = multiprocessing.get_context("spawn")
+        threads = max(1, _cores() // workers)
         procs = [
-            context.Process(target=_worker_main, args=(payload,), name=f"tau-finder-worker-{i}")
-            for i in range(1, self.workers)
+            context.Process(target=_worker_main, args=(payload, threads), name=f"tau-finder-worker-{i}")
+            for i in range(1, workers)
         ]
         for proc in procs:
             proc.start()
@@ -592,6 +641,11 @@ def _check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
     for seed in seeds:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"`TimescaleFinder(seeds={list(seeds)!r})` is not valid: {seed!r} is not an integer.")
+        if not 0 <= seed <= MAX_SEED:
+            raise ValueError(
+                f"`TimescaleFinder(seeds={list(seeds)!r})` is not valid: {seed} is not a seed numpy accepts; use"
+                f" integers from 0 to {MAX_SEED}."
+            )
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"`TimescaleFinder(seeds={list(seeds)!r})` repeats a seed: give each seed once.")
     return tuple(seeds)
@@ -687,9 +741,9 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _worker_main(payload: bytes) -> None:
+def _worker_main(payload: bytes, threads: int) -> None:
     """A worker process: train the study's trials until none is left to take, then exit."""
-    kwargs, model_factory, full_train, val, threads = pickle.loads(payload)
+    kwargs, model_factory, full_train, val = pickle.loads(payload)
     torch.set_num_threads(threads)
     finder = TimescaleFinder(**kwargs)
     finder._worker_only = True
@@ -698,3 +752,5 @@ def _worker_main(payload: bytes) -> None:
     except Exception as err:
         print(f"TimescaleFinder worker (pid {os.getpid()}): error: {err}", file=sys.stderr)
         sys.exit(1)
+    except KeyboardInterrupt:  # Ctrl-C reaches every process of the command: the main one says what to do
+        sys.exit(130)

@@ -11,7 +11,10 @@ waiting trial (Optuna's atomic WAITING -> RUNNING), trains it, stores its record
   again; a grid point with no live trial (never enqueued, its worker died, its record is malformed) is enqueued
   again by the next process that looks.
 - **Dead workers.** A running trial records its worker (host, machine, pid and the process's start time). A
-  process on the same machine fails it at once if that process is gone (SIGKILL, a crash); on a database storage
+  process on the same machine fails it at once if that process is gone (SIGKILL, a crash). Optuna cannot take a
+  trial and tag it in one write, so a worker first writes a claim (``claim/<token>``: the same facts) on the
+  waiting trial, then takes it, then tags it; a trial taken but never tagged is failed as soon as every process
+  that claimed it on this machine is gone (a claimer that lost the take marks its claim ``lost``). On a database storage
   built here (``RDBStorage`` with ``heartbeat_interval``) Optuna's heartbeat and
   :func:`optuna.storages.fail_stale_trials` fail it from any machine; on a journal file, which has no heartbeat in
   Optuna 5, the worker writes the user attribute ``alive_at`` every ``heartbeat`` seconds and another machine fails
@@ -25,11 +28,13 @@ waiting trial (Optuna's atomic WAITING -> RUNNING), trains it, stores its record
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import socket
 import threading
 import time
+import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -38,12 +43,13 @@ from typing import Any
 import optuna
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.storages import BaseStorage, JournalStorage, RDBStorage
-from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 from optuna.trial import FrozenTrial, TrialState
 
+from lightning_tau.tuner.journal import DAMAGED_HINT, OP_CODES, journal_problem, repair_tail
 from lightning_tau.tuner.trial import check_record
 
-__all__ = ["GridStudy", "StorageError", "open_storage", "redact_url"]
+__all__ = ["GridStudy", "JournalWriteError", "StorageError", "open_storage", "redact_url"]
 
 #: Bumped when the study's layout (user attributes, trial records) changes.
 STUDY_FORMAT = 2
@@ -55,6 +61,8 @@ HEARTBEAT_SECONDS = 30
 STALE_SECONDS = 600
 #: The default journal file under ``root_dir``.
 JOURNAL_NAME = "study.journal"
+#: The user attribute a worker writes on a waiting trial before it takes it: ``CLAIM_PREFIX`` + this process's token.
+CLAIM_PREFIX = "claim/"
 
 Key = tuple[float, int]
 Log = Callable[[str], None]
@@ -72,6 +80,11 @@ class StorageError(ValueError):
         super().__init__(f"`TimescaleFinder(storage={shown!r})`: {reason}")
         self.shown = shown
         self.reason = reason
+
+
+class JournalWriteError(StorageError):
+    """A write to the journal file failed (a full disk, a quota); the failed write was undone, so the study keeps
+    everything written before it."""
 
 
 def redact_url(url: str) -> str:
@@ -104,7 +117,10 @@ def _scrub(text: str, url: str) -> str:
 
 
 def open_storage(
-    storage: str | Path | BaseStorage | None, root_dir: Path, heartbeat: int = HEARTBEAT_SECONDS
+    storage: str | Path | BaseStorage | None,
+    root_dir: Path,
+    heartbeat: int = HEARTBEAT_SECONDS,
+    log: Log | None = None,
 ) -> tuple[BaseStorage, str]:
     """The Optuna storage for ``storage`` and a printable name for it (a URL's password shown as ``***``).
 
@@ -112,9 +128,13 @@ def open_storage(
     (``postgresql://...``, ``mysql+pymysql://...``, ``sqlite:///...``): Optuna's ``RDBStorage`` with a heartbeat
     every ``heartbeat`` seconds. An Optuna storage object: itself.
 
+    A journal file is checked before anything is written to it (:mod:`lightning_tau.tuner.journal`): a file that is
+    not an Optuna journal, or one with a damaged line, is an error; a half-written last line (a write cut short) is
+    moved to a backup file next to it, and ``log`` says so.
+
     Raises:
-        ValueError: the journal file cannot be written, or the database cannot be opened (the message never holds
-            the URL's password).
+        ValueError: the journal file cannot be written, is not a journal or is damaged, or the database cannot be
+            opened (the message never holds the URL's password).
     """
     if isinstance(storage, BaseStorage):
         return storage, type(storage).__name__
@@ -137,9 +157,17 @@ def open_storage(
             ) from None
         return rdb, shown
     path = Path(storage) if storage is not None else root_dir / JOURNAL_NAME
+    return _open_journal(path, log), str(path)
+
+
+def _open_journal(path: Path, log: Log | None) -> JournalStorage:
+    """Optuna's journal storage on ``path``, checked before anything is written and repaired (see the module)."""
+    if path.is_dir():
+        raise StorageError(str(path), f"cannot write the journal file: {path} is a folder.")
+    problem = journal_problem(path)
+    if problem is not None:
+        raise StorageError(str(path), problem)
     try:
-        if path.is_dir():
-            raise IsADirectoryError(f"{path} is a folder")
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("ab"):
             pass
@@ -150,7 +178,115 @@ def open_storage(
             f"cannot write the journal file: {why}. Pass a writable file path (on a file system every worker sees)"
             " or a database URL.",
         ) from None
-    return JournalStorage(JournalFileBackend(str(path))), str(path)
+    backend = _JournalFile(str(path), log)
+    try:
+        with backend.locked():
+            backend.repair()
+        return JournalStorage(backend)
+    except StorageError:
+        raise
+    except Exception as err:  # an operation Optuna cannot replay (a line with the right op_code but wrong fields)
+        raise StorageError(
+            str(path), f"cannot read the journal file: {type(err).__name__}: {str(err)[:200]}. {DAMAGED_HINT}"
+        ) from None
+
+
+class _JournalFile(JournalFileBackend):
+    """Optuna's journal file that never leaves a half-written line behind and names the file in its errors.
+
+    Every append runs under Optuna's lock: it first moves aside a half-written last line another process left
+    (:func:`~lightning_tau.tuner.journal.repair_tail`), and a write that fails (a full disk) is undone by truncating
+    the file back to its size before it, then raised as :class:`JournalWriteError`. Reading a damaged line raises
+    :class:`StorageError` naming the file and the line instead of Optuna's ``JSONDecodeError`` or assertion.
+    """
+
+    def __init__(self, path: str, log: Log | None = None) -> None:
+        self.lock = JournalFileSymlinkLock(path)
+        super().__init__(path, lock_obj=self.lock)
+        self.log = log
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "log": None}  # a finder's bound method need not travel
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold Optuna's lock on the journal (the one its writers take)."""
+        self.lock.acquire()
+        try:
+            yield
+        finally:
+            self.lock.release()
+
+    def repair(self) -> None:
+        """Move a half-written last line aside (call it holding the lock)."""
+        try:
+            backup = repair_tail(self._file_path)
+        except OSError as err:
+            raise JournalWriteError(
+                self._file_path,
+                f"its last line is half written (a write cut short) and cannot be moved aside:"
+                f" {err.strerror or err}. Free some space and run again.",
+            ) from None
+        if backup is not None:
+            message = (
+                f"the journal {self._file_path} ended in a half-written line (a write cut short, e.g. by a full"
+                f" disk); moved it to {backup}."
+            )
+            if self.log is not None:
+                self.log(message)
+            else:
+                warnings.warn(message, stacklevel=2)
+
+    def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
+        try:
+            for record in super().read_logs(log_number_from):
+                op = record.get("op_code") if isinstance(record, dict) else None
+                if isinstance(op, bool) or op not in OP_CODES:
+                    raise self._damaged()
+                yield record
+        except StorageError:
+            raise
+        except ValueError:  # json.JSONDecodeError, UnicodeDecodeError, Optuna's "Invalid log format."
+            raise self._damaged() from None
+
+    def _damaged(self) -> StorageError:
+        why = journal_problem(self._file_path) or f"it changed while it was read. {DAMAGED_HINT}"
+        return StorageError(self._file_path, why)
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        data = ("\n".join(json.dumps(log, separators=(",", ":")) for log in logs) + "\n").encode()
+        try:
+            with self.locked():
+                self.repair()
+                _append(self._file_path, data)
+        except OSError as err:
+            raise JournalWriteError(
+                self._file_path,
+                f"cannot write the journal file: {err.strerror or err}. The write was undone and the study keeps its"
+                " complete trials: free some space (or pass another storage) and run the same command again.",
+            ) from None
+
+
+def _append(path: str, data: bytes) -> None:
+    """Append ``data`` (one journal line) to ``path`` and sync it. A write that fails part way (a full disk, Ctrl-C
+    between two writes) is undone: the file is truncated back to its size before. A line written whole stays, even
+    if the sync then fails: another process may already have read it (readers skip only a line with no newline)."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                end = os.fstat(fd).st_size
+                if end > size and os.pread(fd, 1, end - 1) != b"\n":
+                    os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -214,7 +350,7 @@ class GridStudy:
             ValueError: the storage cannot be opened or written, or the study holds a sweep with other settings
                 (the message names each difference).
         """
-        backend, shown = open_storage(storage, root_dir, max(1, round(heartbeat)))
+        backend, shown = open_storage(storage, root_dir, max(1, round(heartbeat)), log=log)
         with quiet_optuna():
             try:
                 study = optuna.create_study(
@@ -229,6 +365,8 @@ class GridStudy:
                 if stored is None:
                     study.set_user_attr(SETTINGS_ATTR, mine)
                     stored = study.user_attrs.get(SETTINGS_ATTR)  # two first openers at once: the last write won
+            except StorageError:
+                raise
             except Exception as err:
                 raise StorageError(
                     shown,
@@ -305,6 +443,8 @@ class GridStudy:
                 continue
             try:
                 self.study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
+            except StorageError:
+                raise
             except (ValueError, UpdateFinishedTrialError):  # finished meanwhile
                 continue
             failed += 1
@@ -313,7 +453,11 @@ class GridStudy:
 
     def _dead(self, trial: FrozenTrial, now: float) -> str | None:
         worker = trial.user_attrs.get("worker")
-        worker = worker if isinstance(worker, dict) else {}
+        if not isinstance(worker, dict):
+            why = _untagged_dead(trial)
+            if why is not None:
+                return why
+            worker = {}
         if worker.get("machine") == _worker()["machine"] and isinstance(worker.get("pid"), int):
             alive = _alive(worker["pid"], worker.get("started"))
             if alive is False:
@@ -346,9 +490,18 @@ class GridStudy:
             key = _key(trial)
             if key in self._grid and key not in owner and self._live(trial):
                 owner[key] = trial.number
+        claim_key, claim = CLAIM_PREFIX + _TOKEN, _worker()
         for frozen in trials:
             key = _key(frozen)
-            if frozen.state != TrialState.WAITING or key not in self._grid or not _pop(self.study, frozen):
+            if frozen.state != TrialState.WAITING or key not in self._grid:
+                continue
+            try:  # visible before the take: a process killed between the take and its tag leaves its claim
+                self.storage.set_trial_user_attr(frozen._trial_id, claim_key, claim)
+            except UpdateFinishedTrialError:
+                continue
+            if not _pop(self.study, frozen):
+                with contextlib.suppress(UpdateFinishedTrialError):
+                    self.storage.set_trial_user_attr(frozen._trial_id, claim_key, {**claim, "lost": True})
                 continue
             trial = optuna.Trial(self.study, frozen._trial_id)
             if owner[key] != frozen.number:
@@ -402,6 +555,8 @@ class GridStudy:
         try:
             trial.set_user_attr("record", record)
             self.study.tell(trial, value)
+        except StorageError:
+            raise
         except (ValueError, UpdateFinishedTrialError):
             self.log(
                 f"trial #{trial.number}: was handed to another worker while this one trained it (no sign of life"
@@ -421,6 +576,22 @@ def _pop(study: optuna.Study, trial: FrozenTrial) -> bool:
         return bool(study._storage.set_trial_state_values(trial._trial_id, state=TrialState.RUNNING))
     except UpdateFinishedTrialError:
         return False
+
+
+def _untagged_dead(trial: FrozenTrial) -> str | None:
+    """Why a running trial that no worker tagged is dead: every process that claimed it on this machine (and did not
+    lose the take) is gone; ``None`` when one may still hold it, or when a claimer is elsewhere (time decides)."""
+    claims = [
+        value
+        for name, value in trial.user_attrs.items()
+        if name.startswith(CLAIM_PREFIX) and isinstance(value, dict) and not value.get("lost")
+    ]
+    if not claims or any(c.get("machine") != _MACHINE or not isinstance(c.get("pid"), int) for c in claims):
+        return None
+    if all(_alive(c["pid"], c.get("started")) is False for c in claims):
+        pids = ", ".join(str(c["pid"]) for c in claims)
+        return f"the process that took it (pid {pids} on this machine) is gone before it marked it as its own"
+    return None
 
 
 def _key(trial: FrozenTrial) -> Key | None:
@@ -479,6 +650,8 @@ def _proc_stat(pid: int) -> tuple[str, str] | None:
 
 
 _MACHINE = _machine()
+#: This process's name in its claims (``CLAIM_PREFIX`` + it).
+_TOKEN = uuid.uuid4().hex[:16]
 
 
 def _worker() -> dict[str, Any]:

@@ -1,0 +1,156 @@
+"""``lightning-tau find`` as a user's shell runs it, against its journal: a disk that fills up mid-run and Ctrl-C while
+waiting for a trial that trains elsewhere (real processes, real signals, a real full file system)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+pytest.importorskip("sklearn")
+
+from test_finder_study import _DROP, _copy, _with  # noqa: E402
+
+from lightning_tau.cli import main  # noqa: E402
+
+TINY = ["--epochs", "2", "--tau-epochs", "2", "8", "32", "--seeds", "0", "--no-progress", "--no-plot"]
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished TINY sweep: its ``--out`` folder (``study.journal``, ``finder.json``)."""
+    out = tmp_path_factory.mktemp("done")
+    assert main(["find", *TINY, "--out", str(out)]) == 0
+    return out
+
+
+def _study(journal: Path) -> optuna.Study:
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
+    (summary,) = optuna.get_all_study_summaries(storage)
+    return optuna.load_study(study_name=summary.study_name, storage=storage)
+
+
+def _command(out: Path, journal: Path) -> list[str]:
+    return [sys.executable, "-m", "lightning_tau", "find", *TINY, "--out", str(out), "--storage", str(journal)]
+
+
+def _small_disk(folder: Path) -> list[str] | None:
+    """A command prefix that runs a shell script in a mount namespace of its own where ``folder`` is a 16 KiB tmpfs
+    (root, or a user namespace); ``None`` where this machine allows neither."""
+    for prefix in (["unshare", "--mount"], ["unshare", "--user", "--map-root-user", "--mount"]):
+        if shutil.which(prefix[0]) is None:
+            return None
+        probe = subprocess.run(
+            [*prefix, "sh", "-c", 'mount -t tmpfs -o size=16k tmpfs "$0"', str(folder)], capture_output=True
+        )
+        if probe.returncode == 0:
+            return prefix
+    return None
+
+
+#: In the namespace: a 16 KiB tmpfs on $1 holding the journal $2 and a filler that leaves only the rest of the
+#: journal's last page free; runs the command after $4 there, then copies the journal out to $3.
+_FULL_DISK = """
+set -e
+mount -t tmpfs -o size=16k tmpfs "$1"
+cp "$2" "$1/study.journal"
+size=$(stat -c %s "$1/study.journal")
+head -c $(( (4 - (size + 4095) / 4096) * 4096 )) /dev/zero > "$1/filler"
+folder=$1; copy=$3; shift 4
+set +e
+"$@"; code=$?
+cp "$folder/study.journal" "$copy"
+exit $code
+"""
+
+
+@pytest.mark.slow
+def test_a_full_disk_mid_run_ends_in_one_line_naming_the_journal_and_the_next_run_finishes(
+    tmp_path: Path, done: Path
+) -> None:
+    # the sweep's first five operations (the study, its settings, three enqueued trials), none trained yet
+    start = tmp_path / "start.journal"
+    start.write_bytes(b"".join((done / "study.journal").read_bytes().splitlines(keepends=True)[:5]))
+    after, disk = tmp_path / "after.journal", tmp_path / "disk"
+    disk.mkdir()
+    prefix = _small_disk(disk)
+    journal = disk / "study.journal"
+    if prefix is not None:  # the journal on a file system that fills up (ENOSPC) a few operations later
+        command = [*prefix, "sh", "-c", _FULL_DISK, "sh", str(disk), str(start), str(after), "--"]
+        command += _command(tmp_path / "o", journal)
+        why = "No space left on device"
+    else:  # no mount namespace here: a file size limit, 600 bytes past the journal's size (EFBIG), mid-write
+        shutil.copy(start, journal)
+        limit = start.stat().st_size + 600
+
+        def limited() -> None:
+            import resource
+
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        command, why = _command(tmp_path / "o", journal), "File too large"
+    proc = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=None if prefix is not None else limited,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    if prefix is None:
+        shutil.copy(journal, after)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"lightning-tau find: error: {journal}: cannot write the journal file: {why}. The"), last
+    assert "the study keeps its complete trials: free some space (or pass another storage) and run the same" in last
+    # the failed write was undone: every line whole, nothing half written
+    text = after.read_bytes()
+    assert text.endswith(b"\n") and all(json.loads(line)["op_code"] >= 0 for line in text.splitlines())
+    # the same command with room to write: the sweep finishes with the answer of the uninterrupted run
+    assert main(["find", *TINY, "--out", str(tmp_path / "o"), "--storage", str(after)]) == 0
+    assert json.loads((tmp_path / "o" / "finder.json").read_text()) == json.loads((done / "finder.json").read_text())
+    assert not list(tmp_path.glob("**/*.corrupt-*"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_waiting_for_a_trial_elsewhere_is_one_line_and_exit_130(tmp_path: Path, done: Path) -> None:
+    journal = tmp_path / "copy.journal"
+    far = {"host": "far", "machine": "far/1", "pid": 4242}
+
+    def elsewhere(trial: Any) -> Any:  # training on another machine, alive a moment ago
+        return _with(trial, state=TrialState.RUNNING, record=_DROP, worker=far, alive_at=time.time())
+
+    _copy(_study(done / "study.journal"), journal, {(32.0, 0): elsewhere})
+    proc = subprocess.Popen(
+        _command(tmp_path / "o", journal), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:  # wait until it says it waits
+        seen.append(line)
+        if "waiting for 1 trials training elsewhere (#2 on far pid 4242)" in line:
+            break
+    else:
+        pytest.fail("".join(seen))
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    printed = "".join(seen) + rest
+    assert proc.returncode == 130, printed
+    assert "Traceback" not in printed and "KeyboardInterrupt" not in printed, printed
+    assert printed.strip().splitlines()[-1] == (
+        f"lightning-tau find: error: interrupted. The study in {journal} (2 complete) keeps its complete trials: run"
+        " the same command again to resume."
+    )
+    assert [t.state for t in _study(journal).trials] == [TrialState.COMPLETE] * 2 + [TrialState.RUNNING]
