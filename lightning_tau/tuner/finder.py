@@ -562,6 +562,12 @@ class TimescaleFinder:
                 " parameters of the same shapes: `make_model` ignores its `width` argument. Pass it on to the"
                 " model (e.g. `lambda width: MyModel(width=width)`)."
             )
+        readouts = [type(m).__name__ for m in last.modules() if type(m).__name__ in ("MuReadout", "MuSharedReadout")]
+        if readouts and not any(getattr(p, "infshape", None) is not None for p in last.parameters()):
+            raise ValueError(
+                f"`TimescaleFinder(axis='width')`: make_model({widths[-1]}) has a mup {readouts[0]} but its parameters"
+                " carry no `infshape`. Did you forget to call `mup.set_base_shapes(model, base_model)` in make_model?"
+            )
         mults = _width_mults(last)
         if mults is not None and all(math.isclose(m, 1.0) for m in mults):
             raise ValueError(
