@@ -233,3 +233,87 @@ def test_bad_width_models_are_one_line_errors_before_any_training(
         finder.fit(model, datamodule=PlantedData())
     assert "\n" not in str(err.value)
     assert finder.trained_runs == 0 and not (tmp_path / "find" / "tb").exists()
+
+
+# --- the command line -------------------------------------------------------------------------------------------
+
+
+def _config(tmp_path: Path, model: str, init_args: dict[str, Any]) -> Path:
+    yaml = pytest.importorskip("yaml")
+    config = {
+        "seed_everything": 0,
+        "trainer": dict(TRAINER),
+        "model": {"class_path": model, "init_args": init_args},
+        "data": {"class_path": "axes_models.PlantedData"},
+    }
+    path = tmp_path / "model.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.slow
+def test_cli_and_python_api_give_the_same_answer_for_the_same_study(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning_tau.cli import main
+
+    pytest.importorskip("jsonargparse")
+    config = _config(tmp_path, "axes_models.PlantedWidthModel", {"exponent": 0.0})  # Wang & Aitchison's rule
+    out = tmp_path / "out"
+    argv = ["find", "--axis", "width", "--widths", *map(str, WIDTHS), "--config", str(config), "--fraction", "1"]
+    argv += ["--tau-epochs", *map(str, TAUS), "--seeds", *map(str, SEEDS), "--out", str(out), "--study", "shared"]
+    assert main([*argv, "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads((out / "finder.json").read_text())
+    assert data["axis"] == "width" and data["values"] == list(WIDTHS)
+    assert data["exponent"] == pytest.approx(0.0, abs=0.15) and data["verdict"] in printed
+    assert "Exponent of best lambda_base on width" in printed and (out / "tau_finder.png").is_file()
+
+    finder = _width_finder(tmp_path, storage=out / "study.journal", study_name="shared", root_dir=out, verbose=True)
+    result = finder.fit(functools.partial(PlantedWidthModel, exponent=0.0), datamodule=PlantedData())
+    assert finder.trained_runs == 0
+    assert result.exponent == data["exponent"] and list(result.exponent_ci or []) == (data["exponent_ci"] or [])
+    assert result.to_json() == data
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--widths", "8", "16"], "`TimescaleFinder(widths=[8, 16])` is only used with axis='width'"),
+        (["--axis", "width"], "`TimescaleFinder(axis='width')` needs `widths`"),
+        (["--axis", "width", "--widths", "16", "8"], "8 follows 16"),
+        (["--fractions", "0.1", "0.5"], "is only used with axis='dataset_size'"),
+        (
+            ["--axis", "dataset_size", "--fractions", "0.1", "0.5", "--fraction", "0.5"],
+            "`TimescaleFinder(fraction=0.5)`",
+        ),
+    ],
+)
+def test_cli_axis_usage_errors_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], match: str
+) -> None:
+    from lightning_tau.cli import main
+
+    assert main(["find", *argv, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert match in err and err.count("\n") == 1
+    assert not (tmp_path / "o" / "tb").exists()
+
+
+def test_cli_width_axis_needs_a_model_that_takes_width(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lightning_tau.cli import main
+
+    pytest.importorskip("jsonargparse")
+    config = _config(tmp_path, "axes_models.PlantedSizeModel", {})
+    argv = ["find", "--axis", "width", "--widths", "8", "16", "--config", str(config), "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--axis width: the model of --config" in err and "has no `width` argument" in err and err.count("\n") == 1
+
+
+def test_cli_rejects_an_unknown_axis(capsys: pytest.CaptureFixture[str]) -> None:
+    from lightning_tau.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["find", "--axis", "depth"])
+    assert exit_info.value.code == 2 and "--axis: invalid choice: 'depth'" in capsys.readouterr().err

@@ -239,10 +239,20 @@ class ConfigWidthModel(ConfigModel):
     def __call__(self, width: int) -> Any:  # type: ignore[override]
         if self._cli is None:
             self._cli = _parse(self.path)
-        config = self._cli.config.clone()
+        cli = self._cli
+        config = cli.config.clone()
         config["model.init_args.width"] = width
-        instantiate = getattr(self._cli.parser, "instantiate", None) or self._cli.parser.instantiate_classes
-        return instantiate(config)["model"]
+        instantiate = getattr(cli.parser, "instantiate", None) or cli.parser.instantiate_classes
+        # LightningCLI's instantiator gives the model the hparams of `cli.config` (dumped once, kept as
+        # `cli.config_dump`), not those it is built with: point it at this width's config while building
+        original = cli.config
+        cli.config = config
+        vars(cli).pop("config_dump", None)
+        try:
+            return instantiate(config)["model"]
+        finally:
+            cli.config = original
+            vars(cli).pop("config_dump", None)
 
     def takes_width(self) -> bool:
         """Whether the config's model class has a ``width`` argument."""

@@ -713,7 +713,9 @@ class TimescaleFinder:
             "drop_last": train.drop_last,
             "model": {
                 "class": f"{type(model).__module__}.{type(model).__qualname__}",
-                "hparams": _jsonable(dict(getattr(model, "hparams", {}))),
+                # without LightningCLI's own `_class_path` / `_instantiator`: a model built from a config is the
+                # same model as one built in Python with the same arguments
+                "hparams": _jsonable({k: v for k, v in dict(getattr(model, "hparams", {})).items() if k[:1] != "_"}),
                 "num_params": sum(p.numel() for p in model.parameters()),
                 "initial_weights": copies.digest() if copies is not None else "seeded factory",
             },
