@@ -7,6 +7,12 @@ LightningCLI YAML file (``model:`` and ``data:`` with ``class_path`` entries, ``
 curve, the suggested ``tau_epoch``, each param group's weight decay for the full run and what the finder cost;
 writes a Figure-1-style plot and a JSON summary into ``--out``.
 
+``--axis width --widths 64 128 256`` runs the sweep at every width on a μP model (with ``--config``, a model whose
+``__init__`` takes ``width``; without, the width demo's μP MLP on digits) and prints the exponent of the best weight
+decay with width, its interval, the verdict on the published width rules and the ``width_exponent`` to use;
+``--axis dataset_size --fractions 0.1 0.25 0.5`` runs it on every fraction and says whether the best ``tau_epoch``
+moves with ``N``. Both write the same files (JSON, figure) with the axis results.
+
 The runs are the trials of an Optuna study (``--storage``, ``--study``): the same command started on several
 machines, or ``--workers K`` on one, shares one grid; every process waits until the grid is complete and prints
 the same suggestion (``--no-wait``: exit as soon as no trial is left for it to take).
@@ -27,7 +33,15 @@ from lightning_tau.cli._args import fraction_above_zero, nonempty_path, positive
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS
 from lightning_tau.tuner.journal import journal_problem
 
-__all__ = ["DIGITS_EPOCHS", "ConfigError", "ConfigModel", "add_parser", "load_config"]
+__all__ = [
+    "DIGITS_EPOCHS",
+    "ConfigError",
+    "ConfigModel",
+    "ConfigWidthModel",
+    "DigitsWidthModel",
+    "add_parser",
+    "load_config",
+]
 
 #: Epochs per run on the demo's digits task (as ``lightning-tau demo``).
 DIGITS_EPOCHS = 40
@@ -49,7 +63,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             " task. With --config: a LightningCLI YAML with model/data class_path entries and trainer.max_epochs."
             " Runs are trials of an Optuna study (by default the journal file OUT/study.journal): the same command"
             " run again trains nothing, and the same command started on several machines (--storage, --study) or"
-            " with --workers K shares one grid."
+            " with --workers K shares one grid. --axis width / dataset_size: the sweep at several widths (a μP"
+            " model) or fractions, and the exponent of the best weight decay or tau_epoch along them."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -59,7 +74,31 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         help="LightningCLI YAML (model:, data:, trainer:); when not given: the demo's digits task",
     )
-    parser.add_argument("--fraction", type=fraction_above_zero, default=0.25, help="share of the training set per run")
+    parser.add_argument(
+        "--fraction",
+        type=fraction_above_zero,
+        default=None,
+        help="share of the training set per run (default 0.25; not with --axis dataset_size)",
+    )
+    parser.add_argument(
+        "--axis",
+        choices=("fraction", "width", "dataset_size"),
+        default="fraction",
+        help="fraction: one sweep on one subset; width: the sweep at every --widths (a μP model whose __init__ takes"
+        " `width`), giving the exponent of the best weight decay with width and the width_exponent to use;"
+        " dataset_size: the sweep at every --fractions, giving how the best tau_epoch moves with N",
+    )
+    parser.add_argument(
+        "--widths", type=positive_int, nargs="+", default=None, metavar="WIDTH", help="--axis width: the widths"
+    )
+    parser.add_argument(
+        "--fractions",
+        type=fraction_above_zero,
+        nargs="+",
+        default=None,
+        metavar="FRACTION",
+        help="--axis dataset_size: the fractions of the training set",
+    )
     parser.add_argument(
         "--tau-epochs",
         type=positive_float,
@@ -207,6 +246,51 @@ class ConfigModel:
         return instantiate(self._cli.config)["model"]
 
 
+class ConfigWidthModel(ConfigModel):
+    """``make_model(width)`` for ``--axis width``: the config's model with ``init_args.width`` set to ``width``."""
+
+    def __call__(self, width: int) -> Any:  # type: ignore[override]
+        if self._cli is None:
+            self._cli = _parse(self.path)
+        cli = self._cli
+        config = cli.config.clone()
+        config["model.init_args.width"] = width
+        instantiate = getattr(cli.parser, "instantiate", None) or cli.parser.instantiate_classes
+        # LightningCLI's instantiator gives the model the hparams of `cli.config` (dumped once, kept as
+        # `cli.config_dump`), not those it is built with: point it at this width's config while building
+        original = cli.config
+        cli.config = config
+        vars(cli).pop("config_dump", None)
+        try:
+            return instantiate(config)["model"]
+        finally:
+            cli.config = original
+            vars(cli).pop("config_dump", None)
+
+    def takes_width(self) -> bool:
+        """Whether the config's model class has a ``width`` argument."""
+        from jsonargparse import Namespace
+
+        if self._cli is None:
+            self._cli = _parse(self.path)
+        init_args = self._cli.config.get("model.init_args")
+        return isinstance(init_args, Namespace) and "width" in init_args
+
+
+class DigitsWidthModel:
+    """``make_model(width)`` for ``--axis width`` without ``--config``: the width demo's μP MLP on digits
+    (:class:`~lightning_tau.demos.width.MuDigitsMLP`, its settings as the demo's, μP's base width the smallest)."""
+
+    def __init__(self, base_width: int) -> None:
+        self.base_width = base_width
+
+    def __call__(self, width: int) -> Any:
+        from lightning_tau.demos.width import WidthConfig
+
+        sweep = WidthConfig(widths=[self.base_width, width])
+        return sweep.model(width, weight_decay=0.01, arm="timescale")
+
+
 def load_config(path: Path) -> tuple[Callable[[], Any], Any, dict[str, Any], list[str]]:
     """Read a LightningCLI YAML: ``(model_factory, datamodule, trainer_kwargs, notes)``, nothing trained.
 
@@ -302,6 +386,16 @@ def _main(args: argparse.Namespace) -> int:
                 f"{args.config} sets no trainer.max_epochs: set it to the epochs of the full run, or pass --epochs.", 2
             )
         monitor = args.monitor or "val_loss"
+        if args.axis == "width":
+            width_model = ConfigWidthModel(args.config)
+            width_model._cli = model_factory._cli  # type: ignore[attr-defined]
+            if not width_model.takes_width():
+                return _error(
+                    f"--axis width: the model of --config {str(args.config)!r} has no `width` argument: --axis width"
+                    " builds the model at each --widths value through its `__init__(width=...)`.",
+                    2,
+                )
+            model_factory = width_model
     else:
         from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP, load_digits_tensors
 
@@ -312,6 +406,13 @@ def _main(args: argparse.Namespace) -> int:
         model_factory, datamodule = DigitsMLP, DigitsDataModule(train_size=1400, batch_size=64)
         trainer_kwargs = {"max_epochs": args.epochs or DIGITS_EPOCHS, "accelerator": "cpu", "devices": 1}
         monitor = args.monitor or "val/loss"
+        if args.axis == "width" and args.widths:
+            from lightning_tau.demos.width import WidthConfig
+
+            demo = WidthConfig()  # the width demo's task: its data, epochs and μP MLP
+            model_factory = DigitsWidthModel(min(args.widths))
+            datamodule = DigitsDataModule(train_size=demo.train_size, batch_size=demo.batch_size)
+            trainer_kwargs["max_epochs"] = args.epochs or demo.epochs
         # a tiny MLP gains nothing from intra-op threads, and on a busy machine their hand-offs cost a lot
         torch.set_num_threads(1)
     try:
@@ -329,6 +430,9 @@ def _main(args: argparse.Namespace) -> int:
             storage=args.storage,
             study_name=args.study,
             workers=args.workers,
+            axis=args.axis,
+            widths=args.widths,
+            fractions=args.fractions,
         )
     except ValueError as err:
         return _error(str(err), 2)
@@ -352,7 +456,7 @@ def _main(args: argparse.Namespace) -> int:
         return _error(f"{err}. Fix the config.", 2)
     except (ValueError, TypeError) as err:
         return _error(str(err), 1)
-    grid = len(finder.tau_epochs) * len(finder.seeds)
+    grid = len(finder.tau_epochs) * len(finder.seeds) * len(finder.widths or finder.fractions or [0])
     if result is None:
         elsewhere = len(finder.study.running_elsewhere()) if finder.study is not None else 0
         print(

@@ -15,6 +15,8 @@ its own under ``root_dir/tb``. The pure parts (grid, smoothing, result) live in 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -37,6 +39,7 @@ from torch.utils.data import DataLoader, RandomSampler
 
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
+from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, CurvePoint, FinderResult, Mode
 from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna
 from lightning_tau.tuner.trial import ModelCopies, run_trial, subset_dataloader
@@ -44,6 +47,10 @@ from lightning_tau.tuner.trial import ModelCopies, run_trial, subset_dataloader
 __all__ = ["SettingError", "TimescaleFinder", "subset_dataloader"]
 
 Reduce = Literal["last", "best"]
+Axis = Literal["fraction", "width", "dataset_size"]
+
+#: The subset's share of the training set when ``fraction`` is not given (``axis="fraction"`` or ``"width"``).
+DEFAULT_FRACTION = 0.25
 
 #: Seconds between looks at the study while waiting for trials that train elsewhere.
 POLL_SECONDS = 1.0
@@ -91,8 +98,8 @@ class TimescaleFinder:
     worker died is handed to another, and every process computes the same answer from the study.
 
     Args:
-        fraction: share of the training set each run trains on, in ``(0, 1]``; the subset holds
-            ``round(fraction * N)`` samples, fixed by ``subset_seed``.
+        fraction: share of the training set each run trains on, in ``(0, 1]`` (default 0.25); the subset holds
+            ``round(fraction * N)`` samples, fixed by ``subset_seed``. Not with ``axis="dataset_size"``.
         tau_epochs: the ``tau_epoch`` grid (positive, distinct; log-spaced is best, e.g.
             :func:`~lightning_tau.tuner.curve.log_grid`).
         seeds: seeds per ``tau_epoch`` (model initialization and batch order); the curve is their mean.
@@ -121,6 +128,13 @@ class TimescaleFinder:
         stale_after: seconds without a sign of life (written every 30 s) after which a trial running on another
             machine of a journal-file study is handed to another worker (same machine: as soon as its process is
             gone; database storages: Optuna's heartbeat).
+        axis: ``"fraction"`` (the default: one sweep on one subset, as above), ``"width"`` (the sweep at every
+            width of ``widths``: how the best weight decay moves with width under μP, see :meth:`fit`) or
+            ``"dataset_size"`` (the sweep on a subset of every fraction of ``fractions``: whether the best
+            ``tau_epoch`` moves with ``N``). Both give an :class:`~lightning_tau.tuner.axes.AxisResult`.
+        widths: ``axis="width"``: at least 2 increasing positive integers, e.g. ``(64, 128, 256)``.
+        fractions: ``axis="dataset_size"``: at least 2 increasing fractions in ``(0, 1]``, e.g. ``(0.1, 0.25, 0.5)``.
+        level: the level of the axes' exponent interval.
 
     Raises:
         ValueError: at construction for a bad argument, naming it and its value; in :meth:`fit` for data, a
@@ -133,11 +147,17 @@ class TimescaleFinder:
         Traceback (most recent call last):
         ...
         ValueError: `TimescaleFinder(fraction=1.5)` is not valid: use a number in (0, 1], ...
+        >>> TimescaleFinder(axis="width", widths=(64, 128, 256), trainer_kwargs={"max_epochs": 10}).widths
+        (64, 128, 256)
+        >>> TimescaleFinder(axis="width", widths=(128, 64), trainer_kwargs={"max_epochs": 10})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleFinder(widths=[128, 64])` is not valid: 64 follows 128; give the widths increasing, ...
     """
 
     def __init__(
         self,
-        fraction: float = 0.25,
+        fraction: float | None = None,
         tau_epochs: Sequence[float] = DEFAULT_TAU_EPOCHS,
         seeds: Sequence[int] = (0, 1, 2),
         monitor: str = "val_loss",
@@ -153,8 +173,25 @@ class TimescaleFinder:
         study_name: str | None = None,
         workers: int = 1,
         stale_after: float = STALE_SECONDS,
+        axis: Axis = "fraction",
+        widths: Sequence[int] | None = None,
+        fractions: Sequence[float] | None = None,
+        level: float = 0.95,
     ) -> None:
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
+        self.axis: Axis = _check_axis(axis, fraction, widths, fractions)
+        #: ``axis="width"``: the widths ``make_model`` is called with, increasing
+        self.widths: tuple[int, ...] | None = _check_widths(widths) if axis == "width" else None
+        #: ``axis="dataset_size"``: the fractions of the training set, increasing
+        self.fractions: tuple[float, ...] | None = _check_fractions(fractions) if axis == "dataset_size" else None
+        if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < float(level) < 1:
+            raise ValueError(
+                f"`TimescaleFinder(level={level!r})` is not valid: use the exponent interval's level in (0, 1), e.g."
+                " 0.95."
+            )
+        self.level = float(level)
+        if fraction is None:
+            fraction = self.fractions[-1] if self.fractions is not None else DEFAULT_FRACTION
         if (
             isinstance(fraction, bool)
             or not isinstance(fraction, numbers.Real)
@@ -219,8 +256,10 @@ class TimescaleFinder:
         self.reused_runs = 0
         #: trials still training elsewhere when the last :meth:`fit` returned (``wait=False`` only)
         self.pending_runs = 0
-        #: the study the last :meth:`fit` used (name and printable storage)
+        #: the study the last :meth:`fit` used (name and printable storage); along an axis, the first point's
         self.study: GridStudy | None = None
+        #: along an axis: the study of every point, in axis order
+        self.studies: list[GridStudy] = []
         self._worker_only = False
 
     @overload
@@ -232,7 +271,7 @@ class TimescaleFinder:
         val_dataloaders: DataLoader | Sequence[DataLoader] | None = None,
         *,
         wait: Literal[True] = True,
-    ) -> FinderResult: ...
+    ) -> FinderResult | AxisResult: ...
 
     @overload
     def fit(
@@ -243,7 +282,7 @@ class TimescaleFinder:
         val_dataloaders: DataLoader | Sequence[DataLoader] | None = None,
         *,
         wait: bool,
-    ) -> FinderResult | None: ...
+    ) -> FinderResult | AxisResult | None: ...
 
     def fit(
         self,
@@ -253,8 +292,21 @@ class TimescaleFinder:
         val_dataloaders: DataLoader | Sequence[DataLoader] | None = None,
         *,
         wait: bool = True,
-    ) -> FinderResult | None:
-        """Train the study's trials nobody has finished, wait for the rest, and return the :class:`FinderResult`.
+    ) -> FinderResult | AxisResult | None:
+        """Train the study's trials nobody has finished, wait for the rest, and return the :class:`FinderResult`
+        (along ``axis="width"`` or ``"dataset_size"``: the :class:`~lightning_tau.tuner.axes.AxisResult`).
+
+        Along ``axis="width"``, ``model`` is ``make_model``, called with each width (after
+        ``seed_everything(seed)``) to make a μP ``LightningModule``: mup's ``set_base_shapes`` with ``MuAdamW``, or
+        ``build_param_groups(..., width_mult=...)``. Every trial trains one ``(width, tau_epoch, seed)`` with
+        ``TimescaleCallback(tau_epoch=tau_epoch, width_exponent=1)``: at a fixed base learning rate that is a sweep
+        of ``λ_base``, the same grid at every width. Each axis point is a study of its own in the same storage
+        (named ``<study_name>_width=64``, ..., or after its settings), so workers, reuse and dead-worker hand-over
+        are as below. Before any training, the finder builds the model at every width and refuses a
+        ``make_model`` that ignores ``width`` (the same parameter shapes at the smallest and largest width) and a
+        model that is not μP (every decaying weight at ``s = 1`` at the largest width; read from mup's
+        ``infshape`` or, without it, from the ``width_mult`` keys of the groups ``configure_optimizers`` builds,
+        when it can be called without a trainer).
 
         Args:
             model: a ``LightningModule`` instance (every trial trains a fresh copy of its initial weights; seeds
@@ -279,6 +331,8 @@ class TimescaleFinder:
                 group, or (after the first validation) a ``monitor`` no run logs. A journal file that fills the
                 disk mid-run raises :class:`~lightning_tau.tuner.study.JournalWriteError` naming it.
         """
+        if self.axis != "fraction":
+            return self._fit_axis(model, datamodule, train_dataloaders, val_dataloaders, wait=wait)
         copies: ModelCopies | None = None
         if isinstance(model, pl.LightningModule):
             copies = ModelCopies(model)
@@ -380,6 +434,189 @@ class TimescaleFinder:
                 f"`TimescaleFinder(tau_epochs={list(self.tau_epochs)!r})` is not valid: tau_epoch={tau:g} is"
                 f" {tau_iter:.4g} optimizer steps at M={steps} steps per epoch of the subset, which TimescaleCallback"
                 f" cannot set. Use tau_epochs {bound}; good values are usually several epochs.",
+            )
+
+    # --- the width and dataset-size axes ---------------------------------------------------------------------
+
+    def _fit_axis(
+        self,
+        model: Any,
+        datamodule: pl.LightningDataModule | None,
+        train_dataloaders: DataLoader | None,
+        val_dataloaders: Any,
+        *,
+        wait: bool,
+    ) -> AxisResult | None:
+        """:meth:`fit` along ``axis``: one study per axis point (the point's settings name it), all in the same
+        storage; this process and its workers take the trials of every point in turn."""
+        copies: ModelCopies | None = None
+        if self.axis == "width":
+            if isinstance(model, torch.nn.Module) or not callable(model):
+                raise TypeError(
+                    "`TimescaleFinder(axis='width').fit(model=...)` needs `make_model`, a callable that takes the"
+                    f" width and returns a μP LightningModule (e.g. the model class), got {type(model).__name__!r}."
+                )
+        elif isinstance(model, pl.LightningModule):
+            copies = ModelCopies(model)
+        elif isinstance(model, torch.nn.Module) or not callable(model):
+            raise TypeError(
+                f"`TimescaleFinder.fit(model=...)` needs a LightningModule, or something that makes a fresh one for"
+                f" every run (the model class, or `lambda: MyModel(...)`), got {type(model).__name__!r}."
+            )
+        full_train, val = _resolve_data(datamodule, train_dataloaders, val_dataloaders)
+        dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
+        # (value, model factory, training subset, study settings) per axis point
+        points: list[tuple[float, Callable[[], pl.LightningModule], DataLoader, dict[str, Any]]] = []
+        if self.axis == "width":
+            assert self.widths is not None
+            train = subset_dataloader(full_train, self.fraction, self.subset_seed)
+            self._check_subset(train, self.fraction)
+            probes = {w: _probe_width(model, w) for w in self.widths}
+            self._check_mup(probes)
+            for w, probe in probes.items():
+                settings = self._settings(probe, dataset_size, len(train.dataset), train, None)  # type: ignore[arg-type]
+                settings["axis"] = {"axis": "width", "width": w}
+                points.append((w, functools.partial(model, w), train, settings))
+            del probes
+        else:
+            assert self.fractions is not None
+            factory: Callable[[], pl.LightningModule] = copies if copies is not None else model
+            probe = factory()
+            if not isinstance(probe, pl.LightningModule):
+                raise TypeError(
+                    f"`TimescaleFinder.fit(model=...)` must make a LightningModule, got {type(probe).__name__!r}."
+                )
+            for f in self.fractions:
+                train = subset_dataloader(full_train, f, self.subset_seed)
+                self._check_subset(train, f)
+                settings = self._settings(probe, dataset_size, len(train.dataset), train, copies)  # type: ignore[arg-type]
+                settings["fraction"] = f
+                settings["axis"] = {"axis": "dataset_size", "fraction": f}
+                points.append((f, factory, train, settings))
+            del probe
+        payload = self._worker_payload(model, full_train, val) if self.workers > 1 else None
+
+        grid = [(tau, seed) for tau in self.tau_epochs for seed in self.seeds]
+        log = self._log
+        studies: list[GridStudy] = []
+        with quiet_optuna():
+            for value, _, _, settings in points:
+                if self.study_name:
+                    name = f"{self.study_name}_{self.axis}={value:g}"
+                else:
+                    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+                    name = f"tau_finder_{digest}_{self.axis}={value:g}"
+                studies.append(
+                    GridStudy.open(
+                        self.storage,
+                        self.root_dir,
+                        name,
+                        settings,
+                        grid,
+                        direction="minimize" if self.mode == "min" else "maximize",
+                        stale_after=self.stale_after,
+                        log=log,
+                    )
+                )
+            self.study = studies[0]
+            self.studies = studies
+            self.trained_runs, self.pending_runs = 0, 0
+            self.reused_runs = sum(len(study.records()) for study in studies)
+            what = (
+                f"widths {', '.join(str(w) for w in self.widths or ())}"
+                if self.axis == "width"
+                else f"fractions {', '.join(f'{f:g}' for f in self.fractions or ())} of {dataset_size} samples"
+            )
+            workers = self._workers_for(len(grid) * len(studies) - self.reused_runs)
+            log(
+                f"{self.axis} axis: {len(studies)} studies in {studies[0].shown} ({what}), {len(grid)} trials each"
+                f" ({len(self.tau_epochs)} tau_epochs x {len(self.seeds)} seeds) for {self.epochs} epochs;"
+                f" {self.reused_runs} done before" + (f", {workers} workers on this machine." if workers > 1 else ".")
+            )
+            procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else []
+            threads = torch.get_num_threads()
+            try:
+                if procs:
+                    torch.set_num_threads(max(1, _cores() // workers))
+                # every point's free trials first (so no process idles while another point has some), then wait
+                for study, (_, factory_, train, _) in zip(studies, points):
+                    self._work(study, factory_, train, val, wait=False)
+                for study, (_, factory_, train, _) in zip(studies, points):
+                    self._work(study, factory_, train, val, wait=wait, workers=procs)
+            finally:
+                torch.set_num_threads(threads)
+                for proc in procs:
+                    proc.join()
+            for proc in procs:
+                if proc.exitcode != 0:
+                    log(f"worker process {proc.pid} ended with exit code {proc.exitcode}.")
+            records = [study.records() for study in studies]
+            self.pending_runs = sum(len(grid) - len(r) for r in records)
+        if self._worker_only:
+            return None
+        if self.pending_runs:
+            elsewhere = sum(len(study.running_elsewhere()) for study in studies)
+            log(
+                f"no trial left to take; {self.pending_runs} of {len(grid) * len(studies)} not complete ({elsewhere}"
+                " training elsewhere). Call again when they finish for the result."
+            )
+            return None
+        results = []
+        for (value, _, train, _), point_records in zip(points, records):
+            result = self._result(point_records, full_train, dataset_size, len(train.dataset))  # type: ignore[arg-type]
+            if self.axis == "dataset_size":
+                result = dataclasses.replace(result, fraction=float(value))
+            results.append(result)
+        if self.axis == "width":
+            lambda_base = [_record_lambda_base(records[-1][(tau, self.seeds[0])])[0] for tau in self.tau_epochs]
+            base_mult = _record_lambda_base(records[0][(self.tau_epochs[0], self.seeds[0])])[1]
+            return AxisResult.build(
+                "width",
+                [p[0] for p in points],
+                results,
+                lambda_base=lambda_base,
+                base_width_mult=base_mult,
+                level=self.level,
+                window=self.window,
+            )
+        return AxisResult.build("dataset_size", [p[0] for p in points], results, level=self.level, window=self.window)
+
+    def _check_subset(self, train: DataLoader, fraction: float) -> None:
+        """An axis point's subset: at least one full batch, and every ``tau_epoch`` of the grid settable on it."""
+        if len(train) == 0:
+            name = "fraction" if self.axis != "dataset_size" else "fractions"
+            value = fraction if self.axis != "dataset_size" else list(self.fractions or ())
+            raise SettingError(
+                name,
+                f"`TimescaleFinder({name}={value!r})`: the subset of {len(train.dataset)} samples"  # type: ignore[arg-type]
+                f" gives no full batch of {train.batch_size} (drop_last=True). Use a larger fraction.",
+            )
+        self._check_timescales(train)
+
+    def _check_mup(self, probes: Mapping[int, pl.LightningModule]) -> None:
+        """Bad width-axis models, before any training: one that ignores ``width``, or one that is not μP."""
+        widths = list(probes)
+        first, last = probes[widths[0]], probes[widths[-1]]
+        shapes = [tuple(p.shape) for p in first.parameters()]
+        if shapes == [tuple(p.shape) for p in last.parameters()]:
+            raise ValueError(
+                f"`TimescaleFinder(widths={widths!r})`: make_model({widths[0]}) and make_model({widths[-1]}) build"
+                " parameters of the same shapes: `make_model` ignores its `width` argument. Pass it on to the"
+                " model (e.g. `lambda width: MyModel(width=width)`)."
+            )
+        readouts = [type(m).__name__ for m in last.modules() if type(m).__name__ in ("MuReadout", "MuSharedReadout")]
+        if readouts and not any(getattr(p, "infshape", None) is not None for p in last.parameters()):
+            raise ValueError(
+                f"`TimescaleFinder(axis='width')`: make_model({widths[-1]}) has a mup {readouts[0]} but its parameters"
+                " carry no `infshape`. Did you forget to call `mup.set_base_shapes(model, base_model)` in make_model?"
+            )
+        mults = _width_mults(last)
+        if mults is not None and all(math.isclose(m, 1.0) for m in mults):
+            raise ValueError(
+                f"`TimescaleFinder(axis='width')`: make_model({widths[-1]}) is not μP: every decaying weight has"
+                " width multiplier s = 1 (no mup `infshape` with s != 1, no param group with a `width_mult` other"
+                " than 1). Call `mup.set_base_shapes(model, base_model)` in make_model and use `mup.MuAdamW`, or"
+                " `build_param_groups(..., width_mult=...)`."
             )
 
     def _log(self, message: str) -> None:
@@ -528,7 +765,9 @@ class TimescaleFinder:
             "drop_last": train.drop_last,
             "model": {
                 "class": f"{type(model).__module__}.{type(model).__qualname__}",
-                "hparams": _jsonable(dict(getattr(model, "hparams", {}))),
+                # without LightningCLI's own `_class_path` / `_instantiator`: a model built from a config is the
+                # same model as one built in Python with the same arguments
+                "hparams": _jsonable({k: v for k, v in dict(getattr(model, "hparams", {})).items() if k[:1] != "_"}),
                 "num_params": sum(p.numel() for p in model.parameters()),
                 "initial_weights": copies.digest() if copies is not None else "seeded factory",
             },
@@ -649,6 +888,141 @@ def _check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"`TimescaleFinder(seeds={list(seeds)!r})` repeats a seed: give each seed once.")
     return tuple(seeds)
+
+
+def _check_axis(axis: Any, fraction: Any, widths: Any, fractions: Any) -> Axis:
+    if axis not in ("fraction", "width", "dataset_size"):
+        raise ValueError(
+            f"`TimescaleFinder(axis={axis!r})` is not supported. Use 'fraction' (one sweep on a subset), 'width' (with"
+            " `widths`) or 'dataset_size' (with `fractions`)."
+        )
+    if widths is not None and axis != "width":
+        raise ValueError(
+            f"`TimescaleFinder(widths={widths!r})` is only used with axis='width' (axis is {axis!r}): pass"
+            " axis='width', or leave `widths` out."
+        )
+    if fractions is not None and axis != "dataset_size":
+        raise ValueError(
+            f"`TimescaleFinder(fractions={fractions!r})` is only used with axis='dataset_size' (axis is {axis!r}):"
+            " pass axis='dataset_size', or `fraction=` for one subset."
+        )
+    if axis == "width" and widths is None:
+        raise ValueError(
+            "`TimescaleFinder(axis='width')` needs `widths`: at least 2 increasing widths, e.g. widths=(64, 128, 256)."
+        )
+    if axis == "dataset_size" and fractions is None:
+        raise ValueError(
+            "`TimescaleFinder(axis='dataset_size')` needs `fractions`: at least 2 increasing fractions of the training"
+            " set, e.g. fractions=(0.1, 0.25, 0.5)."
+        )
+    if axis == "dataset_size" and fraction is not None:
+        raise ValueError(
+            f"`TimescaleFinder(fraction={fraction!r})` is not used with axis='dataset_size': the runs train on each of"
+            " `fractions`. Leave `fraction` out."
+        )
+    return axis  # type: ignore[no-any-return]
+
+
+def _check_widths(widths: Any) -> tuple[int, ...]:
+    if isinstance(widths, (str, bytes)) or not isinstance(widths, Sequence) or len(widths) < 2:
+        raise ValueError(
+            f"`TimescaleFinder(widths={widths!r})` is not valid: give at least 2 increasing positive integer widths,"
+            " e.g. (64, 128, 256): the exponent is a slope across widths."
+        )
+    for w in widths:
+        if isinstance(w, bool) or not isinstance(w, numbers.Integral) or w < 1:
+            raise ValueError(
+                f"`TimescaleFinder(widths={list(widths)!r})` is not valid: {w!r} is not a positive integer width."
+            )
+    for a, b in zip(widths, widths[1:]):
+        if b <= a:
+            raise ValueError(
+                f"`TimescaleFinder(widths={list(widths)!r})` is not valid: {b!r} follows {a!r}; give the widths"
+                " increasing, each once, e.g. (64, 128, 256)."
+            )
+    return tuple(int(w) for w in widths)
+
+
+def _check_fractions(fractions: Any) -> tuple[float, ...]:
+    if isinstance(fractions, (str, bytes)) or not isinstance(fractions, Sequence) or len(fractions) < 2:
+        raise ValueError(
+            f"`TimescaleFinder(fractions={fractions!r})` is not valid: give at least 2 increasing fractions in (0, 1],"
+            " e.g. (0.1, 0.25, 0.5): the exponent is a slope across dataset sizes."
+        )
+    for f in fractions:
+        if isinstance(f, bool) or not isinstance(f, numbers.Real) or not 0 < float(f) <= 1:
+            raise ValueError(
+                f"`TimescaleFinder(fractions={list(fractions)!r})` is not valid: {f!r} is not a number in (0, 1]."
+            )
+    for a, b in zip(fractions, fractions[1:]):
+        if b <= a:
+            raise ValueError(
+                f"`TimescaleFinder(fractions={list(fractions)!r})` is not valid: {b!r} follows {a!r}; give the"
+                " fractions increasing, each once, e.g. (0.1, 0.25, 0.5)."
+            )
+    return tuple(float(f) for f in fractions)
+
+
+def _probe_width(make_model: Callable[[int], Any], width: int) -> pl.LightningModule:
+    """``make_model(width)``, checked to be a LightningModule."""
+    try:
+        probe = make_model(width)
+    except Exception as err:
+        raise ValueError(
+            f"`TimescaleFinder(axis='width')`: make_model({width}) raised {type(err).__name__}: {err}. `fit` needs"
+            " a callable that takes the width and returns a μP LightningModule (e.g. the model class, if its"
+            " `__init__` takes `width` and calls `mup.set_base_shapes`)."
+        ) from None
+    if not isinstance(probe, pl.LightningModule):
+        raise TypeError(
+            f"`TimescaleFinder(axis='width')`: make_model({width}) must return a LightningModule, got"
+            f" {type(probe).__name__!r}."
+        )
+    return probe
+
+
+def _width_mults(model: pl.LightningModule) -> list[float] | None:
+    """The μP width multipliers ``s`` of ``model``'s decaying weights: mup's ``p.infshape`` (matrix-like ones), or
+    the ``width_mult`` keys of the param groups ``configure_optimizers`` builds; ``None`` when neither can be read
+    (no ``infshape`` and ``configure_optimizers`` needs a trainer)."""
+    from lightning_tau.width import has_infshape, param_width_mult
+
+    params = [p for p in model.parameters() if p.ndim >= 2]
+    if any(has_infshape(p) for p in params):
+        return [param_width_mult(p) for p in params if has_infshape(p)]
+    try:
+        out = model.configure_optimizers()
+    except Exception:  # e.g. it reads `self.trainer`, which a probe has not got
+        return None
+    optimizers: list[Any] = []
+
+    def gather(item: Any) -> None:
+        if isinstance(item, torch.optim.Optimizer):
+            optimizers.append(item)
+        elif isinstance(item, Mapping) and "optimizer" in item:
+            gather(item["optimizer"])
+        elif isinstance(item, (list, tuple)):
+            for sub in item:
+                gather(sub)
+        elif hasattr(item, "param_groups"):  # a wrapped optimizer
+            optimizers.append(item)
+
+    gather(out)
+    return [
+        float(g["width_mult"])
+        for o in optimizers
+        for g in o.param_groups
+        if g.get("weight_decay", 0) > 0 and g.get("width_mult") is not None
+    ]
+
+
+def _record_lambda_base(record: Mapping[str, Any]) -> tuple[float, float]:
+    """``(λ_base, s)`` of a width-axis trial: the weight decay the callback wrote into the decaying group with the
+    largest width multiplier ``s``, divided by ``s`` (with ``width_exponent=1`` every group's is ``s λ_base``)."""
+    decaying = [g for g in record["groups"].values() if g["decays"]]
+    group = max(decaying, key=lambda g: float(g.get("width_mult") or 1.0))
+    s = float(group.get("width_mult") or 1.0)
+    return float(group["weight_decay"]) / s, s
 
 
 def _check_trainer_kwargs(trainer_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -151,7 +151,8 @@ def run_trial(
     Returns:
         ``{"format", "steps", "epochs_run", "dataset_size_seen", "global_batch_size", "world_size", "groups",
         "metrics"}``: ``groups`` maps each param group to its ``lr``, final ``weight_decay`` and ``decays``;
-        ``metrics`` holds the scalar metrics after every validation.
+        ``metrics`` holds the scalar metrics after every validation. ``groups`` also holds each group's μP
+        ``width_mult`` (``None``: 1 or unknown).
     """
     pl.seed_everything(seed, verbose=False)
     model = model_factory()
@@ -266,4 +267,9 @@ class _RunRecorder(Callback):
     @override
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         for g in self.callback.groups:
-            self.groups[g.name] = {"lr": g.reference_lr, "weight_decay": g.weight_decay, "decays": g.decays}
+            self.groups[g.name] = {
+                "lr": g.reference_lr,
+                "weight_decay": g.weight_decay,
+                "decays": g.decays,
+                "width_mult": g.width_mult,  # the μP s the callback read (None: 1 or unknown)
+            }

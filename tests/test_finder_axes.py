@@ -1,0 +1,322 @@
+"""The finder's width and dataset-size axes: planted exponents through real fits and real Optuna, a user's own μP
+model with real mup on digits, the CLI and the Python API on one study, and every bad input before any training."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import pytest
+import torch
+from axes_models import BATCH, LR, N, NotMupModel, PlantedData, PlantedSizeModel, PlantedWidthModel
+
+from lightning_tau import TimescaleCallback
+from lightning_tau.tuner.finder import TimescaleFinder
+from lightning_tau.tuner.stats import MIN_SEEDS_FOR_INTERVAL, size_verdict, width_verdict
+
+TRAINER = {"max_epochs": 1, "accelerator": "cpu", "devices": 1}
+TAUS = (2.0, 4.0, 8.0, 16.0, 32.0)
+SEEDS = tuple(range(max(3, MIN_SEEDS_FOR_INTERVAL)))
+WIDTHS = (8, 16, 32)
+
+
+def _width_finder(tmp_path: Path, **kwargs: Any) -> TimescaleFinder:
+    settings: dict[str, Any] = dict(
+        axis="width",
+        widths=WIDTHS,
+        tau_epochs=TAUS,
+        seeds=SEEDS,
+        fraction=1.0,
+        trainer_kwargs=TRAINER,
+        root_dir=tmp_path / "find",
+        progress=False,
+        verbose=False,
+    )
+    settings.update(kwargs)
+    return TimescaleFinder(**settings)
+
+
+@pytest.mark.slow
+def test_width_axis_measures_the_planted_exponent_and_reuses_its_study(tmp_path: Path) -> None:
+    finder = _width_finder(tmp_path)
+    result = finder.fit(PlantedWidthModel, datamodule=PlantedData())  # best λ_base ∝ width^-1/2 (Fan et al.)
+    assert finder.trained_runs == len(WIDTHS) * len(TAUS) * len(SEEDS) and finder.reused_runs == 0
+    assert len(finder.studies) == len(WIDTHS) and finder.studies[0].study.study_name.endswith("_width=8")
+
+    # the sweep is a λ_base sweep at a fixed lr_base: λ_base = 1 / (lr_base M tau_epoch), M = N / B, increasing
+    assert result.xs == pytest.approx([1 / (LR * (N / BATCH) * t) for t in reversed(TAUS)])
+    assert result.scales == [8.0, 16.0, 32.0] and result.values == list(WIDTHS)
+    assert result.exponent == pytest.approx(-0.5, abs=0.15)
+    assert result.exponent_ci is not None and result.exponent_ci[0] <= -0.5 <= result.exponent_ci[1]
+    assert result.width_exponent == pytest.approx(1 + result.exponent)
+    assert result.verdict == width_verdict(result.fit)
+    per_seed = result.fit.per_seed_grid_optima
+    assert len(per_seed) == 3 and all(len(v) == len(SEEDS) for v in per_seed)
+    # everything a FinderResult has, per width
+    assert [len(r.curve) for r in result.results] == [len(TAUS)] * 3
+    assert all(r.subset_size == N and r.dataset_size == N for r in result.results)
+    assert result.cost == sum(r.cost for r in result.results) == 3 * len(TAUS) * len(SEEDS) * (N // BATCH)
+
+    callback = result.callback(verbose=False)
+    assert isinstance(callback, TimescaleCallback)
+    assert callback.width_exponent == pytest.approx(result.width_exponent)
+    assert result.base_width_mult == 1.0  # the smallest width is μP's base: the callback's tau_epoch is the best there
+    assert callback.tau_epoch == pytest.approx(result.results[0].tau_epoch)
+
+    text = result.table()
+    for line in ("width axis", "lambda_base", "width 32", "Exponent of best lambda_base on width", "Verdict:"):
+        assert line in text, line
+    assert f"width_exponent={result.width_exponent:.3g}" in text
+    data = json.loads(result.save_json(tmp_path / "axis.json").read_text())
+    assert data["axis"] == "width" and data["exponent"] == pytest.approx(result.exponent)
+    assert data["exponent_ci"] == pytest.approx(list(result.exponent_ci)) and data["verdict"] == result.verdict
+    assert len(data["results"]) == 3 and len(data["results"][2]["curve"]) == len(TAUS)
+    assert result.plot(tmp_path / "axis.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # the same settings on the same storage: nothing trained, the same answer
+    again = _width_finder(tmp_path)
+    same = again.fit(PlantedWidthModel, datamodule=PlantedData())
+    assert again.trained_runs == 0 and again.reused_runs == finder.trained_runs
+    assert same.exponent == result.exponent and same.exponent_ci == result.exponent_ci
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("planted", [0.0, -0.5])
+def test_dataset_size_axis_reports_how_the_best_tau_epoch_moves_with_n(tmp_path: Path, planted: float) -> None:
+    finder = TimescaleFinder(
+        axis="dataset_size",
+        fractions=(0.25, 0.5, 1.0),
+        tau_epochs=TAUS,
+        seeds=SEEDS,
+        trainer_kwargs=TRAINER,
+        root_dir=tmp_path,
+        progress=False,
+        verbose=False,
+    )
+    result = finder.fit(functools.partial(PlantedSizeModel, exponent=planted), datamodule=PlantedData())
+    assert [r.fraction for r in result.results] == [0.25, 0.5, 1.0]
+    assert result.scales == [16.0, 32.0, 64.0] and result.xs == list(TAUS)
+    assert result.exponent == pytest.approx(planted, abs=0.1)
+    assert result.width_exponent is None and result.verdict == size_verdict(result.fit)
+    if result.exponent_ci is not None:
+        # (a seed's planted offset is the same at every N, so at exponent 0 the interval is a point, up to rounding)
+        assert (result.exponent_ci[0] - 1e-9 <= 0 <= result.exponent_ci[1] + 1e-9) == (planted == 0.0)
+    callback = result.callback(verbose=False)
+    assert callback.tau_epoch == pytest.approx(result.results[-1].tau_epoch)  # the largest fraction's
+    assert "dataset_size axis" in result.table() and "N=64" in result.table()
+    assert result.full_cost == result.results[-1].full_cost
+
+
+# --- a user's own μP model, written as a user would -----------------------------------------------------------
+
+
+mup = pytest.importorskip("mup")
+pytest.importorskip("sklearn")
+
+
+class MyMuMLP(pl.LightningModule):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.body = torch.nn.Sequential(
+            torch.nn.Linear(64, width, bias=False),
+            torch.nn.LayerNorm(width),
+            torch.nn.ReLU(),
+            torch.nn.Linear(width, width, bias=False),
+            torch.nn.LayerNorm(width),
+            torch.nn.ReLU(),
+        )
+        self.readout = mup.MuReadout(width, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.readout(self.body(x))
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self(x), y)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        x, y = batch
+        self.log("val_loss", torch.nn.functional.cross_entropy(self(x), y))
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        matrices = [p for n, p in self.named_parameters() if p.ndim >= 2 and not n.startswith("readout")]
+        others = [p for n, p in self.named_parameters() if p.ndim < 2 or n.startswith("readout")]
+        return mup.MuAdamW(
+            [{"params": matrices, "weight_decay": 0.01}, {"params": others, "weight_decay": 0.0}], lr=3e-3
+        )
+
+
+def make_model(width: int) -> MyMuMLP:
+    model = MyMuMLP(width)
+    mup.set_base_shapes(model, MyMuMLP(16), delta=MyMuMLP(32))
+    return model
+
+
+@pytest.mark.slow
+def test_a_users_own_mup_model_gets_an_exponent_a_verdict_and_a_callback(tmp_path: Path) -> None:
+    from lightning_tau.demos.digits import DigitsDataModule
+
+    finder = TimescaleFinder(
+        axis="width",
+        widths=(16, 32, 64),
+        tau_epochs=(1.0, 4.0, 16.0),
+        seeds=SEEDS,
+        fraction=1.0,
+        trainer_kwargs={"max_epochs": 3, "accelerator": "cpu", "devices": 1},
+        root_dir=tmp_path,
+        progress=False,
+        verbose=False,
+    )
+    result = finder.fit(make_model, datamodule=DigitsDataModule(train_size=256, batch_size=64))
+    assert math.isfinite(result.exponent) and result.verdict
+    assert result.exponent_ci is not None or result.ci_reason
+    # MuAdamW gives the hidden matrix lr / s and the callback weight decay s λ_base: λ_base is the same grid everywhere
+    assert result.xs == pytest.approx([1 / (3e-3 * 4 * t) for t in (16.0, 4.0, 1.0)])
+    callback = result.callback(verbose=False)
+    assert callback.width_exponent == pytest.approx(1 + result.exponent)
+    assert result.base_width_mult == 1.0  # width 16 is the μP base: the callback's tau_epoch is the best there
+    assert callback.tau_epoch == pytest.approx(result.results[0].tau_epoch)
+
+
+# --- bad input: one line, before any training -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"axis": "depth"}, r"`TimescaleFinder\(axis='depth'\)` is not supported"),
+        ({"axis": "width"}, r"`TimescaleFinder\(axis='width'\)` needs `widths`"),
+        ({"axis": "width", "widths": (64,)}, r"`TimescaleFinder\(widths=\(64,\)\)` is not valid: give at least 2"),
+        ({"axis": "width", "widths": (128, 64)}, r"widths=\[128, 64\]\)` is not valid: 64 follows 128"),
+        ({"axis": "width", "widths": (64, 64)}, r"widths=\[64, 64\]\)` is not valid: 64 follows 64"),
+        ({"axis": "width", "widths": (0, 64)}, r"widths=\[0, 64\]\)` is not valid: 0 is not a positive integer"),
+        ({"axis": "width", "widths": (16.5, 64)}, r"16.5 is not a positive integer"),
+        ({"axis": "width", "widths": "64"}, r"`TimescaleFinder\(widths='64'\)` is not valid"),
+        ({"widths": (64, 128)}, r"`TimescaleFinder\(widths=\(64, 128\)\)` is only used with axis='width'"),
+        ({"axis": "width", "widths": (8, 16), "fractions": (0.1, 0.5)}, r"only used with axis='dataset_size'"),
+        ({"axis": "dataset_size"}, r"`TimescaleFinder\(axis='dataset_size'\)` needs `fractions`"),
+        ({"axis": "dataset_size", "fractions": (0.5, 0.25)}, r"0.25 follows 0.5"),
+        ({"axis": "dataset_size", "fractions": (0.1, 1.5)}, r"1.5 is not a number in \(0, 1\]"),
+        ({"axis": "dataset_size", "fractions": (0.5,)}, r"give at least 2 increasing fractions"),
+        ({"axis": "dataset_size", "fractions": (0.1, 0.5), "fraction": 0.5}, r"`TimescaleFinder\(fraction=0.5\)` is"),
+        ({"axis": "width", "widths": (8, 16), "level": 1.5}, r"`TimescaleFinder\(level=1.5\)` is not valid"),
+    ],
+)
+def test_bad_axis_arguments_are_one_line_errors(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match) as err:
+        TimescaleFinder(trainer_kwargs=TRAINER, **kwargs)
+    assert "\n" not in str(err.value)
+
+
+def _without_base_shapes(width: int) -> MyMuMLP:
+    return MyMuMLP(width)
+
+
+@pytest.mark.parametrize(
+    ("model", "error", "match"),
+    [
+        (lambda width: PlantedWidthModel(), ValueError, r"`make_model` ignores its `width` argument"),
+        (NotMupModel, ValueError, r"make_model\(32\) is not μP: every decaying weight has width multiplier s = 1"),
+        (_without_base_shapes, ValueError, r"Did you forget to call `mup.set_base_shapes"),
+        (lambda: PlantedWidthModel(), ValueError, r"make_model\(8\) raised TypeError"),
+        (PlantedWidthModel(), TypeError, r"needs `make_model`, a callable that takes the width"),
+        (lambda width: torch.nn.Linear(width, 2), TypeError, r"make_model\(8\) must return a LightningModule"),
+    ],
+)
+def test_bad_width_models_are_one_line_errors_before_any_training(
+    tmp_path: Path, model: Any, error: type[Exception], match: str
+) -> None:
+    finder = _width_finder(tmp_path)
+    with pytest.raises(error, match=match) as err:
+        finder.fit(model, datamodule=PlantedData())
+    assert "\n" not in str(err.value)
+    assert finder.trained_runs == 0 and not (tmp_path / "find" / "tb").exists()
+
+
+# --- the command line -------------------------------------------------------------------------------------------
+
+
+def _config(tmp_path: Path, model: str, init_args: dict[str, Any]) -> Path:
+    yaml = pytest.importorskip("yaml")
+    config = {
+        "seed_everything": 0,
+        "trainer": dict(TRAINER),
+        "model": {"class_path": model, "init_args": init_args},
+        "data": {"class_path": "axes_models.PlantedData"},
+    }
+    path = tmp_path / "model.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.slow
+def test_cli_and_python_api_give_the_same_answer_for_the_same_study(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning_tau.cli import main
+
+    pytest.importorskip("jsonargparse")
+    config = _config(tmp_path, "axes_models.PlantedWidthModel", {"exponent": 0.0})  # Wang & Aitchison's rule
+    out = tmp_path / "out"
+    argv = ["find", "--axis", "width", "--widths", *map(str, WIDTHS), "--config", str(config), "--fraction", "1"]
+    argv += ["--tau-epochs", *map(str, TAUS), "--seeds", *map(str, SEEDS), "--out", str(out), "--study", "shared"]
+    assert main([*argv, "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads((out / "finder.json").read_text())
+    assert data["axis"] == "width" and data["values"] == list(WIDTHS)
+    assert data["exponent"] == pytest.approx(0.0, abs=0.15) and data["verdict"] in printed
+    assert "Exponent of best lambda_base on width" in printed and (out / "tau_finder.png").is_file()
+
+    finder = _width_finder(tmp_path, storage=out / "study.journal", study_name="shared", root_dir=out, verbose=True)
+    result = finder.fit(functools.partial(PlantedWidthModel, exponent=0.0), datamodule=PlantedData())
+    assert finder.trained_runs == 0
+    assert result.exponent == data["exponent"] and list(result.exponent_ci or []) == (data["exponent_ci"] or [])
+    assert result.to_json() == data
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--widths", "8", "16"], "`TimescaleFinder(widths=[8, 16])` is only used with axis='width'"),
+        (["--axis", "width"], "`TimescaleFinder(axis='width')` needs `widths`"),
+        (["--axis", "width", "--widths", "16", "8"], "8 follows 16"),
+        (["--fractions", "0.1", "0.5"], "is only used with axis='dataset_size'"),
+        (
+            ["--axis", "dataset_size", "--fractions", "0.1", "0.5", "--fraction", "0.5"],
+            "`TimescaleFinder(fraction=0.5)`",
+        ),
+    ],
+)
+def test_cli_axis_usage_errors_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], match: str
+) -> None:
+    from lightning_tau.cli import main
+
+    assert main(["find", *argv, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert match in err and err.count("\n") == 1
+    assert not (tmp_path / "o" / "tb").exists()
+
+
+def test_cli_width_axis_needs_a_model_that_takes_width(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lightning_tau.cli import main
+
+    pytest.importorskip("jsonargparse")
+    config = _config(tmp_path, "axes_models.PlantedSizeModel", {})
+    argv = ["find", "--axis", "width", "--widths", "8", "16", "--config", str(config), "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--axis width: the model of --config" in err and "has no `width` argument" in err and err.count("\n") == 1
+
+
+def test_cli_rejects_an_unknown_axis(capsys: pytest.CaptureFixture[str]) -> None:
+    from lightning_tau.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["find", "--axis", "depth"])
+    assert exit_info.value.code == 2 and "--axis: invalid choice: 'depth'" in capsys.readouterr().err
