@@ -106,3 +106,59 @@ def test_transfer_refuses_a_timescale_under_one_step(argv: list[str], expected: 
     message = str(exit_info.value.code)
     assert message.startswith("lightning-tau transfer: error:") and "\n" not in message
     assert expected in message and "lr * weight_decay" in message and "(>= 1)" in message
+
+
+@pytest.mark.parametrize("bad", ["-1", "0", "nan", "inf"])
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--lr",
+        "--weight-decay",
+        "--dataset-size",
+        "--batch-size",
+        "--width",
+        "--base-width",
+        "--target-lr",
+        "--target-dataset-size",
+        "--target-batch-size",
+        "--target-width",
+    ],
+)
+def test_transfer_refuses_a_number_that_is_not_positive(
+    flag: str, bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --base-width -1 used to be accepted silently (it is read only with --target-width); every number is checked
+    argv = [*TUNED, "--width", "256"]
+    argv = [*argv[: argv.index(flag)], *argv[argv.index(flag) + 2 :]] if flag in argv else argv
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transfer", *argv, f"{flag}={bad}"])
+    assert exit_info.value.code == 2
+    line = _one_error_line(capsys.readouterr().err, "transfer")
+    assert f"argument {flag}:" in line and repr(bad) in line and "positive" in line
+
+
+@pytest.mark.parametrize("bad", ["0x", "-2x", "nanx"])
+def test_transfer_refuses_a_multiple_that_is_not_positive(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transfer", *TUNED, f"--target-dataset-size={bad}"])
+    assert exit_info.value.code == 2
+    line = _one_error_line(capsys.readouterr().err, "transfer")
+    assert "argument --target-dataset-size:" in line and repr(bad) in line and "positive" in line
+
+
+@pytest.mark.parametrize("bad", ["hidden=0", "hidden=-2", "hidden=nan"])
+def test_transfer_group_multiplier_is_named_as_given(bad: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transfer", *TUNED, "--group", bad])
+    message = str(exit_info.value.code)
+    assert message.startswith("lightning-tau transfer: error:") and "\n" not in message
+    assert f"`--group {bad}`" in message and "positive" in message
+
+
+def test_transfer_target_width_without_a_tuned_width_names_the_flags() -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transfer", *TUNED, "--target-width", "1024"])
+    message = str(exit_info.value.code)
+    assert message.startswith("lightning-tau transfer: error:") and "\n" not in message
+    assert "`--target-width 1024`" in message and "--width" in message and "--base-width" in message
+    assert "TunedRun" not in message
