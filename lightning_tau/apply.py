@@ -7,6 +7,8 @@ reads from the Trainer, so every loop decides through :mod:`lightning_tau.decide
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -174,6 +176,7 @@ def apply_timescale(
         tau_iter: target timescale in optimizer steps (instead of ``tau_epoch``).
         dataset_size: ``N``, samples (or tokens) per epoch.
         batch_size: global ``B`` per optimizer step: per-device batch x devices x accumulation, same unit as ``N``.
+            Each of these four numbers may also be a one-element tensor or numpy number (read as the number).
         mode: ``"constant"`` or ``"per_step"``.
 
     Returns:
@@ -199,6 +202,8 @@ def apply_timescale(
         raise ValueError(
             f"`apply_timescale` takes exactly one of `tau_epoch` and `tau_iter`, got {tau_epoch=!r} and {tau_iter=!r}."
         )
+    tau_epoch = None if tau_epoch is None else check_number("apply_timescale", "tau_epoch", tau_epoch)
+    tau_iter = None if tau_iter is None else check_number("apply_timescale", "tau_iter", tau_iter)
     n = None if dataset_size is None else check_size("apply_timescale", "dataset_size", dataset_size)
     b = None if batch_size is None else check_size("apply_timescale", "batch_size", batch_size)
     if tau_epoch is not None and (n is None or b is None):
@@ -235,9 +240,62 @@ def apply_timescale(
     return applied
 
 
-def check_size(owner: str, name: str, value: Any) -> int:
-    """A size (``dataset_size``, ``batch_size``, ``num_params``) as a positive int; ``ValueError`` naming it."""
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and timescale.is_positive_integer(value)
+def scalar(value: Any) -> Any:
+    """A one-element tensor or numpy array/number as the Python number it holds; anything else as given.
+
+    Example:
+        >>> scalar(torch.tensor(5.0)), scalar(torch.tensor([3])), scalar(2.5)
+        (5.0, 3, 2.5)
+        >>> scalar(torch.ones(2)).shape
+        torch.Size([2])
+    """
+    if isinstance(value, torch.Tensor):
+        return value.item() if value.numel() == 1 else value
+    if type(value).__module__ == "numpy" and getattr(value, "size", None) == 1:
+        return value.item()
+    return value
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` on one line: a tensor or array of several numbers by its type and shape."""
+    shape = getattr(value, "shape", None)
+    if shape is not None and scalar(value) is value:
+        return f"<{type(value).__name__} of shape {tuple(shape)}>"
+    return repr(value)
+
+
+def check_number(owner: str, name: str, value: Any) -> float:
+    """A positive finite number (``tau_epoch``, ``tau_iter``) as a float; ``ValueError`` naming it.
+
+    Example:
+        >>> check_number("apply_timescale", "tau_epoch", torch.tensor(5.0))
+        5.0
+        >>> check_number("apply_timescale", "tau_epoch", torch.tensor([5.0, 6.0]))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `apply_timescale(tau_epoch=<Tensor of shape (2,)>)` is not valid: `tau_epoch` must be a positive ...
+    """
+    number = scalar(value)
+    ok = not isinstance(number, bool) and isinstance(number, numbers.Real) and 0 < number < math.inf
     if not ok:
-        raise ValueError(f"`{owner}({name}={value!r})` is not valid: `{name}` must be a positive whole number.")
-    return int(value)
+        raise ValueError(
+            f"`{owner}({name}={_shown(value)})` is not valid: `{name}` must be a positive finite number (or a"
+            " one-element tensor holding one)."
+        )
+    return float(number)
+
+
+def check_size(owner: str, name: str, value: Any) -> int:
+    """A size (``dataset_size``, ``batch_size``, ``num_params``) as a positive int; ``ValueError`` naming it.
+
+    A one-element tensor or numpy number counts as the number it holds.
+
+    Example:
+        >>> check_size("apply_timescale", "batch_size", torch.tensor(64))
+        64
+    """
+    number = scalar(value)
+    ok = not isinstance(number, bool) and isinstance(number, numbers.Real) and timescale.is_positive_integer(number)
+    if not ok:
+        raise ValueError(f"`{owner}({name}={_shown(value)})` is not valid: `{name}` must be a positive whole number.")
+    return int(number)

@@ -155,7 +155,7 @@ def resolve_tau_iter(
             raise ValueError(_too_short(f"`tau_iter={tau_iter!r}` optimizer steps", steps) + " Use `tau_iter > 1`.")
         return steps
     assert tau_epoch is not None
-    timescale.check_positive("tau_epoch", tau_epoch)
+    epochs = timescale.check_positive("tau_epoch", tau_epoch)
     if steps_per_epoch is None:
         raise ValueError(
             f"`tau_epoch={tau_epoch!r}` needs the optimizer steps per epoch, which this run does not tell (an"
@@ -163,7 +163,7 @@ def resolve_tau_iter(
             " or give the target as `tau_iter` in optimizer steps."
         )
     m = timescale.check_positive("steps_per_epoch", steps_per_epoch)
-    steps = tau_epoch * m
+    steps = epochs * m
     if steps <= 1:
         raise ValueError(
             _too_short(f"`tau_epoch={tau_epoch!r}` is {steps:.4g} optimizer steps at M={m:.4g} steps per epoch,", steps)

@@ -189,6 +189,9 @@ def transfer_weight_decay(
         0.4
     """
     tuned_tau_epoch = tau_epoch(lr, weight_decay, dataset_size, batch_size)
+    for name, value in (("new_lr", new_lr), ("new_dataset_size", new_dataset_size), ("new_batch_size", new_batch_size)):
+        if value is not None:
+            check_positive(name, value)  # a bad value is named as given, not as the tuned run's argument
     return weight_decay_for_tau_epoch(
         lr if new_lr is None else new_lr,
         tuned_tau_epoch,

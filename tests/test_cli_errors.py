@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lightning_tau.cli import main
+from lightning_tau.cli import build_parser, main
+from lightning_tau.cli.demo import DemoConfig, _too_short_timescale, _width_grid_problem
+from lightning_tau.demos.width import WidthConfig
 
 TUNED = ["--lr", "1e-3", "--weight-decay", "0.1", "--dataset-size", "50000", "--batch-size", "100"]
 
@@ -176,3 +178,105 @@ def test_find_help_and_usage_errors_import_no_heavy_package(tmp_path: Path) -> N
         assert line.startswith("lightning-tau find: error: ") and expected in line, line
     assert notes.read_text() == "my notes\n"  # not appended to
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "notes.txt"]  # nothing written, here or in o/
+
+
+@pytest.mark.parametrize("bad", ["-1", "0", "nan", "inf"])
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--lr",
+        "--weight-decay",
+        "--dataset-size",
+        "--batch-size",
+        "--width",
+        "--base-width",
+        "--target-lr",
+        "--target-dataset-size",
+        "--target-batch-size",
+        "--target-width",
+    ],
+)
+def test_transfer_refuses_a_number_that_is_not_positive(
+    flag: str, bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --base-width -1 used to be accepted silently (it is read only with --target-width); every number is checked
+    argv = [*TUNED, "--width", "256"]
+    argv = [*argv[: argv.index(flag)], *argv[argv.index(flag) + 2 :]] if flag in argv else argv
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transfer", *argv, f"{flag}={bad}"])
+    assert exit_info.value.code == 2
+    line = _one_error_line(capsys.readouterr().err, "transfer")
+    assert f"argument {flag}:" in line and repr(bad) in line and "positive" in line
+
+
+@pytest.mark.parametrize("bad", ["0x", "-2x", "nanx"])
+def test_transfer_refuses_a_multiple_that_is_not_positive(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transfer", *TUNED, f"--target-dataset-size={bad}"])
+    assert exit_info.value.code == 2
+    line = _one_error_line(capsys.readouterr().err, "transfer")
+    assert "argument --target-dataset-size:" in line and repr(bad) in line and "positive" in line
+
+
+@pytest.mark.parametrize("bad", ["hidden=0", "hidden=-2", "hidden=nan"])
+def test_transfer_group_multiplier_is_named_as_given(bad: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transfer", *TUNED, "--group", bad])
+    message = str(exit_info.value.code)
+    assert message.startswith("lightning-tau transfer: error:") and "\n" not in message
+    assert f"`--group {bad}`" in message and "positive" in message
+
+
+def test_transfer_target_width_without_a_tuned_width_names_the_flags() -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transfer", *TUNED, "--target-width", "1024"])
+    message = str(exit_info.value.code)
+    assert message.startswith("lightning-tau transfer: error:") and "\n" not in message
+    assert "`--target-width 1024`" in message and "--width" in message and "--base-width" in message
+    assert "TunedRun" not in message
+
+
+# --- exact boundaries: the value equal to the limit is refused, the one just inside it accepted ----------------------
+
+
+def test_demo_seeds_up_to_two_to_the_32_minus_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert build_parser("demo").parse_args(["demo", "--seeds", "0", "4294967295"]).seeds == [0, 2**32 - 1]
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser("demo").parse_args(["demo", "--seeds", "0", "4294967296"])
+    assert exit_info.value.code == 2
+    line = _one_error_line(capsys.readouterr().err, "demo")
+    assert "argument --seeds: expected an integer from 0 to 4294967295, got '4294967296'" in line
+
+
+def test_demo_tau_epoch_of_exactly_one_step_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # N=100, B=64: an epoch is 2 optimizer steps, so tau_epoch=0.5 is exactly 1 step (lr * weight_decay = 1)
+    argv = ["demo", "--sizes", "100", "--tau-epochs", "0.5", "5", "--epochs", "1", "--out", str(tmp_path)]
+    assert main([*argv, "--no-progress", "--no-plot"]) == 2
+    assert "--tau-epochs 0.5: at N=100, B=64 an epoch is 2 optimizer steps" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+    # just above one step is a valid (if useless) timescale: the check lets it through
+    assert _too_short_timescale(DemoConfig(sizes=[100], tau_epochs=[0.5000001, 5.0], batch_size=64)) is None
+    assert _too_short_timescale(DemoConfig(sizes=[100], tau_epochs=[0.5, 5.0], batch_size=64)) is not None
+
+
+def test_width_demo_lr_times_lambda_of_exactly_one_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["demo", "--axis", "width", "--weight-decays", "0.5", "1", "2", "--lr-base", "0.5"]  # 0.5 x 2 = 1
+    argv += ["--widths", "8", "16", "--seeds", "0", "--epochs", "1", "--batch-size", "512"]  # small if it trains
+    assert main([*argv, "--out", str(tmp_path), "--no-progress", "--no-plot"]) == 2
+    assert "--lr-base 0.5 x --weight-decays 2 >= 1" in _one_error_line(capsys.readouterr().err, "demo")
+    assert not list(tmp_path.iterdir())
+    assert _width_grid_problem(WidthConfig(widths=[8, 32], weight_decays=[0.5, 1.0, 1.999999], lr=0.5)) is None
+    assert _width_grid_problem(WidthConfig(widths=[8, 32], weight_decays=[0.5, 1.0, 2.0], lr=0.5)) is not None
+
+
+def test_transfer_lr_times_weight_decay_of_exactly_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    run = ["--dataset-size", "100", "--batch-size", "10"]
+    with pytest.raises(SystemExit, match=r"`--lr 0.5 --weight-decay 2` give `lr \* weight_decay = 1` \(>= 1\)"):
+        main(["transfer", "--lr", "0.5", "--weight-decay", "2", *run])
+    assert main(["transfer", "--lr", "0.5", "--weight-decay", "1.999999", *run]) == 0
+    # the target: tau_epoch = 10 / (1e-3 * 0.1 * 100) = 1000 epochs; B = 100,000 makes M = 1e-3, tau_iter = 1
+    with pytest.raises(SystemExit, match=r"tau_iter=1 optimizer steps"):
+        main(["transfer", "--lr", "1e-3", "--weight-decay", "0.1", *run, "--target-batch-size", "100000"])
+    assert main(["transfer", "--lr", "1e-3", "--weight-decay", "0.1", *run, "--target-batch-size", "99999"]) == 0

@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import math
+import statistics
 import warnings
 from collections import defaultdict
 from pathlib import Path
@@ -26,7 +27,15 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.plugins.hparams import plugin_data_pb2  # noqa: E402
 
 from lightning_tau.cli import main  # noqa: E402
-from lightning_tau.demos.width import ARMS, BASE_ARM, MuDigitsMLP, WidthConfig, run_one_width  # noqa: E402
+from lightning_tau.demos.width import (  # noqa: E402
+    ARMS,
+    BASE_ARM,
+    MuDigitsMLP,
+    WidthConfig,
+    draw_width_sweep,
+    run_one_width,
+    width_summary,
+)
 from lightning_tau.demos.width_curves import bootstrap_exponent, is_bracketed, is_interior  # noqa: E402
 
 # one short epoch per run: enough for the optimizer to take steps, cheap on two shared cores
@@ -98,17 +107,14 @@ def _vertex(rows: list[list[float]]) -> float:
     return math.exp(min(max(x1 - 0.5 * num / den, x0), x2))
 
 
-def test_summary_optima_follow_from_its_own_curves(width_sweep: tuple[Path, str]) -> None:
-    sweep, printed = width_sweep
-    summary = json.loads((sweep / "summary.json").read_text())
-    assert summary["axis"] == "width" and summary["sweep"] == "lambda_base" and summary["lr_base"] == 0.003
-    assert set(summary["arms"]) == set(ARMS) and summary["widths"] == [8, 32]
+def _check_summary_follows_from_its_curves(summary: dict[str, Any], lambdas: list[float], widths: list[str]) -> None:
+    """``best_lambda_base``, ``interior``, ``bracketed`` and ``exponent`` recomputed from the summary's curves."""
     for arm, part in summary["arms"].items():
-        assert set(part["curves"]) == set(part["best_lambda_base"]) == set(part["interior"]) == {"8", "32"}
-        assert set(part["bracketed"]) == {"8", "32"}
+        assert set(part["curves"]) == set(part["best_lambda_base"]) == set(part["interior"]) == set(widths)
+        assert set(part["bracketed"]) == set(widths)
         best = {}
         for width, rows in part["curves"].items():
-            assert [row[0] for row in rows] == [4.0, 16.0, 64.0]
+            assert [row[0] for row in rows] == lambdas
             best[width] = _vertex(rows)
             assert part["best_lambda_base"][width] == pytest.approx(best[width], rel=1e-9), (arm, width)
             # interior: the argmin has a neighbour on each side, each worse by more than either one's seed std
@@ -121,14 +127,54 @@ def test_summary_optima_follow_from_its_own_curves(width_sweep: tuple[Path, str]
                 rows[j][1] - rows[i][1] > max(rows[i][2], rows[j][2]) for j in range(i + 1, len(rows))
             )
             assert part["bracketed"][width] is bracketed, (arm, width)
-        # the exponent: slope of log best λ_base on log s through two widths (s = 1, 4)
-        slope = (math.log(best["32"]) - math.log(best["8"])) / math.log(4)
+        # the exponent: least-squares slope of log best λ_base on log s
+        log_s = [math.log(summary["width_mults"][w]) for w in widths]
+        slope = statistics.linear_regression(log_s, [math.log(best[w]) for w in widths]).slope
         assert part["exponent"] == pytest.approx(slope, abs=1e-9)
         low, high = part["exponent_ci"]
         assert low <= high
+
+
+def test_summary_optima_follow_from_its_own_curves(width_sweep: tuple[Path, str]) -> None:
+    sweep, printed = width_sweep
+    summary = json.loads((sweep / "summary.json").read_text())
+    assert summary["axis"] == "width" and summary["sweep"] == "lambda_base" and summary["lr_base"] == 0.003
+    assert set(summary["arms"]) == set(ARMS) and summary["widths"] == [8, 32]
+    _check_summary_follows_from_its_curves(summary, [4.0, 16.0, 64.0], ["8", "32"])
     # the base width is one run for both arms
     assert summary["arms"]["fixed"]["curves"]["8"] == summary["arms"]["timescale"]["curves"]["8"]
     assert "Exponent of best λ_base in s" in printed and f"Summary: {sweep / 'summary.json'}" in printed
+
+
+#: A synthetic sweep: each seed's loss is ``offset + (log2 λ - log2 (10 s^e))^2``, e = +0.35 in the fixed arm and
+#: -0.35 in the timescale arm, so every optimum is interior and each arm's exponent is known.
+SYNTHETIC = WidthConfig(widths=[16, 64, 256], weight_decays=[2.0**k for k in range(7)], seeds=[0, 1, 2])
+
+
+def _synthetic_summary() -> dict[str, Any]:
+    exponent = {"fixed": 0.35, "timescale": -0.35, BASE_ARM: 0.0}
+    records = [
+        {
+            "arm": arm,
+            "width": width,
+            "weight_decay_base": lam,
+            "seed": seed,
+            "hp/val_loss": 0.1 * seed + (math.log2(lam) - math.log2(10 * (width / 16) ** exponent[arm])) ** 2,
+        }
+        for arm, width, lam, seed in SYNTHETIC.runs()
+    ]
+    return width_summary(records, SYNTHETIC)
+
+
+def test_summary_of_a_sweep_with_interior_optima_and_known_exponents() -> None:
+    summary = _synthetic_summary()
+    _check_summary_follows_from_its_curves(summary, SYNTHETIC.weight_decays, ["16", "64", "256"])
+    for arm, exponent in (("fixed", 0.35), ("timescale", -0.35)):
+        part = summary["arms"][arm]
+        assert all(part["interior"].values())
+        assert part["best_lambda_base"]["256"] == pytest.approx(10 * 16**exponent, rel=1e-9)
+        assert part["exponent"] == pytest.approx(exponent, abs=1e-9)
+        assert part["exponent_ci"] == [pytest.approx(exponent, abs=1e-9)] * 2  # seeds differ by a constant
 
 
 def _hparams(run_dir: Path) -> dict[str, Any]:
@@ -175,12 +221,47 @@ def test_summary_curves_are_the_logged_runs(width_sweep: tuple[Path, str]) -> No
     assert f"tensorboard --logdir {sweep}" in printed
 
 
+def _check_figure_draws_the_curves(summary: dict[str, Any]) -> None:
+    """Read the drawn data back from matplotlib's artists: per arm a panel, per width the curve with its error
+    bars and a star at the smoothed best λ_base."""
+    import matplotlib.pyplot as plt
+
+    fig = draw_width_sweep(summary)
+    try:
+        axes = fig.axes
+        assert len(axes) == len(summary["arms"])
+        for ax, (arm, part) in zip(axes, summary["arms"].items()):
+            widths = [str(w) for w in summary["widths"] if str(w) in part["curves"]]
+            assert f"{part['exponent']:.2f}" in ax.get_title()
+            bars = ax.containers
+            stars = [line for line in ax.lines if line.get_marker() == "*"]
+            assert len(bars) == len(stars) == len(widths)
+            for width, bar, star in zip(widths, bars, stars):
+                rows = [row for row in part["curves"][width] if row[1] is not None]
+                assert bar.get_label() == f"width {width} (s={summary['width_mults'][width]:g})"
+                data_line, _, (bar_lines,) = bar.lines
+                assert list(data_line.get_xdata()) == [row[0] for row in rows], (arm, width)
+                assert list(data_line.get_ydata()) == pytest.approx([row[1] for row in rows]), (arm, width)
+                # each error bar spans mean ± std
+                spans = [y for seg in bar_lines.get_segments() for y in (seg[0][1], seg[1][1])]
+                assert spans == pytest.approx([y for r in rows for y in (r[1] - r[2], r[1] + r[2])]), (arm, width)
+                assert list(star.get_xdata()) == pytest.approx([part["best_lambda_base"][width]]), (arm, width)
+                assert star.get_color() == data_line.get_color()
+    finally:
+        plt.close(fig)
+
+
 def test_width_demo_draws_the_figure(width_sweep: tuple[Path, str]) -> None:
     sweep, printed = width_sweep
     png, svg = sweep / "width_sweep.png", sweep / "width_sweep.svg"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"<svg" in svg.read_bytes()[:1000]
     assert f"Figure: {png}" in printed and f"Figure: {svg}" in printed
+    _check_figure_draws_the_curves(json.loads((sweep / "summary.json").read_text()))
+
+
+def test_figure_draws_the_curves_and_optima_of_a_sweep_with_interior_optima() -> None:
+    _check_figure_draws_the_curves(_synthetic_summary())
 
 
 def test_interior_needs_both_neighbours_worse_by_more_than_the_seed_spread() -> None:

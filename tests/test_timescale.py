@@ -93,6 +93,9 @@ def test_bad_numbers_name_the_argument_and_value(func, argument, call, bad) -> N
         call(func, bad)
 
 
-def test_new_values_are_validated_in_transfer() -> None:
-    with pytest.raises(ValueError, match="`dataset_size` must be a positive finite number, got -5"):
-        timescale.transfer_weight_decay(1e-3, 0.1, 1000, 10, new_dataset_size=-5)
+@pytest.mark.parametrize("bad", [0, -5, float("nan"), "3"])
+@pytest.mark.parametrize("argument", ["new_lr", "new_dataset_size", "new_batch_size"])
+def test_new_values_are_validated_in_transfer_under_their_own_name(argument: str, bad: object) -> None:
+    # the message names the argument given (`new_dataset_size`), not the tuned run's `dataset_size`
+    with pytest.raises(ValueError, match=f"^`{argument}` must be a positive finite number, got {bad!r}"):
+        timescale.transfer_weight_decay(1e-3, 0.1, 1000, 10, **{argument: bad})

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from dataclasses import asdict
 
+from lightning_tau.cli._args import positive_float
 from lightning_tau.transfer import GroupTransfer, TargetRun, TunedRun, format_transfer_table, transfer_groups
 
 __all__ = ["add_parser", "run"]
@@ -43,12 +45,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     tuned = parser.add_argument_group("tuned run")
-    tuned.add_argument("--lr", type=float, required=True, help="tuned base learning rate")
-    tuned.add_argument("--weight-decay", type=float, required=True, help="tuned base weight decay")
-    tuned.add_argument("--dataset-size", type=float, required=True, help="tuned N (samples or tokens per epoch)")
-    tuned.add_argument("--batch-size", type=float, required=True, help="tuned global B (same unit as N)")
-    tuned.add_argument("--width", type=float, default=None, help="tuned model width (for muP width transfer)")
-    tuned.add_argument("--base-width", type=float, default=None, help="muP base width where s = 1 (default: --width)")
+    tuned.add_argument("--lr", type=positive_float, required=True, help="tuned base learning rate")
+    tuned.add_argument("--weight-decay", type=positive_float, required=True, help="tuned base weight decay")
+    tuned.add_argument(
+        "--dataset-size", type=positive_float, required=True, help="tuned N (samples or tokens per epoch)"
+    )
+    tuned.add_argument("--batch-size", type=positive_float, required=True, help="tuned global B (same unit as N)")
+    tuned.add_argument("--width", type=positive_float, default=None, help="tuned model width (for muP width transfer)")
+    tuned.add_argument(
+        "--base-width", type=positive_float, default=None, help="muP base width where s = 1 (default: --width)"
+    )
     target = parser.add_argument_group("target run (each defaults to the tuned value; '10x' means 10 times it)")
     target.add_argument("--target-lr", type=_size, default=None, metavar="LR", help="target base learning rate")
     target.add_argument("--target-dataset-size", type=_size, default=None, metavar="N", help="target N")
@@ -77,6 +83,12 @@ def run(args: argparse.Namespace) -> int:
             width=_resolve(args.target_width, tuned.width, "--target-width"),
         )
         _check_tuned_timescale(tuned)
+        if args.target_width is not None and not args.target_width[1] and args.width is None:
+            if args.base_width is None and args.group is None:
+                raise ValueError(
+                    f"`--target-width {args.target_width[0]:g}` needs the tuned run's width to compare with: give"
+                    " --width (the tuned width) or --base-width (mup's base width)."
+                )
         groups = None if args.group is None else dict(_group(g) for g in args.group)
         rows = transfer_groups(tuned, target, base_width=args.base_width, width_mults=groups)
         _check_target_timescale(rows, target, tuned)
@@ -116,13 +128,27 @@ def _check_target_timescale(rows: list[GroupTransfer], target: TargetRun, tuned:
 
 
 def _size(text: str) -> tuple[float, bool]:
-    """``"10x"`` -> ``(10.0, True)`` (a multiple of the tuned value); ``"5e5"`` -> ``(500000.0, False)``."""
+    """``"10x"`` -> ``(10.0, True)`` (a multiple of the tuned value); ``"5e5"`` -> ``(500000.0, False)``.
+
+    Example:
+        >>> _size("10x"), _size("5e5")
+        ((10.0, True), (500000.0, False))
+        >>> _size("0x")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected a positive finite number or a positive multiple such as '10x', got '0x'
+    """
     relative = text.strip().lower().endswith("x")
     number = text.strip()[:-1] if relative else text
     try:
-        return float(number), relative
+        value = float(number)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number or a multiple such as '10x'") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(
+            f"expected a positive finite number or a positive multiple such as '10x', got {text!r}"
+        )
+    return value, relative
 
 
 def _resolve(value: tuple[float, bool] | None, tuned: float | None, flag: str) -> float | None:
@@ -141,6 +167,12 @@ def _group(text: str) -> tuple[str, float]:
     try:
         if not sep or not name:
             raise ValueError
-        return name, float(mult)
+        value = float(mult)
     except ValueError:
         raise ValueError(f"`--group {text}` is not NAME=S (for example `--group hidden=4`).") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(
+            f"`--group {text}`: the width multiplier S must be a positive finite number (for example"
+            " `--group hidden=4`)."
+        )
+    return name, value

@@ -55,6 +55,7 @@ __all__ = [
     "MuDigitsMLP",
     "WidthConfig",
     "describe_width",
+    "draw_width_sweep",
     "format_width_summary",
     "load_width_results",
     "plot_width_sweep",
@@ -621,9 +622,25 @@ def format_width_summary(summary: dict[str, Any]) -> str:
 
 
 def plot_width_sweep(summary: dict[str, Any], out: Path, formats: Sequence[str] = ("png", "svg")) -> dict[str, Path]:
-    """Draw the mean metric against ``λ_base`` (log x, error bars: std over seeds), one curve per width, one panel
-    per arm, each smoothed optimum starred, into ``out/width_sweep.<fmt>`` (titled ``summary["title"]`` when it has
-    one); returns the paths by format."""
+    """Save :func:`draw_width_sweep`'s figure into ``out/width_sweep.<fmt>``; returns the paths by format."""
+    import matplotlib.pyplot as plt
+
+    fig = draw_width_sweep(summary)
+    paths = {}
+    out.mkdir(parents=True, exist_ok=True)
+    for fmt in formats:
+        path = out / f"{FIGURE_STEM}.{fmt}"
+        fig.savefig(path, dpi=120)
+        paths[fmt] = path
+    plt.close(fig)
+    return paths
+
+
+def draw_width_sweep(summary: dict[str, Any]) -> Any:
+    """The width sweep's figure: the mean metric against ``λ_base`` (log x, error bars: std over seeds), one curve
+    per width, one panel per arm, each smoothed optimum starred (titled ``summary["title"]`` when it has one).
+
+    Returns the ``matplotlib`` figure (close it when done)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -667,14 +684,7 @@ def plot_width_sweep(summary: dict[str, Any], out: Path, formats: Sequence[str] 
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, title="★ smoothed best λ_base", fontsize="small", loc="outside right upper")
     fig.suptitle(summary.get("title", "μP MLP on digits: final loss against the base weight decay"), fontsize="medium")
-    paths = {}
-    out.mkdir(parents=True, exist_ok=True)
-    for fmt in formats:
-        path = out / f"{FIGURE_STEM}.{fmt}"
-        fig.savefig(path, dpi=120)
-        paths[fmt] = path
-    plt.close(fig)
-    return paths
+    return fig
 
 
 def load_width_results(sweep_dir: Path) -> list[dict[str, Any]]:

@@ -105,21 +105,30 @@ class ModelCopies:
     """Makes a fresh copy of a ``LightningModule`` instance's initial weights for every trial (picklable).
 
     The instance is copied once when this is made, so training a copy (or the original) changes nothing here.
+    ``copy.deepcopy`` drops a parameter's own attributes (torch's ``Parameter.__deepcopy__``), so they are carried
+    across: mup's ``infshape`` (from ``set_base_shapes``) stays on every copy.
+
+    Raises:
+        TypeError: the instance cannot be copied (an attribute such as a lock or an open file); the message names
+            the attribute where it can and says to pass the class or a factory instead.
 
     Example:
         >>> net = pl.LightningModule()
         >>> net.layer = torch.nn.Linear(2, 2)
+        >>> net.layer.weight.infshape = "base shape"  # what mup.set_base_shapes attaches
         >>> copies = ModelCopies(net)
         >>> first, second = copies(), copies()
         >>> first is not second and torch.equal(first.layer.weight, net.layer.weight)
         True
+        >>> first.layer.weight.infshape
+        'base shape'
     """
 
     def __init__(self, model: pl.LightningModule) -> None:
-        self.model = copy.deepcopy(model)
+        self.model = _deepcopy_module(model)
 
     def __call__(self) -> pl.LightningModule:
-        return copy.deepcopy(self.model)
+        return _deepcopy_module(self.model)
 
     def digest(self) -> str:
         """A short hash of the initial weights (so two instances with other weights are two sweeps)."""
@@ -128,6 +137,44 @@ class ModelCopies:
             h.update(name.encode())
             h.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
         return h.hexdigest()[:16]
+
+
+def _deepcopy_module(model: pl.LightningModule) -> pl.LightningModule:
+    """``copy.deepcopy(model)`` with each parameter's own attributes (mup's ``infshape``) carried to its copy."""
+    try:
+        copied = copy.deepcopy(model)
+    except Exception as err:  # deepcopy falls back on pickling: TypeError, PicklingError, RuntimeError, ...
+        raise TypeError(_not_copyable(model, err)) from None
+    pairs = zip(model.named_parameters(remove_duplicate=False), copied.named_parameters(remove_duplicate=False))
+    for (_, source), (_, target) in pairs:
+        for key, value in vars(source).items():
+            if not hasattr(target, key):
+                setattr(target, key, copy.deepcopy(value))
+    return copied
+
+
+def _not_copyable(model: pl.LightningModule, err: Exception) -> str:
+    """The one-line error for an instance ``deepcopy`` fails on, naming the first attribute that fails alone."""
+    culprit = ""
+    for prefix, module in model.named_modules():
+        for key, value in vars(module).items():
+            if key == "_modules":  # the submodules come next in `named_modules`, each on its own
+                continue
+            try:
+                copy.deepcopy(value)
+            except Exception:
+                name = f"{prefix}.{key}" if prefix else key
+                culprit = f" its attribute `{name}` ({type(value).__module__}.{type(value).__qualname__}) cannot be"
+                break
+        if culprit:
+            break
+    what = culprit or " it cannot be"
+    why = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return (
+        f"`TimescaleFinder.fit(model={type(model).__name__}(...))` is not valid:{what} copied ({why}), and the finder"
+        " trains a fresh copy of an instance in every trial: pass the class or a factory instead (`fit(MyModel,"
+        " ...)`, `fit(functools.partial(MyModel, width=256), ...)`), which makes a fresh model for every trial."
+    )
 
 
 def run_trial(
