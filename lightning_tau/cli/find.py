@@ -329,7 +329,6 @@ def _main(args: argparse.Namespace) -> int:
             " suggestion."
         )
         return 0
-    print(result.table())
     if finder.reused_runs:
         print(f"({finder.reused_runs} of {grid} trials were complete in the study before this command.)")
     try:
