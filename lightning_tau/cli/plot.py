@@ -485,7 +485,7 @@ def _main(args: argparse.Namespace) -> int:
             return 2
     try:
         plot_sweep(args.logdir, args.out, metric=args.metric, group_by=args.group_by, goal=args.goal)
-    except ValueError as err:
+    except ValueError as err:  # LOGDIR holds no sweep, or no run logged --metric / --group-by: a usage error
         print(f"lightning-tau plot: error: {err}", file=sys.stderr)
-        return 1
+        return 2
     return 0
