@@ -4,6 +4,9 @@ threads, one warning per fit, the answer on the study, and the range on simulate
 from __future__ import annotations
 
 import math
+import os
+import re
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -227,3 +230,43 @@ def test_plot_of_the_finder_s_logs_reads_the_weight_decay_the_callback_wrote(
     assert optima[0].weight_decay != pytest.approx(0.01)
     assert main(["plot", str(logdir), "--out", str(tmp_path / "fig")]) == 0
     assert f"{optima[0].weight_decay:.4g}"[:4] in capsys.readouterr().out
+
+
+class _HoldFirstTrial(Callback):
+    """In the main process only: hold its first trial until a worker process has completed one (observable in the
+    study), so that the workers' trials finish while the main process's bar is up."""
+
+    def __init__(self, journal: Path, study_name: str) -> None:
+        self.pid, self.journal, self.study_name, self.held = os.getpid(), str(journal), study_name, False
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if os.getpid() != self.pid or self.held:
+            return
+        self.held = True
+        storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(self.journal))
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            trials = optuna.load_study(study_name=self.study_name, storage=storage).get_trials(
+                deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)
+            )
+            if any(t.user_attrs.get("worker", {}).get("pid") != self.pid for t in trials):
+                return
+            time.sleep(0.2)
+        raise AssertionError("no worker completed a trial in 300 s")
+
+
+@pytest.mark.slow
+def test_the_progress_bar_counts_the_workers_trials_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hold = _HoldFirstTrial(tmp_path / "study.journal", "bar")
+    finder = _finder(
+        tmp_path,
+        verbose=False,
+        progress=True,
+        workers=2,
+        study_name="bar",
+        trainer_kwargs={"max_epochs": 2, "accelerator": "cpu", "devices": 1, "callbacks": [hold]},
+    )
+    _fit(finder, Net)
+    assert 0 < finder.trained_runs < len(GRID) * 2  # the worker trained some
+    counts = re.findall(r"(\d+)/(\d+) \[", capsys.readouterr().err)
+    assert counts and counts[-1] == (str(len(GRID) * 2 * 2),) * 2, counts[-3:]

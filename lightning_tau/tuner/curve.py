@@ -541,16 +541,9 @@ class FinderResult:
         seeds = len(self.curve[0].seeds) if self.curve else 0
         lines.append(
             f"Uncertainty: the seeds cannot tell tau_epoch {low:.3g} to {high:.3g} apart from it"
-            + (
-                " (one seed: the best grid point's neighbours)."
-                if seeds == 1
-                else f" ({seeds}-seed bootstrap and paired test); verdict: {self.verdict}."
-            )
+            + (" (one seed: the best grid point's neighbours)." if seeds == 1 else f" ({seeds} seeds).")
         )
-        if self.at_edge:
-            lines.append(
-                "The best tau_epoch is at the edge of the grid: the optimum may lie beyond it, widen the grid."
-            )
+        lines.append(f"Verdict: {self.verdict}.")
         lines.append(
             f"Weight decay for the full run (N={self.dataset_size}, B={self.batch_size}, {self.steps_per_epoch:g} steps"
             f" per epoch), as TimescaleCallback(tau_epoch={self.tau_epoch:.3g}) will set it:"

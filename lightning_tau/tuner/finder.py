@@ -328,9 +328,9 @@ class TimescaleFinder:
                 torch.set_num_threads(self._trial_threads(threads))
                 if self.reused_runs < len(grid):
                     log(
-                        f"{self._trial_threads(threads)} torch threads per process ({_cores()} cores // {self.workers}"
-                        f" {'worker' if self.workers == 1 else 'workers'}, at most the {threads} torch had); call"
-                        " torch.set_num_threads(n) before fit for fewer."
+                        f"torch threads per process: {self._trial_threads(threads)} ({_cores()} cores //"
+                        f" {self.workers} {'worker' if self.workers == 1 else 'workers'}, at most the {threads} torch"
+                        " was set to; torch.set_num_threads(n) before fit for fewer)."
                     )
                 self._work(study, model_factory, train, val, wait=wait, workers=procs)
             finally:
