@@ -486,7 +486,7 @@ class FinderResult:
         """
         data = asdict(self)
         data["cost_fraction"] = self.cost_fraction
-        data["tau_epoch_range"] = list(self.tau_epoch_range)
+        data["tau_epoch_range"] = [_finite_or_none(x) for x in self.tau_epoch_range]
         data["verdict"] = self.verdict
         data["curve"] = [
             {
