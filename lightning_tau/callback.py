@@ -21,12 +21,14 @@ from lightning_tau import timescale
 from lightning_tau._trainer import read_run_shape
 from lightning_tau.apply import check_size, gather_groups, write_per_step, write_weight_decays
 from lightning_tau.decide import (
+    NO_MUP,
     GroupTimescale,
     RunShape,
     check_width_exponent,
     decide_groups,
     resolve_tau_iter,
     shape_changes,
+    uses_mup,
 )
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
 from lightning_tau.optim import decay_kind, reference_lr, unsupported_message, unwrap_optimizer
@@ -549,6 +551,16 @@ class TimescaleCallback(Callback):
             )
         if first:
             self._check_resume()
+            if (
+                self.width_exponent not in (1.0, {})
+                and not uses_mup(inputs)
+                and any(g.managed and g.width_problem == NO_MUP for g in inputs)
+            ):
+                rank_zero_warn(
+                    f"`TimescaleCallback(width_exponent={self.width_exponent!r})` has no effect: no param group has a"
+                    " muP width multiplier other than 1 (no `width_mult` key, no mup `infshape`), so every group"
+                    " keeps the timescale. Leave width_exponent out, or call `mup.set_base_shapes` on a μP model."
+                )
             self._report_width(trainer)
             self._report_vectors(trainer)
             self._report(trainer, [n for n in (tau_note, self._width_note(), self._manual_note(trainer)) if n])

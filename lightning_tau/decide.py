@@ -26,11 +26,16 @@ __all__ = [
     "GroupTimescale",
     "RunShape",
     "WidthExponent",
+    "NO_MUP",
     "check_width_exponent",
     "decide_groups",
     "resolve_tau_iter",
     "shape_changes",
+    "uses_mup",
 ]
+
+#: ``width_problem`` of a group none of whose parameters mup annotated, with no ``width_mult`` key.
+NO_MUP = "it has no `width_mult` key and its parameters carry no mup `infshape`"
 
 #: One exponent ``alpha`` for every group (``lambda ∝ s ** alpha``), or one per group name (others keep 1).
 WidthExponent = float | Mapping[str, float]
@@ -210,6 +215,7 @@ def decide_groups(
         [('hidden', 1.0), ('bias', 0.0)]
     """
     exponents = _group_exponents(groups, width_exponent)
+    mup = uses_mup(groups)  # without it every group is at s = 1, unannotated ones too: the exponent changes nothing
     decided = []
     for g in groups:
         weight_decay = g.weight_decay_before
@@ -222,7 +228,7 @@ def decide_groups(
                     f" {g.reference_lr!r}. Give it a positive lr, or `weight_decay=0` to leave it out."
                 )
             group_tau_iter = tau_iter if isinstance(tau_iter, (int, float)) else tau_iter[g.optimizer_index]
-            if alpha != 1.0:
+            if alpha != 1.0 and (mup or g.width_problem != NO_MUP):
                 group_tau_iter = _width_scaled_tau_iter(g, group_tau_iter, alpha)
             weight_decay = timescale.weight_decay_for_tau_iter(g.reference_lr, group_tau_iter)
         decided.append(
@@ -241,6 +247,21 @@ def decide_groups(
             )
         )
     return decided
+
+
+def uses_mup(groups: Sequence[GroupInput]) -> bool:
+    """Whether any group of the run has a width multiplier: a ``width_mult`` other than 1, or a parameter mup
+    annotated. Without one every group is at ``s = 1``, where a ``width_exponent`` has no effect (and no group
+    needs to declare ``width_mult: 1``).
+
+    Example:
+        >>> plain = GroupInput("decay", 0, 0, 64, 1e-3, 0.1, True, width_problem=NO_MUP)
+        >>> uses_mup([plain]), uses_mup([plain, GroupInput("hidden", 0, 1, 64, 1e-3, 0.1, True, width_mult=4.0)])
+        (False, True)
+    """
+    return any((g.width_mult or 1.0) != 1.0 for g in groups) or any(
+        g.width_problem is not None and g.width_problem != NO_MUP for g in groups
+    )
 
 
 def check_width_exponent(value: object, owner: str = "TimescaleCallback") -> WidthExponent:

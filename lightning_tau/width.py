@@ -22,6 +22,8 @@ from typing import Any, NamedTuple
 
 from torch import Tensor
 
+from lightning_tau.decide import NO_MUP
+
 __all__ = [
     "FixedLambdaPitfall",
     "GroupRate",
@@ -80,7 +82,7 @@ def group_width_problem(group: Mapping[str, Any]) -> str | None:
     params = list(group.get("params", ()))
     missing = sum(not has_infshape(p) for p in params)
     if missing == len(params) and params:
-        return "it has no `width_mult` key and its parameters carry no mup `infshape`"
+        return NO_MUP
     if missing:
         return f"it has no `width_mult` key and {missing} of its {len(params)} parameters carry no mup `infshape`"
     mults = sorted({param_width_mult(p) for p in params})

@@ -105,7 +105,7 @@ def test_plot_group_by_other_hparam_and_goal_max(sweep: tuple[Path, list[dict]],
 
 
 def test_plot_fails_clearly_without_a_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plot", str(tmp_path)]) == 1
+    assert main(["plot", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "No run under" in err and "no TensorBoard event files" in err
     assert main(["plot", str(tmp_path / "missing")]) == 2
@@ -116,7 +116,7 @@ def test_plot_unknown_metric_names_what_was_found(
     sweep: tuple[Path, list[dict]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sweep_dir, _ = sweep
-    assert main(["plot", str(sweep_dir), "--out", str(tmp_path), "--metric", "val/acc"]) == 1
+    assert main(["plot", str(sweep_dir), "--out", str(tmp_path), "--metric", "val/acc"]) == 2
     err = capsys.readouterr().err
     assert "`val/acc`" in err and "hp/val_loss" in err
     assert not (tmp_path / "tau_sweep.png").exists()
@@ -159,7 +159,7 @@ def test_plot_reads_the_package_s_own_logs(tmp_path: Path, capsys: pytest.Captur
 def test_plot_without_timescales_says_so_in_one_short_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trainer = quiet_trainer(logger=True, default_root_dir=tmp_path)
     trainer.fit(TinyModel(), make_loader())
-    assert main(["plot", str(tmp_path)]) == 1
+    assert main(["plot", str(tmp_path)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("lightning-tau plot: error: No run under") and "records tau_epoch and weight_decay" in line
     assert len(line) < 250, line

@@ -11,6 +11,7 @@ import torch
 from conftest import TinyModel, make_dataset, make_loader, quiet_trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from torch.utils.data import DataLoader, IterableDataset
 
 from lightning_tau import TimescaleCallback
@@ -198,11 +199,26 @@ def test_monitor_leaves_out_tau_epoch_without_dataset_size(tmp_path):
     assert row["timescale/tau_iter/pg1"] == pytest.approx(1 / (LR * WD))
 
 
-def test_monitor_without_logger_keeps_state():
+def test_monitor_without_logger_raises_before_training_like_lightning_s_lr_monitor():
+    model = TinyModel()
+    before = [p.detach().clone() for p in model.parameters()]
+    for callbacks in (
+        [TimescaleMonitor(4)],
+        [TimescaleCallback(tau_epoch=2.0, verbose=False, monitor=TimescaleMonitor())],
+    ):
+        with pytest.raises(
+            MisconfigurationException, match=r"Cannot use `TimescaleMonitor` callback with `Trainer\(logger=False\)`"
+        ):
+            quiet_trainer(callbacks=callbacks).fit(model, make_loader(N, B))
+    assert all(torch.equal(a, p) for a, p in zip(before, model.parameters()))
+    # the callback's default monitor: nothing asked for, the run trains and says nothing about logging
+    quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=2.0, verbose=False)]).fit(model, make_loader(N, B))
+
+
+def test_monitor_keeps_state(tmp_path):
     monitor = TimescaleMonitor(4)
-    trainer = quiet_trainer(callbacks=[monitor])
-    with pytest.warns(UserWarning, match="found no logger"):
-        trainer.fit(TinyModel(), make_loader(N, B))
+    trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[monitor])
+    trainer.fit(TinyModel(), make_loader(N, B))
     state = monitor.state_dict()
     assert state["optimizer_steps"] == 12
     assert state["init_memory"]["pg1"] == pytest.approx((1 - LR * WD) ** 12, rel=1e-9)
@@ -212,11 +228,11 @@ def test_monitor_without_logger_keeps_state():
 def test_monitor_resume_continues_init_memory(tmp_path):
     first = quiet_trainer(
         default_root_dir=tmp_path,
+        logger=CSVLogger(tmp_path, name="first", version=""),
         enable_checkpointing=True,
         callbacks=[TimescaleMonitor(4), ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True)],
     )
-    with pytest.warns(UserWarning, match="found no logger"):
-        first.fit(TinyModel(), make_loader(N, B))
+    first.fit(TinyModel(), make_loader(N, B))
     csv_logger = CSVLogger(tmp_path, name="resumed", version="")
     second = quiet_trainer(logger=csv_logger, max_epochs=2, callbacks=[TimescaleMonitor(4)])
     second.fit(TinyModel(), make_loader(N, B), ckpt_path=str(tmp_path / "ckpt" / "last.ckpt"))
@@ -227,12 +243,11 @@ def test_monitor_resume_continues_init_memory(tmp_path):
         assert logged[step]["timescale/timescales_elapsed/pg1"] == pytest.approx(step * LR * WD)
 
 
-def test_monitor_load_state_dict_tolerates_missing_keys():
+def test_monitor_load_state_dict_tolerates_missing_keys(tmp_path):
     monitor = TimescaleMonitor()
     monitor.load_state_dict({})
-    trainer = quiet_trainer(callbacks=[monitor], max_steps=1)
-    with pytest.warns(UserWarning, match="found no logger"):
-        trainer.fit(TinyModel(), make_loader(N, B))
+    trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[monitor], max_steps=1)
+    trainer.fit(TinyModel(), make_loader(N, B))
     assert monitor.state_dict()["init_memory"]["pg1"] == pytest.approx(1 - LR * WD)
 
 

@@ -225,3 +225,18 @@ def test_lightning_cli_parses_a_number_and_a_mapping(monkeypatch: pytest.MonkeyP
     )
     (callback,) = [c for c in cli.trainer.callbacks if isinstance(c, TimescaleCallback)]
     assert callback.width_exponent == expected and type(callback.width_exponent) is type(expected)
+
+
+def test_a_model_without_mup_ignores_the_exponent_with_one_warning() -> None:
+    # plain AdamW over a plain model: no group has a width multiplier, so every group is at s = 1 and needs none
+    def plain(net: nn.Module) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(net.parameters(), lr=LR, weight_decay=WD)
+
+    default, _ = fit(MLP(32, readout=False), plain)
+    with pytest.warns(
+        UserWarning, match=r"`TimescaleCallback\(width_exponent=0.5\)` has no effect: no param group"
+    ) as record:
+        log, callback = fit(MLP(32, readout=False), plain, width_exponent=0.5)
+    assert sum("has no effect" in str(w.message) for w in record) == 1
+    assert log.steps == default.steps  # the weight decay the default writes, at every step
+    assert all(wd == pytest.approx(LAMBDA_BASE, rel=1e-12) for step in log.steps for _, _, wd in step)

@@ -196,6 +196,10 @@ def _parse(path: Path) -> Any:
         ) from err
     from lightning_tau._quiet import quiet_sweep
 
+    # the model's module may sit in the working directory, as for `python main.py fit --config ...` (LightningCLI);
+    # the console script's sys.path does not hold it (spawned workers inherit this sys.path)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         with _plain_argv(), quiet_sweep(), open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
             return LightningCLI(
@@ -351,6 +355,75 @@ def _writable(path: Path, *, folder: bool) -> str | None:
     return None
 
 
+#: The study's user attribute holding the ``--config`` its model comes from (``None``: the digits task).
+CONFIG_ATTR = "config"
+#: Options ``--study NAME`` takes from the study when left at their defaults: ``(dest, settings key)``.
+_REOPENED = (
+    ("tau_epochs", "tau_epochs"),
+    ("seeds", "seeds"),
+    ("fraction", "fraction"),
+    ("epochs", "epochs"),
+    ("subset_seed", "subset_seed"),
+)
+
+
+def _reopen(args: argparse.Namespace) -> str | None:
+    """With ``--study NAME`` of an existing study: every option left at its default takes the study's value (grid,
+    seeds, fraction, epochs, subset seed, monitor, mode, reduce, config), so the name alone reopens it. Returns a
+    line saying so, or ``None`` for a study that does not exist yet (this command creates it).
+
+    Raises:
+        StorageError: the storage cannot be opened.
+        ValueError: the study was not made by the finder.
+    """
+    import optuna
+
+    from lightning_tau.tuner.study import JOURNAL_NAME, SETTINGS_ATTR, open_storage, quiet_optuna
+
+    journal = args.out / JOURNAL_NAME if args.storage is None else Path(args.storage)
+    if (args.storage is None or "://" not in args.storage) and not journal.is_file():
+        return None  # no storage yet, so no study
+    backend, shown = open_storage(args.storage, args.out)
+    with quiet_optuna():
+        try:
+            attrs = optuna.load_study(study_name=args.study, storage=backend).user_attrs
+        except KeyError:
+            return None
+    stored = attrs.get(SETTINGS_ATTR)
+    if not isinstance(stored, dict) or not isinstance(stored.get("settings"), dict):
+        raise ValueError(
+            f"argument --study: the study {args.study!r} in {shown} was not made by `lightning-tau find` (it holds no"
+            f" {SETTINGS_ATTR!r} settings). Pass another name, or leave --study out."
+        )
+    settings, finder = stored["settings"], attrs.get("finder") or {}
+    defaults = _defaults()
+    taken = []
+    for dest, key in _REOPENED:
+        if getattr(args, dest) == defaults[dest] and key in settings and settings[key] != getattr(args, dest):
+            setattr(args, dest, settings[key])
+            taken.append(dest.replace("_", "-"))
+    for dest in ("monitor", "mode", "reduce"):
+        if getattr(args, dest) == defaults[dest] and dest in finder and finder[dest] != getattr(args, dest):
+            setattr(args, dest, finder[dest])
+            taken.append(dest)
+    config = attrs.get(CONFIG_ATTR)
+    if args.config is None and isinstance(config, str):
+        args.config = Path(config)
+        taken.append("config")
+    if not taken:
+        return None
+    return f"Reopening study {args.study!r} in {shown} with its own {', '.join('--' + t for t in taken)}."
+
+
+def _defaults() -> dict[str, object]:
+    """The defaults of ``find``'s options (a parser built for the purpose; nothing heavy is imported)."""
+    parser = argparse.ArgumentParser()
+    find = add_parser(parser.add_subparsers())
+    return {dest: find.get_default(dest) for dest, _ in _REOPENED} | {
+        dest: find.get_default(dest) for dest in ("monitor", "mode", "reduce")
+    }
+
+
 def _error(message: str, code: int) -> int:
     print(f"lightning-tau find: error: {message}", file=sys.stderr)
     return code
@@ -370,8 +443,17 @@ def _main(args: argparse.Namespace) -> int:
     import torch
 
     from lightning_tau.tuner.finder import SettingError, TimescaleFinder
-    from lightning_tau.tuner.study import JournalWriteError, StorageError
+    from lightning_tau.tuner.study import JournalWriteError, StorageError, StudyMismatchError
 
+    if args.study is not None:
+        try:
+            reopened = _reopen(args)
+        except StorageError as err:
+            return _error(f"argument --storage: {err.shown!r}: {err.reason}", 2)
+        except ValueError as err:
+            return _error(str(err), 2)
+        if reopened:
+            print(reopened)
     if args.config is not None:
         try:
             model_factory, datamodule, trainer_kwargs, notes = load_config(args.config)
@@ -452,10 +534,16 @@ def _main(args: argparse.Namespace) -> int:
         return _error(f"argument --storage: {err.shown!r}: {err.reason}", 2)
     except SettingError as err:
         return _error(f"argument --{err.argument.replace('_', '-')}: {err}", 2)
+    except StudyMismatchError as err:
+        return _error(f"argument --study: {err}", 2)
     except ConfigError as err:
         return _error(f"{err}. Fix the config.", 2)
     except (ValueError, TypeError) as err:
         return _error(str(err), 1)
+    if finder.study is not None:  # for `--study NAME` alone: the config this study's model comes from
+        config = str(args.config.resolve()) if args.config is not None else None
+        if finder.study.study.user_attrs.get(CONFIG_ATTR, "unset") != config:
+            finder.study.study.set_user_attr(CONFIG_ATTR, config)
     grid = len(finder.tau_epochs) * len(finder.seeds) * len(finder.widths or finder.fractions or [0])
     if result is None:
         elsewhere = len(finder.study.running_elsewhere()) if finder.study is not None else 0
@@ -465,7 +553,6 @@ def _main(args: argparse.Namespace) -> int:
             " suggestion."
         )
         return 0
-    print(result.table())
     if finder.reused_runs:
         print(f"({finder.reused_runs} of {grid} trials were complete in the study before this command.)")
     try:

@@ -150,6 +150,8 @@ def setting(hparams: dict[str, Any], name: str) -> Any:
     ``lightning-tau find`` writes; any prefix): ``tau_epoch`` is ``{prefix}/tau_epoch_target`` (the timescale the
     callback held), else the first group's ``{prefix}/tau_epoch/{group}``; ``weight_decay`` is the first decaying
     group's ``{prefix}/weight_decay/{group}`` (groups in name order); another name ``x`` is ``{prefix}/x``.
+    ``weight_decay`` is read from the monitor's record first, even where the model has a ``weight_decay`` hparam:
+    that is the value the optimizer used (the callback rewrote the model's placeholder).
 
     Example:
         >>> record = {"timescale/tau_epoch_target": 5.0, "timescale/weight_decay/bias": 0.0,
@@ -158,7 +160,13 @@ def setting(hparams: dict[str, Any], name: str) -> Any:
         (5.0, 0.4, 1000.0)
         >>> setting({"tau_epoch": 2.0, "timescale/tau_epoch_target": 5.0}, "tau_epoch")  # the demo's own first
         2.0
+        >>> setting({"weight_decay": 0.01, "timescale/weight_decay/pg1": 0.4}, "weight_decay")  # not a placeholder
+        0.4
     """
+    if name == "weight_decay":
+        written = [hparams[k] for k in sorted(hparams) if "/weight_decay/" in k and _positive(hparams[k])]
+        if written:
+            return written[0]
     if name in hparams:
         return hparams[name]
     keys = sorted(hparams)
@@ -170,6 +178,13 @@ def setting(hparams: dict[str, Any], name: str) -> Any:
     else:
         candidates = [k for k in keys if k.endswith(f"/{name}") and k.count("/") == 1]
     return hparams[candidates[0]] if candidates else None
+
+
+def _record(run: RunRecord) -> dict[str, Any]:
+    """What :func:`setting` reads of a run: its hparams, and the weight decay the monitor logged as scalars
+    (``{prefix}/weight_decay/{group}``) where the hparams record lacks it (``log_hparams=False``)."""
+    logged = {k: v for k, v in run.scalars.items() if "/weight_decay/" in k}
+    return {**logged, **run.hparams}
 
 
 def _positive(value: Any) -> bool:
@@ -196,7 +211,7 @@ def _curves(runs: Iterable[RunRecord], metric: str, group_by: str) -> dict[Any, 
     """``{group: [(tau_epoch, weight_decay, [metric per seed]), ...]}`` sorted by ``tau_epoch``."""
     table: dict[Any, dict[float, tuple[float, list[float]]]] = defaultdict(dict)
     for run in runs:
-        group, tau, wd = (setting(run.hparams, name) for name in (group_by, "tau_epoch", "weight_decay"))
+        group, tau, wd = (setting(_record(run), name) for name in (group_by, "tau_epoch", "weight_decay"))
         if group is None or tau is None or wd is None or metric not in run.scalars:
             continue
         tau, wd, value = float(tau), float(wd), run.scalars[metric]
@@ -351,7 +366,7 @@ def _nothing_to_plot(logdir: Path, runs: Sequence[RunRecord], metric: str, group
     where = f"under {str(logdir)!r}"
     if not runs:
         return f"No run {where}: no TensorBoard event files. Give a `lightning-tau demo` sweep folder as LOGDIR."
-    timed = [r for r in runs if setting(r.hparams, "tau_epoch") is not None and setting(r.hparams, "weight_decay")]
+    timed = [r for r in runs if setting(_record(r), "tau_epoch") is not None and setting(_record(r), "weight_decay")]
     if not timed:
         return (
             f"No run {where} records tau_epoch and weight_decay ({len(runs)} runs): log them with TimescaleCallback /"
@@ -470,7 +485,7 @@ def _main(args: argparse.Namespace) -> int:
             return 2
     try:
         plot_sweep(args.logdir, args.out, metric=args.metric, group_by=args.group_by, goal=args.goal)
-    except ValueError as err:
+    except ValueError as err:  # LOGDIR holds no sweep, or no run logged --metric / --group-by: a usage error
         print(f"lightning-tau plot: error: {err}", file=sys.stderr)
-        return 1
+        return 2
     return 0

@@ -17,6 +17,7 @@ from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.strategies import FSDPStrategy, ModelParallelStrategy
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from typing_extensions import override
 
 from lightning_tau import timescale
@@ -233,13 +234,13 @@ class TimescaleMonitor(Callback):
             self.run_shape, self._shape_epoch = None, None
         self._last_logged_step = -1
         if not trainer.loggers:
-            if self._quiet_without_logger:
+            if self._quiet_without_logger:  # TimescaleCallback's default monitor: nothing asked for, nothing to say
                 return
-            rank_zero_warn(
-                "`TimescaleMonitor` found no logger (`Trainer(logger=False)`): it keeps its state for checkpoints"
-                " but logs nothing."
+            raise MisconfigurationException(  # as Lightning's LearningRateMonitor does
+                "Cannot use `TimescaleMonitor` callback with `Trainer(logger=False)`: it has nowhere to log. Give the"
+                " Trainer a logger, or remove the monitor (`TimescaleCallback(monitor=True)`, its default, logs"
+                " when there is a logger and stays quiet when there is none)."
             )
-            return
         if self.dashboards and trainer.is_global_zero:
             decaying = [
                 g.name

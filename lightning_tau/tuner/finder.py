@@ -15,6 +15,7 @@ its own under ``root_dir/tb``. The pure parts (grid, smoothing, result) live in 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -27,7 +28,8 @@ import pickle
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -114,7 +116,8 @@ class TimescaleFinder:
         subset_seed: seed of the permutation that picks the subset.
         window: grid points on each side of the best one that the parabola is fitted to.
         progress: show a progress bar (one tick per epoch) across the runs this process trains.
-        verbose: print what is reused, trained, handed on and waited for (rank zero only).
+        verbose: print what is reused, trained, handed on and waited for, and at the end the curve, the
+            suggestion and its uncertainty (:meth:`FinderResult.table`) (rank zero only).
         storage: where the study lives: ``None`` (the journal file ``root_dir/study.journal``), a journal file
             path, an Optuna database URL (``postgresql://user:password@host/db``; the password is never printed)
             or an Optuna storage object. See ``docs/finder.rst`` for which to use where.
@@ -122,9 +125,9 @@ class TimescaleFinder:
             settings join the same study and other settings start another. A named study opened with other
             settings is an error naming the difference.
         workers: processes that train trials at once on this machine: this one and ``workers - 1`` started with
-            ``multiprocessing``'s spawn, each with ``cores // workers`` torch threads (the model and the data must
-            pickle: a class or an instance, not a lambda). Capped, with a note, at the machine's cores and at the
-            trials left to train.
+            ``multiprocessing``'s spawn, each with ``cores // workers`` torch threads, or fewer if torch was set to
+            fewer before :meth:`fit` (the model and the data must pickle: a class or an instance, not a lambda).
+            Capped, with a note, at the machine's cores and at the trials left to train.
         stale_after: seconds without a sign of life (written every 30 s) after which a trial running on another
             machine of a journal-file study is handed to another worker (same machine: as soon as its process is
             gone; database storages: Optuna's heartbeat).
@@ -310,10 +313,12 @@ class TimescaleFinder:
 
         Args:
             model: a ``LightningModule`` instance (every trial trains a fresh copy of its initial weights; seeds
-                then change only the batch order), or something that makes a fresh one, called after
-                ``seed_everything(seed)`` for every trial (the class, ``functools.partial(MyModel, width=256)``,
-                or a ``lambda`` when ``workers=1``). Its ``configure_optimizers`` must build an AdamW-family
-                optimizer with a positive ``weight_decay`` on the groups that decay.
+                then change only the batch order; the study is keyed by its class, hparams and parameter shapes,
+                not its weights, so a rerun with a new unseeded instance reuses the trials), or something that
+                makes a fresh one, called after ``seed_everything(seed)`` for every trial (the class,
+                ``functools.partial(MyModel, width=256)``, or a ``lambda`` when ``workers=1``). Its
+                ``configure_optimizers`` must build an AdamW-family optimizer with a positive ``weight_decay`` on
+                the groups that decay.
             datamodule: a ``LightningDataModule``; the finder calls ``prepare_data()`` and ``setup("fit")`` once
                 and uses its ``train_dataloader()`` and ``val_dataloader()`` (its other hooks are not used).
             train_dataloaders: or the full training ``DataLoader`` (one, plain, with ``batch_size``).
@@ -396,8 +401,13 @@ class TimescaleFinder:
             procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else []
             threads = torch.get_num_threads()
             try:
-                if procs:
-                    torch.set_num_threads(max(1, _cores() // workers))
+                torch.set_num_threads(self._trial_threads(threads, workers))
+                if self.reused_runs < len(grid):
+                    log(
+                        f"torch threads per process: {self._trial_threads(threads, workers)} ({_cores()} cores //"
+                        f" {workers} {'worker' if workers == 1 else 'workers'}, at most the {threads} torch"
+                        " was set to; torch.set_num_threads(n) before fit for fewer)."
+                    )
                 self._work(study, model_factory, train, val, wait=wait, workers=procs)
             finally:
                 torch.set_num_threads(threads)
@@ -417,7 +427,15 @@ class TimescaleFinder:
                 " elsewhere). Call again when they finish for the suggestion."
             )
             return None
-        return self._result(records, full_train, dataset_size, subset_size)
+        result = self._result(records, full_train, dataset_size, subset_size)
+        _store_result(study, result, self)
+        if self.verbose and rank_zero_only.rank == 0:
+            print(result.table())
+        return result
+
+    def _trial_threads(self, current: int, workers: int) -> int:
+        """Torch threads for each process training trials: ``cores // workers``, at most ``current``, at least 1."""
+        return max(1, min(current, _cores() // workers))
 
     def _check_timescales(self, train: DataLoader) -> None:
         """Every grid point as the callback will take it: ``tau_epoch * M`` optimizer steps, more than one and finite
@@ -536,8 +554,13 @@ class TimescaleFinder:
             procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else []
             threads = torch.get_num_threads()
             try:
-                if procs:
-                    torch.set_num_threads(max(1, _cores() // workers))
+                torch.set_num_threads(self._trial_threads(threads, workers))
+                if self.reused_runs < len(grid) * len(studies):
+                    log(
+                        f"torch threads per process: {self._trial_threads(threads, workers)} ({_cores()} cores //"
+                        f" {workers} {'worker' if workers == 1 else 'workers'}, at most the {threads} torch"
+                        " was set to; torch.set_num_threads(n) before fit for fewer)."
+                    )
                 # every point's free trials first (so no process idles while another point has some), then wait
                 for study, (_, factory_, train, _) in zip(studies, points):
                     self._work(study, factory_, train, val, wait=False)
@@ -570,7 +593,7 @@ class TimescaleFinder:
         if self.axis == "width":
             lambda_base = [_record_lambda_base(records[-1][(tau, self.seeds[0])])[0] for tau in self.tau_epochs]
             base_mult = _record_lambda_base(records[0][(self.tau_epochs[0], self.seeds[0])])[1]
-            return AxisResult.build(
+            axis_result = AxisResult.build(
                 "width",
                 [p[0] for p in points],
                 results,
@@ -579,7 +602,13 @@ class TimescaleFinder:
                 level=self.level,
                 window=self.window,
             )
-        return AxisResult.build("dataset_size", [p[0] for p in points], results, level=self.level, window=self.window)
+        else:
+            axis_result = AxisResult.build(
+                "dataset_size", [p[0] for p in points], results, level=self.level, window=self.window
+            )
+        if self.verbose and rank_zero_only.rank == 0:
+            print(axis_result.table())
+        return axis_result
 
     def _check_subset(self, train: DataLoader, fraction: float) -> None:
         """An axis point's subset: at least one full batch, and every ``tau_epoch`` of the grid settable on it."""
@@ -639,16 +668,23 @@ class TimescaleFinder:
         from tqdm.auto import tqdm
 
         bar = None
+        counted: set[tuple[float, int]] = set()  # grid points whose epochs the bar holds
+        warned: set[tuple[type, str]] = set()  # warnings shown in this fit: each once, not once per trial
         told_waiting: set[int] = set()
         try:
             while True:
                 study.reclaim()
                 study.enqueue_missing()
+                if bar is not None:  # trials other processes (this fit's workers too) finished: their epochs
+                    done = set(study.records()) - counted
+                    bar.update(len(done) * self.epochs)
+                    counted |= done
                 taken = study.take()
                 if taken is not None:
                     trial, (tau, seed) = taken
                     if bar is None:
-                        left = len(study.grid) - len(study.records())
+                        counted = set(study.records())
+                        left = len(study.grid) - len(counted)
                         bar = tqdm(
                             total=max(1, left) * self.epochs,
                             unit="epoch",
@@ -656,7 +692,7 @@ class TimescaleFinder:
                             disable=not self.progress or rank_zero_only.rank != 0,
                         )
                     bar.set_postfix_str(f"tau_epoch={tau:g} seed={seed}")
-                    with study.working_on(trial), quiet_sweep():
+                    with study.working_on(trial), _once(warned, show=not self._worker_only), quiet_sweep():
                         record = run_trial(
                             model_factory,
                             train,
@@ -671,6 +707,7 @@ class TimescaleFinder:
                         )
                     if study.finish(trial, record, self._tell_value(record, study)):
                         self.trained_runs += 1
+                    counted.add((tau, seed))  # its epochs ticked as it trained
                     continue
                 if len(study.records()) == len(study.grid):
                     return
@@ -732,7 +769,7 @@ class TimescaleFinder:
 
     def _start_workers(self, payload: bytes, workers: int) -> list[Any]:
         context = multiprocessing.get_context("spawn")
-        threads = max(1, _cores() // workers)
+        threads = self._trial_threads(torch.get_num_threads(), workers)
         procs = [
             context.Process(target=_worker_main, args=(payload, threads), name=f"tau-finder-worker-{i}")
             for i in range(1, workers)
@@ -750,7 +787,13 @@ class TimescaleFinder:
         copies: ModelCopies | None,
     ) -> dict[str, Any]:
         """What must match for two processes to share a study (JSON round-tripped, so it compares equal to a stored
-        one): the grid, the subset, the model, the Trainer settings."""
+        one): the grid, the subset, the model, the Trainer settings.
+
+        The model is its class, hparams and parameter names and shapes, and whether the trials copy an instance or
+        call a factory per seed: not an instance's initial weights, so that a rerun of a script that builds its
+        model unseeded (``MyModel()``) reuses the trials it trained before. Two instances of the same class, hparams
+        and shapes therefore share a study; the trials train copies of the weights of whichever instance took them.
+        """
         kwargs = {k: v for k, v in self.trainer_kwargs.items() if k != "callbacks"}
         settings = {
             "tau_epochs": list(self.tau_epochs),
@@ -769,7 +812,8 @@ class TimescaleFinder:
                 # same model as one built in Python with the same arguments
                 "hparams": _jsonable({k: v for k, v in dict(getattr(model, "hparams", {})).items() if k[:1] != "_"}),
                 "num_params": sum(p.numel() for p in model.parameters()),
-                "initial_weights": copies.digest() if copies is not None else "seeded factory",
+                "parameters": _shapes_digest(model),
+                "init": "copies of an instance" if copies is not None else "a factory called per seed",
             },
             "trainer": _jsonable(kwargs),
             "callbacks": [type(c).__qualname__ for c in self.trainer_kwargs.get("callbacks", None) or []],
@@ -1106,6 +1150,54 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))  # the same in every process
+
+
+@contextlib.contextmanager
+def _once(shown: set[tuple[type, str]], show: bool = True) -> Iterator[None]:
+    """Show each warning the block raises only if ``shown`` does not hold one like it yet, the same but for its
+    numbers (a finder's trials all warn alike, each with its own weight decay: the user hears it once per fit);
+    ``show=False`` (a worker process; the main one trains too) shows none."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        key = (w.category, re.sub(r"\d[\d.e+-]*", "#", str(w.message)))  # each trial's own numbers aside
+        if key in shown:
+            continue
+        shown.add(key)
+        if show:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _store_result(study: GridStudy, result: FinderResult, finder: TimescaleFinder) -> None:
+    """Put the finder's answer on the study as user attributes (``optuna-dashboard`` shows them): the curve, the
+    suggestion, its range and the verdict, and what the answer was computed with (``monitor``, ``mode``, ...)."""
+    answer = {
+        "suggested_tau_epoch": result.tau_epoch,
+        "tau_epoch_range": list(result.tau_epoch_range),
+        "verdict": result.verdict,
+        "weight_decay": dict(result.weight_decay),
+        "curve": [{"tau_epoch": p.tau_epoch, "mean": _finite(p.mean), "std": _finite(p.std)} for p in result.curve],
+        "finder": {"monitor": finder.monitor, "mode": finder.mode, "reduce": finder.reduce, "window": finder.window},
+    }
+    try:
+        for key, value in answer.items():
+            if study.study.user_attrs.get(key) != value:
+                study.study.set_user_attr(key, value)
+    except Exception as err:  # a read-only or unreachable storage: the answer is still returned and printed
+        finder._log(f"could not store the answer on the study ({type(err).__name__}).")
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _shapes_digest(model: torch.nn.Module) -> str:
+    """A short hash of the model's parameter and buffer names, shapes and dtypes (not their values)."""
+    h = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        h.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype};".encode())
+    return h.hexdigest()[:16]
 
 
 def _cores() -> int:

@@ -49,7 +49,7 @@ from optuna.trial import FrozenTrial, TrialState
 from lightning_tau.tuner.journal import DAMAGED_HINT, OP_CODES, journal_problem, repair_tail
 from lightning_tau.tuner.trial import check_record
 
-__all__ = ["GridStudy", "JournalWriteError", "StorageError", "open_storage", "redact_url"]
+__all__ = ["GridStudy", "JournalWriteError", "StorageError", "StudyMismatchError", "open_storage", "redact_url"]
 
 #: Bumped when the study's layout (user attributes, trial records) changes.
 STUDY_FORMAT = 2
@@ -85,6 +85,10 @@ class StorageError(ValueError):
 class JournalWriteError(StorageError):
     """A write to the journal file failed (a full disk, a quota); the failed write was undone, so the study keeps
     everything written before it."""
+
+
+class StudyMismatchError(ValueError):
+    """A named study holds a sweep with other settings (a usage error: the name or the settings are wrong)."""
 
 
 def redact_url(url: str) -> str:
@@ -374,7 +378,7 @@ class GridStudy:
                     f" {_scrub(str(err), str(storage))[:300]}.",
                 ) from None
         if stored != mine:
-            raise ValueError(
+            raise StudyMismatchError(
                 f"`TimescaleFinder(study_name={study_name!r})`: the study in {shown} holds a sweep with other"
                 f" settings: {_differences(stored, mine)}. Use another study name (the default is named after"
                 " the settings), or the study's settings."

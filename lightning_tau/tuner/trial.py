@@ -9,7 +9,6 @@ Optuna side, which hands the trials out, is :mod:`lightning_tau.tuner.study`.
 from __future__ import annotations
 
 import copy
-import hashlib
 import numbers
 from collections.abc import Callable
 from pathlib import Path
@@ -129,14 +128,6 @@ class ModelCopies:
 
     def __call__(self) -> pl.LightningModule:
         return _deepcopy_module(self.model)
-
-    def digest(self) -> str:
-        """A short hash of the initial weights (so two instances with other weights are two sweeps)."""
-        h = hashlib.sha256()
-        for name, tensor in self.model.state_dict().items():
-            h.update(name.encode())
-            h.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-        return h.hexdigest()[:16]
 
 
 def _deepcopy_module(model: pl.LightningModule) -> pl.LightningModule:
