@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lightning_tau import timescale
+from lightning_tau.width import NO_MUP
 
 __all__ = [
     "GroupInput",
@@ -33,9 +34,6 @@ __all__ = [
     "shape_changes",
     "uses_mup",
 ]
-
-#: ``width_problem`` of a group none of whose parameters mup annotated, with no ``width_mult`` key.
-NO_MUP = "it has no `width_mult` key and its parameters carry no mup `infshape`"
 
 #: One exponent ``alpha`` for every group (``lambda ∝ s ** alpha``), or one per group name (others keep 1).
 WidthExponent = float | Mapping[str, float]

@@ -22,9 +22,8 @@ from typing import Any, NamedTuple
 
 from torch import Tensor
 
-from lightning_tau.decide import NO_MUP
-
 __all__ = [
+    "NO_MUP",
     "FixedLambdaPitfall",
     "GroupRate",
     "find_fixed_lambda_pitfall",
@@ -33,6 +32,9 @@ __all__ = [
     "has_infshape",
     "param_width_mult",
 ]
+
+#: ``width_problem`` of a group none of whose parameters mup annotated, with no ``width_mult`` key.
+NO_MUP = "it has no `width_mult` key and its parameters carry no mup `infshape`"
 
 
 def has_infshape(param: Tensor) -> bool:
