@@ -1,14 +1,20 @@
-"""Shared test fixtures: a tiny classification LightningModule whose optimizer set-up each test chooses."""
+"""Shared test fixtures: a tiny classification LightningModule whose optimizer set-up each test chooses, a real
+PostgreSQL server (``pg_server.py``) and the finder's single-process reference run (``finder_procs.py``)."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import finder_procs
 import lightning.pytorch as pl
 import pytest
 import torch
+from pg_server import PostgresServer, start_postgres
 from torch.utils.data import DataLoader, TensorDataset
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
@@ -66,3 +72,36 @@ def quiet_trainer(**kwargs: Any) -> pl.Trainer:
 @pytest.fixture
 def tiny_model() -> type[TinyModel]:
     return TinyModel
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the whole session (see ``tests/pg_server.py``); stopped at the end.
+
+    No skip: if the server cannot start, every test that uses it errors (CI fails on it)."""
+    server = start_postgres(tmp_path_factory.mktemp("postgres") / "data")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_database(postgres: PostgresServer, request: pytest.FixtureRequest) -> str:
+    """A new, empty database on the session's server for one test; returns its name."""
+    name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40] + f"_{next(_DATABASES)}"
+    postgres.create_database(name)
+    return name
+
+
+_DATABASES = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def finder_single(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    """``lightning-tau find`` of ``finder_procs.GRID`` in one process on a journal file, uninterrupted: the JSON and
+    the suggestion line every multi-process way must give."""
+    pytest.importorskip("sklearn")
+    root = tmp_path_factory.mktemp("single")
+    printed, _ = finder_procs.finish(finder_procs.run(finder_procs.command(root / "out", root / "r.json")))
+    return json.loads((root / "r.json").read_text()), finder_procs.suggestion(printed)
