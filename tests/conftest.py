@@ -3,11 +3,12 @@ PostgreSQL server (``pg_server.py``) and the finder's single-process reference r
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import re
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import finder_procs
@@ -75,26 +76,21 @@ def tiny_model() -> type[TinyModel]:
 
 
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
-    """A real PostgreSQL server for the whole session (see ``tests/pg_server.py``); stopped at the end.
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the whole session (see ``tests/pg_server.py``); stopped and removed at the end.
 
-    No skip: if the server cannot start, every test that uses it errors (CI fails on it)."""
-    server = start_postgres(tmp_path_factory.mktemp("postgres") / "data")
+    Its data folder is not under pytest's temporary folder: pytest makes ``/tmp/pytest-of-<user>`` private (0700)
+    at the start of every session, so a concurrent session would lock the server's own user (as root: ``pgserver``)
+    out of it. No skip: if the server cannot start, every test that uses it errors (CI fails on it)."""
+    folder = Path(tempfile.mkdtemp(prefix="lightning_tau_pg_"))
     try:
-        yield server
+        server = start_postgres(folder / "data")
+        try:
+            yield server
+        finally:
+            server.stop()
     finally:
-        server.stop()
-
-
-@pytest.fixture
-def pg_database(postgres: PostgresServer, request: pytest.FixtureRequest) -> str:
-    """A new, empty database on the session's server for one test; returns its name."""
-    name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40] + f"_{next(_DATABASES)}"
-    postgres.create_database(name)
-    return name
-
-
-_DATABASES = itertools.count()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

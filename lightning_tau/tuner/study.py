@@ -250,6 +250,8 @@ def _driver_hint(url: str) -> str:
         driver = parsed.get_dialect().driver
     except Exception:
         return " (e.g. postgresql+psycopg2://user:password@host/db with `pip install psycopg2-binary`)"
+    if parsed.get_backend_name() == "postgresql" and driver == "psycopg2":
+        return " (this URL uses the 'psycopg2' driver: `pip install psycopg2-binary`)"
     if parsed.get_backend_name() == "postgresql":
         return (
             f" (this URL uses the {driver!r} driver; for psycopg2 write postgresql+psycopg2://..."
