@@ -32,8 +32,13 @@ def run(argv: list[str], **env: str) -> subprocess.Popen[str]:
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 300) -> tuple[str, str]:
-    """``(stdout, stderr)`` of ``proc``, which must exit 0."""
-    out, err = proc.communicate(timeout=timeout)
+    """``(stdout, stderr)`` of ``proc``, which must exit 0 within ``timeout`` seconds (else it is killed)."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"{proc.args!r} did not finish in {timeout:g} s: {err[-3000:]}") from None
     assert proc.returncode == 0, err[-3000:]
     return out, err
 

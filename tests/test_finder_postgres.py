@@ -170,7 +170,7 @@ def test_a_killed_workers_trial_is_handed_on_by_the_database_heartbeat(
     worker = {**victim.user_attrs["worker"], "machine": "far/1", "host": "far"}
     load.storage.set_trial_user_attr(victim._trial_id, "worker", worker)
 
-    stdout, stderr = finish(run(command(out, tmp_path / "again.json", "--storage", url), **beat))
+    stdout, stderr = finish(run(command(out, tmp_path / "again.json", "--storage", url), **beat), timeout=240)
     expected, line = finder_single
     assert json.loads((tmp_path / "again.json").read_text()) == expected and suggestion(stdout) == line
     assert f"trial #{victim.number} (tau_epoch=" in stderr and "heartbeat stopped (none for 4 s)" in stderr

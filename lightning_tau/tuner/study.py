@@ -233,10 +233,14 @@ def _open_database(url: str, heartbeat: int) -> RDBStorage:
                 lambda: RDBStorage(url, heartbeat_interval=heartbeat, grace_period=GRACE_BEATS * heartbeat)
             )
     except Exception as err:  # sqlalchemy's errors, a missing driver (ImportError), a bad URL
+        hint = (
+            f"other processes kept creating its tables at the same time ({RACE_TRIES} tries); run the command again"
+            if _creation_race(err)
+            else f"Check the URL, that the database is reachable and that its driver is installed{_driver_hint(url)}"
+        )
         raise StorageError(
             redact_url(url),
-            f"cannot open the database: {type(err).__name__}: {_scrub(str(err), url)[:300]}. Check the URL, that the"
-            f" database is reachable and that its driver is installed{_driver_hint(url)}.",
+            f"cannot open the database: {type(err).__name__}: {_scrub(str(err), url)[:300]}. {hint}.",
         ) from None
 
 
