@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import finder_procs
 import lightning.pytorch as pl
 import pytest
 import torch
@@ -98,6 +97,8 @@ def finder_single(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, A
     """``lightning-tau find`` of ``finder_procs.GRID`` in one process on a journal file, uninterrupted: the JSON and
     the suggestion line every multi-process way must give."""
     pytest.importorskip("sklearn")
+    import finder_procs  # imports optuna: only where a test needs it
+
     root = tmp_path_factory.mktemp("single")
     printed, _ = finder_procs.finish(finder_procs.run(finder_procs.command(root / "out", root / "r.json")))
     return json.loads((root / "r.json").read_text()), finder_procs.suggestion(printed)
