@@ -1,14 +1,20 @@
-"""Shared test fixtures: a tiny classification LightningModule whose optimizer set-up each test chooses."""
+"""Shared test fixtures: a tiny classification LightningModule whose optimizer set-up each test chooses, a real
+PostgreSQL server (``pg_server.py``) and the finder's single-process reference run (``finder_procs.py``)."""
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
 import pytest
 import torch
+from pg_server import PostgresServer, start_postgres
 from torch.utils.data import DataLoader, TensorDataset
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
@@ -66,3 +72,33 @@ def quiet_trainer(**kwargs: Any) -> pl.Trainer:
 @pytest.fixture
 def tiny_model() -> type[TinyModel]:
     return TinyModel
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the whole session (see ``tests/pg_server.py``); stopped and removed at the end.
+
+    Its data folder is not under pytest's temporary folder: pytest makes ``/tmp/pytest-of-<user>`` private (0700)
+    at the start of every session, so a concurrent session would lock the server's own user (as root: ``pgserver``)
+    out of it. No skip: if the server cannot start, every test that uses it errors (CI fails on it)."""
+    folder = Path(tempfile.mkdtemp(prefix="lightning_tau_pg_"))
+    try:
+        server = start_postgres(folder / "data")
+        try:
+            yield server
+        finally:
+            server.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def finder_single(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    """``lightning-tau find`` of ``finder_procs.GRID`` in one process on a journal file, uninterrupted: the JSON and
+    the suggestion line every multi-process way must give."""
+    pytest.importorskip("sklearn")
+    import finder_procs  # imports optuna: only where a test needs it
+
+    root = tmp_path_factory.mktemp("single")
+    printed, _ = finder_procs.finish(finder_procs.run(finder_procs.command(root / "out", root / "r.json")))
+    return json.loads((root / "r.json").read_text()), finder_procs.suggestion(printed)

@@ -14,6 +14,7 @@ import lightning.pytorch as pl
 import optuna
 import pytest
 import torch
+from finder_procs import wait_for
 from optuna.trial import TrialState
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -21,7 +22,7 @@ from lightning_tau import TimescaleCallback
 from lightning_tau.param_groups import build_param_groups
 from lightning_tau.tuner import study as study_module
 from lightning_tau.tuner.finder import SettingError, TimescaleFinder
-from lightning_tau.tuner.study import SETTINGS_ATTR, StorageError, redact_url
+from lightning_tau.tuner.study import SETTINGS_ATTR, GridStudy, StorageError, open_storage, redact_url
 
 N, BATCH, LR, TRUE_TAU = 64, 16, 1e-2, 6.0
 
@@ -196,31 +197,104 @@ def test_dead_and_stale_workers_trials_are_handed_on_live_ones_are_waited_for(
     source, expected = reference
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # a pid that ran on this machine and is gone (as after SIGKILL)
+    live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    stat = study_module._proc_stat(live.pid)
+    assert stat is not None
     here = study_module._worker()
-    now = time.time()
     running = TrialState.RUNNING
-    _copy(
-        _journal(source),
-        tmp_path / "copy.journal",
-        {
-            (1.0, 0): lambda t: _with(t, state=running, record=_DROP, worker={**here, "pid": gone.pid}),
-            (4.0, 0): lambda t: _with(t, state=running, record=_DROP, worker={"host": "far", "machine": "far/1"}),
-            (16.0, 0): lambda t: _with(
-                t, state=running, record=_DROP, worker={"host": "far", "machine": "far/1"}, alive_at=now - 100
-            ),
-        },
-    )
-    # the far worker of tau 4 shows no sign of life (its start is now): alive until stale_after
-    finder = _finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=50)
-    assert _fit(finder, wait=False) is None
-    assert (finder.trained_runs, finder.pending_runs) == (2, 1)  # the dead pid's and the stale one's
-    trials = _journal(finder).trials
-    failed = sorted((t.user_attrs["tau_epoch"], t.number) for t in trials if t.state == TrialState.FAIL)
-    assert [tau for tau, _ in failed] == [1.0, 16.0]
-    assert [t.user_attrs["tau_epoch"] for t in trials if t.state == TrialState.RUNNING] == [4.0]
-    # later the far worker is stale too: handed on, and the answer is the uninterrupted one
-    finder = _finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=1e-3)
+    far = {"host": "far", "machine": "far/1"}
+    try:
+        _copy(
+            _journal(source),
+            tmp_path / "copy.journal",
+            {
+                (1.0, 0): lambda t: _with(t, state=running, record=_DROP, worker={**here, "pid": gone.pid}),
+                # another machine's worker that started just now (no sign of life yet: its start counts)
+                (4.0, 0): lambda t: _with(t, state=running, record=_DROP, worker=far),
+                # another machine's worker silent for 115 days
+                (16.0, 0): lambda t: _with(t, state=running, record=_DROP, worker=far, alive_at=time.time() - 1e7),
+                # a live process on this machine, silent as long as the last one: alive, so never handed on
+                (64.0, 0): lambda t: _with(
+                    t, state=running, record=_DROP, worker={**here, "pid": live.pid, "started": stat[1]}, alive_at=0.0
+                ),
+            },
+        )
+        finder = _finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=1e6)
+        assert _fit(finder, wait=False) is None
+        assert (finder.trained_runs, finder.pending_runs) == (2, 2)  # the dead pid's and the stale one's
+        trials = _journal(finder).trials
+        failed = sorted((t.user_attrs["tau_epoch"], t.number) for t in trials if t.state == TrialState.FAIL)
+        assert [tau for tau, _ in failed] == [1.0, 16.0]
+        assert [t.user_attrs["tau_epoch"] for t in trials if t.state == TrialState.RUNNING] == [4.0, 64.0]
+        # the far worker stale too (any silence counts now): handed on; the live local one still waited for
+        finder = _finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=1e-3)
+        assert _fit(finder, wait=False) is None
+        assert (finder.trained_runs, finder.pending_runs) == (1, 1)
+        assert [t.user_attrs["tau_epoch"] for t in _journal(finder).trials if t.state == running] == [64.0]
+    finally:
+        live.communicate(b"")  # its process ends
+    finder = _finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=1e6)
     assert _fit(finder).to_json() == expected.to_json() and finder.trained_runs == 1
+
+
+class _HandOver(pl.Callback):
+    """Plays another worker that takes over the first trial while this one trains it: fails it in the storage."""
+
+    def __init__(self, storage: str | Path) -> None:
+        self.storage = storage
+        self.failed: list[int] = []
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self.failed:
+            return
+        storage = self.storage
+        if not isinstance(storage, str):
+            storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(storage)))
+        (name,) = optuna.get_all_study_names(storage)
+        study = optuna.load_study(study_name=name, storage=storage)
+        (trial,) = [t for t in study.trials if t.state == TrialState.RUNNING]
+        study.tell(trial.number, state=TrialState.FAIL)
+        self.failed.append(trial.number)
+
+
+@pytest.mark.parametrize("backend", ["journal", "database"])
+def test_a_trial_handed_on_while_training_is_dropped_and_trained_again(
+    tmp_path: Path,
+    reference: tuple[TimescaleFinder, Any],
+    backend: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LIGHTNING_TAU_HEARTBEAT", "2")  # a database's grace: 4 beats, 8 s
+    storage: str | Path = tmp_path / "s.journal" if backend == "journal" else f"sqlite:///{tmp_path / 's.db'}"
+    hand_over = _HandOver(storage)
+    trainer_kwargs = {"max_epochs": 1, "accelerator": "cpu", "devices": 1, "callbacks": [hand_over]}
+    finder = _finder(tmp_path, storage=storage, trainer_kwargs=trainer_kwargs, verbose=True, stale_after=300)
+    assert _fit(finder).to_json() == reference[1].to_json()
+    assert finder.trained_runs == 4  # the dropped result is not counted: its point was trained again
+    (number,) = hand_over.failed
+    grace = "no sign of life for 300 s" if backend == "journal" else "no heartbeat for 8 s"  # what decided
+    assert f"trial #{number}: was handed to another worker while this one trained it ({grace})" in caplog.text
+    trials = finder.study.study.trials  # type: ignore[union-attr]
+    assert trials[number].state == TrialState.FAIL and "record" not in trials[number].user_attrs
+
+
+def test_a_working_trial_keeps_writing_signs_of_life(tmp_path: Path) -> None:
+    # a journal has no heartbeat of its own: the worker writes `alive_at` every `heartbeat` seconds while it trains
+    study = GridStudy.open(tmp_path / "s.journal", tmp_path, "s", {"grid": [1]}, [(1.0, 0)], heartbeat=0.05)
+    study.enqueue_missing()
+    taken = study.take()
+    assert taken is not None
+    trial, _ = taken
+    reader = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(tmp_path / "s.journal")))
+
+    def alive_at() -> float | None:
+        return optuna.load_study(study_name="s", storage=reader).trials[0].user_attrs.get("alive_at")
+
+    with study.working_on(trial):
+        first = wait_for(alive_at, "the first sign of life", timeout=30)
+        second = wait_for(lambda: (alive_at() or first) > first and alive_at(), "a later sign of life", timeout=30)
+        wait_for(lambda: (alive_at() or second) > second, "a third sign of life", timeout=30)
 
 
 def test_a_duplicate_enqueued_point_is_trained_once(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:
@@ -263,6 +337,53 @@ def test_bad_storages_fail_before_training_and_never_show_a_password(tmp_path: P
         assert secret not in str(info.value) and "\n" not in str(info.value)
     assert not (tmp_path / "finder").exists()  # nothing trained
     assert redact_url("mysql+pymysql://u:p%40ss@h/db") == "mysql+pymysql://u:***@h/db"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "secrets"),
+    [
+        ("postgresql+psycopg2://u:ab/cd9@host/db", "postgresql+psycopg2://u:***@host/db", ["ab/cd9", "cd9"]),
+        ("postgresql+psycopg2://user:s3c@ret@host/db", "postgresql+psycopg2://user:***@host/db", ["s3c", "ret"]),
+        (
+            "postgresql+psycopg2://u@host/db?password=x7q&sslmode=require",
+            "postgresql+psycopg2://u@host/db?password=***&sslmode=require",
+            ["x7q"],
+        ),
+        ("postgresql+psycopg2://u:p%2Fw%40d@host/db", "postgresql+psycopg2://u:***@host/db", ["p%2Fw%40d", "p/w@d"]),
+        ("sqlite:///tau_runs/finder.db", "sqlite:///tau_runs/finder.db", []),
+    ],
+)
+def test_urls_are_shown_without_their_passwords(url: str, shown: str, secrets: list[str]) -> None:
+    assert redact_url(url) == shown
+    assert all(secret not in redact_url(url) for secret in secrets)
+
+
+def test_a_drivers_error_that_echoes_the_password_is_scrubbed(tmp_path: Path) -> None:
+    # an "@" in the password, not URL-encoded: SQLAlchemy takes "s3c" for the password and "ret@127.0.0.1" for the
+    # host, and the driver's error echoes that host
+    with pytest.raises(StorageError, match=r"could not translate host name \"\*\*\*@127.0.0.1\"") as info:
+        open_storage("postgresql+psycopg2://tau:s3c@ret@127.0.0.1:1/finder", tmp_path)
+    assert "s3c" not in str(info.value) and "ret@" not in str(info.value)
+
+
+def test_the_driver_hint_names_psycopg2_for_this_sqlalchemy(tmp_path: Path) -> None:
+    import sqlalchemy
+
+    # SQLAlchemy 2.1 reads postgresql:// as psycopg 3 (2.0: psycopg2); the finder's tests and docs use psycopg2
+    driver = "psycopg" if sqlalchemy.__version__.startswith("2.1") else "psycopg2"
+    with pytest.raises(StorageError) as info:
+        open_storage("postgresql://tau:pa55w0rd@127.0.0.1:1/finder", tmp_path)
+    assert f"this URL uses the {driver!r} driver; for psycopg2 write postgresql+psycopg2://" in str(info.value)
+    assert "pip install psycopg2-binary" in str(info.value) and "pa55w0rd" not in str(info.value)
+
+
+def test_a_bad_heartbeat_setting_is_refused_before_any_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LIGHTNING_TAU_HEARTBEAT", "0.5")
+    with pytest.raises(ValueError, match=r"`LIGHTNING_TAU_HEARTBEAT='0.5'` is not valid: use a positive whole"):
+        _fit(_finder(tmp_path))
+    assert not (tmp_path / "finder" / "tb").exists()
 
 
 def test_workers_need_a_model_and_data_that_pickle(tmp_path: Path) -> None:

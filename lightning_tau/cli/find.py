@@ -146,7 +146,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         metavar="PATH_OR_URL",
         help="the study's storage: a journal file (shared file system) or an Optuna database URL such as"
-        " postgresql://user:password@host/db (the password is never printed); when not given: OUT/study.journal",
+        " postgresql+psycopg2://user:password@host/db (the password is never printed); when not given:"
+        " OUT/study.journal",
     )
     parser.add_argument(
         "--study",

@@ -119,8 +119,8 @@ class TimescaleFinder:
         verbose: print what is reused, trained, handed on and waited for, and at the end the curve, the
             suggestion and its uncertainty (:meth:`FinderResult.table`) (rank zero only).
         storage: where the study lives: ``None`` (the journal file ``root_dir/study.journal``), a journal file
-            path, an Optuna database URL (``postgresql://user:password@host/db``; the password is never printed)
-            or an Optuna storage object. See ``docs/finder.rst`` for which to use where.
+            path, an Optuna database URL (``postgresql+psycopg2://user:password@host/db``; the password is never
+            printed) or an Optuna storage object. See ``docs/finder.rst`` for which to use where.
         study_name: the study; by default ``tau_finder_`` and a hash of the sweep's settings, so the same
             settings join the same study and other settings start another. A named study opened with other
             settings is an error naming the difference.
@@ -235,7 +235,7 @@ class TimescaleFinder:
         if storage is not None and not isinstance(storage, (str, Path, BaseStorage)) or storage == "":
             raise ValueError(
                 f"`TimescaleFinder(storage={storage!r})` is not valid: use a journal file path, an Optuna storage URL"
-                " (e.g. postgresql://user:password@host/db) or an Optuna storage."
+                " (e.g. postgresql+psycopg2://user:password@host/db) or an Optuna storage."
             )
         self.storage = storage
         if study_name is not None and (not isinstance(study_name, str) or not study_name.strip()):

@@ -18,7 +18,10 @@ waiting trial (Optuna's atomic WAITING -> RUNNING), trains it, stores its record
   built here (``RDBStorage`` with ``heartbeat_interval``) Optuna's heartbeat and
   :func:`optuna.storages.fail_stale_trials` fail it from any machine; on a journal file, which has no heartbeat in
   Optuna 5, the worker writes the user attribute ``alive_at`` every ``heartbeat`` seconds and another machine fails
-  the trial after ``stale_after`` seconds without one. A failed trial's grid point is enqueued again.
+  the trial after ``stale_after`` seconds without one. A failed trial's grid point is enqueued again. The heartbeat
+  is 30 s (``$LIGHTNING_TAU_HEARTBEAT`` sets it); a database's grace is 4 beats (120 s).
+- **Many first openers.** Processes that open a new database or study at the same moment race to create its tables,
+  study and settings; the loser of a race tries again (:func:`retry_races`) and finds them made.
 - **Same sweep.** The study's user attribute ``lightning_tau`` holds the sweep's settings; opening the study with
   other settings is an error naming the difference.
 - **The answer** is computed from the lowest-numbered valid complete trial of every grid point, sorted by
@@ -30,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import socket
 import threading
@@ -38,7 +42,8 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import quote, unquote
 
 import optuna
 from optuna.exceptions import UpdateFinishedTrialError
@@ -49,14 +54,28 @@ from optuna.trial import FrozenTrial, TrialState
 from lightning_tau.tuner.journal import DAMAGED_HINT, OP_CODES, journal_problem, repair_tail
 from lightning_tau.tuner.trial import check_record
 
-__all__ = ["GridStudy", "JournalWriteError", "StorageError", "StudyMismatchError", "open_storage", "redact_url"]
+__all__ = [
+    "GridStudy",
+    "JournalWriteError",
+    "StorageError",
+    "StudyMismatchError",
+    "heartbeat_seconds",
+    "open_storage",
+    "redact_url",
+    "retry_races",
+]
 
 #: Bumped when the study's layout (user attributes, trial records) changes.
 STUDY_FORMAT = 2
 #: The study's user attribute holding the sweep's settings.
 SETTINGS_ATTR = "lightning_tau"
-#: Seconds between a worker's signs of life (journal: ``alive_at``; database: Optuna's heartbeat).
+#: Seconds between a worker's signs of life (journal: ``alive_at``; database: Optuna's heartbeat), unless the
+#: environment variable ``LIGHTNING_TAU_HEARTBEAT`` (:data:`HEARTBEAT_ENV`) says otherwise.
 HEARTBEAT_SECONDS = 30
+#: The environment variable that sets the seconds between signs of life (a positive whole number).
+HEARTBEAT_ENV = "LIGHTNING_TAU_HEARTBEAT"
+#: On a database storage, a trial whose worker sent no heartbeat for this many beats is handed on (120 s at 30 s).
+GRACE_BEATS = 4
 #: Seconds without a sign of life after which another machine hands a journal trial to another worker.
 STALE_SECONDS = 600
 #: The default journal file under ``root_dir``.
@@ -94,30 +113,97 @@ class StudyMismatchError(ValueError):
 def redact_url(url: str) -> str:
     """``url`` with its password (if any) replaced by ``***``: safe to print.
 
+    SQLAlchemy's own ``make_url(url).render_as_string(hide_password=True)`` where it reads the password as written;
+    a password holding ``@`` (which SQLAlchemy splits at its first ``@``) is masked up to the last ``@`` before the
+    host, and a ``password=`` query parameter is masked too.
+
     Example:
-        >>> redact_url("postgresql://tau:s3cret@db.example.org:5432/finder")
-        'postgresql://tau:***@db.example.org:5432/finder'
+        >>> redact_url("postgresql+psycopg2://tau:s3cret@db.example.org:5432/finder")
+        'postgresql+psycopg2://tau:***@db.example.org:5432/finder'
+        >>> redact_url("postgresql+psycopg2://u:ab/cd9@host/db")
+        'postgresql+psycopg2://u:***@host/db'
+        >>> redact_url("postgresql+psycopg2://user:s3c@ret@host/db")
+        'postgresql+psycopg2://user:***@host/db'
+        >>> redact_url("postgresql+psycopg2://user@host/db?password=x&sslmode=require")
+        'postgresql+psycopg2://user@host/db?password=***&sslmode=require'
         >>> redact_url("sqlite:///tau_runs/finder.db")
         'sqlite:///tau_runs/finder.db'
     """
-    return re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^/@:]*:)[^/@]*@", r"\1***@", url)
+    from sqlalchemy.engine import make_url
+
+    userinfo = _USERINFO_PASSWORD.match(url)
+    shown = url
+    try:
+        parsed = make_url(url)
+        if userinfo is None or parsed.password == unquote(userinfo.group("password")):
+            shown = parsed.render_as_string(hide_password=True)
+    except Exception:  # not a URL SQLAlchemy reads: mask it by hand below
+        pass
+    if userinfo is not None and shown == url:
+        shown = f"{userinfo.group('head')}***@{userinfo.group('tail')}"
+    shown = _QUERY_PASSWORD.sub(r"\g<1>***", shown)
+    return _scrub_secrets(shown, _secrets(url))
+
+
+#: ``scheme://user:PASSWORD@rest``: the password runs to the last ``@`` before the query (it may hold ``/`` and ``@``).
+_USERINFO_PASSWORD = re.compile(
+    r"^(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:/@?#]*:)(?P<password>[^?#]*)@(?P<tail>[^@?#]*(?:[?#].*)?)$", re.DOTALL
+)
+#: ``?password=...`` or ``&password=...`` (also ``passwd``, ``pwd``), as libpq and MySQL drivers accept it.
+_QUERY_PASSWORD = re.compile(r"([?&](?:password|passwd|pwd)=)[^&#]*", re.IGNORECASE)
 
 
 def _secrets(url: str) -> list[str]:
-    """The password of ``url`` as written and URL-decoded (what an error message might echo)."""
-    match = re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/@:]*:([^/@]*)@", url)
-    if not match or not match.group(1):
-        return []
-    from urllib.parse import unquote
+    """Every password ``url`` holds, as written and URL-decoded, longest first (what an error message might echo)."""
+    found: set[str] = set()
+    userinfo = _USERINFO_PASSWORD.match(url)
+    if userinfo is not None:
+        found.add(userinfo.group("password"))
+        # SQLAlchemy splits a password at its first "@" and takes the rest for the host, which a driver then echoes
+        found.update(part for part in userinfo.group("password").split("@") if len(part) >= 3)
+    with contextlib.suppress(Exception):
+        from sqlalchemy.engine import make_url
 
-    return sorted({match.group(1), unquote(match.group(1))}, key=len, reverse=True)
+        password = make_url(url).password
+        if password:
+            found.add(str(password))
+    found.update(match.group(0).split("=", 1)[1] for match in _QUERY_PASSWORD.finditer(url))
+    found |= {unquote(secret) for secret in found} | {quote(secret, safe="") for secret in found}
+    return sorted((secret for secret in found if secret), key=len, reverse=True)
+
+
+def _scrub_secrets(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
 
 
 def _scrub(text: str, url: str) -> str:
-    for secret in _secrets(url):
-        text = text.replace(secret, "***")
+    """A driver's error message for ``url`` in one line, without any of the URL's passwords."""
+    text = _scrub_secrets(text, _secrets(url))
     text = re.sub(r"\(Background on this error at: [^)]*\)", "", text)
     return " ".join(text.split()).rstrip(". ")  # one line
+
+
+def heartbeat_seconds() -> int:
+    """The seconds between a worker's signs of life: ``$LIGHTNING_TAU_HEARTBEAT`` if set, else 30.
+
+    Raises:
+        ValueError: the variable is set to anything but a positive whole number.
+
+    Example:
+        >>> heartbeat_seconds()
+        30
+    """
+    raw = os.environ.get(HEARTBEAT_ENV, "").strip()
+    if not raw:
+        return HEARTBEAT_SECONDS
+    if not raw.isdigit() or int(raw) <= 0:
+        raise ValueError(
+            f"`{HEARTBEAT_ENV}={raw!r}` is not valid: use a positive whole number of seconds (default"
+            f" {HEARTBEAT_SECONDS}), or unset it."
+        )
+    return int(raw)
 
 
 def open_storage(
@@ -148,18 +234,7 @@ def open_storage(
             f" storage, got {type(storage).__name__!r}."
         )
     if isinstance(storage, str) and "://" in storage:
-        shown = redact_url(storage)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
-                rdb = RDBStorage(storage, heartbeat_interval=heartbeat, grace_period=4 * heartbeat)
-        except Exception as err:  # sqlalchemy's errors, a missing driver (ImportError), a bad URL
-            raise StorageError(
-                shown,
-                f"cannot open the database: {type(err).__name__}: {_scrub(str(err), storage)[:300]}. Check the URL,"
-                " that the database is reachable and that its driver is installed (e.g. psycopg2 for postgresql://).",
-            ) from None
-        return rdb, shown
+        return _open_database(storage, heartbeat), redact_url(storage)
     path = Path(storage) if storage is not None else root_dir / JOURNAL_NAME
     return _open_journal(path, log), str(path)
 
@@ -293,6 +368,82 @@ def _append(path: str, data: bytes) -> None:
         os.close(fd)
 
 
+def _open_database(url: str, heartbeat: int) -> RDBStorage:
+    """Optuna's ``RDBStorage`` on ``url`` with a heartbeat every ``heartbeat`` s and a grace of ``GRACE_BEATS`` beats.
+
+    Creating the tables races when several processes open an empty database at once (PostgreSQL: ``duplicate key
+    ... pg_type_typname_nsp_index``, ``type "studydirection" already exists``; SQLite: ``table studies already
+    exists``): the loser tries again and finds them made.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
+            return retry_races(
+                lambda: RDBStorage(url, heartbeat_interval=heartbeat, grace_period=GRACE_BEATS * heartbeat)
+            )
+    except Exception as err:  # sqlalchemy's errors, a missing driver (ImportError), a bad URL
+        hint = (
+            f"other processes kept creating its tables at the same time ({RACE_TRIES} tries); run the command again"
+            if _creation_race(err)
+            else f"Check the URL, that the database is reachable and that its driver is installed{_driver_hint(url)}"
+        )
+        raise StorageError(
+            redact_url(url),
+            f"cannot open the database: {type(err).__name__}: {_scrub(str(err), url)[:300]}. {hint}.",
+        ) from None
+
+
+def _driver_hint(url: str) -> str:
+    """Which driver the URL's dialect asks for, and how to name psycopg2 (SQLAlchemy 2.1 reads ``postgresql://``
+    as psycopg 3, 2.0 as psycopg2)."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+        driver = parsed.get_dialect().driver
+    except Exception:
+        return " (e.g. postgresql+psycopg2://user:password@host/db with `pip install psycopg2-binary`)"
+    if parsed.get_backend_name() == "postgresql" and driver == "psycopg2":
+        return " (this URL uses the 'psycopg2' driver: `pip install psycopg2-binary`)"
+    if parsed.get_backend_name() == "postgresql":
+        return (
+            f" (this URL uses the {driver!r} driver; for psycopg2 write postgresql+psycopg2://..."
+            " and `pip install psycopg2-binary`)"
+        )
+    return f" (this URL uses the {driver!r} driver)"
+
+
+T = TypeVar("T")
+#: How many times opening a storage or a study is tried when another process creates it at the same moment.
+RACE_TRIES = 8
+
+
+def retry_races(action: Callable[[], T], tries: int = RACE_TRIES) -> T:
+    """``action()``, tried again (after a short random pause) while it fails because another process was creating
+    the same tables, study or study attribute at the same moment; any other error is raised at once."""
+    for attempt in range(tries):
+        try:
+            return action()
+        except Exception as err:
+            if attempt == tries - 1 or not _creation_race(err):
+                raise
+            time.sleep(random.uniform(0.05, 0.25) * (attempt + 1))
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def _creation_race(err: BaseException) -> bool:
+    """Whether ``err`` is a database's answer to two processes creating the same thing at once."""
+    try:
+        from sqlalchemy.exc import DBAPIError, IntegrityError
+    except ImportError:
+        return False
+    if isinstance(err, IntegrityError):
+        return True
+    return isinstance(err, DBAPIError) and bool(
+        re.search(r"already exists|duplicate key|database is locked", str(err), re.IGNORECASE)
+    )
+
+
 @contextlib.contextmanager
 def quiet_optuna() -> Iterator[None]:
     """Optuna's INFO and WARNING lines (study created, trial failed) off while the finder talks to the study."""
@@ -333,6 +484,9 @@ class GridStudy:
         self.log: Log = log or (lambda message: None)
         self._reported: set[int] = set()
         self._beats = isinstance(storage, RDBStorage) and storage.get_heartbeat_interval() is not None
+        #: seconds without a sign of life after which another worker takes over a trial: the database heartbeat's
+        #: grace where there is one, else ``stale_after`` (a journal file on another machine)
+        self.grace = float(_grace(storage)) if self._beats else self.stale_after
 
     @classmethod
     def open(
@@ -345,30 +499,41 @@ class GridStudy:
         *,
         direction: str = "minimize",
         stale_after: float = STALE_SECONDS,
-        heartbeat: float = HEARTBEAT_SECONDS,
+        heartbeat: float | None = None,
         log: Log | None = None,
     ) -> GridStudy:
         """Create or load ``study_name`` in ``storage`` and check that it holds this sweep.
+
+        ``heartbeat``: seconds between a worker's signs of life (``None``: :func:`heartbeat_seconds`). Several
+        processes may open the same new study at once: the one that loses a race to create it tries again.
 
         Raises:
             ValueError: the storage cannot be opened or written, or the study holds a sweep with other settings
                 (the message names each difference).
         """
+        heartbeat = heartbeat_seconds() if heartbeat is None else heartbeat
         backend, shown = open_storage(storage, root_dir, max(1, round(heartbeat)), log=log)
+        mine = {"format": STUDY_FORMAT, "settings": dict(settings)}
+
+        def create() -> tuple[optuna.Study, Any]:
+            study = optuna.create_study(
+                storage=backend,
+                study_name=study_name,
+                direction=direction,
+                load_if_exists=True,
+                sampler=optuna.samplers.RandomSampler(seed=0),  # never samples: every trial is enqueued
+            )
+            stored = study.user_attrs.get(SETTINGS_ATTR)
+            if stored is None:
+                # two first openers at once: a journal keeps the last write, a database refuses the second
+                # (a duplicate key), whose opener then tries again and reads the first
+                study.set_user_attr(SETTINGS_ATTR, mine)
+                stored = study.user_attrs.get(SETTINGS_ATTR)
+            return study, stored
+
         with quiet_optuna():
             try:
-                study = optuna.create_study(
-                    storage=backend,
-                    study_name=study_name,
-                    direction=direction,
-                    load_if_exists=True,
-                    sampler=optuna.samplers.RandomSampler(seed=0),  # never samples: every trial is enqueued
-                )
-                mine = {"format": STUDY_FORMAT, "settings": dict(settings)}
-                stored = study.user_attrs.get(SETTINGS_ATTR)
-                if stored is None:
-                    study.set_user_attr(SETTINGS_ATTR, mine)
-                    stored = study.user_attrs.get(SETTINGS_ATTR)  # two first openers at once: the last write won
+                study, stored = retry_races(create)
             except StorageError:
                 raise
             except Exception as err:
@@ -438,7 +603,8 @@ class GridStudy:
                 if trial.number not in before:
                     failed += 1
                     self.log(
-                        f"trial #{trial.number} ({_describe(trial)}): its worker's heartbeat stopped; handing it on."
+                        f"trial #{trial.number} ({_describe(trial)}): its worker's heartbeat stopped (none for"
+                        f" {self.grace:g} s); handing it on."
                     )
         now = time.time()
         for trial in self._trials((TrialState.RUNNING,)):
@@ -563,11 +729,19 @@ class GridStudy:
             raise
         except (ValueError, UpdateFinishedTrialError):
             self.log(
-                f"trial #{trial.number}: was handed to another worker while this one trained it (no sign of life"
-                f" for {self.stale_after:g} s); its result is dropped."
+                f"trial #{trial.number}: was handed to another worker while this one trained it"
+                f" ({'no heartbeat' if self._beats else 'no sign of life'} for {self.grace:g} s); its result is"
+                " dropped."
             )
             return False
         return True
+
+
+def _grace(storage: RDBStorage) -> int:
+    """The heartbeat grace of ``storage``: Optuna's default is two beats where none was given."""
+    interval = storage.get_heartbeat_interval()
+    grace = getattr(storage, "grace_period", None)  # a public attribute of RDBStorage, with no getter
+    return int(grace) if grace is not None else 2 * int(interval or 0)
 
 
 def _pop(study: optuna.Study, trial: FrozenTrial) -> bool:
