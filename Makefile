@@ -34,6 +34,8 @@ demo: $(STAMP)
 	$(VENV)/bin/lightning-tau demo
 
 test: $(STAMP)
+	# the layering contract (pyproject.toml [tool.importlinter]): no upward import, no Lightning in the pure modules
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
 docs: $(STAMP)

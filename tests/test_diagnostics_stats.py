@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -162,3 +166,22 @@ def test_diagnostics_fsdp1_flat_parameters_count_real_elements_only(sharded_resu
     mean_abs, rms, numel = result["fsdp1_reference"]
     assert numel == 25
     assert result["fsdp1_metrics"] == pytest.approx([mean_abs, rms], rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import lightning_tau.diagnostics.stats",
+        "import lightning_tau.diagnostics.metrics",
+        "from lightning_tau.diagnostics import TimescaleTracker, WeightStatsPass, timescale_metrics",
+    ],
+)
+def test_diagnostics_torch_only_modules_load_no_lightning(statement):
+    """The modules documented as torch-only (a plain PyTorch or Fabric loop) do not load Lightning through the
+    package's ``__init__``."""
+    loaded = "sorted(m for m in ('lightning', 'pytorch_lightning') if m in sys.modules)"
+    code = f"import sys\n{statement}\nprint('LOADED', {loaded})"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "LOADED []" in done.stdout

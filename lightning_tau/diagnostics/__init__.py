@@ -5,11 +5,53 @@
   Fabric): :func:`timescale_metrics` and the per-step :class:`TimescaleTracker` (torch only).
 - :mod:`lightning_tau.diagnostics.stats`: the fused weight-statistics pass (torch only), usable without Lightning.
 - :mod:`lightning_tau.diagnostics.dashboards`: the TensorBoard custom-scalars layout and hparams record.
+
+The names below are imported on first use (PEP 562), as in the top-level package: importing
+``lightning_tau.diagnostics.stats`` or ``.metrics`` in a plain torch loop does not load Lightning.
 """
 
-from lightning_tau.diagnostics.metrics import TimescaleTracker, group_metrics, timescale_metrics
-from lightning_tau.diagnostics.monitor import TimescaleMonitor
-from lightning_tau.diagnostics.stats import WeightStatsPass, all_reduce_sums, group_sums, magnitudes, weight_sums
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
+    from lightning_tau.diagnostics.metrics import TimescaleTracker, group_metrics, timescale_metrics
+    from lightning_tau.diagnostics.monitor import TimescaleMonitor
+    from lightning_tau.diagnostics.stats import (
+        WeightStatsPass,
+        all_reduce_sums,
+        group_sums,
+        magnitudes,
+        weight_sums,
+    )
+
+#: Where each public name lives.
+_PUBLIC = {
+    "TimescaleMonitor": "lightning_tau.diagnostics.monitor",
+    "TimescaleTracker": "lightning_tau.diagnostics.metrics",
+    "group_metrics": "lightning_tau.diagnostics.metrics",
+    "timescale_metrics": "lightning_tau.diagnostics.metrics",
+    "WeightStatsPass": "lightning_tau.diagnostics.stats",
+    "all_reduce_sums": "lightning_tau.diagnostics.stats",
+    "group_sums": "lightning_tau.diagnostics.stats",
+    "magnitudes": "lightning_tau.diagnostics.stats",
+    "weight_sums": "lightning_tau.diagnostics.stats",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lightning_tau.diagnostics' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})
+
 
 __all__ = [
     "TimescaleMonitor",

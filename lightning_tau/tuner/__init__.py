@@ -1,8 +1,33 @@
 """Tuners: find ``tau_epoch`` on a fraction of the data (like Lightning's ``tuner/lr_finder.py``).
 
-``curve`` holds the pure maths (the sweep's curve and its smoothed optimum); ``finder`` runs the trials.
+``curve`` holds the pure maths (the sweep's curve and its smoothed optimum), ``stats`` the statistics of the
+finder's width and dataset-size axes (paired interior test, scaling exponent and its interval); ``finder`` runs the
+trials. The public names below are imported on first use (PEP 562), so that importing the pure modules
+(``lightning_tau.tuner.curve``, ``lightning_tau.tuner.stats``) does not import Lightning and torch.
 """
 
-from lightning_tau.tuner.finder import FinderResult, TimescaleFinder
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
+    from lightning_tau.tuner.finder import FinderResult, TimescaleFinder
+
+_PUBLIC = {"FinderResult": "lightning_tau.tuner.finder", "TimescaleFinder": "lightning_tau.tuner.finder"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lightning_tau.tuner' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})
+
 
 __all__ = ["FinderResult", "TimescaleFinder"]
