@@ -12,10 +12,10 @@ N = 150 -> 1350) the optimal weight decay moved x73 and the optimal ``tau_epoch`
 moved less than the weight decay but did not stay put. Each run also carries a
 :class:`~lightning_tau.diagnostics.TimescaleMonitor` (timescales and weight RMS against its prediction).
 
-``--axis width`` runs the other sweep instead: μP width x base weight decay ``λ_base`` at a fixed base learning
-rate, the weight decay fixed across widths against ``TimescaleCallback`` (:mod:`lightning_tau.demos.width`), and
-measures the exponent of the best ``λ_base`` in the width multiplier. Both axes write ``summary.json`` into the sweep
-folder.
+``--axis width`` runs the finder's width axis instead (``TimescaleFinder(axis="width")`` on the demo's own μP task,
+:mod:`lightning_tau.demos.width`): μP width x base weight decay ``λ_base`` at a fixed base learning rate, with
+``TimescaleCallback(width_exponent=1)`` in every run, and the exponent of the best ``λ_base`` in the width with the
+statistics of :mod:`lightning_tau.tuner.stats`. Both axes write ``summary.json`` into the sweep folder.
 
 The default setup follows the paper's: a fixed number of epochs for every size, a fixed batch size and initial
 learning rate with cosine decay to a tenth, and a scale-invariant network (LayerNorm after every linear layer).
@@ -29,7 +29,6 @@ import math
 import re
 import sys
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -181,7 +180,7 @@ class SweepConfig(Protocol):
 QUICK = DemoConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
 
 #: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base (x4 steps) x 3 seeds, 30 epochs:
-#: the full form's task on a coarser λ_base grid (60 runs, the base width's once for both arms).
+#: the full form's task on a coarser λ_base grid (36 finder trials).
 QUICK_WIDTH = WidthConfig(weight_decays=[8.0, 32.0, 128.0, 512.0])
 
 #: Values of ``--axis``.
@@ -496,9 +495,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             " size x tau_epoch x seed, with TimescaleCallback setting AdamW's weight decay to"
             " B / (lr * N * tau_epoch), log every run to TensorBoard, and plot validation loss against weight"
             " decay and against tau_epoch. The optimal weight decay falls as N grows; the optimal tau_epoch"
-            " moves much less. `--axis width` instead sweeps μP width x base weight decay at a fixed base learning"
-            " rate, weight decay fixed across widths against TimescaleCallback, and fits the exponent of the best"
-            " λ_base in the width multiplier (needs mup). `--task text` runs the dataset-size sweep on a small"
+            " moves much less. `--axis width` instead runs the timescale finder's width axis: μP width x base"
+            " weight decay λ_base at a fixed base learning rate, TimescaleCallback(width_exponent=1) in every run,"
+            " and the exponent of the best λ_base in the width with its interval and verdict (needs mup)."
+            " `--task text` runs the dataset-size sweep on a small"
             " byte-level GPT over the standard library's own .py files (fractions of the corpus; nothing is"
             " downloaded); `--task text --axis width` the width sweep on a μP version of it (--widths are n_embd"
             " values). Each call writes a new OUT/sweep_K directory with a summary.json of each line's optimum."
@@ -510,7 +510,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=AXES,
         default="dataset-size",
         help="what the sweep varies: 'dataset-size' (tau_epoch x N, TimescaleCallback in every run) or 'width'"
-        " (μP width x λ_base at a fixed lr, fixed weight decay against TimescaleCallback; needs mup)",
+        " (the finder's width axis: μP width x λ_base at a fixed lr; needs mup)",
     )
     parser.add_argument(
         "--task",
@@ -596,9 +596,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         nargs="+",
         default=argparse.SUPPRESS,
         metavar="LAMBDA",
-        help="the λ_base grid: every width's weight decay in the 'fixed' arm; in the 'timescale' arm"
-        " TimescaleCallback holds the base width's tau_iter = 1 / (lr_base λ_base), so the hidden matrices get"
-        f" s λ_base (default: {' '.join(f'{x:g}' for x in w.weight_decays)})",
+        help="the λ_base grid; each value is the finder's tau_epoch = 1 / (lr_base M λ_base), so the hidden"
+        f" matrices get s λ_base (default: {' '.join(f'{x:g}' for x in w.weight_decays)})",
     )
     width.add_argument(
         "--lr-base",
@@ -649,7 +648,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help="small sweep that ignores the sweep options (dataset-size: 2 sizes x 3 timescales x 2 epochs,"
-        " seconds; width: widths 16 64 256 x λ_base 8 32 128 512 x 3 seeds, 60 runs, minutes); with --task text a small"
+        f" seconds; width: widths {_ints(QUICK_WIDTH.widths)} x λ_base {_floats(QUICK_WIDTH.weight_decays)} x"
+        f" {len(QUICK_WIDTH.seeds)} seeds, {QUICK_WIDTH.num_runs} runs, minutes); with --task text a small"
         f" CPU sweep, minutes ({len(QUICK_TEXT.sizes)} fractions x {len(QUICK_TEXT.tau_epochs)} timescales x"
         f" {QUICK_TEXT.epochs} epochs; with --axis width: widths {_ints(QUICK_TEXT_WIDTH.widths)} x"
         f" {len(QUICK_TEXT_WIDTH.weight_decays)} λ_base x {len(QUICK_TEXT_WIDTH.seeds)} seeds,"
@@ -945,25 +945,13 @@ def _main_width(args: argparse.Namespace) -> int:
 
 
 def run_width(config: WidthConfig | TextWidthConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
-    """Run the width sweep (:func:`~lightning_tau.demos.width.run_width_demo`, or
-    :func:`~lightning_tau.demos.text_width.run_text_width_demo` for a :class:`TextWidthConfig`) into a new
-    ``out/sweep_K``; return it."""
-    from tqdm.auto import tqdm
-
-    from lightning_tau.demos.text_width import run_text_width_demo
+    """Run the finder's width axis on the config's task (:func:`~lightning_tau.demos.width.run_width_demo`) into a
+    new ``out/sweep_K``; return it."""
     from lightning_tau.demos.width import run_width_demo
-
-    runner: Any = run_text_width_demo if isinstance(config, TextWidthConfig) else run_width_demo
 
     sweep_dir = next_sweep_dir(out)
     sweep_dir.mkdir(parents=True)
-    bar = tqdm(total=config.num_runs * config.epochs, unit="epoch", desc="width sweep", disable=not progress)
-    try:
-        with quiet_sweep(single_thread=True), warnings.catch_warnings():
-            # the timescale arm starts from fixed-λ groups on purpose: the callback's pitfall warning is the point
-            warnings.filterwarnings("ignore", message=r".*fixed-λ muP pitfall")
-            runner(config, sweep_dir, plot=plot, extra_callbacks=[_EpochTick(bar)])
-    finally:
-        bar.close()
-    print(f"Open the runs with:\n  tensorboard --logdir {sweep_dir}")
+    with quiet_sweep(single_thread=True):
+        run_width_demo(config, sweep_dir, plot=plot, progress=progress)
+    print(f"Open the runs with:\n  tensorboard --logdir {sweep_dir / 'tb'}")
     return sweep_dir
