@@ -29,7 +29,7 @@ import math
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -680,7 +680,7 @@ def _main(args: argparse.Namespace) -> int:
     if given:
         return _error(f"{' '.join(given)} apply to `--task text` only (got --task {args.task}).")
     if args.axis == "width":
-        return _main_width(args)
+        return _main_width_preset(args, WIDTH_PRESETS[("digits", "width")])
     given = [f"--{name.replace('_', '-')}" for name in WIDTH_ONLY if hasattr(args, name)]
     if given:
         return _error(f"{' '.join(given)} apply to `--axis width` only (got --axis {args.axis}).")
@@ -735,7 +735,7 @@ DIGITS_ONLY = ("sizes", "hidden", "norm", "label_noise", "depth")
 def _main_text(args: argparse.Namespace) -> int:
     """``--task text``: the dataset-size sweep on the byte-level GPT (:mod:`lightning_tau.demos.text`)."""
     if args.axis == "width":
-        return _main_text_width(args)
+        return _main_width_preset(args, WIDTH_PRESETS[("text", "width")])
     d = DemoConfig()
     given = [f"--{name.replace('_', '-')}" for name in WIDTH_ONLY if hasattr(args, name)]
     given += [
@@ -840,9 +840,8 @@ def _width_grid_problem(config: WidthConfig | TextWidthConfig) -> str | None:
     return None
 
 
-def _main_text_width(args: argparse.Namespace) -> int:
-    """``--task text --axis width``: the λ_base width sweep on the μP byte-level GPT
-    (:mod:`lightning_tau.demos.text_width`)."""
+def _text_width_rejects(args: argparse.Namespace) -> str | None:
+    """``--task text --axis width``: the options it does not read, typed."""
     d = DemoConfig()
     given = [f"--{name.replace('_', '-')}" for name in ("fractions", "tau_epochs", "n_embd") if hasattr(args, name)]
     given += [
@@ -851,41 +850,144 @@ def _main_text_width(args: argparse.Namespace) -> int:
         if getattr(args, name, getattr(d, name)) != getattr(d, name) or (name == "depth" and hasattr(args, name))
     ]
     if given:
-        return _error(
+        return (
             f"{' '.join(given)} do not apply to `--task text --axis width`; it takes --widths (the n_embd values),"
             " --weight-decays, --lr-base, --no-decay-input, --seeds, --epochs, --batch-size, --schedule,"
             " --max-tokens, --val-tokens, --block-size, --n-layer, --n-head and --accelerator."
         )
-    t = QUICK_TEXT_WIDTH if args.quick else TextWidthConfig()
-    config = TextWidthConfig(**vars(t))
-    if not args.quick:
-        config.widths = sorted(dict.fromkeys(getattr(args, "widths", t.widths)))
-        config.weight_decays = sorted(dict.fromkeys(getattr(args, "weight_decays", t.weight_decays)))
-        config.lr = getattr(args, "lr_base", t.lr)
-        config.seeds = list(dict.fromkeys(getattr(args, "seeds", t.seeds)))
-        config.schedule = args.schedule
-        config.decay_input = not getattr(args, "no_decay_input", False)
-        for name in ("epochs", "batch_size", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head"):
-            setattr(config, name, getattr(args, name, getattr(t, name)))
-        config.accelerator = getattr(args, "accelerator", t.accelerator)
-    problem = _width_grid_problem(config)
-    if problem:
-        return _error(problem)
+    return None
+
+
+def _text_width_task_problem(config: TextWidthConfig) -> str | None:
+    """``--task text --axis width``: widths the heads do not divide, sizes the corpus does not hold."""
     odd = [w for w in config.widths if w % config.n_head]
     if odd or 2 * config.base_width % config.n_head:
-        return _error(
+        return (
             f"--widths {_ints(odd or config.widths)}: every width must be a multiple of --n-head {config.n_head}"
             " (the heads are the same at every width)."
         )
-    try:
-        from lightning_tau.demos.text import load_stdlib_corpus
-        from lightning_tau.demos.width import _import_mup
+    from lightning_tau.demos.text import load_stdlib_corpus
 
+    try:
         config.datamodule()  # at least one batch, the validation set one window
         load_stdlib_corpus(config.max_tokens, config.val_tokens)  # the corpus holds that many bytes
-        _import_mup()
     except (ValueError, FileNotFoundError) as err:
-        return _error(str(err))
+        return str(err)
+    return None
+
+
+def _digits_width_rejects(args: argparse.Namespace) -> str | None:
+    """``--axis width`` on digits: the dataset-size options, typed."""
+    d = DemoConfig()
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in DATASET_SIZE_ONLY
+        if getattr(args, name, getattr(d, name)) != getattr(d, name)
+    ]
+    if given:
+        return (
+            f"{' '.join(given)} apply to `--axis dataset-size` only; for `--axis width` use --widths,"
+            " --weight-decays and --lr-base."
+        )
+    return None
+
+
+def _digits_width_task_problem(config: WidthConfig) -> str | None:
+    if config.depth < 2:
+        return (
+            f"--depth {config.depth}: the width demo needs depth >= 2 (at least one hidden width x width matrix,"
+            " the only weights μP's lr / s touches)."
+        )
+    return None
+
+
+def _load_digits() -> None:
+    from lightning_tau.demos.digits import load_digits_tensors
+
+    load_digits_tensors()
+
+
+@dataclass(frozen=True)
+class WidthPreset:
+    """One ``(task, --axis width)`` row: the task's configuration of the finder's width axis and how argparse fills it.
+
+    Attributes:
+        config: the task's config class (:class:`~lightning_tau.demos.width.WidthConfig` or
+            :class:`~lightning_tau.demos.text_width.TextWidthConfig`); its defaults are the full form.
+        quick: what ``--quick`` runs (the sweep options are then ignored).
+        options: ``(argparse name, config field)`` pairs copied from the command line when given (not ``--quick``).
+        always: ``(argparse name, config field)`` pairs copied even with ``--quick``.
+        rejects: the options of other rows typed for this one, as an error, or ``None``.
+        task_problem: what the task cannot run with this config, or ``None``.
+        load: imports/reads what the task needs (an ``ImportError`` is exit code 1).
+    """
+
+    config: type
+    quick: Any
+    options: tuple[tuple[str, str], ...]
+    always: tuple[tuple[str, str], ...]
+    rejects: Callable[[argparse.Namespace], str | None]
+    task_problem: Callable[[Any], str | None]
+    load: Callable[[], None]
+
+
+#: Options every width row reads: (argparse name, config field).
+_WIDTH_OPTIONS = (("widths", "widths"), ("weight_decays", "weight_decays"), ("lr_base", "lr"), ("seeds", "seeds"))
+_WIDTH_OPTIONS += (("epochs", "epochs"),)
+
+#: The width rows of ``lightning-tau demo``: ``(task, axis) -> configuration``.
+WIDTH_PRESETS: dict[tuple[str, str], WidthPreset] = {
+    ("digits", "width"): WidthPreset(
+        config=WidthConfig,
+        quick=QUICK_WIDTH,
+        options=(*_WIDTH_OPTIONS, ("depth", "depth")),
+        always=(("batch_size", "batch_size"), ("schedule", "schedule")),
+        rejects=_digits_width_rejects,
+        task_problem=_digits_width_task_problem,
+        load=_load_digits,
+    ),
+    ("text", "width"): WidthPreset(
+        config=TextWidthConfig,
+        quick=QUICK_TEXT_WIDTH,
+        options=(
+            *_WIDTH_OPTIONS,
+            ("schedule", "schedule"),
+            *((name, name) for name in ("batch_size", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head")),
+            ("accelerator", "accelerator"),
+        ),
+        always=(),
+        rejects=_text_width_rejects,
+        task_problem=_text_width_task_problem,
+        load=lambda: None,
+    ),
+}
+
+
+def _main_width_preset(args: argparse.Namespace, preset: WidthPreset) -> int:
+    """``--axis width`` on any task: fill the row's configuration from argparse, check it, run the finder's axis."""
+    problem = preset.rejects(args)
+    if problem:
+        return _error(problem)
+    config = preset.config(**vars(preset.quick if args.quick else preset.config()))
+    pairs = preset.always + (() if args.quick else preset.options)
+    for name, attr in pairs:
+        if hasattr(args, name):  # given on the command line (or a plain option with its default)
+            value = getattr(args, name)
+            if attr in ("widths", "weight_decays"):
+                value = sorted(dict.fromkeys(value))
+            elif attr == "seeds":
+                value = list(dict.fromkeys(value))
+            setattr(config, attr, value)
+    if not args.quick and hasattr(args, "no_decay_input"):
+        config.decay_input = False
+    problem = _width_grid_problem(config) or preset.task_problem(config)
+    if problem:
+        return _error(problem)
+    try:
+        from lightning_tau.demos.width import _import_mup
+
+        preset.load()
+        _import_mup()
     except ImportError as err:
         print(f"lightning-tau demo: error: {err}", file=sys.stderr)
         return 1
@@ -898,50 +1000,6 @@ WIDTH_ONLY = ("widths", "weight_decays", "lr_base", "no_decay_input")
 
 #: Options that only ``--axis dataset-size`` reads, with their defaults (typed with another value is an error).
 DATASET_SIZE_ONLY = ("sizes", "tau_epochs", "lr", "hidden", "norm", "label_noise")
-
-
-def _main_width(args: argparse.Namespace) -> int:
-    d = DemoConfig()
-    given = [
-        f"--{name.replace('_', '-')}"
-        for name in DATASET_SIZE_ONLY
-        if getattr(args, name, getattr(d, name)) != getattr(d, name)
-    ]
-    if given:
-        return _error(
-            f"{' '.join(given)} apply to `--axis dataset-size` only; for `--axis width` use --widths,"
-            " --weight-decays and --lr-base."
-        )
-    w = QUICK_WIDTH if args.quick else WidthConfig()
-    config = WidthConfig(**{**vars(w)})
-    config.batch_size, config.schedule = getattr(args, "batch_size", w.batch_size), args.schedule
-    if not args.quick:
-        config.widths = sorted(dict.fromkeys(getattr(args, "widths", w.widths)))
-        config.weight_decays = sorted(dict.fromkeys(getattr(args, "weight_decays", w.weight_decays)))
-        config.lr = getattr(args, "lr_base", w.lr)
-        config.seeds = list(dict.fromkeys(getattr(args, "seeds", w.seeds)))
-        config.epochs = getattr(args, "epochs", w.epochs)
-        config.depth = getattr(args, "depth", w.depth)
-        config.decay_input = not getattr(args, "no_decay_input", False)
-    problem = _width_grid_problem(config)
-    if problem:
-        return _error(problem)
-    if config.depth < 2:
-        return _error(
-            f"--depth {config.depth}: the width demo needs depth >= 2 (at least one hidden width x width matrix,"
-            " the only weights μP's lr / s touches)."
-        )
-    try:
-        from lightning_tau.demos.digits import load_digits_tensors
-        from lightning_tau.demos.width import _import_mup
-
-        load_digits_tensors()
-        _import_mup()
-    except ImportError as err:
-        print(f"lightning-tau demo: error: {err}", file=sys.stderr)
-        return 1
-    run_width(config, args.out, plot=not args.no_plot, progress=not args.no_progress)
-    return 0
 
 
 def run_width(config: WidthConfig | TextWidthConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
