@@ -5,7 +5,8 @@ Curves ``c (log2 x - log2 x*(s))^2`` on a grid of powers of ``step`` (in octaves
 independent noise at each grid point. For each regime and seed count it prints the share of intervals that cover
 the true ``e`` (nominal 95 %), the mean error of ``exponent``, the median interval width, and the share of
 intervals that contain the reported ``exponent``. ``--bootstrap`` adds the width demo's former percentile seed
-bootstrap (``lightning_tau.demos.width_curves.bootstrap_exponent``) for contrast (slow: one fit per resample).
+bootstrap (:func:`bootstrap_exponent` below, kept here since the demo dropped it) for contrast (slow: one fit per
+resample).
 
     PYTHONPATH=. .venv/bin/python benchmarks/stats_coverage.py               # about a minute on one core
     PYTHONPATH=. .venv/bin/python benchmarks/stats_coverage.py --runs 300 --bootstrap
@@ -71,8 +72,6 @@ def main() -> None:
                 f" {100 - np.mean(ok) * 100:.1f} %"
             )
             if args.bootstrap:
-                from lightning_tau.demos.width_curves import bootstrap_exponent
-
                 covered = []
                 for e, c in zip(exps, curves):
                     lines = {s: {x: list(c[i][g]) for g, x in enumerate(xs)} for i, s in enumerate(scales)}
@@ -81,6 +80,34 @@ def main() -> None:
                 line += f"; percentile bootstrap {np.mean(covered) * 100:5.1f} %"
             print(line, flush=True)
     print(f"\n{time.process_time() - start:.0f} s CPU")
+
+
+def bootstrap_exponent(lines: dict, resamples: int = 1000, seed: int = 0, level: float = 0.95) -> list[float]:
+    """The width demo's former percentile seed bootstrap of the exponent: ``[low, high]``.
+
+    ``lines`` is ``{width_mult: {lambda_base: [metric per seed]}}``. Each resample draws, per width independently,
+    as many seeds as it has with replacement (the same draw for every ``lambda_base``), and refits the slope of
+    log smoothed best ``lambda_base`` on log ``s``.
+    """
+    from lightning_tau.tuner.curve import smoothed_optimum
+
+    rng = np.random.default_rng(seed)
+    mults = sorted(lines)
+    tables = []
+    for mult in mults:
+        lams = sorted(lines[mult])
+        tables.append((lams, np.asarray([list(lines[mult][lam]) for lam in lams], dtype=float)))
+    slopes = []
+    for _ in range(resamples):
+        best = []
+        for lams, table in tables:
+            sample = table[:, rng.integers(0, table.shape[1], table.shape[1])]
+            means = np.where(np.all(np.isfinite(sample), axis=1), sample.mean(axis=1), np.inf)
+            best.append(float(smoothed_optimum(lams, list(means)).tau_epoch))
+        slopes.append(float(np.polyfit(np.log(mults), np.log(best), 1)[0]))
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(slopes, [tail, 100 - tail])
+    return [float(low), float(high)]
 
 
 if __name__ == "__main__":

@@ -12,10 +12,10 @@ N = 150 -> 1350) the optimal weight decay moved x73 and the optimal ``tau_epoch`
 moved less than the weight decay but did not stay put. Each run also carries a
 :class:`~lightning_tau.diagnostics.TimescaleMonitor` (timescales and weight RMS against its prediction).
 
-``--axis width`` runs the other sweep instead: μP width x base weight decay ``λ_base`` at a fixed base learning
-rate, the weight decay fixed across widths against ``TimescaleCallback`` (:mod:`lightning_tau.demos.width`), and
-measures the exponent of the best ``λ_base`` in the width multiplier. Both axes write ``summary.json`` into the sweep
-folder.
+``--axis width`` runs the finder's width axis instead (``TimescaleFinder(axis="width")`` on the demo's own μP task,
+:mod:`lightning_tau.demos.width`): μP width x base weight decay ``λ_base`` at a fixed base learning rate, with
+``TimescaleCallback(width_exponent=1)`` in every run, and the exponent of the best ``λ_base`` in the width with the
+statistics of :mod:`lightning_tau.tuner.stats`. Both axes write ``summary.json`` into the sweep folder.
 
 The default setup follows the paper's: a fixed number of epochs for every size, a fixed batch size and initial
 learning rate with cosine decay to a tenth, and a scale-invariant network (LayerNorm after every linear layer).
@@ -29,8 +29,7 @@ import math
 import re
 import sys
 import time
-import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -181,7 +180,7 @@ class SweepConfig(Protocol):
 QUICK = DemoConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
 
 #: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base (x4 steps) x 3 seeds, 30 epochs:
-#: the full form's task on a coarser λ_base grid (60 runs, the base width's once for both arms).
+#: the full form's task on a coarser λ_base grid (36 finder trials).
 QUICK_WIDTH = WidthConfig(weight_decays=[8.0, 32.0, 128.0, 512.0])
 
 #: Values of ``--axis``.
@@ -496,9 +495,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             " size x tau_epoch x seed, with TimescaleCallback setting AdamW's weight decay to"
             " B / (lr * N * tau_epoch), log every run to TensorBoard, and plot validation loss against weight"
             " decay and against tau_epoch. The optimal weight decay falls as N grows; the optimal tau_epoch"
-            " moves much less. `--axis width` instead sweeps μP width x base weight decay at a fixed base learning"
-            " rate, weight decay fixed across widths against TimescaleCallback, and fits the exponent of the best"
-            " λ_base in the width multiplier (needs mup). `--task text` runs the dataset-size sweep on a small"
+            " moves much less. `--axis width` instead runs the timescale finder's width axis: μP width x base"
+            " weight decay λ_base at a fixed base learning rate, TimescaleCallback(width_exponent=1) in every run,"
+            " and the exponent of the best λ_base in the width with its interval and verdict (needs mup)."
+            " `--task text` runs the dataset-size sweep on a small"
             " byte-level GPT over the standard library's own .py files (fractions of the corpus; nothing is"
             " downloaded); `--task text --axis width` the width sweep on a μP version of it (--widths are n_embd"
             " values). Each call writes a new OUT/sweep_K directory with a summary.json of each line's optimum."
@@ -510,7 +510,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=AXES,
         default="dataset-size",
         help="what the sweep varies: 'dataset-size' (tau_epoch x N, TimescaleCallback in every run) or 'width'"
-        " (μP width x λ_base at a fixed lr, fixed weight decay against TimescaleCallback; needs mup)",
+        " (the finder's width axis: μP width x λ_base at a fixed lr; needs mup)",
     )
     parser.add_argument(
         "--task",
@@ -596,9 +596,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         nargs="+",
         default=argparse.SUPPRESS,
         metavar="LAMBDA",
-        help="the λ_base grid: every width's weight decay in the 'fixed' arm; in the 'timescale' arm"
-        " TimescaleCallback holds the base width's tau_iter = 1 / (lr_base λ_base), so the hidden matrices get"
-        f" s λ_base (default: {' '.join(f'{x:g}' for x in w.weight_decays)})",
+        help="the λ_base grid; each value is the finder's tau_epoch = 1 / (lr_base M λ_base), so the hidden"
+        f" matrices get s λ_base (default: {' '.join(f'{x:g}' for x in w.weight_decays)})",
     )
     width.add_argument(
         "--lr-base",
@@ -649,7 +648,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help="small sweep that ignores the sweep options (dataset-size: 2 sizes x 3 timescales x 2 epochs,"
-        " seconds; width: widths 16 64 256 x λ_base 8 32 128 512 x 3 seeds, 60 runs, minutes); with --task text a small"
+        f" seconds; width: widths {_ints(QUICK_WIDTH.widths)} x λ_base {_floats(QUICK_WIDTH.weight_decays)} x"
+        f" {len(QUICK_WIDTH.seeds)} seeds, {QUICK_WIDTH.num_runs} runs, minutes); with --task text a small"
         f" CPU sweep, minutes ({len(QUICK_TEXT.sizes)} fractions x {len(QUICK_TEXT.tau_epochs)} timescales x"
         f" {QUICK_TEXT.epochs} epochs; with --axis width: widths {_ints(QUICK_TEXT_WIDTH.widths)} x"
         f" {len(QUICK_TEXT_WIDTH.weight_decays)} λ_base x {len(QUICK_TEXT_WIDTH.seeds)} seeds,"
@@ -680,7 +680,7 @@ def _main(args: argparse.Namespace) -> int:
     if given:
         return _error(f"{' '.join(given)} apply to `--task text` only (got --task {args.task}).")
     if args.axis == "width":
-        return _main_width(args)
+        return _main_width_preset(args, WIDTH_PRESETS[("digits", "width")])
     given = [f"--{name.replace('_', '-')}" for name in WIDTH_ONLY if hasattr(args, name)]
     if given:
         return _error(f"{' '.join(given)} apply to `--axis width` only (got --axis {args.axis}).")
@@ -735,7 +735,7 @@ DIGITS_ONLY = ("sizes", "hidden", "norm", "label_noise", "depth")
 def _main_text(args: argparse.Namespace) -> int:
     """``--task text``: the dataset-size sweep on the byte-level GPT (:mod:`lightning_tau.demos.text`)."""
     if args.axis == "width":
-        return _main_text_width(args)
+        return _main_width_preset(args, WIDTH_PRESETS[("text", "width")])
     d = DemoConfig()
     given = [f"--{name.replace('_', '-')}" for name in WIDTH_ONLY if hasattr(args, name)]
     given += [
@@ -848,9 +848,8 @@ def _width_grid_problem(config: WidthConfig | TextWidthConfig) -> str | None:
     return None
 
 
-def _main_text_width(args: argparse.Namespace) -> int:
-    """``--task text --axis width``: the λ_base width sweep on the μP byte-level GPT
-    (:mod:`lightning_tau.demos.text_width`)."""
+def _text_width_rejects(args: argparse.Namespace) -> str | None:
+    """``--task text --axis width``: the options it does not read, typed."""
     d = DemoConfig()
     given = [f"--{name.replace('_', '-')}" for name in ("fractions", "tau_epochs", "n_embd") if hasattr(args, name)]
     given += [
@@ -859,41 +858,144 @@ def _main_text_width(args: argparse.Namespace) -> int:
         if getattr(args, name, getattr(d, name)) != getattr(d, name) or (name == "depth" and hasattr(args, name))
     ]
     if given:
-        return _error(
+        return (
             f"{' '.join(given)} do not apply to `--task text --axis width`; it takes --widths (the n_embd values),"
             " --weight-decays, --lr-base, --no-decay-input, --seeds, --epochs, --batch-size, --schedule,"
             " --max-tokens, --val-tokens, --block-size, --n-layer, --n-head and --accelerator."
         )
-    t = QUICK_TEXT_WIDTH if args.quick else TextWidthConfig()
-    config = TextWidthConfig(**vars(t))
-    if not args.quick:
-        config.widths = sorted(dict.fromkeys(getattr(args, "widths", t.widths)))
-        config.weight_decays = sorted(dict.fromkeys(getattr(args, "weight_decays", t.weight_decays)))
-        config.lr = getattr(args, "lr_base", t.lr)
-        config.seeds = list(dict.fromkeys(getattr(args, "seeds", t.seeds)))
-        config.schedule = args.schedule
-        config.decay_input = not getattr(args, "no_decay_input", False)
-        for name in ("epochs", "batch_size", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head"):
-            setattr(config, name, getattr(args, name, getattr(t, name)))
-        config.accelerator = getattr(args, "accelerator", t.accelerator)
-    problem = _width_grid_problem(config)
-    if problem:
-        return _error(problem)
+    return None
+
+
+def _text_width_task_problem(config: TextWidthConfig) -> str | None:
+    """``--task text --axis width``: widths the heads do not divide, sizes the corpus does not hold."""
     odd = [w for w in config.widths if w % config.n_head]
     if odd or 2 * config.base_width % config.n_head:
-        return _error(
+        return (
             f"--widths {_ints(odd or config.widths)}: every width must be a multiple of --n-head {config.n_head}"
             " (the heads are the same at every width)."
         )
-    try:
-        from lightning_tau.demos.text import load_stdlib_corpus
-        from lightning_tau.demos.width import _import_mup
+    from lightning_tau.demos.text import load_stdlib_corpus
 
+    try:
         config.datamodule()  # at least one batch, the validation set one window
         load_stdlib_corpus(config.max_tokens, config.val_tokens)  # the corpus holds that many bytes
-        _import_mup()
     except (ValueError, FileNotFoundError) as err:
-        return _error(str(err))
+        return str(err)
+    return None
+
+
+def _digits_width_rejects(args: argparse.Namespace) -> str | None:
+    """``--axis width`` on digits: the dataset-size options, typed."""
+    d = DemoConfig()
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in DATASET_SIZE_ONLY
+        if getattr(args, name, getattr(d, name)) != getattr(d, name)
+    ]
+    if given:
+        return (
+            f"{' '.join(given)} apply to `--axis dataset-size` only; for `--axis width` use --widths,"
+            " --weight-decays and --lr-base."
+        )
+    return None
+
+
+def _digits_width_task_problem(config: WidthConfig) -> str | None:
+    if config.depth < 2:
+        return (
+            f"--depth {config.depth}: the width demo needs depth >= 2 (at least one hidden width x width matrix,"
+            " the only weights μP's lr / s touches)."
+        )
+    return None
+
+
+def _load_digits() -> None:
+    from lightning_tau.demos.digits import load_digits_tensors
+
+    load_digits_tensors()
+
+
+@dataclass(frozen=True)
+class WidthPreset:
+    """One ``(task, --axis width)`` row: the task's configuration of the finder's width axis and how argparse fills it.
+
+    Attributes:
+        config: the task's config class (:class:`~lightning_tau.demos.width.WidthConfig` or
+            :class:`~lightning_tau.demos.text_width.TextWidthConfig`); its defaults are the full form.
+        quick: what ``--quick`` runs (the sweep options are then ignored).
+        options: ``(argparse name, config field)`` pairs copied from the command line when given (not ``--quick``).
+        always: ``(argparse name, config field)`` pairs copied even with ``--quick``.
+        rejects: the options of other rows typed for this one, as an error, or ``None``.
+        task_problem: what the task cannot run with this config, or ``None``.
+        load: imports/reads what the task needs (an ``ImportError`` is exit code 1).
+    """
+
+    config: type
+    quick: Any
+    options: tuple[tuple[str, str], ...]
+    always: tuple[tuple[str, str], ...]
+    rejects: Callable[[argparse.Namespace], str | None]
+    task_problem: Callable[[Any], str | None]
+    load: Callable[[], None]
+
+
+#: Options every width row reads: (argparse name, config field).
+_WIDTH_OPTIONS = (("widths", "widths"), ("weight_decays", "weight_decays"), ("lr_base", "lr"), ("seeds", "seeds"))
+_WIDTH_OPTIONS += (("epochs", "epochs"),)
+
+#: The width rows of ``lightning-tau demo``: ``(task, axis) -> configuration``.
+WIDTH_PRESETS: dict[tuple[str, str], WidthPreset] = {
+    ("digits", "width"): WidthPreset(
+        config=WidthConfig,
+        quick=QUICK_WIDTH,
+        options=(*_WIDTH_OPTIONS, ("depth", "depth")),
+        always=(("batch_size", "batch_size"), ("schedule", "schedule")),
+        rejects=_digits_width_rejects,
+        task_problem=_digits_width_task_problem,
+        load=_load_digits,
+    ),
+    ("text", "width"): WidthPreset(
+        config=TextWidthConfig,
+        quick=QUICK_TEXT_WIDTH,
+        options=(
+            *_WIDTH_OPTIONS,
+            ("schedule", "schedule"),
+            *((name, name) for name in ("batch_size", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head")),
+            ("accelerator", "accelerator"),
+        ),
+        always=(),
+        rejects=_text_width_rejects,
+        task_problem=_text_width_task_problem,
+        load=lambda: None,
+    ),
+}
+
+
+def _main_width_preset(args: argparse.Namespace, preset: WidthPreset) -> int:
+    """``--axis width`` on any task: fill the row's configuration from argparse, check it, run the finder's axis."""
+    problem = preset.rejects(args)
+    if problem:
+        return _error(problem)
+    config = preset.config(**vars(preset.quick if args.quick else preset.config()))
+    pairs = preset.always + (() if args.quick else preset.options)
+    for name, attr in pairs:
+        if hasattr(args, name):  # given on the command line (or a plain option with its default)
+            value = getattr(args, name)
+            if attr in ("widths", "weight_decays"):
+                value = sorted(dict.fromkeys(value))
+            elif attr == "seeds":
+                value = list(dict.fromkeys(value))
+            setattr(config, attr, value)
+    if not args.quick and hasattr(args, "no_decay_input"):
+        config.decay_input = False
+    problem = _width_grid_problem(config) or preset.task_problem(config)
+    if problem:
+        return _error(problem)
+    try:
+        from lightning_tau.demos.width import _import_mup
+
+        preset.load()
+        _import_mup()
     except ImportError as err:
         print(f"lightning-tau demo: error: {err}", file=sys.stderr)
         return 1
@@ -908,70 +1010,14 @@ WIDTH_ONLY = ("widths", "weight_decays", "lr_base", "no_decay_input")
 DATASET_SIZE_ONLY = ("sizes", "tau_epochs", "lr", "hidden", "norm", "label_noise")
 
 
-def _main_width(args: argparse.Namespace) -> int:
-    d = DemoConfig()
-    given = [
-        f"--{name.replace('_', '-')}"
-        for name in DATASET_SIZE_ONLY
-        if getattr(args, name, getattr(d, name)) != getattr(d, name)
-    ]
-    if given:
-        return _error(
-            f"{' '.join(given)} apply to `--axis dataset-size` only; for `--axis width` use --widths,"
-            " --weight-decays and --lr-base."
-        )
-    w = QUICK_WIDTH if args.quick else WidthConfig()
-    config = WidthConfig(**{**vars(w)})
-    config.batch_size, config.schedule = getattr(args, "batch_size", w.batch_size), args.schedule
-    if not args.quick:
-        config.widths = sorted(dict.fromkeys(getattr(args, "widths", w.widths)))
-        config.weight_decays = sorted(dict.fromkeys(getattr(args, "weight_decays", w.weight_decays)))
-        config.lr = getattr(args, "lr_base", w.lr)
-        config.seeds = list(dict.fromkeys(getattr(args, "seeds", w.seeds)))
-        config.epochs = getattr(args, "epochs", w.epochs)
-        config.depth = getattr(args, "depth", w.depth)
-        config.decay_input = not getattr(args, "no_decay_input", False)
-    problem = _width_grid_problem(config)
-    if problem:
-        return _error(problem)
-    if config.depth < 2:
-        return _error(
-            f"--depth {config.depth}: the width demo needs depth >= 2 (at least one hidden width x width matrix,"
-            " the only weights μP's lr / s touches)."
-        )
-    try:
-        from lightning_tau.demos.digits import load_digits_tensors
-        from lightning_tau.demos.width import _import_mup
-
-        load_digits_tensors()
-        _import_mup()
-    except ImportError as err:
-        print(f"lightning-tau demo: error: {err}", file=sys.stderr)
-        return 1
-    run_width(config, args.out, plot=not args.no_plot, progress=not args.no_progress)
-    return 0
-
-
 def run_width(config: WidthConfig | TextWidthConfig, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
-    """Run the width sweep (:func:`~lightning_tau.demos.width.run_width_demo`, or
-    :func:`~lightning_tau.demos.text_width.run_text_width_demo` for a :class:`TextWidthConfig`) into a new
-    ``out/sweep_K``; return it."""
-    from tqdm.auto import tqdm
-
-    from lightning_tau.demos.text_width import run_text_width_demo
+    """Run the finder's width axis on the config's task (:func:`~lightning_tau.demos.width.run_width_demo`) into a
+    new ``out/sweep_K``; return it."""
     from lightning_tau.demos.width import run_width_demo
-
-    runner: Any = run_text_width_demo if isinstance(config, TextWidthConfig) else run_width_demo
 
     sweep_dir = next_sweep_dir(out)
     sweep_dir.mkdir(parents=True)
-    bar = tqdm(total=config.num_runs * config.epochs, unit="epoch", desc="width sweep", disable=not progress)
-    try:
-        with quiet_sweep(single_thread=True), warnings.catch_warnings():
-            # the timescale arm starts from fixed-λ groups on purpose: the callback's pitfall warning is the point
-            warnings.filterwarnings("ignore", message=r".*fixed-λ muP pitfall")
-            runner(config, sweep_dir, plot=plot, extra_callbacks=[_EpochTick(bar)])
-    finally:
-        bar.close()
-    print(f"Open the runs with:\n  tensorboard --logdir {sweep_dir}")
+    with quiet_sweep(single_thread=True):
+        run_width_demo(config, sweep_dir, plot=plot, progress=progress)
+    print(f"Open the runs with:\n  tensorboard --logdir {sweep_dir / 'tb'}")
     return sweep_dir

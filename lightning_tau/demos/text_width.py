@@ -1,18 +1,17 @@
-"""The width demo on the text task: the λ_base sweep of :mod:`lightning_tau.demos.width` on a μP byte-level GPT.
+"""The width demo on the text task: the finder's width axis on a μP byte-level GPT.
 
-``lightning-tau demo --task text --axis width`` runs it: the same design, arms and ``summary.json`` as the digits
-width demo (Wang & Aitchison, ICML 2025, Sec. 4.2; their nanoGPT-μP set-up), with :class:`MuByteGPT` on the
-standard library's sources (:class:`~lightning_tau.demos.text.TextDataModule`, fraction 1) in place of the μP
-MLP on digits. Only the model, the data and the task's hparams are its own (:class:`TextWidthConfig`'s hooks);
-the runs (:func:`run_one_text_width` and :func:`run_text_width_demo` are
-:func:`~lightning_tau.demos.width.run_one_width` and :func:`~lightning_tau.demos.width.run_width_demo`), the arms,
-the per-step weight-decay record, the summary (curves, smoothed best ``λ_base``, interior flags, exponent and its
-bootstrap interval), the table and the figure are :mod:`lightning_tau.demos.width`'s.
+``lightning-tau demo --task text --axis width`` runs it: the same design and ``summary.json`` as the digits width
+demo (:mod:`lightning_tau.demos.width`; Wang & Aitchison, ICML 2025, Sec. 4.2; their nanoGPT-μP set-up), with
+:class:`MuByteGPT` on the standard library's sources (:class:`~lightning_tau.demos.text.TextDataModule`, every run
+on all of its training bytes) in place of the μP MLP on digits. :class:`TextWidthConfig` names the model, the data
+and the ``λ_base`` -> ``tau_epoch`` grid; the runs, the statistics, the table, the summary and the figure are
+:class:`~lightning_tau.tuner.finder.TimescaleFinder`'s width axis, through
+:func:`~lightning_tau.demos.width.run_width_demo`.
 
 Width is ``n_embd``. The number of heads is fixed (``n_head``), so the head dimension grows with width and the
-attention logits use μP's ``1 / head dim`` (not ``1 / sqrt(head dim)``). ``N`` and ``B`` are in tokens, as in the
-text task; the ``timescale`` arm's :class:`~lightning_tau.TimescaleCallback` gets both, so its ``M`` is exactly the
-Trainer's optimizer steps per epoch.
+attention logits use μP's ``1 / head dim`` (not ``1 / sqrt(head dim)``). The callback reads ``M`` from the Trainer
+(whole batches of whole windows per epoch), so ``tau_epoch = 1 / (η_base M λ_base)`` gives each width's hidden
+matrices ``s λ_base`` exactly.
 """
 
 from __future__ import annotations
@@ -24,25 +23,20 @@ from typing import Any, ClassVar
 import torch
 from typing_extensions import override
 
-from lightning_tau import timescale as tau_math
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO
 from lightning_tau.demos.text import ByteGPT, Schedule, TextDataModule
-from lightning_tau.demos.width import (
-    ARMS,
-    Arm,
-    WidthConfig,
-    _group_name,
-    _import_mup,
-    arm_lines,
-    run_one_width,
-    run_width_demo,
-)
+from lightning_tau.demos.width import _import_mup, describe_width, run_width_demo
 from lightning_tau.param_groups import build_param_groups
 
-__all__ = ["MuByteGPT", "TextWidthConfig", "run_one_text_width", "run_text_width_demo"]
+__all__ = ["MuByteGPT", "TextWidthConfig", "run_text_width_demo"]
 
 #: GPT-2's init std of the weight matrices at the base width (the hidden ones get ``std / sqrt(s)`` under μP).
 INIT_STD = 0.02
+
+
+def _group_name(group: dict[str, Any]) -> str:
+    """``hidden`` for mup's matrix-like (``ninf == 2``) group, ``vector_like`` for the others."""
+    return "hidden" if any(p.infshape.ninf() == 2 for p in group["params"]) else "vector_like"
 
 
 class MuByteGPT(ByteGPT):
@@ -50,11 +44,9 @@ class MuByteGPT(ByteGPT):
     attention scaled by ``1 / head dim``, ``MuAdamW``; call :meth:`set_base_shapes` (the sweep does) before training.
 
     The decaying parameters are the weight matrices: the hidden ones (attention and MLP, two widths-dependent
-    dimensions: ``lr / s`` under μP) and the token embedding (vector-like: ``lr`` and ``λ_base`` in both arms; with
-    ``decay_input=False`` it does not decay). Biases, LayerNorms, the position embedding and the ``MuReadout`` do
-    not decay. ``arm="fixed"`` undoes mup 1.0.0's ``λ x s`` on the hidden matrices, so every decaying group has
-    ``λ_base`` at every width; ``arm="timescale"`` builds the same optimizer, and a
-    :class:`~lightning_tau.TimescaleCallback` on the Trainer rewrites each group's decay from its learning rate.
+    dimensions: ``lr / s`` under μP) and the token embedding (vector-like: ``lr``; with ``decay_input=False`` it
+    does not decay). Biases, LayerNorms, the position embedding and the ``MuReadout`` do not decay. A
+    :class:`~lightning_tau.TimescaleCallback` on the Trainer sets each group's decay from its learning rate.
 
     Args:
         width: ``n_embd`` (a multiple of ``n_head``).
@@ -62,16 +54,16 @@ class MuByteGPT(ByteGPT):
         n_layer: transformer blocks.
         n_head: attention heads, the same at every width.
         lr: ``η_base`` (``MuAdamW`` divides it by ``s`` for the hidden matrices).
-        weight_decay: ``λ_base``.
+        weight_decay: the decaying groups' weight decay before the callback sets it (mup 1.0.0 multiplies it by
+            ``s`` on the hidden matrices).
         schedule: ``"cosine"`` (to ``0.1 lr``) or ``"constant"`` after the warm-up.
         warmup_fraction: share of the planned steps spent warming up linearly.
-        arm: ``"fixed"`` or ``"timescale"``.
         decay_input: decay the token embedding.
 
     Example:
         >>> model = MuByteGPT(width=64, block_size=16, n_layer=1, n_head=2).set_base_shapes(base_width=16)
         >>> [(g["name"], g["lr"], g["weight_decay"]) for g in model.build_optimizer().param_groups if g["params"]]
-        [('decay_hidden', 0.00075, 0.1), ('decay_vector_like', 0.003, 0.1), ('no_decay_vector_like', 0.003, 0.0)]
+        [('decay_hidden', 0.00075, 0.4), ('decay_vector_like', 0.003, 0.1), ('no_decay_vector_like', 0.003, 0.0)]
         >>> model(torch.zeros(2, 16, dtype=torch.long)).shape
         torch.Size([2, 16, 256])
     """
@@ -86,21 +78,18 @@ class MuByteGPT(ByteGPT):
         weight_decay: float = 0.1,
         schedule: Schedule = "cosine",
         warmup_fraction: float = 0.0,
-        arm: Arm = "fixed",
         decay_input: bool = True,
     ) -> None:
         if isinstance(width, int) and isinstance(n_head, int) and n_head > 0 and width % n_head:
             raise ValueError(f"`MuByteGPT(width={width}, n_head={n_head})`: width must be a multiple of n_head.")
         if not (isinstance(weight_decay, (int, float)) and 0 < weight_decay < math.inf):
             raise ValueError(f"`MuByteGPT(weight_decay={weight_decay!r})` is not valid: use a positive value.")
-        if arm not in ARMS:
-            raise ValueError(f"`MuByteGPT(arm={arm!r})` is not supported. Use 'fixed' or 'timescale'.")
         super().__init__(block_size, n_layer, n_head, width, lr, weight_decay, schedule, warmup_fraction)
         mup = _import_mup()
         self.head = mup.MuReadout(width, self.head.out_features, bias=False, readout_zero_init=True)
         for block in self.blocks:
             block.attn.scale = 1.0 / (width // n_head)  # μP: 1 / head dim
-        self.width, self.arm, self.decay_input = width, arm, decay_input
+        self.width, self.decay_input = width, decay_input
 
     def set_base_shapes(self, base_width: int) -> MuByteGPT:
         """``mup.set_base_shapes`` against the same model at ``base_width`` (``2 x base_width`` as the delta), then
@@ -128,15 +117,16 @@ class MuByteGPT(ByteGPT):
         optimizer = mup.MuAdamW(groups, lr=self.lr, betas=(0.9, 0.95))
         for group in optimizer.param_groups:
             group["name"] = f"{'decay' if group['weight_decay'] > 0 else 'no_decay'}_{_group_name(group)}"
-            if group["weight_decay"] > 0:
-                # undo mup's x s: the same λ at every width (fixed arm); the callback rewrites it (timescale arm)
-                group["weight_decay"] = self.weight_decay
+            # build_param_groups' `width_mult` key (s = 1) was copied into mup's hidden split: give it that split's s
+            hidden = [p.infshape.width_mult() for p in group["params"] if p.infshape.ninf() == 2]
+            group["width_mult"] = float(max(hidden)) if hidden else 1.0
         return optimizer
 
 
 @dataclass
 class TextWidthConfig:
-    """The λ_base sweep on text: every ``(arm, width, λ_base, seed)`` is a run, the base width's once for both arms.
+    """The λ_base sweep on text as a configuration of the finder's width axis: every ``(width, λ_base, seed)`` is a
+    finder trial with ``TimescaleCallback(tau_epoch=1 / (η_base M λ_base), width_exponent=1)``.
 
     Attributes:
         widths: ``n_embd`` values; the smallest is μP's base width (``s = width / min(widths)``).
@@ -181,9 +171,10 @@ class TextWidthConfig:
         "μP byte-level GPT on the standard library's sources: final loss against the base weight decay"
     )
 
-    # the same runs, in the same order, as the digits width sweep
-    runs = WidthConfig.runs
-    num_runs = WidthConfig.num_runs
+    @property
+    def num_runs(self) -> int:
+        """Finder trials: every ``(width, λ_base, seed)``."""
+        return len(self.widths) * len(self.weight_decays) * len(self.seeds)
 
     @property
     def base_width(self) -> int:
@@ -199,46 +190,25 @@ class TextWidthConfig:
             val_tokens=self.val_tokens,
         )
 
-    def model(self, width: int, weight_decay: float, arm: Arm) -> MuByteGPT:
-        """The μP model of one run, its base shapes set."""
+    def model(self, width: int) -> MuByteGPT:
+        """``make_model(width)``: the μP model at ``width``, its base shapes set."""
         return MuByteGPT(
             width=width,
             block_size=self.block_size,
             n_layer=self.n_layer,
             n_head=self.n_head,
             lr=self.lr,
-            weight_decay=weight_decay,
             schedule=self.schedule,  # type: ignore[arg-type]
             warmup_fraction=self.warmup_fraction,
-            arm=arm,
             decay_input=self.decay_input,
         ).set_base_shapes(self.base_width)
 
-    def _hidden_lr(self, width: int, first_lr: dict[str, float]) -> float:
-        # the peak lr (the first step's is the warm-up's); the hidden matrices' is η_base / s
-        return self.lr / (width / self.base_width)
-
-    def _task_hparams(self) -> dict[str, Any]:
+    def trainer_kwargs(self) -> dict[str, Any]:
+        """The finder's ``trainer_kwargs`` (without callbacks)."""
         return {
-            "dataset_size": self.datamodule().dataset_size,
-            "batch_size": self.batch_size * self.block_size,
-            "epochs": self.epochs,
-            "schedule": self.schedule,
-            "warmup_fraction": self.warmup_fraction,
-            "n_layer": self.n_layer,
-            "n_head": self.n_head,
-            "block_size": self.block_size,
-            "max_tokens": self.max_tokens,
-            "decay_input": self.decay_input,
-        }
-
-    def _timescale_kwargs(self, data: TextDataModule) -> dict[str, Any]:
-        # N and B in tokens, so the callback's M is exactly the Trainer's optimizer steps per epoch
-        return {"dataset_size": data.dataset_size, "batch_size": data.tokens_per_step}
-
-    def _trainer_kwargs(self) -> dict[str, Any]:
-        return {
+            "max_epochs": self.epochs,
             "accelerator": self.accelerator,
+            "devices": 1,
             "log_every_n_steps": max(1, self.steps_per_epoch // 4),
             "check_val_every_n_epoch": self.val_every_n_epochs,
         }
@@ -248,15 +218,17 @@ class TextWidthConfig:
         data = self.datamodule()
         return data.dataset_size // data.tokens_per_step
 
-    def tau_epoch(self, weight_decay: float) -> float:
-        """The ``timescale`` arm's ``tau_epoch``: ``1 / (η_base M λ_base)``, ``M`` the optimizer steps per epoch.
+    def tau_epochs(self) -> list[float]:
+        """The finder's ``tau_epoch`` grid, one per ``λ_base`` in the same order: ``1 / (η_base M λ_base)``, ``M``
+        the optimizer steps per epoch.
 
         Example:
-            >>> config = TextWidthConfig(max_tokens=100_000, block_size=64, batch_size=16, lr=1e-3)
-            >>> config.steps_per_epoch, round(config.tau_epoch(2.0), 4)  # 1562 windows: 97 whole batches
-            (97, 5.1546)
+            >>> config = TextWidthConfig(max_tokens=100_000, block_size=64, batch_size=16, lr=1e-3,
+            ...                          weight_decays=[2.0, 4.0])
+            >>> config.steps_per_epoch, [round(t, 4) for t in config.tau_epochs()]  # 1562 windows: 97 whole batches
+            (97, [5.1546, 2.5773])
         """
-        return tau_math.tau_iter(self.lr, weight_decay) / self.steps_per_epoch
+        return [1.0 / (self.lr * self.steps_per_epoch * lam) for lam in self.weight_decays]
 
     def timescales_covered(self, lr: float, weight_decay: float) -> float:
         """``sum_t η_t λ`` over a run whose peak lr is ``lr``: how many EMA timescales the weights live through."""
@@ -264,34 +236,32 @@ class TextWidthConfig:
         mean_factor = self.warmup_fraction / 2 + (1 - self.warmup_fraction) * cosine_mean
         return lr * weight_decay * self.epochs * self.steps_per_epoch * mean_factor
 
+    def describe_task(self) -> str:
+        """The task's part of :meth:`describe`'s first line."""
+        data = self.datamodule()
+        return (
+            f"μP byte-level GPT {self.n_layer} layers, {self.n_head} heads, block {self.block_size},"
+            f" B = {self.batch_size} x {self.block_size} = {data.tokens_per_step} tokens, N = {data.dataset_size:,}"
+            f" tokens ({self.steps_per_epoch} steps/epoch), {self.schedule}, {self.warmup_fraction:.0%} warm-up."
+        )
+
     def describe(self) -> str:
-        """What the sweep runs, and how many EMA timescales the hidden weights cover in each arm.
+        """What the sweep runs (:func:`~lightning_tau.demos.width.describe_width`).
 
         Example:
             >>> config = TextWidthConfig(widths=[16, 64], weight_decays=[1.0, 16.0], seeds=[0], epochs=2,
             ...                          batch_size=16, block_size=32, n_layer=1, n_head=2, max_tokens=32_000,
             ...                          warmup_fraction=0.0)
             >>> print(config.describe())  # doctest: +NORMALIZE_WHITESPACE
-            Text width sweep of λ_base at η_base = 0.003: 2 widths x 2 λ_base x 1 seeds, 2 arms (the base width
-              once) = 6 runs x 2 epochs; μP byte-level GPT 1 layers, 2 heads, block 32, B = 16 x 32 = 512 tokens,
-              N = 31,744 tokens (62 steps/epoch), cosine, 0% warm-up.
-              hidden matrices: lr η_base / s; weight decay λ_base (fixed) or s λ_base (timescale).
-              timescales the hidden weights cover (sum of η_t λ over the run, λ_base 1 .. 16):
-                width 16 (s=1): fixed 0.205 .. 3.27, timescale 0.205 .. 3.27
-                width 64 (s=4): fixed 0.0512 .. 0.818, timescale 0.205 .. 3.27
+            Text width sweep of λ_base at η_base = 0.003 (the finder's width axis): 2 widths x 2 λ_base x 1 seeds =
+              4 runs x 2 epochs; μP byte-level GPT 1 layers, 2 heads, block 32, B = 16 x 32 = 512 tokens, N = 31,744
+              tokens (62 steps/epoch), cosine, 0% warm-up.
+              hidden matrices: lr η_base / s, weight decay s λ_base (TimescaleCallback, width_exponent=1); tau_epoch =
+              1 / (η_base M λ_base) from 5.38 (λ_base 1) to 0.336 (λ_base 16).
+              timescales the hidden weights cover (sum of η_t λ over the run, every width): 0.205 .. 3.27
         """
-        lams = sorted(self.weight_decays)
-        data = self.datamodule()
-        lines = [
-            f"Text width sweep of λ_base at η_base = {self.lr:g}: {len(self.widths)} widths x {len(lams)} λ_base x"
-            f" {len(self.seeds)} seeds, 2 arms (the base width once) = {self.num_runs} runs x {self.epochs} epochs;"
-            f" μP byte-level GPT {self.n_layer} layers, {self.n_head} heads, block {self.block_size},"
-            f" B = {self.batch_size} x {self.block_size} = {data.tokens_per_step} tokens, N = {data.dataset_size:,}"
-            f" tokens ({self.steps_per_epoch} steps/epoch), {self.schedule}, {self.warmup_fraction:.0%} warm-up.",
-        ]
-        return "\n".join(lines + arm_lines(self))
+        return describe_width(self)
 
 
-# one run and the whole sweep are the digits width demo's, with this config's task hooks
-run_one_text_width = run_one_width
+# the whole sweep is the digits width demo's, with this config's task
 run_text_width_demo = run_width_demo
