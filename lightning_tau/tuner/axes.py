@@ -347,14 +347,26 @@ class AxisResult:
         return "\n".join(lines)
 
     def plot(self, path: str | Path) -> Path:
-        """Draw the curve per point (left) and log best ``x`` against log scale with the fitted line (right)."""
+        """Draw :meth:`figure` into ``path`` (``.png``, ``.svg``, ...); returns it."""
+        import matplotlib.pyplot as plt
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig = self.figure()
+        try:
+            fig.savefig(path, dpi=120)
+        finally:
+            plt.close(fig)
+        return path
+
+    def figure(self) -> Any:
+        """The matplotlib figure :meth:`plot` saves: the curve per point (left, its smoothed optimum dotted) and log
+        best ``x`` against log scale with the per-seed grid optima and the fitted line (right). Agg backend."""
         import matplotlib
 
         matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
         colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(self.results)))
         for i, (r, color) in enumerate(zip(self.results, colors)):
@@ -381,9 +393,7 @@ class AxisResult:
         right.grid(True, which="both", alpha=0.3)
         right.legend(fontsize="small")
         right.set_title(_wrap(self.verdict, 70), fontsize="small")
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        return path
+        return fig
 
 
 def _wrap(text: str, width: int) -> str:
