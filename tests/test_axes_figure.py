@@ -17,7 +17,7 @@ SIZES = [100, 400, 1600]
 
 
 def _point(size: int) -> FinderResult:
-    """A sweep whose best tau_epoch moves as N^-0.3 (vertex off the grid, so the grid optima move otherwise), three seeds with offsets."""
+    """A sweep whose best tau_epoch moves as N^-0.3, off the grid (so the grid optima move otherwise); 3 seeds."""
     best = 12.0 * (100 / size) ** 0.3
     curve = [
         CurvePoint(t, [(math.log(t / best)) ** 2 + 0.01 * s for s in range(3)], [0, 1, 2], {}, [size]) for t in TAUS
