@@ -20,6 +20,7 @@ __all__ = [
     "group_lr",
     "group_names",
     "group_width_mult",
+    "param_group_layers",
     "reference_lr",
     "register_decay_kind",
     "unit_rms_updates",
@@ -182,6 +183,38 @@ def unwrap_optimizer(optimizer: Any) -> Any:
         seen.add(id(inner))
         optimizer = inner
     return optimizer
+
+
+def param_group_layers(optimizer: Any) -> list[list[dict[str, Any]]]:
+    """The ``param_groups`` lists of ``optimizer`` and of every optimizer inside it that keeps its own copy.
+
+    A wrapper may hold groups of its own beside those of the optimizer that steps: torch's
+    ``ZeroRedundancyOptimizer`` copies its groups into its shard optimizer before each step and the shard's back
+    over its own after it, so a value written into one of the two alone during a step is lost. A value meant to
+    hold is written into every list returned here (the same index in each: only lists as long as the outermost
+    are returned; a wrapper that shares its inner optimizer's list is returned once).
+
+    Example:
+        >>> class Wrapper:
+        ...     def __init__(self, optimizer):
+        ...         self.optimizer = optimizer
+        ...         self.param_groups = [dict(g) for g in optimizer.param_groups]
+        >>> inner = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters())
+        >>> [len(groups) for groups in param_group_layers(Wrapper(inner))]
+        [1, 1]
+        >>> len(param_group_layers(inner))
+        1
+    """
+    layers: list[list[dict[str, Any]]] = []
+    seen: set[int] = set()
+    while optimizer is not None and id(optimizer) not in seen:
+        seen.add(id(optimizer))
+        groups = getattr(optimizer, "param_groups", None)
+        if isinstance(groups, list) and all(groups is not known for known in layers):
+            if not layers or len(groups) == len(layers[0]):
+                layers.append(groups)
+        optimizer = _inner_optimizer(optimizer)
+    return layers
 
 
 def _inner_optimizer(optimizer: Any, depth: int = 8) -> Any:
