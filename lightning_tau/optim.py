@@ -7,6 +7,7 @@ composer classes are recognised by module and class name), so it serves plain Py
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -426,21 +427,38 @@ def group_width_mult(group: Mapping[str, Any]) -> float | None:
 
 
 def group_names(optimizers: Sequence[torch.optim.Optimizer]) -> list[list[str]]:
-    """Names for every param group, as Lightning's ``LearningRateMonitor`` would show them.
+    """Names for every param group, as Lightning's ``LearningRateMonitor`` would show them, each one unique.
 
-    A group's own ``name`` key wins, else ``pg1``, ``pg2``, ... With several optimizers each name is prefixed by
-    ``optimizer{i}/`` (counting from 0) so names stay unique.
+    A group's own ``name`` key wins, else ``pg1``, ``pg2``, ... Groups of one optimizer that would share a name
+    (mup's ``MuAdamW`` copies ``name`` onto every group it splits a group into) get their index after it,
+    ``all/pg1``, ``all/pg2``, so no two groups ever share a logged series or a table row; names that are unique
+    stay as they are. With several optimizers each name is prefixed by ``optimizer{i}/`` (counting from 0).
+    The monitor's keys, the callback's table and the finder's trial records all name groups with this function.
 
     Example:
         >>> net = torch.nn.Linear(2, 2)
         >>> opt = torch.optim.AdamW([{"params": [net.weight], "name": "matrices"}, {"params": [net.bias]}])
         >>> group_names([opt])
         [['matrices', 'pg2']]
+        >>> opt = torch.optim.AdamW([{"params": [net.weight], "name": "all"}, {"params": [net.bias], "name": "all"}])
+        >>> group_names([opt])
+        [['all/pg1', 'all/pg2']]
     """
     names = []
     for i, optimizer in enumerate(optimizers):
         prefix = f"optimizer{i}/" if len(optimizers) > 1 else ""
-        names.append([f"{prefix}{group.get('name', f'pg{j + 1}')}" for j, group in enumerate(optimizer.param_groups)])
+        own = [str(group.get("name", f"pg{j + 1}")) for j, group in enumerate(optimizer.param_groups)]
+        names.append([prefix + name for name in _unique(own)])
+    return names
+
+
+def _unique(names: list[str]) -> list[str]:
+    """``names`` with every name that occurs more than once followed by its group's index (``name/pg{j + 1}``)."""
+    for _ in range(len(names)):  # a suffixed name may clash with a given one ("all/pg2"): suffix again
+        counts = Counter(names)
+        if len(counts) == len(names):
+            break
+        names = [f"{name}/pg{j + 1}" if counts[name] > 1 else name for j, name in enumerate(names)]
     return names
 
 

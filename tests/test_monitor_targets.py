@@ -11,11 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import mup
 import pytest
 from conftest import make_loader, quiet_trainer
 from lightning.pytorch.loggers import TensorBoardLogger
 from test_monitor_tensorboard import hparams_record, load_events, scalar_series
-from test_mup import BASE_WIDTH, Module, mup_mlp
+from test_mup import BASE_WIDTH, LR, Module, mup_mlp
 from test_run_changes import TwoPlayers
 from test_width_exponent import mu_adamw  # MuAdamW at a constant lr: tau_iter_t is on its target
 
@@ -79,3 +80,30 @@ def test_manual_optimization_logs_tau_epoch_in_each_optimizers_own_steps(tmp_pat
     hparams, _ = hparams_record(events)
     assert hparams["timescale/tau_epoch/optimizer1/pg1"] == pytest.approx(TAU_EPOCH, rel=1e-6)
     assert hparams["timescale/steps_per_epoch"] == 10  # the run's M (one step per batch)
+
+
+def test_groups_sharing_a_name_are_logged_one_series_each(tmp_path: Path) -> None:
+    # MuAdamW splits the one group named "all" into an s = 4 group (lr / 4) and an s = 1 group, both named "all"
+    def named(net: Any) -> Any:
+        return mup.MuAdamW([{"params": list(net.parameters()), "name": "all"}], lr=LR, weight_decay=0.1)
+
+    callback = TimescaleCallback(tau_epoch=TAU_EPOCH, decay_vectors=True, verbose=False)
+    events = load_events(fit_logged(tmp_path, Module(mup_mlp(4 * BASE_WIDTH), named), [callback]))
+    m = N / B
+    names = [g.name for g in callback.groups]
+    assert names == ["all/pg1", "all/pg2"]
+    by_name = {g.name: g for g in callback.groups}
+    assert sorted((g.width_mult or 1.0) for g in callback.groups) == [1.0, 4.0]
+    expected = [1 / (LR * TAU_EPOCH * m), 4 / (LR * TAU_EPOCH * m)]  # s = 1 (lr), s = 4 (lr / 4)
+    for name, g in by_name.items():  # each series is one group's own
+        assert g.weight_decay == pytest.approx(1 / (g.reference_lr * TAU_EPOCH * m))
+        series = scalar_series(events, f"timescale/weight_decay/{name}")
+        assert series and all(v == pytest.approx(g.weight_decay, rel=1e-6) for v in series.values()), name
+        if g.width_mult is not None:
+            assert set(scalar_series(events, f"timescale/width_mult/{name}").values()) == {g.width_mult}
+    assert sorted(g.weight_decay for g in callback.groups) == pytest.approx(expected)
+    tags = set(events.Tags()["tensors"])
+    assert not any(t.endswith("/all") for t in tags), sorted(t for t in tags if t.endswith("/all"))
+    assert set(callback.state_dict()["weight_decay"]) == set(names)
+    hparams, _ = hparams_record(events)
+    assert sorted(hparams[f"timescale/weight_decay/{n}"] for n in names) == pytest.approx(expected, rel=1e-6)
