@@ -13,7 +13,8 @@ from typing import Any
 
 import mup
 import pytest
-from conftest import make_loader, quiet_trainer
+import torch
+from conftest import TinyModel, make_loader, quiet_trainer
 from lightning.pytorch.loggers import TensorBoardLogger
 from test_monitor_tensorboard import hparams_record, load_events, scalar_series
 from test_mup import BASE_WIDTH, LR, Module, mup_mlp
@@ -107,3 +108,36 @@ def test_groups_sharing_a_name_are_logged_one_series_each(tmp_path: Path) -> Non
     assert set(callback.state_dict()["weight_decay"]) == set(names)
     hparams, _ = hparams_record(events)
     assert sorted(hparams[f"timescale/weight_decay/{n}"] for n in names) == pytest.approx(expected, rel=1e-6)
+
+
+def test_manual_optimization_with_tau_iter_logs_tau_epoch_in_each_optimizers_own_steps(tmp_path: Path) -> None:
+    # tau_iter=20 steps for both optimizers: 2 epochs of the discriminator's 10 steps, 4 of the generator's 5
+    callback = TimescaleCallback(tau_iter=20.0, steps_per_epoch={1: 5}, verbose=False)
+    monitor = TimescaleMonitor(logging_interval=2)
+    events = load_events(fit_logged(tmp_path, TwoPlayers(), [callback, monitor], n=100))
+    for name, m in {"optimizer0/pg1": 10, "optimizer1/pg1": 5}.items():
+        target = scalar_series(events, f"timescale/tau_epoch_target/{name}")
+        assert target and all(v == pytest.approx(20.0 / m, rel=1e-6) for v in target.values()), (name, target)
+        tau_epoch = scalar_series(events, f"timescale/tau_epoch/{name}")  # constant lr: on its target
+        assert tau_epoch == pytest.approx(target, rel=1e-6), name
+        tau_iter_target = scalar_series(events, f"timescale/tau_iter_target/{name}")
+        assert all(v == pytest.approx(20.0) for v in tau_iter_target.values()), name
+
+
+def test_hparams_record_the_reference_lr_not_the_warmup_lr_of_the_first_step(tmp_path: Path) -> None:
+    # a linear warm-up from 0.1 x lr: the first step runs at lr 0.001, the reference (initial_lr) is 0.01
+    def warmup(m: TinyModel) -> dict[str, Any]:
+        opt = torch.optim.AdamW(m.parameters(), lr=0.01, weight_decay=0.1)
+        sched = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=6)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    callback = TimescaleCallback(tau_epoch=TAU_EPOCH, decay_vectors=True, verbose=False)
+    events = load_events(fit_logged(tmp_path, TinyModel(warmup), [callback]))
+    first_lr = scalar_series(events, "timescale/lr/pg1")
+    assert first_lr[INTERVAL] < 0.01  # still warming up at the first logging step
+    hparams, _ = hparams_record(events)
+    m = N / B
+    assert hparams["timescale/lr/pg1"] == pytest.approx(0.01)
+    assert hparams["timescale/weight_decay/pg1"] == pytest.approx(1 / (0.01 * TAU_EPOCH * m))
+    assert hparams["timescale/tau_iter/pg1"] == pytest.approx(TAU_EPOCH * m)
+    assert hparams["timescale/tau_epoch/pg1"] == pytest.approx(TAU_EPOCH)
