@@ -74,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if trainer.is_global_zero:
         print(f"N: {args.dataset_size}  global B: {global_batch}  optimizer steps: {trainer.global_step}")
         print(f"closed form B/(lr*N*tau_epoch) with the global B: {closed_form:.6g}")
+    # end the process group before exit: a gloo group left to the interpreter's teardown can abort the process
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

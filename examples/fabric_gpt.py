@@ -195,6 +195,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     fabric.print(f"logged to {logger.log_dir}  (tensorboard --logdir {args.out_dir})")
     if args.dump:
         dump(fabric, args, applied, dataset_size, batch_size, used, losses, logger.log_dir)
+    # end the process group before exit: a gloo group left to the interpreter's teardown can abort the process
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 def report(fabric: L.Fabric, args: argparse.Namespace, applied: Any, dataset_size: int, batch_size: int) -> None:

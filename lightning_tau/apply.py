@@ -23,6 +23,7 @@ from lightning_tau.optim import (
     group_lr,
     group_names,
     group_width_mult,
+    param_group_layers,
     reference_lr,
     unsupported_message,
     unwrap_optimizer,
@@ -76,10 +77,13 @@ def gather_groups(
 
 
 def write_weight_decays(optimizers: Sequence[torch.optim.Optimizer], groups: Sequence[GroupTimescale]) -> None:
-    """Write each managed group's decided ``weight_decay`` into its optimizer."""
+    """Write each managed group's decided ``weight_decay`` into its optimizer, and into the optimizer inside any
+    wrapper that keeps groups of its own (torch's ``ZeroRedundancyOptimizer`` syncs its shard optimizer's groups back
+    over its own after each step, so a value written into the wrapper alone during a step would be lost)."""
     for g in groups:
         if g.decays:
-            optimizers[g.optimizer_index].param_groups[g.group_index]["weight_decay"] = g.weight_decay
+            for param_groups in param_group_layers(optimizers[g.optimizer_index]):
+                param_groups[g.group_index]["weight_decay"] = g.weight_decay
 
 
 def write_per_step(optimizer: torch.optim.Optimizer, indices: Sequence[int], tau_iter: float) -> None:

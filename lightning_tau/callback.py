@@ -240,6 +240,8 @@ class TimescaleCallback(Callback):
         self._optimizer_m: dict[int, float] = {}  # optimizer index -> the M it was decided with, where not the run's
         self._counts: dict[int, int] = {}  # manual optimization: optimizer index -> steps taken this epoch
         self._batches_in_epoch = 0
+        self._counted_epoch: int | None = None  # the epoch `_counts` and `_batches_in_epoch` are of
+        self._resumed_counts: dict[str, Any] | None = None  # a checkpoint's partial epoch count, until continued
         self._measured: dict[int, tuple[int, int]] = {}  # optimizer index -> (steps, batches) of its last full epoch
         self._group_counts: dict[int, int] = {}  # id(optimizer) -> len(param_groups) when last decided
         self._decided_epoch: int | None = None
@@ -323,6 +325,8 @@ class TimescaleCallback(Callback):
         # a resumed run keeps what its epochs counted (the checkpoint's callback state is loaded before fit start)
         measured = (self._restored or {}).get("measured_steps") or {}
         self._measured = {int(i): (int(v[0]), int(v[1])) for i, v in measured.items()}
+        # ...and the count of the epoch it stopped in, continued when training resumes inside it (`on_train_start`)
+        self._resumed_counts = (self._restored or {}).get("epoch_counts") or None
         if self.steps_per_epoch is not None:
             bad = sorted(i for i in self.steps_per_epoch if i >= len(trainer.optimizers))
             if bad:
@@ -377,11 +381,21 @@ class TimescaleCallback(Callback):
     @override
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Read the run's shape, decide each managed group's ``weight_decay``, write it and print the summary."""
+        self._continue_counts(trainer)
         self.shape = None
         self._decide(trainer)
         self._hook_optimizers(trainer)
         if self._own_monitor is not None:
             self._own_monitor.on_train_start(trainer, pl_module)
+
+    def _continue_counts(self, trainer: pl.Trainer) -> None:
+        """A run resumed inside an epoch continues the checkpoint's step count of that epoch, so that the epoch
+        is still counted whole (manual optimization); the checkpoint's loop state is restored by now."""
+        resumed, self._resumed_counts = self._resumed_counts, None
+        if resumed and resumed.get("epoch") == trainer.current_epoch:
+            self._counts = {int(i): int(n) for i, n in (resumed.get("steps") or {}).items()}
+            self._batches_in_epoch = int(resumed.get("batches", 0))
+            self._counted_epoch = trainer.current_epoch
 
     def _hook_optimizers(self, trainer: pl.Trainer) -> None:
         """Register this callback's step pre-hook on every optimizer (on the one that steps, inside any wrapper).
@@ -421,7 +435,9 @@ class TimescaleCallback(Callback):
 
     @override
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Start counting the epoch's steps (Lightning does not call this for an epoch resumed inside)."""
         self._counts, self._batches_in_epoch = {}, 0
+        self._counted_epoch = trainer.current_epoch
 
     @override
     def on_train_batch_end(
@@ -487,6 +503,12 @@ class TimescaleCallback(Callback):
             "weight_decay": {g.name: g.weight_decay for g in self.groups},
             # manual optimization: optimizer index -> [steps, batches] of its last full epoch, counted
             "measured_steps": {str(i): list(v) for i, v in self._measured.items()},
+            # ...and the count of the epoch in progress, so a resume inside it still counts a whole epoch
+            "epoch_counts": {
+                "epoch": self._counted_epoch,
+                "batches": self._batches_in_epoch,
+                "steps": {str(i): n for i, n in self._counts.items()},
+            },
             "monitor": None if self.monitor is None else self.monitor.state_dict(),
         }
 

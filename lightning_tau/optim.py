@@ -7,6 +7,7 @@ composer classes are recognised by module and class name), so it serves plain Py
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -20,6 +21,7 @@ __all__ = [
     "group_lr",
     "group_names",
     "group_width_mult",
+    "param_group_layers",
     "reference_lr",
     "register_decay_kind",
     "unit_rms_updates",
@@ -182,6 +184,38 @@ def unwrap_optimizer(optimizer: Any) -> Any:
         seen.add(id(inner))
         optimizer = inner
     return optimizer
+
+
+def param_group_layers(optimizer: Any) -> list[list[dict[str, Any]]]:
+    """The ``param_groups`` lists of ``optimizer`` and of every optimizer inside it that keeps its own copy.
+
+    A wrapper may hold groups of its own beside those of the optimizer that steps: torch's
+    ``ZeroRedundancyOptimizer`` copies its groups into its shard optimizer before each step and the shard's back
+    over its own after it, so a value written into one of the two alone during a step is lost. A value meant to
+    hold is written into every list returned here (the same index in each: only lists as long as the outermost
+    are returned; a wrapper that shares its inner optimizer's list is returned once).
+
+    Example:
+        >>> class Wrapper:
+        ...     def __init__(self, optimizer):
+        ...         self.optimizer = optimizer
+        ...         self.param_groups = [dict(g) for g in optimizer.param_groups]
+        >>> inner = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters())
+        >>> [len(groups) for groups in param_group_layers(Wrapper(inner))]
+        [1, 1]
+        >>> len(param_group_layers(inner))
+        1
+    """
+    layers: list[list[dict[str, Any]]] = []
+    seen: set[int] = set()
+    while optimizer is not None and id(optimizer) not in seen:
+        seen.add(id(optimizer))
+        groups = getattr(optimizer, "param_groups", None)
+        if isinstance(groups, list) and all(groups is not known for known in layers):
+            if not layers or len(groups) == len(layers[0]):
+                layers.append(groups)
+        optimizer = _inner_optimizer(optimizer)
+    return layers
 
 
 def _inner_optimizer(optimizer: Any, depth: int = 8) -> Any:
@@ -393,21 +427,38 @@ def group_width_mult(group: Mapping[str, Any]) -> float | None:
 
 
 def group_names(optimizers: Sequence[torch.optim.Optimizer]) -> list[list[str]]:
-    """Names for every param group, as Lightning's ``LearningRateMonitor`` would show them.
+    """Names for every param group, as Lightning's ``LearningRateMonitor`` would show them, each one unique.
 
-    A group's own ``name`` key wins, else ``pg1``, ``pg2``, ... With several optimizers each name is prefixed by
-    ``optimizer{i}/`` (counting from 0) so names stay unique.
+    A group's own ``name`` key wins, else ``pg1``, ``pg2``, ... Groups of one optimizer that would share a name
+    (mup's ``MuAdamW`` copies ``name`` onto every group it splits a group into) get their index after it,
+    ``all/pg1``, ``all/pg2``, so no two groups ever share a logged series or a table row; names that are unique
+    stay as they are. With several optimizers each name is prefixed by ``optimizer{i}/`` (counting from 0).
+    The monitor's keys, the callback's table and the finder's trial records all name groups with this function.
 
     Example:
         >>> net = torch.nn.Linear(2, 2)
         >>> opt = torch.optim.AdamW([{"params": [net.weight], "name": "matrices"}, {"params": [net.bias]}])
         >>> group_names([opt])
         [['matrices', 'pg2']]
+        >>> opt = torch.optim.AdamW([{"params": [net.weight], "name": "all"}, {"params": [net.bias], "name": "all"}])
+        >>> group_names([opt])
+        [['all/pg1', 'all/pg2']]
     """
     names = []
     for i, optimizer in enumerate(optimizers):
         prefix = f"optimizer{i}/" if len(optimizers) > 1 else ""
-        names.append([f"{prefix}{group.get('name', f'pg{j + 1}')}" for j, group in enumerate(optimizer.param_groups)])
+        own = [str(group.get("name", f"pg{j + 1}")) for j, group in enumerate(optimizer.param_groups)]
+        names.append([prefix + name for name in _unique(own)])
+    return names
+
+
+def _unique(names: list[str]) -> list[str]:
+    """``names`` with every name that occurs more than once followed by its group's index (``name/pg{j + 1}``)."""
+    for _ in range(len(names)):  # a suffixed name may clash with a given one ("all/pg2"): suffix again
+        counts = Counter(names)
+        if len(counts) == len(names):
+            break
+        names = [f"{name}/pg{j + 1}" if counts[name] > 1 else name for j, name in enumerate(names)]
     return names
 
 

@@ -1,15 +1,22 @@
-"""Run a script as a real 2-process DDP fit on CPU (gloo), in a clean subprocess.
+"""Run a script as a real 2-process distributed job on CPU (gloo), one clean subprocess per rank.
 
-Lightning's ``ddp`` launcher re-runs the parent command once per extra rank, so the fit must live in its own
-script. Distributed variables from any outer launcher are stripped so the child starts a fresh process group.
+The harness starts every rank itself, as ``torchrun`` does: each gets ``LOCAL_RANK``, ``NODE_RANK``,
+``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``, so a Lightning ``Trainer(devices=2, strategy="ddp")`` joins the
+job instead of launching its own ranks, and the harness sees each rank's own exit status: a rank that dies from a
+signal is named ("rank 1 died with SIGABRT"), where Lightning's launcher would report only that rank zero was
+killed. Distributed variables from any outer launcher are stripped first. Every script ends with
+:func:`end_process_group`, so no rank tears down a live gloo group at interpreter exit (which can abort).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 #: Variables that would make the child think it is already part of a distributed job.
@@ -17,6 +24,9 @@ _STRIPPED = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NODE_RANK", "LOCAL_WOR
 
 #: Seconds before a hung process group is killed (a 2-process gloo fit of a tiny model takes ~15 s here).
 DDP_TIMEOUT = 240
+
+#: Seconds the other ranks get to finish once one rank has failed (they may wait on it in a collective).
+_GRACE = 20
 
 
 def clean_env() -> dict[str, str]:
@@ -26,18 +36,111 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-def run_script(source: str, tmp_path: Path, *args: str, timeout: float = DDP_TIMEOUT) -> subprocess.CompletedProcess:
-    """Write ``source`` to ``tmp_path/script.py`` and run it; fail the test with its output if it fails."""
+def end_process_group() -> None:
+    """Destroy the default process group, after a barrier so that no rank closes it while another still uses it.
+
+    Call it last in every script the harness runs: gloo's threads left running at interpreter exit can abort the
+    process ("terminate called without an active exception", SIGABRT) after all its work is done.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def run_script(
+    source: str, tmp_path: Path, *args: str, timeout: float = DDP_TIMEOUT, world_size: int = 2
+) -> subprocess.CompletedProcess:
+    """Write ``source`` to ``tmp_path/script.py`` and run it once per rank; fail the test if any rank fails.
+
+    Returns the ranks' output, rank zero's first (``stdout`` and ``stderr`` each concatenated in rank order).
+    """
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(source))
-    proc = subprocess.run(
+    port = _free_port()
+    procs: list[subprocess.Popen] = []
+    files = []
+    try:
+        for rank in range(world_size):
+            env = clean_env()
+            env.update(
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(port),
+                NODE_RANK="0",
+                LOCAL_RANK=str(rank),
+                RANK=str(rank),
+                WORLD_SIZE=str(world_size),
+            )
+            out = (tmp_path / f"rank{rank}.stdout").open("w")
+            err = (tmp_path / f"rank{rank}.stderr").open("w")
+            files += [out, err]
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, str(script), *args],
+                    cwd=tmp_path,
+                    env=env,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,  # its own process group: killed whole on a timeout
+                )
+            )
+        problems = _wait(procs, timeout)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        for f in files:
+            f.close()
+    outputs = [
+        ((tmp_path / f"rank{r}.stdout").read_text(), (tmp_path / f"rank{r}.stderr").read_text())
+        for r in range(world_size)
+    ]
+    if problems:
+        shown = "".join(
+            f"\n--- rank {r} STDOUT:\n{stdout}\n--- rank {r} STDERR:\n{stderr}"
+            for r, (stdout, stderr) in enumerate(outputs)
+        )
+        raise AssertionError(f"script failed: {'; '.join(problems)}{shown}")
+    return subprocess.CompletedProcess(
         [sys.executable, str(script), *args],
-        cwd=tmp_path,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
+        0,
+        stdout="".join(o for o, _ in outputs),
+        stderr="".join(e for _, e in outputs),
     )
-    if proc.returncode != 0:
-        raise AssertionError(f"script failed ({proc.returncode}):\nSTDOUT:\n{proc.stdout}\nSTDERR:\n{proc.stderr}")
-    return proc
+
+
+def _wait(procs: list[subprocess.Popen], timeout: float) -> list[str]:
+    """Wait for every rank; once one fails, the others get :data:`_GRACE` seconds. What went wrong, per rank."""
+    deadline = time.monotonic() + timeout
+    while any(p.poll() is None for p in procs):
+        failed = any(p.returncode not in (None, 0) for p in procs)
+        if failed:
+            deadline = min(deadline, time.monotonic() + _GRACE)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        running = next(p for p in procs if p.returncode is None)
+        try:
+            running.wait(timeout=min(left, 0.5))  # wake up now and then to see whether another rank failed
+        except subprocess.TimeoutExpired:
+            pass
+    failed = any(p.returncode not in (None, 0) for p in procs)
+    problems = []
+    for rank, proc in enumerate(procs):
+        code = proc.poll()
+        if code is None:
+            when = f"{_GRACE} s after another rank failed" if failed else f"after {timeout:g} s"
+            problems.append(f"rank {rank} still running {when} (killed)")
+        elif code < 0:
+            problems.append(f"rank {rank} died with {signal.Signals(-code).name}")
+        elif code:
+            problems.append(f"rank {rank} exited with code {code}")
+    return problems
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -94,6 +94,31 @@ def test_apply_timescale_through_a_torch_distributed_wrapper(name: str, mode: st
     applied.remove()
 
 
+@pytest.mark.parametrize("mode", ["constant", "per_step"])
+def test_zero_redundancy_optimizer_group_added_later_is_managed_at_every_step(mode: str, process_group: None) -> None:
+    # ZeRO copies its shard optimizer's groups back over its own after every step: a decision written into the
+    # wrapper alone, inside the shard's step pre-hook, would be lost (the added group kept its own 0.3)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+    wrapper = ZeroRedundancyOptimizer(net[0].parameters(), optimizer_class=torch.optim.AdamW, lr=LR, weight_decay=0.1)
+    applied = apply_timescale(wrapper, tau_iter=TAU_ITER, mode=mode)
+    used: list[list[float]] = []
+    unwrap_optimizer(wrapper).register_step_post_hook(
+        lambda o, a, k: used.append([g["lr"] * g["weight_decay"] * TAU_ITER for g in o.param_groups])
+    )
+    for step in range(4):
+        if step == 1:
+            wrapper.add_param_group({"params": list(net[1].parameters()), "lr": LR / 4, "weight_decay": 0.3})
+        net(torch.randn(5, 4)).square().mean().backward()
+        wrapper.step()
+        wrapper.zero_grad()
+    assert used[0] == [pytest.approx(1.0, rel=1e-12)]
+    assert used[1:] == [[pytest.approx(1.0, rel=1e-12)] * 2] * 3  # the added group from its first step on
+    assert [g["weight_decay"] for g in wrapper.param_groups] == pytest.approx(
+        [1 / (LR * TAU_ITER), 4 / (LR * TAU_ITER)]
+    )
+    applied.remove()
+
+
 def test_lightning_optimizer_is_judged_by_the_optimizer_inside() -> None:
     inner = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters())
     assert unwrap_optimizer(LightningOptimizer(inner)) is inner
@@ -106,6 +131,7 @@ import torch
 import lightning.pytorch as pl
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from conftest import TinyModel, make_loader
+from ddp_harness import end_process_group
 from lightning_tau import TimescaleCallback
 from lightning_tau.optim import unwrap_optimizer
 
@@ -135,6 +161,7 @@ if __name__ == "__main__":
                          enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                          callbacks=[TimescaleCallback(tau_iter=40.0, mode="per_step", verbose=False), StepLog()])
     trainer.fit(TinyModel(make), make_loader(n=120, batch_size=10))
+    end_process_group()
 """
 
 

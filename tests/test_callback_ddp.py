@@ -12,6 +12,7 @@ import json, sys
 import torch
 import lightning.pytorch as pl
 from conftest import TinyModel, make_loader
+from ddp_harness import end_process_group
 from lightning_tau import TimescaleCallback
 
 
@@ -34,6 +35,7 @@ if __name__ == "__main__":
                          logger=False, enable_checkpointing=False, enable_progress_bar=False,
                          enable_model_summary=False, callbacks=[TimescaleCallback(tau_epoch=2.0), Record()])
     trainer.fit(TinyModel(make), make_loader(n=120, batch_size=10))
+    end_process_group()
 """
 
 
@@ -57,6 +59,7 @@ import torch
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import GradientAccumulationScheduler
 from conftest import TinyModel, make_loader
+from ddp_harness import end_process_group
 from lightning_tau import TimescaleCallback
 
 
@@ -78,6 +81,7 @@ if __name__ == "__main__":
                                     StepLog()])
     model = TinyModel(lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1))
     trainer.fit(model, make_loader(n=200, batch_size=10))
+    end_process_group()
 """
 
 
@@ -93,3 +97,84 @@ def test_ddp_with_an_accumulation_schedule_holds_tau_epoch_at_every_step(tmp_pat
     output = proc.stdout + proc.stderr
     assert output.count("`TimescaleCallback` at epoch 1") == 1, output  # said once, on rank zero
     assert "steps per epoch 10 -> 3" in output and "accumulation 1 -> 4" in output
+
+
+ZERO_CHANGES = """
+import json, sys
+import torch
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import GradientAccumulationScheduler
+from torch.distributed.optim import ZeroRedundancyOptimizer
+from conftest import TinyModel, make_loader
+from ddp_harness import end_process_group
+from test_run_changes import Unfreeze
+from lightning_tau import TimescaleCallback
+from lightning_tau.optim import unwrap_optimizer
+
+
+class StepLog(pl.Callback):
+    # Per step of ZeRO's shard optimizer (the one that steps), from its post-hook: the epoch and (lr, wd) per group.
+    def on_train_start(self, trainer, pl_module):
+        self.rows = []
+        unwrap_optimizer(trainer.optimizers[0]).register_step_post_hook(
+            lambda opt, a, k: self.rows.append([trainer.current_epoch, [[g["lr"], g["weight_decay"]]
+                                                                        for g in opt.param_groups]]))
+
+
+def zero(params):
+    return ZeroRedundancyOptimizer(params, optimizer_class=torch.optim.AdamW, lr=1e-2, weight_decay=0.1)
+
+
+class Growing(TinyModel):
+    # 100, 200, 300 samples in epochs 0, 1, 2 (reloaded every epoch): 5, 10, 15 batches per rank
+    def train_dataloader(self):
+        return make_loader(n=100 * (self.trainer.current_epoch + 1), batch_size=10)
+
+
+def fit(model, epochs, *callbacks, **kwargs):
+    log = StepLog()
+    trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=epochs, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         callbacks=[TimescaleCallback(tau_epoch=5.0, verbose=False), *callbacks, log], **kwargs)
+    trainer.fit(model, None if isinstance(model, Growing) else make_loader(n=100, batch_size=10))
+    return log.rows, trainer.global_rank
+
+
+if __name__ == "__main__":
+    result = {}
+    result["accumulation"], rank = fit(TinyModel(lambda m: zero(m.parameters())), 2,
+                                       GradientAccumulationScheduler({1: 2}))
+    result["reload"], _ = fit(Growing(lambda m: zero(m.parameters())), 3, reload_dataloaders_every_n_epochs=1)
+    result["added"], _ = fit(TinyModel(lambda m: zero([p for p in m.parameters() if p.requires_grad])), 2,
+                             Unfreeze(weight_decay=0.3))
+    with open(f"zero{rank}.json", "w") as f:
+        json.dump(result, f)
+    end_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_zero_redundancy_optimizer_keeps_every_mid_fit_re_decision(tmp_path) -> None:
+    # ZeRO syncs its shard optimizer's groups back over its own after each step: a re-decision written into the
+    # wrapper alone inside the shard's step pre-hook was lost (4.0 kept throughout). 100 samples / 2 ranks / 10 per
+    # batch = 5 batches per rank; tau_epoch 5 at lr 0.01 is wd 1 / (0.01 * 5 * M).
+    run_script(ZERO_CHANGES, tmp_path)
+
+    def wd(m, lr=1e-2):
+        return pytest.approx(1 / (lr * 5.0 * m), rel=1e-9)
+
+    for rank in (0, 1):
+        result = json.loads((tmp_path / f"zero{rank}.json").read_text())
+        # GradientAccumulationScheduler({1: 2}): M = 5, then ceil(5 / 2) = 3 (4.0 -> 6.667)
+        rows = result["accumulation"]
+        assert [e for e, _ in rows] == [0] * 5 + [1] * 3, rank
+        assert [groups[0][1] for _, groups in rows] == [wd(5)] * 5 + [wd(3)] * 3, rank
+        # reloaded dataloaders, N 100 -> 200 -> 300: M = 5, 10, 15 (4.0 -> 2.0 -> 1.333)
+        rows = result["reload"]
+        assert [e for e, _ in rows] == [0] * 5 + [1] * 10 + [2] * 15, rank
+        assert [groups[0][1] for _, groups in rows] == [wd(5)] * 5 + [wd(10)] * 10 + [wd(15)] * 15, rank
+        # a group added at epoch 1 at lr 0.005 and weight decay 0.3: 8.0 from its first step
+        rows = result["added"]
+        assert [(e, len(groups)) for e, groups in rows] == [(0, 1)] * 5 + [(1, 2)] * 5, rank
+        assert [groups[0][1] for _, groups in rows] == [wd(5)] * 10, rank
+        assert [groups[1] for e, groups in rows if e == 1] == [[0.005, wd(5, lr=0.005)]] * 5, rank

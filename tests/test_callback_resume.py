@@ -88,3 +88,43 @@ def test_manual_optimization_resume_keeps_the_counted_steps_per_epoch(tmp_path) 
             TwoPlayers(), make_loader(n=100, batch_size=10), ckpt_path=str(tmp_path / "last.ckpt")
         )
     assert log.of(1) == [(1, pytest.approx(closed_form(5)))] * 5  # the generator's own M from the resumed first step
+
+
+def test_manual_optimization_resume_inside_the_first_epoch_counts_the_whole_epoch(tmp_path) -> None:
+    # TwoPlayers: D steps every batch, G every second one, so global_step is 7 after batch 4 (D 5, G 2). The
+    # resumed run takes the epoch's other 5 batches (D 5, G 3): with the checkpoint's partial count, epoch 0 is a
+    # full epoch of G 5 steps, and G runs epoch 1 at its own M = 5 (without it, at the assumed M = 10).
+    from test_run_changes import PerOptimizer, TwoPlayers, closed_form
+
+    ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=7, save_top_k=-1, filename="{step}")
+    with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):
+        quiet_trainer(
+            callbacks=[TimescaleCallback(tau_epoch=5.0, verbose=False), ckpt], enable_checkpointing=True, max_epochs=1
+        ).fit(TwoPlayers(), make_loader(n=100, batch_size=10))
+    path = tmp_path / "step=7.ckpt"
+    log = PerOptimizer()
+    with pytest.warns(UserWarning, match=r"optimizer 1 took 5 steps in epoch 0 \(10 batches\)"):
+        trainer = quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=5.0, verbose=False), log], max_epochs=2)
+        trainer.fit(TwoPlayers(), make_loader(n=100, batch_size=10), ckpt_path=str(path))
+    assert [e for e, _ in log.of(0)] == [0] * 5 + [1] * 10  # really resumed at batch 5
+    assert [wd for _, wd in log.of(0)] == pytest.approx([closed_form(10)] * 15)
+    assert log.of(1) == [(0, pytest.approx(closed_form(10)))] * 3 + [(1, pytest.approx(closed_form(5)))] * 5
+
+
+def test_manual_optimization_resume_at_a_later_step_keeps_the_count(tmp_path) -> None:
+    # a checkpoint in the second epoch carries the first epoch's count, and the second epoch's partial one is
+    # continued: the generator runs at its own M from the resumed step
+    from test_run_changes import PerOptimizer, TwoPlayers, closed_form
+
+    ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=22, save_top_k=-1, filename="{step}")
+    with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):
+        quiet_trainer(
+            callbacks=[TimescaleCallback(tau_epoch=5.0, verbose=False), ckpt], enable_checkpointing=True, max_epochs=2
+        ).fit(TwoPlayers(), make_loader(n=100, batch_size=10))
+    log = PerOptimizer()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*took .* steps in epoch")  # the count agrees: nothing to say
+        quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=5.0, verbose=False), log], max_epochs=3).fit(
+            TwoPlayers(), make_loader(n=100, batch_size=10), ckpt_path=str(tmp_path / "step=22.ckpt")
+        )
+    assert log.of(1) == [(1, pytest.approx(closed_form(5)))] * 3 + [(2, pytest.approx(closed_form(5)))] * 5

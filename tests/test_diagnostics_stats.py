@@ -65,7 +65,8 @@ def test_diagnostics_pass_allocates_nothing_parameter_sized():
 
 
 SHARDED_SCRIPT = """
-import json, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
+import json, os, sys, torch, torch.distributed as dist
+from ddp_harness import end_process_group
 from lightning_tau.diagnostics.stats import all_reduce_sums, group_sums, weight_sums
 
 def full_tensors():
@@ -118,10 +119,10 @@ def run(rank, init_file, out_file):
     if rank == 0:
         with open(out_file, "w") as f:
             json.dump(result, f)
-    dist.destroy_process_group()
+    end_process_group()
 
 if __name__ == "__main__":
-    mp.spawn(run, args=(sys.argv[1], sys.argv[2]), nprocs=2)
+    run(int(os.environ["RANK"]), sys.argv[1], sys.argv[2])  # the harness starts one process per rank
 """
 
 

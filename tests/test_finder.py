@@ -380,3 +380,33 @@ def test_log_grid() -> None:
     for bad, match in [((0.0, 1.0, 3), "low=0.0"), ((1.0, 2.0, 0), "num=0"), ((1.0, math.nan, 2), "high=nan")]:
         with pytest.raises(ValueError, match=match):
             log_grid(*bad)
+
+
+class SharedNameModel(ValModel):
+    """Two decaying groups that share the name "all" (as mup's ``MuAdamW`` splits one), at lr and lr / 4."""
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        first, norm, _, last = self.net
+        return torch.optim.AdamW(
+            [
+                {"params": [first.weight], "name": "all", "lr": LR / 4},
+                {"params": [last.weight], "name": "all"},
+                {"params": [*norm.parameters(), last.bias], "name": "no_decay", "weight_decay": 0.0},
+            ],
+            lr=LR,
+            weight_decay=0.1,
+        )
+
+
+def test_finder_result_keeps_groups_that_share_a_name_apart(tmp_path: Path) -> None:
+    train, val = _loaders()
+    result = _finder(tmp_path, tau_epochs=(1.0, 4.0)).fit(SharedNameModel, train_dataloaders=train, val_dataloaders=val)
+    assert result.lr == {"all/pg1": LR / 4, "all/pg2": LR}
+    m = 8  # ceil(120 / 16) steps per epoch on the full data
+    assert result.weight_decay == {
+        "all/pg1": pytest.approx(4 / (LR * result.tau_epoch * m)),
+        "all/pg2": pytest.approx(1 / (LR * result.tau_epoch * m)),
+    }
+    for point in result.curve:  # what each trial's callback wrote, per group
+        assert set(point.weight_decay) == {"all/pg1", "all/pg2"}
+        assert point.weight_decay["all/pg1"] == pytest.approx(4 * point.weight_decay["all/pg2"])

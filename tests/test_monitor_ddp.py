@@ -13,6 +13,7 @@ import torch
 import torch.distributed as dist
 from lightning.pytorch.loggers import Logger
 from conftest import TinyModel, make_loader, quiet_trainer
+from ddp_harness import end_process_group
 from lightning_tau.diagnostics import TimescaleMonitor
 
 calls = {"collectives": 0}
@@ -60,6 +61,7 @@ with open(sys.argv[1] + f".{rank}", "w") as f:
     json.dump({"records": timescale, "inside": CountingMonitor.inside, "hook_calls": CountingMonitor.hook_calls,
                "state": state,
                "world": trainer.world_size}, f)
+end_process_group()
 """
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import mup
 import pytest
-from conftest import make_loader, quiet_trainer
+import torch
+from conftest import TinyModel, make_loader, quiet_trainer
 from lightning.pytorch.loggers import TensorBoardLogger
 from test_monitor_tensorboard import hparams_record, load_events, scalar_series
-from test_mup import BASE_WIDTH, Module, mup_mlp
+from test_mup import BASE_WIDTH, LR, Module, mup_mlp
 from test_run_changes import TwoPlayers
 from test_width_exponent import mu_adamw  # MuAdamW at a constant lr: tau_iter_t is on its target
 
@@ -79,3 +81,63 @@ def test_manual_optimization_logs_tau_epoch_in_each_optimizers_own_steps(tmp_pat
     hparams, _ = hparams_record(events)
     assert hparams["timescale/tau_epoch/optimizer1/pg1"] == pytest.approx(TAU_EPOCH, rel=1e-6)
     assert hparams["timescale/steps_per_epoch"] == 10  # the run's M (one step per batch)
+
+
+def test_groups_sharing_a_name_are_logged_one_series_each(tmp_path: Path) -> None:
+    # MuAdamW splits the one group named "all" into an s = 4 group (lr / 4) and an s = 1 group, both named "all"
+    def named(net: Any) -> Any:
+        return mup.MuAdamW([{"params": list(net.parameters()), "name": "all"}], lr=LR, weight_decay=0.1)
+
+    callback = TimescaleCallback(tau_epoch=TAU_EPOCH, decay_vectors=True, verbose=False)
+    events = load_events(fit_logged(tmp_path, Module(mup_mlp(4 * BASE_WIDTH), named), [callback]))
+    m = N / B
+    names = [g.name for g in callback.groups]
+    assert names == ["all/pg1", "all/pg2"]
+    by_name = {g.name: g for g in callback.groups}
+    assert sorted((g.width_mult or 1.0) for g in callback.groups) == [1.0, 4.0]
+    expected = [1 / (LR * TAU_EPOCH * m), 4 / (LR * TAU_EPOCH * m)]  # s = 1 (lr), s = 4 (lr / 4)
+    for name, g in by_name.items():  # each series is one group's own
+        assert g.weight_decay == pytest.approx(1 / (g.reference_lr * TAU_EPOCH * m))
+        series = scalar_series(events, f"timescale/weight_decay/{name}")
+        assert series and all(v == pytest.approx(g.weight_decay, rel=1e-6) for v in series.values()), name
+        if g.width_mult is not None:
+            assert set(scalar_series(events, f"timescale/width_mult/{name}").values()) == {g.width_mult}
+    assert sorted(g.weight_decay for g in callback.groups) == pytest.approx(expected)
+    tags = set(events.Tags()["tensors"])
+    assert not any(t.endswith("/all") for t in tags), sorted(t for t in tags if t.endswith("/all"))
+    assert set(callback.state_dict()["weight_decay"]) == set(names)
+    hparams, _ = hparams_record(events)
+    assert sorted(hparams[f"timescale/weight_decay/{n}"] for n in names) == pytest.approx(expected, rel=1e-6)
+
+
+def test_manual_optimization_with_tau_iter_logs_tau_epoch_in_each_optimizers_own_steps(tmp_path: Path) -> None:
+    # tau_iter=20 steps for both optimizers: 2 epochs of the discriminator's 10 steps, 4 of the generator's 5
+    callback = TimescaleCallback(tau_iter=20.0, steps_per_epoch={1: 5}, verbose=False)
+    monitor = TimescaleMonitor(logging_interval=2)
+    events = load_events(fit_logged(tmp_path, TwoPlayers(), [callback, monitor], n=100))
+    for name, m in {"optimizer0/pg1": 10, "optimizer1/pg1": 5}.items():
+        target = scalar_series(events, f"timescale/tau_epoch_target/{name}")
+        assert target and all(v == pytest.approx(20.0 / m, rel=1e-6) for v in target.values()), (name, target)
+        tau_epoch = scalar_series(events, f"timescale/tau_epoch/{name}")  # constant lr: on its target
+        assert tau_epoch == pytest.approx(target, rel=1e-6), name
+        tau_iter_target = scalar_series(events, f"timescale/tau_iter_target/{name}")
+        assert all(v == pytest.approx(20.0) for v in tau_iter_target.values()), name
+
+
+def test_hparams_record_the_reference_lr_not_the_warmup_lr_of_the_first_step(tmp_path: Path) -> None:
+    # a linear warm-up from 0.1 x lr: the first step runs at lr 0.001, the reference (initial_lr) is 0.01
+    def warmup(m: TinyModel) -> dict[str, Any]:
+        opt = torch.optim.AdamW(m.parameters(), lr=0.01, weight_decay=0.1)
+        sched = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=6)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    callback = TimescaleCallback(tau_epoch=TAU_EPOCH, decay_vectors=True, verbose=False)
+    events = load_events(fit_logged(tmp_path, TinyModel(warmup), [callback]))
+    first_lr = scalar_series(events, "timescale/lr/pg1")
+    assert first_lr[INTERVAL] < 0.01  # still warming up at the first logging step
+    hparams, _ = hparams_record(events)
+    m = N / B
+    assert hparams["timescale/lr/pg1"] == pytest.approx(0.01)
+    assert hparams["timescale/weight_decay/pg1"] == pytest.approx(1 / (0.01 * TAU_EPOCH * m))
+    assert hparams["timescale/tau_iter/pg1"] == pytest.approx(TAU_EPOCH * m)
+    assert hparams["timescale/tau_epoch/pg1"] == pytest.approx(TAU_EPOCH)

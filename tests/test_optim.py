@@ -75,6 +75,15 @@ def test_group_names_with_several_optimizers() -> None:
     assert group_names([a, b]) == [["optimizer0/body", "optimizer0/pg2"], ["optimizer1/pg1"]]
 
 
+def test_group_names_are_unique_when_groups_share_a_name() -> None:
+    # mup's MuAdamW copies a group's `name` onto every group it splits it into: one key per group all the same
+    a = torch.optim.AdamW([{"params": params(), "name": "all"}, {"params": params(), "name": "all"}])
+    b = torch.optim.AdamW([{"params": params(), "name": "pg2"}, {"params": params()}, {"params": params()}])
+    assert group_names([a]) == [["all/pg1", "all/pg2"]]
+    assert group_names([b]) == [["pg2/pg1", "pg2/pg2", "pg3"]]  # a given name clashing with a default one
+    assert group_names([a, b])[0] == ["optimizer0/all/pg1", "optimizer0/all/pg2"]
+
+
 def test_planned_lr_sums_follows_the_schedule_without_touching_the_optimizer() -> None:
     opt = torch.optim.AdamW(params(), lr=1.0)
     sched = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)

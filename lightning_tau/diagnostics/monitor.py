@@ -57,8 +57,9 @@ class TimescaleMonitor(Callback):
     r"""Log each param group's EMA timescale, weight magnitude and the magnitude AdamW's EMA view predicts.
 
     Every ``logging_interval`` optimizer steps (default: the Trainer's ``log_every_n_steps``) it logs, per param
-    group ``g`` (the group's ``name``, else ``pg1``, ``pg2``, ... as ``LearningRateMonitor`` names them), under
-    ``{prefix}/{quantity}/{g}``: ``lr``, ``weight_decay``, the instantaneous ``tau_iter``
+    group ``g`` (the group's ``name``, else ``pg1``, ``pg2``, ... as ``LearningRateMonitor`` names them; groups
+    sharing a ``name`` get their index after it, ``all/pg1``, ``all/pg2``), under ``{prefix}/{quantity}/{g}``:
+    ``lr``, ``weight_decay``, the instantaneous ``tau_iter``
     :math:`= 1/(\eta_t\lambda_t)` and ``tau_epoch`` (when ``N`` and ``B`` are known), which grow as the lr
     decays, next to the group's own targets ``tau_iter_target`` and ``tau_epoch_target`` when a
     :class:`~lightning_tau.TimescaleCallback` manages it, ``width_mult`` (muP), ``weight_mean_abs``, ``weight_rms``,
