@@ -66,3 +66,13 @@ def quiet_trainer(**kwargs: Any) -> pl.Trainer:
 @pytest.fixture
 def tiny_model() -> type[TinyModel]:
     return TinyModel
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `make mutation`, run each doctest once.
+
+    mutmut copies every mutated function, docstring and all, into `x_<name>__mutmut_<i>` siblings of the original;
+    `--doctest-modules` would collect each copy's examples as a doctest of its own (hundreds per function). The
+    public name's doctest stays: it calls whichever mutant is under test. Outside `mutants/` nothing is dropped.
+    """
+    items[:] = [item for item in items if "__mutmut_" not in item.nodeid]
