@@ -9,9 +9,16 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
+from hypothesis import settings
 from torch.utils.data import DataLoader, TensorDataset
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
+
+if "MUTANT_UNDER_TEST" in os.environ:
+    # Under `make mutation` (mutmut sets this): the same examples every run, so that scores repeat, and no per-example
+    # deadline, which the trampolines and a loaded machine would turn into failures that kill nothing.
+    settings.register_profile("mutation", derandomize=True, deadline=None, database=None)
+    settings.load_profile("mutation")
 
 
 class TinyModel(pl.LightningModule):
