@@ -43,7 +43,7 @@ def diverged_neighbour_curve() -> list[CurvePoint]:
     return [
         CurvePoint(32.0, [0.3, math.nan], [0, 1], {"decay": 0.03125}, [10, 10]),
         CurvePoint(2.0, [0.4, 0.5], [0, 1], {"decay": 0.5}, [10, 10]),
-        CurvePoint(8.0, [0.2, 0.3], [0, 1], {"decay": 0.125}, [10, 10]),
+        CurvePoint(8.0, [0.2, 0.3], [0, 1], {"decay": 0.125, "other": 0.0625}, [10, 10]),
     ]
 
 
@@ -133,7 +133,7 @@ def test_from_curve_sorts_the_grid_and_derives_the_full_runs_weight_decay() -> N
     assert [p.tau_epoch for p in r.curve] == [2.0, 8.0, 32.0]
     assert (r.tau_epoch, r.grid_tau_epoch, r.at_edge, r.smoothed) == (8.0, 8.0, False, False)
     assert r.weight_decay == {"decay": pytest.approx(6.25), "other": pytest.approx(3.125)}  # 1 / (lr * 8 * 20)
-    assert r.subset_weight_decay == {"decay": 0.125} and r.lr == {"decay": 1e-3, "other": 2e-3}
+    assert r.subset_weight_decay == {"decay": 0.125, "other": 0.0625} and r.lr == {"decay": 1e-3, "other": 2e-3}
     assert (r.steps_per_epoch, r.cost, r.full_cost, r.cost_fraction) == (20.0, 60, 240, 0.25)
     # an explicit M (a partial last batch) and mode="max"
     r = result(diverged_neighbour_curve(), steps_per_epoch=25, mode="max", full_cost=0)
@@ -156,7 +156,7 @@ def test_to_json_and_save_json(tmp_path: Path) -> None:
         "at_edge": False,
         "weight_decay": {"decay": 6.25, "other": 3.125},
         "lr": {"decay": 0.001, "other": 0.002},
-        "subset_weight_decay": {"decay": 0.125},
+        "subset_weight_decay": {"decay": 0.125, "other": 0.0625},
         "monitor": "val_loss",
         "mode": "min",
         "reduce": "last",
@@ -172,7 +172,7 @@ def test_to_json_and_save_json(tmp_path: Path) -> None:
             {"tau_epoch": 2.0, "mean": 0.45, "std": pytest.approx(0.0707106781), "values": [0.4, 0.5],
              "seeds": [0, 1], "weight_decay": {"decay": 0.5}, "steps": [10, 10]},
             {"tau_epoch": 8.0, "mean": 0.25, "std": pytest.approx(0.0707106781), "values": [0.2, 0.3],
-             "seeds": [0, 1], "weight_decay": {"decay": 0.125}, "steps": [10, 10]},
+             "seeds": [0, 1], "weight_decay": {"decay": 0.125, "other": 0.0625}, "steps": [10, 10]},
             {"tau_epoch": 32.0, "mean": None, "std": None, "values": [0.3, None], "seeds": [0, 1],
              "weight_decay": {"decay": 0.03125}, "steps": [10, 10]},
         ],
@@ -180,11 +180,23 @@ def test_to_json_and_save_json(tmp_path: Path) -> None:
         "cost_fraction": 0.25,
     }  # fmt: skip
     assert r.to_json() == expected
-    path = r.save_json(tmp_path / "new" / "finder.json")
-    assert path == tmp_path / "new" / "finder.json"
+    path = r.save_json(tmp_path / "new" / "runs" / "finder.json")  # parents created
+    assert path == tmp_path / "new" / "runs" / "finder.json"
+    assert r.save_json(tmp_path / "new" / "runs" / "again.json").exists()  # into a folder that exists
     text = path.read_text()
     assert text.endswith("}\n") and text.startswith('{\n  "tau_epoch": 8.0,')  # indented, one trailing newline
     assert json.loads(text) == expected
+
+
+def test_save_json_writes_strict_json_only(tmp_path: Path) -> None:
+    # a hand-built result without a full cost has cost_fraction nan, which strict JSON cannot hold
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        result(diverged_neighbour_curve(), full_cost=0).save_json(tmp_path / "finder.json")
+
+
+def test_callback_passes_its_arguments_on() -> None:
+    callback = result(diverged_neighbour_curve()).callback(verbose=False)
+    assert (callback.tau_epoch, callback.verbose) == (8.0, False)
 
 
 def test_table_shows_the_curve_the_suggestion_and_the_cost() -> None:
@@ -192,16 +204,16 @@ def test_table_shows_the_curve_the_suggestion_and_the_cost() -> None:
         [
             "Timescale finder: 3 tau_epochs x 2 seeds on a 0.25 subset (250 of 1000 samples), 10 epochs, B=50; final"
             " val_loss (min):",
-            "  tau_epoch | mean | std     | per seed | subset weight decay | note",
-            "  2         | 0.45 | 0.07071 | 0.4, 0.5 | decay=0.5           |",
-            "  8         | 0.25 | 0.07071 | 0.2, 0.3 | decay=0.125         | best on grid",
-            "  32        | nan  | nan     | 0.3, nan | decay=0.0312        |",
+            "  tau_epoch | mean | std     | per seed | subset weight decay       | note",
+            "  2         | 0.45 | 0.07071 | 0.4, 0.5 | decay=0.5                 |",
+            "  8         | 0.25 | 0.07071 | 0.2, 0.3 | decay=0.125, other=0.0625 | best on grid",
+            "  32        | nan  | nan     | 0.3, nan | decay=0.0312              |",
             "Suggested tau_epoch: 8 (best grid point; best on grid 8).",
             "Weight decay for the full run (N=1000, B=50, 20 steps per epoch), as TimescaleCallback(tau_epoch=8) will"
             " set it:",
             "  group | lr    | weight decay | naive (subset's best, kept)",
             "  decay | 0.001 | 6.25         | 0.125",
-            "  other | 0.002 | 3.125        | nan",
+            "  other | 0.002 | 3.125        | 0.0625",
             "Cost: 60 optimizer steps, 25% of the 240 the same sweep takes on the full data.",
         ]
     )
@@ -216,6 +228,8 @@ def test_table_says_how_it_smoothed_and_warns_at_the_edge() -> None:
         " grid 8)."
     )
     assert lines[-1] == "Cost: 3,000 optimizer steps, 150% of the 2,000 the same sweep takes on the full data."
+    empty = FinderResult(**{**result(smooth).__dict__, "curve": []}).table().splitlines()
+    assert empty[0].startswith("Timescale finder: 0 tau_epochs x 0 seeds on a 0.25 subset")
     edge = result([CurvePoint(t, [v], [0]) for t, v in [(2.0, 0.1), (8.0, 0.2)]]).table().splitlines()
     assert edge[4:6] == [
         "Suggested tau_epoch: 2 (best grid point; best on grid 2).",

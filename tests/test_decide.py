@@ -52,6 +52,11 @@ def test_resolve_tau_iter_given_in_steps_must_exceed_one_step() -> None:
     assert resolve_tau_iter(tau_iter=1.5) == 1.5
     with raises_exactly("`tau_iter=1.0` optimizer steps" + TOO_SHORT + " Use `tau_iter > 1`."):
         resolve_tau_iter(tau_iter=1.0)
+    with raises_exactly(
+        "`tau_iter=0.5` optimizer steps so `lr * weight_decay = 2` (>= 1): every step would shrink the weights to zero"
+        " or past it, and training diverges. Use `tau_iter > 1`."
+    ):
+        resolve_tau_iter(tau_iter=0.5)
     with raises_exactly("`tau_iter` must be a positive finite number, got -3."):
         resolve_tau_iter(tau_iter=-3)
 
