@@ -93,6 +93,15 @@ def test_pitfall_tolerance_from_both_sides() -> None:
     assert find_fixed_lambda_pitfall(below, rel_tol=0.03) == []
 
 
+def test_pitfall_at_the_exact_tolerance_and_halfway_between_the_readings() -> None:
+    # lr * wd exactly (1 + rel_tol) / s times the base rate: still "about" (log(1.5) == log1p(0.5) in floats)
+    at_tolerance = [GroupRate("base", 1.0, 1.0, 1.0), GroupRate("hidden", 0.375, 1.0, 4.0)]
+    assert [p.name for p in find_fixed_lambda_pitfall(at_tolerance, rel_tol=0.5)] == ["hidden"]
+    # s = 4 and lr * wd half the base rate: as far from the fixed-λ reading as from the muP one, so not reported
+    halfway = [GroupRate("base", 1.0, 1.0, 1.0), GroupRate("hidden", 0.5, 1.0, 4.0)]
+    assert find_fixed_lambda_pitfall(halfway, rel_tol=1.5) == []
+
+
 def test_pitfall_without_base_groups_needs_two_multipliers_that_all_fit() -> None:
     fixed = [GroupRate("a", LR / 2, WD, 2.0), GroupRate("b", LR / 4, WD, 4.0), GroupRate("c", LR / 8, WD, 8)]
     found = find_fixed_lambda_pitfall(fixed)
