@@ -123,6 +123,8 @@ def test_planned_lr_sums_steps_each_scheduler_when_it_is_due() -> None:
     for steps_per_epoch in (1, 0.4):
         opt, every_epoch = _halving(interval="epoch")
         assert planned_lr_sums(opt, [every_epoch], total_steps=3, steps_per_epoch=steps_per_epoch) == [1.75]
+    opt, every_other_epoch = _halving(interval="epoch", frequency=2)  # epochs of one step: due after steps 2 and 4
+    assert planned_lr_sums(opt, [every_other_epoch], total_steps=4, steps_per_epoch=1) == [1.0 + 1.0 + 0.5 + 0.5]
 
 
 def test_planned_lr_sums_limits(monkeypatch: pytest.MonkeyPatch) -> None:
