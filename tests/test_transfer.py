@@ -62,6 +62,31 @@ def test_transfer_table_whole() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: TunedRun(1e-3, 0.1, 50_000, 100, width=-1), "`width` must be a positive finite number, got -1."),
+        (lambda: TargetRun(batch_size=0), "`batch_size` must be a positive finite number, got 0."),
+        (
+            lambda: transfer_groups(TunedRun(1e-3, 0.1, 50_000, 100), TargetRun(width=512)),
+            "`TargetRun(width=512)` needs the tuned run's width to compare with: set `TunedRun(width=...)` or"
+            " `base_width`.",
+        ),
+        (
+            lambda: transfer_groups(TunedRun(1e-3, 0.1, 50_000, 100), TargetRun(width=512), base_width=-2),
+            "`base_width` must be a positive finite number, got -2.",
+        ),
+        (
+            lambda: transfer_groups(TunedRun(1e-3, 0.1, 50_000, 100), None, width_mults={}),
+            "`width_mults` is empty: give at least one group, for example {'hidden': 4.0}.",
+        ),
+    ],
+)
+def test_transfer_messages_whole(make, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        make()
+
+
 def test_transfer_errors_name_the_argument() -> None:
     with pytest.raises(ValueError, match=r"`TargetRun\(width=512\)` needs the tuned run's width"):
         transfer_groups(TunedRun(1e-3, 0.1, 1000, 10), TargetRun(width=512))

@@ -71,6 +71,7 @@ def test_pitfall_against_the_median_of_the_base_groups() -> None:
         GroupRate("base2", LR, 2 * WD, 1.0),
         GroupRate("base3", LR, 9 * WD, 1 + 1e-12),  # s within 1e-9 of 1 is a base group
         GroupRate("diverging", math.inf, WD, None),  # non-finite rate: left out of the median
+        GroupRate("huge", 1e200, 1e200, None),  # lr * wd overflows: left out too
         GroupRate("hidden", 2 * LR / 4, WD, 4.0),  # lr / s with the base groups' median rate (2 * LR * WD)
         GroupRate("nodecay", LR / 4, 0.0, 4.0),
         GroupRate("frozen", 0.0, WD, 4.0),
@@ -88,6 +89,7 @@ def test_pitfall_tolerance_from_both_sides() -> None:
     assert [p.name for p in find_fixed_lambda_pitfall(groups)] == ["hidden"]  # 4% off, default rel_tol 5%
     assert find_fixed_lambda_pitfall(groups, rel_tol=0.03) == []
     assert [p.name for p in find_fixed_lambda_pitfall(groups, rel_tol=0.041)] == ["hidden"]
+    assert find_fixed_lambda_pitfall([groups[0], GroupRate("hidden", 1.1 * LR / 4, WD, 4.0)]) == []  # 10% off
     below = [GroupRate("base", LR, WD, 1.0), GroupRate("hidden", LR / 4 / 1.04, WD, 4.0)]  # 4% off the other way
     assert [p.name for p in find_fixed_lambda_pitfall(below)] == ["hidden"]
     assert find_fixed_lambda_pitfall(below, rel_tol=0.03) == []
@@ -111,6 +113,9 @@ def test_pitfall_without_base_groups_needs_two_multipliers_that_all_fit() -> Non
         ("c", 8.0, pytest.approx(LR * WD)),
     ]
     assert find_fixed_lambda_pitfall([*fixed, GroupRate("d", LR / 16, 16 * WD, 16.0)]) == []  # one does not fit
+    # the reference is the first group's own s * lr * wd (here the weight decays differ between groups)
+    mixed = [GroupRate("a", LR / 2, WD, 2.0), GroupRate("b", LR / 8, 2 * WD, 4.0)]
+    assert [p.name for p in find_fixed_lambda_pitfall(mixed)] == ["a", "b"]
     assert find_fixed_lambda_pitfall([GroupRate("a", LR / 2, WD, 2.0), GroupRate("b", LR / 2, WD, 2.0)]) == []
 
 
