@@ -76,6 +76,9 @@ def test_interior_and_bracketed_edge_cases() -> None:
     assert is_interior([[1.0, 0.9, math.inf], [2.0, 0.5, 0.1], [4.0, 0.7, math.nan]])
     assert is_bracketed([[1.0, 0.9, math.inf], [2.0, 0.5, 0.1], [4.0, 0.7, math.nan]])
     assert not is_bracketed([[1.0, 0.5, 0.0], [2.0, 0.6, 0.0], [4.0, 0.7, 0.0]])  # best at the edge
+    assert not is_interior([[1.0, 0.7, 0.0], [2.0, 0.6, 0.0], [4.0, 0.5, 0.0]])  # best at the last point
+    nan_mean = [[1.0, math.nan, 0.0], [2.0, 0.5, 0.0], [4.0, 0.7, 0.0], [8.0, 0.9, 0.0]]  # a nan mean is the worst
+    assert is_interior(nan_mean) and is_bracketed(nan_mean)
     assert not is_bracketed([[1.0, 0.7, 0.0], [2.0, 0.6, 0.0], [4.0, 0.5, 0.0]])
 
 
