@@ -12,14 +12,14 @@ TORCH_INDEX ?=
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install docs clean
+.PHONY: demo test install docs clean mutation
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	# torch first, from TORCH_INDEX when given (see above), so that nothing below pulls another build
 	$(PY) -m pip install $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==2.13.0
-	$(PY) -m pip install -e '.[cli,demo,optuna,test,docs]'
+	$(PY) -m pip install -e '.[cli,demo,optuna,test,docs,mutation]'
 	# mup imports only torch and PyYAML; its declared requirements pull a torchvision that breaks CPU torch
 	$(PY) -m pip install --no-deps 'mup>=1.0.0'
 	# the optimizer families tests/test_optimizer_families.py checks (the `optimizers` extra), each verified to step
@@ -38,8 +38,17 @@ test: $(STAMP)
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
+# Mutation testing of the pure core ([tool.mutmut] in pyproject.toml; scores in benchmarks/README.md). Not part of
+# `make test`: about 15 minutes on one core. Starts afresh (mutants/ removed), then prints the score per module.
+# MUTATION_JOBS: mutants tested at once (1 leaves a shared machine usable; raise it on a machine of your own).
+MUTATION_JOBS ?= 1
+mutation: $(STAMP)
+	rm -rf mutants
+	OMP_NUM_THREADS=1 nice -n 15 $(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS)
+	$(PY) benchmarks/mutation_scores.py
+
 docs: $(STAMP)
 	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 clean:
-	rm -rf $(VENV) docs/_build lightning_logs tau_runs
+	rm -rf $(VENV) docs/_build lightning_logs tau_runs mutants

@@ -14,10 +14,17 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
+from hypothesis import settings
 from pg_server import PostgresServer, start_postgres
 from torch.utils.data import DataLoader, TensorDataset
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
+
+if "MUTANT_UNDER_TEST" in os.environ:
+    # Under `make mutation` (mutmut sets this): the same examples every run, so that scores repeat, and no per-example
+    # deadline, which the trampolines and a loaded machine would turn into failures that kill nothing.
+    settings.register_profile("mutation", derandomize=True, deadline=None, database=None)
+    settings.load_profile("mutation")
 
 
 class TinyModel(pl.LightningModule):
@@ -102,3 +109,13 @@ def finder_single(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, A
     root = tmp_path_factory.mktemp("single")
     printed, _ = finder_procs.finish(finder_procs.run(finder_procs.command(root / "out", root / "r.json")))
     return json.loads((root / "r.json").read_text()), finder_procs.suggestion(printed)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `make mutation`, run each doctest once.
+
+    mutmut copies every mutated function, docstring and all, into `x_<name>__mutmut_<i>` siblings of the original;
+    `--doctest-modules` would collect each copy's examples as a doctest of its own (hundreds per function). The
+    public name's doctest stays: it calls whichever mutant is under test. Outside `mutants/` nothing is dropped.
+    """
+    items[:] = [item for item in items if "__mutmut_" not in item.nodeid]

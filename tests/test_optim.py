@@ -115,3 +115,31 @@ def test_planned_lr_sums_copies_no_parameter_data() -> None:
     shadow, _ = _shadow_copy(opt, [sched])
     assert shadow.param_groups[0]["params"][0].numel() == 0
     assert all(v.numel() == 0 for s in shadow.state.values() for v in s.values() if torch.is_tensor(v))
+
+
+def _halving(**kwargs: object) -> tuple[torch.optim.Optimizer, ScheduledStep]:
+    opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1.0)
+    return opt, ScheduledStep(torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5), **kwargs)
+
+
+def test_planned_lr_sums_steps_each_scheduler_when_it_is_due() -> None:
+    opt, every_third_step = _halving(interval="step", frequency=3)
+    assert planned_lr_sums(opt, [every_third_step], total_steps=6, steps_per_epoch=100) == [3 * 1.0 + 3 * 0.5]
+    # every 2nd epoch of 3 steps: due after steps 6 and 12
+    opt, every_other_epoch = _halving(interval="epoch", frequency=2)
+    assert planned_lr_sums(opt, [every_other_epoch], total_steps=12, steps_per_epoch=3) == [6 * 1.0 + 6 * 0.5]
+    # epochs of one step (and of less than one, rounded up to one) step every time
+    for steps_per_epoch in (1, 0.4):
+        opt, every_epoch = _halving(interval="epoch")
+        assert planned_lr_sums(opt, [every_epoch], total_steps=3, steps_per_epoch=steps_per_epoch) == [1.75]
+    opt, every_other_epoch = _halving(interval="epoch", frequency=2)  # epochs of one step: due after steps 2 and 4
+    assert planned_lr_sums(opt, [every_other_epoch], total_steps=4, steps_per_epoch=1) == [1.0 + 1.0 + 0.5 + 0.5]
+
+
+def test_planned_lr_sums_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    opt, sched = _halving()
+    assert planned_lr_sums(opt, [sched], total_steps=2, steps_per_epoch=0) is None
+    assert planned_lr_sums(opt, [sched], total_steps=2, steps_per_epoch=float("inf")) is None
+    monkeypatch.setattr("lightning_tau.schedule.MAX_SIMULATED_STEPS", 3)
+    assert planned_lr_sums(opt, [sched], total_steps=3, steps_per_epoch=10) == [1.75]
+    assert planned_lr_sums(opt, [sched], total_steps=4, steps_per_epoch=10) is None

@@ -57,6 +57,7 @@ def test_elapsed_timescales_and_init_memory() -> None:
     assert timescale.init_memory(lrs, 2.0) == pytest.approx(math.prod(1 - lr * 2.0 for lr in lrs))
     assert timescale.init_memory(lrs, 2.0) == pytest.approx(math.exp(-elapsed), rel=0.01)
     assert timescale.init_memory([2.0], 1.0) == 0.0  # a step with lr * wd >= 1 erases the init
+    assert timescale.init_memory([0.5, 1.0], 1.0) == 0.0  # lr * wd exactly 1 too (no log of zero)
 
 
 def test_weight_magnitude_predictions() -> None:
@@ -86,11 +87,25 @@ def test_power_lines_law() -> None:
         (timescale.weight_decay_for_tau_epoch, "batch_size", lambda f, v: f(1e-3, 1.0, 100, v)),
         (timescale.weight_decay_for_tau_iter, "tau_iter", lambda f, v: f(1e-3, v)),
         (timescale.power_lines_tau_epoch, "tokens_per_parameter", lambda f, v: f(v)),
+        (timescale.power_lines_tau_epoch, "coefficient", lambda f, v: f(10.0, coefficient=v)),
+        (timescale.tau_epoch_from_tau_iter, "tau_iter", lambda f, v: f(v, 100, 10)),
+        (timescale.weight_decay_for_tau_iter, "lr", lambda f, v: f(v, 10.0)),
+        (timescale.timescales_elapsed, "weight_decay", lambda f, v: f([1e-3], v)),
+        (timescale.init_memory, "weight_decay", lambda f, v: f([1e-3], v)),
+        (timescale.equilibrium_rms, "lr", lambda f, v: f(v, 0.5)),
+        (timescale.equilibrium_rms, "weight_decay", lambda f, v: f(1e-3, v)),
+        (timescale.coherent_norm_bound, "weight_decay", lambda f, v: f(v)),
     ],
 )
 def test_bad_numbers_name_the_argument_and_value(func, argument, call, bad) -> None:
     with pytest.raises(ValueError, match=f"`{argument}` must be a positive finite number, got {bad!r}"):
         call(func, bad)
+
+
+def test_is_positive_integer_takes_whole_numbers_from_one() -> None:
+    assert timescale.is_positive_integer(1) and timescale.is_positive_integer(3.0)
+    assert not any(timescale.is_positive_integer(v) for v in (0, 0.5, 2.5, -3, float("nan"), float("inf")))
+    assert not timescale.is_positive_integer(None) and not timescale.is_positive_integer("many")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", [0, -5, float("nan"), "3"])

@@ -15,7 +15,7 @@ from conftest import TinyModel, make_loader, quiet_trainer
 from lightning_tau import TimescaleCallback
 from lightning_tau.cli import main
 from lightning_tau.timescale import power_lines_tau_epoch
-from lightning_tau.transfer import TargetRun, TunedRun, transfer_groups
+from lightning_tau.transfer import TargetRun, TunedRun, format_transfer_table, transfer_groups
 
 TUNED = ["--lr", "1e-3", "--weight-decay", "0.1", "--dataset-size", "50000", "--batch-size", "100"]
 
@@ -42,6 +42,49 @@ def test_transfer_groups_closed_forms() -> None:
     (row,) = transfer_groups(tuned, target, width_mults={"blocks": 2.0})
     assert row.weight_decay == pytest.approx(2 * vector.weight_decay)
     assert transfer_groups(tuned, target, base_width=128)[1].width_mult == 16.0
+
+
+def test_transfer_table_whole() -> None:
+    tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100, width=256)
+    target = TargetRun(lr=5e-4, dataset_size=100_000, batch_size=200, width=1024)
+    assert format_transfer_table(tuned, target, transfer_groups(tuned, target)).splitlines() == [
+        "Tuned:  lr=0.001, weight_decay=0.1, N=50,000, B=100, width=256 -> tau_epoch=20 (tau_iter=10000 steps)",
+        "Target: lr=0.0005, N=100,000, B=200, width=1024, M=N/B=500 steps/epoch -> same tau_epoch=20 (tau_iter=10000"
+        " steps)",
+        "Group       | Width mult | lr       | Weight decay | tau_iter | tau_epoch",
+        "-------------------------------------------------------------------------",
+        "vector-like | 1          | 0.0005   | 0.2          | 10000    | 20",
+        "matrix-like | 4          | 0.000125 | 0.8          | 10000    | 20",
+    ]
+    # no target: the tuned run's own lr, N and B
+    assert format_transfer_table(tuned, None, transfer_groups(tuned, None)).splitlines()[1] == (
+        "Target: lr=0.001, N=50,000, B=100, M=N/B=500 steps/epoch -> same tau_epoch=20 (tau_iter=10000 steps)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: TunedRun(1e-3, 0.1, 50_000, 100, width=-1), "`width` must be a positive finite number, got -1."),
+        (lambda: TargetRun(batch_size=0), "`batch_size` must be a positive finite number, got 0."),
+        (
+            lambda: transfer_groups(TunedRun(1e-3, 0.1, 50_000, 100), TargetRun(width=512)),
+            "`TargetRun(width=512)` needs the tuned run's width to compare with: set `TunedRun(width=...)` or"
+            " `base_width`.",
+        ),
+        (
+            lambda: transfer_groups(TunedRun(1e-3, 0.1, 50_000, 100), TargetRun(width=512), base_width=-2),
+            "`base_width` must be a positive finite number, got -2.",
+        ),
+        (
+            lambda: transfer_groups(TunedRun(1e-3, 0.1, 50_000, 100), None, width_mults={}),
+            "`width_mults` is empty: give at least one group, for example {'hidden': 4.0}.",
+        ),
+    ],
+)
+def test_transfer_messages_whole(make, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        make()
 
 
 def test_transfer_errors_name_the_argument() -> None:

@@ -563,7 +563,7 @@ class FinderResult:
         )
         return "\n".join(lines)
 
-    def plot(self, path: str | Path) -> Path:
+    def plot(self, path: str | Path) -> Path:  # pragma: no mutate block (drawing; see benchmarks/mutation_survivors.md)
         """Draw the curve in the paper's Figure-1 style into ``path`` (``.png``, ``.svg``, ...); returns it.
 
         The metric against ``tau_epoch`` (log x): the seed mean as a line, single seeds as dots, the best grid

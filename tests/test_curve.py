@@ -1,0 +1,237 @@
+"""The finder's pure parts (lightning_tau/tuner/curve.py): grid, smoothed optimum, result, its JSON and its table.
+
+No training: these run under `make mutation` against curve.py's mutants (with test_finder.py's pure tests), so the
+messages, the JSON and the table are checked whole. The Lightning side is tests/test_finder.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lightning_tau.tuner.curve import CurvePoint, FinderResult, log_grid, smoothed_optimum
+
+
+def raises_exactly(message: str) -> pytest.RaisesContext[ValueError]:
+    return pytest.raises(ValueError, match=f"^{re.escape(message)}$")
+
+
+def result(curve: list[CurvePoint], **kwargs: Any) -> FinderResult:
+    settings: dict[str, Any] = dict(
+        lr={"decay": 1e-3, "other": 2e-3},
+        monitor="val_loss",
+        mode="min",
+        reduce="last",
+        fraction=0.25,
+        dataset_size=1000,
+        subset_size=250,
+        batch_size=50,
+        epochs=10,
+        full_cost=240,
+    )
+    settings.update(kwargs)
+    return FinderResult.from_curve(curve, **settings)
+
+
+def diverged_neighbour_curve() -> list[CurvePoint]:
+    """Best at 8; the point at 32 has a diverged seed (so no parabola); given out of grid order."""
+    return [
+        CurvePoint(32.0, [0.3, math.nan], [0, 1], {"decay": 0.03125}, [10, 10]),
+        CurvePoint(2.0, [0.4, 0.5], [0, 1], {"decay": 0.5}, [10, 10]),
+        CurvePoint(8.0, [0.2, 0.3], [0, 1], {"decay": 0.125, "other": 0.0625}, [10, 10]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((0.0, 1.0, 3), "`log_grid(low=0.0)` is not valid: use a positive finite number."),
+        ((True, 2.0, 3), "`log_grid(low=True)` is not valid: use a positive finite number."),
+        (("1", 2.0, 3), "`log_grid(low='1')` is not valid: use a positive finite number."),
+        ((1.0, math.inf, 3), "`log_grid(high=inf)` is not valid: use a positive finite number."),
+        ((1.0, -2.0, 3), "`log_grid(high=-2.0)` is not valid: use a positive finite number."),
+        ((10.0, 1.0, 3), "`log_grid(low=10.0, high=1.0)`: `high` must be at least `low`."),
+        ((1.0, 2.0, 0), "`log_grid(num=0)` is not valid: use a positive integer."),
+        ((1.0, 2.0, True), "`log_grid(num=True)` is not valid: use a positive integer."),
+        ((1.0, 2.0, 2.0), "`log_grid(num=2.0)` is not valid: use a positive integer."),
+    ],
+)
+def test_log_grid_messages(args: tuple, message: str) -> None:
+    with raises_exactly(message):
+        log_grid(*args)
+
+
+def test_log_grid_values() -> None:
+    assert log_grid(1, 1000, 4) == (1.0, 10.0, 100.0, 1000.0)
+    assert log_grid(1.0, 2.0, 3) == (1.0, 1.41421356237, 2.0)  # 12 significant digits
+    assert log_grid(3.0, 3.0, 2) == (3.0, 3.0) and log_grid(3, 3, 1) == (3.0,)
+    assert all(isinstance(v, float) for v in log_grid(1, 4, 3))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(tau_epochs=[1.0, 2.0], values=[1.0]), "`smoothed_optimum` needs one value per grid point, got 2"
+         " tau_epochs and 1 values."),
+        (dict(tau_epochs=[], values=[]), "`smoothed_optimum` needs one value per grid point, got 0 tau_epochs and 0"
+         " values."),
+        (dict(tau_epochs=[2.0, 1.0], values=[1, 2]), "`smoothed_optimum(tau_epochs=[2.0, 1.0])` must be positive and"
+         " increasing."),
+        (dict(tau_epochs=[1.0, 1.0], values=[1, 2]), "`smoothed_optimum(tau_epochs=[1.0, 1.0])` must be positive and"
+         " increasing."),
+        (dict(tau_epochs=[0.0, 1.0], values=[1, 2]), "`smoothed_optimum(tau_epochs=[0.0, 1.0])` must be positive and"
+         " increasing."),
+        (dict(tau_epochs=[1.0, math.inf], values=[1, 2]), "`smoothed_optimum(tau_epochs=[1.0, inf])` must be"
+         " positive and increasing."),
+        (dict(tau_epochs=[1.0, 2.0], values=[math.nan, math.inf]), "`smoothed_optimum`: no value is finite (every run"
+         " diverged or none reported the metric)."),
+        (dict(tau_epochs=[1.0], values=[1.0], mode="lowest"), "`smoothed_optimum(mode='lowest')` is not supported."
+         " Use 'min' or 'max'."),
+        (dict(tau_epochs=[1.0], values=[1.0], window=0), "`smoothed_optimum(window=0)` is not valid: use an integer"
+         " >= 1."),
+        (dict(tau_epochs=[1.0], values=[1.0], window=True), "`smoothed_optimum(window=True)` is not valid: use an"
+         " integer >= 1."),
+        (dict(tau_epochs=[1.0], values=[1.0], window=1.0), "`smoothed_optimum(window=1.0)` is not valid: use an"
+         " integer >= 1."),
+    ],
+)  # fmt: skip
+def test_smoothed_optimum_messages(kwargs: dict[str, Any], message: str) -> None:
+    with raises_exactly(message):
+        smoothed_optimum(**kwargs)
+
+
+def test_smoothed_optimum_edges_and_mode_max() -> None:
+    assert smoothed_optimum([1.0, 2.0], [0.5, 0.4]) == (2.0, 0.4, 1, True, False)  # two points: no parabola
+    assert smoothed_optimum([1.0, 2.0, 4.0], [0.5, 0.3, 0.4], mode="max") == (1.0, 0.5, 0, True, False)
+    # a maximum between 1 and 2: the parabola through the three points, metric back in the caller's sign
+    opt = smoothed_optimum([1.0, 2.0, 4.0], [0.5, 0.6, 0.4], mode="max")
+    assert opt[2:] == (1, False, True)
+    assert opt.tau_epoch == pytest.approx(1.7817974362806785) and opt.metric == pytest.approx(0.6041666666666664)
+    # a least-squares parabola that opens the wrong way (a W over five points) falls back to the grid point
+    assert smoothed_optimum([1.0, 2.0, 4.0, 8.0, 16.0], [0.31, 0.9, 0.3, 0.9, 0.31], window=2) == (
+        4.0, 0.3, 2, False, False
+    )  # fmt: skip
+    # window 2 fits five points; the vertex is clamped to the best point's neighbours
+    wide = smoothed_optimum([1.0, 2.0, 4.0, 8.0, 16.0], [0.9, 0.2, 0.21, 0.22, 0.3], window=2)
+    assert wide.smoothed and wide.tau_epoch == pytest.approx(4.0)
+
+
+def test_curve_point_mean_and_std_edge_cases() -> None:
+    assert CurvePoint(1.0, [], []).mean == math.inf and CurvePoint(1.0, [], []).std == 0.0
+    assert CurvePoint(1.0, [0.25], [0]).std == 0.0 and CurvePoint(1.0, [0.25], [0]).mean == 0.25
+    assert math.isnan(CurvePoint(1.0, [0.2, math.inf], [0, 1]).std)
+    assert CurvePoint(1.0, [0.2, 0.4, 0.9], [0, 1, 2]).std == pytest.approx(0.36055512754639896)
+
+
+def test_from_curve_sorts_the_grid_and_derives_the_full_runs_weight_decay() -> None:
+    r = result(diverged_neighbour_curve())
+    assert [p.tau_epoch for p in r.curve] == [2.0, 8.0, 32.0]
+    assert (r.tau_epoch, r.grid_tau_epoch, r.at_edge, r.smoothed) == (8.0, 8.0, False, False)
+    assert r.weight_decay == {"decay": pytest.approx(6.25), "other": pytest.approx(3.125)}  # 1 / (lr * 8 * 20)
+    assert r.subset_weight_decay == {"decay": 0.125, "other": 0.0625} and r.lr == {"decay": 1e-3, "other": 2e-3}
+    assert (r.steps_per_epoch, r.cost, r.full_cost, r.cost_fraction) == (20.0, 60, 240, 0.25)
+    # an explicit M (a partial last batch) and mode="max"
+    r = result(diverged_neighbour_curve(), steps_per_epoch=25, mode="max", full_cost=0)
+    assert (r.tau_epoch, r.steps_per_epoch, r.mode) == (2.0, 25.0, "max") and r.at_edge
+    assert r.weight_decay["decay"] == pytest.approx(1 / (1e-3 * 2.0 * 25)) and math.isnan(r.cost_fraction)
+
+
+def test_from_curve_passes_the_window_on() -> None:
+    taus, means = [1.0, 2.0, 4.0, 8.0, 16.0], [0.9, 0.2, 0.21, 0.22, 0.3]
+    curve = [CurvePoint(t, [m], [0], {}, [1]) for t, m in zip(taus, means)]
+    assert result(curve, window=2).tau_epoch == smoothed_optimum(taus, means, window=2).tau_epoch
+    assert result(curve).tau_epoch == smoothed_optimum(taus, means).tau_epoch != result(curve, window=2).tau_epoch
+
+
+def test_to_json_and_save_json(tmp_path: Path) -> None:
+    r = result(diverged_neighbour_curve())
+    expected = {
+        "tau_epoch": 8.0,
+        "grid_tau_epoch": 8.0,
+        "at_edge": False,
+        "weight_decay": {"decay": 6.25, "other": 3.125},
+        "lr": {"decay": 0.001, "other": 0.002},
+        "subset_weight_decay": {"decay": 0.125, "other": 0.0625},
+        "monitor": "val_loss",
+        "mode": "min",
+        "reduce": "last",
+        "fraction": 0.25,
+        "dataset_size": 1000,
+        "subset_size": 250,
+        "batch_size": 50,
+        "epochs": 10,
+        "steps_per_epoch": 20.0,
+        "cost": 60,
+        "full_cost": 240,
+        "curve": [
+            {"tau_epoch": 2.0, "mean": 0.45, "std": pytest.approx(0.0707106781), "values": [0.4, 0.5],
+             "seeds": [0, 1], "weight_decay": {"decay": 0.5}, "steps": [10, 10]},
+            {"tau_epoch": 8.0, "mean": 0.25, "std": pytest.approx(0.0707106781), "values": [0.2, 0.3],
+             "seeds": [0, 1], "weight_decay": {"decay": 0.125, "other": 0.0625}, "steps": [10, 10]},
+            {"tau_epoch": 32.0, "mean": None, "std": None, "values": [0.3, None], "seeds": [0, 1],
+             "weight_decay": {"decay": 0.03125}, "steps": [10, 10]},
+        ],
+        "smoothed": False,
+        "cost_fraction": 0.25,
+    }  # fmt: skip
+    assert r.to_json() == expected
+    path = r.save_json(tmp_path / "new" / "runs" / "finder.json")  # parents created
+    assert path == tmp_path / "new" / "runs" / "finder.json"
+    assert r.save_json(tmp_path / "new" / "runs" / "again.json").exists()  # into a folder that exists
+    text = path.read_text()
+    assert text.endswith("}\n") and text.startswith('{\n  "tau_epoch": 8.0,')  # indented, one trailing newline
+    assert json.loads(text) == expected
+
+
+def test_save_json_writes_strict_json_only(tmp_path: Path) -> None:
+    # a hand-built result without a full cost has cost_fraction nan, which strict JSON cannot hold
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        result(diverged_neighbour_curve(), full_cost=0).save_json(tmp_path / "finder.json")
+
+
+def test_callback_passes_its_arguments_on() -> None:
+    callback = result(diverged_neighbour_curve()).callback(verbose=False)
+    assert (callback.tau_epoch, callback.verbose) == (8.0, False)
+
+
+def test_table_shows_the_curve_the_suggestion_and_the_cost() -> None:
+    assert result(diverged_neighbour_curve()).table() == "\n".join(
+        [
+            "Timescale finder: 3 tau_epochs x 2 seeds on a 0.25 subset (250 of 1000 samples), 10 epochs, B=50; final"
+            " val_loss (min):",
+            "  tau_epoch | mean | std     | per seed | subset weight decay       | note",
+            "  2         | 0.45 | 0.07071 | 0.4, 0.5 | decay=0.5                 |",
+            "  8         | 0.25 | 0.07071 | 0.2, 0.3 | decay=0.125, other=0.0625 | best on grid",
+            "  32        | nan  | nan     | 0.3, nan | decay=0.0312              |",
+            "Suggested tau_epoch: 8 (best grid point; best on grid 8).",
+            "Weight decay for the full run (N=1000, B=50, 20 steps per epoch), as TimescaleCallback(tau_epoch=8) will"
+            " set it:",
+            "  group | lr    | weight decay | naive (subset's best, kept)",
+            "  decay | 0.001 | 6.25         | 0.125",
+            "  other | 0.002 | 3.125        | 0.0625",
+            "Cost: 60 optimizer steps, 25% of the 240 the same sweep takes on the full data.",
+        ]
+    )
+
+
+def test_table_says_how_it_smoothed_and_warns_at_the_edge() -> None:
+    smooth = [CurvePoint(t, [v], [0], {}, [1000]) for t, v in [(2.0, 0.4), (8.0, 0.2), (32.0, 0.3)]]
+    lines = result(smooth, reduce="best", full_cost=2000).table().splitlines()
+    assert lines[0].endswith("B=50; best val_loss (min):") and lines[0].startswith("Timescale finder: 3 tau_epochs x 1")
+    assert lines[5] == (
+        "Suggested tau_epoch: 10.1 (parabola in log(tau_epoch) through the best grid point and its neighbours; best on"
+        " grid 8)."
+    )
+    assert lines[-1] == "Cost: 3,000 optimizer steps, 150% of the 2,000 the same sweep takes on the full data."
+    empty = FinderResult(**{**result(smooth).__dict__, "curve": []}).table().splitlines()
+    assert empty[0].startswith("Timescale finder: 0 tau_epochs x 0 seeds on a 0.25 subset")
+    edge = result([CurvePoint(t, [v], [0]) for t, v in [(2.0, 0.1), (8.0, 0.2)]]).table().splitlines()
+    assert edge[4:6] == [
+        "Suggested tau_epoch: 2 (best grid point; best on grid 2).",
+        "The best tau_epoch is at the edge of the grid: the optimum may lie beyond it, widen the grid.",
+    ]
