@@ -177,6 +177,8 @@ def test_to_json_and_save_json(tmp_path: Path) -> None:
              "weight_decay": {"decay": 0.03125}, "steps": [10, 10]},
         ],
         "smoothed": False,
+        "tau_epoch_range": [pytest.approx(3.41653681913879), pytest.approx(18.73241922682763)],
+        "verdict": "an optimum inside the grid, in a range 5.5x wide",
         "cost_fraction": 0.25,
     }  # fmt: skip
     assert r.to_json() == expected
@@ -209,6 +211,8 @@ def test_table_shows_the_curve_the_suggestion_and_the_cost() -> None:
             "  8         | 0.25 | 0.07071 | 0.2, 0.3 | decay=0.125, other=0.0625 | best on grid",
             "  32        | nan  | nan     | 0.3, nan | decay=0.0312              |",
             "Suggested tau_epoch: 8 (best grid point; best on grid 8).",
+            "Uncertainty: the seeds cannot tell tau_epoch 3.42 to 18.7 apart from it (2 seeds).",
+            "Verdict: an optimum inside the grid, in a range 5.5x wide.",
             "Weight decay for the full run (N=1000, B=50, 20 steps per epoch), as TimescaleCallback(tau_epoch=8) will"
             " set it:",
             "  group | lr    | weight decay | naive (subset's best, kept)",
@@ -231,7 +235,9 @@ def test_table_says_how_it_smoothed_and_warns_at_the_edge() -> None:
     empty = FinderResult(**{**result(smooth).__dict__, "curve": []}).table().splitlines()
     assert empty[0].startswith("Timescale finder: 0 tau_epochs x 0 seeds on a 0.25 subset")
     edge = result([CurvePoint(t, [v], [0]) for t, v in [(2.0, 0.1), (8.0, 0.2)]]).table().splitlines()
-    assert edge[4:6] == [
+    assert edge[4:7] == [
         "Suggested tau_epoch: 2 (best grid point; best on grid 2).",
-        "The best tau_epoch is at the edge of the grid: the optimum may lie beyond it, widen the grid.",
+        "Uncertainty: the seeds cannot tell tau_epoch 2 to 8 apart from it (one seed: the best grid point's"
+        " neighbours).",
+        "Verdict: at the edge of the grid: the optimum may lie beyond it, widen the grid.",
     ]
