@@ -388,6 +388,20 @@ class AxisResult:
         right.plot(scales, line, "-", color="black", label=f"exponent {self.exponent:+.2f}")
         right.set_xscale("log")
         right.set_yscale("log")
+        # ticks at the axis points and at the swept grid, written plainly (log axes' default labels crowd here)
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+        shown = [*self.fit.optima, *self.fit.grid_optima, *line]
+        low, high = min(shown) / 1.5, max(shown) * 1.5
+        for axis, ticks in (
+            (left.xaxis, list(self.xs)),
+            (right.xaxis, list(scales)),
+            (right.yaxis, [x for x in self.xs if low <= x <= high]),
+        ):
+            axis.set_major_locator(FixedLocator(ticks))
+            axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.4g}"))
+            axis.set_minor_locator(NullLocator())
+            axis.set_minor_formatter(NullFormatter())
         right.set_xlabel("width" if self.axis == "width" else "training samples N")
         right.set_ylabel(f"best {'λ_base' if self.axis == 'width' else 'τ_epoch'}")
         right.grid(True, which="both", alpha=0.3)
