@@ -388,15 +388,17 @@ class AxisResult:
         right.plot(scales, line, "-", color="black", label=f"exponent {self.exponent:+.2f}")
         right.set_xscale("log")
         right.set_yscale("log")
-        # ticks at the axis points and at the swept grid, written plainly (log axes' default labels crowd here)
+        # ticks at the axis points, the swept grid and the smoothed optima's ends, written plainly (log axes' default
+        # labels crowd here)
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-        shown = [*self.fit.optima, *self.fit.grid_optima, *line]
+        optima = self.fit.optima
+        shown = [*optima, *self.fit.grid_optima, *line]
         low, high = min(shown) / 1.5, max(shown) * 1.5
         for axis, ticks in (
             (left.xaxis, list(self.xs)),
             (right.xaxis, list(scales)),
-            (right.yaxis, [x for x in self.xs if low <= x <= high]),
+            (right.yaxis, sorted({*(x for x in self.xs if low <= x <= high), min(optima), max(optima)})),
         ):
             axis.set_major_locator(FixedLocator(ticks))
             axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.4g}"))
