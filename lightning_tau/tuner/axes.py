@@ -20,7 +20,6 @@ which trains the runs, is :class:`~lightning_tau.tuner.finder.TimescaleFinder` w
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -30,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from lightning_tau._table import table_lines
-from lightning_tau.tuner.curve import FinderResult
+from lightning_tau.tuner.curve import FinderResult, write_json
 from lightning_tau.tuner.stats import ScalingFit, fit_scaling, size_verdict, width_verdict
 
 __all__ = ["AxisName", "AxisResult"]
@@ -261,10 +260,7 @@ class AxisResult:
 
     def save_json(self, path: str | Path) -> Path:
         """Write :meth:`to_json` to ``path`` (parents created); returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n")
-        return path
+        return write_json(path, self.to_json())
 
     def table(self) -> str:
         """The curve per point, the optima, the exponent line, the verdict and the callback, as text."""

@@ -33,6 +33,7 @@ __all__ = [
     "log_grid",
     "optimum_range",
     "smoothed_optimum",
+    "write_json",
 ]
 
 Mode = Literal["min", "max"]
@@ -504,10 +505,7 @@ class FinderResult:
 
     def save_json(self, path: str | Path) -> Path:
         """Write :meth:`to_json` to ``path`` (parents created); returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n")
-        return path
+        return write_json(path, self.to_json())
 
     def table(self) -> str:
         """The curve, the suggestion, the full run's weight decay and the cost, as text for a terminal."""
@@ -614,6 +612,21 @@ class FinderResult:
         fig.savefig(path, dpi=120)
         plt.close(fig)
         return path
+
+
+def write_json(path: str | Path, data: Any) -> Path:
+    """Write ``data`` to ``path`` as indented strict JSON with a trailing newline (parents created); returns the path.
+
+    Example:
+        >>> import tempfile
+        >>> path = write_json(Path(tempfile.mkdtemp()) / "new" / "r.json", {"tau_epoch": 8.0})
+        >>> path.read_text()
+        '{\\n  "tau_epoch": 8.0\\n}\\n'
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
+    return path
 
 
 def _finite_or_none(value: float) -> float | None:
