@@ -7,7 +7,6 @@ reads from the Trainer, so every loop decides through :mod:`lightning_tau.decide
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from typing import Any, Literal
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from lightning_tau import timescale
+from lightning_tau import _checks, timescale
 from lightning_tau.decide import GroupInput, GroupTimescale, RunShape, decide_groups, resolve_tau_iter
 from lightning_tau.optim import (
     decay_kind,
@@ -198,8 +197,7 @@ def apply_timescale(
         >>> applied.tau_iter, applied.weight_decay
         (2500.0, {'pg1': 0.4, 'pg2': 0.0})
     """
-    if mode not in ("constant", "per_step"):
-        raise ValueError(f"`apply_timescale(mode={mode!r})` is not supported. Use 'constant' or 'per_step'.")
+    _checks.choice("apply_timescale", "mode", mode, ("constant", "per_step"))
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise ValueError(f"`apply_timescale(optimizer={optimizer!r})` needs a `torch.optim.Optimizer`.")
     if (tau_epoch is None) == (tau_iter is None):
@@ -280,13 +278,10 @@ def check_number(owner: str, name: str, value: Any) -> float:
         ValueError: `apply_timescale(tau_epoch=<Tensor of shape (2,)>)` is not valid: `tau_epoch` must be a positive ...
     """
     number = scalar(value)
-    ok = not isinstance(number, bool) and isinstance(number, numbers.Real) and 0 < number < math.inf
-    if not ok:
-        raise ValueError(
-            f"`{owner}({name}={_shown(value)})` is not valid: `{name}` must be a positive finite number (or a"
-            " one-element tensor holding one)."
-        )
-    return float(number)
+    if not isinstance(number, numbers.Real):  # a tensor or array of several numbers
+        number = None
+    hint = f"`{name}` must be a positive finite number (or a one-element tensor holding one)."
+    return _checks.positive_number(owner, name, number, hint, shown=_shown(value))
 
 
 def check_size(owner: str, name: str, value: Any) -> int:
@@ -301,5 +296,5 @@ def check_size(owner: str, name: str, value: Any) -> int:
     number = scalar(value)
     ok = not isinstance(number, bool) and isinstance(number, numbers.Real) and timescale.is_positive_integer(number)
     if not ok:
-        raise ValueError(f"`{owner}({name}={_shown(value)})` is not valid: `{name}` must be a positive whole number.")
+        raise _checks.invalid(owner, name, value, f"`{name}` must be a positive whole number.", shown=_shown(value))
     return int(number)

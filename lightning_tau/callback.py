@@ -17,7 +17,7 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from torch.utils.hooks import RemovableHandle
 from typing_extensions import override
 
-from lightning_tau import timescale
+from lightning_tau import _checks, timescale
 from lightning_tau._trainer import read_run_shape
 from lightning_tau.apply import check_size, gather_groups, write_per_step, write_weight_decays
 from lightning_tau.decide import (
@@ -170,9 +170,12 @@ class TimescaleCallback(Callback):
         monitor: bool | TimescaleMonitor = True,
     ) -> None:
         if not isinstance(monitor, (bool, TimescaleMonitor)):
-            raise ValueError(
-                f"`TimescaleCallback(monitor={monitor!r})` is not valid: use True (log the EMA diagnostics with a"
-                " default `TimescaleMonitor`), False (log nothing), or a configured `TimescaleMonitor(...)`."
+            raise _checks.invalid(
+                "TimescaleCallback",
+                "monitor",
+                monitor,
+                "use True (log the EMA diagnostics with a default `TimescaleMonitor`), False (log nothing), or a"
+                " configured `TimescaleMonitor(...)`.",
             )
         #: The diagnostics this callback logs itself (``None`` with ``monitor=False``).
         self.monitor: TimescaleMonitor | None = TimescaleMonitor() if monitor is True else (monitor or None)
@@ -187,12 +190,12 @@ class TimescaleCallback(Callback):
         self.token_budget = None if token_budget is None else _checked("token_budget", token_budget)
         self.num_params = None if num_params is None else check_size("TimescaleCallback", "num_params", num_params)
         self.power_law_coefficient = _checked("power_law_coefficient", power_law_coefficient)
-        if isinstance(power_law_exponent, bool) or not math.isfinite(power_law_exponent):
-            raise ValueError(
-                f"`TimescaleCallback(power_law_exponent={power_law_exponent!r})` is not valid: use a finite number"
-                f" (default {timescale.POWER_LINES_EXPONENT})."
-            )
-        self.power_law_exponent = float(power_law_exponent)
+        self.power_law_exponent = _checks.finite_number(
+            "TimescaleCallback",
+            "power_law_exponent",
+            power_law_exponent,
+            f"use a finite number (default {timescale.POWER_LINES_EXPONENT}).",
+        )
         self.resolved_num_params: float | None = None
         self.fixed_lambda_pitfalls: list[FixedLambdaPitfall] = []
         if token_budget is None and (tau_epoch is None) == (tau_iter is None):
@@ -203,27 +206,23 @@ class TimescaleCallback(Callback):
         self.tau_epoch = None if tau_epoch is None else _checked("tau_epoch", tau_epoch)
         self.tau_iter = None if tau_iter is None else _checked("tau_iter", tau_iter)
         if self.tau_iter is not None and self.tau_iter <= 1:
-            raise ValueError(
-                f"`TimescaleCallback(tau_iter={tau_iter!r})` is not valid: a timescale of one optimizer step or less"
-                " makes `lr * weight_decay >= 1`, which zeroes or flips the weights every step. Use `tau_iter > 1`."
+            raise _checks.invalid(
+                "TimescaleCallback",
+                "tau_iter",
+                tau_iter,
+                "a timescale of one optimizer step or less makes `lr * weight_decay >= 1`, which zeroes or flips the"
+                " weights every step. Use `tau_iter > 1`.",
             )
         self.dataset_size = (
             None if dataset_size is None else check_size("TimescaleCallback", "dataset_size", dataset_size)
         )
         self.batch_size = None if batch_size is None else check_size("TimescaleCallback", "batch_size", batch_size)
-        if mode not in ("constant", "per_step"):
-            raise ValueError(f"`TimescaleCallback(mode={mode!r})` is not supported. Use 'constant' or 'per_step'.")
-        self.mode: Mode = mode
-        for name, value in (
-            ("skip_unsupported_optimizers", skip_unsupported_optimizers),
-            ("verbose", verbose),
-            ("decay_vectors", decay_vectors),
-        ):
-            if not isinstance(value, bool):
-                raise ValueError(f"`TimescaleCallback({name}={value!r})` is not valid: use True or False.")
-        self.skip_unsupported_optimizers = skip_unsupported_optimizers
-        self.verbose = verbose
-        self.decay_vectors = decay_vectors
+        self.mode: Mode = _checks.choice("TimescaleCallback", "mode", mode, ("constant", "per_step"))
+        self.skip_unsupported_optimizers = _checks.flag(
+            "TimescaleCallback", "skip_unsupported_optimizers", skip_unsupported_optimizers
+        )
+        self.verbose = _checks.flag("TimescaleCallback", "verbose", verbose)
+        self.decay_vectors = _checks.flag("TimescaleCallback", "decay_vectors", decay_vectors)
         self.width_exponent = check_width_exponent(width_exponent)
         self.steps_per_epoch = _checked_steps_per_epoch(steps_per_epoch)
 
@@ -928,24 +927,23 @@ def _checked_steps_per_epoch(value: Any) -> dict[int, float] | None:
     """``steps_per_epoch``: ``None`` or a mapping from optimizer index (int >= 0) to a positive finite number."""
     if value is None:
         return None
-    ok = isinstance(value, dict) and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value)
-    if ok:
-        try:
-            return {i: timescale.check_positive("steps_per_epoch", m) for i, m in value.items()}
-        except (ValueError, TypeError):
-            pass
-    raise ValueError(
-        f"`TimescaleCallback(steps_per_epoch={value!r})` is not valid: use a mapping from optimizer index to the"
-        " optimizer steps it takes per epoch, e.g. `{1: 50}` for a second optimizer stepped every other batch of"
-        " 100 (manual optimization)."
+    hint = (
+        "use a mapping from optimizer index to the optimizer steps it takes per epoch, e.g. `{1: 50}` for a second"
+        " optimizer stepped every other batch of 100 (manual optimization)."
     )
+    if not isinstance(value, dict):
+        raise _checks.invalid("TimescaleCallback", "steps_per_epoch", value, hint)
+    try:
+        return {
+            _checks.integer("TimescaleCallback", "steps_per_epoch", i, hint, minimum=0): _checks.positive_number(
+                "TimescaleCallback", "steps_per_epoch", m, hint
+            )
+            for i, m in value.items()
+        }
+    except ValueError:  # the message shows the whole mapping, not the one bad key or value
+        raise _checks.invalid("TimescaleCallback", "steps_per_epoch", value, hint) from None
 
 
 def _checked(name: str, value: float) -> float:
-    """Validate a constructor argument eagerly, with the callback's name in the message."""
-    try:
-        return timescale.check_positive(name, value)
-    except ValueError:
-        raise ValueError(
-            f"`TimescaleCallback({name}={value!r})` is not valid: `{name}` must be a positive finite number."
-        ) from None
+    """A positive finite number, with the callback's name in the message."""
+    return _checks.positive_number("TimescaleCallback", name, value, f"`{name}` must be a positive finite number.")

@@ -20,11 +20,11 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from typing_extensions import override
 
-from lightning_tau import timescale
+from lightning_tau import _checks, timescale
 from lightning_tau._trainer import read_run_shape
 from lightning_tau.decide import RunShape
 from lightning_tau.diagnostics import dashboards
-from lightning_tau.diagnostics.metrics import group_metrics
+from lightning_tau.diagnostics.metrics import check_prefix, group_metrics
 from lightning_tau.diagnostics.stats import (
     DEFAULT_CHUNK_NUMEL,
     WeightStatsPass,
@@ -124,31 +124,18 @@ class TimescaleMonitor(Callback):
         sharded: bool | None = None,
         chunk_numel: int = DEFAULT_CHUNK_NUMEL,
     ) -> None:
-        if logging_interval is not None and (
-            isinstance(logging_interval, bool) or not isinstance(logging_interval, int) or logging_interval < 1
-        ):
-            raise ValueError(
-                f"`TimescaleMonitor(logging_interval={logging_interval!r})` is not valid: use a positive int, or"
-                " None for the Trainer's `log_every_n_steps`."
-            )
+        owner = "TimescaleMonitor"
+        if logging_interval is not None:
+            hint = "use a positive int, or None for the Trainer's `log_every_n_steps`."
+            _checks.positive_int(owner, "logging_interval", logging_interval, hint)
         for name, value in (("per_tensor", per_tensor), ("dashboards", dashboards), ("log_hparams", log_hparams)):
-            if not isinstance(value, bool):
-                raise ValueError(f"`TimescaleMonitor({name}={value!r})` is not valid: use True or False.")
-        if sharded is not None and not isinstance(sharded, bool):
-            raise ValueError(
-                f"`TimescaleMonitor(sharded={sharded!r})` is not valid: use True, False, or None to detect it."
-            )
-        if not isinstance(prefix, str) or not prefix or prefix.startswith("/") or prefix.endswith("/"):
-            raise ValueError(
-                f"`TimescaleMonitor(prefix={prefix!r})` is not valid: use a non-empty string without a leading or"
-                " trailing '/'."
-            )
-        if hparams_metric is not None and (not isinstance(hparams_metric, str) or not hparams_metric):
-            raise ValueError(
-                f"`TimescaleMonitor(hparams_metric={hparams_metric!r})` is not valid: use a logged metric's name."
-            )
-        if isinstance(chunk_numel, bool) or not isinstance(chunk_numel, int) or chunk_numel < 1:
-            raise ValueError(f"`TimescaleMonitor(chunk_numel={chunk_numel!r})` is not valid: use a positive int.")
+            _checks.flag(owner, name, value)
+        if sharded is not None:
+            _checks.flag(owner, "sharded", sharded, "use True, False, or None to detect it.")
+        check_prefix(owner, prefix)
+        if hparams_metric is not None:
+            _checks.non_empty(owner, "hparams_metric", hparams_metric, "use a logged metric's name.")
+        _checks.positive_int(owner, "chunk_numel", chunk_numel, "use a positive int.")
         self.logging_interval = logging_interval
         self.per_tensor = per_tensor
         self.prefix = prefix

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from lightning_tau import _checks
 from lightning_tau._table import table_lines
 from lightning_tau.tuner.curve import FinderResult, write_json
 from lightning_tau.tuner.stats import ScalingFit, fit_scaling, size_verdict, width_verdict
@@ -108,8 +109,7 @@ class AxisResult:
         Raises:
             ValueError: lengths differ, fewer than 2 points, or the points have other grids or seeds.
         """
-        if axis not in ("width", "dataset_size"):
-            raise ValueError(f"`AxisResult(axis={axis!r})` is not supported. Use 'width' or 'dataset_size'.")
+        _checks.choice("AxisResult", "axis", axis, ("width", "dataset_size"))
         if len(values) != len(results) or len(results) < 2:
             raise ValueError(
                 f"`AxisResult` needs one result per axis point and at least 2 points, got {len(values)} values and"

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from lightning_tau import _checks
 from lightning_tau.tuner.curve import Mode, smoothed_optimum
 
 __all__ = [
@@ -90,8 +91,7 @@ def _t_central_mass(theta: float, df: int) -> float:
 
 
 def _check_df(df: int, owner: str) -> None:
-    if isinstance(df, bool) or not isinstance(df, (int, np.integer)) or df < 1:
-        raise ValueError(f"`{owner}(df={df!r})` is not valid: use a positive integer.")
+    _checks.positive_int(owner, "df", df)
 
 
 def t_sf(t: float, df: int) -> float:
@@ -135,13 +135,11 @@ def t_quantile(p: float, df: int) -> float:
 
 def _check_mode(mode: Any, owner: str) -> None:
     if mode not in ("min", "max"):
-        raise ValueError(f"`{owner}(mode={mode!r})` is not valid: use 'min' (a loss) or 'max'.")
+        raise _checks.invalid(owner, "mode", mode, "use 'min' (a loss) or 'max'.")
 
 
 def _check_level(level: Any, owner: str, name: str = "level") -> float:
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ValueError(f"`{owner}({name}={level!r})` is not valid: use a number strictly between 0 and 1.")
-    return float(level)
+    return _checks.in_range(owner, name, level, "use a number strictly between 0 and 1.", low=0, high=1)
 
 
 def _as_table(values: Any, owner: str, name: str = "values") -> np.ndarray:
@@ -495,8 +493,7 @@ def fit_scaling(
     _check_mode(mode, owner)
     level = _check_level(level, owner)
     interior_level = _check_level(interior_level, owner, "interior_level")
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ValueError(f"`{owner}(window={window!r})` is not valid: use an integer >= 1.")
+    _checks.positive_int(owner, "window", window, "use an integer >= 1.")
     scale_list = _check_positive_increasing(scales, owner, "scales", 2)
     grid = _check_positive_increasing(xs, owner, "xs", 1)
     if isinstance(curves, (str, bytes)) or len(curves) != len(scale_list):
