@@ -10,12 +10,13 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch.utils.hooks import RemovableHandle
 
 from lightning_tau import _checks, timescale
+from lightning_tau._constants import WRITE_MODES, WriteMode
 from lightning_tau.decide import GroupInput, GroupTimescale, RunShape, decide_groups, resolve_tau_iter
 from lightning_tau.optim import (
     decay_kind,
@@ -30,8 +31,6 @@ from lightning_tau.optim import (
 from lightning_tau.width import group_width_problem
 
 __all__ = ["AppliedTimescale", "apply_timescale", "gather_groups", "write_per_step", "write_weight_decays"]
-
-Mode = Literal["constant", "per_step"]
 
 
 def gather_groups(
@@ -160,7 +159,7 @@ def apply_timescale(
     tau_iter: float | None = None,
     dataset_size: int | None = None,
     batch_size: int | None = None,
-    mode: Mode = "constant",
+    mode: WriteMode = "constant",
 ) -> AppliedTimescale:
     r"""Set ``optimizer``'s weight decay so its EMA averages over ``tau_epoch`` epochs (or ``tau_iter`` steps).
 
@@ -197,7 +196,7 @@ def apply_timescale(
         >>> applied.tau_iter, applied.weight_decay
         (2500.0, {'pg1': 0.4, 'pg2': 0.0})
     """
-    _checks.choice("apply_timescale", "mode", mode, ("constant", "per_step"))
+    _checks.choice("apply_timescale", "mode", mode, WRITE_MODES)
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise ValueError(f"`apply_timescale(optimizer={optimizer!r})` needs a `torch.optim.Optimizer`.")
     if (tau_epoch is None) == (tau_iter is None):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Literal
+from typing import Any
 
 import lightning.pytorch as pl
 import torch
@@ -18,6 +18,7 @@ from torch.utils.hooks import RemovableHandle
 from typing_extensions import override
 
 from lightning_tau import _checks, timescale
+from lightning_tau._constants import WRITE_MODES, WriteMode
 from lightning_tau._trainer import read_run_shape
 from lightning_tau.apply import check_size, gather_groups, write_per_step, write_weight_decays
 from lightning_tau.decide import (
@@ -38,8 +39,6 @@ from lightning_tau.transfer import TunedRun
 from lightning_tau.width import FixedLambdaPitfall, GroupRate, find_fixed_lambda_pitfall, format_fixed_lambda_pitfall
 
 __all__ = ["TimescaleCallback"]
-
-Mode = Literal["constant", "per_step"]
 
 
 class TimescaleCallback(Callback):
@@ -157,7 +156,7 @@ class TimescaleCallback(Callback):
         tau_iter: float | None = None,
         dataset_size: int | None = None,
         batch_size: int | None = None,
-        mode: Mode = "constant",
+        mode: WriteMode = "constant",
         skip_unsupported_optimizers: bool = False,
         verbose: bool = True,
         token_budget: float | None = None,
@@ -217,7 +216,7 @@ class TimescaleCallback(Callback):
             None if dataset_size is None else check_size("TimescaleCallback", "dataset_size", dataset_size)
         )
         self.batch_size = None if batch_size is None else check_size("TimescaleCallback", "batch_size", batch_size)
-        self.mode: Mode = _checks.choice("TimescaleCallback", "mode", mode, ("constant", "per_step"))
+        self.mode: WriteMode = _checks.choice("TimescaleCallback", "mode", mode, WRITE_MODES)
         self.skip_unsupported_optimizers = _checks.flag(
             "TimescaleCallback", "skip_unsupported_optimizers", skip_unsupported_optimizers
         )

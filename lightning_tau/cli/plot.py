@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lightning_tau._constants import GOALS
+
 # Re-exported for the callers that import them from here (cli/demo.py); their home is diagnostics/sweep.py.
 from lightning_tau.diagnostics.sweep import (
     DEFAULT_METRICS,
@@ -65,7 +67,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         f" {', '.join(DEFAULT_METRICS)} that the runs logged",
     )
     parser.add_argument("--group-by", default="dataset_size", help="hparam that tells the lines apart")
-    parser.add_argument("--goal", choices=("min", "max"), default="min", help="whether lower or higher is better")
+    parser.add_argument("--goal", choices=GOALS, default="min", help="whether lower or higher is better")
     parser.set_defaults(func=_main)
     return parser
 

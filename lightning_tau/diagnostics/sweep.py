@@ -21,8 +21,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from lightning_tau._constants import Goal
 from lightning_tau._table import table_lines
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "setting",
 ]
 
-Goal = Literal["min", "max"]
 
 #: File name (without suffix) of the figure ``plot`` writes.
 FIGURE_STEM = "tau_sweep"

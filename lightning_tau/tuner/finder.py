@@ -40,10 +40,11 @@ from optuna.storages import BaseStorage
 from torch.utils.data import DataLoader, RandomSampler
 
 from lightning_tau import _checks
+from lightning_tau._constants import GOALS, Goal
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, CurvePoint, FinderResult, Mode
+from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, CurvePoint, FinderResult
 from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna
 from lightning_tau.tuner.trial import ModelCopies, run_trial, subset_dataloader
 
@@ -165,7 +166,7 @@ class TimescaleFinder:
         tau_epochs: Sequence[float] = DEFAULT_TAU_EPOCHS,
         seeds: Sequence[int] = (0, 1, 2),
         monitor: str = "val_loss",
-        mode: Mode = "min",
+        mode: Goal = "min",
         reduce: Reduce = "last",
         trainer_kwargs: Mapping[str, Any] | None = None,
         root_dir: str | Path = "tau_runs/find",
@@ -207,7 +208,7 @@ class TimescaleFinder:
         self.monitor = _checks.non_empty(
             "TimescaleFinder", "monitor", monitor, "use the name of a logged validation metric."
         )
-        self.mode: Mode = _checks.choice("TimescaleFinder", "mode", mode, ("min", "max"))
+        self.mode: Goal = _checks.choice("TimescaleFinder", "mode", mode, GOALS)
         self.reduce: Reduce = _checks.choice("TimescaleFinder", "reduce", reduce, ("last", "best"))
         self.trainer_kwargs = _check_trainer_kwargs(trainer_kwargs)
         self.epochs: int = self.trainer_kwargs["max_epochs"]

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from lightning_tau import _checks
-from lightning_tau.tuner.curve import Mode, smoothed_optimum
+from lightning_tau._constants import GOALS, Goal
+from lightning_tau.tuner.curve import smoothed_optimum
 
 __all__ = [
     "MIN_SEEDS_FOR_INTERVAL",
@@ -134,7 +135,7 @@ def t_quantile(p: float, df: int) -> float:
 
 
 def _check_mode(mode: Any, owner: str) -> None:
-    if mode not in ("min", "max"):
+    if mode not in GOALS:
         raise _checks.invalid(owner, "mode", mode, "use 'min' (a loss) or 'max'.")
 
 
@@ -170,7 +171,7 @@ def _check_positive_increasing(seq: Any, owner: str, name: str, min_len: int) ->
     return values
 
 
-def _scores(table: np.ndarray, mode: Mode) -> np.ndarray:
+def _scores(table: np.ndarray, mode: Goal) -> np.ndarray:
     """Lower is better; a non-finite value (a diverged run) is the worst (``+inf``)."""
     scores = table if mode == "min" else -table
     return np.where(np.isfinite(scores), scores, np.inf)
@@ -224,7 +225,7 @@ def _paired_p(best: np.ndarray, neighbour: np.ndarray) -> float:
 
 
 def paired_interior(
-    values: Any, best_index: int | None = None, mode: Mode = "min", level: float = 0.05
+    values: Any, best_index: int | None = None, mode: Goal = "min", level: float = 0.05
 ) -> InteriorTest:
     r"""Whether the best grid point of a ``grid x seeds`` curve beats each of its grid neighbours, seed by seed.
 
@@ -310,7 +311,7 @@ def _interior_test(scores: np.ndarray, best: int, level: float) -> InteriorTest:
     return InteriorTest(lower_ok and upper_ok, level, p_lower, p_upper, reason)
 
 
-def per_seed_optima(xs: Sequence[float], values: Any, mode: Mode = "min") -> list[float]:
+def per_seed_optima(xs: Sequence[float], values: Any, mode: Goal = "min") -> list[float]:
     """The grid's best ``x`` for each seed (column) of a ``grid x seeds`` curve.
 
     A non-finite value (a diverged run) is the worst; a seed with no finite value gets ``nan``. Ties go to the
@@ -423,7 +424,7 @@ def fit_scaling(
     scales: Sequence[float],
     xs: Sequence[float],
     curves: Sequence[Any],
-    mode: Mode = "min",
+    mode: Goal = "min",
     level: float = 0.95,
     window: int = 1,
     interior_level: float = 0.05,
@@ -575,7 +576,7 @@ def fit_scaling(
 
 
 def _seed_exponents(
-    scales: list[float], grid: list[float], tables: list[np.ndarray], mode: Mode, window: int
+    scales: list[float], grid: list[float], tables: list[np.ndarray], mode: Goal, window: int
 ) -> list[float]:
     """Each seed's exponent: the slope of its own smoothed optima (column ``j`` of every scale's table)."""
     # a seed with no finite value at a scale cannot reach here: every mean there would be inf (fit_scaling raises)
@@ -586,7 +587,7 @@ def _seed_exponents(
     return [float(e) for e in slopes]
 
 
-def _column_optima(grid: list[float], table: np.ndarray, mode: Mode, window: int) -> np.ndarray:
+def _column_optima(grid: list[float], table: np.ndarray, mode: Goal, window: int) -> np.ndarray:
     """:func:`~lightning_tau.tuner.curve.smoothed_optimum` of every column of ``table`` at once (the same rule).
 
     One least-squares solve per distinct best grid point instead of one ``polyfit`` per column: the coverage
