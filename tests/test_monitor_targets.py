@@ -15,11 +15,16 @@ import mup
 import pytest
 import torch
 from conftest import TinyModel, make_loader, quiet_trainer
+from helpers.mup_models import (
+    BASE_WIDTH,
+    LR,
+    Module,
+    mu_adamw,  # MuAdamW at a constant lr: tau_iter_t is on its target
+    mup_mlp,
+)
+from helpers.runs import TwoPlayers
+from helpers.tb_events import hparams_record, load_events, scalar_series
 from lightning.pytorch.loggers import TensorBoardLogger
-from test_monitor_tensorboard import hparams_record, load_events, scalar_series
-from test_mup import BASE_WIDTH, LR, Module, mup_mlp
-from test_run_changes import TwoPlayers
-from test_width_exponent import mu_adamw  # MuAdamW at a constant lr: tau_iter_t is on its target
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.diagnostics import TimescaleMonitor
