@@ -172,19 +172,21 @@ def figure_tensorboard(epochs: int) -> tuple[Path, Path]:
 def figure_sweep(sweep: Path) -> tuple[Path, Path]:
     """Screenshots of a ``lightning-tau demo`` sweep as the demo tells you to open it: the dashboards of its first
     view (``--logdir_spec``: one seed of the largest size) and the HParams table of the whole sweep."""
-    from lightning_tau.cli.demo import DemoConfig, tensorboard_commands
+    from lightning_tau.demos.size import tensorboard_commands
 
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if browser is None:
         raise SystemExit("the dashboard screenshots need headless Chromium: `apt-get install chromium`")
-    config = DemoConfig(**json.loads((sweep / "summary.json").read_text())["config"])
+    summary = json.loads((sweep / "summary.json").read_text())
     spec = next(
-        line.split()[-1] for line in tensorboard_commands(config, sweep).splitlines() if "--logdir_spec" in line
+        line.split()[-1]
+        for line in tensorboard_commands(summary["runs"], sweep).splitlines()
+        if "--logdir_spec" in line
     )
     shots = []
     for name, source, flag, runs, page, size in (
-        ("dashboard_sweep.png", spec, "--logdir_spec", len(config.tau_epochs), TENSORBOARD_PAGE, (1100, 1650)),
-        ("dashboard_hparams.png", str(sweep), "--logdir", config.num_runs, "#hparams", (1700, 700)),
+        ("dashboard_sweep.png", spec, "--logdir_spec", len(spec.split(",")), TENSORBOARD_PAGE, (1100, 1650)),
+        ("dashboard_hparams.png", str(sweep), "--logdir", len(summary["runs"]), "#hparams", (1700, 700)),
     ):
         with tensorboard(source, runs=runs, flag=flag) as url:
             shot = STATIC / name
