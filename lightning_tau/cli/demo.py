@@ -160,21 +160,14 @@ class Preset:
     run: Callable[[Any, Path, bool, bool], None]
 
 
-#: Options that only ``--task text`` reads (argparse default ``SUPPRESS``: given means typed).
+#: The options only some rows read (typed for another row: an error, see :func:`_typed`).
 TEXT_ONLY = ("fractions", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head", "n_embd", "accelerator")
-
-#: Options of the digits MLP that ``--task text`` does not read, with their defaults (typed with another value,
-#: or at all for ``--depth``, is an error).
 DIGITS_ONLY = ("sizes", "hidden", "norm", "label_noise", "depth")
-
-#: Options with a plain default (the digits demo's): typed means another value.
-PLAIN = ("sizes", "lr", "schedule", "hidden", "norm", "label_noise")
-
-#: Options that only ``--axis width`` reads (their argparse default is ``SUPPRESS``, so given means typed).
 WIDTH_ONLY = ("widths", "weight_decays", "lr_base", "no_decay_input")
-
-#: Options that only ``--axis dataset-size`` reads, with their defaults (typed with another value is an error).
 DATASET_SIZE_ONLY = ("sizes", "tau_epochs", "lr", "hidden", "norm", "label_noise")
+
+#: Options with a plain default (the digits demo's): typed means another value. The others default to ``SUPPRESS``.
+PLAIN = ("sizes", "lr", "schedule", "hidden", "norm", "label_noise")
 
 
 def _flags(names: Sequence[str]) -> str:
@@ -341,15 +334,12 @@ def _load_digits() -> None:
     load_digits_tensors()
 
 
-def _load_mup() -> None:
+def _load_mup(digits: bool = False) -> None:
     from lightning_tau.demos.width import _import_mup
 
+    if digits:
+        _load_digits()
     _import_mup()
-
-
-def _load_digits_and_mup() -> None:
-    _load_digits()
-    _load_mup()
 
 
 #: Options every width row reads: (argparse name, config field).
@@ -397,7 +387,7 @@ PRESETS: dict[tuple[str, str], Preset] = {
         always=(("batch_size", "batch_size"), ("schedule", "schedule")),
         rejects=_digits_width_rejects,
         task_problem=lambda config: _width_grid_problem(config) or _digits_width_task_problem(config),
-        load=_load_digits_and_mup,
+        load=lambda: _load_mup(digits=True),
         run=_run_width,
     ),
     ("text", "width"): Preset(

@@ -18,6 +18,14 @@ The tasks: :class:`SizeConfig` (scikit-learn's bundled digits and :class:`~light
 ``sweep_dir/tb`` with an HParams record (``dataset_size``, ``fraction``, ``batch_size``, ``lr``, ``weight_decay``,
 ``tau_epoch``, ... and the final ``hp/val_loss``, ``hp/val_error``) and a
 :class:`~lightning_tau.diagnostics.TimescaleMonitor`, so ``lightning-tau plot`` draws Figure 1 from the sweep.
+
+What the default digits sweep shows (``python -m lightning_tau demo``, N = 150 / 450 / 1350 x 7 ``tau_epoch`` from 2
+to 200 x seeds 0-2, 40 epochs; 63 runs, 830 s on a loaded 2-core CPU, 2026-11-25): best ``tau_epoch`` on the grid
+5 / 10 / 20 (smoothed 5.11 / 9.87 / 22.6; per seed at N = 1350: 5, 200, 10), best weight decay 22.2 / 4.17 / 0.758
+(x29.3). The exponent of the best ``tau_epoch`` in ``N`` is +0.68 with 95 % interval [-0.97, +1.76] (+0.63 on the
+grid optima), and no size's optimum beats both its neighbours in a paired test: the verdict is that "tune on a
+fraction, train on all" is not rejected but not established; the interval is too wide (three seeds on a flat curve)
+to say whether the best ``tau_epoch`` stays put on this task.
 """
 
 from __future__ import annotations
