@@ -38,6 +38,7 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, DigitsDataModule, DigitsMLP
+from lightning_tau.demos.size import SUMMARY_NAME
 
 __all__ = [
     "MuDigitsMLP",
@@ -47,9 +48,8 @@ __all__ = [
     "width_summary",
 ]
 
-#: File names the width demo writes into its sweep directory.
+#: The width demo's figure, in its sweep directory (beside ``summary.json``, ``demos.size.SUMMARY_NAME``).
 FIGURE_STEM = "width_sweep"
-SUMMARY_NAME = "summary.json"
 
 #: The metric the finder compares: the validation loss after the last epoch.
 METRIC = "val/loss"
