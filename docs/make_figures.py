@@ -10,7 +10,8 @@ Run from the repository root::
 ``lr_wd_modes.png``: the quick-start MLP (``examples/quickstart.py``) with ``TimescaleCallback``, its lr and
 weight decay read as each optimizer step uses them. ``dashboard_*.png``: screenshots of a real TensorBoard's
 Custom Scalars tab, taken by headless Chromium (``apt-get install chromium``), on the logs of
-``lightning-tau demo --sizes 1350 --tau-epochs 0.5 2 8 --seeds 0``. Nothing is drawn from made-up data.
+``lightning-tau demo --sizes 450 1350 --tau-epochs 0.5 2 8 --seeds 0`` (its 1,350-digit runs).
+Nothing is drawn from made-up data.
 """
 
 from __future__ import annotations
@@ -138,8 +139,8 @@ def figure_modes(epochs: int) -> Path:
     return save(fig, "lr_wd_modes.png")
 
 
-#: The demo sweep the screenshots show: one dataset size, three timescales.
-DEMO_ARGS = ["--sizes", "1350", "--tau-epochs", "0.5", "2", "8", "--seeds", "0"]
+#: The demo sweep the screenshots show (its largest size): three timescales (the finder's axis needs two sizes).
+DEMO_ARGS = ["--sizes", "450", "1350", "--tau-epochs", "0.5", "2", "8", "--seeds", "0"]
 #: TensorBoard's Custom Scalars tab, unsmoothed (the hash sets the dashboard's smoothing slider).
 TENSORBOARD_PAGE = "#custom_scalars&_smoothingWeight=0"
 WINDOW = (1100, 2000)  # CSS pixels: two charts per row, both dashboards on one page
@@ -157,7 +158,8 @@ def figure_tensorboard(epochs: int) -> tuple[Path, Path]:
         args = ["demo", *DEMO_ARGS, "--epochs", str(epochs), "--out", out, "--no-plot", "--no-progress"]
         if lightning_tau_cli(args) != 0:
             raise SystemExit(f"`lightning-tau {' '.join(args)}` failed")
-        (logdir,) = Path(out).glob("sweep_*/N*")
+        # the largest size's study folder: tb/digits_dataset_size=<fraction>
+        logdir = max(Path(out).glob("sweep_*/tb/*dataset_size=*"), key=lambda p: float(p.name.rsplit("=", 1)[1]))
         with tensorboard(logdir, runs=3) as url:
             shot = Path(out) / "custom_scalars.png"
             subprocess.run(
@@ -172,19 +174,21 @@ def figure_tensorboard(epochs: int) -> tuple[Path, Path]:
 def figure_sweep(sweep: Path) -> tuple[Path, Path]:
     """Screenshots of a ``lightning-tau demo`` sweep as the demo tells you to open it: the dashboards of its first
     view (``--logdir_spec``: one seed of the largest size) and the HParams table of the whole sweep."""
-    from lightning_tau.cli.demo import DemoConfig, tensorboard_commands
+    from lightning_tau.demos.size import tensorboard_commands
 
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if browser is None:
         raise SystemExit("the dashboard screenshots need headless Chromium: `apt-get install chromium`")
-    config = DemoConfig(**json.loads((sweep / "summary.json").read_text())["config"])
+    summary = json.loads((sweep / "summary.json").read_text())
     spec = next(
-        line.split()[-1] for line in tensorboard_commands(config, sweep).splitlines() if "--logdir_spec" in line
+        line.split()[-1]
+        for line in tensorboard_commands(summary["runs"], sweep).splitlines()
+        if "--logdir_spec" in line
     )
     shots = []
     for name, source, flag, runs, page, size in (
-        ("dashboard_sweep.png", spec, "--logdir_spec", len(config.tau_epochs), TENSORBOARD_PAGE, (1100, 1650)),
-        ("dashboard_hparams.png", str(sweep), "--logdir", config.num_runs, "#hparams", (1700, 700)),
+        ("dashboard_sweep.png", spec, "--logdir_spec", len(spec.split(",")), TENSORBOARD_PAGE, (1100, 1650)),
+        ("dashboard_hparams.png", str(sweep), "--logdir", len(summary["runs"]), "#hparams", (1700, 700)),
     ):
         with tensorboard(source, runs=runs, flag=flag) as url:
             shot = STATIC / name

@@ -1,4 +1,5 @@
-"""``lightning-tau demo``: the quick sweep end to end, its logs, figure and printed instructions; ``--help``."""
+"""``lightning-tau demo``: the quick dataset-size sweep (the finder's axis) end to end, its logs, summary, figures and
+printed instructions; every step's weight decay; ``--help``."""
 
 from __future__ import annotations
 
@@ -17,51 +18,46 @@ pytest.importorskip("sklearn")
 pytest.importorskip("matplotlib")
 
 from helpers.tb_events import read_run
+from lightning.pytorch.callbacks import Callback  # noqa: E402
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 from tensorboard.plugins.hparams import plugin_data_pb2  # noqa: E402
 
+from lightning_tau import TimescaleCallback  # noqa: E402
+from lightning_tau._quiet import quiet_sweep  # noqa: E402
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.demo import QUICK  # noqa: E402
+from lightning_tau.demos.size import SizeConfig, run_size_demo  # noqa: E402
+from lightning_tau.tuner.stats import fit_scaling, size_verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def quick_sweep_with_bar(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
-    """The quick demo as a user runs it (progress bar on): its folder, stdout and stderr."""
+def quick_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The quick demo as a user runs it (progress bar on): its folder and stdout."""
     out = tmp_path_factory.mktemp("tau_runs")
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         code = main(["demo", "--quick", "--out", str(out)])
-    assert code == 0
-    return out, stdout.getvalue(), stderr.getvalue()
+    assert code == 0, stderr.getvalue()[-3000:]
+    return out, stdout.getvalue()
 
 
-@pytest.fixture(scope="module")
-def quick_sweep(quick_sweep_with_bar: tuple[Path, str, str]) -> tuple[Path, str]:
-    out, printed, _ = quick_sweep_with_bar
-    return out, printed
-
-
-def test_demo_progress_bar_counts_steps_not_epochs(quick_sweep_with_bar: tuple[Path, str, str]) -> None:
-    """The bar (and its ETA) weighs an epoch by its optimizer steps plus the validation batch: N=100 at B=64 is 2
-    steps + 1, N=300 is 5 + 1, each for 3 tau_epochs x 1 seed x 2 epochs: (3 + 6) x 6 = 54. By epochs (the old
-    weighting) it would be 2 sizes x 3 x 2 = 12, and the small-N runs would fill half the bar in a sixth of the time."""
-    _, _, bar = quick_sweep_with_bar
-    final = bar.replace("\r", "\n").strip().splitlines()[-1]
-    assert "54/54" in final and "step" in final, bar
+def _run_dirs(sweep: Path) -> list[Path]:
+    """The sweep's TensorBoard runs (its root holds the HParams experiment config only)."""
+    return sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep})
 
 
 def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Path, str]) -> None:
     out, _ = quick_sweep
     sweep = out / "sweep_0"
-    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep})  # the root: HParams config
+    run_dirs = _run_dirs(sweep)
     expected = {(n, tau) for n in QUICK.sizes for tau in QUICK.tau_epochs}
     assert len(run_dirs) == len(expected) * len(QUICK.seeds)
     seen = set()
     for run_dir in run_dirs:
         hparams, scalars = read_run(run_dir)
-        for key in ("dataset_size", "batch_size", "lr", "weight_decay", "tau_epoch", "epochs", "seed"):
+        for key in ("dataset_size", "fraction", "batch_size", "lr", "weight_decay", "tau_epoch", "epochs", "seed"):
             assert key in hparams, (run_dir, key)
         n, tau = int(hparams["dataset_size"]), hparams["tau_epoch"]
         seen.add((n, tau))
@@ -70,10 +66,11 @@ def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Pa
         steps = math.ceil(n / QUICK.batch_size)
         assert hparams["weight_decay"] == pytest.approx(1 / (QUICK.lr * steps * tau), rel=1e-6)
         assert hparams["batch_size"] == QUICK.batch_size and hparams["epochs"] == QUICK.epochs
+        assert hparams["fraction"] == pytest.approx(n / QUICK.train_size, abs=1e-6)
         assert math.isfinite(scalars["hp/val_loss"]) and 0 <= scalars["hp/val_error"] <= 1
         # the final metric in the hparams record is the last validation value
         assert scalars["hp/val_loss"] == pytest.approx(scalars["val/loss"])
-        assert run_dir.parent.name == f"N{n:04d}" and run_dir.name.startswith(f"tau_epoch={tau:g}_seed")
+        assert run_dir.name.startswith(f"tau_epoch={tau:g}_seed{int(hparams['seed'])}_")
     assert seen == expected
 
 
@@ -92,9 +89,9 @@ def test_demo_hparams_tab_shows_what_the_sweep_varies_first(quick_sweep: tuple[P
     sweep = out / "sweep_0"
     (config,) = _experiment_configs(sweep)
     differs = {info.name for info in config.hparam_infos if info.differs}
-    assert differs == {"dataset_size", "tau_epoch", "tau_iter", "weight_decay"}  # QUICK: one seed
+    assert differs == {"dataset_size", "fraction", "tau_epoch", "tau_iter", "weight_decay"}  # QUICK: one seed
     assert [m.name.tag for m in config.metric_infos] == ["hp/val_loss", "hp/val_error"]
-    run_dirs = {p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep}
+    run_dirs = _run_dirs(sweep)
     assert len(run_dirs) == len(QUICK.sizes) * len(QUICK.tau_epochs)
     assert all(_experiment_configs(run_dir) == [] for run_dir in run_dirs)
 
@@ -106,51 +103,92 @@ def test_demo_prints_a_dashboard_view_that_opens_on_charts(quick_sweep: tuple[Pa
     sweep = out / "sweep_0"
     lines = printed.splitlines()
     first = next(line.strip() for line in lines if line.strip().startswith("tensorboard "))
-    runs = [f"tau_epoch={tau:g}:{sweep / 'N0300' / f'tau_epoch={tau:g}_seed0'}" for tau in QUICK.tau_epochs]
-    assert first == "tensorboard --logdir_spec " + ",".join(runs)
-    assert all(Path(run.split(":", 1)[1]).is_dir() for run in runs)
+    assert first.startswith("tensorboard --logdir_spec ")
+    runs = [item.split(":", 1) for item in first.split()[-1].split(",")]
+    assert [name for name, _ in runs] == [f"tau_epoch={tau:g}" for tau in QUICK.tau_epochs]
+    for name, path in runs:
+        hparams, _ = read_run(Path(path))
+        assert (hparams["dataset_size"], hparams["seed"]) == (max(QUICK.sizes), QUICK.seeds[0])
+        assert name == f"tau_epoch={hparams['tau_epoch']:g}"
     assert lines[-1].strip() == f"tensorboard --logdir {sweep}"
 
 
 def test_demo_quick_logs_the_timescale_monitor(quick_sweep: tuple[Path, str]) -> None:
     out, _ = quick_sweep
-    run_dir = next(p for p in (out / "sweep_0").rglob("events.out.tfevents.*") if p.parent.name != "sweep_0").parent
-    _, scalars = read_run(run_dir)
+    _, scalars = read_run(_run_dirs(out / "sweep_0")[0])
     assert any(tag.startswith("timescale/tau_iter/") for tag in scalars)
 
 
-def test_demo_quick_draws_the_figure_and_prints_where(quick_sweep: tuple[Path, str]) -> None:
+def test_demo_quick_draws_the_figures_and_prints_where(quick_sweep: tuple[Path, str]) -> None:
     out, printed = quick_sweep
     sweep = out / "sweep_0"
-    png, svg = sweep / "tau_sweep.png", sweep / "tau_sweep.svg"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "<svg" in svg.read_text()[:2000]
+    for stem in ("tau_sweep", "size_sweep"):  # Figure 1 from the TensorBoard runs; the finder's axis figure
+        png, svg = sweep / f"{stem}.png", sweep / f"{stem}.svg"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert "<svg" in svg.read_text()[:2000]
+        assert str(png) in printed and str(svg) in printed
     assert f"tensorboard --logdir {sweep}" in printed
-    assert str(png) in printed and str(svg) in printed
     assert "Optimum of hp/val_loss per dataset_size" in printed
+    assert "Exponent of best tau_epoch on N" in printed and "Verdict:" in printed
     for n in QUICK.sizes:
         assert f"\n  {n} " in printed
 
 
-def test_demo_quick_writes_the_summary_of_each_sizes_optimum(quick_sweep: tuple[Path, str]) -> None:
+def test_demo_quick_summary_follows_from_its_curves_and_its_logs(quick_sweep: tuple[Path, str]) -> None:
+    """``summary.json``: the curves are the logged runs' final losses; the exponent, its interval (or the reason
+    there is none) and the per-seed grid optima are ``fit_scaling``'s on those curves."""
     out, printed = quick_sweep
     sweep = out / "sweep_0"
     summary = json.loads((sweep / "summary.json").read_text())
-    assert summary["axis"] == "dataset-size"
-    rows = summary["optimum"]
-    assert [row["dataset_size"] for row in rows] == QUICK.sizes
-    # the optimum of each size is its best logged run (one seed), with the weight decay the callback set there
-    logged: dict[int, dict[float, float]] = {}
-    for run_dir in {p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep}:
+    assert (summary["axis"], summary["task"], summary["sizes"]) == ("dataset_size", "digits", QUICK.sizes)
+    logged: dict[int, dict[float, dict[int, float]]] = {}
+    for run_dir in _run_dirs(sweep):
         hparams, scalars = read_run(run_dir)
-        logged.setdefault(int(hparams["dataset_size"]), {})[hparams["tau_epoch"]] = scalars["hp/val_loss"]
-    for row in rows:
-        assert set(row) == {"dataset_size", "tau_epoch", "weight_decay", "metric"}
-        n, tau = row["dataset_size"], row["tau_epoch"]
-        assert tau == min(logged[n], key=logged[n].__getitem__)
-        assert row["metric"] == pytest.approx(logged[n][tau], rel=1e-6)
-        assert row["weight_decay"] == pytest.approx(1 / (QUICK.lr * math.ceil(n / QUICK.batch_size) * tau), rel=1e-6)
+        n, tau, seed = int(hparams["dataset_size"]), hparams["tau_epoch"], int(hparams["seed"])
+        logged.setdefault(n, {}).setdefault(tau, {})[seed] = scalars["hp/val_loss"]
+    curves = []
+    for n in QUICK.sizes:
+        rows = summary["curves"][str(n)]
+        assert [tau for tau, _ in rows] == sorted(QUICK.tau_epochs)
+        for tau, values in rows:
+            assert values == pytest.approx([logged[n][tau][seed] for seed in QUICK.seeds], rel=1e-6)
+        curves.append([values for _, values in rows])
+    fit = fit_scaling(QUICK.sizes, sorted(QUICK.tau_epochs), curves, mode="min")
+    assert summary["exponent"] == pytest.approx(fit.exponent, abs=1e-9)
+    assert summary["exponent_ci"] == (list(fit.ci) if fit.ci is not None else None)
+    assert summary["ci_reason"] == fit.ci_reason
+    assert summary["per_seed_grid_optima"] == [list(v) for v in fit.per_seed_grid_optima]
+    assert summary["verdict"] == size_verdict(fit)
     assert f"Summary: {sweep / 'summary.json'}" in printed
+
+
+class _StepDecays(Callback):
+    """Every optimizer step's ``decay`` group weight decay, as the step used it, with the run's ``N`` and
+    ``tau_epoch`` (shared by every finder trial)."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[int, float, list[float]]] = []
+
+    def on_train_start(self, trainer, pl_module) -> None:  # type: ignore[no-untyped-def]
+        timescale = next(c for c in trainer.callbacks if isinstance(c, TimescaleCallback))
+        used: list[float] = []
+        self.runs.append((len(trainer.train_dataloader.dataset), timescale.tau_epoch, used))
+        group = next(g for g in trainer.optimizers[0].param_groups if g["name"] == "decay")
+        trainer.optimizers[0].register_step_post_hook(lambda *_: used.append(group["weight_decay"]))
+
+
+def test_size_demo_every_step_uses_its_sizes_weight_decay(tmp_path: Path) -> None:
+    """Every optimizer step of every run used ``B / (lr N tau_epoch)`` (``M = ceil(N / B)`` steps an epoch) for the
+    ``N`` the demo asked for: the finder's subset of the sizes' fractions holds exactly that many digits."""
+    config = SizeConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0], seeds=[0], epochs=2, hidden=16)
+    steps = _StepDecays()
+    with quiet_sweep(single_thread=True):
+        run_size_demo(config, tmp_path, plot=False, progress=False, callbacks=[steps])
+    assert sorted((n, tau) for n, tau, _ in steps.runs) == [(n, t) for n in (100, 300) for t in (1.0, 10.0)]
+    for n, tau, used in steps.runs:
+        m = math.ceil(n / config.batch_size)
+        assert len(used) == config.epochs * m
+        assert used == pytest.approx([1 / (config.lr * m * tau)] * len(used), rel=1e-12)
 
 
 def test_demo_second_call_writes_a_new_sweep_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -184,7 +222,7 @@ def test_demo_rejects_bad_options(
 def test_demo_rejects_a_size_larger_than_the_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--sizes", "200", "1500", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "--sizes [1500] too large" in err and "up to 1400" in err
+    assert "1500 is more than the 1400 digits left for training" in err and "use sizes up to 1400" in err
     assert not list(tmp_path.iterdir())
 
 
@@ -220,3 +258,20 @@ def test_help_as_subprocesses() -> None:
     demo = subprocess.run([str(script), "demo", "--help"], capture_output=True, text=True, env=env, timeout=300)
     assert demo.returncode == 0, demo.stderr
     assert "usage: lightning-tau demo" in demo.stdout and "--tau-epochs" in demo.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--sizes", "100"], "--sizes 100: give at least two dataset sizes to compare"),
+        (["--task", "text", "--fractions", "0.5"], "--fractions 0.5: give at least two dataset sizes to compare"),
+    ],
+)
+def test_demo_needs_two_dataset_sizes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    """The finder's dataset-size axis fits an exponent over the sizes: one size is an error before any training."""
+    assert main(["demo", *argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())

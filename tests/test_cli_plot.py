@@ -16,7 +16,8 @@ pytest.importorskip("matplotlib")
 from lightning_tau import TimescaleCallback  # noqa: E402
 from lightning_tau._quiet import quiet_sweep  # noqa: E402
 from lightning_tau.cli import main  # noqa: E402
-from lightning_tau.cli.demo import QUICK, DemoConfig, run_one  # noqa: E402
+from lightning_tau.cli.demo import QUICK  # noqa: E402
+from lightning_tau.demos.size import SizeConfig, run_size_demo  # noqa: E402
 from lightning_tau.diagnostics.sweep import load_runs, plot_sweep  # noqa: E402
 
 
@@ -24,14 +25,10 @@ from lightning_tau.diagnostics.sweep import load_runs, plot_sweep  # noqa: E402
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
     """A quick sweep with two seeds; returns its directory and what each run reported in memory."""
     sweep_dir = tmp_path_factory.mktemp("sweep")
-    config = DemoConfig(**{**vars(QUICK), "seeds": [0, 1]})
-    logged = []
+    config = SizeConfig(**{**vars(QUICK), "seeds": [0, 1]})
     with quiet_sweep(single_thread=True):
-        for n in config.sizes:
-            for tau in config.tau_epochs:
-                for seed in config.seeds:
-                    logged.append(run_one(config, n, tau, seed, sweep_dir))
-    return sweep_dir, logged
+        summary = run_size_demo(config, sweep_dir, plot=False, progress=False)
+    return sweep_dir, summary["runs"]
 
 
 def _expected_optima(logged: list[dict], metric: str) -> dict[int, tuple[float, float, float]]:
@@ -74,7 +71,7 @@ def test_plot_optimum_table_matches_the_logged_metrics(
 
 def test_plot_reads_hparams_and_final_metrics(sweep: tuple[Path, list[dict]]) -> None:
     sweep_dir, logged = sweep
-    runs = load_runs(sweep_dir)
+    runs = [r for r in load_runs(sweep_dir) if r.path != sweep_dir]  # the root holds the HParams config only
     assert len(runs) == len(logged)
     by_key = {(int(r["dataset_size"]), r["tau_epoch"], r["seed"]): r for r in logged}
     for run in runs:

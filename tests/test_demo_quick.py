@@ -3,8 +3,7 @@
 - ``lightning-tau demo --axis width --quick``: its ``summary.json``'s exponent, interval (or reason), per-seed
   optima, interior tests and verdict are the stats module's on its own ``curves``, and the curves are the runs the
   finder logged to TensorBoard.
-- ``lightning-tau demo --task text --quick`` with the network off writes the best ``tau_epoch`` per dataset size,
-  consistent with its runs.
+- ``lightning-tau demo --task text --quick`` with the network off: the same for the finder's dataset-size axis.
 """
 
 from __future__ import annotations
@@ -17,11 +16,7 @@ import pytest
 pytest.importorskip("mup")
 pytest.importorskip("sklearn")
 
-from helpers.demos import (  # noqa: E402
-    check_text_sweep,
-    check_width_summary,  # noqa: E402
-    offline_command,
-)
+from helpers.demos import check_text_sweep, check_width_summary, offline_command, text_sizes  # noqa: E402
 
 from lightning_tau.cli.demo import QUICK_TEXT, QUICK_WIDTH  # noqa: E402
 
@@ -47,6 +42,6 @@ def test_quick_width_demo_summary_follows_from_its_curves_and_its_logs(tmp_path:
 @pytest.mark.slow
 def test_quick_text_demo_offline_writes_the_best_tau_per_dataset_size(tmp_path: Path) -> None:
     sweep, printed = _run_quick(tmp_path, "--task", "text")
-    sizes = {QUICK_TEXT.datamodule(f).dataset_size for f in QUICK_TEXT.sizes}
+    sizes = text_sizes(QUICK_TEXT.sizes, QUICK_TEXT.max_tokens, QUICK_TEXT.block_size)
     runs = len(QUICK_TEXT.sizes) * len(QUICK_TEXT.tau_epochs) * len(QUICK_TEXT.seeds)
-    check_text_sweep(sweep, printed, runs=runs, batch_tokens=QUICK_TEXT.batch_size * QUICK_TEXT.block_size, sizes=sizes)
+    check_text_sweep(sweep, printed, runs=runs, batch_size=QUICK_TEXT.batch_size, sizes=sizes)

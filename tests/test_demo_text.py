@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.demos import check_text_sweep, offline_command
+from helpers.demos import check_text_sweep, offline_command, text_sizes
 from lightning.pytorch.callbacks import Callback
 
+from lightning_tau._quiet import quiet_sweep
 from lightning_tau.cli import main
-from lightning_tau.cli.demo import run_one
+from lightning_tau.demos.size import run_size_demo
 from lightning_tau.demos.text import ByteGPT, TextDataModule, TextDemoConfig, load_stdlib_corpus, stdlib_sources
 
 #: A sweep that trains in seconds: 2 fractions of an 8,000-byte corpus x 2 timescales x 2 seeds x 2 epochs.
@@ -49,41 +50,40 @@ def test_demo_text_offline_writes_the_best_tau_per_dataset_size(tmp_path: Path) 
     sweep = tmp_path / "runs" / "sweep_0"
     assert (sweep / "tau_sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    # N in tokens: whole batches of 8 windows of 32 tokens from int(fraction x 8,000) bytes; B = 8 x 32 tokens
-    expected_n = {(int(f * 8000) - 1) // 32 // 8 * 8 * 32 for f in (0.5, 1.0)}
-    check_text_sweep(sweep, proc.stdout, runs=2 * 2 * 2, batch_tokens=8 * 32, sizes=expected_n)
+    # N in windows of 32 tokens: the finder's share of the (8,000 - 1) // 32 training windows; B = 8 windows
+    check_text_sweep(sweep, proc.stdout, runs=2 * 2 * 2, batch_size=8, sizes=text_sizes([0.5, 1.0], 8000, 32))
 
 
 class _RecordSteps(Callback):
-    """What every optimizer step used: the ``decay`` group's ``(initial_lr, weight_decay)``."""
+    """What every optimizer step used: the ``decay`` group's ``(initial_lr, weight_decay)``, per run."""
 
     def __init__(self) -> None:
-        self.used: list[tuple[float, float]] = []
-        self.steps_per_epoch = 0
+        self.runs: list[tuple[int, int, list[tuple[float, float]]]] = []
 
     def on_train_start(self, trainer, pl_module) -> None:  # type: ignore[no-untyped-def]
-        self.steps_per_epoch = trainer.num_training_batches
+        used: list[tuple[float, float]] = []
+        self.runs.append((len(trainer.train_dataloader.dataset), trainer.num_training_batches, used))
         group = next(g for g in trainer.optimizers[0].param_groups if g["name"] == "decay")
         trainer.optimizers[0].register_step_post_hook(
-            lambda *_: self.used.append((group["initial_lr"], group["weight_decay"]))
+            lambda *_: used.append((group["initial_lr"], group["weight_decay"]))
         )
 
 
-def test_text_run_holds_weight_decay_from_tokens_at_every_step(tmp_path: Path) -> None:
+def test_text_run_holds_weight_decay_from_its_size_at_every_step(tmp_path: Path) -> None:
     config = TextDemoConfig(
-        sizes=[0.5], tau_epochs=[1.0], seeds=[0], epochs=2, batch_size=4, block_size=16, n_layer=1, n_head=2,
+        sizes=[0.5, 1.0], tau_epochs=[1.0], seeds=[0], epochs=2, batch_size=4, block_size=16, n_layer=1, n_head=2,
         n_embd=16, max_tokens=4000, val_tokens=1000, accelerator="cpu",
     )  # fmt: skip
     steps = _RecordSteps()
-    logged = run_one(config, 0.5, 1.0, 0, tmp_path, extra_callbacks=[steps])
-    data = config.datamodule(0.5)
-    # N / B in tokens is the Trainer's own epoch: the loader drops the last partial batch
-    assert steps.steps_per_epoch == data.dataset_size // data.tokens_per_step == (2000 - 1) // 16 // 4
-    assert len(steps.used) == 2 * steps.steps_per_epoch
-    expected = 1 / (config.lr * steps.steps_per_epoch * 1.0)
-    for lr, weight_decay in steps.used:
-        assert lr == config.lr and weight_decay == pytest.approx(expected, rel=1e-12)
-    assert logged["dataset_size"] == data.dataset_size and logged["batch_size"] == 4 * 16
+    with quiet_sweep(single_thread=True):
+        run_size_demo(config, tmp_path, plot=False, progress=False, callbacks=[steps])
+    assert sorted(n for n, _, _ in steps.runs) == text_sizes([0.5, 1.0], 4000, 16)
+    for n, per_epoch, used in steps.runs:
+        # N // B windows is the Trainer's own epoch: the loader drops the last partial batch
+        assert per_epoch == n // 4 and len(used) == 2 * per_epoch
+        expected = 1 / (config.lr * per_epoch * 1.0)
+        for lr, weight_decay in used:
+            assert lr == config.lr and weight_decay == pytest.approx(expected, rel=1e-12)
 
 
 def test_corpus_splits_by_document_and_nests_fractions() -> None:

@@ -36,8 +36,6 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader
 
-from lightning_tau.callback import TimescaleCallback
-from lightning_tau.demos import DemoRun
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, _as_batch, _BatchedTensors
 from lightning_tau.param_groups import build_param_groups
 
@@ -379,7 +377,9 @@ class ByteGPT(pl.LightningModule):
 
 @dataclass
 class TextDemoConfig:
-    """The dataset-size sweep on text (``lightning-tau demo --task text``): every ``(fraction, tau_epoch, seed)``.
+    """The dataset-size sweep on text (``lightning-tau demo --task text``): every ``(fraction, tau_epoch, seed)`` is a
+    trial of the finder's dataset-size axis (:func:`~lightning_tau.demos.size.run_size_demo`), on a fixed random
+    ``fraction`` of the corpus's training windows.
 
     Attributes:
         sizes: fractions of the corpus (``max_tokens`` training bytes) to train on, in ``(0, 1]``.
@@ -481,35 +481,40 @@ class TextDemoConfig:
             )
         return "\n".join(lines)
 
-    def run_name(self, size: float, tau_epoch: float, seed: int) -> tuple[str, str]:
-        """TensorBoard ``(name, version)`` of one run: the training tokens, then ``tau_epoch`` and the seed.
+    def fractions(self) -> list[float]:
+        """``sizes``, the finder's fractions of the training windows, increasing."""
+        return sorted(self.sizes)
 
-        Example:
-            >>> TextDemoConfig(max_tokens=100_000).run_name(0.5, 2.0, 1)
-            ('N0049152', 'tau_epoch=2_seed1')
-        """
-        return f"N{self.datamodule(size).dataset_size:07d}", f"tau_epoch={tau_epoch:g}_seed{seed}"
+    def full_datamodule(self) -> TextDataModule:
+        """The whole corpus (``fraction=1``); the finder trains on a fixed random share of its windows per size."""
+        return self.datamodule(1.0)
 
-    def build_run(self, size: float, tau_epoch: float) -> DemoRun:
-        """A :class:`ByteGPT` on ``size`` of the corpus with ``TimescaleCallback(tau_epoch)``, ``N`` and ``B`` in
-        tokens (the Trainer's steps per epoch, since the loader drops the last partial batch)."""
-        data = self.datamodule(size)
-        model = ByteGPT(
+    def model(self) -> ByteGPT:
+        """A fresh :class:`ByteGPT` (its ``weight_decay`` is the placeholder the callback replaces)."""
+        return ByteGPT(
             block_size=self.block_size,
             n_layer=self.n_layer,
             n_head=self.n_head,
             n_embd=self.n_embd,
             lr=self.lr,
-            # the callback sets it; given here too so the model's own hparams show the decay used
-            weight_decay=self.weight_decay(size, tau_epoch),
             schedule=self.schedule,  # type: ignore[arg-type]
             warmup_fraction=self.warmup_fraction,
         )
-        timescale = TimescaleCallback(
-            tau_epoch=tau_epoch, dataset_size=data.dataset_size, batch_size=data.tokens_per_step, verbose=False
-        )
-        hparams = {
-            "fraction": size,
+
+    def trainer_kwargs(self) -> dict[str, Any]:
+        """The finder's ``trainer_kwargs`` (without callbacks)."""
+        return {
+            "max_epochs": self.epochs,
+            "accelerator": self.accelerator,
+            "devices": 1,
+            "check_val_every_n_epoch": self.val_every_n_epochs,
+        }
+
+    def task_hparams(self) -> dict[str, Any]:
+        """The task's own hparams for every run's HParams record (``dataset_size`` and ``batch_size`` there are in
+        windows of ``block_size`` tokens: the finder's ``TimescaleCallback`` counts samples, which gives the same
+        ``M``, and so the same weight decay, as counting tokens)."""
+        return {
             "block_size": self.block_size,
             "n_layer": self.n_layer,
             "n_head": self.n_head,
@@ -517,10 +522,3 @@ class TextDemoConfig:
             "max_tokens": self.max_tokens,
             "warmup_fraction": self.warmup_fraction,
         }
-        steps = data.dataset_size // data.tokens_per_step
-        trainer_kwargs = {
-            "accelerator": self.accelerator,
-            "log_every_n_steps": max(1, steps // 4),
-            "check_val_every_n_epoch": self.val_every_n_epochs,
-        }
-        return DemoRun(model, data, timescale, hparams, trainer_kwargs)

@@ -38,6 +38,7 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, DigitsDataModule, DigitsMLP
+from lightning_tau.demos.size import SUMMARY_NAME
 
 __all__ = [
     "MuDigitsMLP",
@@ -47,9 +48,8 @@ __all__ = [
     "width_summary",
 ]
 
-#: File names the width demo writes into its sweep directory.
+#: The width demo's figure, in its sweep directory (beside ``summary.json``, ``demos.size.SUMMARY_NAME``).
 FIGURE_STEM = "width_sweep"
-SUMMARY_NAME = "summary.json"
 
 #: The metric the finder compares: the validation loss after the last epoch.
 METRIC = "val/loss"
@@ -323,7 +323,7 @@ def width_summary(result: Any, config: Any, seconds: float | None = None) -> dic
     curves = {}
     for width, point in zip(result.values, result.results):
         rows = [
-            [result._x_of_tau(p.tau_epoch), [v if math.isfinite(v) else None for v in p.values]] for p in point.curve
+            [result.x_of_tau(p.tau_epoch), [v if math.isfinite(v) else None for v in p.values]] for p in point.curve
         ]
         curves[str(width)] = sorted(rows, key=lambda row: row[0])
     return {

@@ -228,7 +228,6 @@ class AxisResult:
             return self.xs[len(taus) - 1 - taus.index(tau)]
         return tau
 
-    _x_of_tau = x_of_tau  # the old private name, which demos/width.py still calls until the demos' rework lands
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: the axis, the exponent and its interval, the verdict, the optima, the callback's

@@ -55,33 +55,38 @@ def offline_command(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, st
     return command, env
 
 
-def check_text_sweep(sweep: Path, printed: str, *, runs: int, batch_tokens: int, sizes: set[int]) -> None:
+def text_sizes(fractions: list[float], max_tokens: int, block_size: int) -> list[int]:
+    """The finder's subset sizes: ``round(fraction * windows)`` of the corpus's training windows."""
+    return [round(f * ((max_tokens - 1) // block_size)) for f in fractions]
+
+
+def check_text_sweep(sweep: Path, printed: str, *, runs: int, batch_size: int, sizes: list[int]) -> None:
     """A ``--task text`` sweep's summary against its own TensorBoard runs: each run's weight decay is
-    ``B / (lr N tau_epoch)``, and each dataset size's optimum is the lowest seed-mean ``hp/val_loss``."""
-    curves: dict[int, dict[float, list[float]]] = {}
-    decay: dict[tuple[int, float], float] = {}
+    ``1 / (lr M tau_epoch)`` with ``M = N // B`` (the loader drops the last partial batch), the summary's curves are
+    the runs' final losses, and its exponent is ``fit_scaling``'s on them."""
+    logged: dict[int, dict[float, dict[int, float]]] = {}
     run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep})
     assert len(run_dirs) == runs  # the sweep root holds the HParams experiment config only
     for run_dir in run_dirs:
         hparams, scalars = read_run(run_dir)
         n, b, tau = int(hparams["dataset_size"]), int(hparams["batch_size"]), hparams["tau_epoch"]
-        assert b == batch_tokens
-        assert hparams["weight_decay"] == pytest.approx(b / (hparams["lr"] * n * tau), rel=1e-6)
+        assert b == batch_size
+        assert hparams["weight_decay"] == pytest.approx(1 / (hparams["lr"] * (n // b) * tau), rel=1e-6)
         assert math.isfinite(scalars["hp/val_loss"]) and scalars["hp/val_loss"] == pytest.approx(scalars["val/loss"])
-        curves.setdefault(n, {}).setdefault(tau, []).append(scalars["hp/val_loss"])
-        decay[n, tau] = hparams["weight_decay"]
-    assert set(curves) == sizes
+        logged.setdefault(n, {}).setdefault(tau, {})[int(hparams["seed"])] = scalars["hp/val_loss"]
+    assert sorted(logged) == sizes
 
     summary = json.loads((sweep / "summary.json").read_text())
-    assert (summary["axis"], summary["task"]) == ("dataset-size", "text")
-    assert [row["dataset_size"] for row in summary["optimum"]] == sorted(sizes)
-    for row in summary["optimum"]:
-        means = {tau: sum(v) / len(v) for tau, v in curves[row["dataset_size"]].items()}
-        best = min(means, key=means.__getitem__)
-        assert row["tau_epoch"] == best
-        assert row["metric"] == pytest.approx(means[best], rel=1e-6)
-        assert row["weight_decay"] == pytest.approx(decay[row["dataset_size"], best], rel=1e-9)
-    assert "Optimum of hp/val_loss per dataset_size" in printed
+    assert (summary["axis"], summary["task"], summary["sizes"]) == ("dataset_size", "text", sizes)
+    curves = []
+    for n in sizes:
+        rows = summary["curves"][str(n)]
+        for tau, values in rows:
+            assert values == pytest.approx([logged[n][tau][seed] for seed in summary["seeds"]], rel=1e-6)
+        curves.append([values for _, values in rows])
+    fit = fit_scaling(sizes, [tau for tau, _ in rows], curves, mode="min")
+    assert summary["exponent"] == pytest.approx(fit.exponent, abs=1e-9) and summary["ci_reason"] == fit.ci_reason
+    assert "Optimum of hp/val_loss per dataset_size" in printed and "Exponent of best tau_epoch on N" in printed
 
 
 def _grid_argmin(xs: list[float], values: list[float | None]) -> float:
