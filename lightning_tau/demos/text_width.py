@@ -275,7 +275,8 @@ class TextWidthConfig:
 #: 2 heads; 48 KiB of training files (49,152 bytes: 191 steps of 8 windows of 32 bytes per epoch) x 4 epochs =
 #: 764 steps per run; validation on 16,000 bytes of held-out files; only the hidden matrices decay
 #: (``decay_input=False``); ``λ_base`` 1 .. 16 (x2 apart, around 4); 2 seeds (the fewest an interval needs): 30 runs,
-#: about 8.5 minutes of CPU time (width 32 is left out to stay under 10). What it measured: ``docs/text_demo.rst``.
+#: 514 s of CPU time when measured (width 32 is left out to stay under 10 minutes); what it showed:
+#: ``docs/text_demo.rst``.
 QUICK_HELD_OUT = TextWidthConfig(
     widths=[16, 64, 128],
     weight_decays=[1.0, 2.0, 4.0, 8.0, 16.0],
