@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 pytest.importorskip("mup")
 pytest.importorskip("matplotlib")
@@ -26,7 +27,14 @@ from lightning.pytorch.callbacks import Callback  # noqa: E402
 
 from lightning_tau import TimescaleCallback  # noqa: E402
 from lightning_tau.cli import main  # noqa: E402
-from lightning_tau.demos.text_width import MuByteGPT, TextWidthConfig, run_text_width_demo  # noqa: E402
+from lightning_tau.demos.text import TextDataModule, load_stdlib_corpus, stdlib_sources  # noqa: E402
+from lightning_tau.demos.text_width import (  # noqa: E402
+    QUICK_HELD_OUT,
+    MuByteGPT,
+    TextWidthConfig,
+    run_text_width_demo,
+)
+from lightning_tau.tuner.stats import MIN_SEEDS_FOR_INTERVAL  # noqa: E402
 
 #: 2 widths (n_embd 8 and 32: s = 4) x 3 λ_base x 1 seed, one epoch of 15 steps per run.
 SHAPE = ["--max-tokens", "4000", "--val-tokens", "1000", "--block-size", "16", "--batch-size", "16"]
@@ -89,6 +97,9 @@ def test_text_width_sweep_summary_follows_from_its_curves(tmp_path: Path) -> Non
     sweep = tmp_path / "sweep_0"
     summary = check_width_summary(sweep, buffer.getvalue(), [8, 32], [0.5, 8.0, 64.0], [0])
     assert summary["task"] == "text" and summary["lr_base"] == 0.01
+    # validated on held-out files, and says so
+    assert "validation: 1,000 bytes of held-out files (split_seed 0)" in buffer.getvalue()
+    assert summary["config"]["split_seed"] == 0 and summary["config"]["val_tokens"] == 1000
     assert summary["exponent_ci"] is None and "1 seed" in summary["ci_reason"]
     assert (sweep / "width_sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -112,3 +123,64 @@ def test_full_form_fits_the_corpus_and_keeps_lr_times_lambda_below_one() -> None
     assert (len(train), len(val)) == (config.max_tokens, config.val_tokens)
     assert config.lr * max(config.weight_decays) < 1
     assert config.widths == [128, 256, 512, 1024] and config.num_runs == 4 * 7 * 3
+
+
+def _files_in(data: torch.Tensor, fingerprints: dict[int, bytes]) -> set[int]:
+    """The files (by index) whose fingerprint is in ``data``'s bytes."""
+    raw = data.flatten().to(torch.uint8).numpy().tobytes()
+    return {index for index, fingerprint in fingerprints.items() if fingerprint in raw}
+
+
+def test_validation_is_held_out_files_picked_by_the_seed() -> None:
+    # each file's first 200 bytes identify it (files this short are left out)
+    fingerprints = {i: f.read_bytes()[:200] for i, f in enumerate(stdlib_sources())}
+    fingerprints = {i: fp for i, fp in fingerprints.items() if len(fp) == 200}
+    load = load_stdlib_corpus.__wrapped__  # uncached: the same seed must give the same split, not the same object
+    held_out = {}
+    for seed in (0, 1):
+        train, val = load(48_000, 16_000, seed)
+        assert (len(train), len(val)) == (48_000, 16_000)
+        in_train, in_val = _files_in(train, fingerprints), _files_in(val, fingerprints)
+        assert in_train and in_val and not in_train & in_val  # no file in both sets
+        again_train, again_val = load(48_000, 16_000, seed)
+        assert torch.equal(train, again_train) and torch.equal(val, again_val)  # deterministic from the seed
+        held_out[seed] = in_val
+    assert held_out[0] != held_out[1]  # the seed picks the files
+    # the width sweep's data module reads its config's split
+    dm = TextWidthConfig(max_tokens=48_000, val_tokens=16_000, block_size=32, batch_size=8, split_seed=1).datamodule()
+    dm.setup("fit")
+    assert dm.val_set is not None and _files_in(dm.val_set.tensors[0], fingerprints) == held_out[1]
+
+
+def test_quick_text_width_is_the_held_out_file_regime() -> None:
+    from lightning_tau.cli.demo import WIDTH_PRESETS
+
+    quick = WIDTH_PRESETS[("text", "width")].quick
+    assert quick is QUICK_HELD_OUT
+    assert quick.widths[-1] / quick.widths[0] >= 8 and len(quick.seeds) >= MIN_SEEDS_FOR_INTERVAL
+    data = quick.datamodule()
+    assert 45_000 <= data.dataset_size <= 50_000 and 700 <= quick.epochs * quick.steps_per_epoch <= 800
+    assert not quick.decay_input  # only the hidden matrices decay
+    lams = sorted(quick.weight_decays)
+    i = lams.index(4.0)
+    assert 0 < i < len(lams) - 1 and lams[i - 1] in (1.0, 2.0) and lams[i + 1] in (8.0, 16.0)  # around 4, x2 or x4
+    assert quick.lr * lams[-1] < 1
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: TextDataModule(split_seed=-1), r"`TextDataModule\(split_seed=-1\)` is not valid: use an integer >= 0"),
+        (lambda: TextDataModule(split_seed=True), r"`TextDataModule\(split_seed=True\)` is not valid"),
+        (lambda: TextDataModule(split_seed=0.5), r"`TextDataModule\(split_seed=0.5\)` is not valid"),
+        (lambda: TextWidthConfig(split_seed=-3).datamodule(), r"`TextDataModule\(split_seed=-3\)` is not valid"),
+        (lambda: load_stdlib_corpus(1000, 100, -1), r"`load_stdlib_corpus\(split_seed=-1\)` is not valid"),
+        (lambda: load_stdlib_corpus(0, 100), r"`load_stdlib_corpus\(max_tokens=0\)` is not valid: use a positive"),
+        (lambda: load_stdlib_corpus(1000, "9"), r"`load_stdlib_corpus\(val_tokens='9'\)` is not valid"),
+    ],
+    ids=["negative", "bool", "float", "config", "corpus-seed", "corpus-max-tokens", "corpus-val-tokens"],
+)
+def test_bad_split_arguments_are_one_line_errors(build: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        build()
+    assert "\n" not in str(info.value)

@@ -36,7 +36,7 @@ from lightning_tau.cli._args import (
 )
 from lightning_tau.demos.size import SUMMARY_NAME, SizeConfig, run_size_demo, tensorboard_commands
 from lightning_tau.demos.text import TextDemoConfig
-from lightning_tau.demos.text_width import TextWidthConfig
+from lightning_tau.demos.text_width import QUICK_HELD_OUT, TextWidthConfig
 from lightning_tau.demos.width import WidthConfig
 
 __all__ = [
@@ -96,24 +96,8 @@ def next_sweep_dir(out: Path) -> Path:
     return out / f"sweep_{max(taken) + 1 if taken else 0}"
 
 
-#: What ``--task text --axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base x 2 seeds, 2 epochs
-#: of 248 steps (32,000 training bytes, 8 windows of 32 tokens per step): 40 runs, under 10 minutes on a CPU.
-QUICK_TEXT_WIDTH = TextWidthConfig(
-    widths=[16, 64, 256],
-    weight_decays=[0.5, 2.0, 8.0, 32.0],
-    lr=3e-3,
-    seeds=[0, 1],
-    epochs=2,
-    batch_size=8,
-    block_size=32,
-    n_layer=2,
-    n_head=2,
-    max_tokens=32_000,
-    val_tokens=16_000,
-    warmup_fraction=0.0,
-    val_every_n_epochs=2,
-    accelerator="cpu",
-)
+#: What ``--task text --axis width --quick`` runs: the held-out-file regime (``demos/text_width.py``).
+QUICK_TEXT_WIDTH = QUICK_HELD_OUT
 
 
 # --- the table: (task, axis) -> configuration ------------------------------------------------------------------

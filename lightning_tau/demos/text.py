@@ -86,13 +86,24 @@ def load_stdlib_corpus(max_tokens: int, val_tokens: int, split_seed: int = 0) ->
     first ``val_tokens`` bytes of the validation documents (cached; callers must not write to them).
 
     The documents (:func:`stdlib_sources`) are shuffled with ``split_seed``; every :data:`VAL_EVERY`-th one is
-    held out, so no file is in both sets.
+    held out, so no file is in both sets, and the same ``split_seed`` holds out the same files.
 
     Example:
         >>> train, val = load_stdlib_corpus(20_000, 5_000)
         >>> len(train), len(val), train.dtype
         (20000, 5000, torch.uint8)
+        >>> load_stdlib_corpus(20_000, 5_000, split_seed=-1)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `load_stdlib_corpus(split_seed=-1)` is not valid: use an integer >= 0 (it picks the held-out files).
     """
+    for name, value, least in (
+        ("max_tokens", max_tokens, 1),
+        ("val_tokens", val_tokens, 1),
+        ("split_seed", split_seed, 0),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"`load_stdlib_corpus({name}={value!r})` is not valid: {_INT_HINT[name]}")
     files = stdlib_sources()
     order = torch.randperm(len(files), generator=torch.Generator().manual_seed(split_seed)).tolist()
     train, val = bytearray(), bytearray()
@@ -108,6 +119,16 @@ def load_stdlib_corpus(max_tokens: int, val_tokens: int, split_seed: int = 0) ->
             f" max_tokens={max_tokens:,} and val_tokens={val_tokens:,}. Use smaller values."
         )
     return _as_uint8(train[:max_tokens]), _as_uint8(val[:val_tokens])
+
+
+#: The fix for a bad integer argument of the text data, by name.
+_INT_HINT = {
+    "max_tokens": "use a positive integer.",
+    "val_tokens": "use a positive integer.",
+    "block_size": "use a positive integer.",
+    "batch_size": "use a positive integer.",
+    "split_seed": "use an integer >= 0 (it picks the held-out files).",
+}
 
 
 def _as_uint8(data: bytearray) -> torch.Tensor:
@@ -163,14 +184,15 @@ class TextDataModule(pl.LightningDataModule):
             raise ValueError(
                 f"`TextDataModule(fraction={fraction!r})` is not valid: use a share of the corpus in (0, 1]."
             )
-        for name, value in (
-            ("block_size", block_size),
-            ("batch_size", batch_size),
-            ("max_tokens", max_tokens),
-            ("val_tokens", val_tokens),
+        for name, value, least in (
+            ("block_size", block_size, 1),
+            ("batch_size", batch_size, 1),
+            ("max_tokens", max_tokens, 1),
+            ("val_tokens", val_tokens, 1),
+            ("split_seed", split_seed, 0),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`TextDataModule({name}={value!r})` is not valid: use a positive integer.")
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"`TextDataModule({name}={value!r})` is not valid: {_INT_HINT[name]}")
         train_tokens = int(fraction * max_tokens)
         if (train_tokens - 1) // block_size < batch_size:
             raise ValueError(

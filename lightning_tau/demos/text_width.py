@@ -28,7 +28,7 @@ from lightning_tau.demos.text import ByteGPT, Schedule, TextDataModule
 from lightning_tau.demos.width import _import_mup, describe_width, run_width_demo
 from lightning_tau.param_groups import build_param_groups
 
-__all__ = ["MuByteGPT", "TextWidthConfig", "run_text_width_demo"]
+__all__ = ["QUICK_HELD_OUT", "MuByteGPT", "TextWidthConfig", "run_text_width_demo"]
 
 #: GPT-2's init std of the weight matrices at the base width (the hidden ones get ``std / sqrt(s)`` under μP).
 INIT_STD = 0.02
@@ -139,7 +139,9 @@ class TextWidthConfig:
         n_layer: transformer blocks.
         n_head: attention heads at every width (the head dimension grows with width).
         max_tokens: training bytes.
-        val_tokens: validation bytes (held-out documents).
+        val_tokens: validation bytes, read from the held-out files (every
+            :data:`~lightning_tau.demos.text.VAL_EVERY`-th file in the ``split_seed`` order; no file is in both sets).
+        split_seed: seed of the file order, and so of which files are held out for validation.
         schedule: ``"cosine"`` (to ``0.1 η``) or ``"constant"``; the weight decay is not scheduled.
         warmup_fraction: share of each run's steps spent warming up linearly.
         decay_input: decay the token embedding (see :class:`MuByteGPT`).
@@ -158,6 +160,7 @@ class TextWidthConfig:
     n_head: int = 4
     max_tokens: int = 3_500_000
     val_tokens: int = 200_000
+    split_seed: int = 0
     schedule: str = "cosine"
     warmup_fraction: float = 0.02
     decay_input: bool = True
@@ -188,6 +191,7 @@ class TextWidthConfig:
             batch_size=self.batch_size,
             max_tokens=self.max_tokens,
             val_tokens=self.val_tokens,
+            split_seed=self.split_seed,
         )
 
     def model(self, width: int) -> MuByteGPT:
@@ -242,7 +246,9 @@ class TextWidthConfig:
         return (
             f"μP byte-level GPT {self.n_layer} layers, {self.n_head} heads, block {self.block_size},"
             f" B = {self.batch_size} x {self.block_size} = {data.tokens_per_step} tokens, N = {data.dataset_size:,}"
-            f" tokens ({self.steps_per_epoch} steps/epoch), {self.schedule}, {self.warmup_fraction:.0%} warm-up."
+            f" tokens ({self.steps_per_epoch} steps/epoch), {self.schedule}, {self.warmup_fraction:.0%} warm-up;"
+            f" validation: {self.val_tokens:,} bytes of held-out files (split_seed {self.split_seed});"
+            f" {'the token embedding decays with λ_base' if self.decay_input else 'only the hidden matrices decay'}."
         )
 
     def describe(self) -> str:
@@ -255,13 +261,40 @@ class TextWidthConfig:
             >>> print(config.describe())  # doctest: +NORMALIZE_WHITESPACE
             Text width sweep of λ_base at η_base = 0.003 (the finder's width axis): 2 widths x 2 λ_base x 1 seeds =
               4 runs x 2 epochs; μP byte-level GPT 1 layers, 2 heads, block 32, B = 16 x 32 = 512 tokens, N = 31,744
-              tokens (62 steps/epoch), cosine, 0% warm-up.
+              tokens (62 steps/epoch), cosine, 0% warm-up; validation: 200,000 bytes of held-out files (split_seed 0);
+              the token embedding decays with λ_base.
               hidden matrices: lr η_base / s, weight decay s λ_base (TimescaleCallback, width_exponent=1); tau_epoch =
               1 / (η_base M λ_base) from 5.38 (λ_base 1) to 0.336 (λ_base 16).
               timescales the hidden weights cover (sum of η_t λ over the run, every width): 0.205 .. 3.27
         """
         return describe_width(self)
 
+
+#: ``lightning-tau demo --task text --axis width --quick``: the held-out-file regime of issue 20, where one
+#: exploration saw an optimum at ``λ_base`` = 4 at widths 16 and 64. Widths 16 / 64 / 128 (``s`` up to 8), 2 layers,
+#: 2 heads; 48 KiB of training files (49,152 bytes: 191 steps of 8 windows of 32 bytes per epoch) x 4 epochs =
+#: 764 steps per run; validation on 16,000 bytes of held-out files; only the hidden matrices decay
+#: (``decay_input=False``); ``λ_base`` 1 .. 16 (x2 apart, around 4); 2 seeds (the fewest an interval needs): 30 runs,
+#: 514 s of CPU time when measured (width 32 is left out to stay under 10 minutes); what it showed:
+#: ``docs/text_demo.rst``.
+QUICK_HELD_OUT = TextWidthConfig(
+    widths=[16, 64, 128],
+    weight_decays=[1.0, 2.0, 4.0, 8.0, 16.0],
+    lr=3e-3,
+    seeds=[0, 1],
+    epochs=4,
+    batch_size=8,
+    block_size=32,
+    n_layer=2,
+    n_head=2,
+    max_tokens=49_152,
+    val_tokens=16_000,
+    split_seed=0,
+    warmup_fraction=0.02,
+    decay_input=False,
+    val_every_n_epochs=4,
+    accelerator="cpu",
+)
 
 # the whole sweep is the digits width demo's, with this config's task
 run_text_width_demo = run_width_demo

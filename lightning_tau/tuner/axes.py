@@ -228,7 +228,6 @@ class AxisResult:
             return self.xs[len(taus) - 1 - taus.index(tau)]
         return tau
 
-
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: the axis, the exponent and its interval, the verdict, the optima, the callback's
         settings, the cost, and per point its :meth:`FinderResult.to_json`."""
