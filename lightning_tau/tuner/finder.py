@@ -145,13 +145,14 @@ class TimescaleFinder:
         level: the level of the axes' exponent interval.
         pruner: stop hopeless ``tau_epoch`` runs early (``axis="fraction"`` only): ``None`` (the default: every run
             trains ``max_epochs``), ``"median"``, ``"successive_halving"``, ``"hyperband"`` (Optuna's pruners with
-            settings for the finder's grid, see :func:`make_pruner`) or any ``optuna.pruners.BasePruner``. Each run
-            reports ``monitor`` to its trial after every validation and stops when the pruner says so; the trial
-            ends PRUNED. The runs then go seed by seed (every ``tau_epoch`` of the first seed, then the next), and
-            once one seed of a ``tau_epoch`` is pruned its other seeds are pruned untrained: the curve compares
-            ``tau_epoch`` values paired over all the seeds, so a ``tau_epoch`` missing one has no place on it. The
-            curve, the suggestion and its range use the ``tau_epoch`` values whose every seed completed; the pruned
-            ones are listed as such (:attr:`FinderResult.pruned`).
+            settings for the finder's grid, see :func:`make_pruner`) or any ``optuna.pruners.BasePruner``. The runs
+            then go seed by seed (every ``tau_epoch`` of the first seed, then the next). The pruner judges each
+            ``tau_epoch`` by its first seed's run, which reports ``monitor`` to its trial after every validation and
+            stops when the pruner says so (the trial ends PRUNED): it is compared with the first seed's runs at the
+            other ``tau_epoch`` values, the same initialization and batch order. The other seeds of a ``tau_epoch``
+            it kept train in full; those of a pruned one are pruned untrained, since the curve pairs every seed at
+            every point. The curve, the suggestion and its range use the ``tau_epoch`` values whose every seed
+            completed; the pruned ones are listed as such (:attr:`FinderResult.pruned`).
 
     Raises:
         ValueError: at construction for a bad argument, naming it and its value; in :meth:`fit` for data, a
@@ -227,9 +228,7 @@ class TimescaleFinder:
         self.trainer_kwargs = _check_trainer_kwargs(trainer_kwargs)
         self.epochs: int = self.trainer_kwargs["max_epochs"]
         #: the Optuna pruner the trials report to (``None``: no pruning)
-        self.pruner: BasePruner | None = (
-            make_pruner(pruner, self.epochs, len(self.tau_epochs)) if isinstance(pruner, str) else pruner
-        )
+        self.pruner: BasePruner | None = make_pruner(pruner, self.epochs) if isinstance(pruner, str) else pruner
         self._pruner_setting = _pruner_setting(pruner)
         if not isinstance(root_dir, (str, Path)) or not str(root_dir):
             raise _checks.invalid("TimescaleFinder", "root_dir", root_dir, "use a directory path.")
@@ -720,7 +719,9 @@ class TimescaleFinder:
                             log_dir=self.root_dir / "tb" / study.study.study_name,
                             log_name=f"tau_epoch={_tau_name(tau)}_seed{seed}_trial{trial.number}",
                             bar=bar,
-                            trial=trial if self.pruner is not None else None,
+                            # the pruner judges a tau_epoch by its first seed's run (against the first seed's runs
+                            # at the other tau_epochs); the other seeds of a tau_epoch it kept train in full
+                            trial=trial if self.pruner is not None and seed == self.seeds[0] else None,
                         )
                     if study.finish(trial, record, self._tell_value(record, study)):
                         self.trained_runs += 1
@@ -969,29 +970,31 @@ def _check_grid(tau_epochs: Sequence[float]) -> tuple[float, ...]:
     return grid
 
 
-def make_pruner(name: PrunerName, epochs: int, tau_epochs: int) -> BasePruner:
-    """The Optuna pruner ``TimescaleFinder(pruner=name)`` uses, set for a grid of ``tau_epochs`` points trained
-    for ``epochs`` epochs each (the trials go seed by seed: the first ``tau_epochs`` trials are the first seed's).
+def make_pruner(name: PrunerName, epochs: int) -> BasePruner:
+    """The Optuna pruner ``TimescaleFinder(pruner=name)`` uses for runs of ``epochs`` epochs (it judges the first
+    seed's runs, which go first, ``tau_epoch`` by ``tau_epoch``).
 
-    - ``"median"``: ``MedianPruner(n_startup_trials=3, n_warmup_steps=epochs // 4)``: a run is stopped at an epoch
-      after the first quarter when its best value so far is worse than the median of the earlier runs' values at
-      that epoch, once 3 runs have finished.
-    - ``"successive_halving"``: ``SuccessiveHalvingPruner(min_resource=max(1, epochs // 8), reduction_factor=2)``.
+    - ``"median"``: ``MedianPruner(n_startup_trials=3, n_warmup_steps=epochs // 8)``: a run is stopped at an epoch
+      after the first eighth when its best value so far is worse than the median of the finished runs' values at
+      that epoch, once 3 runs have finished (the first seed's 3 smallest ``tau_epoch`` values never are).
+    - ``"successive_halving"``: ``SuccessiveHalvingPruner(min_resource=max(1, epochs // 8), reduction_factor=3)``.
     - ``"hyperband"``: ``HyperbandPruner(min_resource=max(1, epochs // 8), max_resource=epochs,
-      reduction_factor=2)``.
+      reduction_factor=3)``.
+
+    Chosen on the digits task of ``benchmarks/eval_finder.py`` (``benchmarks/README.md``).
 
     Example:
-        >>> type(make_pruner("median", epochs=40, tau_epochs=7)).__name__
+        >>> type(make_pruner("median", epochs=40)).__name__
         'MedianPruner'
     """
     from optuna.pruners import HyperbandPruner, MedianPruner, SuccessiveHalvingPruner
 
     if name == "median":
-        return MedianPruner(n_startup_trials=3, n_warmup_steps=epochs // 4)
+        return MedianPruner(n_startup_trials=3, n_warmup_steps=epochs // 8)
     if name == "successive_halving":
-        return SuccessiveHalvingPruner(min_resource=max(1, epochs // 8), reduction_factor=2)
+        return SuccessiveHalvingPruner(min_resource=max(1, epochs // 8), reduction_factor=3)
     if name == "hyperband":
-        return HyperbandPruner(min_resource=max(1, epochs // 8), max_resource=epochs, reduction_factor=2)
+        return HyperbandPruner(min_resource=max(1, epochs // 8), max_resource=epochs, reduction_factor=3)
     raise ValueError(f"`make_pruner(name={name!r})` is not valid: use one of {', '.join(map(repr, PRUNER_NAMES))}.")
 
 
