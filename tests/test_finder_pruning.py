@@ -291,3 +291,23 @@ def test_find_refuses_a_bad_pruner_in_one_line_before_training(tmp_path: Path) -
     assert "argument --pruner: invalid choice: 'bogus'" in proc.stderr
     assert "'median'" in proc.stderr and "'none'" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_find_with_a_pruner_keeps_it_in_the_study_and_study_name_alone_reopens_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("sklearn")
+    from lightning_tau.cli import main
+
+    out = tmp_path / "find"
+    tiny = ["--epochs", "1", "--fraction", "0.1", "--no-progress", "--no-plot", "--out", str(out)]
+    assert main(["find", *tiny, "--tau-epochs", "2", "4", "--seeds", "0", "--pruner", "median", "--study", "s"]) == 0
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal")))
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert study.user_attrs["lightning_tau"]["settings"]["pruner"] == "median"
+    assert json.loads((out / "finder.json").read_text())["pruned"] == []  # 2 runs: start-up, none pruned
+    capsys.readouterr()
+    assert main(["find", *tiny, "--study", "s"]) == 0  # the grid, seeds and pruner from the study
+    printed = capsys.readouterr().out
+    assert "with its own --tau-epochs, --seeds, --pruner" in printed
+    assert "(2 of 2 trials were complete in the study before this command.)" in printed
