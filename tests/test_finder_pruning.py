@@ -202,6 +202,18 @@ def test_a_rerun_trains_nothing_and_gives_the_same_answer(
     assert second.to_json() == result.to_json()
 
 
+def test_on_a_database_storage_pruned_trials_are_kept_and_a_rerun_trains_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'finder.db'}"
+    first = _finder(tmp_path / "a", pruner=PRUNER, storage=url)
+    result = _fit(first)
+    assert [p.tau_epoch for p in result.pruned] == [96.0]
+    again = _finder(tmp_path / "b", pruner=PRUNER, storage=url)
+    assert _fit(again).to_json() == result.to_json()
+    assert (again.trained_runs, again.reused_runs) == (0, len(GRID) * 2)
+    states = [t.state for t in optuna.load_study(study_name=first.study.study.study_name, storage=url).trials]  # type: ignore[union-attr]
+    assert (states.count(TrialState.PRUNED), states.count(TrialState.COMPLETE), len(states)) == (2, 8, 10)
+
+
 @pytest.mark.slow
 def test_pruning_with_two_workers(tmp_path: Path) -> None:
     finder = _finder(tmp_path, pruner=PRUNER, workers=2)
