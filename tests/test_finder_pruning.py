@@ -127,7 +127,7 @@ def test_pruned_points_are_shown_as_pruned_in_the_table_json_and_figure(
     assert [r[0].strip() for r in rows] == ["1.5", "3", "6", "11", "96"]  # in grid order
     assert rows[4][1].strip() == "pruned" and rows[4][5].strip() == "pruned: seed 0 after epoch 1, seed 1 not trained"
     assert [r[1].strip() for r in rows[:4]] == ["2.922", "1.48", "1", "1.367"]
-    assert "Pruned: 2 runs at tau_epoch 96" in table
+    assert "Pruned: tau_epoch 96 (runs: 1 stopped early, 1 not trained)" in table
     data = json.loads(json.dumps(result.to_json()))
     assert [p["tau_epoch"] for p in data["curve"]] == [1.5, 3.0, 6.0, 11.0]
     assert [(p["tau_epoch"], p["pruned_after_epoch"]) for p in data["pruned"]] == [(96.0, [1, 0])]
@@ -265,6 +265,7 @@ def test_a_tau_epoch_with_a_pruned_seed_is_never_the_suggestion() -> None:
     )
     result = FinderResult.from_curve(curve, pruned=[stopped], **kwargs)
     assert (result.tau_epoch, result.grid_tau_epoch, result.at_edge) == (8.0, 8.0, False)
+    assert result.tau_epoch_range[0] == 4.0  # the optimum may lie between 8 and the pruned 4
     assert result.cost == 6 * 10 + 2
     assert FinderResult.from_curve(curve, **kwargs).at_edge  # without the pruned point it is at the edge
     beyond = PrunedPoint(64.0, [0, 1], [2, 0], [0.01, math.nan], {}, [2, 0])

@@ -452,7 +452,8 @@ class FinderResult:
         ``cost`` is the sum of every run's steps in ``curve`` and ``pruned``; ``weight_decay[g] = 1 / (lr[g] *
         tau_epoch * M)`` with ``M = steps_per_epoch``, by default ``N / B``. ``pruned``: the ``tau_epoch`` values a
         pruner stopped, which the curve leaves out; the best point of the curve is not at the grid's edge when a
-        pruned ``tau_epoch`` lies beyond it (the pruner found that side worse).
+        pruned ``tau_epoch`` lies beyond it (the pruner found that side worse), and the range then reaches that
+        ``tau_epoch`` (no full run says the optimum is not between them).
         """
         from lightning_tau.timescale import steps_per_epoch as n_over_b
         from lightning_tau.timescale import weight_decay_for_tau_iter
@@ -465,6 +466,11 @@ class FinderResult:
         best = points[opt.grid_index]
         stopped = sorted(pruned, key=lambda p: p.tau_epoch)
         at_edge = opt.at_edge and not any((p.tau_epoch < best.tau_epoch) == (opt.grid_index == 0) for p in stopped)
+        # a best point at the curve's end with a pruned tau_epoch beyond it: the optimum may lie up to that one
+        if opt.grid_index == 0 and any(p.tau_epoch < best.tau_epoch for p in stopped):
+            low = min(low, max(p.tau_epoch for p in stopped if p.tau_epoch < best.tau_epoch))
+        if opt.grid_index == len(points) - 1 and any(p.tau_epoch > best.tau_epoch for p in stopped):
+            high = max(high, min(p.tau_epoch for p in stopped if p.tau_epoch > best.tau_epoch))
         return cls(
             tau_epoch=opt.tau_epoch,
             grid_tau_epoch=best.tau_epoch,
@@ -615,10 +621,12 @@ class FinderResult:
         )
         lines.append(f"Verdict: {self.verdict}.")
         if self.pruned:
-            trials = sum(a is not None for p in self.pruned for a in p.pruned_after)
+            stopped = sum(bool(a) for p in self.pruned for a in p.pruned_after)
+            untrained = sum(a == 0 for p in self.pruned for a in p.pruned_after)
             lines.append(
-                f"Pruned: {trials} runs at tau_epoch {', '.join(f'{p.tau_epoch:g}' for p in self.pruned)} (not on the"
-                " curve: every seed of a tau_epoch must complete to be compared)."
+                f"Pruned: tau_epoch {', '.join(f'{p.tau_epoch:g}' for p in self.pruned)} (runs: {stopped} stopped"
+                f" early, {untrained} not trained); not on the curve: every seed of a tau_epoch must complete to be"
+                " compared."
             )
         lines.append(
             f"Weight decay for the full run (N={self.dataset_size}, B={self.batch_size}, {self.steps_per_epoch:g} steps"
