@@ -180,6 +180,7 @@ def test_to_json_and_save_json(tmp_path: Path) -> None:
         "tau_epoch_range": [pytest.approx(3.41653681913879), pytest.approx(18.73241922682763)],
         "verdict": "an optimum inside the grid, in a range 5.5x wide",
         "cost_fraction": 0.25,
+        "pruned": [],
     }  # fmt: skip
     assert r.to_json() == expected
     path = r.save_json(tmp_path / "new" / "runs" / "finder.json")  # parents created

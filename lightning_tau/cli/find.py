@@ -31,7 +31,7 @@ from typing import Any
 
 from lightning_tau._constants import GOALS
 from lightning_tau.cli._args import fraction_above_zero, nonempty_path, positive_float, positive_int, random_seed
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS
+from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
 from lightning_tau.tuner.journal import journal_problem
 
 __all__ = [
@@ -130,6 +130,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="compare each run's metric after the last epoch, or its best over epochs",
     )
     parser.add_argument("--subset-seed", type=int, default=0, help="seed of the random subset")
+    parser.add_argument(
+        "--pruner",
+        choices=("none", *PRUNER_NAMES),
+        default="none",
+        help="stop hopeless tau_epoch runs early with this Optuna pruner (pruned tau_epochs are listed, never"
+        " suggested); when not given: none",
+    )
     parser.add_argument(
         "--out",
         type=nonempty_path,
@@ -366,6 +373,7 @@ _REOPENED = (
     ("fraction", "fraction"),
     ("epochs", "epochs"),
     ("subset_seed", "subset_seed"),
+    ("pruner", "pruner"),
 )
 
 
@@ -517,6 +525,7 @@ def _main(args: argparse.Namespace) -> int:
             axis=args.axis,
             widths=args.widths,
             fractions=args.fractions,
+            pruner=None if args.pruner == "none" else args.pruner,
         )
     except ValueError as err:
         return _error(str(err), 2)

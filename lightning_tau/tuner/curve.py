@@ -28,8 +28,10 @@ from lightning_tau._table import table_lines
 
 __all__ = [
     "DEFAULT_TAU_EPOCHS",
+    "PRUNER_NAMES",
     "CurvePoint",
     "FinderResult",
+    "PrunedPoint",
     "SmoothedOptimum",
     "log_grid",
     "optimum_range",
@@ -40,6 +42,9 @@ __all__ = [
 
 #: The finder's default grid: ``tau_epoch`` from 2 to 128 epochs, doubling (7 points).
 DEFAULT_TAU_EPOCHS: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
+#: The pruners ``TimescaleFinder(pruner=...)`` and ``lightning-tau find --pruner`` name (here, where the command's
+#: parser reads them without importing Optuna; :func:`lightning_tau.tuner.finder.make_pruner` builds them).
+PRUNER_NAMES: tuple[str, ...] = ("median", "successive_halving", "hyperband")
 
 
 def log_grid(low: float, high: float, num: int) -> tuple[float, ...]:
@@ -312,6 +317,47 @@ class CurvePoint:
 
 
 @dataclass
+class PrunedPoint:
+    """A ``tau_epoch`` of the grid that a pruner stopped: at least one seed's run was pruned, so it is not on the
+    curve (the curve pairs every seed at every point).
+
+    Attributes:
+        tau_epoch: the timescale the runs used.
+        seeds: the seeds.
+        pruned_after: per seed, the epochs its run trained before it was pruned (``0``: not trained, as another
+            seed of this ``tau_epoch`` was pruned), or ``None`` for a run that completed.
+        last_values: per seed, the last value of the metric the run reported (``nan``: none); a pruned run's is from
+            an earlier epoch than the curve's, so not comparable with it.
+        weight_decay: per param group, the weight decay the subset runs used (empty when none was trained).
+        steps: optimizer steps each run took.
+
+    Example:
+        >>> PrunedPoint(64.0, [0, 1], [5, 0], [0.9, float("nan")], {}, [30, 0]).note
+        'pruned: seed 0 after epoch 5, seed 1 not trained'
+    """
+
+    tau_epoch: float
+    seeds: list[int]
+    pruned_after: list[int | None]
+    last_values: list[float] = field(default_factory=list)
+    weight_decay: dict[str, float] = field(default_factory=dict)
+    steps: list[int] = field(default_factory=list)
+
+    @property
+    def note(self) -> str:
+        """What happened to each seed, in one line."""
+        parts = []
+        for seed, after in zip(self.seeds, self.pruned_after):
+            if after is None:
+                parts.append(f"seed {seed} completed")
+            elif after == 0:
+                parts.append(f"seed {seed} not trained")
+            else:
+                parts.append(f"seed {seed} after epoch {after}")
+        return "pruned: " + ", ".join(parts)
+
+
+@dataclass
 class FinderResult:
     """What the timescale finder found: the suggestion, the full run's weight decay, the curve and the cost.
 
@@ -341,6 +387,8 @@ class FinderResult:
         smoothed: whether a parabola gave ``tau_epoch`` (else it is the best grid point).
         tau_epoch_range: ``(low, high)``, the ``tau_epoch`` range the seeds cannot tell apart from the suggestion
             (:func:`optimum_range`); a rerun with other seeds may suggest anything in it.
+        pruned: the ``tau_epoch`` values a pruner stopped (:class:`PrunedPoint`), in grid order: not on the curve,
+            never the suggestion; their runs' steps count in ``cost``.
 
     Example:
         >>> points = [(2.0, 0.4), (8.0, 0.2), (32.0, 0.3)]
@@ -378,6 +426,7 @@ class FinderResult:
     curve: list[CurvePoint]
     smoothed: bool = False
     tau_epoch_range: tuple[float, float] = (math.nan, math.nan)
+    pruned: list[PrunedPoint] = field(default_factory=list)
 
     @classmethod
     def from_curve(
@@ -396,11 +445,15 @@ class FinderResult:
         full_cost: int,
         steps_per_epoch: float | None = None,
         window: int = 1,
+        pruned: Sequence[PrunedPoint] = (),
     ) -> FinderResult:
         """Smooth ``curve`` (:func:`smoothed_optimum` over its seed means) and derive the full run's weight decay.
 
-        ``cost`` is the sum of every run's steps in ``curve``; ``weight_decay[g] = 1 / (lr[g] * tau_epoch * M)``
-        with ``M = steps_per_epoch``, by default ``N / B``.
+        ``cost`` is the sum of every run's steps in ``curve`` and ``pruned``; ``weight_decay[g] = 1 / (lr[g] *
+        tau_epoch * M)`` with ``M = steps_per_epoch``, by default ``N / B``. ``pruned``: the ``tau_epoch`` values a
+        pruner stopped, which the curve leaves out; the best point of the curve is not at the grid's edge when a
+        pruned ``tau_epoch`` lies beyond it (the pruner found that side worse), and the range then reaches that
+        ``tau_epoch`` (no full run says the optimum is not between them).
         """
         from lightning_tau.timescale import steps_per_epoch as n_over_b
         from lightning_tau.timescale import weight_decay_for_tau_iter
@@ -411,10 +464,17 @@ class FinderResult:
         opt = smoothed_optimum([p.tau_epoch for p in points], [p.mean for p in points], mode, window)
         low, high = optimum_range([p.tau_epoch for p in points], [p.values for p in points], mode, window)
         best = points[opt.grid_index]
+        stopped = sorted(pruned, key=lambda p: p.tau_epoch)
+        at_edge = opt.at_edge and not any((p.tau_epoch < best.tau_epoch) == (opt.grid_index == 0) for p in stopped)
+        # a best point at the curve's end with a pruned tau_epoch beyond it: the optimum may lie up to that one
+        if opt.grid_index == 0 and any(p.tau_epoch < best.tau_epoch for p in stopped):
+            low = min(low, max(p.tau_epoch for p in stopped if p.tau_epoch < best.tau_epoch))
+        if opt.grid_index == len(points) - 1 and any(p.tau_epoch > best.tau_epoch for p in stopped):
+            high = max(high, min(p.tau_epoch for p in stopped if p.tau_epoch > best.tau_epoch))
         return cls(
             tau_epoch=opt.tau_epoch,
             grid_tau_epoch=best.tau_epoch,
-            at_edge=opt.at_edge,
+            at_edge=at_edge,
             weight_decay={
                 name: weight_decay_for_tau_iter(group_lr, opt.tau_epoch * m) for name, group_lr in lr.items()
             },
@@ -429,11 +489,12 @@ class FinderResult:
             batch_size=batch_size,
             epochs=epochs,
             steps_per_epoch=m,
-            cost=sum(sum(p.steps) for p in points),
+            cost=sum(sum(p.steps) for p in points) + sum(sum(p.steps) for p in stopped),
             full_cost=full_cost,
             curve=list(points),
             smoothed=opt.smoothed,
             tau_epoch_range=(low, high),
+            pruned=stopped,
         )
 
     def callback(self, **kwargs: Any) -> Any:
@@ -501,6 +562,18 @@ class FinderResult:
             }
             for p in self.curve
         ]
+        data["pruned"] = [
+            {
+                "tau_epoch": p.tau_epoch,
+                "seeds": list(p.seeds),
+                "pruned_after_epoch": list(p.pruned_after),
+                "last_values": [_finite_or_none(v) for v in p.last_values],
+                "weight_decay": dict(p.weight_decay),
+                "steps": list(p.steps),
+                "note": p.note,
+            }
+            for p in self.pruned
+        ]
         return data
 
     def save_json(self, path: str | Path) -> Path:
@@ -520,9 +593,14 @@ class FinderResult:
             ]
             for p in self.curve
         ]
+        for p in self.pruned:  # in grid order among the curve's rows
+            row = [f"{p.tau_epoch:g}", "pruned", "", "", ", ".join(f"{n}={wd:.3g}" for n, wd in p.weight_decay.items())]
+            at = next((i for i, q in enumerate(self.curve) if q.tau_epoch > p.tau_epoch), len(self.curve))
+            rows.insert(at + sum(q.tau_epoch < p.tau_epoch for q in self.pruned), [*row, p.note])
         value = "final" if self.reduce == "last" else "best"
         lines = [
-            f"Timescale finder: {len(self.curve)} tau_epochs x {len(self.curve[0].seeds) if self.curve else 0} seeds"
+            f"Timescale finder: {len(self.curve) + len(self.pruned)} tau_epochs x"
+            f" {len(self.curve[0].seeds) if self.curve else 0} seeds"
             f" on a {self.fraction:g} subset ({self.subset_size} of {self.dataset_size} samples), {self.epochs}"
             f" epochs, B={self.batch_size}; {value} {self.monitor} ({self.mode}):",
             *table_lines(
@@ -542,6 +620,14 @@ class FinderResult:
             + (" (one seed: the best grid point's neighbours)." if seeds == 1 else f" ({seeds} seeds).")
         )
         lines.append(f"Verdict: {self.verdict}.")
+        if self.pruned:
+            stopped = sum(bool(a) for p in self.pruned for a in p.pruned_after)
+            untrained = sum(a == 0 for p in self.pruned for a in p.pruned_after)
+            lines.append(
+                f"Pruned: tau_epoch {', '.join(f'{p.tau_epoch:g}' for p in self.pruned)} (runs: {stopped} stopped"
+                f" early, {untrained} not trained); not on the curve: every seed of a tau_epoch must complete to be"
+                " compared."
+            )
         lines.append(
             f"Weight decay for the full run (N={self.dataset_size}, B={self.batch_size}, {self.steps_per_epoch:g} steps"
             f" per epoch), as TimescaleCallback(tau_epoch={self.tau_epoch:.3g}) will set it:"
@@ -582,6 +668,16 @@ class FinderResult:
             ax.plot([p.tau_epoch] * len(p.values), p.values, ".", color="tab:blue", alpha=0.35, markersize=4)
         grid_best = next(p for p in self.curve if p.tau_epoch == self.grid_tau_epoch)
         ax.plot([grid_best.tau_epoch], [grid_best.mean], "s", color="tab:orange", label="best on grid", zorder=3)
+        if self.pruned:  # no value on the curve's scale: marked on the bottom edge
+            ax.plot(
+                [p.tau_epoch for p in self.pruned],
+                [0.02] * len(self.pruned),
+                "x",
+                color="tab:red",
+                transform=ax.get_xaxis_transform(),
+                label="pruned (not on the curve)",
+                clip_on=False,
+            )
         ax.axvline(self.tau_epoch, color="black", linestyle=":", alpha=0.8)
         low, high = self.tau_epoch_range
         if math.isfinite(low) and math.isfinite(high):

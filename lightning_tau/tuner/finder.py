@@ -36,6 +36,7 @@ from typing import Any, Literal, overload
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
+from optuna.pruners import BasePruner
 from optuna.storages import BaseStorage
 from torch.utils.data import DataLoader, RandomSampler
 
@@ -44,14 +45,16 @@ from lightning_tau._constants import GOALS, Goal
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, CurvePoint, FinderResult
+from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES, CurvePoint, FinderResult, PrunedPoint
 from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna
-from lightning_tau.tuner.trial import ModelCopies, run_trial, subset_dataloader
+from lightning_tau.tuner.trial import ModelCopies, pruned_record, run_trial, subset_dataloader
 
-__all__ = ["SettingError", "TimescaleFinder", "subset_dataloader"]
+__all__ = ["PRUNER_NAMES", "SettingError", "TimescaleFinder", "make_pruner", "subset_dataloader"]
 
 Reduce = Literal["last", "best"]
 Axis = Literal["fraction", "width", "dataset_size"]
+#: The pruners ``TimescaleFinder(pruner=...)`` names (see :func:`make_pruner`).
+PrunerName = Literal["median", "successive_halving", "hyperband"]
 
 #: The subset's share of the training set when ``fraction`` is not given (``axis="fraction"`` or ``"width"``).
 DEFAULT_FRACTION = 0.25
@@ -140,6 +143,16 @@ class TimescaleFinder:
         widths: ``axis="width"``: at least 2 increasing positive integers, e.g. ``(64, 128, 256)``.
         fractions: ``axis="dataset_size"``: at least 2 increasing fractions in ``(0, 1]``, e.g. ``(0.1, 0.25, 0.5)``.
         level: the level of the axes' exponent interval.
+        pruner: stop hopeless ``tau_epoch`` runs early (``axis="fraction"`` only): ``None`` (the default: every run
+            trains ``max_epochs``), ``"median"``, ``"successive_halving"``, ``"hyperband"`` (Optuna's pruners with
+            settings for the finder's grid, see :func:`make_pruner`) or any ``optuna.pruners.BasePruner``. The runs
+            then go seed by seed (every ``tau_epoch`` of the first seed, then the next). The pruner judges each
+            ``tau_epoch`` by its first seed's run, which reports ``monitor`` to its trial after every validation and
+            stops when the pruner says so (the trial ends PRUNED): it is compared with the first seed's runs at the
+            other ``tau_epoch`` values, the same initialization and batch order. The other seeds of a ``tau_epoch``
+            it kept train in full; those of a pruned one are pruned untrained, since the curve pairs every seed at
+            every point. The curve, the suggestion and its range use the ``tau_epoch`` values whose every seed
+            completed; the pruned ones are listed as such (:attr:`FinderResult.pruned`).
 
     Raises:
         ValueError: at construction for a bad argument, naming it and its value; in :meth:`fit` for data, a
@@ -182,6 +195,7 @@ class TimescaleFinder:
         widths: Sequence[int] | None = None,
         fractions: Sequence[float] | None = None,
         level: float = 0.95,
+        pruner: PrunerName | BasePruner | None = None,
     ) -> None:
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.axis: Axis = _check_axis(axis, fraction, widths, fractions)
@@ -192,6 +206,7 @@ class TimescaleFinder:
         self.level = _checks.in_range(
             "TimescaleFinder", "level", level, "use the exponent interval's level in (0, 1), e.g. 0.95.", low=0, high=1
         )
+        _check_pruner(pruner, axis)
         if fraction is None:
             fraction = self.fractions[-1] if self.fractions is not None else DEFAULT_FRACTION
         self.fraction = _checks.in_range(
@@ -212,6 +227,9 @@ class TimescaleFinder:
         self.reduce: Reduce = _checks.choice("TimescaleFinder", "reduce", reduce, ("last", "best"))
         self.trainer_kwargs = _check_trainer_kwargs(trainer_kwargs)
         self.epochs: int = self.trainer_kwargs["max_epochs"]
+        #: the Optuna pruner the trials report to (``None``: no pruning)
+        self.pruner: BasePruner | None = make_pruner(pruner, self.epochs) if isinstance(pruner, str) else pruner
+        self._pruner_setting = _pruner_setting(pruner)
         if not isinstance(root_dir, (str, Path)) or not str(root_dir):
             raise _checks.invalid("TimescaleFinder", "root_dir", root_dir, "use a directory path.")
         self.root_dir = Path(root_dir)
@@ -353,7 +371,7 @@ class TimescaleFinder:
         if self.workers > 1:  # checked before the study is opened: nothing written for a model that cannot travel
             payload = self._worker_payload(model_factory, full_train, val)
 
-        grid = [(tau, seed) for tau in self.tau_epochs for seed in self.seeds]
+        grid = self._grid_order()
         name = (
             self.study_name
             or "tau_finder_" + hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
@@ -369,6 +387,7 @@ class TimescaleFinder:
                 direction="minimize" if self.mode == "min" else "maximize",
                 stale_after=self.stale_after,
                 log=log,
+                pruner=self.pruner,
             )
             self.study = study
             self.trained_runs, self.pending_runs = 0, 0
@@ -414,6 +433,14 @@ class TimescaleFinder:
         if self.verbose and rank_zero_only.rank == 0:
             print(result.table())
         return result
+
+    def _grid_order(self) -> list[tuple[float, int]]:
+        """The grid in the order its trials are enqueued: ``tau_epoch`` by ``tau_epoch``; with a pruner, seed by
+        seed (every ``tau_epoch`` of the first seed first), so that the pruner compares a run with the other
+        ``tau_epoch`` values early and a pruned ``tau_epoch``'s other seeds are not trained at all."""
+        if self.pruner is not None:
+            return [(tau, seed) for seed in self.seeds for tau in self.tau_epochs]
+        return [(tau, seed) for tau in self.tau_epochs for seed in self.seeds]
 
     def _trial_threads(self, current: int, workers: int) -> int:
         """Torch threads for each process training trials: ``cores // workers``, at most ``current``, at least 1."""
@@ -658,12 +685,18 @@ class TimescaleFinder:
                 study.reclaim()
                 study.enqueue_missing()
                 if bar is not None:  # trials other processes (this fit's workers too) finished: their epochs
-                    done = set(study.records()) - counted
-                    bar.update(len(done) * self.epochs)
+                    finished = study.records()
+                    done = set(finished) - counted
+                    bar.update(sum(int(finished[key].get("epochs_run", self.epochs)) for key in done))
                     counted |= done
                 taken = study.take()
                 if taken is not None:
                     trial, (tau, seed) = taken
+                    sibling = _pruned_sibling(study.records(), tau, seed) if self.pruner is not None else None
+                    if sibling is not None:  # a tau_epoch with a pruned seed has no place on the paired curve
+                        study.finish(trial, pruned_record(*sibling), math.nan)
+                        counted.add((tau, seed))
+                        continue
                     if bar is None:
                         counted = set(study.records())
                         left = len(study.grid) - len(counted)
@@ -686,6 +719,9 @@ class TimescaleFinder:
                             log_dir=self.root_dir / "tb" / study.study.study_name,
                             log_name=f"tau_epoch={_tau_name(tau)}_seed{seed}_trial{trial.number}",
                             bar=bar,
+                            # the pruner judges a tau_epoch by its first seed's run (against the first seed's runs
+                            # at the other tau_epochs); the other seeds of a tau_epoch it kept train in full
+                            trial=trial if self.pruner is not None and seed == self.seeds[0] else None,
                         )
                     if study.finish(trial, record, self._tell_value(record, study)):
                         self.trained_runs += 1
@@ -800,6 +836,8 @@ class TimescaleFinder:
             "trainer": _jsonable(kwargs),
             "callbacks": [type(c).__qualname__ for c in self.trainer_kwargs.get("callbacks", None) or []],
         }
+        if self._pruner_setting is not None:  # only with one: the studies of unpruned sweeps keep their names
+            settings["pruner"] = self._pruner_setting
         return json.loads(json.dumps(settings))
 
     # --- the result ------------------------------------------------------------------------------------------
@@ -831,19 +869,41 @@ class TimescaleFinder:
         dataset_size: int,
         subset_size: int,
     ) -> FinderResult:
-        curve = []
+        curve, pruned = [], []
         for tau in self.tau_epochs:
             runs = [records[(tau, seed)] for seed in self.seeds]
+            trained = [r for r in runs if "groups" in r]
+            weight_decay = (
+                {name: g["weight_decay"] for name, g in trained[0]["groups"].items() if g["decays"]} if trained else {}
+            )
+            if any("pruned" in r for r in runs):
+                pruned.append(
+                    PrunedPoint(
+                        tau_epoch=tau,
+                        seeds=list(self.seeds),
+                        pruned_after=[r["pruned"]["after_epoch"] if "pruned" in r else None for r in runs],
+                        last_values=[self._last(r) for r in runs],
+                        weight_decay=weight_decay,
+                        steps=[int(r["steps"]) for r in runs],
+                    )
+                )
+                continue
             curve.append(
                 CurvePoint(
                     tau_epoch=tau,
                     values=[self._value(r, tau, seed) for r, seed in zip(runs, self.seeds)],
                     seeds=list(self.seeds),
-                    weight_decay={name: g["weight_decay"] for name, g in runs[0]["groups"].items() if g["decays"]},
+                    weight_decay=weight_decay,
                     steps=[int(r["steps"]) for r in runs],
                 )
             )
-        first = records[(self.tau_epochs[0], self.seeds[0])]
+        if not curve:
+            raise ValueError(
+                f"`TimescaleFinder(pruner={self._pruner_setting!r})` pruned every tau_epoch of the grid"
+                f" {list(self.tau_epochs)!r}: there is no curve to suggest from. Use a gentler pruner (e.g. more"
+                " warm-up epochs or start-up trials) or pruner=None."
+            )
+        first = next(r for r in records.values() if "groups" in r)
         lrs = {name: g["lr"] for name, g in first["groups"].items() if g["decays"]}
         if not lrs:
             raise ValueError(
@@ -865,10 +925,16 @@ class TimescaleFinder:
             subset_size=subset_size,
             batch_size=int(first["global_batch_size"]),
             epochs=self.epochs,
-            full_cost=len(curve) * len(self.seeds) * self.epochs * full_steps_per_epoch,
+            full_cost=len(self.tau_epochs) * len(self.seeds) * self.epochs * full_steps_per_epoch,
             steps_per_epoch=full_steps_per_epoch,
             window=self.window,
+            pruned=pruned,
         )
+
+    def _last(self, record: dict[str, Any]) -> float:
+        """The last value of ``monitor`` a run logged (``nan``: none, a run not trained)."""
+        values = [float(m[self.monitor]) for m in record["metrics"] if self.monitor in m]
+        return values[-1] if values else math.nan
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
@@ -902,6 +968,67 @@ def _check_grid(tau_epochs: Sequence[float]) -> tuple[float, ...]:
             " give each tau_epoch once."
         )
     return grid
+
+
+def make_pruner(name: PrunerName, epochs: int) -> BasePruner:
+    """The Optuna pruner ``TimescaleFinder(pruner=name)`` uses for runs of ``epochs`` epochs (it judges the first
+    seed's runs, which go first, ``tau_epoch`` by ``tau_epoch``).
+
+    - ``"median"``: ``MedianPruner(n_startup_trials=3, n_warmup_steps=epochs // 8)``: a run is stopped at an epoch
+      after the first eighth when its best value so far is worse than the median of the finished runs' values at
+      that epoch, once 3 runs have finished (the first seed's 3 smallest ``tau_epoch`` values never are).
+    - ``"successive_halving"``: ``SuccessiveHalvingPruner(min_resource=max(1, epochs // 8), reduction_factor=3)``.
+    - ``"hyperband"``: ``HyperbandPruner(min_resource=max(1, epochs // 8), max_resource=epochs,
+      reduction_factor=3)``.
+
+    Chosen on the digits task of ``benchmarks/eval_finder.py`` (``benchmarks/README.md``).
+
+    Example:
+        >>> type(make_pruner("median", epochs=40)).__name__
+        'MedianPruner'
+    """
+    from optuna.pruners import HyperbandPruner, MedianPruner, SuccessiveHalvingPruner
+
+    if name == "median":
+        return MedianPruner(n_startup_trials=3, n_warmup_steps=epochs // 8)
+    if name == "successive_halving":
+        return SuccessiveHalvingPruner(min_resource=max(1, epochs // 8), reduction_factor=3)
+    if name == "hyperband":
+        return HyperbandPruner(min_resource=max(1, epochs // 8), max_resource=epochs, reduction_factor=3)
+    raise ValueError(f"`make_pruner(name={name!r})` is not valid: use one of {', '.join(map(repr, PRUNER_NAMES))}.")
+
+
+def _check_pruner(pruner: Any, axis: Any) -> None:
+    """A ``pruner`` argument: ``None``, one of :data:`PRUNER_NAMES` or an Optuna pruner, with ``axis="fraction"``."""
+    if pruner is None:
+        return
+    if not isinstance(pruner, BasePruner) and pruner not in PRUNER_NAMES:
+        raise ValueError(
+            f"`TimescaleFinder(pruner={pruner!r})` is not valid: use None (no pruning),"
+            f" {', '.join(map(repr, PRUNER_NAMES))} or an `optuna.pruners.BasePruner` instance."
+        )
+    if axis != "fraction":
+        raise ValueError(
+            f"`TimescaleFinder(pruner={pruner!r})` is only used with axis='fraction' (axis is {axis!r}): leave"
+            " `pruner` out along an axis."
+        )
+
+
+def _pruner_setting(pruner: Any) -> Any:
+    """The pruner as the study's settings hold it: its name, or an instance's class and attributes."""
+    if pruner is None or isinstance(pruner, str):
+        return pruner
+    return _jsonable({"class": f"{type(pruner).__module__}.{type(pruner).__qualname__}", **vars(pruner)})
+
+
+def _pruned_sibling(
+    records: Mapping[tuple[float, int], Mapping[str, Any]], tau: float, seed: int
+) -> tuple[int, int] | None:
+    """``(seed, epochs)`` of a trained run at ``tau`` that was pruned (``None``: none was)."""
+    for (other_tau, other_seed), record in sorted(records.items()):
+        if other_tau == tau and other_seed != seed and "pruned" in record and "groups" in record:
+            return other_seed, int(record["pruned"]["after_epoch"])
+    return None
 
 
 def _check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
@@ -1177,7 +1304,15 @@ def _store_result(study: GridStudy, result: FinderResult, finder: TimescaleFinde
         "verdict": result.verdict,
         "weight_decay": dict(result.weight_decay),
         "curve": [{"tau_epoch": p.tau_epoch, "mean": _finite(p.mean), "std": _finite(p.std)} for p in result.curve],
-        "finder": {"monitor": finder.monitor, "mode": finder.mode, "reduce": finder.reduce, "window": finder.window},
+        "pruned_tau_epochs": [p.tau_epoch for p in result.pruned],
+        "pruned_trials": sum(e is not None for p in result.pruned for e in p.pruned_after),
+        "finder": {
+            "monitor": finder.monitor,
+            "mode": finder.mode,
+            "reduce": finder.reduce,
+            "window": finder.window,
+            "pruner": finder._pruner_setting,
+        },
     }
     try:
         for key, value in answer.items():

@@ -24,7 +24,10 @@ waiting trial (Optuna's atomic WAITING -> RUNNING), trains it, stores its record
   study and settings; the loser of a race tries again (:func:`retry_races`) and finds them made.
 - **Same sweep.** The study's user attribute ``lightning_tau`` holds the sweep's settings; opening the study with
   other settings is an error naming the difference.
-- **The answer** is computed from the lowest-numbered valid complete trial of every grid point, sorted by
+- **Pruned trials** (a study opened with a pruner) are told PRUNED with a record that says after which epoch
+  (:func:`~lightning_tau.tuner.trial.check_record`); they are finished like complete ones: never retried,
+  reclaimed or trained again.
+- **The answer** is computed from the lowest-numbered valid complete or pruned trial of every grid point, sorted by
   ``(tau_epoch, seed)``: the same whoever computes it and whatever order the trials finished in.
 """
 
@@ -85,6 +88,8 @@ CLAIM_PREFIX = "claim/"
 
 Key = tuple[float, int]
 Log = Callable[[str], None]
+#: The states of a trial that is done with: its record is the grid point's.
+_FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 
 class StorageError(ValueError):
@@ -501,11 +506,13 @@ class GridStudy:
         stale_after: float = STALE_SECONDS,
         heartbeat: float | None = None,
         log: Log | None = None,
+        pruner: optuna.pruners.BasePruner | None = None,
     ) -> GridStudy:
         """Create or load ``study_name`` in ``storage`` and check that it holds this sweep.
 
         ``heartbeat``: seconds between a worker's signs of life (``None``: :func:`heartbeat_seconds`). Several
         processes may open the same new study at once: the one that loses a race to create it tries again.
+        ``pruner``: the study's Optuna pruner (``None``: none; a pruner is not stored, each process gives its own).
 
         Raises:
             ValueError: the storage cannot be opened or written, or the study holds a sweep with other settings
@@ -522,6 +529,7 @@ class GridStudy:
                 direction=direction,
                 load_if_exists=True,
                 sampler=optuna.samplers.RandomSampler(seed=0),  # never samples: every trial is enqueued
+                pruner=pruner if pruner is not None else optuna.pruners.NopPruner(),
             )
             stored = study.user_attrs.get(SETTINGS_ATTR)
             if stored is None:
@@ -556,8 +564,12 @@ class GridStudy:
         return sorted(self.study.get_trials(deepcopy=False, states=states), key=lambda t: t.number)
 
     def _valid(self, trial: FrozenTrial) -> bool:
-        """A complete trial whose record a result can be computed from (a malformed one is reported once)."""
-        why = check_record(trial.user_attrs.get("record"))
+        """A complete trial whose record a result can be computed from, or a pruned one whose record says so (a
+        malformed one is reported once)."""
+        record = trial.user_attrs.get("record")
+        why = check_record(record)
+        if why is None and (trial.state == TrialState.PRUNED) != ("pruned" in record):  # type: ignore[operator]
+            why = f"it is {trial.state.name.lower()}, and its record says otherwise"
         if why is not None and trial.number not in self._reported:
             self._reported.add(trial.number)
             self.log(
@@ -569,12 +581,13 @@ class GridStudy:
     def _live(self, trial: FrozenTrial) -> bool:
         if trial.state in (TrialState.WAITING, TrialState.RUNNING):
             return True
-        return trial.state == TrialState.COMPLETE and self._valid(trial)
+        return trial.state in _FINISHED and self._valid(trial)
 
     def records(self) -> dict[Key, dict[str, Any]]:
-        """Every grid point's record: the lowest-numbered complete trial with a valid one."""
+        """Every finished grid point's record: the lowest-numbered complete or pruned trial with a valid one (a
+        pruned trial's record holds ``"pruned"``)."""
         out: dict[Key, dict[str, Any]] = {}
-        for trial in self._trials((TrialState.COMPLETE,)):
+        for trial in self._trials(_FINISHED):
             key = _key(trial)
             if key in self._grid and key not in out and self._valid(trial):
                 out[key] = trial.user_attrs["record"]  # type: ignore[index]
@@ -721,10 +734,14 @@ class GridStudy:
         thread.join()
 
     def finish(self, trial: optuna.Trial, record: dict[str, Any], value: float) -> bool:
-        """Store ``record`` on ``trial`` and tell it COMPLETE; ``False`` if another worker was handed it meanwhile."""
+        """Store ``record`` on ``trial`` and tell it COMPLETE (PRUNED for a pruned record); ``False`` if another
+        worker was handed it meanwhile."""
         try:
             trial.set_user_attr("record", record)
-            self.study.tell(trial, value)
+            if "pruned" in record:
+                self.study.tell(trial, state=TrialState.PRUNED)
+            else:
+                self.study.tell(trial, value)
         except StorageError:
             raise
         except (ValueError, UpdateFinishedTrialError):

@@ -2,8 +2,10 @@
 
 :func:`subset_dataloader` builds the subset's loader; :func:`run_trial` trains one ``(tau_epoch, seed)`` with
 :class:`~lightning_tau.TimescaleCallback` and returns its record (``N``, ``B``, each param group's lr and weight
-decay, the metrics after every validation); :func:`check_record` says what is wrong with a stored one. The
-Optuna side, which hands the trials out, is :mod:`lightning_tau.tuner.study`.
+decay, the metrics after every validation); :func:`check_record` says what is wrong with a stored one. With a
+pruner, the trial reports the monitored metric to its Optuna trial after every validation and stops when Optuna says
+to prune (:class:`PruningCallback`); its record then says after which epoch. The Optuna side, which hands the
+trials out, is :mod:`lightning_tau.tuner.study`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing_extensions import override
 
 from lightning_tau.callback import TimescaleCallback
 
-__all__ = ["ModelCopies", "check_record", "run_trial", "subset_dataloader"]
+__all__ = ["ModelCopies", "PruningCallback", "check_record", "pruned_record", "run_trial", "subset_dataloader"]
 
 #: Bumped when a trial record's layout changes, so older records are retrained rather than misread.
 RECORD_FORMAT = 2
@@ -180,17 +182,20 @@ def run_trial(
     log_dir: Path,
     log_name: str,
     bar: Any = None,
+    trial: Any = None,
 ) -> dict[str, Any]:
     """Train one ``(tau_epoch, seed)`` on ``train`` and return its record.
 
     ``seed_everything(seed)`` first, then ``model_factory()``; ``TimescaleCallback(tau_epoch=tau_epoch)`` sets the
-    weight decay; TensorBoard logs go to ``log_dir/log_name`` (a folder of this trial's own).
+    weight decay; TensorBoard logs go to ``log_dir/log_name`` (a folder of this trial's own). With ``trial`` (an
+    ``optuna.Trial`` whose study has a pruner), :class:`PruningCallback` reports ``monitor`` to it after every
+    validation and stops the fit when the pruner says so.
 
     Returns:
         ``{"format", "steps", "epochs_run", "dataset_size_seen", "global_batch_size", "world_size", "groups",
         "metrics"}``: ``groups`` maps each param group to its ``lr``, final ``weight_decay`` and ``decays``;
         ``metrics`` holds the scalar metrics after every validation. ``groups`` also holds each group's μP
-        ``width_mult`` (``None``: 1 or unknown).
+        ``width_mult`` (``None``: 1 or unknown). A pruned run's record also holds ``"pruned": {"after_epoch": k}``.
     """
     pl.seed_everything(seed, verbose=False)
     model = model_factory()
@@ -199,15 +204,16 @@ def run_trial(
     logger = TensorBoardLogger(save_dir=str(log_dir), name="", version=log_name, default_hp_metric=False)
     kwargs = dict(trainer_kwargs)
     user_callbacks = list(kwargs.pop("callbacks", None) or [])
+    pruning = [PruningCallback(trial, monitor)] if trial is not None else []
     kwargs.setdefault("log_every_n_steps", max(1, len(train) // int(kwargs.get("accumulate_grad_batches", 1))))
     trainer = pl.Trainer(
         logger=logger,
         default_root_dir=str(log_dir),
-        callbacks=[callback, recorder, *user_callbacks],
+        callbacks=[callback, recorder, *pruning, *user_callbacks],
         **kwargs,
     )
     trainer.fit(model, train_dataloaders=train, val_dataloaders=val)
-    return {
+    record = {
         "format": RECORD_FORMAT,
         "steps": int(trainer.global_step),
         "epochs_run": int(trainer.current_epoch),
@@ -217,21 +223,54 @@ def run_trial(
         "groups": recorder.groups,
         "metrics": recorder.history,
     }
+    if pruning and pruning[0].pruned_after is not None:
+        record["pruned"] = {"after_epoch": pruning[0].pruned_after}
+    return record
+
+
+def pruned_record(seed: int, after_epoch: int) -> dict[str, Any]:
+    """The record of a trial not trained because the run of ``seed`` at the same ``tau_epoch`` was pruned after
+    ``after_epoch`` epochs (the finder's curve needs every seed of a ``tau_epoch``, so the others would be wasted).
+
+    Example:
+        >>> pruned_record(0, 5)["pruned"], check_record(pruned_record(0, 5))
+        ({'after_epoch': 0, 'with_seed': 0, 'seed_after_epoch': 5}, None)
+    """
+    return {
+        "format": RECORD_FORMAT,
+        "steps": 0,
+        "epochs_run": 0,
+        "metrics": [],
+        "pruned": {"after_epoch": 0, "with_seed": seed, "seed_after_epoch": after_epoch},
+    }
 
 
 def check_record(record: Any) -> str | None:
     """What is wrong with a stored trial record, or ``None`` if :func:`run_trial` could have written it.
+
+    A pruned trial's record (``"pruned"``) may lack what a trial not trained cannot know (``N``, ``B``, groups).
 
     Example:
         >>> check_record(None)
         'it is NoneType, not a record'
         >>> check_record({"format": 2, "steps": 4})
         "it has no 'epochs_run'"
+        >>> check_record({"format": 2, "steps": 0, "epochs_run": 0, "metrics": [], "pruned": {"after_epoch": -1}})
+        "its 'pruned' is {'after_epoch': -1}, not {'after_epoch': count}"
     """
     if not isinstance(record, dict):
         return f"it is {type(record).__name__}, not a record"
     if record.get("format") != RECORD_FORMAT:
         return f"its format is {record.get('format')!r}, not {RECORD_FORMAT}"
+    if "pruned" in record:
+        pruned = record["pruned"]
+        if not isinstance(pruned, dict) or not _is_count(pruned.get("after_epoch")):
+            return f"its 'pruned' is {pruned!r}, not {{'after_epoch': count}}"
+        if "groups" not in record:  # not trained: a sibling seed was pruned
+            for key in ("steps", "epochs_run"):
+                if not _is_count(record.get(key)):
+                    return f"its {key!r} is {record.get(key)!r}, not a count"
+            return None if record.get("metrics") == [] else "its metrics are not an empty list"
     for key in ("steps", "epochs_run", "dataset_size_seen", "global_batch_size", "world_size"):
         if key not in record:
             return f"it has no {key!r}"
@@ -259,6 +298,10 @@ def check_record(record: Any) -> str | None:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class _RunRecorder(Callback):
@@ -311,3 +354,39 @@ class _RunRecorder(Callback):
                 "decays": g.decays,
                 "width_mult": g.width_mult,  # the μP s the callback read (None: 1 or unknown)
             }
+
+
+class PruningCallback(Callback):
+    """Reports ``monitor`` to an Optuna trial after every validation (``trial.report(value, epoch)``, the epoch
+    counted from 0) and stops the fit when ``trial.should_prune()``.
+
+    Like optuna-integration's ``PyTorchLightningPruningCallback``, but it stops the fit with
+    ``trainer.should_stop`` instead of raising ``optuna.TrialPruned`` out of ``trainer.fit``: the run ends as a
+    normal fit, its record is kept and the finder tells the trial PRUNED. ``trial`` is anything with Optuna's
+    ``report`` and ``should_prune`` (this module imports no Optuna).
+
+    Attributes:
+        pruned_after: the epochs trained when the pruner stopped the run (``None``: not stopped).
+    """
+
+    def __init__(self, trial: Any, monitor: str) -> None:
+        self.trial = trial
+        self.monitor = monitor
+        self.pruned_after: int | None = None
+        self.reported: set[int] = set()
+
+    @override
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.sanity_checking or self.pruned_after is not None:
+            return
+        value = trainer.callback_metrics.get(self.monitor)
+        if value is None:  # the recorder, which runs first, raises for a metric no run logs
+            return
+        epoch = int(trainer.current_epoch)
+        if epoch in self.reported:
+            return  # a second validation in the same epoch (val_check_interval < 1): each epoch is reported once
+        self.reported.add(epoch)
+        self.trial.report(float(value), epoch)
+        if self.trial.should_prune():
+            self.pruned_after = epoch + 1
+            trainer.should_stop = True
