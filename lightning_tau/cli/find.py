@@ -440,6 +440,13 @@ def _main(args: argparse.Namespace) -> int:
     journal = args.out / "study.journal" if args.storage is None else Path(args.storage)
     if "://" not in str(args.storage) and journal.is_file() and (problem := journal_problem(journal)) is not None:
         return _error(f"argument --storage: {str(journal)!r}: {problem}", 2)
+    if args.workers > 1:  # the workers' server imports torch and Lightning on another core while this process does
+        from lightning_tau.tuner.workers import start_server
+
+        try:
+            start_server()
+        except ValueError as err:
+            return _error(str(err), 2)
 
     import torch
 
