@@ -585,10 +585,11 @@ class TimescaleFinder:
             )
             return None
         results = []
-        for (value, _, train, _), point_records in zip(points, records):
+        for (value, _, train, _), point_records, study in zip(points, records, studies):
             result = self._result(point_records, full_train, dataset_size, len(train.dataset))  # type: ignore[arg-type]
             if self.axis == "dataset_size":
                 result = dataclasses.replace(result, fraction=float(value))
+            _store_result(study, result, self)  # each point's answer, and what it was computed with, on its study
             results.append(result)
         if self.axis == "width":
             lambda_base = [_record_lambda_base(records[-1][(tau, self.seeds[0])])[0] for tau in self.tau_epochs]
