@@ -32,6 +32,7 @@ from finder_procs import (
 from optuna.trial import TrialState
 
 from lightning_tau.tuner.finder import TimescaleFinder
+from lightning_tau.tuner.workers import START_ENV, start_method
 
 pytest.importorskip("sklearn")
 
@@ -135,6 +136,7 @@ CALLS = {"n": 0}
 
 def make_model():
     facts = {"pid": os.getpid(), "ppid": os.getppid(), "preloaded": workers.preloaded(), "module": __name__}
+    facts["mark"] = os.environ.get("TAU_SCRIPT_MARK")
     with open(OUT / f"calls-{os.getpid()}.jsonl", "a") as f:
         f.write(json.dumps(facts) + "\\n")
     CALLS["n"] += 1
@@ -161,6 +163,7 @@ if __name__ == "__main__":
         progress=False,
         verbose=False,
     )
+    os.environ["TAU_SCRIPT_MARK"] = "set after the workers' server started"
     result = finder.fit(make_model, datamodule=DigitsDataModule(train_size=400, batch_size=64))
     print(json.dumps({"pid": os.getpid(), "trained": finder.trained_runs, "tau_epoch": result.tau_epoch}))
 """
@@ -188,6 +191,8 @@ def test_workers_fork_from_a_preloaded_server_and_run_a_model_factory_from_the_u
     assert all(c["preloaded"] for c in calls[worker]), calls[worker]
     assert {c["ppid"] for c in calls[worker]} != {main["pid"]}
     assert not any(c["preloaded"] for c in calls[main["pid"]])
+    # the environment the script had when the worker started, not the server's older one
+    assert {c["mark"] for c in calls[worker]} == {"set after the workers' server started"}
 
     study = optuna.load_study(
         study_name="s",
@@ -276,3 +281,22 @@ def test_the_width_axis_with_two_workers_trains_each_point_once_and_gives_the_on
         assert all(len(trials) == 1 and trials[0].state == TrialState.COMPLETE for trials in done.values()), done
         pids |= {trials[0].user_attrs["worker"]["pid"] for trials in done.values()}
     assert len(pids) == 2 and os.getpid() in pids
+
+
+def test_workers_start_from_a_forkserver_on_linux_spawn_on_request_and_a_bad_choice_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning_tau.cli import main
+
+    monkeypatch.delenv(START_ENV, raising=False)
+    assert start_method() == ("forkserver" if sys.platform.startswith("linux") else "spawn")
+    monkeypatch.setenv(START_ENV, "spawn")
+    assert start_method() == "spawn"
+    monkeypatch.setenv(START_ENV, "fork")  # fork after torch has run is not safe: refused
+    with pytest.raises(ValueError, match=r"^`LIGHTNING_TAU_WORKER_START=fork` is not valid: use 'spawn'"):
+        start_method()
+    # the command says so in one line, before it imports torch or trains anything
+    assert main(["find", "--workers", "2", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("lightning-tau find: error: `LIGHTNING_TAU_WORKER_START=fork` is not valid")
+    assert not (tmp_path / "o").exists()

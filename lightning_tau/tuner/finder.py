@@ -413,6 +413,10 @@ class TimescaleFinder:
                         " was set to; torch.set_num_threads(n) before fit for fewer)."
                     )
                 self._work(study, model_factory, train, val, wait=wait, workers=procs)
+            except BaseException:
+                if procs is not None:  # Ctrl-C or an error: start no worker that would not hear of it
+                    procs.stop()
+                raise
             finally:
                 torch.set_num_threads(threads)
                 if procs is not None:
@@ -568,6 +572,10 @@ class TimescaleFinder:
                     self._work(study, factory_, train, val, wait=False)
                 for study, (_, factory_, train, _) in zip(studies, points):
                     self._work(study, factory_, train, val, wait=wait, workers=procs)
+            except BaseException:
+                if procs is not None:  # Ctrl-C or an error: start no worker that would not hear of it
+                    procs.stop()
+                raise
             finally:
                 torch.set_num_threads(threads)
                 if procs is not None:

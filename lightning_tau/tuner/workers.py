@@ -112,7 +112,8 @@ class Workers:
 
     Starting a forked worker waits until the server has imported :data:`PRELOAD` (seconds, if the server was only
     just started): the thread does the waiting, while the caller trains. A worker that cannot be started is left
-    out, with its reason in :attr:`errors` (the caller trains alone, or with the others).
+    out, with its reason in :attr:`errors` (the caller trains alone, or with the others). :meth:`stop` (the caller
+    was interrupted) starts no more, and ends a worker that came up after it: too late to have seen the Ctrl-C.
 
     Args:
         target: the workers' function (importable by name: it is pickled).
@@ -126,6 +127,7 @@ class Workers:
         #: why workers could not be started (one line each)
         self.errors: list[str] = []
         self._lock = threading.Lock()
+        self._stopped = threading.Event()
         self._thread = threading.Thread(
             target=self._start, args=(target, tuple(args), count, name), name=f"{name}-starter", daemon=True
         )
@@ -138,6 +140,8 @@ class Workers:
             self.errors.append(str(err))
             return
         for i in range(1, count + 1):
+            if self._stopped.is_set():
+                return
             proc = context.Process(target=target, args=args, name=f"{name}-{i}")
             try:
                 proc.start()
@@ -148,6 +152,12 @@ class Workers:
                 continue
             with self._lock:
                 self.processes.append(proc)
+            if self._stopped.is_set():
+                proc.terminate()
+
+    def stop(self) -> None:
+        """Start no more workers; end any that starts from now on (those already running carry on)."""
+        self._stopped.set()
 
     def alive(self) -> bool:
         """Whether a worker is still starting or running."""
