@@ -14,8 +14,8 @@ tensor operation, so it holds no OpenMP thread pool and no CUDA context. (Forkin
 both, is not.) A worker keeps what ``spawn`` gives: before it unpickles the model factory it runs the main module of
 this process (a user's script, as ``__mp_main__``), so a ``make_model`` defined in the script works; it gets this
 process's ``sys.path`` and working directory, and :func:`worker_environ` hands it the environment of the moment it
-starts (the server's is that of the moment the server started). Per-process state made at import time (the study's
-claim token) is made per process, not inherited from the server.
+starts (the server's is that of the moment the server started). What must differ between processes (the study's
+claim token) is made on first use in each process, not at import, which every fork of the server shares.
 
 ``spawn`` stays the start method where there is no forkserver (Windows) and on macOS (where system libraries are not
 safe to fork without exec), and wherever ``$LIGHTNING_TAU_WORKER_START`` (:data:`START_ENV`) is ``spawn``.
