@@ -142,14 +142,14 @@ def main() -> None:
     for name, _, _ in ARMS:
         wall = statistics.median(r[0] for r in runs[name])
         shown = name.replace("K", str(args.workers))
-        line = f"  {shown}: {wall:.1f} s, ratio to 1 worker {wall / one:.2f}"
+        own = _median([r[1] for r in runs[name]])
+        line = f"  {shown}: {wall:.1f} s, ratio to 1 worker {wall / one:.2f}; first trial here {_seconds(own)}"
         if name != "1 worker":
-            own, other = _median([r[1] for r in runs[name]]), _median([r[2] for r in runs[name]])
+            other = _median([r[2] for r in runs[name]])
             lags = [r[2] - r[1] for r in runs[name] if r[1] is not None and r[2] is not None]
-            line += (
-                f"; first trial here {_seconds(own)} and of another worker {_seconds(other)} after launch:"
-                f" start-up lag {_seconds(_median(lags))}"
-            )
+            line += f" and of another worker {_seconds(other)} after launch: start-up lag {_seconds(_median(lags))}"
+        else:
+            line += " after launch"
         print(line)
     print(f"  (goal: ratio <= 0.6 for {args.workers} workers on 2 idle cores)")
     trial_seconds = one / 21
