@@ -1,7 +1,9 @@
 """The one reader of a run's shape from a Lightning ``Trainer``: steps per epoch ``M``, ``N``, ``B``.
 
-:func:`read_run_shape` is shared by ``TimescaleCallback`` and ``TimescaleMonitor`` so the two never disagree.
-Call it from ``on_train_start`` or later: only then has the fit loop set up its train dataloaders (a
+:class:`RunShapeReader` owns the shape of a fit: a ``TimescaleCallback`` reads it at each of its decisions and
+hands the same reader to the ``TimescaleMonitor`` s of the run, so the two never disagree; a monitor used alone
+reads through a reader of its own, once per epoch. :func:`read_run_shape` does the reading. Call it from
+``on_train_start`` or later: only then has the fit loop set up its train dataloaders (a
 DataModule's ``setup`` may run late) and are ``limit_train_batches``, the distributed sampler and the
 ``CombinedLoader`` mode applied. Call it again at an epoch start to see reloaded dataloaders and a new
 accumulation.
@@ -17,8 +19,87 @@ from lightning.pytorch.utilities.combined_loader import CombinedLoader
 from torch.utils.data import DataLoader
 
 from lightning_tau.decide import RunShape
+from lightning_tau.schedule import ScheduledStep
 
-__all__ = ["read_dataset_size", "read_global_batch_size", "read_run_shape", "read_steps_per_epoch", "train_dataloaders"]
+__all__ = [
+    "RunShapeReader",
+    "read_dataset_size",
+    "read_global_batch_size",
+    "read_run_shape",
+    "read_steps_per_epoch",
+    "remaining_steps",
+    "scheduled_steps",
+    "train_dataloaders",
+]
+
+
+class RunShapeReader:
+    """The owner of one fit's shape (``M``, ``N``, ``B``): what was read, and in which epoch.
+
+    A ``TimescaleCallback`` calls :meth:`read` at each of its decisions (train start, every epoch's first step, a
+    change) and shares the reader with the run's monitors, which ask :meth:`current`: they see the shape the
+    weight decay was decided with. A reader nobody decides with (a monitor alone) reads once per epoch in
+    :meth:`current`, and keeps no shape whose ``M`` is unknown.
+
+    Args:
+        dataset_size: ``N`` given by the user (then ``M = N / B``), or ``None`` to read it.
+        batch_size: global ``B`` given by the user, or ``None`` to read it.
+    """
+
+    def __init__(self, *, dataset_size: float | None = None, batch_size: float | None = None) -> None:
+        self.dataset_size = dataset_size
+        self.batch_size = batch_size
+        #: The shape last read (``None`` before the first read, or when a monitor alone could not read ``M``).
+        self.shape: RunShape | None = None
+        #: The epoch it was read in (``None``: not read yet in this fit).
+        self.epoch: int | None = None
+        #: Whether a decision was taken with it (:meth:`read`): then it holds until the next decision.
+        self.decided = False
+
+    def reset(self) -> None:
+        """Forget the shape (a new fit): the next :meth:`read` or :meth:`current` reads again."""
+        self.shape, self.epoch, self.decided = None, None, False
+
+    def read(self, trainer: pl.Trainer) -> RunShape:
+        """Read the shape now, for a decision; it is what :meth:`current` gives until the next read."""
+        shape = read_run_shape(trainer, dataset_size=self.dataset_size, batch_size=self.batch_size)
+        self.shape, self.epoch, self.decided = shape, trainer.current_epoch, True
+        return shape
+
+    def current(self, trainer: pl.Trainer) -> RunShape | None:
+        """The shape of the last decision; without one, read once per epoch (``None`` when ``M`` is unknown)."""
+        if not self.decided and self.epoch != trainer.current_epoch:
+            shape = read_run_shape(trainer, dataset_size=self.dataset_size, batch_size=self.batch_size)
+            self.shape = shape if shape.steps_per_epoch is not None else None
+            self.epoch = trainer.current_epoch
+        return self.shape
+
+
+def remaining_steps(trainer: pl.Trainer, steps_per_epoch: float | None) -> int | None:
+    """Optimizer steps left: the nearer of ``max_steps`` and ``max_epochs`` epochs of ``M`` (``None``: endless).
+
+    Counted from the run's own epoch length ``steps_per_epoch``, so a resume on a different dataset plans the
+    right number.
+    """
+    bounds = []
+    if trainer.max_steps is not None and trainer.max_steps >= 0:
+        bounds.append(trainer.max_steps - trainer.global_step)
+    max_epochs = trainer.max_epochs
+    if max_epochs is not None and max_epochs >= 0 and steps_per_epoch is not None:
+        bounds.append(math.ceil((max_epochs - trainer.current_epoch) * steps_per_epoch))
+    return max(0, min(bounds)) if bounds else None
+
+
+def scheduled_steps(trainer: pl.Trainer) -> list[list[ScheduledStep]]:
+    """The lr schedulers driving each of ``trainer.optimizers`` (by index), with when the loop steps them."""
+    return [
+        [
+            ScheduledStep(c.scheduler, c.interval, c.frequency)
+            for c in trainer.lr_scheduler_configs
+            if getattr(c.scheduler, "optimizer", None) is optimizer
+        ]
+        for optimizer in trainer.optimizers
+    ]
 
 
 def read_run_shape(

@@ -7,17 +7,27 @@ reads from the Trainer, so every loop decides through :mod:`lightning_tau.decide
 
 from __future__ import annotations
 
-import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from lightning_tau import timescale
-from lightning_tau.decide import GroupInput, GroupTimescale, RunShape, decide_groups, resolve_tau_iter
+from lightning_tau import _checks, timescale
+from lightning_tau._constants import WRITE_MODES, WriteMode
+from lightning_tau.decide import (
+    GroupInput,
+    GroupTimescale,
+    RunShape,
+    WidthExponent,
+    decide_groups,
+    optimizer_steps_per_epoch,
+    optimizer_tau_iters,
+    resolve_tau_iter,
+    run_tau_iter,
+)
 from lightning_tau.optim import (
     decay_kind,
     group_lr,
@@ -30,9 +40,16 @@ from lightning_tau.optim import (
 )
 from lightning_tau.width import group_width_problem
 
-__all__ = ["AppliedTimescale", "apply_timescale", "gather_groups", "write_per_step", "write_weight_decays"]
-
-Mode = Literal["constant", "per_step"]
+__all__ = [
+    "AppliedTimescale",
+    "Decision",
+    "apply_timescale",
+    "decide_and_write",
+    "decoupled_groups",
+    "gather_groups",
+    "write_per_step",
+    "write_weight_decays",
+]
 
 
 def gather_groups(
@@ -93,6 +110,146 @@ def write_per_step(optimizer: torch.optim.Optimizer, indices: Sequence[int], tau
         lr = group_lr(group)
         if lr > 0:  # timescale.weight_decay_for_tau_iter, inlined: this runs before every optimizer step
             group["weight_decay"] = 1.0 / (lr * tau_iter)
+
+
+def decoupled_groups(
+    optimizers: Sequence[torch.optim.Optimizer], *, skip_unsupported: bool, warn: Callable[[str], object]
+) -> tuple[set[int], dict[tuple[int, int], float]]:
+    """The optimizers ``TimescaleCallback`` manages, and each of their groups' ``weight_decay`` as configured.
+
+    Args:
+        optimizers: the run's optimizers, in order.
+        skip_unsupported: leave an optimizer with coupled (or unknown) decay alone, saying so through ``warn``,
+            instead of refusing it.
+        warn: how to warn (``rank_zero_warn``).
+
+    Returns:
+        The indices of the optimizers with decoupled decay, and ``(optimizer, group) -> weight_decay`` of theirs.
+
+    Raises:
+        ValueError: an optimizer with coupled or unknown decay (unless skipped), or no group with
+            ``weight_decay > 0`` in any optimizer managed.
+    """
+    decoupled: set[int] = set()
+    before: dict[tuple[int, int], float] = {}
+    supported = 0
+    for i, optimizer in enumerate(optimizers):
+        kind = decay_kind(optimizer)
+        if kind in ("coupled", "unknown"):
+            if not skip_unsupported:
+                raise ValueError(unsupported_message(optimizer, i))
+            why = "coupled (L2)" if kind == "coupled" else "not known to be decoupled (see `register_decay_kind`)"
+            warn(
+                f"`TimescaleCallback(skip_unsupported_optimizers=True)` leaves optimizer {i}"
+                f" ({type(optimizer).__name__}) alone: its weight decay is {why}."
+            )
+            continue
+        if kind != "decoupled":
+            continue
+        decoupled.add(i)
+        for j, group in enumerate(optimizer.param_groups):
+            wd = float(group.get("weight_decay", 0.0))
+            before[(i, j)] = wd
+            supported += wd > 0
+    if supported == 0:
+        raise ValueError(
+            "`TimescaleCallback` found no AdamW param group with `weight_decay > 0` to manage (optimizers:"
+            f" {[type(o).__name__ for o in optimizers]}). Use `torch.optim.AdamW` and give the"
+            " groups that should decay a positive `weight_decay` (any value: the callback replaces it)."
+        )
+    return decoupled, before
+
+
+@dataclass
+class Decision:
+    """One decision of ``TimescaleCallback``'s, as :func:`decide_and_write` took and wrote it.
+
+    Attributes:
+        shape: the run's shape it was decided with.
+        tau_iter: the run's target in optimizer steps.
+        note: how the power law picked ``tau_iter`` (``None`` for a given target).
+        inputs: every param group as the decision saw it.
+        groups: the decision per param group.
+        optimizer_steps_per_epoch: optimizer index -> its own ``M`` where it is not the run's.
+        tau_iters: the ``tau_iter`` each optimizer holds: one for all, or one per optimizer index.
+    """
+
+    shape: RunShape
+    tau_iter: float
+    note: str | None
+    inputs: list[GroupInput]
+    groups: list[GroupTimescale]
+    optimizer_steps_per_epoch: dict[int, float]
+    tau_iters: float | dict[int, float]
+
+
+def decide_and_write(
+    optimizers: Sequence[torch.optim.Optimizer],
+    shape: RunShape,
+    *,
+    tau_epoch: float | None,
+    tau_iter: float | None,
+    power_law: Callable[[], tuple[float, str]] | None = None,
+    width_exponent: WidthExponent = 1.0,
+    weight_decay_before: dict[tuple[int, int], float],
+    managed_optimizers: set[int],
+    scheduled: set[int],
+    pinned_lrs: dict[tuple[int, int], float],
+    measured: Mapping[int, tuple[int, int]],
+    declared_steps_per_epoch: Mapping[int, float] | None,
+    epoch: int | None = None,
+) -> Decision:
+    """``TimescaleCallback``'s decision, in one call: the target, each group's weight decay, written.
+
+    Args:
+        optimizers: the run's optimizers, in order.
+        shape: the run's shape, just read.
+        tau_epoch: the target in epochs, or ``None``.
+        tau_iter: the target in optimizer steps, or ``None``.
+        power_law: when given, picks ``tau_iter`` instead (``decide.power_law_tau_iter`` with its arguments).
+        width_exponent: ``alpha`` of ``weight_decay ∝ s ** alpha`` (see ``decide.decide_groups``).
+        weight_decay_before: the user's own ``weight_decay`` per ``(optimizer, group)``; a group added since is
+            noted here with its value now.
+        managed_optimizers: indices of the optimizers with decoupled decay.
+        scheduled: ``id`` of every optimizer an lr scheduler drives.
+        pinned_lrs: reference lrs held fixed per ``(optimizer, group)``: a group with no ``initial_lr`` /
+            ``max_lr`` under a scheduler that moves its ``lr`` (``ReduceLROnPlateau``) keeps the lr it had when
+            first seen, so the schedule is not undone; groups seen for the first time are added here.
+        measured: optimizer index -> ``(steps, batches)`` of its last full epoch (manual optimization).
+        declared_steps_per_epoch: optimizer index -> ``M`` the user declared.
+        epoch: the epoch of a decision mid-fit, for the messages; ``None`` at train start.
+
+    Raises:
+        ValueError: a target that cannot be held (see ``decide.run_tau_iter``, ``decide.decide_groups``), with
+            ``TimescaleCallback`` named.
+    """
+    if power_law is not None:
+        steps, note = power_law()
+    else:
+        steps, note = run_tau_iter(shape, tau_epoch=tau_epoch, tau_iter=tau_iter, epoch=epoch), None
+    for i, optimizer in enumerate(optimizers):
+        if id(optimizer) in scheduled:
+            for j, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group and "max_lr" not in group:
+                    pinned_lrs.setdefault((i, j), reference_lr(group))
+    inputs = gather_groups(
+        optimizers,
+        weight_decay_before=weight_decay_before,
+        managed_optimizers=managed_optimizers,
+        reference_lrs=pinned_lrs,
+    )
+    for g in inputs:  # a group added since: its value now is the user's own
+        weight_decay_before.setdefault((g.optimizer_index, g.group_index), g.weight_decay_before)
+    optimizer_m = optimizer_steps_per_epoch(
+        len(optimizers), shape.steps_per_epoch, measured=measured, declared=declared_steps_per_epoch
+    )
+    tau_iters = optimizer_tau_iters(len(optimizers), steps, tau_epoch=tau_epoch, optimizer_m=optimizer_m, epoch=epoch)
+    try:
+        groups = decide_groups(inputs, tau_iters, width_exponent=width_exponent)
+    except ValueError as err:
+        raise ValueError(f"`TimescaleCallback`: {err}") from None
+    write_weight_decays(optimizers, groups)
+    return Decision(shape, steps, note, inputs, groups, optimizer_m, tau_iters)
 
 
 @dataclass
@@ -161,7 +318,7 @@ def apply_timescale(
     tau_iter: float | None = None,
     dataset_size: int | None = None,
     batch_size: int | None = None,
-    mode: Mode = "constant",
+    mode: WriteMode = "constant",
 ) -> AppliedTimescale:
     r"""Set ``optimizer``'s weight decay so its EMA averages over ``tau_epoch`` epochs (or ``tau_iter`` steps).
 
@@ -198,8 +355,7 @@ def apply_timescale(
         >>> applied.tau_iter, applied.weight_decay
         (2500.0, {'pg1': 0.4, 'pg2': 0.0})
     """
-    if mode not in ("constant", "per_step"):
-        raise ValueError(f"`apply_timescale(mode={mode!r})` is not supported. Use 'constant' or 'per_step'.")
+    _checks.choice("apply_timescale", "mode", mode, WRITE_MODES)
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise ValueError(f"`apply_timescale(optimizer={optimizer!r})` needs a `torch.optim.Optimizer`.")
     if (tau_epoch is None) == (tau_iter is None):
@@ -280,13 +436,10 @@ def check_number(owner: str, name: str, value: Any) -> float:
         ValueError: `apply_timescale(tau_epoch=<Tensor of shape (2,)>)` is not valid: `tau_epoch` must be a positive ...
     """
     number = scalar(value)
-    ok = not isinstance(number, bool) and isinstance(number, numbers.Real) and 0 < number < math.inf
-    if not ok:
-        raise ValueError(
-            f"`{owner}({name}={_shown(value)})` is not valid: `{name}` must be a positive finite number (or a"
-            " one-element tensor holding one)."
-        )
-    return float(number)
+    if not isinstance(number, numbers.Real):  # a tensor or array of several numbers
+        number = None
+    hint = f"`{name}` must be a positive finite number (or a one-element tensor holding one)."
+    return _checks.positive_number(owner, name, number, hint, shown=_shown(value))
 
 
 def check_size(owner: str, name: str, value: Any) -> int:
@@ -301,5 +454,5 @@ def check_size(owner: str, name: str, value: Any) -> int:
     number = scalar(value)
     ok = not isinstance(number, bool) and isinstance(number, numbers.Real) and timescale.is_positive_integer(number)
     if not ok:
-        raise ValueError(f"`{owner}({name}={_shown(value)})` is not valid: `{name}` must be a positive whole number.")
+        raise _checks.invalid(owner, name, value, f"`{name}` must be a positive whole number.", shown=_shown(value))
     return int(number)

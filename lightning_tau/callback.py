@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Literal
+from typing import Any
 
 import lightning.pytorch as pl
 import torch
@@ -17,29 +17,40 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from torch.utils.hooks import RemovableHandle
 from typing_extensions import override
 
-from lightning_tau import timescale
-from lightning_tau._trainer import read_run_shape
-from lightning_tau.apply import check_size, gather_groups, write_per_step, write_weight_decays
+from lightning_tau import _checks, timescale
+from lightning_tau._constants import WRITE_MODES, WriteMode
+from lightning_tau._trainer import RunShapeReader, remaining_steps, scheduled_steps
+from lightning_tau.apply import Decision, check_size, decide_and_write, decoupled_groups, write_per_step
 from lightning_tau.decide import (
-    NO_MUP,
     GroupTimescale,
     RunShape,
+    check_optimizer_indices,
     check_width_exponent,
-    decide_groups,
-    resolve_tau_iter,
-    shape_changes,
-    uses_mup,
+    count_epoch,
+    group_targets,
+    per_step_writes,
+    power_law_num_params,
+    power_law_tau_iter,
+    resume_changes,
 )
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
-from lightning_tau.optim import decay_kind, reference_lr, unsupported_message, unwrap_optimizer
-from lightning_tau.schedule import ScheduledStep, planned_lr_sums
-from lightning_tau.summary import format_summary
+from lightning_tau.optim import unwrap_optimizer
+from lightning_tau.schedule import planned_timescales
+from lightning_tau.summary import (
+    change_line,
+    change_parts,
+    describe_target,
+    format_summary,
+    manual_note,
+    miscounted_steps_warning,
+    start_warnings,
+    two_callbacks_message,
+    width_note,
+)
 from lightning_tau.transfer import TunedRun
-from lightning_tau.width import FixedLambdaPitfall, GroupRate, find_fixed_lambda_pitfall, format_fixed_lambda_pitfall
+from lightning_tau.width import FixedLambdaPitfall
 
 __all__ = ["TimescaleCallback"]
-
-Mode = Literal["constant", "per_step"]
 
 
 class TimescaleCallback(Callback):
@@ -157,7 +168,7 @@ class TimescaleCallback(Callback):
         tau_iter: float | None = None,
         dataset_size: int | None = None,
         batch_size: int | None = None,
-        mode: Mode = "constant",
+        mode: WriteMode = "constant",
         skip_unsupported_optimizers: bool = False,
         verbose: bool = True,
         token_budget: float | None = None,
@@ -170,9 +181,12 @@ class TimescaleCallback(Callback):
         monitor: bool | TimescaleMonitor = True,
     ) -> None:
         if not isinstance(monitor, (bool, TimescaleMonitor)):
-            raise ValueError(
-                f"`TimescaleCallback(monitor={monitor!r})` is not valid: use True (log the EMA diagnostics with a"
-                " default `TimescaleMonitor`), False (log nothing), or a configured `TimescaleMonitor(...)`."
+            raise _checks.invalid(
+                "TimescaleCallback",
+                "monitor",
+                monitor,
+                "use True (log the EMA diagnostics with a default `TimescaleMonitor`), False (log nothing), or a"
+                " configured `TimescaleMonitor(...)`.",
             )
         #: The diagnostics this callback logs itself (``None`` with ``monitor=False``).
         self.monitor: TimescaleMonitor | None = TimescaleMonitor() if monitor is True else (monitor or None)
@@ -187,12 +201,12 @@ class TimescaleCallback(Callback):
         self.token_budget = None if token_budget is None else _checked("token_budget", token_budget)
         self.num_params = None if num_params is None else check_size("TimescaleCallback", "num_params", num_params)
         self.power_law_coefficient = _checked("power_law_coefficient", power_law_coefficient)
-        if isinstance(power_law_exponent, bool) or not math.isfinite(power_law_exponent):
-            raise ValueError(
-                f"`TimescaleCallback(power_law_exponent={power_law_exponent!r})` is not valid: use a finite number"
-                f" (default {timescale.POWER_LINES_EXPONENT})."
-            )
-        self.power_law_exponent = float(power_law_exponent)
+        self.power_law_exponent = _checks.finite_number(
+            "TimescaleCallback",
+            "power_law_exponent",
+            power_law_exponent,
+            f"use a finite number (default {timescale.POWER_LINES_EXPONENT}).",
+        )
         self.resolved_num_params: float | None = None
         self.fixed_lambda_pitfalls: list[FixedLambdaPitfall] = []
         if token_budget is None and (tau_epoch is None) == (tau_iter is None):
@@ -203,27 +217,23 @@ class TimescaleCallback(Callback):
         self.tau_epoch = None if tau_epoch is None else _checked("tau_epoch", tau_epoch)
         self.tau_iter = None if tau_iter is None else _checked("tau_iter", tau_iter)
         if self.tau_iter is not None and self.tau_iter <= 1:
-            raise ValueError(
-                f"`TimescaleCallback(tau_iter={tau_iter!r})` is not valid: a timescale of one optimizer step or less"
-                " makes `lr * weight_decay >= 1`, which zeroes or flips the weights every step. Use `tau_iter > 1`."
+            raise _checks.invalid(
+                "TimescaleCallback",
+                "tau_iter",
+                tau_iter,
+                "a timescale of one optimizer step or less makes `lr * weight_decay >= 1`, which zeroes or flips the"
+                " weights every step. Use `tau_iter > 1`.",
             )
         self.dataset_size = (
             None if dataset_size is None else check_size("TimescaleCallback", "dataset_size", dataset_size)
         )
         self.batch_size = None if batch_size is None else check_size("TimescaleCallback", "batch_size", batch_size)
-        if mode not in ("constant", "per_step"):
-            raise ValueError(f"`TimescaleCallback(mode={mode!r})` is not supported. Use 'constant' or 'per_step'.")
-        self.mode: Mode = mode
-        for name, value in (
-            ("skip_unsupported_optimizers", skip_unsupported_optimizers),
-            ("verbose", verbose),
-            ("decay_vectors", decay_vectors),
-        ):
-            if not isinstance(value, bool):
-                raise ValueError(f"`TimescaleCallback({name}={value!r})` is not valid: use True or False.")
-        self.skip_unsupported_optimizers = skip_unsupported_optimizers
-        self.verbose = verbose
-        self.decay_vectors = decay_vectors
+        self.mode: WriteMode = _checks.choice("TimescaleCallback", "mode", mode, WRITE_MODES)
+        self.skip_unsupported_optimizers = _checks.flag(
+            "TimescaleCallback", "skip_unsupported_optimizers", skip_unsupported_optimizers
+        )
+        self.verbose = _checks.flag("TimescaleCallback", "verbose", verbose)
+        self.decay_vectors = _checks.flag("TimescaleCallback", "decay_vectors", decay_vectors)
         self.width_exponent = check_width_exponent(width_exponent)
         self.steps_per_epoch = _checked_steps_per_epoch(steps_per_epoch)
 
@@ -314,27 +324,18 @@ class TimescaleCallback(Callback):
         others = [cb for cb in trainer.callbacks if isinstance(cb, TimescaleCallback)]  # type: ignore[attr-defined]
         if len(others) > 1:
             raise ValueError(
-                f"This Trainer has {len(others)} `TimescaleCallback`s ("
-                + ", ".join(_describe(cb) for cb in others)
-                + "). Each rewrites the same param groups' weight decay, so the last one would silently win. Keep"
-                " one (a `TimescaleMonitor` next to it is fine, for diagnostics alone)."
+                two_callbacks_message([describe_target(c.tau_epoch, c.tau_iter, c.token_budget) for c in others])
             )
         self._before, self._decoupled, self._pinned_lr = {}, set(), {}
         self.shape, self._decided_epoch = None, None
+        self._shapes = RunShapeReader(dataset_size=self.dataset_size, batch_size=self.batch_size)  # monitors share it
         self._optimizer_m, self._counts, self._batches_in_epoch = {}, {}, 0
         # a resumed run keeps what its epochs counted (the checkpoint's callback state is loaded before fit start)
         measured = (self._restored or {}).get("measured_steps") or {}
         self._measured = {int(i): (int(v[0]), int(v[1])) for i, v in measured.items()}
         # ...and the count of the epoch it stopped in, continued when training resumes inside it (`on_train_start`)
         self._resumed_counts = (self._restored or {}).get("epoch_counts") or None
-        if self.steps_per_epoch is not None:
-            bad = sorted(i for i in self.steps_per_epoch if i >= len(trainer.optimizers))
-            if bad:
-                raise ValueError(
-                    f"`TimescaleCallback(steps_per_epoch={self.steps_per_epoch!r})` names optimizer index(es) {bad},"
-                    f" but the LightningModule has {len(trainer.optimizers)} optimizer(s) (indices from 0, in the"
-                    " order `configure_optimizers` returns them)."
-                )
+        check_optimizer_indices(self.steps_per_epoch, len(trainer.optimizers))
         self._own_monitor = self.monitor
         if self.monitor is not None and any(
             isinstance(cb, TimescaleMonitor) and cb.prefix == self.monitor.prefix
@@ -343,38 +344,10 @@ class TimescaleCallback(Callback):
             self._own_monitor = None  # the Trainer's own monitor logs the same keys
         if self.token_budget is not None:
             counted = sum(p.numel() for p in pl_module.parameters() if p.requires_grad)
-            if self.num_params is None and counted == 0:
-                raise ValueError(
-                    f"`TimescaleCallback(token_budget={self.token_budget!r})` divides the tokens by the model's"
-                    " trainable parameters, but the LightningModule has none. Unfreeze some parameters, or pass"
-                    " `num_params=...` with the count to use."
-                )
-            self.resolved_num_params = float(self.num_params or counted)
-        supported = 0
-        for i, optimizer in enumerate(trainer.optimizers):
-            kind = decay_kind(optimizer)
-            if kind in ("coupled", "unknown"):
-                if not self.skip_unsupported_optimizers:
-                    raise ValueError(unsupported_message(optimizer, i))
-                why = "coupled (L2)" if kind == "coupled" else "not known to be decoupled (see `register_decay_kind`)"
-                rank_zero_warn(
-                    f"`TimescaleCallback(skip_unsupported_optimizers=True)` leaves optimizer {i}"
-                    f" ({type(optimizer).__name__}) alone: its weight decay is {why}."
-                )
-                continue
-            if kind != "decoupled":
-                continue
-            self._decoupled.add(i)
-            for j, group in enumerate(optimizer.param_groups):
-                wd = float(group.get("weight_decay", 0.0))
-                self._before[(i, j)] = wd
-                supported += wd > 0
-        if supported == 0:
-            raise ValueError(
-                "`TimescaleCallback` found no AdamW param group with `weight_decay > 0` to manage (optimizers:"
-                f" {[type(o).__name__ for o in trainer.optimizers]}). Use `torch.optim.AdamW` and give the"
-                " groups that should decay a positive `weight_decay` (any value: the callback replaces it)."
-            )
+            self.resolved_num_params = power_law_num_params(self.token_budget, self.num_params, counted)
+        self._decoupled, self._before = decoupled_groups(
+            trainer.optimizers, skip_unsupported=self.skip_unsupported_optimizers, warn=rank_zero_warn
+        )
         if self._own_monitor is not None:
             self._own_monitor.on_fit_start(trainer, pl_module)
 
@@ -458,21 +431,17 @@ class TimescaleCallback(Callback):
         )
         if not full:  # cut short (max_steps, a stop): the count says nothing about an epoch
             return
-        for i in sorted(self._decoupled):
-            used = self._optimizer_m.get(i, self.shape.steps_per_epoch)
-            counted = self._counts.get(i, 0)
-            if counted == 0:
-                continue
-            if counted != self._batches_in_epoch or i in self._measured or i in self._optimizer_m:
-                self._measured[i] = (counted, self._batches_in_epoch)
-            if used is not None and not math.isclose(counted, used, rel_tol=1e-9):
-                rank_zero_warn(
-                    f"`TimescaleCallback`: optimizer {i} took {counted} steps in epoch {trainer.current_epoch}"
-                    f" ({self._batches_in_epoch} batches), but its weight decay assumed M={used:g} steps per epoch,"
-                    f" so its tau_epoch there was {used / counted:.4g} times the target. From the next epoch its M"
-                    " is the count (counted again every epoch). Pass"
-                    f" `TimescaleCallback(steps_per_epoch={{{i}: {counted}}})` to have it right from the first step."
-                )
+        keep, wrong = count_epoch(
+            self._counts,
+            self._batches_in_epoch,
+            self._decoupled,
+            optimizer_m=self._optimizer_m,
+            steps_per_epoch=self.shape.steps_per_epoch,
+            measured=self._measured,
+        )
+        self._measured.update(keep)
+        for i, counted, used in wrong:
+            rank_zero_warn(miscounted_steps_warning(i, counted, trainer.current_epoch, self._batches_in_epoch, used))
 
     @override
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -521,71 +490,59 @@ class TimescaleCallback(Callback):
     # --- read -> decide -> apply -> report ------------------------------------------------------------------
 
     def _decide(self, trainer: pl.Trainer) -> None:
-        """The one path for the start and for every change: read the shape, decide, write, report."""
+        """The one path for the start and for every change: read the shape, decide and write, then report."""
         first = self.shape is None
-        shape = read_run_shape(trainer, dataset_size=self.dataset_size, batch_size=self.batch_size)
-        tau_iter, tau_note = self._target_tau_iter(trainer, shape, first)
-        inputs = gather_groups(
+        power_law = None
+        if self.token_budget is not None and (first or self.resolved_tau_iter is None):  # fixed at train start
+            assert self.resolved_num_params is not None
+            power_law = functools.partial(
+                power_law_tau_iter,
+                self.token_budget,
+                self.resolved_num_params,
+                coefficient=self.power_law_coefficient,
+                exponent=self.power_law_exponent,
+                planned_steps=trainer.estimated_stepping_batches,
+            )
+        shape = self._shapes.read(trainer)
+        decision = decide_and_write(
             trainer.optimizers,
+            shape,
+            tau_epoch=self.tau_epoch,
+            tau_iter=self.tau_iter if self.token_budget is None else self.resolved_tau_iter,
+            power_law=power_law,
+            width_exponent=self.width_exponent,
             weight_decay_before=self._before,
             managed_optimizers=self._decoupled,
-            reference_lrs=self._pin_reference_lrs(trainer),
+            scheduled={id(getattr(c.scheduler, "optimizer", None)) for c in trainer.lr_scheduler_configs},
+            pinned_lrs=self._pinned_lr,
+            measured=self._measured,
+            declared_steps_per_epoch=self.steps_per_epoch,
+            epoch=None if first else trainer.current_epoch,
         )
-        for g in inputs:  # a group added since: its value now is the user's own
-            self._before.setdefault((g.optimizer_index, g.group_index), g.weight_decay_before)
-        optimizer_m = self._optimizer_steps_per_epoch(trainer, shape)
-        tau_iters = self._optimizer_tau_iters(trainer, shape, optimizer_m, tau_iter, first)
-        try:
-            groups = decide_groups(inputs, tau_iters, width_exponent=self.width_exponent)
-        except ValueError as err:
-            raise ValueError(f"`TimescaleCallback`: {err}") from None
-        write_weight_decays(trainer.optimizers, groups)
+        groups = decision.groups
         previous = {(g.optimizer_index, g.group_index): g for g in self.groups}
         for g in groups:  # the look-ahead is re-run only when something changed (see `_report_change`)
             old = previous.get((g.optimizer_index, g.group_index))
             if old is not None and old.weight_decay == g.weight_decay:
                 g.planned_timescales = old.planned_timescales
         old_shape, old_groups, old_tau_iter = self.shape, self.groups, self.resolved_tau_iter
-        self.shape, self.groups, self.resolved_tau_iter = shape, groups, tau_iter
-        self.resolved_tau_epoch = tau_iter / shape.steps_per_epoch if shape.steps_per_epoch else None
-        self._optimizer_m = optimizer_m
-        self._managed = {}
-        for g in groups:
-            if g.decays:
-                assert g.tau_iter is not None
-                held = self._managed.setdefault(id(trainer.optimizers[g.optimizer_index]), [])
-                same = [indices for tau, indices in held if tau == g.tau_iter]
-                if same:
-                    same[0].append(g.group_index)
-                else:
-                    held.append((g.tau_iter, [g.group_index]))
+        self.shape, self.groups, self.resolved_tau_iter = shape, groups, decision.tau_iter
+        self.resolved_tau_epoch = decision.tau_iter / shape.steps_per_epoch if shape.steps_per_epoch else None
+        self._optimizer_m = decision.optimizer_steps_per_epoch
+        self._managed = {id(trainer.optimizers[i]): held for i, held in per_step_writes(groups).items()}
         self._group_counts = {id(o): len(o.param_groups) for o in trainer.optimizers}
         self._decided_epoch = trainer.current_epoch
-        target_epoch = self.tau_epoch if self.tau_epoch is not None else self.resolved_tau_epoch
-        targets = _group_targets(groups, tau_iters, self.tau_epoch, optimizer_m, shape.steps_per_epoch)
+        targets = group_targets(groups, decision.tau_iters, self.tau_epoch, self._optimizer_m, shape.steps_per_epoch)
         for monitor in self._monitors(trainer):  # one shape, and each group's own target, for the monitor
-            monitor.set_run_shape(
-                shape,
-                tau_iter=tau_iter,
-                tau_epoch=target_epoch,
+            monitor.follow(
+                self._shapes,
+                tau_iter=decision.tau_iter,
+                tau_epoch=self.tau_epoch if self.tau_epoch is not None else self.resolved_tau_epoch,
                 group_targets=targets,
-                optimizer_steps_per_epoch=optimizer_m,
+                optimizer_steps_per_epoch=self._optimizer_m,
             )
         if first:
-            self._check_resume()
-            if (
-                self.width_exponent not in (1.0, {})
-                and not uses_mup(inputs)
-                and any(g.managed and g.width_problem == NO_MUP for g in inputs)
-            ):
-                rank_zero_warn(
-                    f"`TimescaleCallback(width_exponent={self.width_exponent!r})` has no effect: no param group has a"
-                    " muP width multiplier other than 1 (no `width_mult` key, no mup `infshape`), so every group"
-                    " keeps the timescale. Leave width_exponent out, or call `mup.set_base_shapes` on a μP model."
-                )
-            self._report_width(trainer)
-            self._report_vectors(trainer)
-            self._report(trainer, [n for n in (tau_note, self._width_note(), self._manual_note(trainer)) if n])
+            self._report_start(trainer, decision)
         else:
             assert old_shape is not None and old_tau_iter is not None
             self._report_change(trainer, old_shape, old_groups, old_tau_iter)
@@ -595,284 +552,52 @@ class TimescaleCallback(Callback):
         found = [cb for cb in trainer.callbacks if isinstance(cb, TimescaleMonitor)]  # type: ignore[attr-defined]
         return found + ([self._own_monitor] if self._own_monitor is not None else [])
 
-    def _target_tau_iter(self, trainer: pl.Trainer, shape: RunShape, first: bool) -> tuple[float, str | None]:
-        """``tau_iter`` for this shape: ``tau_epoch * M``, the given ``tau_iter``, or the power law (fixed at start)."""
-        if self.token_budget is not None:
-            if first or self.resolved_tau_iter is None:
-                return self._resolve_power_law(trainer)
-            return self.resolved_tau_iter, None
-        if self.tau_epoch is not None and shape.steps_per_epoch is None and shape.problems:
-            raise ValueError(" ".join(shape.problems))
-        try:
-            steps = resolve_tau_iter(
-                tau_epoch=self.tau_epoch, tau_iter=self.tau_iter, steps_per_epoch=shape.steps_per_epoch
-            )
-        except ValueError as err:
-            when = "" if first else f" at epoch {trainer.current_epoch} ({' '.join(shape.sources)})"
-            raise ValueError(f"`TimescaleCallback`{when}: {err}") from None
-        return steps, None
-
-    def _optimizer_steps_per_epoch(self, trainer: pl.Trainer, shape: RunShape) -> dict[int, float]:
-        """``M`` per optimizer index where it is not the run's: counted over the last full epoch (manual
-        optimization), else declared in ``steps_per_epoch``."""
-        out: dict[int, float] = {}
-        for i in range(len(trainer.optimizers)):
-            if i in self._measured:
-                steps, batches = self._measured[i]
-                m = shape.steps_per_epoch
-                out[i] = float(steps) if m is None or m == batches else steps * m / batches  # the ratio holds
-            elif self.steps_per_epoch is not None and i in self.steps_per_epoch:
-                out[i] = self.steps_per_epoch[i]
-        return out
-
-    def _optimizer_tau_iters(
-        self, trainer: pl.Trainer, shape: RunShape, optimizer_m: dict[int, float], tau_iter: float, first: bool
-    ) -> float | dict[int, float]:
-        """The run's ``tau_iter``, or one per optimizer when an optimizer takes its own number of steps per epoch
-        (``tau_epoch`` is held in each optimizer's own steps; ``tau_iter`` and the power law are in steps already)."""
-        if not optimizer_m or self.tau_epoch is None:
-            return tau_iter
-        out: dict[int, float] = {}
-        for i in range(len(trainer.optimizers)):
-            if i not in optimizer_m:
-                out[i] = tau_iter
-                continue
-            try:
-                out[i] = resolve_tau_iter(tau_epoch=self.tau_epoch, steps_per_epoch=optimizer_m[i])
-            except ValueError as err:
-                when = "" if first else f" at epoch {trainer.current_epoch}"
-                raise ValueError(f"`TimescaleCallback`{when}, optimizer {i}: {err}") from None
-        return out
-
-    def _width_note(self) -> str | None:
-        """A summary line for a width exponent other than 1 (the table's tau_iter column shows each group's)."""
-        if self.width_exponent == 1.0 or not self.width_exponent:
+    def _plan(self, trainer: pl.Trainer) -> int | None:
+        """Estimate each managed group's ``sum_t lr_t * weight_decay`` over the steps left; return them."""
+        remaining = remaining_steps(trainer, self.resolved_steps_per_epoch)
+        if remaining is None:
             return None
-        scaled = [g for g in self.groups if g.decays and g.width_exponent != 1.0 and (g.width_mult or 1.0) != 1.0]
-        rule = (
-            f"width_exponent={self.width_exponent:g}"
-            if isinstance(self.width_exponent, float)
-            else f"width_exponent={self.width_exponent!r}"
+        planned = planned_timescales(
+            self.groups,
+            trainer.optimizers,
+            scheduled_steps(trainer),
+            remaining,
+            steps_per_epoch=self.resolved_steps_per_epoch,
+            optimizer_m=self._optimizer_m,
+            per_step=self.mode == "per_step",
         )
-        if not scaled:
-            return f"{rule}: no decaying group has a width multiplier other than 1, so it changes nothing."
-        return (
-            f"{rule}: weight decay ∝ s^alpha across widths, so a group at width multiplier s holds"
-            " tau_iter x s^(1 - alpha): "
-            + ", ".join(f"{g.name} (s={g.width_mult:g}, alpha={g.width_exponent:g})" for g in scaled)
-            + "."
-        )
-
-    def _manual_note(self, trainer: pl.Trainer) -> str | None:
-        """Manual optimization: say what ``M`` each optimizer is assumed to take until its steps are counted."""
-        module = trainer.lightning_module
-        if module.automatic_optimization or self.shape is None or self.tau_epoch is None:
-            return None
-        m = self.shape.steps_per_epoch
-        declared = ", ".join(f"optimizer {i}: M={v:g}" for i, v in sorted(self._optimizer_m.items()))
-        return (
-            "Manual optimization: tau_epoch is held in each optimizer's own steps per epoch; "
-            + (f"{declared} as declared, the others " if declared else "each optimizer ")
-            + f"assumed to step once per batch (M={_fmt(m)}) until an epoch's steps are counted (warned and"
-            " re-decided at the next epoch if they differ)."
-        )
-
-    def _report_vectors(self, trainer: pl.Trainer) -> None:
-        """Warn once when a decaying group holds 1-D parameters (biases, norm weights) and the user did not say so."""
-        if self.decay_vectors:
-            return
-        names = {id(p): n for n, p in trainer.lightning_module.named_parameters()}
-        parts = []
         for g in self.groups:
-            if not g.decays:
-                continue
-            group = trainer.optimizers[g.optimizer_index].param_groups[g.group_index]
-            vectors = [p for p in group["params"] if p.ndim <= 1]
-            if vectors:
-                shown = [names.get(id(p), f"<{tuple(p.shape)} tensor>") for p in vectors[:_LISTED]]
-                more = f" and {len(vectors) - _LISTED} more" if len(vectors) > _LISTED else ""
-                parts.append(
-                    f"{g.name!r} ({len(vectors)} of {len(group['params'])}: {', '.join(shown)}{more}; weight decay"
-                    f" {g.weight_decay:.4g})"
-                )
-        if parts:
-            rank_zero_warn(
-                "`TimescaleCallback`: these decaying param groups hold 1-D parameters (biases, norm weights), which"
-                " get the same weight decay as the matrices and are pulled toward zero: "
-                + "; ".join(parts)
-                + ". Usually they should not decay: give them a group with `weight_decay=0`, e.g."
-                " `torch.optim.AdamW(lightning_tau.build_param_groups(model, weight_decay=0.1), lr=...)` (biases and"
-                " norms in `no_decay`). If you mean to decay them, pass `TimescaleCallback(decay_vectors=True)`."
-            )
+            if (g.optimizer_index, g.group_index) in planned:
+                g.planned_timescales = planned[(g.optimizer_index, g.group_index)]
+        return remaining
 
-    def _pin_reference_lrs(self, trainer: pl.Trainer) -> dict[tuple[int, int], float]:
-        """Reference lrs to hold fixed: a group with no ``initial_lr``/``max_lr`` under a scheduler that moves its
-        ``lr`` (``ReduceLROnPlateau``) keeps the lr it had when first seen, so the schedule is not undone."""
-        scheduled = {id(getattr(c.scheduler, "optimizer", None)) for c in trainer.lr_scheduler_configs}
-        for i, optimizer in enumerate(trainer.optimizers):
-            if id(optimizer) not in scheduled:
-                continue
-            for j, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group and "max_lr" not in group:
-                    self._pinned_lr.setdefault((i, j), reference_lr(group))
-        return self._pinned_lr
-
-    def _resolve_power_law(self, trainer: pl.Trainer) -> tuple[float, str]:
-        """``tau`` from tokens per parameter (Bergsma et al. 2025), as a fraction of the planned run."""
-        assert self.token_budget is not None and self.resolved_num_params is not None
-        tokens_per_param = self.token_budget / self.resolved_num_params
-        tau = timescale.power_lines_tau_epoch(
-            tokens_per_param, coefficient=self.power_law_coefficient, exponent=self.power_law_exponent
+    def _report_start(self, trainer: pl.Trainer, decision: Decision) -> None:
+        """Say, on rank zero and before training, what was decided and what looks wrong (text: ``summary.py``)."""
+        assert self.shape is not None and self.resolved_tau_iter is not None
+        planned_steps = self._plan(trainer)
+        module = trainer.lightning_module
+        self.fixed_lambda_pitfalls, warnings = start_warnings(
+            self.groups,
+            decision.inputs,
+            resume=resume_changes(self._restored, self.shape, self.resolved_tau_iter) if self._restored else [],
+            width_exponent=self.width_exponent,
+            param_groups=None if self.decay_vectors else [o.param_groups for o in trainer.optimizers],
+            names={id(p): n for n, p in module.named_parameters()},
         )
-        planned = trainer.estimated_stepping_batches
-        if not math.isfinite(planned) or planned <= 0:
-            raise ValueError(
-                f"`TimescaleCallback(token_budget={self.token_budget!r})` sets tau_iter = tau * planned optimizer"
-                f" steps, but the Trainer plans {planned!r} steps. Set `max_steps` (or a finite `max_epochs`)."
-            )
-        tau_iter = tau * float(planned)
-        if tau_iter <= 1:
-            raise ValueError(
-                f"`TimescaleCallback(token_budget={self.token_budget!r})`: the power law gives tau = {tau:.4g} of"
-                f" {planned:,.0f} planned steps = {tau_iter:.4g} steps, one optimizer step or less, which zeroes or"
-                " flips the weights every step. Plan a longer run, or set `tau_iter` yourself."
-            )
-        return tau_iter, (
-            f"tau from the power law: D={self.token_budget:,.0f} tokens / {self.resolved_num_params:,.0f} params ="
-            f" {tokens_per_param:.4g} tokens per parameter -> tau = {self.power_law_coefficient:g} *"
-            f" TPP^{self.power_law_exponent:g} = {tau:.4g} of the run ({planned:,.0f} planned steps)."
-        )
-
-    def _report_width(self, trainer: pl.Trainer) -> None:
-        """Warn about fixed-λ muP groups (what ``configure_optimizers`` set vs. what was written); log ``s``."""
-        rates = [GroupRate(g.name, g.reference_lr, g.weight_decay_before, g.width_mult) for g in self.groups]
-        # a group with another width exponent follows the rule the user chose, not the one the pitfall checks
-        self.fixed_lambda_pitfalls = find_fixed_lambda_pitfall(
-            [r for r, g in zip(rates, self.groups) if g.decays and g.width_exponent == 1.0]
-        )
-        if self.fixed_lambda_pitfalls:
-            written = {g.name: g.weight_decay for g in self.groups}
-            rank_zero_warn(
-                format_fixed_lambda_pitfall(
-                    self.fixed_lambda_pitfalls, written=[written[p.name] for p in self.fixed_lambda_pitfalls]
-                )
-            )
+        for message in warnings:
+            rank_zero_warn(message)
         mults = {f"timescale/width_mult/{g.name}": g.width_mult for g in self.groups if g.width_mult is not None}
         if mults and trainer.is_global_zero:  # at train start; a monitor logs them again at its (later) logging steps
             for logger in trainer.loggers:
                 logger.log_metrics(mults, step=trainer.global_step)
-
-    def _check_resume(self) -> None:
-        """On resume, warn when the run's shape changed since the checkpoint (the new values win)."""
-        old = self._restored
-        if not old or self.shape is None:
-            return
-        changes = [
-            f"{key} {old.get(key)!r} -> {new!r}"
-            for key, new in (
-                ("dataset_size", self.shape.dataset_size),
-                ("world_size", self.shape.world_size),
-                ("global_batch_size", self.shape.global_batch_size),
-                ("steps_per_epoch", self.shape.steps_per_epoch),
-                ("tau_iter", self.resolved_tau_iter),
-            )
-            if old.get(key) is not None and new is not None and not math.isclose(old[key], new, rel_tol=1e-12)
-        ]
-        if changes:
-            rank_zero_warn(
-                "`TimescaleCallback` resumed a run whose shape changed since the checkpoint: "
-                + ", ".join(changes)
-                + ". Weight decay is recomputed for the new values."
-            )
-
-    def _report_change(
-        self, trainer: pl.Trainer, old_shape: RunShape, old_groups: list[GroupTimescale], old_tau_iter: float
-    ) -> None:
-        """Say once, on rank zero, what changed mid-fit and the weight decay now in force (nothing if nothing did)."""
-        assert self.shape is not None and self.resolved_tau_iter is not None
-        parts = shape_changes(old_shape, self.shape)
-        if not math.isclose(old_tau_iter, self.resolved_tau_iter, rel_tol=1e-12):
-            parts.append(f"tau_iter {old_tau_iter:.4g} -> {self.resolved_tau_iter:.4g} steps")
-        previous = {(g.optimizer_index, g.group_index): g for g in old_groups}
-        for g in self.groups:
-            old = previous.get((g.optimizer_index, g.group_index))
-            if old is None:
-                how = f"managed at lr {g.reference_lr:.4g}" if g.decays else "not managed"
-                wd = f"{g.weight_decay_before:.4g} -> {g.weight_decay:.4g}" if g.decays else f"{g.weight_decay:.4g}"
-                parts.append(f"new param group {g.name!r} ({how}): weight decay {wd}")
-            elif g.decays and not math.isclose(old.weight_decay, g.weight_decay, rel_tol=1e-12):
-                if not math.isclose(old.reference_lr, g.reference_lr, rel_tol=1e-12):
-                    parts.append(f"{g.name} reference lr {old.reference_lr:.4g} -> {g.reference_lr:.4g}")
-                parts.append(f"{g.name} weight decay {old.weight_decay:.4g} -> {g.weight_decay:.4g}")
-        if parts:
-            self._plan(trainer)
-            held = (
-                f"tau_epoch={self.tau_epoch:g}"
-                if self.tau_epoch is not None
-                else f"tau_iter={self.resolved_tau_iter:.4g}"
-            )
-            when = f"at epoch {trainer.current_epoch}, step {trainer.global_step}"
-            rank_zero_info(f"`TimescaleCallback` {when}: {'; '.join(parts)} ({held} held).")
-
-    def _plan(self, trainer: pl.Trainer) -> float | None:
-        """Estimate each managed group's ``sum_t lr_t * weight_decay`` over the steps left; return them."""
-        remaining = self._remaining_steps(trainer)
-        if remaining is None:
-            return None
-        assert self.resolved_tau_iter is not None
-        run_m = self.resolved_steps_per_epoch
-        if self.mode == "per_step":
-            for g in self.groups:
-                if g.decays:
-                    assert g.tau_iter is not None
-                    g.planned_timescales = self._optimizer_remaining(g.optimizer_index, remaining) / g.tau_iter
-            return remaining
-        for i, optimizer in enumerate(trainer.optimizers):
-            specs = [
-                ScheduledStep(c.scheduler, c.interval, c.frequency)
-                for c in trainer.lr_scheduler_configs
-                if getattr(c.scheduler, "optimizer", None) is optimizer
-            ]
-            steps_i = self._optimizer_remaining(i, remaining)
-            m_i = self._optimizer_m.get(i, run_m) or float("nan")
-            sums = planned_lr_sums(optimizer, specs, steps_i, m_i) if specs else None
-            for g in self.groups:
-                if g.optimizer_index != i or not g.decays:
-                    continue
-                lr_sum = sums[g.group_index] if sums is not None else (None if specs else steps_i * g.reference_lr)
-                g.planned_timescales = None if lr_sum is None else lr_sum * g.weight_decay
-        return remaining
-
-    def _optimizer_remaining(self, index: int, remaining: int) -> int:
-        """The run's remaining steps in optimizer ``index``'s own steps (it may take fewer per epoch)."""
-        m, m_i = self.resolved_steps_per_epoch, self._optimizer_m.get(index)
-        return remaining if m_i is None or not m else round(remaining * m_i / m)
-
-    def _remaining_steps(self, trainer: pl.Trainer) -> int | None:
-        """Optimizer steps left: the nearer of ``max_steps`` and ``max_epochs`` epochs of ``M`` (``None``: endless).
-
-        Counted from the run's own epoch length, so a resume on a different dataset plans the right number.
-        """
-        bounds = []
-        if trainer.max_steps is not None and trainer.max_steps >= 0:
-            bounds.append(trainer.max_steps - trainer.global_step)
-        max_epochs, m = trainer.max_epochs, self.resolved_steps_per_epoch
-        if max_epochs is not None and max_epochs >= 0 and m is not None:
-            bounds.append(math.ceil((max_epochs - trainer.current_epoch) * m))
-        return max(0, min(bounds)) if bounds else None
-
-    def _report(self, trainer: pl.Trainer, notes: list[str]) -> None:
-        assert self.resolved_tau_iter is not None and self.shape is not None
-        planned_steps = self._plan(trainer)
-        short = [g for g in self.groups if g.decays and g.planned_timescales is not None and g.planned_timescales < 1]
-        if short:
-            rank_zero_warn(
-                "`TimescaleCallback`: the run covers less than one EMA timescale for "
-                + ", ".join(f"{g.name} ({g.planned_timescales:.2f})" for g in short)
-                + ", so weight decay barely acts and the weights mostly remember their initialization. Train"
-                " longer or use a smaller `tau_epoch`."
-            )
         if self.verbose:
+            manual = manual_note(
+                manual=not module.automatic_optimization,
+                tau_epoch=self.tau_epoch,
+                steps_per_epoch=self.shape.steps_per_epoch,
+                optimizer_steps_per_epoch=self._optimizer_m,
+            )
+            notes = [n for n in (decision.note, width_note(self.width_exponent, self.groups), manual) if n]
             rank_zero_info(
                 format_summary(
                     self.groups,
@@ -885,67 +610,39 @@ class TimescaleCallback(Callback):
                 )
             )
 
-
-_LISTED = 6  # 1-D parameters named per group in the warning
-
-
-def _group_targets(
-    groups: list[GroupTimescale],
-    tau_iters: float | dict[int, float],
-    tau_epoch: float | None,
-    optimizer_m: dict[int, float],
-    run_m: float | None,
-) -> dict[tuple[int, int], tuple[float, float | None]]:
-    """``(tau_iter, tau_epoch)`` each managed group holds, for the monitor: its width's ``tau_iter``, and
-    ``tau_epoch`` in its own optimizer's steps per epoch (the given ``tau_epoch`` exactly at the base width)."""
-    out: dict[tuple[int, int], tuple[float, float | None]] = {}
-    for g in groups:
-        if not g.decays or g.tau_iter is None:
-            continue
-        if tau_epoch is not None:
-            held = tau_iters[g.optimizer_index] if isinstance(tau_iters, dict) else tau_iters
-            epochs: float | None = tau_epoch * (g.tau_iter / held)  # times s ** (1 - alpha)
-        else:
-            m = optimizer_m.get(g.optimizer_index, run_m)
-            epochs = g.tau_iter / m if m else None
-        out[(g.optimizer_index, g.group_index)] = (g.tau_iter, epochs)
-    return out
-
-
-def _describe(callback: TimescaleCallback) -> str:
-    for name in ("tau_epoch", "tau_iter", "token_budget"):
-        value = getattr(callback, name)
-        if value is not None:
-            return f"{name}={value:g}"
-    return "?"
-
-
-def _fmt(value: float | None) -> str:
-    return "?" if value is None else f"{value:g}"
+    def _report_change(
+        self, trainer: pl.Trainer, old_shape: RunShape, old_groups: list[GroupTimescale], old_tau_iter: float
+    ) -> None:
+        """Say once, on rank zero, what changed mid-fit and the weight decay now in force (nothing if nothing did)."""
+        assert self.shape is not None and self.resolved_tau_iter is not None
+        parts = change_parts(old_shape, self.shape, old_tau_iter, self.resolved_tau_iter, old_groups, self.groups)
+        if parts:
+            self._plan(trainer)
+            when = {"epoch": trainer.current_epoch, "step": trainer.global_step}
+            rank_zero_info(change_line(parts, tau_epoch=self.tau_epoch, tau_iter=self.resolved_tau_iter, **when))
 
 
 def _checked_steps_per_epoch(value: Any) -> dict[int, float] | None:
     """``steps_per_epoch``: ``None`` or a mapping from optimizer index (int >= 0) to a positive finite number."""
     if value is None:
         return None
-    ok = isinstance(value, dict) and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value)
-    if ok:
-        try:
-            return {i: timescale.check_positive("steps_per_epoch", m) for i, m in value.items()}
-        except (ValueError, TypeError):
-            pass
-    raise ValueError(
-        f"`TimescaleCallback(steps_per_epoch={value!r})` is not valid: use a mapping from optimizer index to the"
-        " optimizer steps it takes per epoch, e.g. `{1: 50}` for a second optimizer stepped every other batch of"
-        " 100 (manual optimization)."
+    hint = (
+        "use a mapping from optimizer index to the optimizer steps it takes per epoch, e.g. `{1: 50}` for a second"
+        " optimizer stepped every other batch of 100 (manual optimization)."
     )
+    if not isinstance(value, dict):
+        raise _checks.invalid("TimescaleCallback", "steps_per_epoch", value, hint)
+    try:
+        return {
+            _checks.integer("TimescaleCallback", "steps_per_epoch", i, hint, minimum=0): _checks.positive_number(
+                "TimescaleCallback", "steps_per_epoch", m, hint
+            )
+            for i, m in value.items()
+        }
+    except ValueError:  # the message shows the whole mapping, not the one bad key or value
+        raise _checks.invalid("TimescaleCallback", "steps_per_epoch", value, hint) from None
 
 
 def _checked(name: str, value: float) -> float:
-    """Validate a constructor argument eagerly, with the callback's name in the message."""
-    try:
-        return timescale.check_positive(name, value)
-    except ValueError:
-        raise ValueError(
-            f"`TimescaleCallback({name}={value!r})` is not valid: `{name}` must be a positive finite number."
-        ) from None
+    """A positive finite number, with the callback's name in the message."""
+    return _checks.positive_number("TimescaleCallback", name, value, f"`{name}` must be a positive finite number.")

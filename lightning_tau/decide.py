@@ -16,7 +16,7 @@ A change mid-fit (accumulation, reloaded data, a new param group) takes the same
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lightning_tau import timescale
@@ -28,9 +28,19 @@ __all__ = [
     "RunShape",
     "WidthExponent",
     "NO_MUP",
+    "check_optimizer_indices",
     "check_width_exponent",
+    "count_epoch",
     "decide_groups",
+    "group_targets",
+    "optimizer_steps_per_epoch",
+    "optimizer_tau_iters",
+    "per_step_writes",
+    "power_law_num_params",
+    "power_law_tau_iter",
     "resolve_tau_iter",
+    "resume_changes",
+    "run_tau_iter",
     "shape_changes",
     "uses_mup",
 ]
@@ -359,6 +369,313 @@ def shape_changes(old: RunShape, new: RunShape) -> list[str]:
         if a != b and not (a is not None and b is not None and math.isclose(a, b, rel_tol=1e-12)):
             out.append(f"{label} {_num(a)} -> {_num(b)}")
     return out
+
+
+def run_tau_iter(
+    shape: RunShape, *, tau_epoch: float | None, tau_iter: float | None, epoch: int | None = None
+) -> float:
+    """The run's ``tau_iter`` for ``shape`` as ``TimescaleCallback`` decides it: :func:`resolve_tau_iter`, with
+    the reason ``M`` could not be read when a ``tau_epoch`` needs it, and the callback named in the message.
+
+    Args:
+        shape: the run's shape.
+        tau_epoch: the target in epochs, or ``None``.
+        tau_iter: the target in optimizer steps, or ``None``.
+        epoch: the epoch of a decision mid-fit (named in the message, with where ``M`` came from); ``None`` at
+            train start.
+
+    Example:
+        >>> run_tau_iter(RunShape(100), tau_epoch=5.0, tau_iter=None)
+        500.0
+        >>> run_tau_iter(RunShape(1, sources=("M = 1.",)), tau_epoch=0.5, tau_iter=None, epoch=3)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleCallback` at epoch 3 (M = 1.): `tau_epoch=0.5` is 0.5 optimizer steps at M=1 ...
+    """
+    if tau_epoch is not None and shape.steps_per_epoch is None and shape.problems:
+        raise ValueError(" ".join(shape.problems))
+    try:
+        return resolve_tau_iter(tau_epoch=tau_epoch, tau_iter=tau_iter, steps_per_epoch=shape.steps_per_epoch)
+    except ValueError as err:
+        when = "" if epoch is None else f" at epoch {epoch} ({' '.join(shape.sources)})"
+        raise ValueError(f"`TimescaleCallback`{when}: {err}") from None
+
+
+def power_law_tau_iter(
+    token_budget: float, num_params: float, *, coefficient: float, exponent: float, planned_steps: float
+) -> tuple[float, str]:
+    """``tau_iter`` from tokens per parameter (Bergsma et al. 2025), as a fraction of the planned run, and a
+    summary line saying how it was found.
+
+    ``tau = coefficient * (token_budget / num_params) ** exponent`` of the run, ``tau_iter = tau * planned_steps``.
+
+    Raises:
+        ValueError: the run plans no finite positive number of steps, or the timescale is one step or less.
+
+    Example:
+        >>> tau_iter, note = power_law_tau_iter(2e9, 1e8, coefficient=1.0, exponent=-0.5, planned_steps=2000)
+        >>> round(tau_iter, 6)
+        447.213595
+        >>> note
+        'tau from the power law: D=2,000,000,000 tokens / 100,000,000 params = 20 tokens per parameter -> tau = 1 * \
+TPP^-0.5 = 0.2236 of the run (2,000 planned steps).'
+    """
+    tokens_per_param = token_budget / num_params
+    tau = timescale.power_lines_tau_epoch(tokens_per_param, coefficient=coefficient, exponent=exponent)
+    if not math.isfinite(planned_steps) or planned_steps <= 0:
+        raise ValueError(
+            f"`TimescaleCallback(token_budget={token_budget!r})` sets tau_iter = tau * planned optimizer"
+            f" steps, but the Trainer plans {planned_steps!r} steps. Set `max_steps` (or a finite `max_epochs`)."
+        )
+    tau_iter = tau * float(planned_steps)
+    if tau_iter <= 1:
+        raise ValueError(
+            f"`TimescaleCallback(token_budget={token_budget!r})`: the power law gives tau = {tau:.4g} of"
+            f" {planned_steps:,.0f} planned steps = {tau_iter:.4g} steps, one optimizer step or less, which zeroes or"
+            " flips the weights every step. Plan a longer run, or set `tau_iter` yourself."
+        )
+    return tau_iter, (
+        f"tau from the power law: D={token_budget:,.0f} tokens / {num_params:,.0f} params ="
+        f" {tokens_per_param:.4g} tokens per parameter -> tau = {coefficient:g} *"
+        f" TPP^{exponent:g} = {tau:.4g} of the run ({planned_steps:,.0f} planned steps)."
+    )
+
+
+def power_law_num_params(token_budget: float, num_params: int | None, counted: int) -> float:
+    """The parameter count the power law divides the tokens by: the user's, else the ``counted`` trainable ones.
+
+    Raises:
+        ValueError: no count given and no trainable parameter counted.
+
+    Example:
+        >>> power_law_num_params(1e9, None, 1000), power_law_num_params(1e9, 500, 1000)
+        (1000.0, 500.0)
+    """
+    if num_params is None and counted == 0:
+        raise ValueError(
+            f"`TimescaleCallback(token_budget={token_budget!r})` divides the tokens by the model's"
+            " trainable parameters, but the LightningModule has none. Unfreeze some parameters, or pass"
+            " `num_params=...` with the count to use."
+        )
+    return float(num_params or counted)
+
+
+def check_optimizer_indices(declared: Mapping[int, float] | None, num_optimizers: int) -> None:
+    """Refuse declared steps per epoch (``TimescaleCallback(steps_per_epoch=...)``) for an optimizer the run lacks.
+
+    Example:
+        >>> check_optimizer_indices({0: 10, 1: 5}, 2)
+        >>> check_optimizer_indices({2: 10}, 2)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleCallback(steps_per_epoch={2: 10})` names optimizer index(es) [2], but ...
+    """
+    bad = sorted(i for i in declared or () if i >= num_optimizers)
+    if bad:
+        raise ValueError(
+            f"`TimescaleCallback(steps_per_epoch={declared!r})` names optimizer index(es) {bad},"
+            f" but the LightningModule has {num_optimizers} optimizer(s) (indices from 0, in the"
+            " order `configure_optimizers` returns them)."
+        )
+
+
+def count_epoch(
+    counts: Mapping[int, int],
+    batches: int,
+    managed: Iterable[int],
+    *,
+    optimizer_m: Mapping[int, float],
+    steps_per_epoch: float | None,
+    measured: Mapping[int, tuple[int, int]],
+) -> tuple[dict[int, tuple[int, int]], list[tuple[int, int, float]]]:
+    """Manual optimization, at the end of a full epoch: each managed optimizer's steps against its assumed ``M``.
+
+    Args:
+        counts: optimizer index -> steps it took this epoch.
+        batches: batches in the epoch.
+        managed: indices of the managed optimizers.
+        optimizer_m: optimizer index -> the ``M`` it was decided with, where not the run's.
+        steps_per_epoch: the run's ``M``.
+        measured: optimizer index -> ``(steps, batches)`` counted before.
+
+    Returns:
+        The counts to keep (``(steps, batches)`` per optimizer: those not stepped once per batch, and those counted
+        or decided with their own ``M`` before), and ``(index, steps, assumed M)`` of every optimizer whose count
+        differs from the ``M`` it was decided with. An optimizer that took no step is left out of both.
+
+    Example:
+        >>> count_epoch({0: 10, 1: 5}, 10, [0, 1, 2], optimizer_m={}, steps_per_epoch=10, measured={})
+        ({1: (5, 10)}, [(1, 5, 10)])
+    """
+    keep: dict[int, tuple[int, int]] = {}
+    wrong: list[tuple[int, int, float]] = []
+    for i in sorted(managed):
+        used = optimizer_m.get(i, steps_per_epoch)
+        counted = counts.get(i, 0)
+        if counted == 0:
+            continue
+        if counted != batches or i in measured or i in optimizer_m:
+            keep[i] = (counted, batches)
+        if used is not None and not math.isclose(counted, used, rel_tol=1e-9):
+            wrong.append((i, counted, used))
+    return keep, wrong
+
+
+def optimizer_steps_per_epoch(
+    num_optimizers: int,
+    steps_per_epoch: float | None,
+    *,
+    measured: Mapping[int, tuple[int, int]],
+    declared: Mapping[int, float] | None,
+) -> dict[int, float]:
+    """``M`` per optimizer index where it is not the run's: counted over the last full epoch (manual
+    optimization), else declared by the user.
+
+    Args:
+        num_optimizers: how many optimizers the run has.
+        steps_per_epoch: the run's ``M`` (``None``: unknown).
+        measured: optimizer index -> ``(steps, batches)`` of its last full epoch; the ratio carries over to a run
+            whose epoch now has another number of batches.
+        declared: optimizer index -> ``M`` the user gave (``TimescaleCallback(steps_per_epoch=...)``).
+
+    Example:
+        >>> optimizer_steps_per_epoch(3, 100, measured={1: (50, 100)}, declared={1: 10, 2: 25})
+        {1: 50.0, 2: 25}
+        >>> optimizer_steps_per_epoch(2, 40, measured={0: (50, 100)}, declared=None)  # the ratio holds
+        {0: 20.0}
+    """
+    out: dict[int, float] = {}
+    for i in range(num_optimizers):
+        if i in measured:
+            steps, batches = measured[i]
+            m = steps_per_epoch
+            out[i] = float(steps) if m is None or m == batches else steps * m / batches
+        elif declared is not None and i in declared:
+            out[i] = declared[i]
+    return out
+
+
+def optimizer_tau_iters(
+    num_optimizers: int,
+    tau_iter: float,
+    *,
+    tau_epoch: float | None,
+    optimizer_m: Mapping[int, float],
+    epoch: int | None = None,
+) -> float | dict[int, float]:
+    """The run's ``tau_iter``, or one per optimizer index when an optimizer takes its own number of steps per epoch
+    (``tau_epoch`` is held in each optimizer's own steps; a ``tau_iter`` target is in steps already).
+
+    Args:
+        num_optimizers: how many optimizers the run has.
+        tau_iter: the run's ``tau_iter``.
+        tau_epoch: the target in epochs (``None``: the target is ``tau_iter``).
+        optimizer_m: optimizer index -> its own ``M`` (:func:`optimizer_steps_per_epoch`).
+        epoch: the epoch of a decision mid-fit, for the message; ``None`` at train start.
+
+    Example:
+        >>> optimizer_tau_iters(2, 500.0, tau_epoch=5.0, optimizer_m={1: 50})
+        {0: 500.0, 1: 250.0}
+        >>> optimizer_tau_iters(2, 500.0, tau_epoch=None, optimizer_m={1: 50})
+        500.0
+    """
+    if not optimizer_m or tau_epoch is None:
+        return tau_iter
+    out: dict[int, float] = {}
+    for i in range(num_optimizers):
+        if i not in optimizer_m:
+            out[i] = tau_iter
+            continue
+        try:
+            out[i] = resolve_tau_iter(tau_epoch=tau_epoch, steps_per_epoch=optimizer_m[i])
+        except ValueError as err:
+            when = "" if epoch is None else f" at epoch {epoch}"
+            raise ValueError(f"`TimescaleCallback`{when}, optimizer {i}: {err}") from None
+    return out
+
+
+def group_targets(
+    groups: Sequence[GroupTimescale],
+    tau_iters: float | Mapping[int, float],
+    tau_epoch: float | None,
+    optimizer_m: Mapping[int, float],
+    steps_per_epoch: float | None,
+) -> dict[tuple[int, int], tuple[float, float | None]]:
+    """``(tau_iter, tau_epoch)`` each managed group holds, for the monitor: its width's ``tau_iter``, and
+    ``tau_epoch`` in its own optimizer's steps per epoch (the given ``tau_epoch`` exactly at the base width).
+
+    Args:
+        groups: the decision per param group.
+        tau_iters: the ``tau_iter`` each optimizer holds (:func:`optimizer_tau_iters`).
+        tau_epoch: the target in epochs, or ``None`` for a target in steps.
+        optimizer_m: optimizer index -> its own ``M`` where not the run's.
+        steps_per_epoch: the run's ``M`` (``None``: unknown).
+
+    Example:
+        >>> g = GroupTimescale("hidden", 0, 0, 64, 1e-3, 0.1, 1.0, True, width_mult=4.0, tau_iter=1000.0)
+        >>> group_targets([g], 500.0, 5.0, {}, 100)
+        {(0, 0): (1000.0, 10.0)}
+        >>> group_targets([g], 500.0, None, {0: 50}, 100)
+        {(0, 0): (1000.0, 20.0)}
+    """
+    out: dict[tuple[int, int], tuple[float, float | None]] = {}
+    for g in groups:
+        if not g.decays or g.tau_iter is None:
+            continue
+        if tau_epoch is not None:
+            held = tau_iters[g.optimizer_index] if isinstance(tau_iters, Mapping) else tau_iters
+            epochs: float | None = tau_epoch * (g.tau_iter / held)  # times s ** (1 - alpha)
+        else:
+            m = optimizer_m.get(g.optimizer_index, steps_per_epoch)
+            epochs = g.tau_iter / m if m else None
+        out[(g.optimizer_index, g.group_index)] = (g.tau_iter, epochs)
+    return out
+
+
+def per_step_writes(groups: Sequence[GroupTimescale]) -> dict[int, list[tuple[float, list[int]]]]:
+    """Optimizer index -> ``(tau_iter, indices of the managed groups holding it)``, for the per-step writes.
+
+    Example:
+        >>> gs = [GroupTimescale(n, 0, j, 1, 1e-3, 0.1, 1.0, d, tau_iter=t)
+        ...       for j, (n, d, t) in enumerate([("a", True, 500.0), ("b", False, None), ("c", True, 500.0),
+        ...                                      ("d", True, 250.0)])]
+        >>> per_step_writes(gs)
+        {0: [(500.0, [0, 2]), (250.0, [3])]}
+    """
+    out: dict[int, list[tuple[float, list[int]]]] = {}
+    for g in groups:
+        if g.decays:
+            assert g.tau_iter is not None
+            held = out.setdefault(g.optimizer_index, [])
+            same = [indices for tau, indices in held if tau == g.tau_iter]
+            if same:
+                same[0].append(g.group_index)
+            else:
+                held.append((g.tau_iter, [g.group_index]))
+    return out
+
+
+def resume_changes(restored: Mapping[str, float | None], shape: RunShape, tau_iter: float | None) -> list[str]:
+    """What differs between a checkpoint's run (its callback state) and the resumed run, as phrases.
+
+    Keys the checkpoint does not hold, or values unknown now, are not compared.
+
+    Example:
+        >>> resume_changes({"dataset_size": 100, "world_size": 1, "tau_iter": 500.0},
+        ...                RunShape(10, 200, 10, world_size=2), 500.0)
+        ['dataset_size 100 -> 200', 'world_size 1 -> 2']
+    """
+    return [
+        f"{key} {restored.get(key)!r} -> {new!r}"
+        for key, new in (
+            ("dataset_size", shape.dataset_size),
+            ("world_size", shape.world_size),
+            ("global_batch_size", shape.global_batch_size),
+            ("steps_per_epoch", shape.steps_per_epoch),
+            ("tau_iter", tau_iter),
+        )
+        if restored.get(key) is not None and new is not None and not math.isclose(restored[key], new, rel_tol=1e-12)  # type: ignore[arg-type]
+    ]
 
 
 def _too_short(what: str, steps: float) -> str:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
-__all__ = ["ScheduledStep", "planned_lr_sums"]
+__all__ = ["PlannedGroup", "ScheduledStep", "optimizer_remaining", "planned_lr_sums", "planned_timescales"]
 
 #: Beyond this many simulated optimizer steps the look-ahead gives up (it is a Python loop).
 MAX_SIMULATED_STEPS = 200_000
@@ -80,6 +81,92 @@ def planned_lr_sums(
                 if due:
                     shadow.step()  # type: ignore[attr-defined]
     return sums
+
+
+class PlannedGroup(Protocol):
+    """What the look-ahead reads of one param group's decision (``decide.GroupTimescale`` has it)."""
+
+    optimizer_index: int
+    group_index: int
+    decays: bool
+    reference_lr: float
+    weight_decay: float
+    tau_iter: float | None
+
+
+def optimizer_remaining(remaining: int, steps_per_epoch: float | None, optimizer_m: float | None) -> int:
+    """The run's ``remaining`` steps in one optimizer's own steps (it may take fewer or more per epoch).
+
+    Args:
+        remaining: optimizer steps left in the run, counted in the run's ``M`` per epoch.
+        steps_per_epoch: the run's ``M`` (``None`` or ``0``: unknown, ``remaining`` is kept).
+        optimizer_m: the optimizer's own ``M``, or ``None`` when it is the run's.
+
+    Example:
+        >>> optimizer_remaining(1000, 100, 50), optimizer_remaining(1000, 100, None), optimizer_remaining(7, None, 3)
+        (500, 1000, 7)
+    """
+    if optimizer_m is None or not steps_per_epoch:
+        return remaining
+    return round(remaining * optimizer_m / steps_per_epoch)
+
+
+def planned_timescales(
+    groups: Sequence[PlannedGroup],
+    optimizers: Sequence[torch.optim.Optimizer],
+    schedulers: Sequence[Sequence[ScheduledStep]],
+    remaining: int,
+    *,
+    steps_per_epoch: float | None,
+    optimizer_m: Mapping[int, float],
+    per_step: bool,
+) -> dict[tuple[int, int], float | None]:
+    """Each managed group's ``sum_t lr_t * weight_decay`` over the ``remaining`` steps: the EMA timescales left.
+
+    In ``per_step`` mode ``lr_t * weight_decay_t = 1 / tau_iter`` at every step, so it is the group's remaining
+    steps over its ``tau_iter``. Otherwise the lrs are summed over the schedule (:func:`planned_lr_sums`), or are
+    the reference lr at every step for an optimizer with no scheduler.
+
+    Args:
+        groups: the decision per param group; groups left alone get no entry.
+        optimizers: the run's optimizers, by index (not modified).
+        schedulers: the schedulers driving each optimizer, by optimizer index.
+        remaining: optimizer steps left in the run, in the run's ``M`` per epoch.
+        steps_per_epoch: the run's ``M`` (``None``: unknown).
+        optimizer_m: optimizer index -> its own ``M`` where it is not the run's.
+        per_step: whether the weight decay is rewritten before every step (``mode="per_step"``).
+
+    Returns:
+        ``(optimizer index, group index) -> timescales``, ``None`` where the schedule cannot be simulated.
+
+    Example:
+        >>> from lightning_tau.decide import GroupTimescale
+        >>> opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=0.01)
+        >>> g = GroupTimescale("pg1", 0, 0, 6, 0.01, 0.1, 2.0, True, tau_iter=50.0)
+        >>> planned_timescales([g], [opt], [[]], 100, steps_per_epoch=10, optimizer_m={}, per_step=False)
+        {(0, 0): 2.0}
+        >>> planned_timescales([g], [opt], [[]], 100, steps_per_epoch=10, optimizer_m={0: 5}, per_step=True)
+        {(0, 0): 1.0}
+    """
+    out: dict[tuple[int, int], float | None] = {}
+    if per_step:
+        for g in groups:
+            if g.decays:
+                assert g.tau_iter is not None
+                steps = optimizer_remaining(remaining, steps_per_epoch, optimizer_m.get(g.optimizer_index))
+                out[(g.optimizer_index, g.group_index)] = steps / g.tau_iter
+        return out
+    for i, optimizer in enumerate(optimizers):
+        specs = schedulers[i]
+        steps_i = optimizer_remaining(remaining, steps_per_epoch, optimizer_m.get(i))
+        m_i = optimizer_m.get(i, steps_per_epoch) or float("nan")
+        sums = planned_lr_sums(optimizer, specs, steps_i, m_i) if specs else None
+        for g in groups:
+            if g.optimizer_index != i or not g.decays:
+                continue
+            lr_sum = sums[g.group_index] if sums is not None else (None if specs else steps_i * g.reference_lr)
+            out[(g.optimizer_index, g.group_index)] = None if lr_sum is None else lr_sum * g.weight_decay
+    return out
 
 
 def _shadow_copy(

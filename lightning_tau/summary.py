@@ -1,14 +1,42 @@
-"""The pre-flight table ``TimescaleCallback`` prints at fit start (pure formatting, no Lightning)."""
+"""Everything ``TimescaleCallback`` says, as pure text builders taking plain values (no Lightning).
+
+The pre-flight table (:func:`format_summary`) and the notes under it, the warnings it gives before training (1-D
+parameters that decay, a run shorter than one timescale, a width exponent with no effect, a changed shape on
+resume, fixed-λ muP groups) and the line it prints when the run changes mid-fit. The callback decides *when* to
+say something; these functions decide *what*.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from lightning_tau import timescale
 from lightning_tau._table import table_lines
-from lightning_tau.decide import GroupTimescale, RunShape
+from lightning_tau.decide import NO_MUP, GroupInput, GroupTimescale, RunShape, WidthExponent, shape_changes, uses_mup
+from lightning_tau.width import FixedLambdaPitfall, GroupRate, find_fixed_lambda_pitfall, format_fixed_lambda_pitfall
 
-__all__ = ["GroupTimescale", "format_summary"]
+__all__ = [
+    "GroupTimescale",
+    "change_line",
+    "change_parts",
+    "describe_target",
+    "fixed_lambda_warning",
+    "format_summary",
+    "manual_note",
+    "miscounted_steps_warning",
+    "resume_warning",
+    "short_run_warning",
+    "start_warnings",
+    "two_callbacks_message",
+    "vectors_warning",
+    "width_exponent_unused_warning",
+    "width_note",
+]
+
+#: 1-D parameters named per group in :func:`vectors_warning`.
+LISTED = 6
 
 
 def format_summary(
@@ -90,3 +118,307 @@ def _count(n: int) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return str(n)
+
+
+def start_warnings(
+    groups: Sequence[GroupTimescale],
+    inputs: Sequence[GroupInput],
+    *,
+    resume: Sequence[str],
+    width_exponent: WidthExponent,
+    param_groups: Sequence[Sequence[Mapping[str, Any]]] | None,
+    names: Mapping[int, str],
+) -> tuple[list[FixedLambdaPitfall], list[str]]:
+    """The warnings before training, in the order they are given, and the fixed-λ muP groups found.
+
+    A changed shape on resume (``resume``: ``decide.resume_changes``), a width exponent with no muP multiplier to
+    act on, fixed-λ muP groups, decaying 1-D parameters (not checked with ``param_groups=None``: the user said
+    ``decay_vectors=True``), a run shorter than one timescale (``groups``' ``planned_timescales``).
+
+    Args:
+        groups: the decision per param group, planned.
+        inputs: every param group as the decision saw it.
+        resume: what changed since the checkpoint.
+        width_exponent: the callback's ``width_exponent``.
+        param_groups: each optimizer's ``param_groups`` (for the 1-D parameters), or ``None``.
+        names: ``id(parameter) -> name``.
+
+    Example:
+        >>> g = GroupTimescale("pg1", 0, 0, 10, 1e-3, 0.1, 2.0, True, planned_timescales=3.0)
+        >>> start_warnings([g], [], resume=[], width_exponent=1.0, param_groups=None, names={})
+        ([], [])
+    """
+    warnings = [resume_warning(resume)] if resume else []
+    if (
+        width_exponent not in (1.0, {})
+        and not uses_mup(inputs)
+        and any(g.managed and g.width_problem == NO_MUP for g in inputs)
+    ):
+        warnings.append(width_exponent_unused_warning(width_exponent))
+    pitfalls, pitfall = fixed_lambda_warning(groups)
+    vectors = None if param_groups is None else vectors_warning(groups, param_groups, names)
+    short = short_run_warning(groups)
+    return pitfalls, warnings + [w for w in (pitfall, vectors, short) if w is not None]
+
+
+def describe_target(tau_epoch: float | None, tau_iter: float | None, token_budget: float | None) -> str:
+    """The target a callback was given, as ``name=value`` (``"?"`` for none).
+
+    Example:
+        >>> describe_target(5.0, None, None), describe_target(None, 300.0, None), describe_target(None, None, None)
+        ('tau_epoch=5', 'tau_iter=300', '?')
+        >>> describe_target(None, None, 2e9)
+        'token_budget=2e+09'
+    """
+    for name, value in (("tau_epoch", tau_epoch), ("tau_iter", tau_iter), ("token_budget", token_budget)):
+        if value is not None:
+            return f"{name}={value:g}"
+    return "?"
+
+
+def two_callbacks_message(described: Sequence[str]) -> str:
+    """The error for a Trainer holding several callbacks, each described by :func:`describe_target`.
+
+    Example:
+        >>> two_callbacks_message(["tau_epoch=5", "tau_iter=300"])[:68]
+        'This Trainer has 2 `TimescaleCallback`s (tau_epoch=5, tau_iter=300).'
+    """
+    return (
+        f"This Trainer has {len(described)} `TimescaleCallback`s ("
+        + ", ".join(described)
+        + "). Each rewrites the same param groups' weight decay, so the last one would silently win. Keep"
+        " one (a `TimescaleMonitor` next to it is fine, for diagnostics alone)."
+    )
+
+
+def short_run_warning(groups: Sequence[GroupTimescale]) -> str | None:
+    """The warning for decaying groups whose planned run covers less than one EMA timescale (``None``: none does).
+
+    Example:
+        >>> g = GroupTimescale("pg1", 0, 0, 10, 1e-3, 0.1, 2.0, True, planned_timescales=0.5)
+        >>> short_run_warning([g])[:67]
+        '`TimescaleCallback`: the run covers less than one EMA timescale for'
+        >>> short_run_warning([GroupTimescale("pg1", 0, 0, 10, 1e-3, 0.1, 2.0, True, planned_timescales=1.0)])
+    """
+    short = [g for g in groups if g.decays and g.planned_timescales is not None and g.planned_timescales < 1]
+    if not short:
+        return None
+    return (
+        "`TimescaleCallback`: the run covers less than one EMA timescale for "
+        + ", ".join(f"{g.name} ({g.planned_timescales:.2f})" for g in short)
+        + ", so weight decay barely acts and the weights mostly remember their initialization. Train"
+        " longer or use a smaller `tau_epoch`."
+    )
+
+
+def width_note(width_exponent: WidthExponent, groups: Sequence[GroupTimescale]) -> str | None:
+    """A summary line for a width exponent other than 1 (the table's tau_iter column shows each group's).
+
+    Example:
+        >>> g = GroupTimescale("hidden", 0, 0, 10, 1e-3, 0.1, 2.0, True, width_mult=4.0, width_exponent=0.5)
+        >>> width_note(0.5, [g])
+        'width_exponent=0.5: weight decay ∝ s^alpha across widths, so a group at width multiplier s holds \
+tau_iter x s^(1 - alpha): hidden (s=4, alpha=0.5).'
+        >>> width_note(1.0, [g]) is None, width_note({}, [g]) is None
+        (True, True)
+    """
+    if width_exponent == 1.0 or not width_exponent:
+        return None
+    scaled = [g for g in groups if g.decays and g.width_exponent != 1.0 and (g.width_mult or 1.0) != 1.0]
+    rule = (
+        f"width_exponent={width_exponent:g}"
+        if isinstance(width_exponent, float)
+        else f"width_exponent={width_exponent!r}"
+    )
+    if not scaled:
+        return f"{rule}: no decaying group has a width multiplier other than 1, so it changes nothing."
+    return (
+        f"{rule}: weight decay ∝ s^alpha across widths, so a group at width multiplier s holds"
+        " tau_iter x s^(1 - alpha): "
+        + ", ".join(f"{g.name} (s={g.width_mult:g}, alpha={g.width_exponent:g})" for g in scaled)
+        + "."
+    )
+
+
+def manual_note(
+    *,
+    manual: bool,
+    tau_epoch: float | None,
+    steps_per_epoch: float | None,
+    optimizer_steps_per_epoch: Mapping[int, float],
+) -> str | None:
+    """Manual optimization under a ``tau_epoch`` target: what ``M`` each optimizer is assumed to take until its
+    steps are counted (``None`` otherwise, or before the run's shape is known: ``steps_per_epoch`` unknown is ``?``).
+
+    Example:
+        >>> manual_note(manual=True, tau_epoch=5.0, steps_per_epoch=100, optimizer_steps_per_epoch={1: 50})[80:160]
+        'optimizer 1: M=50 as declared, the others assumed to step once per batch (M=100)'
+        >>> manual_note(manual=False, tau_epoch=5.0, steps_per_epoch=100, optimizer_steps_per_epoch={}) is None
+        True
+    """
+    if not manual or tau_epoch is None:
+        return None
+    declared = ", ".join(f"optimizer {i}: M={v:g}" for i, v in sorted(optimizer_steps_per_epoch.items()))
+    return (
+        "Manual optimization: tau_epoch is held in each optimizer's own steps per epoch; "
+        + (f"{declared} as declared, the others " if declared else "each optimizer ")
+        + f"assumed to step once per batch (M={_fmt(steps_per_epoch)}) until an epoch's steps are counted (warned and"
+        " re-decided at the next epoch if they differ)."
+    )
+
+
+def vectors_warning(
+    groups: Sequence[GroupTimescale], param_groups: Sequence[Sequence[Mapping[str, Any]]], names: Mapping[int, str]
+) -> str | None:
+    """The warning for decaying param groups that hold 1-D parameters (biases, norm weights); ``None``: none do.
+
+    Args:
+        groups: the decision per param group.
+        param_groups: each optimizer's ``param_groups``, by optimizer index.
+        names: ``id(parameter) -> name`` (the module's ``named_parameters``); unnamed ones are shown by shape.
+
+    Example:
+        >>> import torch
+        >>> bias = torch.zeros(3)
+        >>> g = GroupTimescale("pg1", 0, 0, 3, 1e-3, 0.1, 2.0, True)
+        >>> vectors_warning([g], [[{"params": [bias]}]], {id(bias): "net.bias"})[:100]
+        '`TimescaleCallback`: these decaying param groups hold 1-D parameters (biases, norm weights), which g'
+        >>> vectors_warning([g], [[{"params": [torch.zeros(2, 2)]}]], {}) is None
+        True
+    """
+    parts = []
+    for g in groups:
+        if not g.decays:
+            continue
+        group = param_groups[g.optimizer_index][g.group_index]
+        vectors = [p for p in group["params"] if p.ndim <= 1]
+        if vectors:
+            shown = [names.get(id(p), f"<{tuple(p.shape)} tensor>") for p in vectors[:LISTED]]
+            more = f" and {len(vectors) - LISTED} more" if len(vectors) > LISTED else ""
+            parts.append(
+                f"{g.name!r} ({len(vectors)} of {len(group['params'])}: {', '.join(shown)}{more}; weight decay"
+                f" {g.weight_decay:.4g})"
+            )
+    if not parts:
+        return None
+    return (
+        "`TimescaleCallback`: these decaying param groups hold 1-D parameters (biases, norm weights), which"
+        " get the same weight decay as the matrices and are pulled toward zero: "
+        + "; ".join(parts)
+        + ". Usually they should not decay: give them a group with `weight_decay=0`, e.g."
+        " `torch.optim.AdamW(lightning_tau.build_param_groups(model, weight_decay=0.1), lr=...)` (biases and"
+        " norms in `no_decay`). If you mean to decay them, pass `TimescaleCallback(decay_vectors=True)`."
+    )
+
+
+def fixed_lambda_warning(groups: Sequence[GroupTimescale]) -> tuple[list[FixedLambdaPitfall], str | None]:
+    """Fixed-λ muP groups (``configure_optimizers`` kept λ fixed across widths) and the warning naming them.
+
+    A group with a width exponent other than 1 follows the rule the user chose, not the one the pitfall checks.
+
+    Example:
+        >>> g = GroupTimescale("pg1", 0, 0, 10, 1e-3, 0.1, 2.0, True)
+        >>> fixed_lambda_warning([g])
+        ([], None)
+    """
+    rates = [GroupRate(g.name, g.reference_lr, g.weight_decay_before, g.width_mult) for g in groups]
+    pitfalls = find_fixed_lambda_pitfall([r for r, g in zip(rates, groups) if g.decays and g.width_exponent == 1.0])
+    if not pitfalls:
+        return pitfalls, None
+    written = {g.name: g.weight_decay for g in groups}
+    return pitfalls, format_fixed_lambda_pitfall(pitfalls, written=[written[p.name] for p in pitfalls])
+
+
+def width_exponent_unused_warning(width_exponent: WidthExponent) -> str:
+    """The warning for a width exponent set on a run without muP width multipliers.
+
+    Example:
+        >>> width_exponent_unused_warning(0.5)[:60]
+        '`TimescaleCallback(width_exponent=0.5)` has no effect: no pa'
+    """
+    return (
+        f"`TimescaleCallback(width_exponent={width_exponent!r})` has no effect: no param group has a"
+        " muP width multiplier other than 1 (no `width_mult` key, no mup `infshape`), so every group"
+        " keeps the timescale. Leave width_exponent out, or call `mup.set_base_shapes` on a μP model."
+    )
+
+
+def resume_warning(changes: Sequence[str]) -> str:
+    """The warning for a resumed run whose shape changed since the checkpoint (see ``decide.resume_changes``).
+
+    Example:
+        >>> resume_warning(["world_size 1 -> 2"])
+        '`TimescaleCallback` resumed a run whose shape changed since the checkpoint: world_size 1 -> 2. Weight \
+decay is recomputed for the new values.'
+    """
+    return (
+        "`TimescaleCallback` resumed a run whose shape changed since the checkpoint: "
+        + ", ".join(changes)
+        + ". Weight decay is recomputed for the new values."
+    )
+
+
+def change_parts(
+    old_shape: RunShape,
+    shape: RunShape,
+    old_tau_iter: float,
+    tau_iter: float,
+    old_groups: Sequence[GroupTimescale],
+    groups: Sequence[GroupTimescale],
+) -> list[str]:
+    """What changed mid-fit between two decisions, as phrases (empty when nothing that matters did).
+
+    Example:
+        >>> old = [GroupTimescale("pg1", 0, 0, 10, 1e-3, 0.1, 2.0, True)]
+        >>> new = [GroupTimescale("pg1", 0, 0, 10, 1e-3, 0.1, 0.5, True),
+        ...        GroupTimescale("head", 0, 1, 10, 1e-2, 0.1, 0.05, True)]
+        >>> change_parts(RunShape(10), RunShape(40), 500.0, 2000.0, old, new)  # doctest: +NORMALIZE_WHITESPACE
+        ['steps per epoch 10 -> 40', 'tau_iter 500 -> 2000 steps', 'pg1 weight decay 2 -> 0.5',
+         "new param group 'head' (managed at lr 0.01): weight decay 0.1 -> 0.05"]
+    """
+    parts = shape_changes(old_shape, shape)
+    if not math.isclose(old_tau_iter, tau_iter, rel_tol=1e-12):
+        parts.append(f"tau_iter {old_tau_iter:.4g} -> {tau_iter:.4g} steps")
+    previous = {(g.optimizer_index, g.group_index): g for g in old_groups}
+    for g in groups:
+        old = previous.get((g.optimizer_index, g.group_index))
+        if old is None:
+            how = f"managed at lr {g.reference_lr:.4g}" if g.decays else "not managed"
+            wd = f"{g.weight_decay_before:.4g} -> {g.weight_decay:.4g}" if g.decays else f"{g.weight_decay:.4g}"
+            parts.append(f"new param group {g.name!r} ({how}): weight decay {wd}")
+        elif g.decays and not math.isclose(old.weight_decay, g.weight_decay, rel_tol=1e-12):
+            if not math.isclose(old.reference_lr, g.reference_lr, rel_tol=1e-12):
+                parts.append(f"{g.name} reference lr {old.reference_lr:.4g} -> {g.reference_lr:.4g}")
+            parts.append(f"{g.name} weight decay {old.weight_decay:.4g} -> {g.weight_decay:.4g}")
+    return parts
+
+
+def change_line(parts: Sequence[str], *, tau_epoch: float | None, tau_iter: float, epoch: int, step: int) -> str:
+    """The one line the callback prints when the run changed mid-fit (``parts`` from :func:`change_parts`).
+
+    Example:
+        >>> change_line(["accumulation 1 -> 4"], tau_epoch=5.0, tau_iter=500.0, epoch=2, step=30)
+        '`TimescaleCallback` at epoch 2, step 30: accumulation 1 -> 4 (tau_epoch=5 held).'
+    """
+    held = f"tau_epoch={tau_epoch:g}" if tau_epoch is not None else f"tau_iter={tau_iter:.4g}"
+    return f"`TimescaleCallback` at epoch {epoch}, step {step}: {'; '.join(parts)} ({held} held)."
+
+
+def miscounted_steps_warning(index: int, counted: int, epoch: int, batches: int, assumed: float) -> str:
+    """Manual optimization: an optimizer took ``counted`` steps in a full epoch, not the ``assumed`` ``M``.
+
+    Example:
+        >>> miscounted_steps_warning(1, 50, 0, 100, 100.0)[:92]
+        '`TimescaleCallback`: optimizer 1 took 50 steps in epoch 0 (100 batches), but its weight deca'
+    """
+    return (
+        f"`TimescaleCallback`: optimizer {index} took {counted} steps in epoch {epoch}"
+        f" ({batches} batches), but its weight decay assumed M={assumed:g} steps per epoch,"
+        f" so its tau_epoch there was {assumed / counted:.4g} times the target. From the next epoch its M"
+        " is the count (counted again every epoch). Pass"
+        f" `TimescaleCallback(steps_per_epoch={{{index}: {counted}}})` to have it right from the first step."
+    )
+
+
+def _fmt(value: float | None) -> str:
+    return "?" if value is None else f"{value:g}"

@@ -10,19 +10,10 @@ import lightning.pytorch as pl
 import pytest
 import torch
 from conftest import TinyModel, make_dataset, make_loader, quiet_trainer
+from helpers.runs import Recorder, adamw
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset, RandomSampler
 
 from lightning_tau import TimescaleCallback, build_param_groups
-
-
-class Recorder(pl.Callback):
-    """Records every group's (lr, weight_decay) right before each optimizer step (after TimescaleCallback)."""
-
-    def __init__(self) -> None:
-        self.steps: list[list[tuple[float, float]]] = []
-
-    def on_before_optimizer_step(self, trainer: pl.Trainer, pl_module: Any, optimizer: Any) -> None:
-        self.steps.append([(float(g["lr"]), float(g["weight_decay"])) for g in optimizer.param_groups])
 
 
 def fit(make_optimizer=None, loader=None, datamodule=None, callback=None, **trainer_kwargs) -> tuple[Recorder, Any]:
@@ -35,10 +26,6 @@ def fit(make_optimizer=None, loader=None, datamodule=None, callback=None, **trai
     else:
         trainer.fit(model, loader if loader is not None else make_loader())
     return recorder, callback
-
-
-def adamw(lr: float = 1e-2, wd: float = 0.1):
-    return lambda m: torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=wd)
 
 
 def test_one_process_writes_closed_form() -> None:

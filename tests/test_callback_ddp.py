@@ -107,7 +107,7 @@ from lightning.pytorch.callbacks import GradientAccumulationScheduler
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from conftest import TinyModel, make_loader
 from ddp_harness import end_process_group
-from test_run_changes import Unfreeze
+from helpers.runs import Unfreeze
 from lightning_tau import TimescaleCallback
 from lightning_tau.optim import unwrap_optimizer
 

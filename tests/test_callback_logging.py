@@ -2,51 +2,23 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import pytest
 import torch
 from conftest import TinyModel, make_loader, quiet_trainer
-from lightning.pytorch.loggers import Logger
-from test_run_changes import Unfreeze, frozen_aware_adamw
+from helpers.loggers import MemoryLogger
+from helpers.runs import Unfreeze, frozen_aware_adamw
 
 from lightning_tau import TimescaleCallback, TimescaleMonitor
-
-
-class CountingLogger(Logger):
-    """A real Lightning logger that counts how often each (key, step) is logged."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: Counter[tuple[str, int]] = Counter()
-        self.hparams: list[dict[str, Any]] = []
-
-    @property
-    def name(self) -> str:
-        return "counting"
-
-    @property
-    def version(self) -> int:
-        return 0
-
-    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-        self.hparams.append(dict(params))
-
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        for key in metrics:
-            self.calls[(key, int(step or 0))] += 1
-
-    def keys(self, prefix: str = "timescale/") -> set[str]:
-        return {key for key, _ in self.calls if key.startswith(prefix)}
 
 
 def adamw(m: TinyModel) -> torch.optim.Optimizer:
     return torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
 
 
-def fit(callbacks: list[Any], **kwargs: Any) -> CountingLogger:
-    logger = CountingLogger()
+def fit(callbacks: list[Any], **kwargs: Any) -> MemoryLogger:
+    logger = MemoryLogger()
     trainer = quiet_trainer(logger=logger, callbacks=callbacks, log_every_n_steps=4, max_epochs=2, **kwargs)
     trainer.fit(TinyModel(adamw), make_loader(n=120, batch_size=10))
     return logger
@@ -95,7 +67,7 @@ def test_bad_monitor_argument_is_a_clear_error() -> None:
 
 
 def test_the_monitor_logs_a_group_added_mid_fit() -> None:
-    logger = CountingLogger()
+    logger = MemoryLogger()
     callback = TimescaleCallback(tau_epoch=5.0, verbose=False)
     trainer = quiet_trainer(logger=logger, callbacks=[Unfreeze(), callback], log_every_n_steps=5, max_epochs=3)
     trainer.fit(TinyModel(frozen_aware_adamw), make_loader(n=100, batch_size=10))

@@ -7,8 +7,8 @@ import warnings
 import pytest
 import torch
 from conftest import TinyModel, make_loader, quiet_trainer
+from helpers.runs import Recorder, adamw
 from lightning.pytorch.callbacks import ModelCheckpoint
-from test_callback import Recorder, adamw
 
 from lightning_tau import TimescaleCallback
 
@@ -74,7 +74,7 @@ def test_per_step_resume_on_new_data_holds_the_new_tau_iter_from_the_first_step(
 
 
 def test_manual_optimization_resume_keeps_the_counted_steps_per_epoch(tmp_path) -> None:
-    from test_run_changes import PerOptimizer, TwoPlayers, closed_form
+    from helpers.runs import PerOptimizer, TwoPlayers, closed_form
 
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True)
     with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):  # counted in the first run
@@ -94,7 +94,7 @@ def test_manual_optimization_resume_inside_the_first_epoch_counts_the_whole_epoc
     # TwoPlayers: D steps every batch, G every second one, so global_step is 7 after batch 4 (D 5, G 2). The
     # resumed run takes the epoch's other 5 batches (D 5, G 3): with the checkpoint's partial count, epoch 0 is a
     # full epoch of G 5 steps, and G runs epoch 1 at its own M = 5 (without it, at the assumed M = 10).
-    from test_run_changes import PerOptimizer, TwoPlayers, closed_form
+    from helpers.runs import PerOptimizer, TwoPlayers, closed_form
 
     ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=7, save_top_k=-1, filename="{step}")
     with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):
@@ -114,7 +114,7 @@ def test_manual_optimization_resume_inside_the_first_epoch_counts_the_whole_epoc
 def test_manual_optimization_resume_at_a_later_step_keeps_the_count(tmp_path) -> None:
     # a checkpoint in the second epoch carries the first epoch's count, and the second epoch's partial one is
     # continued: the generator runs at its own M from the resumed step
-    from test_run_changes import PerOptimizer, TwoPlayers, closed_form
+    from helpers.runs import PerOptimizer, TwoPlayers, closed_form
 
     ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=22, save_top_k=-1, filename="{step}")
     with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):

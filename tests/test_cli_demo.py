@@ -16,6 +16,7 @@ import pytest
 pytest.importorskip("sklearn")
 pytest.importorskip("matplotlib")
 
+from helpers.tb_events import read_run
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 from tensorboard.plugins.hparams import plugin_data_pb2  # noqa: E402
 
@@ -23,17 +24,6 @@ from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.demo import QUICK  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _read_run(run_dir: Path) -> tuple[dict, dict]:
-    """Hparams of the run's first HParams record, and the last value of each scalar (read with tensorboard)."""
-    accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    accumulator.Reload()
-    content = accumulator.PluginTagToContent("hparams")["_hparams_/session_start_info"]
-    hparams = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info.hparams
-    values = {key: getattr(value, value.WhichOneof("kind")) for key, value in hparams.items()}
-    scalars = {tag: accumulator.Scalars(tag)[-1].value for tag in accumulator.Tags()["scalars"]}
-    return values, scalars
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +60,7 @@ def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Pa
     assert len(run_dirs) == len(expected) * len(QUICK.seeds)
     seen = set()
     for run_dir in run_dirs:
-        hparams, scalars = _read_run(run_dir)
+        hparams, scalars = read_run(run_dir)
         for key in ("dataset_size", "batch_size", "lr", "weight_decay", "tau_epoch", "epochs", "seed"):
             assert key in hparams, (run_dir, key)
         n, tau = int(hparams["dataset_size"]), hparams["tau_epoch"]
@@ -125,7 +115,7 @@ def test_demo_prints_a_dashboard_view_that_opens_on_charts(quick_sweep: tuple[Pa
 def test_demo_quick_logs_the_timescale_monitor(quick_sweep: tuple[Path, str]) -> None:
     out, _ = quick_sweep
     run_dir = next(p for p in (out / "sweep_0").rglob("events.out.tfevents.*") if p.parent.name != "sweep_0").parent
-    _, scalars = _read_run(run_dir)
+    _, scalars = read_run(run_dir)
     assert any(tag.startswith("timescale/tau_iter/") for tag in scalars)
 
 
@@ -152,7 +142,7 @@ def test_demo_quick_writes_the_summary_of_each_sizes_optimum(quick_sweep: tuple[
     # the optimum of each size is its best logged run (one seed), with the weight decay the callback set there
     logged: dict[int, dict[float, float]] = {}
     for run_dir in {p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep}:
-        hparams, scalars = _read_run(run_dir)
+        hparams, scalars = read_run(run_dir)
         logged.setdefault(int(hparams["dataset_size"]), {})[hparams["tau_epoch"]] = scalars["hp/val_loss"]
     for row in rows:
         assert set(row) == {"dataset_size", "tau_epoch", "weight_decay", "metric"}

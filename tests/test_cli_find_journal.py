@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 
 pytest.importorskip("sklearn")
 
-from test_finder_study import _DROP, _copy, _with  # noqa: E402
+from helpers.finder_study import DROP, copy_study, with_attrs  # noqa: E402
 
 from lightning_tau.cli import main  # noqa: E402
 
@@ -130,9 +130,9 @@ def test_ctrl_c_while_waiting_for_a_trial_elsewhere_is_one_line_and_exit_130(tmp
     far = {"host": "far", "machine": "far/1", "pid": 4242}
 
     def elsewhere(trial: Any) -> Any:  # training on another machine, alive a moment ago
-        return _with(trial, state=TrialState.RUNNING, record=_DROP, worker=far, alive_at=time.time())
+        return with_attrs(trial, state=TrialState.RUNNING, record=DROP, worker=far, alive_at=time.time())
 
-    _copy(_study(done / "study.journal"), journal, {(32.0, 0): elsewhere})
+    copy_study(_study(done / "study.journal"), journal, {(32.0, 0): elsewhere})
     proc = subprocess.Popen(
         _command(tmp_path / "o", journal), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
     )

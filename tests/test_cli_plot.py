@@ -17,7 +17,7 @@ from lightning_tau import TimescaleCallback  # noqa: E402
 from lightning_tau._quiet import quiet_sweep  # noqa: E402
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.demo import QUICK, DemoConfig, run_one  # noqa: E402
-from lightning_tau.cli.plot import load_runs, plot_sweep  # noqa: E402
+from lightning_tau.diagnostics.sweep import load_runs, plot_sweep  # noqa: E402
 
 
 @pytest.fixture(scope="module")

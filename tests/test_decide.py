@@ -6,6 +6,7 @@ message is checked whole and each boundary from both sides.
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -14,9 +15,19 @@ from lightning_tau.decide import (
     GroupInput,
     GroupTimescale,
     RunShape,
+    check_optimizer_indices,
     check_width_exponent,
+    count_epoch,
     decide_groups,
+    group_targets,
+    optimizer_steps_per_epoch,
+    optimizer_tau_iters,
+    per_step_writes,
+    power_law_num_params,
+    power_law_tau_iter,
     resolve_tau_iter,
+    resume_changes,
+    run_tau_iter,
     shape_changes,
 )
 
@@ -170,3 +181,180 @@ def test_shape_changes_names_each_changed_fact_and_ignores_rounding() -> None:
     assert shape_changes(old, RunShape(10.0 * (1 + 1e-10), 100, 10)) == ["steps per epoch 10 -> 10"]
     assert shape_changes(RunShape(None), RunShape(None)) == []
     assert shape_changes(RunShape(None), RunShape(3)) == ["steps per epoch ? -> 3"]
+
+
+def decided(
+    name: str = "pg1", *, optimizer: int = 0, index: int = 0, tau_iter: float | None = 500.0, decays: bool = True
+) -> GroupTimescale:
+    return GroupTimescale(name, optimizer, index, 10, 1e-3, 0.1, 2.0, decays, tau_iter=tau_iter)
+
+
+def test_run_tau_iter_names_the_callback_and_mid_fit_the_epoch_and_where_m_came_from() -> None:
+    shape = RunShape(2, sources=("M = 2 optimizer steps per epoch: 2 batches per rank.",))
+    assert run_tau_iter(shape, tau_epoch=5.0, tau_iter=None) == 10.0
+    assert run_tau_iter(RunShape(None), tau_epoch=None, tau_iter=300.0) == 300.0
+    too_short = "`tau_epoch=0.5` is 1 optimizer steps at M=2 steps per epoch," + TOO_SHORT
+    advice = " Use `tau_epoch` above 0.5 (one optimizer step); good values are usually several epochs."
+    with raises_exactly("`TimescaleCallback`: " + too_short + advice):
+        run_tau_iter(shape, tau_epoch=0.5, tau_iter=None)
+    with raises_exactly(
+        "`TimescaleCallback` at epoch 3 (M = 2 optimizer steps per epoch: 2 batches per rank.): " + too_short + advice
+    ):
+        run_tau_iter(shape, tau_epoch=0.5, tau_iter=None, epoch=3)
+
+
+def test_run_tau_iter_says_why_m_is_unknown_only_when_a_tau_epoch_needs_it() -> None:
+    unknown = RunShape(None, problems=("No length.", "No batch size."))
+    with raises_exactly("No length. No batch size."):
+        run_tau_iter(unknown, tau_epoch=5.0, tau_iter=None)
+    assert run_tau_iter(unknown, tau_epoch=None, tau_iter=300.0) == 300.0
+    with pytest.raises(ValueError, match=r"^`TimescaleCallback`: `tau_epoch=5.0` needs the optimizer steps"):
+        run_tau_iter(RunShape(None), tau_epoch=5.0, tau_iter=None)  # no reason recorded: the generic message
+
+
+def test_power_law_tau_iter_is_a_fraction_of_the_planned_run() -> None:
+    tau_iter, note = power_law_tau_iter(4e9, 1e8, coefficient=2.0, exponent=-0.5, planned_steps=1000)
+    assert tau_iter == pytest.approx(2.0 * 40**-0.5 * 1000)
+    assert note == (
+        "tau from the power law: D=4,000,000,000 tokens / 100,000,000 params = 40 tokens per parameter -> tau = 2 *"
+        " TPP^-0.5 = 0.3162 of the run (1,000 planned steps)."
+    )
+
+
+@pytest.mark.parametrize("planned", [math.inf, 0, -1.0])
+def test_power_law_tau_iter_needs_a_finite_planned_run(planned: float) -> None:
+    with raises_exactly(
+        "`TimescaleCallback(token_budget=4000000000.0)` sets tau_iter = tau * planned optimizer steps, but the"
+        f" Trainer plans {planned!r} steps. Set `max_steps` (or a finite `max_epochs`)."
+    ):
+        power_law_tau_iter(4e9, 1e8, coefficient=2.0, exponent=-0.5, planned_steps=planned)
+
+
+def test_power_law_tau_iter_refuses_one_step_or_less() -> None:
+    # tau = 1.0 * 1 ** -0.5 = 1 of the run: 1 planned step is 1 step (too short), 1.01 steps is fine
+    message = (
+        "`TimescaleCallback(token_budget=100.0)`: the power law gives tau = 1 of 1 planned steps = 1 steps, one"
+        " optimizer step or less, which zeroes or flips the weights every step. Plan a longer run, or set `tau_iter`"
+        " yourself."
+    )
+    with raises_exactly(message):
+        power_law_tau_iter(100.0, 100.0, coefficient=1.0, exponent=-0.5, planned_steps=1)
+    assert power_law_tau_iter(100.0, 100.0, coefficient=1.0, exponent=-0.5, planned_steps=1.01)[0] == 1.01
+
+
+def test_optimizer_steps_per_epoch_prefers_the_count_then_the_declared_value() -> None:
+    measured = {0: (50, 100), 1: (30, 60), 2: (7, 9)}
+    assert optimizer_steps_per_epoch(5, 100, measured=measured, declared={0: 1, 3: 25}) == {
+        0: 50.0,  # counted over an epoch of the same length: the count
+        1: 50.0,  # counted over an epoch of 60 batches: the ratio, at 100
+        2: 7 * 100 / 9,
+        3: 25,  # declared
+    }  # optimizer 4: neither, the run's M
+    assert optimizer_steps_per_epoch(2, None, measured={1: (30, 60)}, declared=None) == {1: 30.0}
+    assert optimizer_steps_per_epoch(2, 100, measured={}, declared=None) == {}
+    assert optimizer_steps_per_epoch(2, 100, measured={}, declared={0: 40.0}) == {0: 40.0}
+    assert optimizer_steps_per_epoch(1, 100, measured={}, declared={1: 5}) == {}  # only the run's optimizers
+
+
+def test_optimizer_tau_iters_holds_tau_epoch_in_each_optimizers_own_steps() -> None:
+    assert optimizer_tau_iters(3, 500.0, tau_epoch=5.0, optimizer_m={1: 50.0, 2: 20.0}) == {
+        0: 500.0,
+        1: 250.0,
+        2: 100.0,
+    }
+    assert optimizer_tau_iters(2, 500.0, tau_epoch=5.0, optimizer_m={}) == 500.0
+    assert optimizer_tau_iters(2, 500.0, tau_epoch=None, optimizer_m={1: 50.0}) == 500.0  # steps are steps
+
+
+def test_optimizer_tau_iters_names_the_optimizer_and_mid_fit_the_epoch() -> None:
+    too_short = (
+        "`tau_epoch=0.5` is 1 optimizer steps at M=2 steps per epoch,"
+        + TOO_SHORT
+        + " Use `tau_epoch` above 0.5 (one optimizer step); good values are usually several epochs."
+    )
+    with raises_exactly("`TimescaleCallback`, optimizer 1: " + too_short):
+        optimizer_tau_iters(2, 50.0, tau_epoch=0.5, optimizer_m={1: 2.0})
+    with raises_exactly("`TimescaleCallback` at epoch 4, optimizer 1: " + too_short):
+        optimizer_tau_iters(2, 50.0, tau_epoch=0.5, optimizer_m={1: 2.0}, epoch=4)
+
+
+def test_group_targets_give_each_managed_group_its_own_timescale() -> None:
+    wide = GroupTimescale("wide", 0, 0, 10, 1e-3, 0.1, 1.0, True, tau_iter=1000.0)  # s ** (1 - alpha) = 2
+    second = decided("gen", optimizer=1, tau_iter=250.0)
+    skipped = [decided("bias", index=1, decays=False, tau_iter=300.0), decided("odd", index=2, tau_iter=None)]
+    groups = [wide, second, *skipped]
+    # a tau_epoch target: tau_epoch times the group's share of its optimizer's tau_iter
+    assert group_targets(groups, 500.0, 5.0, {}, 100.0) == {(0, 0): (1000.0, 10.0), (1, 0): (250.0, 2.5)}
+    assert group_targets(groups, {0: 500.0, 1: 250.0}, 5.0, {1: 50.0}, 100.0) == {
+        (0, 0): (1000.0, 10.0),
+        (1, 0): (250.0, 5.0),
+    }
+    # a tau_iter target: in each optimizer's own steps per epoch, unknown without one
+    assert group_targets(groups, 500.0, None, {1: 50.0}, 100.0) == {(0, 0): (1000.0, 10.0), (1, 0): (250.0, 5.0)}
+    assert group_targets(groups, 500.0, None, {}, None) == {(0, 0): (1000.0, None), (1, 0): (250.0, None)}
+
+
+def test_per_step_writes_group_each_optimizers_managed_groups_by_timescale() -> None:
+    groups = [
+        decided("a", index=0, tau_iter=500.0),
+        decided("b", index=1, decays=False, tau_iter=None),
+        decided("c", index=2, tau_iter=250.0),
+        decided("d", index=3, tau_iter=500.0),
+        decided("e", optimizer=1, index=0, tau_iter=500.0),
+    ]
+    assert per_step_writes(groups) == {0: [(500.0, [0, 3]), (250.0, [2])], 1: [(500.0, [0])]}
+    assert per_step_writes([groups[1]]) == {}
+
+
+def test_resume_changes_compare_what_both_runs_know() -> None:
+    restored = {"dataset_size": 100, "world_size": 1, "global_batch_size": 10, "steps_per_epoch": 10, "tau_iter": 50.0}
+    same = RunShape(10, 100, 10, world_size=1)
+    assert resume_changes(restored, same, 50.0 * (1 + 1e-13)) == []
+    assert resume_changes(restored, RunShape(20, 200, 20, world_size=2), 100.0) == [
+        "dataset_size 100 -> 200",
+        "world_size 1 -> 2",
+        "global_batch_size 10 -> 20",
+        "steps_per_epoch 10 -> 20",
+        "tau_iter 50.0 -> 100.0",
+    ]
+    assert resume_changes(restored, RunShape(None, None, None, world_size=1), None) == []  # unknown now
+    assert resume_changes({"dataset_size": None}, RunShape(10, 200, 10), 50.0) == []  # unknown then
+
+
+def test_power_law_num_params_prefers_the_users_count() -> None:
+    assert power_law_num_params(1e9, None, 1234) == 1234.0
+    assert power_law_num_params(1e9, 500, 1234) == 500.0
+    assert power_law_num_params(1e9, 500, 0) == 500.0
+    with raises_exactly(
+        "`TimescaleCallback(token_budget=1000000000.0)` divides the tokens by the model's trainable parameters, but"
+        " the LightningModule has none. Unfreeze some parameters, or pass `num_params=...` with the count to use."
+    ):
+        power_law_num_params(1e9, None, 0)
+
+
+def test_check_optimizer_indices_names_the_indices_the_run_lacks() -> None:
+    check_optimizer_indices(None, 1)
+    check_optimizer_indices({0: 10.0, 1: 5.0}, 2)
+    with raises_exactly(
+        "`TimescaleCallback(steps_per_epoch={3: 10.0, 0: 5.0, 1: 2.0})` names optimizer index(es) [1, 3], but the"
+        " LightningModule has 1 optimizer(s) (indices from 0, in the order `configure_optimizers` returns them)."
+    ):
+        check_optimizer_indices({3: 10.0, 0: 5.0, 1: 2.0}, 1)
+
+
+def test_count_epoch_keeps_the_counts_that_matter_and_names_the_wrong_assumptions() -> None:
+    counts = {0: 10, 1: 5, 2: 10, 3: 10, 4: 7, 6: 10}
+    keep, wrong = count_epoch(
+        counts,
+        10,
+        [6, 4, 3, 2, 1, 0, 5],  # 5 took no step
+        optimizer_m={2: 5.0, 4: 7.0},
+        steps_per_epoch=10.0,
+        measured={3: (10, 10)},
+    )
+    assert keep == {1: (5, 10), 2: (10, 10), 3: (10, 10), 4: (7, 10)}  # 0 and 6 step once per batch, as assumed
+    assert wrong == [(1, 5, 10.0), (2, 10, 5.0)]
+    _, wrong = count_epoch({0: 10}, 10, [0], optimizer_m={}, steps_per_epoch=None, measured={})
+    assert wrong == []
+    _, wrong = count_epoch({0: 10}, 10, [0], optimizer_m={}, steps_per_epoch=10.0 * (1 + 1e-10), measured={})
+    assert wrong == []

@@ -17,14 +17,17 @@ import pytest
 pytest.importorskip("mup")
 pytest.importorskip("sklearn")
 
-from test_demo_text import _offline_command, check_text_sweep  # noqa: E402
-from test_demo_width import check_width_summary  # noqa: E402
+from helpers.demos import (  # noqa: E402
+    check_text_sweep,
+    check_width_summary,  # noqa: E402
+    offline_command,
+)
 
 from lightning_tau.cli.demo import QUICK_TEXT, QUICK_WIDTH  # noqa: E402
 
 
 def _run_quick(tmp_path: Path, *args: str) -> tuple[Path, str]:
-    command, env = _offline_command(tmp_path, "-m", "lightning_tau", "demo", *args, "--quick", "--no-progress")
+    command, env = offline_command(tmp_path, "-m", "lightning_tau", "demo", *args, "--quick", "--no-progress")
     proc = subprocess.run(
         [*command, "--out", str(tmp_path / "runs")], env=env, capture_output=True, text=True, timeout=1500
     )

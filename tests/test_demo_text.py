@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import math
-import shutil
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import torch
-from ddp_harness import clean_env
+from helpers.demos import check_text_sweep, offline_command
 from lightning.pytorch.callbacks import Callback
-from test_cli_demo import _read_run
 
 from lightning_tau.cli import main
 from lightning_tau.cli.demo import run_one
@@ -36,43 +30,9 @@ TINY = [
     "--accelerator", "cpu",
 ]  # fmt: skip
 
-#: In the subprocess: any IPv4/IPv6 connection or name lookup raises (a download attempt would fail the run).
-REFUSE_NETWORK = """
-import socket
-
-def _refuse(*args, **kwargs):
-    raise OSError("network refused by tests/test_demo_text.py")
-
-_connect = socket.socket.connect
-
-def _connect_local_only(self, address):
-    if self.family in (socket.AF_INET, socket.AF_INET6):
-        _refuse()
-    return _connect(self, address)
-
-socket.socket.connect = _connect_local_only
-socket.socket.connect_ex = _connect_local_only
-socket.getaddrinfo = _refuse
-"""
-
-
-def _offline_command(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
-    """``python args`` with sockets refused by a ``sitecustomize``, inside ``unshare -n`` (no network namespace
-    interfaces) where this user may create one."""
-    site = tmp_path / "offline_site"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(textwrap.dedent(REFUSE_NETWORK))
-    env = clean_env()
-    env["PYTHONPATH"] = f"{site}{':' + env['PYTHONPATH'] if env.get('PYTHONPATH') else ''}"
-    command = [sys.executable, *args]
-    unshare = shutil.which("unshare")
-    if unshare and subprocess.run([unshare, "-n", "true"], capture_output=True).returncode == 0:
-        command = [unshare, "-n", *command]
-    return command, env
-
 
 def test_offline_guard_refuses_a_connection(tmp_path: Path) -> None:
-    command, env = _offline_command(
+    command, env = offline_command(
         tmp_path, "-c", "import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)"
     )
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
@@ -83,7 +43,7 @@ def test_offline_guard_refuses_a_connection(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_demo_text_offline_writes_the_best_tau_per_dataset_size(tmp_path: Path) -> None:
     args = ["-m", "lightning_tau", "demo", "--task", "text", *TINY, "--out", str(tmp_path / "runs"), "--no-progress"]
-    command, env = _offline_command(tmp_path, *args)
+    command, env = offline_command(tmp_path, *args)
     proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sweep = tmp_path / "runs" / "sweep_0"
@@ -92,35 +52,6 @@ def test_demo_text_offline_writes_the_best_tau_per_dataset_size(tmp_path: Path) 
     # N in tokens: whole batches of 8 windows of 32 tokens from int(fraction x 8,000) bytes; B = 8 x 32 tokens
     expected_n = {(int(f * 8000) - 1) // 32 // 8 * 8 * 32 for f in (0.5, 1.0)}
     check_text_sweep(sweep, proc.stdout, runs=2 * 2 * 2, batch_tokens=8 * 32, sizes=expected_n)
-
-
-def check_text_sweep(sweep: Path, printed: str, *, runs: int, batch_tokens: int, sizes: set[int]) -> None:
-    """A ``--task text`` sweep's summary against its own TensorBoard runs: each run's weight decay is
-    ``B / (lr N tau_epoch)``, and each dataset size's optimum is the lowest seed-mean ``hp/val_loss``."""
-    curves: dict[int, dict[float, list[float]]] = {}
-    decay: dict[tuple[int, float], float] = {}
-    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep})
-    assert len(run_dirs) == runs  # the sweep root holds the HParams experiment config only
-    for run_dir in run_dirs:
-        hparams, scalars = _read_run(run_dir)
-        n, b, tau = int(hparams["dataset_size"]), int(hparams["batch_size"]), hparams["tau_epoch"]
-        assert b == batch_tokens
-        assert hparams["weight_decay"] == pytest.approx(b / (hparams["lr"] * n * tau), rel=1e-6)
-        assert math.isfinite(scalars["hp/val_loss"]) and scalars["hp/val_loss"] == pytest.approx(scalars["val/loss"])
-        curves.setdefault(n, {}).setdefault(tau, []).append(scalars["hp/val_loss"])
-        decay[n, tau] = hparams["weight_decay"]
-    assert set(curves) == sizes
-
-    summary = json.loads((sweep / "summary.json").read_text())
-    assert (summary["axis"], summary["task"]) == ("dataset-size", "text")
-    assert [row["dataset_size"] for row in summary["optimum"]] == sorted(sizes)
-    for row in summary["optimum"]:
-        means = {tau: sum(v) / len(v) for tau, v in curves[row["dataset_size"]].items()}
-        best = min(means, key=means.__getitem__)
-        assert row["tau_epoch"] == best
-        assert row["metric"] == pytest.approx(means[best], rel=1e-6)
-        assert row["weight_decay"] == pytest.approx(decay[row["dataset_size"], best], rel=1e-9)
-    assert "Optimum of hp/val_loss per dataset_size" in printed
 
 
 class _RecordSteps(Callback):

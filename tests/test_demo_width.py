@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
-import math
-import re
 import warnings
 from collections import defaultdict
 from pathlib import Path
@@ -27,13 +24,12 @@ pytest.importorskip("mup")
 
 import lightning.pytorch as pl  # noqa: E402
 import torch  # noqa: E402
+from helpers.demos import check_width_summary
 from lightning.pytorch.callbacks import Callback  # noqa: E402
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 
 from lightning_tau import TimescaleCallback  # noqa: E402
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.demos.width import MuDigitsMLP, WidthConfig, run_width_demo  # noqa: E402
-from lightning_tau.tuner.stats import fit_scaling, width_verdict  # noqa: E402
 
 # one short epoch per run: enough for the optimizer to take steps, cheap on two shared cores
 TINY = WidthConfig(widths=[8, 32], weight_decays=[0.5, 2.0, 8.0], seeds=[0], epochs=1, train_size=128, batch_size=32)
@@ -91,62 +87,6 @@ def width_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         code = main(["demo", "--axis", "width", *SWEEP_ARGS, "--out", str(out), "--no-progress"])
     assert code == 0
     return out / "sweep_0", buffer.getvalue()
-
-
-def _grid_argmin(xs: list[float], values: list[float | None]) -> float:
-    means = [math.inf if v is None else v for v in values]
-    return xs[means.index(min(means))]
-
-
-def check_width_summary(sweep: Path, printed: str, widths: list[int], lambdas: list[float], seeds: list[int]) -> dict:
-    """The summary's numbers are the stats module's on its own curves, and the curves are the logged runs."""
-    summary = json.loads((sweep / "summary.json").read_text())
-    assert summary["axis"] == "width" and summary["sweep"] == "lambda_base" and "fixed" not in json.dumps(summary)
-    assert summary["widths"] == summary["values"] == widths and summary["seeds"] == seeds
-    assert summary["xs"] == pytest.approx(sorted(lambdas), rel=1e-9)  # the λ_base the callback really wrote
-    assert set(summary["curves"]) == {str(w) for w in widths}
-    curves, per_seed = [], []
-    for w in widths:
-        rows = summary["curves"][str(w)]
-        assert [row[0] for row in rows] == pytest.approx(sorted(lambdas), rel=1e-9)
-        assert all(len(row[1]) == len(seeds) for row in rows)
-        curves.append([[math.inf if v is None else v for v in row[1]] for row in rows])
-        xs = [row[0] for row in rows]
-        per_seed.append([_grid_argmin(xs, [row[1][j] for row in rows]) for j in range(len(seeds))])
-    fit = fit_scaling([float(w) for w in widths], summary["xs"], curves, mode="min")
-    assert summary["exponent"] == pytest.approx(fit.exponent, abs=1e-12)
-    assert summary["width_exponent"] == pytest.approx(1 + fit.exponent, abs=1e-12)
-    if fit.ci is None:
-        assert summary["exponent_ci"] is None and summary["ci_reason"] == fit.ci_reason and fit.ci_reason
-    else:
-        assert summary["exponent_ci"] == pytest.approx(list(fit.ci), abs=1e-12) and summary["ci_reason"] is None
-    flat = [x for row in summary["per_seed_grid_optima"] for x in row]
-    assert flat == pytest.approx([x for row in per_seed for x in row], rel=1e-9)  # written out above
-    assert flat == pytest.approx([x for row in fit.per_seed_grid_optima for x in row], rel=1e-12)
-    assert [t["interior"] for t in summary["interior"]] == [t.interior for t in fit.interior]
-    assert summary["verdict"] == width_verdict(fit) and f"Verdict: {summary['verdict']}" in printed
-    assert "Exponent of best lambda_base on width" in printed and f"Summary: {sweep / 'summary.json'}" in printed
-    # the curves are the runs the finder logged: one TensorBoard run per (width, λ_base, seed)
-    tau_to_lam = {p["tau_epoch"]: lam for p, lam in zip(summary["results"][0]["curve"], reversed(summary["xs"]))}
-    run_dirs = sorted({p.parent for p in (sweep / "tb").rglob("events.out.tfevents.*")})
-    assert len(run_dirs) == len(widths) * len(lambdas) * len(seeds)
-    logged: dict[str, dict[float, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
-    for run_dir in run_dirs:
-        width = re.search(r"_width=(\d+)$", run_dir.parent.name).group(1)  # type: ignore[union-attr]
-        tau, seed = re.match(r"tau_epoch=([^_]+)_seed(\d+)_trial", run_dir.name).groups()  # type: ignore[union-attr]
-        lam = tau_to_lam[min(tau_to_lam, key=lambda t: abs(t - float(tau)))]
-        logged[width][lam][int(seed)] = _last_scalar(run_dir, "val/loss")
-    for w in widths:
-        for lam, values in summary["curves"][str(w)]:
-            got = logged[str(w)][min(logged[str(w)], key=lambda x: abs(x - lam))]
-            assert [got[s] for s in seeds] == pytest.approx(values, rel=1e-6)
-    return summary
-
-
-def _last_scalar(run_dir: Path, tag: str) -> float:
-    accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    accumulator.Reload()
-    return accumulator.Scalars(tag)[-1].value
 
 
 def test_summary_is_the_stats_of_its_own_curves_and_the_logged_runs(width_sweep: tuple[Path, str]) -> None:

@@ -11,8 +11,8 @@ import lightning as L
 import pytest
 import torch
 from ddp_harness import DDP_TIMEOUT
+from helpers.examples import run_example
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-from test_examples import run_example
 
 from lightning_tau import apply_timescale
 from lightning_tau.diagnostics import TimescaleTracker, WeightStatsPass, timescale_metrics

@@ -217,7 +217,7 @@ def test_plot_of_the_finder_s_logs_reads_the_weight_decay_the_callback_wrote(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from lightning_tau.cli import main
-    from lightning_tau.cli.plot import find_optima, load_runs
+    from lightning_tau.diagnostics.sweep import find_optima, load_runs
 
     finder = _finder(tmp_path, seeds=(0,), verbose=False, trainer_kwargs={"max_epochs": 1, "accelerator": "cpu"})
     result = _fit(finder, PlaceholderNet())

@@ -11,9 +11,9 @@ from typing import Any
 
 import optuna
 import pytest
+from helpers.finder_study import copy_study, fit_finder, journal_study, make_finder
 from optuna.storages.journal._storage import JournalOperation
 from optuna.trial import TrialState
-from test_finder_study import _copy, _finder, _fit, _journal
 
 from lightning_tau.tuner.journal import OP_CODES
 from lightning_tau.tuner.study import StorageError
@@ -22,8 +22,8 @@ from lightning_tau.tuner.study import StorageError
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
     """An uninterrupted sweep (test_finder_study's) and its result."""
-    finder = _finder(tmp_path_factory.mktemp("reference"))
-    return finder, _fit(finder)
+    finder = make_finder(tmp_path_factory.mktemp("reference"))
+    return finder, fit_finder(finder)
 
 
 def test_the_op_codes_are_optunas() -> None:
@@ -35,7 +35,7 @@ def test_a_file_that_is_not_a_journal_is_refused_and_left_as_it_was(tmp_path: Pa
     notes = tmp_path / "notes.txt"
     notes.write_text(text)
     with pytest.raises(StorageError) as info:
-        _fit(_finder(tmp_path, storage=notes))
+        fit_finder(make_finder(tmp_path, storage=notes))
     message = str(info.value)
     assert message.startswith(f"`TimescaleFinder(storage={str(notes)!r})`: it is not an Optuna journal file"), message
     assert "nothing was written to it. Pass a new file path" in message and "\n" not in message
@@ -56,12 +56,12 @@ def test_a_damaged_line_is_a_one_line_error_naming_the_file_and_the_line(
     tmp_path: Path, reference: tuple[Any, Any], line: bytes, why: str
 ) -> None:
     journal = tmp_path / "copy.journal"
-    _copy(_journal(reference[0]), journal, {})
+    copy_study(journal_study(reference[0]), journal, {})
     lines = journal.read_bytes().splitlines(keepends=True)
     journal.write_bytes(b"".join([*lines[:3], line + b"\n", *lines[3:]]))
     before = journal.read_bytes()
     with pytest.raises(StorageError) as info:
-        _fit(_finder(tmp_path, storage=journal))
+        fit_finder(make_finder(tmp_path, storage=journal))
     message = str(info.value)
     assert message.startswith(f"`TimescaleFinder(storage={str(journal)!r})`: line 4 is damaged ({why})"), message
     assert "restore the file from a backup, or move it aside" in message and "\n" not in message
@@ -74,21 +74,21 @@ def test_a_half_written_last_line_is_moved_aside_and_its_trial_trained_again(
 ) -> None:
     source, expected = reference
     journal = tmp_path / "copy.journal"
-    _copy(_journal(source), journal, {})
+    copy_study(journal_study(source), journal, {})
     whole = journal.read_bytes()
     last = whole[:-1].rfind(b"\n") + 1  # the last line holds the last trial (tau_epoch 64)
     half = whole[last : last + (len(whole) - last) // 2]
     journal.write_bytes(whole[:last] + half)  # cut short, as by a full disk
-    finder = _finder(tmp_path, storage=journal, verbose=True)
-    assert _fit(finder).to_json() == expected.to_json()
+    finder = make_finder(tmp_path, storage=journal, verbose=True)
+    assert fit_finder(finder).to_json() == expected.to_json()
     assert (finder.reused_runs, finder.trained_runs) == (3, 1)
     (backup,) = tmp_path.glob("copy.journal.corrupt-*")
     assert backup.read_bytes() == half
     assert f"ended in a half-written line (a write cut short, e.g. by a full disk); moved it to {backup}." in (
         caplog.text
     )
-    again = _finder(tmp_path, storage=journal)
-    assert _fit(again).to_json() == expected.to_json() and again.trained_runs == 0
+    again = make_finder(tmp_path, storage=journal)
+    assert fit_finder(again).to_json() == expected.to_json() and again.trained_runs == 0
 
 
 #: Takes the study's first waiting trial through the storage, prints its grid point, then is killed or waits.
@@ -112,9 +112,9 @@ def test_a_trial_taken_by_a_process_killed_before_tagging_it_is_handed_on_at_onc
     source, expected = reference
     journal = tmp_path / "copy.journal"
     waiting = optuna.trial.create_trial(state=TrialState.WAITING, user_attrs={"tau_epoch": 4.0, "seed": 0})
-    _copy(_journal(source), journal, {(4.0, 0): lambda t: waiting})
+    copy_study(journal_study(source), journal, {(4.0, 0): lambda t: waiting})
     holder = subprocess.Popen(
-        [sys.executable, "-c", _TAKE, str(journal), _journal(source).study_name],
+        [sys.executable, "-c", _TAKE, str(journal), journal_study(source).study_name],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -122,16 +122,16 @@ def test_a_trial_taken_by_a_process_killed_before_tagging_it_is_handed_on_at_onc
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "(4.0, 0)"
         # a live process holds it, untagged (as for a moment after every take): not stolen
-        finder = _finder(tmp_path, storage=journal)
-        assert _fit(finder, wait=False) is None
+        finder = make_finder(tmp_path, storage=journal)
+        assert fit_finder(finder, wait=False) is None
         assert (finder.trained_runs, finder.pending_runs) == (0, 1)
     finally:
         holder.kill()  # SIGKILL between the take and the tag
         holder.wait()
-    (four,) = [t for t in _journal(finder).trials if t.user_attrs["tau_epoch"] == 4.0]
+    (four,) = [t for t in journal_study(finder).trials if t.user_attrs["tau_epoch"] == 4.0]
     assert four.state == TrialState.RUNNING and "worker" not in four.user_attrs
     # its process is gone: handed on at once, not after stale_after (600 s)
-    finder = _finder(tmp_path, storage=journal)
-    assert _fit(finder, wait=False) is not None
+    finder = make_finder(tmp_path, storage=journal)
+    assert fit_finder(finder, wait=False) is not None
     assert (finder.trained_runs, finder.pending_runs) == (1, 0)
-    assert _fit(finder).to_json() == expected.to_json()
+    assert fit_finder(finder).to_json() == expected.to_json()

@@ -15,66 +15,24 @@ import optuna
 import pytest
 import torch
 from finder_procs import wait_for
+from helpers.finder_study import (
+    DROP,
+    LR,
+    TRUE_TAU,
+    CurveModel,
+    copy_study,
+    curve_loaders,
+    fit_finder,
+    journal_study,
+    make_finder,
+    with_attrs,
+)
 from optuna.trial import TrialState
-from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau import TimescaleCallback
-from lightning_tau.param_groups import build_param_groups
 from lightning_tau.tuner import study as study_module
 from lightning_tau.tuner.finder import SettingError, TimescaleFinder
-from lightning_tau.tuner.study import SETTINGS_ATTR, GridStudy, StorageError, open_storage, redact_url
-
-N, BATCH, LR, TRUE_TAU = 64, 16, 1e-2, 6.0
-
-
-class CurveModel(pl.LightningModule):
-    """A real fit whose validation metric is a known function of the timescale the callback set:
-    ``val_loss = 1 + (log tau_epoch - log 6)^2``, ``tau_epoch = 1 / (lr * wd * M)`` read from the optimizer."""
-
-    def __init__(self, sign: float = 1.0) -> None:
-        super().__init__()
-        self.sign = sign
-        self.net = torch.nn.Linear(4, 2)
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        return torch.nn.functional.cross_entropy(self.net(x), y)
-
-    def validation_step(self, batch: Any, batch_idx: int) -> None:
-        group = next(g for g in self.trainer.optimizers[0].param_groups if g["weight_decay"] > 0)
-        tau = 1.0 / (group["lr"] * group["weight_decay"] * self.trainer.num_training_batches)
-        loss = 1.0 + (math.log(tau) - math.log(TRUE_TAU)) ** 2
-        self.log("val_loss", self.sign * loss)
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.AdamW(build_param_groups(self, weight_decay=0.1), lr=LR)
-
-
-def _loaders() -> tuple[DataLoader, DataLoader]:
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(N, 4, generator=g)
-    data = TensorDataset(x, (x[:, 0] > 0).long())
-    return DataLoader(data, batch_size=BATCH, shuffle=True), DataLoader(data, batch_size=N)
-
-
-def _finder(tmp_path: Path, **kwargs: Any) -> TimescaleFinder:
-    settings: dict[str, Any] = dict(
-        fraction=0.5,
-        tau_epochs=(1.0, 4.0, 16.0, 64.0),
-        seeds=(0,),
-        trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1},
-        root_dir=tmp_path / "finder",
-        progress=False,
-        verbose=False,
-    )
-    settings.update(kwargs)
-    return TimescaleFinder(**settings)
-
-
-def _fit(finder: TimescaleFinder, model: Any = CurveModel, **kwargs: Any) -> Any:
-    train, val = _loaders()
-    return finder.fit(model, train_dataloaders=train, val_dataloaders=val, **kwargs)
-
+from lightning_tau.tuner.study import GridStudy, StorageError, open_storage, redact_url
 
 # --- the suggestion against the curve it came from -------------------------------------------------------------
 
@@ -85,8 +43,8 @@ def test_the_suggestion_is_the_vertex_of_the_curve_around_its_best_interior_poin
 ) -> None:
     # the metric is a parabola in log(tau_epoch) with its best at 6: grid best 4 (interior), the smoothing through
     # (1, 4, 16) gives exactly 6. The wrong direction, or any other grid point, fails here.
-    finder = _finder(tmp_path, mode=mode, seeds=(0, 1))
-    result = _fit(finder, lambda: CurveModel(sign))
+    finder = make_finder(tmp_path, mode=mode, seeds=(0, 1))
+    result = fit_finder(finder, lambda: CurveModel(sign))
     values = {p.tau_epoch: p.mean for p in result.curve}
     assert values == {t: pytest.approx(sign * (1 + (math.log(t) - math.log(TRUE_TAU)) ** 2)) for t in values}
     assert (result.grid_tau_epoch, result.at_edge, result.smoothed) == (4.0, False, True)
@@ -106,10 +64,10 @@ def test_a_model_instance_trains_fresh_copies_and_the_result_gives_the_callback(
     starts = Starts()
     model = CurveModel()
     initial = model.net.weight.detach().clone()
-    finder = _finder(
+    finder = make_finder(
         tmp_path, seeds=(0, 1), trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "callbacks": [starts]}
     )
-    result = _fit(finder, model)
+    result = fit_finder(finder, model)
     assert len(starts.weights) == 8 and all(torch.equal(w, initial) for w in starts.weights)  # every trial
     assert torch.equal(model.net.weight, initial)  # the user's instance is not trained
     assert result.tau_epoch == pytest.approx(TRUE_TAU)
@@ -131,7 +89,7 @@ def test_a_model_instance_trains_fresh_copies_and_the_result_gives_the_callback(
             trainer.optimizers[0].register_step_post_hook(record)
 
     trainer.callbacks.append(Hook())
-    train, val = _loaders()
+    train, val = curve_loaders()
     trainer.fit(full, train_dataloaders=train, val_dataloaders=val)
     assert len(seen) == 4 and all(wd == pytest.approx(result.weight_decay["decay"]) for wd in seen)
 
@@ -139,53 +97,21 @@ def test_a_model_instance_trains_fresh_copies_and_the_result_gives_the_callback(
 # --- what the study holds --------------------------------------------------------------------------------------
 
 
-def _journal(finder: TimescaleFinder) -> optuna.Study:
-    assert finder.study is not None
-    return finder.study.study
-
-
-def _copy(source: optuna.Study, path: Path, change: dict[tuple[float, int], Any]) -> None:
-    """A new journal holding ``source``'s study, with some grid points' trials replaced (``change``)."""
-    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
-    copy = optuna.create_study(storage=storage, study_name=source.study_name)
-    copy.set_user_attr(SETTINGS_ATTR, source.user_attrs[SETTINGS_ATTR])
-    for trial in source.trials:
-        key = (trial.user_attrs["tau_epoch"], trial.user_attrs["seed"])
-        copy.add_trial(change[key](trial) if key in change else trial)
-
-
-def _with(trial: optuna.trial.FrozenTrial, **attrs: Any) -> optuna.trial.FrozenTrial:
-    state = attrs.pop("state", TrialState.COMPLETE)
-    user_attrs = {**trial.user_attrs, **attrs}
-    if "record" in attrs and attrs["record"] is _DROP:
-        del user_attrs["record"]
-    return optuna.trial.create_trial(
-        state=state,
-        value=trial.value if state == TrialState.COMPLETE else None,
-        params=trial.params,
-        distributions=trial.distributions,
-        user_attrs=user_attrs,
-    )
-
-
-_DROP = object()
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[TimescaleFinder, Any]:
-    finder = _finder(tmp_path_factory.mktemp("reference"))
-    return finder, _fit(finder)
+    finder = make_finder(tmp_path_factory.mktemp("reference"))
+    return finder, fit_finder(finder)
 
 
-@pytest.mark.parametrize("bad", [None, [], {"format": 2}, _DROP, {"format": 1, "groups": {}}])
+@pytest.mark.parametrize("bad", [None, [], {"format": 2}, DROP, {"format": 1, "groups": {}}])
 def test_a_malformed_stored_result_is_trained_again(
     tmp_path: Path, reference: tuple[TimescaleFinder, Any], bad: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     source, expected = reference
     journal = tmp_path / "copy.journal"
-    _copy(_journal(source), journal, {(4.0, 0): lambda t: _with(t, record=bad)})
-    finder = _finder(tmp_path, storage=journal, verbose=True)
-    result = _fit(finder)
+    copy_study(journal_study(source), journal, {(4.0, 0): lambda t: with_attrs(t, record=bad)})
+    finder = make_finder(tmp_path, storage=journal, verbose=True)
+    result = fit_finder(finder)
     assert (finder.reused_runs, finder.trained_runs) == (3, 1)
     assert result.to_json() == expected.to_json()
     assert "trial #1 (tau_epoch=4, seed=0) is complete but its stored result is not usable (" in caplog.text
@@ -204,37 +130,37 @@ def test_dead_and_stale_workers_trials_are_handed_on_live_ones_are_waited_for(
     running = TrialState.RUNNING
     far = {"host": "far", "machine": "far/1"}
     try:
-        _copy(
-            _journal(source),
+        copy_study(
+            journal_study(source),
             tmp_path / "copy.journal",
             {
-                (1.0, 0): lambda t: _with(t, state=running, record=_DROP, worker={**here, "pid": gone.pid}),
+                (1.0, 0): lambda t: with_attrs(t, state=running, record=DROP, worker={**here, "pid": gone.pid}),
                 # another machine's worker that started just now (no sign of life yet: its start counts)
-                (4.0, 0): lambda t: _with(t, state=running, record=_DROP, worker=far),
+                (4.0, 0): lambda t: with_attrs(t, state=running, record=DROP, worker=far),
                 # another machine's worker silent for 115 days
-                (16.0, 0): lambda t: _with(t, state=running, record=_DROP, worker=far, alive_at=time.time() - 1e7),
+                (16.0, 0): lambda t: with_attrs(t, state=running, record=DROP, worker=far, alive_at=time.time() - 1e7),
                 # a live process on this machine, silent as long as the last one: alive, so never handed on
-                (64.0, 0): lambda t: _with(
-                    t, state=running, record=_DROP, worker={**here, "pid": live.pid, "started": stat[1]}, alive_at=0.0
+                (64.0, 0): lambda t: with_attrs(
+                    t, state=running, record=DROP, worker={**here, "pid": live.pid, "started": stat[1]}, alive_at=0.0
                 ),
             },
         )
-        finder = _finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=1e6)
-        assert _fit(finder, wait=False) is None
+        finder = make_finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=1e6)
+        assert fit_finder(finder, wait=False) is None
         assert (finder.trained_runs, finder.pending_runs) == (2, 2)  # the dead pid's and the stale one's
-        trials = _journal(finder).trials
+        trials = journal_study(finder).trials
         failed = sorted((t.user_attrs["tau_epoch"], t.number) for t in trials if t.state == TrialState.FAIL)
         assert [tau for tau, _ in failed] == [1.0, 16.0]
         assert [t.user_attrs["tau_epoch"] for t in trials if t.state == TrialState.RUNNING] == [4.0, 64.0]
         # the far worker stale too (any silence counts now): handed on; the live local one still waited for
-        finder = _finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=1e-3)
-        assert _fit(finder, wait=False) is None
+        finder = make_finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=1e-3)
+        assert fit_finder(finder, wait=False) is None
         assert (finder.trained_runs, finder.pending_runs) == (1, 1)
-        assert [t.user_attrs["tau_epoch"] for t in _journal(finder).trials if t.state == running] == [64.0]
+        assert [t.user_attrs["tau_epoch"] for t in journal_study(finder).trials if t.state == running] == [64.0]
     finally:
         live.communicate(b"")  # its process ends
-    finder = _finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=1e6)
-    assert _fit(finder).to_json() == expected.to_json() and finder.trained_runs == 1
+    finder = make_finder(tmp_path, storage=tmp_path / "copy.journal", stale_after=1e6)
+    assert fit_finder(finder).to_json() == expected.to_json() and finder.trained_runs == 1
 
 
 class _HandOver(pl.Callback):
@@ -269,8 +195,8 @@ def test_a_trial_handed_on_while_training_is_dropped_and_trained_again(
     storage: str | Path = tmp_path / "s.journal" if backend == "journal" else f"sqlite:///{tmp_path / 's.db'}"
     hand_over = _HandOver(storage)
     trainer_kwargs = {"max_epochs": 1, "accelerator": "cpu", "devices": 1, "callbacks": [hand_over]}
-    finder = _finder(tmp_path, storage=storage, trainer_kwargs=trainer_kwargs, verbose=True, stale_after=300)
-    assert _fit(finder).to_json() == reference[1].to_json()
+    finder = make_finder(tmp_path, storage=storage, trainer_kwargs=trainer_kwargs, verbose=True, stale_after=300)
+    assert fit_finder(finder).to_json() == reference[1].to_json()
     assert finder.trained_runs == 4  # the dropped result is not counted: its point was trained again
     (number,) = hand_over.failed
     grace = "no sign of life for 300 s" if backend == "journal" else "no heartbeat for 8 s"  # what decided
@@ -300,13 +226,15 @@ def test_a_working_trial_keeps_writing_signs_of_life(tmp_path: Path) -> None:
 def test_a_duplicate_enqueued_point_is_trained_once(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:
     source, expected = reference
     journal = tmp_path / "copy.journal"
-    _copy(_journal(source), journal, {(4.0, 0): lambda t: _with(t, state=TrialState.WAITING, record=_DROP)})
+    copy_study(
+        journal_study(source), journal, {(4.0, 0): lambda t: with_attrs(t, state=TrialState.WAITING, record=DROP)}
+    )
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
-    study = optuna.load_study(study_name=_journal(source).study_name, storage=storage)
+    study = optuna.load_study(study_name=journal_study(source).study_name, storage=storage)
     study.enqueue_trial({"tau_epoch": 4.0, "seed": 0}, user_attrs={"tau_epoch": 4.0, "seed": 0})
-    finder = _finder(tmp_path, storage=journal)
-    assert _fit(finder).to_json() == expected.to_json() and finder.trained_runs == 1
-    fours = [t for t in _journal(finder).trials if t.user_attrs["tau_epoch"] == 4.0]
+    finder = make_finder(tmp_path, storage=journal)
+    assert fit_finder(finder).to_json() == expected.to_json() and finder.trained_runs == 1
+    fours = [t for t in journal_study(finder).trials if t.user_attrs["tau_epoch"] == 4.0]
     assert [t.state for t in fours] == [TrialState.COMPLETE, TrialState.FAIL]
     assert fours[1].user_attrs["duplicate_of"] == fours[0].number and "worker" not in fours[1].user_attrs
 
@@ -316,10 +244,10 @@ def test_a_duplicate_enqueued_point_is_trained_once(tmp_path: Path, reference: t
 
 def test_a_database_url_storage(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:
     url = f"sqlite:///{tmp_path / 'finder.db'}"
-    first = _finder(tmp_path, storage=url)
-    assert _fit(first).to_json() == reference[1].to_json()
-    again = _finder(tmp_path, storage=url)
-    _fit(again)
+    first = make_finder(tmp_path, storage=url)
+    assert fit_finder(first).to_json() == reference[1].to_json()
+    again = make_finder(tmp_path, storage=url)
+    fit_finder(again)
     assert (again.trained_runs, again.reused_runs) == (0, 4)
     assert not (tmp_path / "finder" / "study.journal").exists()
 
@@ -333,7 +261,7 @@ def test_bad_storages_fail_before_training_and_never_show_a_password(tmp_path: P
         ("/proc/finder.journal", r"cannot write the journal file"),
     ]:
         with pytest.raises(StorageError, match=match) as info:
-            _fit(_finder(tmp_path, storage=storage))
+            fit_finder(make_finder(tmp_path, storage=storage))
         assert secret not in str(info.value) and "\n" not in str(info.value)
     assert not (tmp_path / "finder").exists()  # nothing trained
     assert redact_url("mysql+pymysql://u:p%40ss@h/db") == "mysql+pymysql://u:***@h/db"
@@ -382,26 +310,26 @@ def test_a_bad_heartbeat_setting_is_refused_before_any_training(
 ) -> None:
     monkeypatch.setenv("LIGHTNING_TAU_HEARTBEAT", "0.5")
     with pytest.raises(ValueError, match=r"`LIGHTNING_TAU_HEARTBEAT='0.5'` is not valid: use a positive whole"):
-        _fit(_finder(tmp_path))
+        fit_finder(make_finder(tmp_path))
     assert not (tmp_path / "finder" / "tb").exists()
 
 
 def test_workers_need_a_model_and_data_that_pickle(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"workers=2\)` sends the model and the data.*do not pickle"):
-        _fit(_finder(tmp_path, workers=2), lambda: CurveModel())
+        fit_finder(make_finder(tmp_path, workers=2), lambda: CurveModel())
 
 
 def test_seeds_numpy_cannot_take_and_timescales_the_callback_cannot_set_fail_before_training(tmp_path: Path) -> None:
     for seeds in ([0, -1], [2**32]):
         with pytest.raises(ValueError, match=r"is not a seed numpy accepts; use integers from 0 to 4294967295"):
-            _finder(tmp_path, seeds=seeds)
+            make_finder(tmp_path, seeds=seeds)
     # M = 32 / 16 = 2 steps per epoch of the subset: 1e308 epochs is inf steps, 0.25 epochs half a step
     for taus, match in [
         ((4.0, 1e308), r"tau_epoch=1e\+308 is inf optimizer steps at M=2 .* Use tau_epochs below 8.988e\+307"),
         ((0.25, 4.0), r"tau_epoch=0.25 is 0.5 optimizer steps at M=2 .* Use tau_epochs above 0.5 \(one step\)"),
     ]:
         with pytest.raises(SettingError, match=match) as info:
-            _fit(_finder(tmp_path, tau_epochs=taus))
+            fit_finder(make_finder(tmp_path, tau_epochs=taus))
         assert info.value.argument == "tau_epochs"
     assert not (tmp_path / "finder").exists()  # no study, nothing trained
 
@@ -411,8 +339,8 @@ def test_workers_are_capped_at_the_trials_left(
 ) -> None:
     source, expected = reference
     journal = tmp_path / "copy.journal"
-    _copy(_journal(source), journal, {(4.0, 0): lambda t: _with(t, state=TrialState.FAIL, record=_DROP)})
-    finder = _finder(tmp_path, storage=journal, workers=3, verbose=True)
-    assert _fit(finder).to_json() == expected.to_json() and finder.trained_runs == 1
+    copy_study(journal_study(source), journal, {(4.0, 0): lambda t: with_attrs(t, state=TrialState.FAIL, record=DROP)})
+    finder = make_finder(tmp_path, storage=journal, workers=3, verbose=True)
+    assert fit_finder(finder).to_json() == expected.to_json() and finder.trained_runs == 1
     assert "TimescaleFinder: workers=3 capped at 1 (the number of trials left to train)." in caplog.text
     assert "workers on this machine" not in caplog.text  # no worker process started

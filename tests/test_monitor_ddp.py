@@ -11,9 +11,9 @@ SCRIPT = """
 import json, sys
 import torch
 import torch.distributed as dist
-from lightning.pytorch.loggers import Logger
 from conftest import TinyModel, make_loader, quiet_trainer
 from ddp_harness import end_process_group
+from helpers.loggers import MemoryLogger
 from lightning_tau.diagnostics import TimescaleMonitor
 
 calls = {"collectives": 0}
@@ -23,18 +23,6 @@ for name in ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce", "br
         calls["collectives"] += 1
         return _original(*args, **kwargs)
     setattr(dist, name, counted)
-
-
-class RecordingLogger(Logger):
-    # A real Logger with no rank-zero guard of its own: whatever any rank sends is recorded.
-    name, version = "recording", 0
-    def __init__(self):
-        super().__init__()
-        self.records = []
-    def log_metrics(self, metrics, step=None):
-        self.records.append({"step": step, "keys": sorted(metrics)})
-    def log_hyperparams(self, params, *args, **kwargs):
-        pass
 
 
 class CountingMonitor(TimescaleMonitor):
@@ -50,7 +38,7 @@ class CountingMonitor(TimescaleMonitor):
         CountingMonitor.inside += calls["collectives"] - before
 
 
-logger = RecordingLogger()
+logger = MemoryLogger()  # no rank-zero guard of its own: whatever any rank sends is recorded
 monitor = CountingMonitor(2)
 trainer = quiet_trainer(accelerator="cpu", devices=2, strategy="ddp", logger=logger, callbacks=[monitor])
 trainer.fit(TinyModel(), make_loader(120, 10))

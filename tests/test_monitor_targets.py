@@ -15,11 +15,16 @@ import mup
 import pytest
 import torch
 from conftest import TinyModel, make_loader, quiet_trainer
+from helpers.mup_models import (
+    BASE_WIDTH,
+    LR,
+    Module,
+    mu_adamw,  # MuAdamW at a constant lr: tau_iter_t is on its target
+    mup_mlp,
+)
+from helpers.runs import TwoPlayers
+from helpers.tb_events import hparams_record, load_events, scalar_series
 from lightning.pytorch.loggers import TensorBoardLogger
-from test_monitor_tensorboard import hparams_record, load_events, scalar_series
-from test_mup import BASE_WIDTH, LR, Module, mup_mlp
-from test_run_changes import TwoPlayers
-from test_width_exponent import mu_adamw  # MuAdamW at a constant lr: tau_iter_t is on its target
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.diagnostics import TimescaleMonitor
@@ -141,3 +146,17 @@ def test_hparams_record_the_reference_lr_not_the_warmup_lr_of_the_first_step(tmp
     assert hparams["timescale/weight_decay/pg1"] == pytest.approx(1 / (0.01 * TAU_EPOCH * m))
     assert hparams["timescale/tau_iter/pg1"] == pytest.approx(TAU_EPOCH * m)
     assert hparams["timescale/tau_epoch/pg1"] == pytest.approx(TAU_EPOCH)
+
+
+def test_a_trainer_monitor_reads_the_shape_the_callback_decided_with(tmp_path: Path) -> None:
+    # the callback's own N and B (M = 300 / 10 = 30) differ from the loader's (12 batches per epoch): the monitor
+    # in the Trainer (listed first, so its hooks run first) must log tau_epoch in the callback's M, in both epochs
+    callback = TimescaleCallback(tau_epoch=TAU_EPOCH, dataset_size=300, batch_size=10, verbose=False)
+    monitor = TimescaleMonitor(logging_interval=INTERVAL)
+    events = load_events(fit_logged(tmp_path, TinyModel(), [monitor, callback]))
+    tau_epoch = scalar_series(events, "timescale/tau_epoch/pg1")
+    assert sorted(tau_epoch) == list(range(INTERVAL, 2 * N // B + 1, INTERVAL))
+    assert all(v == pytest.approx(TAU_EPOCH, rel=1e-6) for v in tau_epoch.values()), tau_epoch
+    hparams, _ = hparams_record(events)
+    assert hparams["timescale/steps_per_epoch"] == 30.0 and hparams["timescale/dataset_size"] == 300.0
+    assert monitor.run_shape is callback.shape  # one shape, read once per decision

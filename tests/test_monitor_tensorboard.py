@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import TinyModel, make_loader, quiet_trainer
+from helpers.tb_events import hparams_record, load_events, scalar_series
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
@@ -58,29 +59,10 @@ def fit_with_tensorboard(
     return model, Path(logger.log_dir)
 
 
-def hparams_record(events: EventAccumulator) -> tuple[dict[str, float], list[str]]:
-    """The hparams and the metric tags of the run's (first) HParams record."""
-    content = events.PluginTagToContent("hparams")
-    session = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
-    experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
-    hparams = {k: v.number_value for k, v in session.session_start_info.hparams.items()}
-    return hparams, [m.name.tag for m in experiment.metric_infos]
-
-
 def layout_charts(events: EventAccumulator) -> dict[str, layout_pb2.Chart]:
     (config,) = events.Tensors("custom_scalars__config__")
     layout = layout_pb2.Layout.FromString(tensor_util.make_ndarray(config.tensor_proto).item())
     return {c.title: c for category in layout.category for c in category.chart}
-
-
-def load_events(log_dir: Path) -> EventAccumulator:
-    accumulator = EventAccumulator(str(log_dir), size_guidance={"tensors": 0})
-    accumulator.Reload()
-    return accumulator
-
-
-def scalar_series(accumulator: EventAccumulator, tag: str) -> dict[int, float]:
-    return {e.step: float(tensor_util.make_ndarray(e.tensor_proto)) for e in accumulator.Tensors(tag)}
 
 
 def test_monitor_tensorboard_scalars_layout_and_hparams(tmp_path):

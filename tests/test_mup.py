@@ -8,78 +8,20 @@ import math
 import warnings
 from typing import Any
 
-import lightning.pytorch as pl
 import mup
 import pytest
 import torch
 from conftest import make_loader, quiet_trainer
-from lightning.pytorch.loggers import Logger
+from helpers.loggers import MemoryLogger
+from helpers.mup_models import BASE_WIDTH, LR, MLP, TAU_EPOCH, WD, Module, mup_mlp, nanogpt_mup_groups
 from torch import nn
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.param_groups import build_param_groups
 from lightning_tau.width import GroupRate, find_fixed_lambda_pitfall, param_width_mult
 
-LR, WD, TAU_EPOCH = 1e-2, 0.1, 2.0
 N, B = 120, 10  # make_loader(): 12 steps per epoch
 TAU_ITER = TAU_EPOCH * N / B
-BASE_WIDTH = 8
-
-
-class MLP(nn.Module):
-    """input (vector-like) -> hidden (matrix-like) -> MuReadout (vector-like, scales its own output)."""
-
-    def __init__(self, width: int, readout: bool = True) -> None:
-        super().__init__()
-        self.inp = nn.Linear(4, width)
-        self.norm = nn.LayerNorm(width)
-        self.hidden = nn.Linear(width, width)
-        self.out = mup.MuReadout(width, 2) if readout else nn.Linear(width, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.out(self.hidden(self.norm(self.inp(x)).relu()).relu())
-
-
-def mup_mlp(width: int) -> MLP:
-    model = MLP(width)
-    mup.set_base_shapes(model, MLP(BASE_WIDTH), delta=MLP(2 * BASE_WIDTH))
-    return model
-
-
-class Module(pl.LightningModule):
-    def __init__(self, net: nn.Module, make_optimizer: Any) -> None:
-        super().__init__()
-        self.net = net
-        self.make_optimizer = make_optimizer
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        return nn.functional.cross_entropy(self.net(x), y)
-
-    def configure_optimizers(self) -> Any:
-        return self.make_optimizer(self.net)
-
-
-class MetricsLogger(Logger):
-    """A real (minimal) Lightning logger that keeps what it is given."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.metrics: dict[str, float] = {}
-
-    @property
-    def name(self) -> str:
-        return "memory"
-
-    @property
-    def version(self) -> int:
-        return 0
-
-    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        self.metrics.update(metrics)
 
 
 def fit(net: nn.Module, make_optimizer: Any, **trainer_kwargs: Any) -> tuple[TimescaleCallback, torch.optim.Optimizer]:
@@ -157,20 +99,8 @@ def test_decoupled_wd_pitfall_is_reported_and_fixed() -> None:
         assert group["lr"] * group["weight_decay"] == pytest.approx(1 / TAU_ITER, rel=1e-12)
 
 
-def nanogpt_mup_groups(net: nn.Module, s: float = 4.0) -> torch.optim.Optimizer:
-    """nanoGPT-mup's ``configure_optimizers``: hidden weights ``lr / s``, every decaying group the same wd."""
-    return torch.optim.AdamW(
-        [
-            {"params": [net.hidden.weight], "lr": LR / s, "weight_decay": WD, "width_mult": s, "name": "mup_decay"},
-            {"params": [net.inp.weight, net.out.weight], "weight_decay": WD, "name": "decay"},
-            {"params": [p for n, p in net.named_parameters() if p.ndim == 1], "weight_decay": 0.0, "name": "nodecay"},
-        ],
-        lr=LR,
-    )
-
-
 def test_nanogpt_mup_groups_pitfall_is_reported_and_fixed() -> None:
-    logger = MetricsLogger()
+    logger = MemoryLogger()
     with pytest.warns(UserWarning, match=r"fixed-λ muP pitfall.*'mup_decay' \(s=4, .*weight_decay 0\.1 -> 16\.67\)"):
         callback, optimizer = fit(MLP(32, readout=False), nanogpt_mup_groups, logger=logger)
     assert [p.name for p in callback.fixed_lambda_pitfalls] == ["mup_decay"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lightning_tau.decide import GroupTimescale
 from lightning_tau.optim import decay_kind, group_lr, group_names, group_width_mult, reference_lr
-from lightning_tau.schedule import ScheduledStep, planned_lr_sums
+from lightning_tau.schedule import ScheduledStep, optimizer_remaining, planned_lr_sums, planned_timescales
 
 
 def params() -> list[torch.nn.Parameter]:
@@ -143,3 +144,55 @@ def test_planned_lr_sums_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("lightning_tau.schedule.MAX_SIMULATED_STEPS", 3)
     assert planned_lr_sums(opt, [sched], total_steps=3, steps_per_epoch=10) == [1.75]
     assert planned_lr_sums(opt, [sched], total_steps=4, steps_per_epoch=10) is None
+
+
+def test_optimizer_remaining_counts_the_runs_steps_in_the_optimizers_own() -> None:
+    assert optimizer_remaining(1000, 100, 50.0) == 500
+    assert optimizer_remaining(1000, 100, 150.0) == 1500
+    assert optimizer_remaining(10, 4, 1.0) == 2  # 2.5 rounds to even
+    assert optimizer_remaining(11, 4, 1.0) == 3  # 2.75 rounds up
+    assert optimizer_remaining(1000, 100, None) == 1000  # the run's own M
+    assert optimizer_remaining(1000, None, 50.0) == 1000  # unknown M: nothing to scale by
+    assert optimizer_remaining(1000, 0, 50.0) == 1000
+
+
+def _decision(optimizer: int, index: int, *, lr: float = 0.5, wd: float = 0.1, decays: bool = True) -> GroupTimescale:
+    return GroupTimescale(f"g{optimizer}{index}", optimizer, index, 1, lr, 0.3, wd, decays, tau_iter=20.0)
+
+
+def test_planned_timescales_per_step_are_remaining_steps_over_each_groups_tau_iter() -> None:
+    groups = [_decision(0, 0), _decision(0, 1, decays=False), _decision(1, 0)]
+    planned = planned_timescales(
+        groups, [], [], 100, steps_per_epoch=10.0, optimizer_m={1: 5.0}, per_step=True
+    )  # optimizers and schedulers are not read in per-step mode
+    assert planned == {(0, 0): 100 / 20.0, (1, 0): 50 / 20.0}
+
+
+def test_planned_timescales_sum_each_optimizers_schedule() -> None:
+    unscheduled = torch.optim.AdamW([{"params": params(), "lr": 0.5}, {"params": params(), "lr": 0.5}])
+    scheduled, halving = _halving(interval="epoch")
+    groups = [_decision(0, 0), _decision(0, 1, decays=False), _decision(1, 0, lr=1.0, wd=0.2)]
+    planned = planned_timescales(
+        groups,
+        [unscheduled, scheduled],
+        [[], [halving]],
+        4,
+        steps_per_epoch=2.0,
+        optimizer_m={1: 1.0},  # optimizer 1 steps once per 2 batches: 2 steps left, a new epoch each
+        per_step=False,
+    )
+    # optimizer 0 at its reference lr: 4 steps x 0.5 x 0.1; optimizer 1: (1 + 0.5) x 0.2
+    assert planned == {(0, 0): pytest.approx(4 * 0.5 * 0.1), (1, 0): pytest.approx(1.5 * 0.2)}
+
+
+def test_planned_timescales_are_unknown_where_the_schedule_cannot_be_simulated() -> None:
+    opt = torch.optim.AdamW(params(), lr=1.0)
+    plateau = ScheduledStep(torch.optim.lr_scheduler.ReduceLROnPlateau(opt), "epoch")
+    groups = [_decision(0, 0)]
+    assert planned_timescales(groups, [opt], [[plateau]], 10, steps_per_epoch=5.0, optimizer_m={}, per_step=False) == {
+        (0, 0): None
+    }
+    opt, halving = _halving(interval="epoch")  # an epoch-interval scheduler with an unknown epoch length
+    assert planned_timescales(groups, [opt], [[halving]], 10, steps_per_epoch=None, optimizer_m={}, per_step=False) == {
+        (0, 0): None
+    }

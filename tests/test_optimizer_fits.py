@@ -13,7 +13,7 @@ import lightning.pytorch as pl
 import pytest
 import torch
 from conftest import quiet_trainer
-from test_optimizer_families import DECOUPLED_FACTORIES, matrix_params, zero_grad_step
+from helpers.optimizers import DECOUPLED_FACTORIES, matrix_params, zero_grad_step
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau import TimescaleCallback, apply_timescale

@@ -15,14 +15,13 @@ import lightning.pytorch as pl
 import pytest
 import torch
 from conftest import TinyModel, make_loader, quiet_trainer
-from lightning.pytorch.callbacks import BaseFinetuning, BatchSizeFinder, GradientAccumulationScheduler
+from helpers.runs import LR, TAU, PerOptimizer, TwoPlayers, Unfreeze, closed_form, frozen_aware_adamw
+from lightning.pytorch.callbacks import BatchSizeFinder, GradientAccumulationScheduler
 from lightning.pytorch.tuner import Tuner
 from lightning.pytorch.utilities import CombinedLoader
 from torch.utils.data import DataLoader
 
 from lightning_tau import TimescaleCallback
-
-TAU, LR = 5.0, 0.01
 
 
 class StepLog(pl.Callback):
@@ -52,10 +51,6 @@ class StepLog(pl.Callback):
 
     def epochs(self) -> list[int]:
         return [epoch for epoch, _ in self.steps]
-
-
-def closed_form(steps_per_epoch: float, lr: float = LR, tau_epoch: float = TAU) -> float:
-    return 1.0 / (lr * tau_epoch * steps_per_epoch)
 
 
 def adamw(m: torch.nn.Module, lr: float = LR, wd: float = 0.1) -> torch.optim.Optimizer:
@@ -116,31 +111,6 @@ def test_reloaded_dataloaders_with_a_growing_dataset(mode: str, caplog: pytest.L
     assert caplog.text.count("`TimescaleCallback` at epoch 1") == 1
     assert "steps per epoch 10 -> 20" in caplog.text and "dataset size 100 -> 200" in caplog.text
     assert caplog.text.count("`TimescaleCallback` at epoch 2") == 1
-
-
-class Unfreeze(BaseFinetuning):
-    """Freeze the head at first; at epoch 1 add it back as a new param group at lr 0.005 (decay from defaults)."""
-
-    def __init__(self, weight_decay: float | None = None) -> None:
-        super().__init__()
-        self.weight_decay = weight_decay
-
-    def freeze_before_training(self, pl_module: TinyModel) -> None:
-        self.freeze(pl_module.head)
-
-    def finetune_function(self, pl_module: TinyModel, epoch: int, optimizer: torch.optim.Optimizer) -> None:
-        if epoch == 1:
-            params = [p for p in pl_module.head.parameters()]
-            for p in params:
-                p.requires_grad = True
-            group: dict[str, Any] = {"params": params, "lr": 0.005, "name": "head"}
-            if self.weight_decay is not None:
-                group["weight_decay"] = self.weight_decay
-            optimizer.add_param_group(group)
-
-
-def frozen_aware_adamw(m: TinyModel) -> torch.optim.Optimizer:
-    return torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=LR, weight_decay=0.1)
 
 
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
@@ -302,54 +272,6 @@ def test_reduce_lr_on_plateau_is_not_undone() -> None:
     lrs = [groups[0][0] for _, groups in log.steps]
     assert lrs[-1] < lrs[0]  # the plateau scheduler really lowered the lr
     assert log.weight_decays() == pytest.approx([closed_form(10)] * 30)  # held at the starting lr, as the paper does
-
-
-class TwoPlayers(pl.LightningModule):
-    """Manual optimization with two AdamW optimizers: the discriminator steps every batch, the generator every
-    second batch (10 batches: 10 and 5 steps per epoch). No biases, so no 1-D parameter decays."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.automatic_optimization = False
-        self.disc = torch.nn.Linear(4, 2, bias=False)
-        self.gen = torch.nn.Linear(4, 4, bias=False)
-
-    def training_step(self, batch: Any, batch_idx: int) -> None:
-        x, y = batch
-        opt_d, opt_g = self.optimizers()
-        loss_d = torch.nn.functional.cross_entropy(self.disc(x), y)
-        opt_d.zero_grad()
-        self.manual_backward(loss_d)
-        opt_d.step()
-        if batch_idx % 2 == 1:
-            loss_g = -torch.nn.functional.cross_entropy(self.disc(self.gen(x)), y)
-            opt_g.zero_grad()
-            self.manual_backward(loss_g)
-            opt_g.step()
-
-    def configure_optimizers(self) -> list[torch.optim.Optimizer]:
-        return [
-            torch.optim.AdamW(self.disc.parameters(), lr=LR, weight_decay=0.1),
-            torch.optim.AdamW(self.gen.parameters(), lr=LR, weight_decay=0.1),
-        ]
-
-
-class PerOptimizer(pl.Callback):
-    """Per optimizer step, from a torch step post-hook: (epoch, optimizer index, weight decay the step used)."""
-
-    def __init__(self) -> None:
-        self.steps: list[tuple[int, int, float]] = []
-
-    def on_train_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
-        for i, opt in enumerate(trainer.optimizers):
-            opt.register_step_post_hook(
-                lambda o, args, kwargs, i=i: self.steps.append(
-                    (trainer.current_epoch, i, float(o.param_groups[0]["weight_decay"]))
-                )
-            )
-
-    def of(self, index: int) -> list[tuple[int, float]]:
-        return [(epoch, wd) for epoch, i, wd in self.steps if i == index]
 
 
 def test_manual_optimization_with_declared_steps_per_epoch_holds_each_optimizers_tau_from_the_first_step() -> None:

@@ -11,11 +11,10 @@ import sys
 from typing import Any
 
 import lightning.pytorch as pl
-import mup
 import pytest
 import torch
 from conftest import make_loader, quiet_trainer
-from test_mup import BASE_WIDTH, LR, MLP, WD, Module, mup_mlp, nanogpt_mup_groups
+from helpers.mup_models import BASE_WIDTH, LR, MLP, WD, Module, mu_adamw, mup_mlp, nanogpt_mup_groups
 from torch import nn
 
 from lightning_tau import TimescaleCallback
@@ -50,10 +49,6 @@ def _group_s(group: dict[str, Any]) -> float:
     if "width_mult" in group:
         return float(group["width_mult"])
     return max(param_width_mult(p) for p in group["params"])  # 1 without mup
-
-
-def mu_adamw(net: nn.Module) -> torch.optim.Optimizer:
-    return mup.MuAdamW(net.parameters(), lr=LR, weight_decay=WD)
 
 
 def fit(

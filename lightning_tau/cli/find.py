@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from lightning_tau._constants import GOALS
 from lightning_tau.cli._args import fraction_above_zero, nonempty_path, positive_float, positive_int, random_seed
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS
 from lightning_tau.tuner.journal import journal_problem
@@ -121,7 +122,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         help="validation metric to compare; when not given: val/loss on digits, val_loss with --config",
     )
-    parser.add_argument("--mode", choices=("min", "max"), default="min", help="whether lower or higher is better")
+    parser.add_argument("--mode", choices=GOALS, default="min", help="whether lower or higher is better")
     parser.add_argument(
         "--reduce",
         choices=("last", "best"),

@@ -5,6 +5,8 @@
   Fabric): :func:`timescale_metrics` and the per-step :class:`TimescaleTracker` (torch only).
 - :mod:`lightning_tau.diagnostics.stats`: the fused weight-statistics pass (torch only), usable without Lightning.
 - :mod:`lightning_tau.diagnostics.dashboards`: the TensorBoard custom-scalars layout and hparams record.
+- :mod:`lightning_tau.diagnostics.sweep`: a sweep's runs read back from TensorBoard, each line's optimum and the
+  Figure-1-style picture (``lightning-tau plot`` is the command line over it).
 
 The names below are imported on first use (PEP 562), as in the top-level package: importing
 ``lightning_tau.diagnostics.stats`` or ``.metrics`` in a plain torch loop does not load Lightning.

@@ -15,7 +15,6 @@ Imports torch only (no Lightning), so plain PyTorch loops and Lightning Fabric l
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from lightning_tau import timescale
+from lightning_tau import _checks, timescale
 from lightning_tau.diagnostics.stats import WeightStatsPass, all_reduce_sums, group_sums, magnitudes
 from lightning_tau.optim import group_lr, group_names, group_width_mult, unit_rms_updates, unwrap_optimizer
 
@@ -276,18 +275,13 @@ def timescale_metrics(
         ("tau_iter_target", tau_iter_target),
         ("tau_epoch_target", tau_epoch_target),
     ):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value))
-        ):
-            raise ValueError(f"`timescale_metrics({name}={value!r})` is not valid: use a positive number, or None.")
+        if value is not None:
+            _checks.positive_number("timescale_metrics", name, value, "use a positive number, or None.")
     if tracker is not None and not isinstance(tracker, TimescaleTracker):
-        raise ValueError(f"`timescale_metrics(tracker={tracker!r})` is not valid: use a `TimescaleTracker`, or None.")
+        raise _checks.invalid("timescale_metrics", "tracker", tracker, "use a `TimescaleTracker`, or None.")
     if stats_pass is not None and not isinstance(stats_pass, WeightStatsPass):
-        raise ValueError(
-            f"`timescale_metrics(stats_pass={stats_pass!r})` is not valid: use a `WeightStatsPass`, or None."
-        )
-    if not isinstance(sharded, bool):
-        raise ValueError(f"`timescale_metrics(sharded={sharded!r})` is not valid: use True or False.")
+        raise _checks.invalid("timescale_metrics", "stats_pass", stats_pass, "use a `WeightStatsPass`, or None.")
+    _checks.flag("timescale_metrics", "sharded", sharded)
     tracked: list[int | None] = [None] * len(opts)
     if tracker is not None:
         tracked = [tracker._index_of(opt) for opt in opts]
@@ -342,9 +336,7 @@ def timescale_metrics(
 def check_prefix(owner: str, prefix: Any) -> str:
     """A key prefix: a non-empty string without a leading or trailing ``/``; ``ValueError`` naming ``owner``."""
     if not isinstance(prefix, str) or not prefix or prefix.startswith("/") or prefix.endswith("/"):
-        raise ValueError(
-            f"`{owner}(prefix={prefix!r})` is not valid: use a non-empty string without a leading or trailing '/'."
-        )
+        raise _checks.invalid(owner, "prefix", prefix, "use a non-empty string without a leading or trailing '/'.")
     return prefix
 
 

@@ -20,11 +20,11 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from typing_extensions import override
 
-from lightning_tau import timescale
-from lightning_tau._trainer import read_run_shape
+from lightning_tau import _checks, timescale
+from lightning_tau._trainer import RunShapeReader
 from lightning_tau.decide import RunShape
 from lightning_tau.diagnostics import dashboards
-from lightning_tau.diagnostics.metrics import group_metrics
+from lightning_tau.diagnostics.metrics import check_prefix, group_metrics
 from lightning_tau.diagnostics.stats import (
     DEFAULT_CHUNK_NUMEL,
     WeightStatsPass,
@@ -124,31 +124,18 @@ class TimescaleMonitor(Callback):
         sharded: bool | None = None,
         chunk_numel: int = DEFAULT_CHUNK_NUMEL,
     ) -> None:
-        if logging_interval is not None and (
-            isinstance(logging_interval, bool) or not isinstance(logging_interval, int) or logging_interval < 1
-        ):
-            raise ValueError(
-                f"`TimescaleMonitor(logging_interval={logging_interval!r})` is not valid: use a positive int, or"
-                " None for the Trainer's `log_every_n_steps`."
-            )
+        owner = "TimescaleMonitor"
+        if logging_interval is not None:
+            hint = "use a positive int, or None for the Trainer's `log_every_n_steps`."
+            _checks.positive_int(owner, "logging_interval", logging_interval, hint)
         for name, value in (("per_tensor", per_tensor), ("dashboards", dashboards), ("log_hparams", log_hparams)):
-            if not isinstance(value, bool):
-                raise ValueError(f"`TimescaleMonitor({name}={value!r})` is not valid: use True or False.")
-        if sharded is not None and not isinstance(sharded, bool):
-            raise ValueError(
-                f"`TimescaleMonitor(sharded={sharded!r})` is not valid: use True, False, or None to detect it."
-            )
-        if not isinstance(prefix, str) or not prefix or prefix.startswith("/") or prefix.endswith("/"):
-            raise ValueError(
-                f"`TimescaleMonitor(prefix={prefix!r})` is not valid: use a non-empty string without a leading or"
-                " trailing '/'."
-            )
-        if hparams_metric is not None and (not isinstance(hparams_metric, str) or not hparams_metric):
-            raise ValueError(
-                f"`TimescaleMonitor(hparams_metric={hparams_metric!r})` is not valid: use a logged metric's name."
-            )
-        if isinstance(chunk_numel, bool) or not isinstance(chunk_numel, int) or chunk_numel < 1:
-            raise ValueError(f"`TimescaleMonitor(chunk_numel={chunk_numel!r})` is not valid: use a positive int.")
+            _checks.flag(owner, name, value)
+        if sharded is not None:
+            _checks.flag(owner, "sharded", sharded, "use True, False, or None to detect it.")
+        check_prefix(owner, prefix)
+        if hparams_metric is not None:
+            _checks.non_empty(owner, "hparams_metric", hparams_metric, "use a logged metric's name.")
+        _checks.positive_int(owner, "chunk_numel", chunk_numel, "use a positive int.")
         self.logging_interval = logging_interval
         self.per_tensor = per_tensor
         self.prefix = prefix
@@ -166,9 +153,9 @@ class TimescaleMonitor(Callback):
         self._last_logged_step = -1
         self._optimizer_index: dict[int, int] = {}
         self._param_names: dict[int, str] = {}
-        #: The run's shape (``M``, ``N``, ``B``): pushed by a ``TimescaleCallback`` in the same Trainer after each
-        #: of its decisions, else read with the same reader once per epoch.
-        self.run_shape: RunShape | None = None
+        # The run's shape (``M``, ``N``, ``B``; see `run_shape`): a `TimescaleCallback`'s reader, shared after its
+        # first decision, else a reader of the monitor's own, read once per epoch.
+        self._shapes = RunShapeReader()
         #: The run's timescale (``None``: no target, not logged): pushed by a ``TimescaleCallback`` (the base
         #: width's), or set by hand on a monitor used alone; logged for every decaying group that has no target below.
         self.target_tau_iter: float | None = None
@@ -179,8 +166,6 @@ class TimescaleMonitor(Callback):
         #: Optimizer index -> its steps per epoch where it is not the run's ``M`` (manual optimization), pushed by a
         #: ``TimescaleCallback``: that optimizer's groups' ``tau_epoch`` is in its own steps.
         self.optimizer_steps_per_epoch: dict[int, float] = {}
-        self._shape_pushed = False
-        self._shape_epoch: int | None = None
         self._optimizers: list[torch.optim.Optimizer] = []
         self._quiet_without_logger = False  # a `TimescaleCallback`'s default monitor says nothing with no logger
         self._group_counts: dict[int, int] = {}
@@ -194,6 +179,12 @@ class TimescaleMonitor(Callback):
     @property
     def state_key(self) -> str:
         return self._state_key
+
+    @property
+    def run_shape(self) -> RunShape | None:
+        """The run's shape (``M``, ``N``, ``B``): the one a ``TimescaleCallback`` in the same Trainer decided with,
+        else read once per epoch (``None`` before, or when the epoch length is unknown)."""
+        return self._shapes.shape
 
     @override
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -231,8 +222,8 @@ class TimescaleMonitor(Callback):
         self.optimizer_steps = int(restored.get("optimizer_steps", 0))
         self._param_names = {id(p): n for n, p in pl_module.named_parameters()}
         self._reduce = self.sharded if self.sharded is not None else _is_sharded(trainer)
-        if not self._shape_pushed:
-            self.run_shape, self._shape_epoch = None, None
+        if not self._shapes.decided:
+            self._shapes.reset()
         self._last_logged_step = -1
         if not trainer.loggers:
             if self._quiet_without_logger:  # TimescaleCallback's default monitor: nothing asked for, nothing to say
@@ -416,26 +407,26 @@ class TimescaleMonitor(Callback):
         )
         return {dashboards.metric_key(self.prefix, key, state.name): value for key, value in values.items()}
 
-    def set_run_shape(
+    def follow(
         self,
-        shape: RunShape | None,
+        shapes: RunShapeReader,
         *,
         tau_iter: float | None,
         tau_epoch: float | None,
         group_targets: Mapping[tuple[int, int], tuple[float, float | None]] | None = None,
         optimizer_steps_per_epoch: Mapping[int, float] | None = None,
     ) -> None:
-        """Take the run's shape and targets from a ``TimescaleCallback`` (after each of its decisions).
+        """Follow a ``TimescaleCallback``'s decisions (it calls this after each): its shape reader and its targets.
 
         Args:
-            shape: the run's ``M``, ``N``, ``B`` as the callback read them.
+            shapes: the callback's reader of the run's ``M``, ``N``, ``B``; the monitor reads the shape there.
             tau_iter: the run's target in steps (the base width's), for the HParams record.
             tau_epoch: the run's target in epochs.
             group_targets: ``(optimizer index, group index) -> (tau_iter, tau_epoch)`` of every group the callback
                 manages; groups it does not name log no target. ``None`` logs the run's target for every group.
             optimizer_steps_per_epoch: optimizer index -> its ``M`` where it is not ``shape``'s.
         """
-        self.run_shape, self._shape_pushed = shape, shape is not None
+        self._shapes = shapes
         self.target_tau_iter, self.target_tau_epoch = tau_iter, tau_epoch
         self.group_targets = None if group_targets is None else dict(group_targets)
         self.optimizer_steps_per_epoch = dict(optimizer_steps_per_epoch or {})
@@ -446,15 +437,11 @@ class TimescaleMonitor(Callback):
 
     def _dataset_shape(self, trainer: pl.Trainer) -> RunShape | None:
         """The run's shape as a ``TimescaleCallback`` decided it, else read once per epoch; ``None`` if unknown."""
-        if self._shape_pushed or self._shape_epoch == trainer.current_epoch:
-            return self.run_shape
-        first = self._shape_epoch is None
-        self._shape_epoch = trainer.current_epoch
-        shape = read_run_shape(trainer)
-        self.run_shape = shape if shape.steps_per_epoch is not None else None
-        if self.run_shape is None and first:
+        first = self._shapes.epoch is None
+        shape = self._shapes.current(trainer)
+        if shape is None and first:
             rank_zero_info("`TimescaleMonitor`: the epoch length is unknown, so the `tau_epoch` keys are left out.")
-        return self.run_shape
+        return shape
 
     def _hparams(self, trainer: pl.Trainer) -> dict[str, Any]:
         p = self.prefix

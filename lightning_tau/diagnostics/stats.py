@@ -27,6 +27,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from lightning_tau import _checks
+
 __all__ = [
     "COUNT",
     "DEFAULT_CHUNK_NUMEL",
@@ -67,9 +69,7 @@ class WeightStatsPass:
     """
 
     def __init__(self, chunk_numel: int = DEFAULT_CHUNK_NUMEL) -> None:
-        if isinstance(chunk_numel, bool) or not isinstance(chunk_numel, int) or chunk_numel < 1:
-            raise ValueError(f"`WeightStatsPass(chunk_numel={chunk_numel!r})` is not valid: use a positive int.")
-        self.chunk_numel = chunk_numel
+        self.chunk_numel = _checks.positive_int("WeightStatsPass", "chunk_numel", chunk_numel, "use a positive int.")
         self._buffers: dict[torch.dtype, Tensor] = {}
 
     @torch.no_grad()

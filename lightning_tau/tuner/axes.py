@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from lightning_tau import _checks
 from lightning_tau._table import table_lines
 from lightning_tau.tuner.curve import FinderResult, write_json
 from lightning_tau.tuner.stats import ScalingFit, fit_scaling, size_verdict, width_verdict
@@ -108,8 +109,7 @@ class AxisResult:
         Raises:
             ValueError: lengths differ, fewer than 2 points, or the points have other grids or seeds.
         """
-        if axis not in ("width", "dataset_size"):
-            raise ValueError(f"`AxisResult(axis={axis!r})` is not supported. Use 'width' or 'dataset_size'.")
+        _checks.choice("AxisResult", "axis", axis, ("width", "dataset_size"))
         if len(values) != len(results) or len(results) < 2:
             raise ValueError(
                 f"`AxisResult` needs one result per axis point and at least 2 points, got {len(values)} values and"
@@ -221,12 +221,14 @@ class AxisResult:
     def _point_name(self, i: int) -> str:
         return f"width {self.values[i]:g}" if self.axis == "width" else f"N={int(self.scales[i])}"
 
-    def _x_of_tau(self, tau: float) -> float:
-        """The swept quantity at ``tau`` of the grid (width: its ``λ_base``)."""
+    def x_of_tau(self, tau: float) -> float:
+        """The swept quantity at ``tau``, a ``tau_epoch`` of the grid: along width its ``λ_base``, else ``tau``."""
         taus = [p.tau_epoch for p in self.results[0].curve]
         if self.axis == "width":
             return self.xs[len(taus) - 1 - taus.index(tau)]
         return tau
+
+    _x_of_tau = x_of_tau  # the old private name, which demos/width.py still calls until the demos' rework lands
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: the axis, the exponent and its interval, the verdict, the optima, the callback's
@@ -281,7 +283,7 @@ class AxisResult:
         for j, point in enumerate(first.curve):
             cells = [f"{point.tau_epoch:g}"]
             if self.axis == "width":
-                cells.append(f"{self._x_of_tau(point.tau_epoch):.3g}")
+                cells.append(f"{self.x_of_tau(point.tau_epoch):.3g}")
             for r in self.results:
                 p = r.curve[j]
                 mark = "*" if p.tau_epoch == r.grid_tau_epoch else " "
@@ -366,7 +368,7 @@ class AxisResult:
         fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
         colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(self.results)))
         for i, (r, color) in enumerate(zip(self.results, colors)):
-            xs = [self._x_of_tau(p.tau_epoch) for p in r.curve]
+            xs = [self.x_of_tau(p.tau_epoch) for p in r.curve]
             left.plot(xs, [p.mean for p in r.curve], "o-", color=color, markersize=4, label=self._point_name(i))
             left.axvline(self.fit.optima[i], color=color, linestyle=":", alpha=0.8)
         left.set_xscale("log")

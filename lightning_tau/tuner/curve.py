@@ -23,6 +23,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from lightning_tau._constants import GOALS, Goal
 from lightning_tau._table import table_lines
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "write_json",
 ]
 
-Mode = Literal["min", "max"]
 
 #: The finder's default grid: ``tau_epoch`` from 2 to 128 epochs, doubling (7 points).
 DEFAULT_TAU_EPOCHS: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
@@ -93,7 +93,7 @@ class SmoothedOptimum(NamedTuple):
 
 
 def smoothed_optimum(
-    tau_epochs: Sequence[float], values: Sequence[float], mode: Mode = "min", window: int = 1
+    tau_epochs: Sequence[float], values: Sequence[float], mode: Goal = "min", window: int = 1
 ) -> SmoothedOptimum:
     r"""The optimum of a metric curve over ``tau_epochs``, smoothed by a parabola in ``log(tau_epoch)``.
 
@@ -126,7 +126,7 @@ def smoothed_optimum(
         >>> smoothed_optimum(grid, [3.0, 2.0, 1.0, 0.5, 0.4]).at_edge  # still falling at the largest tau
         True
     """
-    if mode not in ("min", "max"):
+    if mode not in GOALS:
         raise ValueError(f"`smoothed_optimum(mode={mode!r})` is not supported. Use 'min' or 'max'.")
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ValueError(f"`smoothed_optimum(window={window!r})` is not valid: use an integer >= 1.")
@@ -164,7 +164,7 @@ def smoothed_optimum(
 def optimum_range(
     tau_epochs: Sequence[float],
     values: Sequence[Sequence[float]],
-    mode: Mode = "min",
+    mode: Goal = "min",
     window: int = 1,
     level: float = 0.9,
     resamples: int = 1000,
@@ -365,7 +365,7 @@ class FinderResult:
     lr: dict[str, float]
     subset_weight_decay: dict[str, float]
     monitor: str
-    mode: Mode
+    mode: Goal
     reduce: Literal["last", "best"]
     fraction: float
     dataset_size: int
@@ -386,7 +386,7 @@ class FinderResult:
         *,
         lr: Mapping[str, float],
         monitor: str,
-        mode: Mode,
+        mode: Goal,
         reduce: Literal["last", "best"],
         fraction: float,
         dataset_size: int,

@@ -38,10 +38,12 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 from optuna.storages import BaseStorage
 from torch.utils.data import DataLoader, RandomSampler
 
+from lightning_tau import _checks
+from lightning_tau._constants import GOALS, Goal
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, CurvePoint, FinderResult, Mode
+from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, CurvePoint, FinderResult
 from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna
 from lightning_tau.tuner.trial import ModelCopies, run_trial, subset_dataloader
 from lightning_tau.tuner.workers import Workers, start_server, worker_environ
@@ -166,7 +168,7 @@ class TimescaleFinder:
         tau_epochs: Sequence[float] = DEFAULT_TAU_EPOCHS,
         seeds: Sequence[int] = (0, 1, 2),
         monitor: str = "val_loss",
-        mode: Mode = "min",
+        mode: Goal = "min",
         reduce: Reduce = "last",
         trainer_kwargs: Mapping[str, Any] | None = None,
         root_dir: str | Path = "tau_runs/find",
@@ -189,74 +191,54 @@ class TimescaleFinder:
         self.widths: tuple[int, ...] | None = _check_widths(widths) if axis == "width" else None
         #: ``axis="dataset_size"``: the fractions of the training set, increasing
         self.fractions: tuple[float, ...] | None = _check_fractions(fractions) if axis == "dataset_size" else None
-        if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < float(level) < 1:
-            raise ValueError(
-                f"`TimescaleFinder(level={level!r})` is not valid: use the exponent interval's level in (0, 1), e.g."
-                " 0.95."
-            )
-        self.level = float(level)
+        self.level = _checks.in_range(
+            "TimescaleFinder", "level", level, "use the exponent interval's level in (0, 1), e.g. 0.95.", low=0, high=1
+        )
         if fraction is None:
             fraction = self.fractions[-1] if self.fractions is not None else DEFAULT_FRACTION
-        if (
-            isinstance(fraction, bool)
-            or not isinstance(fraction, numbers.Real)
-            or not (0 < float(fraction) <= 1)
-            or math.isnan(float(fraction))
-        ):
-            raise ValueError(
-                f"`TimescaleFinder(fraction={fraction!r})` is not valid: use a number in (0, 1], the share of the"
-                " training set each run trains on (e.g. 0.25)."
-            )
-        self.fraction = float(fraction)
+        self.fraction = _checks.in_range(
+            "TimescaleFinder",
+            "fraction",
+            fraction,
+            "use a number in (0, 1], the share of the training set each run trains on (e.g. 0.25).",
+            low=0,
+            high=1,
+            high_closed=True,
+        )
         self.tau_epochs = _check_grid(tau_epochs)
         self.seeds = _check_seeds(seeds)
-        if not isinstance(monitor, str) or not monitor:
-            raise ValueError(
-                f"`TimescaleFinder(monitor={monitor!r})` is not valid: use the name of a logged validation metric."
-            )
-        self.monitor = monitor
-        if mode not in ("min", "max"):
-            raise ValueError(f"`TimescaleFinder(mode={mode!r})` is not supported. Use 'min' or 'max'.")
-        self.mode: Mode = mode
-        if reduce not in ("last", "best"):
-            raise ValueError(f"`TimescaleFinder(reduce={reduce!r})` is not supported. Use 'last' or 'best'.")
-        self.reduce: Reduce = reduce
+        self.monitor = _checks.non_empty(
+            "TimescaleFinder", "monitor", monitor, "use the name of a logged validation metric."
+        )
+        self.mode: Goal = _checks.choice("TimescaleFinder", "mode", mode, GOALS)
+        self.reduce: Reduce = _checks.choice("TimescaleFinder", "reduce", reduce, ("last", "best"))
         self.trainer_kwargs = _check_trainer_kwargs(trainer_kwargs)
         self.epochs: int = self.trainer_kwargs["max_epochs"]
         if not isinstance(root_dir, (str, Path)) or not str(root_dir):
-            raise ValueError(f"`TimescaleFinder(root_dir={root_dir!r})` is not valid: use a directory path.")
+            raise _checks.invalid("TimescaleFinder", "root_dir", root_dir, "use a directory path.")
         self.root_dir = Path(root_dir)
-        if isinstance(subset_seed, bool) or not isinstance(subset_seed, int):
-            raise ValueError(f"`TimescaleFinder(subset_seed={subset_seed!r})` is not valid: use an integer.")
-        self.subset_seed = subset_seed
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise ValueError(f"`TimescaleFinder(window={window!r})` is not valid: use an integer >= 1.")
-        self.window = window
+        self.subset_seed = _checks.integer("TimescaleFinder", "subset_seed", subset_seed)
+        self.window = _checks.positive_int("TimescaleFinder", "window", window, "use an integer >= 1.")
         self.progress = bool(progress)
         self.verbose = bool(verbose)
         if storage is not None and not isinstance(storage, (str, Path, BaseStorage)) or storage == "":
-            raise ValueError(
-                f"`TimescaleFinder(storage={storage!r})` is not valid: use a journal file path, an Optuna storage URL"
-                " (e.g. postgresql+psycopg2://user:password@host/db) or an Optuna storage."
+            raise _checks.invalid(
+                "TimescaleFinder",
+                "storage",
+                storage,
+                "use a journal file path, an Optuna storage URL (e.g. postgresql+psycopg2://user:password@host/db) or"
+                " an Optuna storage.",
             )
         self.storage = storage
-        if study_name is not None and (not isinstance(study_name, str) or not study_name.strip()):
-            raise ValueError(f"`TimescaleFinder(study_name={study_name!r})` is not valid: use a non-empty name.")
+        if study_name is not None:
+            _checks.non_empty("TimescaleFinder", "study_name", study_name, "use a non-empty name.")
         self.study_name = study_name
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"`TimescaleFinder(workers={workers!r})` is not valid: use a positive integer.")
-        self.workers = workers
-        if min(workers, _cores()) > 1:  # the workers' server imports torch and Lightning while the caller sets up
+        self.workers = _checks.positive_int("TimescaleFinder", "workers", workers)
+        if min(self.workers, _cores()) > 1:  # the workers' server imports torch and Lightning while the caller sets up
             start_server()
-        if (
-            isinstance(stale_after, bool)
-            or not isinstance(stale_after, numbers.Real)
-            or not (math.isfinite(stale_after) and stale_after > 0)
-        ):
-            raise ValueError(
-                f"`TimescaleFinder(stale_after={stale_after!r})` is not valid: use a positive number of seconds."
-            )
-        self.stale_after = float(stale_after)
+        self.stale_after = _checks.positive_number(
+            "TimescaleFinder", "stale_after", stale_after, "use a positive number of seconds."
+        )
         #: trials this process trained in the last :meth:`fit`
         self.trained_runs = 0
         #: trials that were complete in the study when the last :meth:`fit` started
@@ -911,16 +893,20 @@ def _tau_name(tau: float) -> str:
 
 def _check_grid(tau_epochs: Sequence[float]) -> tuple[float, ...]:
     if isinstance(tau_epochs, (str, bytes)) or not isinstance(tau_epochs, Sequence) or not tau_epochs:
-        raise ValueError(
-            f"`TimescaleFinder(tau_epochs={tau_epochs!r})` is not valid: use a non-empty sequence of positive"
-            " numbers (epochs), e.g. (2, 4, 8, 16, 32, 64, 128)."
+        raise _checks.invalid(
+            "TimescaleFinder",
+            "tau_epochs",
+            tau_epochs,
+            "use a non-empty sequence of positive numbers (epochs), e.g. (2, 4, 8, 16, 32, 64, 128).",
         )
     for tau in tau_epochs:
-        if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not (math.isfinite(tau) and tau > 0):
-            raise ValueError(
-                f"`TimescaleFinder(tau_epochs={list(tau_epochs)!r})` is not valid: {tau!r} is not a positive finite"
-                " number of epochs."
-            )
+        _checks.positive_number(
+            "TimescaleFinder",
+            "tau_epochs",
+            tau,
+            f"{tau!r} is not a positive finite number of epochs.",
+            shown=repr(list(tau_epochs)),
+        )
     grid = tuple(sorted(float(t) for t in tau_epochs))
     names = [_tau_name(t) for t in grid]
     if len(set(names)) != len(names):
@@ -933,14 +919,19 @@ def _check_grid(tau_epochs: Sequence[float]) -> tuple[float, ...]:
 
 def _check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
-        raise ValueError(f"`TimescaleFinder(seeds={seeds!r})` is not valid: use a non-empty sequence of integers.")
+        raise _checks.invalid("TimescaleFinder", "seeds", seeds, "use a non-empty sequence of integers.")
     for seed in seeds:
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ValueError(f"`TimescaleFinder(seeds={list(seeds)!r})` is not valid: {seed!r} is not an integer.")
+            raise _checks.invalid(
+                "TimescaleFinder", "seeds", seeds, f"{seed!r} is not an integer.", shown=repr(list(seeds))
+            )
         if not 0 <= seed <= MAX_SEED:
-            raise ValueError(
-                f"`TimescaleFinder(seeds={list(seeds)!r})` is not valid: {seed} is not a seed numpy accepts; use"
-                f" integers from 0 to {MAX_SEED}."
+            raise _checks.invalid(
+                "TimescaleFinder",
+                "seeds",
+                seeds,
+                f"{seed} is not a seed numpy accepts; use integers from 0 to {MAX_SEED}.",
+                shown=repr(list(seeds)),
             )
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"`TimescaleFinder(seeds={list(seeds)!r})` repeats a seed: give each seed once.")
@@ -948,11 +939,13 @@ def _check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
 
 
 def _check_axis(axis: Any, fraction: Any, widths: Any, fractions: Any) -> Axis:
-    if axis not in ("fraction", "width", "dataset_size"):
-        raise ValueError(
-            f"`TimescaleFinder(axis={axis!r})` is not supported. Use 'fraction' (one sweep on a subset), 'width' (with"
-            " `widths`) or 'dataset_size' (with `fractions`)."
-        )
+    _checks.choice(
+        "TimescaleFinder",
+        "axis",
+        axis,
+        ("fraction", "width", "dataset_size"),
+        "Use 'fraction' (one sweep on a subset), 'width' (with `widths`) or 'dataset_size' (with `fractions`).",
+    )
     if widths is not None and axis != "width":
         raise ValueError(
             f"`TimescaleFinder(widths={widths!r})` is only used with axis='width' (axis is {axis!r}): pass"
@@ -982,40 +975,52 @@ def _check_axis(axis: Any, fraction: Any, widths: Any, fractions: Any) -> Axis:
 
 def _check_widths(widths: Any) -> tuple[int, ...]:
     if isinstance(widths, (str, bytes)) or not isinstance(widths, Sequence) or len(widths) < 2:
-        raise ValueError(
-            f"`TimescaleFinder(widths={widths!r})` is not valid: give at least 2 increasing positive integer widths,"
-            " e.g. (64, 128, 256): the exponent is a slope across widths."
+        raise _checks.invalid(
+            "TimescaleFinder",
+            "widths",
+            widths,
+            "give at least 2 increasing positive integer widths, e.g. (64, 128, 256): the exponent is a slope across"
+            " widths.",
         )
+    shown = repr(list(widths))
     for w in widths:
         if isinstance(w, bool) or not isinstance(w, numbers.Integral) or w < 1:
-            raise ValueError(
-                f"`TimescaleFinder(widths={list(widths)!r})` is not valid: {w!r} is not a positive integer width."
+            raise _checks.invalid(
+                "TimescaleFinder", "widths", widths, f"{w!r} is not a positive integer width.", shown=shown
             )
     for a, b in zip(widths, widths[1:]):
         if b <= a:
-            raise ValueError(
-                f"`TimescaleFinder(widths={list(widths)!r})` is not valid: {b!r} follows {a!r}; give the widths"
-                " increasing, each once, e.g. (64, 128, 256)."
+            raise _checks.invalid(
+                "TimescaleFinder",
+                "widths",
+                widths,
+                f"{b!r} follows {a!r}; give the widths increasing, each once, e.g. (64, 128, 256).",
+                shown=shown,
             )
     return tuple(int(w) for w in widths)
 
 
 def _check_fractions(fractions: Any) -> tuple[float, ...]:
     if isinstance(fractions, (str, bytes)) or not isinstance(fractions, Sequence) or len(fractions) < 2:
-        raise ValueError(
-            f"`TimescaleFinder(fractions={fractions!r})` is not valid: give at least 2 increasing fractions in (0, 1],"
-            " e.g. (0.1, 0.25, 0.5): the exponent is a slope across dataset sizes."
+        raise _checks.invalid(
+            "TimescaleFinder",
+            "fractions",
+            fractions,
+            "give at least 2 increasing fractions in (0, 1], e.g. (0.1, 0.25, 0.5): the exponent is a slope across"
+            " dataset sizes.",
         )
+    shown = repr(list(fractions))
     for f in fractions:
-        if isinstance(f, bool) or not isinstance(f, numbers.Real) or not 0 < float(f) <= 1:
-            raise ValueError(
-                f"`TimescaleFinder(fractions={list(fractions)!r})` is not valid: {f!r} is not a number in (0, 1]."
-            )
+        hint = f"{f!r} is not a number in (0, 1]."
+        _checks.in_range("TimescaleFinder", "fractions", f, hint, low=0, high=1, high_closed=True, shown=shown)
     for a, b in zip(fractions, fractions[1:]):
         if b <= a:
-            raise ValueError(
-                f"`TimescaleFinder(fractions={list(fractions)!r})` is not valid: {b!r} follows {a!r}; give the"
-                " fractions increasing, each once, e.g. (0.1, 0.25, 0.5)."
+            raise _checks.invalid(
+                "TimescaleFinder",
+                "fractions",
+                fractions,
+                f"{b!r} follows {a!r}; give the fractions increasing, each once, e.g. (0.1, 0.25, 0.5).",
+                shown=shown,
             )
     return tuple(float(f) for f in fractions)
 
@@ -1089,20 +1094,14 @@ def _check_trainer_kwargs(trainer_kwargs: Mapping[str, Any] | None) -> dict[str,
             " for the epochs the full run will, e.g. trainer_kwargs={'max_epochs': 40}."
         )
     epochs = trainer_kwargs["max_epochs"]
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(
-            f"`TimescaleFinder(trainer_kwargs={{'max_epochs': {epochs!r}}})` is not valid: use a positive integer."
-        )
+    _checks.positive_int("TimescaleFinder", "trainer_kwargs", epochs, shown=f"{{'max_epochs': {epochs!r}}}")
     for key, why in _FORBIDDEN_TRAINER_KWARGS.items():
         value = trainer_kwargs.get(key)
         if key in trainer_kwargs and not (key == "max_steps" and value in (None, -1)):
             raise ValueError(f"`TimescaleFinder(trainer_kwargs={{{key!r}: {value!r}}})` is not allowed: {why}.")
     accumulate = trainer_kwargs.get("accumulate_grad_batches", 1)
-    if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
-        raise ValueError(
-            f"`TimescaleFinder(trainer_kwargs={{'accumulate_grad_batches': {accumulate!r}}})` is not valid: use a"
-            " positive integer."
-        )
+    shown = f"{{'accumulate_grad_batches': {accumulate!r}}}"
+    _checks.positive_int("TimescaleFinder", "trainer_kwargs", accumulate, shown=shown)
     for callback in trainer_kwargs.get("callbacks", None) or []:
         if isinstance(callback, TimescaleCallback):
             raise ValueError(

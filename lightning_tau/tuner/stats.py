@@ -29,7 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from lightning_tau.tuner.curve import Mode, smoothed_optimum
+from lightning_tau import _checks
+from lightning_tau._constants import GOALS, Goal
+from lightning_tau.tuner.curve import smoothed_optimum
 
 __all__ = [
     "MIN_SEEDS_FOR_INTERVAL",
@@ -90,8 +92,7 @@ def _t_central_mass(theta: float, df: int) -> float:
 
 
 def _check_df(df: int, owner: str) -> None:
-    if isinstance(df, bool) or not isinstance(df, (int, np.integer)) or df < 1:
-        raise ValueError(f"`{owner}(df={df!r})` is not valid: use a positive integer.")
+    _checks.positive_int(owner, "df", df)
 
 
 def t_sf(t: float, df: int) -> float:
@@ -134,14 +135,12 @@ def t_quantile(p: float, df: int) -> float:
 
 
 def _check_mode(mode: Any, owner: str) -> None:
-    if mode not in ("min", "max"):
-        raise ValueError(f"`{owner}(mode={mode!r})` is not valid: use 'min' (a loss) or 'max'.")
+    if mode not in GOALS:
+        raise _checks.invalid(owner, "mode", mode, "use 'min' (a loss) or 'max'.")
 
 
 def _check_level(level: Any, owner: str, name: str = "level") -> float:
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ValueError(f"`{owner}({name}={level!r})` is not valid: use a number strictly between 0 and 1.")
-    return float(level)
+    return _checks.in_range(owner, name, level, "use a number strictly between 0 and 1.", low=0, high=1)
 
 
 def _as_table(values: Any, owner: str, name: str = "values") -> np.ndarray:
@@ -172,7 +171,7 @@ def _check_positive_increasing(seq: Any, owner: str, name: str, min_len: int) ->
     return values
 
 
-def _scores(table: np.ndarray, mode: Mode) -> np.ndarray:
+def _scores(table: np.ndarray, mode: Goal) -> np.ndarray:
     """Lower is better; a non-finite value (a diverged run) is the worst (``+inf``)."""
     scores = table if mode == "min" else -table
     return np.where(np.isfinite(scores), scores, np.inf)
@@ -226,7 +225,7 @@ def _paired_p(best: np.ndarray, neighbour: np.ndarray) -> float:
 
 
 def paired_interior(
-    values: Any, best_index: int | None = None, mode: Mode = "min", level: float = 0.05
+    values: Any, best_index: int | None = None, mode: Goal = "min", level: float = 0.05
 ) -> InteriorTest:
     r"""Whether the best grid point of a ``grid x seeds`` curve beats each of its grid neighbours, seed by seed.
 
@@ -312,7 +311,7 @@ def _interior_test(scores: np.ndarray, best: int, level: float) -> InteriorTest:
     return InteriorTest(lower_ok and upper_ok, level, p_lower, p_upper, reason)
 
 
-def per_seed_optima(xs: Sequence[float], values: Any, mode: Mode = "min") -> list[float]:
+def per_seed_optima(xs: Sequence[float], values: Any, mode: Goal = "min") -> list[float]:
     """The grid's best ``x`` for each seed (column) of a ``grid x seeds`` curve.
 
     A non-finite value (a diverged run) is the worst; a seed with no finite value gets ``nan``. Ties go to the
@@ -425,7 +424,7 @@ def fit_scaling(
     scales: Sequence[float],
     xs: Sequence[float],
     curves: Sequence[Any],
-    mode: Mode = "min",
+    mode: Goal = "min",
     level: float = 0.95,
     window: int = 1,
     interior_level: float = 0.05,
@@ -495,8 +494,7 @@ def fit_scaling(
     _check_mode(mode, owner)
     level = _check_level(level, owner)
     interior_level = _check_level(interior_level, owner, "interior_level")
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ValueError(f"`{owner}(window={window!r})` is not valid: use an integer >= 1.")
+    _checks.positive_int(owner, "window", window, "use an integer >= 1.")
     scale_list = _check_positive_increasing(scales, owner, "scales", 2)
     grid = _check_positive_increasing(xs, owner, "xs", 1)
     if isinstance(curves, (str, bytes)) or len(curves) != len(scale_list):
@@ -578,7 +576,7 @@ def fit_scaling(
 
 
 def _seed_exponents(
-    scales: list[float], grid: list[float], tables: list[np.ndarray], mode: Mode, window: int
+    scales: list[float], grid: list[float], tables: list[np.ndarray], mode: Goal, window: int
 ) -> list[float]:
     """Each seed's exponent: the slope of its own smoothed optima (column ``j`` of every scale's table)."""
     # a seed with no finite value at a scale cannot reach here: every mean there would be inf (fit_scaling raises)
@@ -589,7 +587,7 @@ def _seed_exponents(
     return [float(e) for e in slopes]
 
 
-def _column_optima(grid: list[float], table: np.ndarray, mode: Mode, window: int) -> np.ndarray:
+def _column_optima(grid: list[float], table: np.ndarray, mode: Goal, window: int) -> np.ndarray:
     """:func:`~lightning_tau.tuner.curve.smoothed_optimum` of every column of ``table`` at once (the same rule).
 
     One least-squares solve per distinct best grid point instead of one ``polyfit`` per column: the coverage

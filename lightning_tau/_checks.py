@@ -1,0 +1,219 @@
+"""Argument checks written once: every public entry point validates its arguments with these.
+
+Each check returns the value in the type the caller keeps (``int``, ``float``, ``bool``, ``str``) or raises one
+``ValueError`` in the package's one message form::
+
+    `Owner(name=value)` is not valid: <hint>
+
+The caller names itself (``owner``), the argument and its own ``hint`` (what to pass instead), so the message says
+what is wrong and what to do. :func:`choice` is the one other form, kept from the first release:
+"`Owner(name=value)` is not supported. Use 'a' or 'b'." Pure: imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+__all__ = [
+    "choice",
+    "finite_number",
+    "flag",
+    "in_range",
+    "integer",
+    "invalid",
+    "non_empty",
+    "positive_int",
+    "positive_number",
+]
+
+T = TypeVar("T")
+
+
+def invalid(owner: str, name: str, value: Any, hint: str, *, shown: str | None = None) -> ValueError:
+    """The error for a bad argument, in the package's one form.
+
+    ``shown`` replaces ``repr(value)`` where the message should show more than the value (the whole list one bad
+    entry came from) or less (a tensor by its shape); every check below takes it too.
+
+    Example:
+        >>> invalid("TimescaleMonitor", "prefix", "/tau", "use a name without a leading '/'.")
+        ValueError("`TimescaleMonitor(prefix='/tau')` is not valid: use a name without a leading '/'.")
+    """
+    return ValueError(f"`{owner}({name}={repr(value) if shown is None else shown})` is not valid: {hint}")
+
+
+def _as_float(value: Any) -> float | None:
+    """``value`` as a float, or ``None`` for a bool, a string or anything ``float()`` refuses."""
+    if isinstance(value, (bool, str, bytes)):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def flag(owner: str, name: str, value: Any, hint: str = "use True or False.") -> bool:
+    """``True`` or ``False`` (not ``1``, not ``"yes"``).
+
+    Example:
+        >>> flag("TimescaleCallback", "verbose", False)
+        False
+        >>> flag("TimescaleCallback", "verbose", 1)
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleCallback(verbose=1)` is not valid: use True or False.
+    """
+    if not isinstance(value, bool):
+        raise invalid(owner, name, value, hint)
+    return value
+
+
+def integer(
+    owner: str,
+    name: str,
+    value: Any,
+    hint: str = "use an integer.",
+    *,
+    minimum: int | None = None,
+    shown: str | None = None,
+) -> int:
+    """An integer (a numpy integer counts; a bool or ``3.0`` does not), at least ``minimum`` when given.
+
+    Example:
+        >>> integer("TimescaleFinder", "subset_seed", -3)
+        -3
+        >>> integer("TimescaleFinder", "window", 0, "use an integer >= 1.", minimum=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleFinder(window=0)` is not valid: use an integer >= 1.
+    """
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not ok or (minimum is not None and value < minimum):
+        raise invalid(owner, name, value, hint, shown=shown)
+    return int(value)
+
+
+def positive_int(
+    owner: str, name: str, value: Any, hint: str = "use a positive integer.", *, shown: str | None = None
+) -> int:
+    """An integer >= 1.
+
+    Example:
+        >>> positive_int("TimescaleFinder", "workers", 4)
+        4
+        >>> positive_int("TimescaleFinder", "workers", True)
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleFinder(workers=True)` is not valid: use a positive integer.
+    """
+    return integer(owner, name, value, hint, minimum=1, shown=shown)
+
+
+def finite_number(owner: str, name: str, value: Any, hint: str = "use a finite number.") -> float:
+    """A finite real number as a float (anything ``float()`` takes but a bool or a string).
+
+    Example:
+        >>> finite_number("TimescaleCallback", "power_law_exponent", -1)
+        -1.0
+        >>> finite_number("TimescaleCallback", "power_law_exponent", float("nan"))
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleCallback(power_law_exponent=nan)` is not valid: use a finite number.
+    """
+    number = _as_float(value)
+    if number is None or not math.isfinite(number):
+        raise invalid(owner, name, value, hint)
+    return number
+
+
+def positive_number(
+    owner: str, name: str, value: Any, hint: str = "use a positive finite number.", *, shown: str | None = None
+) -> float:
+    """A positive finite real number as a float.
+
+    Example:
+        >>> positive_number("TimescaleCallback", "tau_epoch", 5)
+        5.0
+        >>> positive_number("TimescaleCallback", "tau_epoch", float("inf"))
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleCallback(tau_epoch=inf)` is not valid: use a positive finite number.
+    """
+    number = _as_float(value)
+    if number is None or not (math.isfinite(number) and number > 0):
+        raise invalid(owner, name, value, hint, shown=shown)
+    return number
+
+
+def in_range(
+    owner: str,
+    name: str,
+    value: Any,
+    hint: str,
+    *,
+    low: float,
+    high: float,
+    low_closed: bool = False,
+    high_closed: bool = False,
+    shown: str | None = None,
+) -> float:
+    """A real number between ``low`` and ``high``, each end open unless said closed (nan never passes).
+
+    Example:
+        >>> in_range("TimescaleFinder", "fraction", 1, "use a number in (0, 1].", low=0, high=1, high_closed=True)
+        1.0
+        >>> in_range("TimescaleFinder", "level", 1, "use a number in (0, 1).", low=0, high=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleFinder(level=1)` is not valid: use a number in (0, 1).
+    """
+    number = _as_float(value)
+    ok = (
+        number is not None
+        and (low <= number if low_closed else low < number)
+        and (number <= high if high_closed else number < high)
+    )
+    if not ok:
+        raise invalid(owner, name, value, hint, shown=shown)
+    return number  # type: ignore[return-value]
+
+
+def non_empty(owner: str, name: str, value: Any, hint: str = "use a non-empty string.") -> str:
+    """A string with something in it besides white space.
+
+    Example:
+        >>> non_empty("TimescaleFinder", "monitor", "val_loss")
+        'val_loss'
+        >>> non_empty("TimescaleFinder", "monitor", " ", "use the name of a logged validation metric.")
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleFinder(monitor=' ')` is not valid: use the name of a logged validation metric.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise invalid(owner, name, value, hint)
+    return value
+
+
+def choice(owner: str, name: str, value: Any, options: Sequence[T], hint: str | None = None) -> T:
+    """One of ``options``; else "`Owner(name=value)` is not supported. Use 'a' or 'b'." (or ``hint`` after it).
+
+    Example:
+        >>> choice("TimescaleCallback", "mode", "per_step", ("constant", "per_step"))
+        'per_step'
+        >>> choice("TimescaleFinder", "mode", "lowest", ("min", "max"))
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleFinder(mode='lowest')` is not supported. Use 'min' or 'max'.
+    """
+    try:
+        known = value in options
+    except (TypeError, ValueError):  # an unhashable value asked of a set, an array's ambiguous truth
+        known = False
+    if not known:
+        names = [repr(o) for o in options]
+        usage = hint or "Use " + (", ".join(names[:-1]) + " or " if len(names) > 1 else "") + f"{names[-1]}."
+        raise ValueError(f"`{owner}({name}={value!r})` is not supported. {usage}")
+    return value

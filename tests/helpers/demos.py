@@ -1,0 +1,140 @@
+"""The demos' oracles: a TensorBoard run read back, the offline (network refused) demo command, and the checks that a
+text sweep's optima and a width sweep's ``summary.json`` follow from their own logged runs."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from ddp_harness import clean_env
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from helpers.tb_events import read_run
+from lightning_tau.tuner.stats import fit_scaling, width_verdict
+
+#: In the subprocess: any IPv4/IPv6 connection or name lookup raises (a download attempt would fail the run).
+REFUSE_NETWORK = """
+import socket
+
+def _refuse(*args, **kwargs):
+    raise OSError("network refused by tests/test_demo_text.py")
+
+_connect = socket.socket.connect
+
+def _connect_local_only(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        _refuse()
+    return _connect(self, address)
+
+socket.socket.connect = _connect_local_only
+socket.socket.connect_ex = _connect_local_only
+socket.getaddrinfo = _refuse
+"""
+
+
+def offline_command(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """``python args`` with sockets refused by a ``sitecustomize``, inside ``unshare -n`` (no network namespace
+    interfaces) where this user may create one."""
+    site = tmp_path / "offline_site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(textwrap.dedent(REFUSE_NETWORK))
+    env = clean_env()
+    env["PYTHONPATH"] = f"{site}{':' + env['PYTHONPATH'] if env.get('PYTHONPATH') else ''}"
+    command = [sys.executable, *args]
+    unshare = shutil.which("unshare")
+    if unshare and subprocess.run([unshare, "-n", "true"], capture_output=True).returncode == 0:
+        command = [unshare, "-n", *command]
+    return command, env
+
+
+def check_text_sweep(sweep: Path, printed: str, *, runs: int, batch_tokens: int, sizes: set[int]) -> None:
+    """A ``--task text`` sweep's summary against its own TensorBoard runs: each run's weight decay is
+    ``B / (lr N tau_epoch)``, and each dataset size's optimum is the lowest seed-mean ``hp/val_loss``."""
+    curves: dict[int, dict[float, list[float]]] = {}
+    decay: dict[tuple[int, float], float] = {}
+    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep})
+    assert len(run_dirs) == runs  # the sweep root holds the HParams experiment config only
+    for run_dir in run_dirs:
+        hparams, scalars = read_run(run_dir)
+        n, b, tau = int(hparams["dataset_size"]), int(hparams["batch_size"]), hparams["tau_epoch"]
+        assert b == batch_tokens
+        assert hparams["weight_decay"] == pytest.approx(b / (hparams["lr"] * n * tau), rel=1e-6)
+        assert math.isfinite(scalars["hp/val_loss"]) and scalars["hp/val_loss"] == pytest.approx(scalars["val/loss"])
+        curves.setdefault(n, {}).setdefault(tau, []).append(scalars["hp/val_loss"])
+        decay[n, tau] = hparams["weight_decay"]
+    assert set(curves) == sizes
+
+    summary = json.loads((sweep / "summary.json").read_text())
+    assert (summary["axis"], summary["task"]) == ("dataset-size", "text")
+    assert [row["dataset_size"] for row in summary["optimum"]] == sorted(sizes)
+    for row in summary["optimum"]:
+        means = {tau: sum(v) / len(v) for tau, v in curves[row["dataset_size"]].items()}
+        best = min(means, key=means.__getitem__)
+        assert row["tau_epoch"] == best
+        assert row["metric"] == pytest.approx(means[best], rel=1e-6)
+        assert row["weight_decay"] == pytest.approx(decay[row["dataset_size"], best], rel=1e-9)
+    assert "Optimum of hp/val_loss per dataset_size" in printed
+
+
+def _grid_argmin(xs: list[float], values: list[float | None]) -> float:
+    means = [math.inf if v is None else v for v in values]
+    return xs[means.index(min(means))]
+
+
+def check_width_summary(sweep: Path, printed: str, widths: list[int], lambdas: list[float], seeds: list[int]) -> dict:
+    """The summary's numbers are the stats module's on its own curves, and the curves are the logged runs."""
+    summary = json.loads((sweep / "summary.json").read_text())
+    assert summary["axis"] == "width" and summary["sweep"] == "lambda_base" and "fixed" not in json.dumps(summary)
+    assert summary["widths"] == summary["values"] == widths and summary["seeds"] == seeds
+    assert summary["xs"] == pytest.approx(sorted(lambdas), rel=1e-9)  # the λ_base the callback really wrote
+    assert set(summary["curves"]) == {str(w) for w in widths}
+    curves, per_seed = [], []
+    for w in widths:
+        rows = summary["curves"][str(w)]
+        assert [row[0] for row in rows] == pytest.approx(sorted(lambdas), rel=1e-9)
+        assert all(len(row[1]) == len(seeds) for row in rows)
+        curves.append([[math.inf if v is None else v for v in row[1]] for row in rows])
+        xs = [row[0] for row in rows]
+        per_seed.append([_grid_argmin(xs, [row[1][j] for row in rows]) for j in range(len(seeds))])
+    fit = fit_scaling([float(w) for w in widths], summary["xs"], curves, mode="min")
+    assert summary["exponent"] == pytest.approx(fit.exponent, abs=1e-12)
+    assert summary["width_exponent"] == pytest.approx(1 + fit.exponent, abs=1e-12)
+    if fit.ci is None:
+        assert summary["exponent_ci"] is None and summary["ci_reason"] == fit.ci_reason and fit.ci_reason
+    else:
+        assert summary["exponent_ci"] == pytest.approx(list(fit.ci), abs=1e-12) and summary["ci_reason"] is None
+    flat = [x for row in summary["per_seed_grid_optima"] for x in row]
+    assert flat == pytest.approx([x for row in per_seed for x in row], rel=1e-9)  # written out above
+    assert flat == pytest.approx([x for row in fit.per_seed_grid_optima for x in row], rel=1e-12)
+    assert [t["interior"] for t in summary["interior"]] == [t.interior for t in fit.interior]
+    assert summary["verdict"] == width_verdict(fit) and f"Verdict: {summary['verdict']}" in printed
+    assert "Exponent of best lambda_base on width" in printed and f"Summary: {sweep / 'summary.json'}" in printed
+    # the curves are the runs the finder logged: one TensorBoard run per (width, λ_base, seed)
+    tau_to_lam = {p["tau_epoch"]: lam for p, lam in zip(summary["results"][0]["curve"], reversed(summary["xs"]))}
+    run_dirs = sorted({p.parent for p in (sweep / "tb").rglob("events.out.tfevents.*")})
+    assert len(run_dirs) == len(widths) * len(lambdas) * len(seeds)
+    logged: dict[str, dict[float, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    for run_dir in run_dirs:
+        width = re.search(r"_width=(\d+)$", run_dir.parent.name).group(1)  # type: ignore[union-attr]
+        tau, seed = re.match(r"tau_epoch=([^_]+)_seed(\d+)_trial", run_dir.name).groups()  # type: ignore[union-attr]
+        lam = tau_to_lam[min(tau_to_lam, key=lambda t: abs(t - float(tau)))]
+        logged[width][lam][int(seed)] = _last_scalar(run_dir, "val/loss")
+    for w in widths:
+        for lam, values in summary["curves"][str(w)]:
+            got = logged[str(w)][min(logged[str(w)], key=lambda x: abs(x - lam))]
+            assert [got[s] for s in seeds] == pytest.approx(values, rel=1e-6)
+    return summary
+
+
+def _last_scalar(run_dir: Path, tag: str) -> float:
+    accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    return accumulator.Scalars(tag)[-1].value

@@ -1,0 +1,225 @@
+"""What TimescaleCallback says (lightning_tau/summary.py): pure text builders, each message checked whole."""
+
+from __future__ import annotations
+
+import torch
+
+from lightning_tau.decide import NO_MUP, GroupInput, GroupTimescale, RunShape
+from lightning_tau.summary import (
+    change_line,
+    change_parts,
+    describe_target,
+    fixed_lambda_warning,
+    manual_note,
+    miscounted_steps_warning,
+    resume_warning,
+    short_run_warning,
+    start_warnings,
+    two_callbacks_message,
+    vectors_warning,
+    width_exponent_unused_warning,
+    width_note,
+)
+
+
+def group(name: str = "pg1", index: int = 0, *, decays: bool = True, **fields: object) -> GroupTimescale:
+    values: dict = dict(num_params=10, reference_lr=1e-3, weight_decay_before=0.1, weight_decay=2.0)
+    values.update(fields)
+    return GroupTimescale(name, 0, index, decays=decays, **values)
+
+
+def test_describe_target_names_the_first_target_given() -> None:
+    assert describe_target(5.0, None, None) == "tau_epoch=5"
+    assert describe_target(None, 300.0, None) == "tau_iter=300"
+    assert describe_target(None, None, 2e9) == "token_budget=2e+09"
+    assert describe_target(5.0, 300.0, 2e9) == "tau_epoch=5"
+    assert describe_target(None, None, None) == "?"
+    assert two_callbacks_message(["tau_epoch=5", "?"]) == (
+        "This Trainer has 2 `TimescaleCallback`s (tau_epoch=5, ?). Each rewrites the same param groups' weight"
+        " decay, so the last one would silently win. Keep one (a `TimescaleMonitor` next to it is fine, for"
+        " diagnostics alone)."
+    )
+
+
+def test_short_run_warning_names_each_decaying_group_under_one_timescale() -> None:
+    groups = [
+        group("short", planned_timescales=0.5),
+        group("just", 1, planned_timescales=1.0),
+        group("unknown", 2, planned_timescales=None),
+        group("off", 3, decays=False, planned_timescales=0.1),
+        group("tiny", 4, planned_timescales=0.004),
+    ]
+    assert short_run_warning(groups) == (
+        "`TimescaleCallback`: the run covers less than one EMA timescale for short (0.50), tiny (0.00), so weight"
+        " decay barely acts and the weights mostly remember their initialization. Train longer or use a smaller"
+        " `tau_epoch`."
+    )
+    assert short_run_warning(groups[1:4]) is None
+
+
+def test_width_note_lists_the_groups_the_exponent_scales() -> None:
+    scaled = group("hidden", width_mult=4.0, width_exponent=0.5)
+    at_one = group("embed", 1, width_mult=1.0, width_exponent=0.5)
+    unscaled = group("head", 2, width_mult=4.0, width_exponent=1.0)
+    off = group("bias", 3, decays=False, width_mult=4.0, width_exponent=0.5)
+    rule = "weight decay ∝ s^alpha across widths, so a group at width multiplier s holds tau_iter x s^(1 - alpha): "
+    assert width_note(0.5, [scaled, at_one, unscaled, off]) == f"width_exponent=0.5: {rule}hidden (s=4, alpha=0.5)."
+    assert (
+        width_note({"hidden": 0.5}, [scaled]) == "width_exponent={'hidden': 0.5}: " + rule + "hidden (s=4, alpha=0.5)."
+    )
+    assert width_note(0.5, [at_one, unscaled, off, group("none", 4, width_exponent=0.5)]) == (
+        "width_exponent=0.5: no decaying group has a width multiplier other than 1, so it changes nothing."
+    )
+    assert width_note(1.0, [scaled]) is None
+    assert width_note({}, [scaled]) is None
+
+
+def test_manual_note_says_what_each_optimizer_is_assumed_to_take() -> None:
+    tail = " until an epoch's steps are counted (warned and re-decided at the next epoch if they differ)."
+    head = "Manual optimization: tau_epoch is held in each optimizer's own steps per epoch; "
+    assert manual_note(manual=True, tau_epoch=5.0, steps_per_epoch=100, optimizer_steps_per_epoch={}) == (
+        head + "each optimizer assumed to step once per batch (M=100)" + tail
+    )
+    declared = {2: 25.0, 1: 50.0}
+    assert manual_note(manual=True, tau_epoch=5.0, steps_per_epoch=None, optimizer_steps_per_epoch=declared) == (
+        head
+        + "optimizer 1: M=50, optimizer 2: M=25 as declared, the others assumed to step once per batch (M=?)"
+        + tail
+    )
+    assert manual_note(manual=False, tau_epoch=5.0, steps_per_epoch=100, optimizer_steps_per_epoch={}) is None
+    assert manual_note(manual=True, tau_epoch=None, steps_per_epoch=100, optimizer_steps_per_epoch={}) is None
+
+
+def test_vectors_warning_names_the_decaying_1d_parameters() -> None:
+    matrix, bias = torch.zeros(2, 2), torch.zeros(2)
+    vectors = [torch.zeros(3) for _ in range(8)]
+    groups = [group("mixed", weight_decay=1.5), group("many", 1), group("off", 2, decays=False)]
+    param_groups = [[{"params": [matrix, bias]}, {"params": vectors}, {"params": [torch.zeros(4)]}]]
+    names = {id(bias): "net.bias", **{id(v): f"v{k}" for k, v in enumerate(vectors[:5])}}
+    assert vectors_warning(groups, param_groups, names) == (
+        "`TimescaleCallback`: these decaying param groups hold 1-D parameters (biases, norm weights), which get the"
+        " same weight decay as the matrices and are pulled toward zero: 'mixed' (1 of 2: net.bias; weight decay 1.5);"
+        " 'many' (8 of 8: v0, v1, v2, v3, v4, <(3,) tensor> and 2 more; weight decay 2). Usually they should not"
+        " decay: give them a group with `weight_decay=0`, e.g. `torch.optim.AdamW(lightning_tau.build_param_groups("
+        "model, weight_decay=0.1), lr=...)` (biases and norms in `no_decay`). If you mean to decay them, pass"
+        " `TimescaleCallback(decay_vectors=True)`."
+    )
+    six = [[{"params": vectors[:6]}]]
+    assert "(6 of 6: v0, v1, v2, v3, v4, <(3,) tensor>; weight decay 2)" in str(vectors_warning([group()], six, names))
+    scalar = [[{"params": [torch.tensor(1.0)]}]]
+    assert "(1 of 1: <() tensor>;" in str(vectors_warning([group()], scalar, {}))
+    assert vectors_warning([group()], [[{"params": [matrix]}]], names) is None
+    assert vectors_warning([group(decays=False)], [[{"params": [bias]}]], names) is None
+
+
+def test_fixed_lambda_warning_checks_only_groups_that_follow_the_mup_rule() -> None:
+    # muP: lr / s at s = 4, but the same weight decay before: lambda was kept fixed across widths
+    base = group("embed", reference_lr=1e-2, weight_decay_before=0.1, weight_decay=0.05, width_mult=1.0)
+    hidden = group("hidden", 1, reference_lr=2.5e-3, weight_decay_before=0.1, weight_decay=0.2, width_mult=4.0)
+    pitfalls, message = fixed_lambda_warning([base, hidden])
+    assert [p.name for p in pitfalls] == ["hidden"]
+    assert message is not None and "'hidden'" in message and "0.2" in message
+    chosen = group("hidden", 1, reference_lr=2.5e-3, weight_decay_before=0.1, width_mult=4.0, width_exponent=0.5)
+    assert fixed_lambda_warning([base, chosen]) == ([], None)
+    off = group("hidden", 1, decays=False, reference_lr=2.5e-3, weight_decay_before=0.1, width_mult=4.0)
+    assert fixed_lambda_warning([base, off]) == ([], None)
+
+
+def test_the_one_line_warnings() -> None:
+    assert width_exponent_unused_warning({"hidden": 0.5}) == (
+        "`TimescaleCallback(width_exponent={'hidden': 0.5})` has no effect: no param group has a muP width multiplier"
+        " other than 1 (no `width_mult` key, no mup `infshape`), so every group keeps the timescale. Leave"
+        " width_exponent out, or call `mup.set_base_shapes` on a μP model."
+    )
+    assert resume_warning(["world_size 1 -> 2", "tau_iter 50.0 -> 100.0"]) == (
+        "`TimescaleCallback` resumed a run whose shape changed since the checkpoint: world_size 1 -> 2, tau_iter"
+        " 50.0 -> 100.0. Weight decay is recomputed for the new values."
+    )
+    assert miscounted_steps_warning(1, 40, 3, 100, 50.0) == (
+        "`TimescaleCallback`: optimizer 1 took 40 steps in epoch 3 (100 batches), but its weight decay assumed M=50"
+        " steps per epoch, so its tau_epoch there was 1.25 times the target. From the next epoch its M is the count"
+        " (counted again every epoch). Pass `TimescaleCallback(steps_per_epoch={1: 40})` to have it right from the"
+        " first step."
+    )
+
+
+def test_change_parts_name_what_changed_and_skip_what_did_not() -> None:
+    old = [
+        group("same"),
+        group("lr", 1, reference_lr=1e-3, weight_decay=2.0),
+        group("wd", 2, weight_decay=2.0),
+        group("off", 3, decays=False, weight_decay=0.3),
+    ]
+    new = [
+        group("same", weight_decay=2.0 * (1 + 1e-13)),
+        group("lr", 1, reference_lr=2e-3, weight_decay=1.0),
+        group("wd", 2, weight_decay=0.5),
+        group("off", 3, decays=False, weight_decay=0.7),
+        group("added", 4, weight_decay_before=0.1, weight_decay=0.05),
+        group("added_off", 5, decays=False, weight_decay=0.0),
+    ]
+    assert change_parts(RunShape(10), RunShape(10), 500.0, 500.0 * (1 + 1e-13), old, old) == []
+    assert change_parts(RunShape(10), RunShape(5, accumulation=2), 500.0, 250.0, old, new) == [
+        "steps per epoch 10 -> 5",
+        "accumulation 1 -> 2",
+        "tau_iter 500 -> 250 steps",
+        "lr reference lr 0.001 -> 0.002",
+        "lr weight decay 2 -> 1",
+        "wd weight decay 2 -> 0.5",
+        "new param group 'added' (managed at lr 0.001): weight decay 0.1 -> 0.05",
+        "new param group 'added_off' (not managed): weight decay 0",
+    ]
+
+
+def test_change_line_says_which_target_is_held() -> None:
+    parts = ["accumulation 1 -> 4", "pg1 weight decay 2 -> 0.5"]
+    assert change_line(parts, tau_epoch=5.0, tau_iter=500.0, epoch=2, step=30) == (
+        "`TimescaleCallback` at epoch 2, step 30: accumulation 1 -> 4; pg1 weight decay 2 -> 0.5 (tau_epoch=5 held)."
+    )
+    assert change_line(parts[:1], tau_epoch=None, tau_iter=1234.567, epoch=0, step=7) == (
+        "`TimescaleCallback` at epoch 0, step 7: accumulation 1 -> 4 (tau_iter=1235 held)."
+    )
+
+
+def test_start_warnings_come_in_order_and_only_when_due() -> None:
+    bias = torch.zeros(2)
+    plain = GroupInput("pg1", 0, 0, 2, 1e-3, 0.1, True, width_problem=NO_MUP)
+    base = group("embed", reference_lr=1e-2, weight_decay_before=0.1, weight_decay=0.05, width_mult=1.0)
+    hidden = group(
+        "hidden",
+        1,
+        reference_lr=2.5e-3,
+        weight_decay_before=0.1,
+        weight_decay=0.2,
+        width_mult=4.0,
+        planned_timescales=0.5,
+    )
+    param_groups = [[{"params": [bias]}, {"params": [torch.zeros(2, 2)]}]]
+    pitfalls, warnings = start_warnings(
+        [base, hidden],
+        [plain],
+        resume=["world_size 1 -> 2"],
+        width_exponent=0.5,
+        param_groups=param_groups,
+        names={id(bias): "b"},
+    )
+    assert [p.name for p in pitfalls] == ["hidden"]
+    assert warnings == [
+        resume_warning(["world_size 1 -> 2"]),
+        width_exponent_unused_warning(0.5),
+        fixed_lambda_warning([base, hidden])[1],
+        vectors_warning([base, hidden], param_groups, {id(bias): "b"}),
+        short_run_warning([base, hidden]),
+    ]
+    assert None not in warnings
+    # nothing due: no resume change, the paper's exponent (or none named), 1-D parameters declared, a long run
+    long = group("pg1", planned_timescales=2.0)
+    for exponent in (1.0, {}):
+        none = start_warnings([long], [plain], resume=[], width_exponent=exponent, param_groups=None, names={})
+        assert none == ([], [])
+    # a width exponent acts when some group has a multiplier, or when no managed group lacks one
+    mup = GroupInput("hidden", 0, 1, 2, 1e-3, 0.1, True, width_mult=4.0)
+    unmanaged = GroupInput("pg1", 0, 0, 2, 1e-3, 0.0, False, width_problem=NO_MUP)
+    other = GroupInput("pg1", 0, 0, 2, 1e-3, 0.1, True, width_problem="its parameters have several multipliers")
+    for inputs in ([plain, mup], [unmanaged], [other]):
+        assert start_warnings([long], inputs, resume=[], width_exponent=0.5, param_groups=None, names={}) == ([], [])
