@@ -279,6 +279,37 @@ def test_cli_and_python_api_give_the_same_answer_for_the_same_study(
     assert result.to_json() == data
 
 
+@pytest.mark.slow
+def test_cli_study_name_alone_reopens_an_axis_sweep_with_its_axis_points_and_grid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning_tau.cli import main
+
+    pytest.importorskip("jsonargparse")
+    config = _config(tmp_path, "axes_models.PlantedWidthModel", {})
+    out = tmp_path / "out"
+    common = ["--out", str(out), "--no-progress", "--no-plot"]
+    argv = ["find", "--axis", "width", "--widths", "8", "16", "--config", str(config), "--fraction", "1"]
+    argv += ["--tau-epochs", "2", "8", "--seeds", "0", "--monitor", "val_loss", "--reduce", "best", "--study", "ws"]
+    assert main([*argv, *common]) == 0
+    first = json.loads((out / "finder.json").read_text())
+    capsys.readouterr()
+
+    # the sweep's points are the studies ws_width=8 and ws_width=16: the name alone finds them and their settings
+    assert main(["find", "--study", "ws", *common]) == 0
+    printed = capsys.readouterr().out
+    reopened = next(line for line in printed.splitlines() if line.startswith("Reopening study 'ws'"))
+    for option in ("--axis", "--widths", "--tau-epochs", "--seeds", "--fraction", "--config", "--reduce"):
+        assert option in reopened, option
+    assert "(4 of 4 trials were complete in the study before this command.)" in printed
+    assert json.loads((out / "finder.json").read_text()) == first
+
+    # a setting given that the studies do not hold: a usage error naming it, as for a single study
+    assert main(["find", "--study", "ws", "--seeds", "1", *common]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("lightning-tau find: error: argument --study:") and "seeds" in line
+
+
 @pytest.mark.parametrize(
     ("argv", "match"),
     [

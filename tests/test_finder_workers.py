@@ -1,18 +1,23 @@
 """``lightning-tau find`` as several OS processes on one journal file: a shared grid trained once with trials that
 really run at the same time, and a worker SIGKILLed mid-trial whose grid point the next run trains (real Optuna,
-real Lightning fits on digits). No timing: a worker is caught inside a trial by stopping it (SIGSTOP) and looking
-at the study (see ``finder_procs.stop_inside_a_trial``)."""
+real Lightning fits on digits). How the workers start: forks of a server that preloaded torch and Lightning, running
+a model factory from the user's own script, each with its own claim token; the width axis with two workers. No
+timing: a worker is caught inside a trial by stopping it (SIGSTOP) and looking at the study (see
+``finder_procs.stop_inside_a_trial``), or a trial is held until another process's trial has started."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
+import lightning.pytorch as pl
 import optuna
 import pytest
+from axes_models import PlantedData, PlantedWidthModel
 from finder_procs import (
     KEYS,
     command,
@@ -25,6 +30,9 @@ from finder_procs import (
     wait_for,
 )
 from optuna.trial import TrialState
+
+from lightning_tau.tuner.finder import TimescaleFinder
+from lightning_tau.tuner.workers import START_ENV, Workers, start_method
 
 pytest.importorskip("sklearn")
 
@@ -104,3 +112,212 @@ def test_a_worker_killed_mid_trial_the_next_run_completes_the_grid(
             assert len(trials) == 1  # finished before the kill: never trained again
     assert sorted(done) == KEYS
     assert len(done[(victim.user_attrs["tau_epoch"], 0)]) == 2  # the killed one and its retraining
+
+
+# --- how the workers start ------------------------------------------------------------------------------------
+
+#: A user's script with its model factory defined in it (so in ``__main__``): ``python sweep.py OUT``. Each call of
+#: ``make_model`` writes what its process is; the script's own first trial waits until another process has taken a
+#: trial (two trials at once, whatever the speeds).
+SCRIPT = """
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
+from lightning_tau.tuner import workers
+from lightning_tau.tuner.finder import TimescaleFinder
+
+OUT = Path(sys.argv[1])
+CALLS = {"n": 0}
+
+
+def make_model():
+    facts = {"pid": os.getpid(), "ppid": os.getppid(), "preloaded": workers.preloaded(), "module": __name__}
+    facts["mark"] = os.environ.get("TAU_SCRIPT_MARK")
+    with open(OUT / f"calls-{os.getpid()}.jsonl", "a") as f:
+        f.write(json.dumps(facts) + "\\n")
+    CALLS["n"] += 1
+    if __name__ == "__main__" and CALLS["n"] == 2:  # the script's first trial (its first call is fit's probe)
+        deadline = time.monotonic() + 240
+        others = lambda: [p for p in OUT.glob("calls-*.jsonl") if p.stem != f"calls-{os.getpid()}"]
+        while not any(len(p.read_text().splitlines()) >= 2 for p in others()):
+            if time.monotonic() > deadline:
+                raise SystemExit("no worker took a trial in 240 s")
+            time.sleep(0.02)
+    return DigitsMLP()
+
+
+if __name__ == "__main__":
+    finder = TimescaleFinder(
+        fraction=0.25,
+        tau_epochs=(2, 4, 8),
+        seeds=(0,),
+        monitor="val/loss",
+        trainer_kwargs={"max_epochs": 2, "accelerator": "cpu", "devices": 1},
+        root_dir=OUT,
+        study_name="s",
+        workers=2,
+        progress=False,
+        verbose=False,
+    )
+    os.environ["TAU_SCRIPT_MARK"] = "set after the workers' server started"
+    result = finder.fit(make_model, datamodule=DigitsDataModule(train_size=400, batch_size=64))
+    print(json.dumps({"pid": os.getpid(), "trained": finder.trained_runs, "tau_epoch": result.tau_epoch}))
+"""
+
+
+@pytest.mark.slow
+def test_workers_fork_from_a_preloaded_server_and_run_a_model_factory_from_the_users_script(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "sweep.py").write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != "LIGHTNING_TAU_WORKER_START"}  # the default start
+    printed, _ = finish(run([sys.executable, str(tmp_path / "sweep.py"), str(out)], **env))
+    main = json.loads(printed.splitlines()[-1])
+    calls = {
+        int(p.stem.split("-")[1]): [json.loads(line) for line in p.read_text().splitlines()]
+        for p in out.glob("calls-*.jsonl")
+    }
+    worker_pids = set(calls) - {main["pid"]}
+    assert len(worker_pids) == 1, calls  # one worker besides the script's own process
+    (worker,) = worker_pids
+    # the script's own make_model ran in the worker, from its main module run again as `__mp_main__` (spawn's way)
+    assert {c["module"] for c in calls[worker]} == {"__mp_main__"}
+    # ... in a process that found torch and Lightning imported: a fork of the server that preloaded them, not of
+    # the script (whose torch has run) and not a fresh interpreter
+    assert all(c["preloaded"] for c in calls[worker]), calls[worker]
+    assert {c["ppid"] for c in calls[worker]} != {main["pid"]}
+    assert not any(c["preloaded"] for c in calls[main["pid"]])
+    # the environment the script had when the worker started, not the server's older one
+    assert {c["mark"] for c in calls[worker]} == {"set after the workers' server started"}
+
+    study = optuna.load_study(
+        study_name="s",
+        storage=optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal"))),
+    )
+    done = trained(study)
+    assert sorted(done) == KEYS
+    assert all(len(trials) == 1 and trials[0].state == TrialState.COMPLETE for trials in done.values()), done
+    assert {t[0].user_attrs["worker"]["pid"] for t in done.values()} == {main["pid"], worker}
+    assert overlapping(t for trials in done.values() for t in trials)
+    # each process claims trials under a token of its own (a fork's is not its server's)
+    tokens: dict[str, set[int]] = {}
+    for trial in study.trials:
+        for key, claim in trial.user_attrs.items():
+            if key.startswith("claim/"):
+                tokens.setdefault(key, set()).add(claim["pid"])
+    assert sorted(pid for pids in tokens.values() for pid in pids) == sorted({main["pid"], worker})
+    assert all(len(pids) == 1 for pids in tokens.values()), tokens
+
+
+class HoldFirstTrial(pl.Callback):
+    """Holds the first trial of the process that made it until a trial of another process has started (two trials
+    at once, whatever the speeds); ``journal=None`` holds nothing. Shared by every run, so it travels to the workers,
+    where it holds nothing either (another process made it)."""
+
+    def __init__(self, journal: Path | None) -> None:
+        self.journal, self.owner, self.held = journal, os.getpid(), journal is None
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self.held or os.getpid() != self.owner:
+            return
+        self.held = True
+        wait_for(self._another_started, "a worker's trial to start")
+
+    def _another_started(self) -> bool:
+        storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(self.journal)))
+        return any(
+            t.user_attrs.get("worker", {}).get("pid") not in (None, self.owner)
+            for name in optuna.get_all_study_names(storage)
+            for t in optuna.load_study(study_name=name, storage=storage).get_trials(deepcopy=False)
+        )
+
+
+@pytest.mark.slow
+def test_the_width_axis_with_two_workers_trains_each_point_once_and_gives_the_one_worker_result(
+    tmp_path: Path,
+) -> None:
+    widths, taus, seeds = (8, 16), (2.0, 4.0, 8.0), (0, 1, 2)
+
+    def fit(root: Path, workers: int) -> tuple[TimescaleFinder, Any]:
+        finder = TimescaleFinder(
+            axis="width",
+            widths=widths,
+            tau_epochs=taus,
+            seeds=seeds,
+            fraction=1.0,
+            trainer_kwargs={
+                "max_epochs": 1,
+                "accelerator": "cpu",
+                "devices": 1,
+                "callbacks": [HoldFirstTrial(root / "study.journal" if workers > 1 else None)],
+            },
+            root_dir=root,
+            study_name="w",
+            workers=workers,
+            progress=False,
+            verbose=False,
+        )
+        return finder, finder.fit(PlantedWidthModel, datamodule=PlantedData())
+
+    one_finder, one = fit(tmp_path / "one", 1)
+    two_finder, two = fit(tmp_path / "two", 2)
+    # the same seeds and a metric that is a function of the weight decay the callback set: the same answer, to the
+    # last digit, whichever process trained which point
+    assert json.loads(two.save_json(tmp_path / "two.json").read_text()) == json.loads(
+        one.save_json(tmp_path / "one.json").read_text()
+    )
+    assert two.exponent == one.exponent and two.verdict == one.verdict
+    assert one_finder.trained_runs == len(widths) * len(taus) * len(seeds)
+    assert two_finder.trained_runs < len(widths) * len(taus) * len(seeds)  # the rest trained in the worker
+    pids = set()
+    for width, study in zip(widths, two_finder.studies):
+        assert study.study.study_name == f"w_width={width}"
+        done = trained(study.study)
+        assert sorted(done) == [(tau, seed) for tau in taus for seed in seeds]
+        assert all(len(trials) == 1 and trials[0].state == TrialState.COMPLETE for trials in done.values()), done
+        pids |= {trials[0].user_attrs["worker"]["pid"] for trials in done.values()}
+    assert len(pids) == 2 and os.getpid() in pids
+
+
+def test_workers_start_from_a_forkserver_on_linux_spawn_on_request_and_a_bad_choice_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning_tau.cli import main
+
+    monkeypatch.delenv(START_ENV, raising=False)
+    assert start_method() == ("forkserver" if sys.platform.startswith("linux") else "spawn")
+    monkeypatch.setenv(START_ENV, "spawn")
+    assert start_method() == "spawn"
+    monkeypatch.setenv(START_ENV, "fork")  # fork after torch has run is not safe: refused
+    with pytest.raises(ValueError, match=r"^`LIGHTNING_TAU_WORKER_START=fork` is not valid: use 'spawn'"):
+        start_method()
+    # the command says so in one line, before it imports torch or trains anything
+    assert main(["find", "--workers", "2", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("lightning-tau find: error: `LIGHTNING_TAU_WORKER_START=fork` is not valid")
+    assert not (tmp_path / "o").exists()
+
+
+def _report_token(folder: str) -> None:
+    """A worker's body for the test below: write this process's claim token."""
+    from lightning_tau.tuner import study
+
+    (Path(folder) / f"{os.getpid()}.json").write_text(json.dumps({"pid": os.getpid(), "token": study._token()}))
+
+
+@pytest.mark.slow
+def test_each_forked_worker_claims_trials_under_a_token_of_its_own(tmp_path: Path) -> None:
+    """Forks of one server share what it made at import: a claim token made then would be every worker's, and one
+    worker's lost take would mark another's claim lost (its trial then waits out ``stale_after`` if it dies)."""
+    from lightning_tau.tuner import study
+
+    procs = Workers(_report_token, (str(tmp_path),), 2, "token-probe")
+    procs.join()
+    assert procs.errors == [] and [code for _, code in procs.exit_codes()] == [0, 0]
+    reports = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
+    assert len({r["pid"] for r in reports}) == 2
+    assert len({r["token"] for r in reports} | {study._token()}) == 3

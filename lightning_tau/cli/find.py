@@ -380,11 +380,13 @@ _REOPENED = (
 def _reopen(args: argparse.Namespace) -> str | None:
     """With ``--study NAME`` of an existing study: every option left at its default takes the study's value (grid,
     seeds, fraction, epochs, subset seed, monitor, mode, reduce, config), so the name alone reopens it. Returns a
-    line saying so, or ``None`` for a study that does not exist yet (this command creates it).
+    line saying so, or ``None`` for a study that does not exist yet (this command creates it). An axis sweep's
+    points are studies of their own (``NAME_width=64``, ...): ``NAME`` alone reopens them all, with the axis and its
+    points (``--axis``, ``--widths`` or ``--fractions``) taken from them too.
 
     Raises:
         StorageError: the storage cannot be opened.
-        ValueError: the study was not made by the finder.
+        ValueError: the study was not made by the finder, or ``NAME`` names sweeps along both axes.
     """
     import optuna
 
@@ -394,11 +396,15 @@ def _reopen(args: argparse.Namespace) -> str | None:
     if (args.storage is None or "://" not in args.storage) and not journal.is_file():
         return None  # no storage yet, so no study
     backend, shown = open_storage(args.storage, args.out)
+    taken = []
     with quiet_optuna():
         try:
             attrs = optuna.load_study(study_name=args.study, storage=backend).user_attrs
         except KeyError:
-            return None
+            axis = _reopen_axis(args, backend, shown)
+            if axis is None:
+                return None
+            attrs, taken = axis
     stored = attrs.get(SETTINGS_ATTR)
     if not isinstance(stored, dict) or not isinstance(stored.get("settings"), dict):
         raise ValueError(
@@ -407,8 +413,9 @@ def _reopen(args: argparse.Namespace) -> str | None:
         )
     settings, finder = stored["settings"], attrs.get("finder") or {}
     defaults = _defaults()
-    taken = []
     for dest, key in _REOPENED:
+        if dest == "fraction" and args.axis == "dataset_size":
+            continue  # each point's own
         if getattr(args, dest) == defaults[dest] and key in settings and settings[key] != getattr(args, dest):
             setattr(args, dest, settings[key])
             taken.append(dest.replace("_", "-"))
@@ -423,6 +430,46 @@ def _reopen(args: argparse.Namespace) -> str | None:
     if not taken:
         return None
     return f"Reopening study {args.study!r} in {shown} with its own {', '.join('--' + t for t in taken)}."
+
+
+def _reopen_axis(args: argparse.Namespace, backend: Any, shown: str) -> tuple[dict[str, Any], list[str]] | None:
+    """For ``--study NAME`` of an axis sweep, whose points are the studies ``NAME_width=64``, ... (or
+    ``NAME_dataset_size=0.1``, ...): the first point's user attributes and the options taken from the points (the
+    axis, and its points where ``--widths`` / ``--fractions`` was not given); ``None`` if there are none."""
+    import optuna
+
+    from lightning_tau.tuner.study import SETTINGS_ATTR
+
+    points: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+    for name in optuna.get_all_study_names(backend):
+        axis, equals, _ = name.removeprefix(f"{args.study}_").partition("=")
+        if not name.startswith(f"{args.study}_") or not equals or axis not in ("width", "dataset_size"):
+            continue
+        attrs = optuna.load_study(study_name=name, storage=backend).user_attrs
+        stored = attrs.get(SETTINGS_ATTR)
+        point = stored.get("settings", {}).get("axis") if isinstance(stored, dict) else None
+        if isinstance(point, dict) and point.get("axis") == axis and args.axis in ("fraction", axis):
+            points.setdefault(axis, []).append((point["width" if axis == "width" else "fraction"], attrs))
+    if not points:
+        return None
+    if len(points) > 1:
+        raise ValueError(
+            f"argument --study: {args.study!r} in {shown} names a sweep along --axis width and one along --axis"
+            " dataset_size: pass --axis width or --axis dataset_size with it."
+        )
+    ((axis, found),) = points.items()
+    found.sort(key=lambda point: point[0])
+    taken = []
+    if args.axis != axis:
+        args.axis = axis
+        taken.append("axis")
+    if axis == "width" and args.widths is None:
+        args.widths = [int(value) for value, _ in found]
+        taken.append("widths")
+    if axis == "dataset_size" and args.fractions is None:
+        args.fractions = [float(value) for value, _ in found]
+        taken.append("fractions")
+    return found[0][1], taken
 
 
 def _defaults() -> dict[str, object]:
@@ -449,6 +496,13 @@ def _main(args: argparse.Namespace) -> int:
     journal = args.out / "study.journal" if args.storage is None else Path(args.storage)
     if "://" not in str(args.storage) and journal.is_file() and (problem := journal_problem(journal)) is not None:
         return _error(f"argument --storage: {str(journal)!r}: {problem}", 2)
+    if args.workers > 1:  # the workers' server imports torch and Lightning on another core while this process does
+        from lightning_tau.tuner.workers import start_server
+
+        try:
+            start_server()
+        except ValueError as err:
+            return _error(str(err), 2)
 
     import torch
 

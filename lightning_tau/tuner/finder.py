@@ -21,7 +21,6 @@ import functools
 import hashlib
 import json
 import math
-import multiprocessing
 import numbers
 import os
 import pickle
@@ -48,6 +47,7 @@ from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES, CurvePoint, FinderResult, PrunedPoint
 from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna
 from lightning_tau.tuner.trial import ModelCopies, pruned_record, run_trial, subset_dataloader
+from lightning_tau.tuner.workers import Workers, start_server, worker_environ
 
 __all__ = ["PRUNER_NAMES", "SettingError", "TimescaleFinder", "make_pruner", "subset_dataloader"]
 
@@ -129,10 +129,12 @@ class TimescaleFinder:
         study_name: the study; by default ``tau_finder_`` and a hash of the sweep's settings, so the same
             settings join the same study and other settings start another. A named study opened with other
             settings is an error naming the difference.
-        workers: processes that train trials at once on this machine: this one and ``workers - 1`` started with
-            ``multiprocessing``'s spawn, each with ``cores // workers`` torch threads, or fewer if torch was set to
-            fewer before :meth:`fit` (the model and the data must pickle: a class or an instance, not a lambda).
-            Capped, with a note, at the machine's cores and at the trials left to train.
+        workers: processes that train trials at once on this machine: this one and ``workers - 1`` worker processes,
+            each with ``cores // workers`` torch threads, or fewer if torch was set to fewer before :meth:`fit` (the
+            model and the data must pickle: a class or an instance, not a lambda). On Linux the workers are forks of a
+            server that has imported torch and Lightning, started when the finder is built, so they start training
+            at once; elsewhere they are spawned (:mod:`lightning_tau.tuner.workers`). Capped, with a note, at the
+            machine's cores and at the trials left to train.
         stale_after: seconds without a sign of life (written every 30 s) after which a trial running on another
             machine of a journal-file study is handed to another worker (same machine: as soon as its process is
             gone; database storages: Optuna's heartbeat).
@@ -250,6 +252,8 @@ class TimescaleFinder:
             _checks.non_empty("TimescaleFinder", "study_name", study_name, "use a non-empty name.")
         self.study_name = study_name
         self.workers = _checks.positive_int("TimescaleFinder", "workers", workers)
+        if min(self.workers, _cores()) > 1:  # the workers' server imports torch and Lightning while the caller sets up
+            start_server()
         self.stale_after = _checks.positive_number(
             "TimescaleFinder", "stale_after", stale_after, "use a positive number of seconds."
         )
@@ -399,7 +403,7 @@ class TimescaleFinder:
                 f" epochs; {self.reused_runs} done before"
                 + (f", {workers} workers on this machine." if workers > 1 else ".")
             )
-            procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else []
+            procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else None
             threads = torch.get_num_threads()
             try:
                 torch.set_num_threads(self._trial_threads(threads, workers))
@@ -410,13 +414,15 @@ class TimescaleFinder:
                         " was set to; torch.set_num_threads(n) before fit for fewer)."
                     )
                 self._work(study, model_factory, train, val, wait=wait, workers=procs)
+            except BaseException:
+                if procs is not None:  # Ctrl-C or an error: start no worker that would not hear of it
+                    procs.stop()
+                raise
             finally:
                 torch.set_num_threads(threads)
-                for proc in procs:
-                    proc.join()
-            for proc in procs:
-                if proc.exitcode != 0:
-                    log(f"worker process {proc.pid} ended with exit code {proc.exitcode}.")
+                if procs is not None:
+                    procs.join()
+            self._log_workers(procs)
             records = study.records()
             self.pending_runs = len(grid) - len(records)
         if self._worker_only:
@@ -560,7 +566,7 @@ class TimescaleFinder:
                 f" ({len(self.tau_epochs)} tau_epochs x {len(self.seeds)} seeds) for {self.epochs} epochs;"
                 f" {self.reused_runs} done before" + (f", {workers} workers on this machine." if workers > 1 else ".")
             )
-            procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else []
+            procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else None
             threads = torch.get_num_threads()
             try:
                 torch.set_num_threads(self._trial_threads(threads, workers))
@@ -575,13 +581,15 @@ class TimescaleFinder:
                     self._work(study, factory_, train, val, wait=False)
                 for study, (_, factory_, train, _) in zip(studies, points):
                     self._work(study, factory_, train, val, wait=wait, workers=procs)
+            except BaseException:
+                if procs is not None:  # Ctrl-C or an error: start no worker that would not hear of it
+                    procs.stop()
+                raise
             finally:
                 torch.set_num_threads(threads)
-                for proc in procs:
-                    proc.join()
-            for proc in procs:
-                if proc.exitcode != 0:
-                    log(f"worker process {proc.pid} ended with exit code {proc.exitcode}.")
+                if procs is not None:
+                    procs.join()
+            self._log_workers(procs)
             records = [study.records() for study in studies]
             self.pending_runs = sum(len(grid) - len(r) for r in records)
         if self._worker_only:
@@ -594,10 +602,11 @@ class TimescaleFinder:
             )
             return None
         results = []
-        for (value, _, train, _), point_records in zip(points, records):
+        for (value, _, train, _), point_records, study in zip(points, records, studies):
             result = self._result(point_records, full_train, dataset_size, len(train.dataset))  # type: ignore[arg-type]
             if self.axis == "dataset_size":
                 result = dataclasses.replace(result, fraction=float(value))
+            _store_result(study, result, self)  # each point's answer, and what it was computed with, on its study
             results.append(result)
         if self.axis == "width":
             lambda_base = [_record_lambda_base(records[-1][(tau, self.seeds[0])])[0] for tau in self.tau_epochs]
@@ -671,7 +680,7 @@ class TimescaleFinder:
         val: Any,
         *,
         wait: bool,
-        workers: Sequence[Any] = (),
+        workers: Workers | None = None,
     ) -> None:
         """Take and train trials until none is left to take; with ``wait``, then until the grid is complete."""
         from tqdm.auto import tqdm
@@ -730,7 +739,7 @@ class TimescaleFinder:
                 if len(study.records()) == len(study.grid):
                     return
                 if not wait:
-                    if any(proc.is_alive() for proc in workers):  # this command's own workers: theirs is ours
+                    if workers is not None and workers.alive():  # this command's own workers: theirs is ours
                         time.sleep(POLL_SECONDS)
                         continue
                     return
@@ -785,16 +794,20 @@ class TimescaleFinder:
                 " lambda), data that pickles, or workers=1 and start the command once per worker instead."
             ) from None
 
-    def _start_workers(self, payload: bytes, workers: int) -> list[Any]:
-        context = multiprocessing.get_context("spawn")
+    def _start_workers(self, payload: bytes, workers: int) -> Workers:
+        """``workers - 1`` worker processes, started in the background while this process trains."""
         threads = self._trial_threads(torch.get_num_threads(), workers)
-        procs = [
-            context.Process(target=_worker_main, args=(payload, threads), name=f"tau-finder-worker-{i}")
-            for i in range(1, workers)
-        ]
-        for proc in procs:
-            proc.start()
-        return procs
+        return Workers(_worker_main, (payload, threads, dict(os.environ)), workers - 1, "tau-finder-worker")
+
+    def _log_workers(self, procs: Workers | None) -> None:
+        """Say which workers could not start or ended badly (their trials are handed on or trained here)."""
+        if procs is None:
+            return
+        for error in procs.errors:
+            self._log(f"{error}; trained without it.")
+        for pid, code in procs.exit_codes():
+            if code != 0:
+                self._log(f"worker process {pid} ended with exit code {code}.")
 
     def _settings(
         self,
@@ -1341,8 +1354,9 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _worker_main(payload: bytes, threads: int) -> None:
+def _worker_main(payload: bytes, threads: int, environ: Mapping[str, str]) -> None:
     """A worker process: train the study's trials until none is left to take, then exit."""
+    worker_environ(environ)  # the starting process's, as spawn gives it (a fork has its server's)
     kwargs, model_factory, full_train, val = pickle.loads(payload)
     torch.set_num_threads(threads)
     finder = TimescaleFinder(**kwargs)

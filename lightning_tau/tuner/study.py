@@ -673,7 +673,7 @@ class GridStudy:
             key = _key(trial)
             if key in self._grid and key not in owner and self._live(trial):
                 owner[key] = trial.number
-        claim_key, claim = CLAIM_PREFIX + _TOKEN, _worker()
+        claim_key, claim = CLAIM_PREFIX + _token(), _worker()
         for frozen in trials:
             key = _key(frozen)
             if frozen.state != TrialState.WAITING or key not in self._grid:
@@ -845,8 +845,18 @@ def _proc_stat(pid: int) -> tuple[str, str] | None:
 
 
 _MACHINE = _machine()
-#: This process's name in its claims (``CLAIM_PREFIX`` + it).
-_TOKEN = uuid.uuid4().hex[:16]
+#: Each process's name in its claims (``CLAIM_PREFIX`` + it), by pid: made on first use in each process, not at
+#: import (a worker forked from the finder's preloaded forkserver has the server's imported modules, so a token made
+#: at import would be the same in every worker, and one worker's lost take would mark another's claim lost).
+_TOKENS: dict[int, str] = {}
+
+
+def _token() -> str:
+    """This process's claim token."""
+    pid = os.getpid()
+    if pid not in _TOKENS:
+        _TOKENS[pid] = uuid.uuid4().hex[:16]
+    return _TOKENS[pid]
 
 
 def _worker() -> dict[str, Any]:
