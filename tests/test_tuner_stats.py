@@ -528,3 +528,34 @@ def test_tuner_stats_width_verdict_whole_sentences():
         "The 95 % interval [+0.00, +0.00] of the exponent admits Wang & Aitchison (0, α = 1) and excludes Fan et al."
         " (-1/2, α = 1/2) and Qiu et al. (-1, α = 0)."
     )
+
+
+def test_tuner_stats_best_index_zero_is_the_low_edge():
+    test = paired_interior([[0.4, 0.5], [0.5, 0.6], [0.7, 0.8]], best_index=0)
+    assert (test.interior, test.p_lower, test.reason) == (False, None, "at the grid edge")
+    assert test.p_upper == pytest.approx(0.0, abs=1e-12)
+
+
+def test_tuner_stats_note_is_none_when_the_grid_and_the_smoothed_optima_stay_put():
+    still = ScalingFit(0.0, None, "x", 0.95, [8.0, 8.0], [8.0, 8.0], [[8.0], [8.0]], 0.0, False, [])
+    assert still.note() is None
+    moving = ScalingFit(1.0, None, "x", 0.95, [6.0, 12.0], [8.0, 8.0], [[8.0], [8.0]], 0.0, False, [])
+    assert moving.note() == (
+        "The best grid point is 8 at every scale: the exponent +1.00 comes from the smoothed optimum moving within one"
+        " grid cell."
+    )
+
+
+def test_tuner_stats_one_grid_point_and_one_comparable_pair():
+    alone = paired_interior([[0.5, 0.6]])
+    assert (alone.interior, alone.p_lower, alone.p_upper, alone.reason) == (
+        False,
+        None,
+        None,
+        "1 grid point: no neighbour",
+    )
+    assert per_seed_optima([4.0], [[0.5, math.nan]]) == pytest.approx([4.0, math.nan], nan_ok=True)
+    # seed 1 diverged at all three points: one pair left to compare on each side, no t-test: p = 1
+    test = paired_interior([[0.6, math.nan], [0.5, math.nan], [0.7, math.nan]], best_index=1)
+    assert (test.p_lower, test.p_upper, test.interior) == (1.0, 1.0, False)
+    assert test.reason == "beats neither neighbour (paired, p=1 and 1)"
