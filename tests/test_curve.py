@@ -241,3 +241,25 @@ def test_table_says_how_it_smoothed_and_warns_at_the_edge() -> None:
         " neighbours).",
         "Verdict: at the edge of the grid: the optimum may lie beyond it, widen the grid.",
     ]
+
+
+def test_student_t_quantile_cornish_fisher_is_close_beyond_two_degrees_of_freedom() -> None:
+    from lightning_tau.tuner.curve import _student_t_quantile
+    from lightning_tau.tuner.stats import t_quantile
+
+    assert abs(_student_t_quantile(0.975, 10) - t_quantile(0.975, 10)) < 0.004  # 2.2254 against 2.2281
+    assert abs(_student_t_quantile(0.975, 5) - t_quantile(0.975, 5)) < 0.03
+    assert _student_t_quantile(0.95, 1) == pytest.approx(t_quantile(0.95, 1), rel=1e-12)
+
+
+def test_optimum_range_messages_and_a_single_resample() -> None:
+    from lightning_tau.tuner.curve import optimum_range
+
+    grid = [1.0, 3.0, 9.0, 27.0, 81.0]
+    seeds = [[(math.log(t) - math.log(10.0 * k)) ** 2 for k in (0.8, 1.0, 1.25)] for t in grid]
+    with raises_exactly("`optimum_range(level=1.0)` is not valid: use a number in (0, 1), e.g. 0.9."):
+        optimum_range(grid, seeds, level=1.0)
+    with raises_exactly("`optimum_range(resamples=0)` is not valid: use a positive integer."):
+        optimum_range(grid, seeds, resamples=0)
+    low, high = optimum_range(grid, seeds, resamples=1)  # one draw: no spread, the paired test alone
+    assert (low, high) == pytest.approx((9.0, 10.0), rel=1e-9)
