@@ -263,3 +263,18 @@ def test_optimum_range_messages_and_a_single_resample() -> None:
         optimum_range(grid, seeds, resamples=0)
     low, high = optimum_range(grid, seeds, resamples=1)  # one draw: no spread, the paired test alone
     assert (low, high) == pytest.approx((9.0, 10.0), rel=1e-9)
+
+
+def test_optimum_range_needs_the_same_seeds_and_counts_a_diverged_run_as_the_worst() -> None:
+    from lightning_tau.tuner.curve import optimum_range
+
+    for values, counts in (([[0.1, 0.2], [0.3]], "[1, 2]"), ([[], []], "[0]")):
+        with raises_exactly(
+            f"`optimum_range` needs the same seeds at every grid point, got {counts} values per point."
+        ):
+            optimum_range([1.0, 2.0], values)
+    grid = [1.0, 3.0, 9.0, 27.0, 81.0]
+    values = [[0.9, 0.8, 0.85], [0.5, 0.45, 0.55], [0.2, 0.25, 0.22], [0.6, math.nan, 0.5], [0.9, 0.95, 0.85]]
+    expected = (8.35029023971053, 9.70026162860753)  # around 9; the diverged point at 27 is the worst, not the best
+    assert optimum_range(grid, values) == pytest.approx(expected, rel=1e-9)
+    assert optimum_range(grid, [[-v for v in row] for row in values], mode="max") == pytest.approx(expected, rel=1e-9)
