@@ -263,6 +263,8 @@ def test_optimum_range_messages_and_a_single_resample() -> None:
         optimum_range(grid, seeds, resamples=0)
     low, high = optimum_range(grid, seeds, resamples=1)  # one draw: no spread, the paired test alone
     assert (low, high) == pytest.approx((9.0, 10.0), rel=1e-9)
+    # two draws: their spread, widened by t_{2, 0.95} (the exact numbers of the default seed)
+    assert optimum_range(grid, seeds, resamples=2) == pytest.approx((4.712459649086564, 21.220340850957356), rel=1e-9)
 
 
 def test_optimum_range_needs_the_same_seeds_and_counts_a_diverged_run_as_the_worst() -> None:
