@@ -242,3 +242,42 @@ def test_table_says_how_it_smoothed_and_warns_at_the_edge() -> None:
         " neighbours).",
         "Verdict: at the edge of the grid: the optimum may lie beyond it, widen the grid.",
     ]
+
+
+def test_student_t_quantile_cornish_fisher_is_close_beyond_two_degrees_of_freedom() -> None:
+    from lightning_tau.tuner.curve import _student_t_quantile
+    from lightning_tau.tuner.stats import t_quantile
+
+    assert abs(_student_t_quantile(0.975, 10) - t_quantile(0.975, 10)) < 0.004  # 2.2254 against 2.2281
+    assert abs(_student_t_quantile(0.975, 5) - t_quantile(0.975, 5)) < 0.03
+    assert _student_t_quantile(0.95, 1) == pytest.approx(t_quantile(0.95, 1), rel=1e-12)
+
+
+def test_optimum_range_messages_and_a_single_resample() -> None:
+    from lightning_tau.tuner.curve import optimum_range
+
+    grid = [1.0, 3.0, 9.0, 27.0, 81.0]
+    seeds = [[(math.log(t) - math.log(10.0 * k)) ** 2 for k in (0.8, 1.0, 1.25)] for t in grid]
+    with raises_exactly("`optimum_range(level=1.0)` is not valid: use a number in (0, 1), e.g. 0.9."):
+        optimum_range(grid, seeds, level=1.0)
+    with raises_exactly("`optimum_range(resamples=0)` is not valid: use a positive integer."):
+        optimum_range(grid, seeds, resamples=0)
+    low, high = optimum_range(grid, seeds, resamples=1)  # one draw: no spread, the paired test alone
+    assert (low, high) == pytest.approx((9.0, 10.0), rel=1e-9)
+    # two draws: their spread, widened by t_{2, 0.95} (the exact numbers of the default seed)
+    assert optimum_range(grid, seeds, resamples=2) == pytest.approx((4.712459649086564, 21.220340850957356), rel=1e-9)
+
+
+def test_optimum_range_needs_the_same_seeds_and_counts_a_diverged_run_as_the_worst() -> None:
+    from lightning_tau.tuner.curve import optimum_range
+
+    for values, counts in (([[0.1, 0.2], [0.3]], "[1, 2]"), ([[], []], "[0]")):
+        with raises_exactly(
+            f"`optimum_range` needs the same seeds at every grid point, got {counts} values per point."
+        ):
+            optimum_range([1.0, 2.0], values)
+    grid = [1.0, 3.0, 9.0, 27.0, 81.0]
+    values = [[0.9, 0.8, 0.85], [0.5, 0.45, 0.55], [0.2, 0.25, 0.22], [0.6, math.nan, 0.5], [0.9, 0.95, 0.85]]
+    expected = (8.35029023971053, 9.70026162860753)  # around 9; the diverged point at 27 is the worst, not the best
+    assert optimum_range(grid, values) == pytest.approx(expected, rel=1e-9)
+    assert optimum_range(grid, [[-v for v in row] for row in values], mode="max") == pytest.approx(expected, rel=1e-9)

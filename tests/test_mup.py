@@ -154,3 +154,12 @@ def test_pitfall_logic_without_a_base_group() -> None:
     # s close to 1: the muP-correct reading wins when it fits better
     assert find_fixed_lambda_pitfall([GroupRate("a", LR / 1.02, 1.02 * WD, 1.02), GroupRate("b", LR, WD, 1.0)]) == []
     assert math.isclose(find_fixed_lambda_pitfall(fixed)[0].corrected_weight_decay, 2 * WD)
+
+
+def test_mup_model_without_mup_true_gets_unsplit_groups() -> None:
+    """``p.infshape`` is read only with ``mup=True``: without it a mup model gets the plain two groups at s = 1."""
+    groups = build_param_groups(mup_mlp(4 * BASE_WIDTH), 0.1, 1e-3)
+    assert [(g["name"], g["width_mult"], g["lr"], g["weight_decay"]) for g in groups] == [
+        ("decay", 1.0, 1e-3, 0.1),
+        ("no_decay", 1.0, 1e-3, 0.0),
+    ]

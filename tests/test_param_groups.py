@@ -3,6 +3,8 @@ split without mup, and the errors."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -150,3 +152,15 @@ def test_no_trainable_parameter_raises() -> None:
     frozen = nn.Linear(2, 2).requires_grad_(False)
     with pytest.raises(ValueError, match="no parameter with `requires_grad=True` in Linear"):
         build_param_groups(frozen, 0.1)
+
+
+def test_a_matrix_named_bias_does_not_decay_and_a_bad_multiplier_message_is_whole() -> None:
+    assert not decays("proj.bias", torch.zeros(2, 2)) and not decays("bias", torch.zeros(2, 2))
+    assert decays("proj.weight", torch.zeros(2, 2))
+    model = nn.Sequential(nn.Linear(2, 2))
+    message = (
+        "`build_param_groups(width_mult=...)` gave -1.0 for parameter '0.weight': multipliers must be positive finite"
+        " numbers (the model's width over the base model's width)."
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        build_param_groups(model, 0.1, 1e-3, width_mult={"0": -1.0})

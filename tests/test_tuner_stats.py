@@ -7,6 +7,7 @@ demo's that checks the interval's coverage at every seed count that gets one.
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 
@@ -142,29 +143,143 @@ def test_tuner_stats_per_seed_optima():
     assert per_seed_optima([8.0, 16.0, 32.0], values, mode="max")[:2] == [8.0, 16.0]
 
 
+SHAPE_HINT = (
+    "use one row per grid point and one column per seed (grid x seeds), e.g. [[0.5], [0.4], [0.6]] for 3 grid points"
+    " and 1 seed."
+)
+INCREASING = "is not valid: use positive numbers in increasing order."
+
+
 @pytest.mark.parametrize(
-    ("call", "match"),
+    ("call", "message"),
     [
-        (lambda: paired_interior([[0.5, 0.6], [0.4, 0.5]], best_index=2), r"best_index=2\)` is not valid"),
-        (lambda: paired_interior([0.5, 0.4, 0.6]), r"got shape \(3,\); use one row per grid point"),
-        (lambda: paired_interior([[0.5], [0.4]], mode="best"), r"`paired_interior\(mode='best'\)` is not valid"),
-        (lambda: paired_interior([[0.5], [0.4]], level=1.5), r"`paired_interior\(level=1.5\)` is not valid"),
-        (lambda: per_seed_optima([1.0, 2.0], [[0.5], [0.4], [0.6]]), "has 3 rows for 2 grid points"),
-        (lambda: fit_scaling([1.0], GRID, [parabolas(3)]), r"scales=\[1.0\]\)` is not valid: it needs at least 2"),
-        (lambda: fit_scaling([4, 1], GRID, [parabolas(3)] * 2), "positive numbers in increasing order"),
-        (lambda: fit_scaling([0, 1], GRID, [parabolas(3)] * 2), "positive numbers in increasing order"),
-        (lambda: fit_scaling([1, 4], GRID[::-1], [parabolas(3)] * 2), r"`fit_scaling\(xs=\[64.0"),
-        (lambda: fit_scaling([1, 4], GRID, [parabolas(3)]), "one grid x seeds array per scale, 2 in all, got 1"),
-        (lambda: fit_scaling([1, 4], GRID, [parabolas(3), parabolas(3)[:-1]]), "scale 4 has 6 rows for 7 grid"),
-        (lambda: fit_scaling([1, 4], GRID, [parabolas(3), [["a"]] * 7]), r"curves\[scale=4\]=...\)` is not valid"),
-        (lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, level=95), r"`fit_scaling\(level=95\)` is not valid"),
-        (lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, window=0), r"`fit_scaling\(window=0\)` is not valid"),
-        (lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, mode="low"), r"`fit_scaling\(mode='low'\)`"),
-        (lambda: fit_scaling([1, 4], GRID, [parabolas(3), [[math.nan]] * 7]), "at scale 4 every grid point has a"),
+        (
+            lambda: paired_interior([[0.5, 0.6], [0.4, 0.5]], best_index=2),
+            "`paired_interior(best_index=2)` is not valid: use a row index from 0 to 1.",
+        ),
+        (
+            lambda: paired_interior([[0.5, 0.6], [0.4, 0.5]], best_index=True),
+            "`paired_interior(best_index=True)` is not valid: use a row index from 0 to 1.",
+        ),
+        (
+            lambda: paired_interior([[0.5, 0.6], [0.4, 0.5]], best_index=-1),
+            "`paired_interior(best_index=-1)` is not valid: use a row index from 0 to 1.",
+        ),
+        (
+            lambda: paired_interior([0.5, 0.4, 0.6]),
+            f"`paired_interior(values=...)` is not valid: got shape (3,); {SHAPE_HINT}",
+        ),
+        (lambda: paired_interior([[]]), f"`paired_interior(values=...)` is not valid: got shape (1, 0); {SHAPE_HINT}"),
+        (
+            lambda: paired_interior([[0.5], [0.4]], mode="best"),
+            "`paired_interior(mode='best')` is not valid: use 'min' (a loss) or 'max'.",
+        ),
+        (
+            lambda: paired_interior([[0.5], [0.4]], level=1.5),
+            "`paired_interior(level=1.5)` is not valid: use a number strictly between 0 and 1.",
+        ),
+        (
+            lambda: paired_interior([[0.5]], level=True),
+            "`paired_interior(level=True)` is not valid: use a number strictly between 0 and 1.",
+        ),
+        (
+            lambda: paired_interior([[0.5]], level=0),
+            "`paired_interior(level=0)` is not valid: use a number strictly between 0 and 1.",
+        ),
+        (
+            lambda: paired_interior([[0.5]], level="0.05"),
+            "`paired_interior(level='0.05')` is not valid: use a number strictly between 0 and 1.",
+        ),
+        (
+            lambda: per_seed_optima([1.0, 2.0], [[0.5], [0.4], [0.6]]),
+            "`per_seed_optima(values=...)` is not valid: it has 3 rows for 2 grid points in `xs`.",
+        ),
+        (
+            lambda: per_seed_optima([1.0, 2.0], [[0.5], [0.4]], mode="best"),
+            "`per_seed_optima(mode='best')` is not valid: use 'min' (a loss) or 'max'.",
+        ),
+        (lambda: per_seed_optima([2.0, 1.0], [[0.5], [0.4]]), f"`per_seed_optima(xs=[2.0, 1.0])` {INCREASING}"),
+        (lambda: per_seed_optima([], [[0.5]]), "`per_seed_optima(xs=[])` is not valid: it needs at least 1 values."),
+        (
+            lambda: per_seed_optima(["a"], [[0.5]]),
+            "`per_seed_optima(xs=['a'])` is not valid: use a sequence of positive numbers.",
+        ),
+        (
+            lambda: per_seed_optima([1.0, 2.0], [["a"], [0.4]]),
+            "`per_seed_optima(values=...)` is not valid: use numbers, one row per grid point and one column per seed.",
+        ),
+        (
+            lambda: per_seed_optima([1.0, 2.0], [0.5, 0.4]),
+            f"`per_seed_optima(values=...)` is not valid: got shape (2,); {SHAPE_HINT}",
+        ),
+        (
+            lambda: fit_scaling([1.0], GRID, [parabolas(3)]),
+            "`fit_scaling(scales=[1.0])` is not valid: it needs at least 2 values.",
+        ),
+        (lambda: fit_scaling([4, 1], GRID, [parabolas(3)] * 2), f"`fit_scaling(scales=[4.0, 1.0])` {INCREASING}"),
+        (lambda: fit_scaling([0, 1], GRID, [parabolas(3)] * 2), f"`fit_scaling(scales=[0.0, 1.0])` {INCREASING}"),
+        (lambda: fit_scaling([1, 1], GRID, [parabolas(3)] * 2), f"`fit_scaling(scales=[1.0, 1.0])` {INCREASING}"),
+        (
+            lambda: fit_scaling([1, math.inf], GRID, [parabolas(3)] * 2),
+            f"`fit_scaling(scales=[1.0, inf])` {INCREASING}",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID[::-1], [parabolas(3)] * 2),
+            f"`fit_scaling(xs=[64.0, 32.0, 16.0, 8.0, 4.0, 2.0, 1.0])` {INCREASING}",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID, [parabolas(3)]),
+            "`fit_scaling(curves=...)` is not valid: it needs one grid x seeds array per scale, 2 in all, got 1.",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID, "abc"),
+            "`fit_scaling(curves=...)` is not valid: it needs one grid x seeds array per scale, 2 in all, got 3.",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID, [parabolas(3), parabolas(3)[:-1]]),
+            "`fit_scaling(curves=...)` is not valid: the curve at scale 4 has 6 rows for 7 grid points in `xs`.",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID, [parabolas(3), [["a"]] * 7]),
+            "`fit_scaling(curves[scale=4]=...)` is not valid: use numbers, one row per grid point and one column per"
+            " seed.",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, level=95),
+            "`fit_scaling(level=95)` is not valid: use a number strictly between 0 and 1.",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, interior_level=1),
+            "`fit_scaling(interior_level=1)` is not valid: use a number strictly between 0 and 1.",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, window=0),
+            "`fit_scaling(window=0)` is not valid: use an integer >= 1.",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, window=True),
+            "`fit_scaling(window=True)` is not valid: use an integer >= 1.",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, window=1.0),
+            "`fit_scaling(window=1.0)` is not valid: use an integer >= 1.",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, mode="low"),
+            "`fit_scaling(mode='low')` is not valid: use 'min' (a loss) or 'max'.",
+        ),
+        (
+            lambda: fit_scaling([1, 4], GRID, [parabolas(3), [[math.nan]] * 7]),
+            "`fit_scaling(curves=...)` is not valid: at scale 4 every grid point has a non-finite value (a diverged"
+            " run), so there is no best point.",
+        ),
+        (lambda: t_quantile(0.5, 1.5), "`t_quantile(df=1.5)` is not valid: use a positive integer."),
+        (lambda: t_quantile(0.0, 3), "`t_quantile(p=0.0)` is not valid: use a probability strictly between 0 and 1."),
+        (lambda: t_sf(1.0, True), "`t_sf(df=True)` is not valid: use a positive integer."),
     ],
 )
-def test_tuner_stats_bad_input(call, match):
-    with pytest.raises(ValueError, match=match):
+def test_tuner_stats_bad_input(call, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         call()
 
 
@@ -350,3 +465,97 @@ def test_tuner_stats_size_verdict_holds_fails_or_not_established():
     none = size_verdict(hand_fit(0.3, None, "1 seed: an interval needs at least 2"))
     assert none.startswith("No interval (1 seed: an interval needs at least 2); over N = 100 to 500 the best")
     assert "is not established" in none
+
+
+def test_tuner_stats_size_verdict_whole_sentences_and_their_edges():
+    """Each branch word for word; an interval ending exactly at 0 admits it; the grid step of 1 or 2 grid points."""
+    assert size_verdict(hand_fit(-0.5, (-0.7, -0.3))) == (
+        "'Tune on a fraction, train on all' fails for this model: the 95 % interval [-0.70, -0.30] of the exponent of"
+        " the best tau_epoch in N excludes 0, and over N = 100 to 500 the best tau_epoch moves by a factor of 0.447;"
+        " tune at full size, or scale a fraction's best tau_epoch by (N / N_fraction)^-0.50."
+    )
+    assert size_verdict(hand_fit(0.1, (-0.6, 0.8))) == (
+        "'Tune on a fraction, train on all' is not rejected but not established: the 95 % interval [-0.60, +0.80] of"
+        " the exponent of the best tau_epoch in N admits 0, yet over N = 100 to 500 the best tau_epoch could move by a"
+        " factor of 0.381 to 3.62 within the interval, more than one grid step (x2); more seeds would narrow it."
+    )
+    assert size_verdict(hand_fit(0.3, None, "1 seed")) == (
+        "No interval (1 seed); over N = 100 to 500 the best tau_epoch moves by a factor of 1.62 (exponent +0.30), so"
+        " whether 'tune on a fraction, train on all' holds is not established."
+    )
+    holds = (
+        "'Tune on a fraction, train on all' holds for this model: the 95 % interval [{}] of the exponent of the best"
+        " tau_epoch in N admits 0, and over N = 100 to 500 the best tau_epoch moves by a factor of {} ({} within the"
+        " interval, inside one grid step of x{})."
+    )
+    assert size_verdict(hand_fit(0.05, (0.0, 0.1))) == holds.format("+0.00, +0.10", "1.08", "1 to 1.17", "2")
+    assert size_verdict(hand_fit(-0.05, (-0.1, 0.0))) == holds.format("-0.10, +0.00", "0.923", "0.851 to 1", "2")
+    # two grid points a x4 step apart; one grid point: a x2 step by default
+    wide = hand_fit(0.1, (-0.6, 0.8), xs=(1.0, 4.0))
+    assert size_verdict(wide) == holds.format("-0.60, +0.80", "1.17", "0.381 to 3.62", "4")
+    one = hand_fit(0.02, (-0.05, 0.09), xs=(8.0,))
+    assert size_verdict(one) == holds.format("-0.05, +0.09", "1.03", "0.923 to 1.16", "2")
+    # exactly one grid step: N from 1 to 4, exponent +-1/2 on a x2 grid
+    edge = hand_fit(0.0, (-0.5, 0.5), scales=(1.0, 4.0), xs=(1.0, 2.0))
+    assert size_verdict(edge) == (
+        "'Tune on a fraction, train on all' holds for this model: the 95 % interval [-0.50, +0.50] of the exponent of"
+        " the best tau_epoch in N admits 0, and over N = 1 to 4 the best tau_epoch moves by a factor of 1 (0.5 to 2"
+        " within the interval, inside one grid step of x2)."
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"^`size_verdict\(fit=\.\.\.\)` is not valid: the fit has no `scales`; make it with `fit_scaling`\.$",
+    ):
+        size_verdict(hand_fit(0.0, (-0.1, 0.1), scales=()))
+
+
+def test_tuner_stats_width_verdict_whole_sentences():
+    assert width_verdict(hand_fit(-0.08, (-0.15, -0.01))) == (
+        "The 95 % interval [-0.15, -0.01] of the exponent admits none of the published rules, excluding Wang &"
+        " Aitchison (0, α = 1), Fan et al. (-1/2, α = 1/2) and Qiu et al. (-1, α = 0): the measured α is 0.92."
+    )
+    assert width_verdict(hand_fit(-0.45, (-1.3, 0.4))) == (
+        "The 95 % interval [-1.30, +0.40] of the exponent admits all of the published rules, Wang & Aitchison (0, α ="
+        " 1), Fan et al. (-1/2, α = 1/2) and Qiu et al. (-1, α = 0): it cannot tell them apart (more seeds or a wider"
+        " range of widths would narrow it)."
+    )
+    # an interval that ends exactly on a rule admits it
+    assert width_verdict(hand_fit(-0.75, (-1.0, -0.5))) == (
+        "The 95 % interval [-1.00, -0.50] of the exponent admits Fan et al. (-1/2, α = 1/2) and Qiu et al. (-1, α = 0)"
+        " and excludes Wang & Aitchison (0, α = 1)."
+    )
+    assert width_verdict(hand_fit(0.0, (0.0, 0.0))) == (
+        "The 95 % interval [+0.00, +0.00] of the exponent admits Wang & Aitchison (0, α = 1) and excludes Fan et al."
+        " (-1/2, α = 1/2) and Qiu et al. (-1, α = 0)."
+    )
+
+
+def test_tuner_stats_best_index_zero_is_the_low_edge():
+    test = paired_interior([[0.4, 0.5], [0.5, 0.6], [0.7, 0.8]], best_index=0)
+    assert (test.interior, test.p_lower, test.reason) == (False, None, "at the grid edge")
+    assert test.p_upper == pytest.approx(0.0, abs=1e-12)
+
+
+def test_tuner_stats_note_is_none_when_the_grid_and_the_smoothed_optima_stay_put():
+    still = ScalingFit(0.0, None, "x", 0.95, [8.0, 8.0], [8.0, 8.0], [[8.0], [8.0]], 0.0, False, [])
+    assert still.note() is None
+    moving = ScalingFit(1.0, None, "x", 0.95, [6.0, 12.0], [8.0, 8.0], [[8.0], [8.0]], 0.0, False, [])
+    assert moving.note() == (
+        "The best grid point is 8 at every scale: the exponent +1.00 comes from the smoothed optimum moving within one"
+        " grid cell."
+    )
+
+
+def test_tuner_stats_one_grid_point_and_one_comparable_pair():
+    alone = paired_interior([[0.5, 0.6]])
+    assert (alone.interior, alone.p_lower, alone.p_upper, alone.reason) == (
+        False,
+        None,
+        None,
+        "1 grid point: no neighbour",
+    )
+    assert per_seed_optima([4.0], [[0.5, math.nan]]) == pytest.approx([4.0, math.nan], nan_ok=True)
+    # seed 1 diverged at all three points: one pair left to compare on each side, no t-test: p = 1
+    test = paired_interior([[0.6, math.nan], [0.5, math.nan], [0.7, math.nan]], best_index=1)
+    assert (test.p_lower, test.p_upper, test.interior) == (1.0, 1.0, False)
+    assert test.reason == "beats neither neighbour (paired, p=1 and 1)"
