@@ -319,11 +319,11 @@ def _load_digits() -> None:
 
 
 def _load_mup(digits: bool = False) -> None:
-    from lightning_tau.demos.width import _import_mup
+    from lightning_tau.demos.width import import_mup
 
     if digits:
         _load_digits()
-    _import_mup()
+    import_mup()
 
 
 #: Options every width row reads: (argparse name, config field).

@@ -55,7 +55,7 @@ def load_digits_tensors() -> tuple[torch.Tensor, torch.Tensor]:
     return x, y
 
 
-class _BatchedTensors(TensorDataset):
+class BatchedTensors(TensorDataset):
     """A ``TensorDataset`` that a ``DataLoader`` indexes once per batch instead of once per sample."""
 
     def __getitems__(self, indices: list[int]) -> tuple[torch.Tensor, ...]:
@@ -63,8 +63,8 @@ class _BatchedTensors(TensorDataset):
         return tuple(tensor[index] for tensor in self.tensors)
 
 
-def _as_batch(batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-    """``collate_fn`` for :class:`_BatchedTensors`: its ``__getitems__`` already returns the batch."""
+def as_batch(batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """``collate_fn`` for :class:`BatchedTensors`: its ``__getitems__`` already returns the batch."""
     return batch
 
 
@@ -130,16 +130,16 @@ class DigitsDataModule(pl.LightningDataModule):
         if self.label_noise > 0:
             flip = torch.rand(len(y_train), generator=generator) < self.label_noise
             y_train[flip] = torch.randint(0, 10, (int(flip.sum()),), generator=generator)
-        self.train_set = _BatchedTensors(x[train_idx], y_train)
-        self.val_set = _BatchedTensors(x[val_idx], y[val_idx])
+        self.train_set = BatchedTensors(x[train_idx], y_train)
+        self.val_set = BatchedTensors(x[val_idx], y[val_idx])
 
     def train_dataloader(self) -> DataLoader:
         assert self.train_set is not None, "call setup() first"
-        return DataLoader(self.train_set, batch_size=self.batch_size, shuffle=True, collate_fn=_as_batch)
+        return DataLoader(self.train_set, batch_size=self.batch_size, shuffle=True, collate_fn=as_batch)
 
     def val_dataloader(self) -> DataLoader:
         assert self.val_set is not None, "call setup() first"
-        return DataLoader(self.val_set, batch_size=len(self.val_set), collate_fn=_as_batch)
+        return DataLoader(self.val_set, batch_size=len(self.val_set), collate_fn=as_batch)
 
 
 class DigitsMLP(pl.LightningModule):

@@ -36,7 +36,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader
 
-from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, _as_batch, _BatchedTensors
+from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, BatchedTensors, as_batch
 from lightning_tau.param_groups import build_param_groups
 
 __all__ = [
@@ -211,8 +211,8 @@ class TextDataModule(pl.LightningDataModule):
         self.val_tokens = val_tokens
         self.split_seed = split_seed
         self.num_windows = (train_tokens - 1) // block_size
-        self.train_set: _BatchedTensors | None = None
-        self.val_set: _BatchedTensors | None = None
+        self.train_set: BatchedTensors | None = None
+        self.val_set: BatchedTensors | None = None
 
     @property
     def tokens_per_step(self) -> int:
@@ -228,19 +228,17 @@ class TextDataModule(pl.LightningDataModule):
         if self.train_set is not None:
             return
         train, val = load_stdlib_corpus(self.max_tokens, self.val_tokens, self.split_seed)
-        self.train_set = _BatchedTensors(*_windows(train[: int(self.fraction * self.max_tokens)], self.block_size))
-        self.val_set = _BatchedTensors(*_windows(val, self.block_size))
+        self.train_set = BatchedTensors(*_windows(train[: int(self.fraction * self.max_tokens)], self.block_size))
+        self.val_set = BatchedTensors(*_windows(val, self.block_size))
         assert len(self.train_set) == self.num_windows
 
     def train_dataloader(self) -> DataLoader:
         assert self.train_set is not None, "call setup() first"
-        return DataLoader(
-            self.train_set, batch_size=self.batch_size, shuffle=True, drop_last=True, collate_fn=_as_batch
-        )
+        return DataLoader(self.train_set, batch_size=self.batch_size, shuffle=True, drop_last=True, collate_fn=as_batch)
 
     def val_dataloader(self) -> DataLoader:
         assert self.val_set is not None, "call setup() first"
-        return DataLoader(self.val_set, batch_size=4 * self.batch_size, collate_fn=_as_batch)
+        return DataLoader(self.val_set, batch_size=4 * self.batch_size, collate_fn=as_batch)
 
 
 class CausalSelfAttention(nn.Module):

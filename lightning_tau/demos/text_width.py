@@ -25,7 +25,7 @@ from typing_extensions import override
 
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO
 from lightning_tau.demos.text import ByteGPT, Schedule, TextDataModule
-from lightning_tau.demos.width import _import_mup, describe_width, run_width_demo
+from lightning_tau.demos.width import describe_width, import_mup, run_width_demo
 from lightning_tau.param_groups import build_param_groups
 
 __all__ = ["QUICK_HELD_OUT", "MuByteGPT", "TextWidthConfig", "run_text_width_demo"]
@@ -85,7 +85,7 @@ class MuByteGPT(ByteGPT):
         if not (isinstance(weight_decay, (int, float)) and 0 < weight_decay < math.inf):
             raise ValueError(f"`MuByteGPT(weight_decay={weight_decay!r})` is not valid: use a positive value.")
         super().__init__(block_size, n_layer, n_head, width, lr, weight_decay, schedule, warmup_fraction)
-        mup = _import_mup()
+        mup = import_mup()
         self.head = mup.MuReadout(width, self.head.out_features, bias=False, readout_zero_init=True)
         for block in self.blocks:
             block.attn.scale = 1.0 / (width // n_head)  # μP: 1 / head dim
@@ -94,7 +94,7 @@ class MuByteGPT(ByteGPT):
     def set_base_shapes(self, base_width: int) -> MuByteGPT:
         """``mup.set_base_shapes`` against the same model at ``base_width`` (``2 x base_width`` as the delta), then
         the weight matrices re-drawn from ``N(0, 0.02^2)``, the hidden ones' variance divided by ``s`` (μP)."""
-        mup = _import_mup()
+        mup = import_mup()
         shape = {"block_size": self.block_size, "n_layer": len(self.blocks), "n_head": self.blocks[0].attn.n_head}
         base = MuByteGPT(width=base_width, **shape)
         delta = MuByteGPT(width=2 * base_width, **shape)
@@ -110,7 +110,7 @@ class MuByteGPT(ByteGPT):
 
     @override
     def build_optimizer(self) -> torch.optim.Optimizer:
-        mup = _import_mup()
+        mup = import_mup()
         exempt = ["head", *([] if self.decay_input else ["tok"])]
         groups = build_param_groups(self, weight_decay=self.weight_decay, no_weight_decay=exempt)
         # mup 1.0.0 splits each group: hidden (matrix-like) weights get lr / s and weight_decay x s

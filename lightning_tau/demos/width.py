@@ -55,7 +55,8 @@ FIGURE_STEM = "width_sweep"
 METRIC = "val/loss"
 
 
-def _import_mup() -> Any:
+def import_mup() -> Any:
+    """The ``mup`` package, or an ``ImportError`` that says how to install it."""
     try:
         import mup
     except ImportError as err:  # pragma: no cover - depends on the environment
@@ -120,7 +121,7 @@ class MuDigitsMLP(pl.LightningModule):
             raise ValueError(f"`MuDigitsMLP(weight_decay={weight_decay!r})` is not valid: use a positive value.")
         if schedule not in ("constant", "cosine"):
             raise ValueError(f"`MuDigitsMLP(schedule={schedule!r})` is not supported. Use 'constant' or 'cosine'.")
-        mup = _import_mup()
+        mup = import_mup()
         self.save_hyperparameters()
         layers: list[torch.nn.Module] = []
         fan_in = 64
@@ -136,7 +137,7 @@ class MuDigitsMLP(pl.LightningModule):
 
     def set_base_shapes(self, base_width: int) -> MuDigitsMLP:
         """``mup.set_base_shapes`` against the same model at ``base_width`` (and ``2 * base_width`` as the delta)."""
-        mup = _import_mup()
+        mup = import_mup()
         base = MuDigitsMLP(base_width, self.depth)
         delta = MuDigitsMLP(2 * base_width, self.depth)
         mup.set_base_shapes(self, base, delta=delta)
@@ -150,7 +151,7 @@ class MuDigitsMLP(pl.LightningModule):
     validation_step = DigitsMLP.validation_step
 
     def configure_optimizers(self) -> dict[str, Any]:
-        mup = _import_mup()
+        mup = import_mup()
         kept = {id(p) for p in self.readout.parameters()} if not self.decay_readout else set()
         if not self.decay_input:
             kept.add(id(self.body[0].weight))
