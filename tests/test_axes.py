@@ -118,7 +118,7 @@ def test_axes_width_build_reverses_the_grid_into_lambda_base() -> None:
     assert result.tau_epoch == pytest.approx(8.61755, abs=1e-5)
     assert (result.cost, result.full_cost) == (450, 1500)
     assert result.note() is None
-    assert [result._x_of_tau(t) for t in TAUS] == LAMBDA_BASE
+    assert [result.x_of_tau(t) for t in TAUS] == LAMBDA_BASE
     assert [result._point_name(i) for i in range(3)] == ["width 64", "width 128", "width 256"]
     at_one = AxisResult.build("width", [64, 128, 256], result.results, lambda_base=LAMBDA_BASE)
     assert at_one.base_width_mult == 1.0 and at_one.tau_epoch == result.results[0].tau_epoch
@@ -144,7 +144,7 @@ def test_axes_dataset_size_build_and_its_numbers() -> None:
     assert result.width_exponent is None
     assert result.tau_epoch == result.results[-1].tau_epoch != result.results[0].tau_epoch
     assert (result.cost, result.full_cost) == (300, 2000)  # the full sweep once, not per point
-    assert [result._x_of_tau(t) for t in TAUS] == TAUS
+    assert [result.x_of_tau(t) for t in TAUS] == TAUS
     assert [result._point_name(i) for i in range(2)] == ["N=250", "N=1000"]
     assert result.note() == result.fit.note() is not None
 

@@ -11,48 +11,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import lightning.pytorch as pl
 import optuna
 import pytest
-import torch
+from helpers.finder_study import BATCH, TRUE_TAU, CurveModel, N, curve_loaders
 from optuna.trial import TrialState
-from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_tau.param_groups import build_param_groups
 from lightning_tau.tuner.curve import CurvePoint, FinderResult, PrunedPoint
 from lightning_tau.tuner.finder import TimescaleFinder
 
-N, BATCH, LR, TRUE_TAU = 64, 16, 1e-2, 6.0
 GRID = (1.5, 3.0, 6.0, 11.0, 96.0)
 EPOCHS = 3
-
-
-class CurveModel(pl.LightningModule):
-    """A real fit whose validation metric is a known function of the timescale the callback set, the same at every
-    epoch: ``val_loss = 1 + (log tau_epoch - log 6)^2`` (``tau_epoch = 1 / (lr * wd * M)`` from the optimizer)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.net = torch.nn.Linear(4, 2)
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        return torch.nn.functional.cross_entropy(self.net(x), y)
-
-    def validation_step(self, batch: Any, batch_idx: int) -> None:
-        group = next(g for g in self.trainer.optimizers[0].param_groups if g["weight_decay"] > 0)
-        tau = 1.0 / (group["lr"] * group["weight_decay"] * self.trainer.num_training_batches)
-        self.log("val_loss", 1.0 + (math.log(tau) - math.log(TRUE_TAU)) ** 2)
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.AdamW(build_param_groups(self, weight_decay=0.1), lr=LR)
-
-
-def _loaders() -> tuple[DataLoader, DataLoader]:
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(N, 4, generator=g)
-    data = TensorDataset(x, (x[:, 0] > 0).long())
-    return DataLoader(data, batch_size=BATCH, shuffle=True), DataLoader(data, batch_size=N)
 
 
 #: The runs go seed by seed and the pruner judges the first seed's. ``"median"`` at 3 epochs is
@@ -77,7 +45,7 @@ def _finder(root: Path, **kwargs: Any) -> TimescaleFinder:
 
 
 def _fit(finder: TimescaleFinder) -> Any:
-    train, val = _loaders()
+    train, val = curve_loaders()
     return finder.fit(CurveModel, train_dataloaders=train, val_dataloaders=val)
 
 

@@ -12,36 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from lightning_tau._constants import GOALS
+from lightning_tau.diagnostics.sweep import DEFAULT_METRICS, plot_sweep
 
-# Re-exported for the callers that import them from here (cli/demo.py); their home is diagnostics/sweep.py.
-from lightning_tau.diagnostics.sweep import (
-    DEFAULT_METRICS,
-    FIGURE_STEM,
-    Optimum,
-    RunRecord,
-    SweepPlot,
-    default_metric,
-    find_optima,
-    format_optima,
-    load_runs,
-    plot_sweep,
-    setting,
-)
-
-__all__ = [
-    "DEFAULT_METRICS",
-    "FIGURE_STEM",
-    "Optimum",
-    "RunRecord",
-    "SweepPlot",
-    "add_parser",
-    "default_metric",
-    "find_optima",
-    "format_optima",
-    "load_runs",
-    "plot_sweep",
-    "setting",
-]
+__all__ = ["add_parser"]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
