@@ -29,6 +29,7 @@ from lightning_tau.decide import (
     resume_changes,
     run_tau_iter,
     shape_changes,
+    uses_mup,
 )
 
 TOO_SHORT = (
@@ -358,3 +359,33 @@ def test_count_epoch_keeps_the_counts_that_matter_and_names_the_wrong_assumption
     assert wrong == []
     _, wrong = count_epoch({0: 10}, 10, [0], optimizer_m={}, steps_per_epoch=10.0 * (1 + 1e-10), measured={})
     assert wrong == []
+
+
+def test_a_width_exponent_scales_only_mup_runs_and_asks_every_group_of_one_for_its_multiplier() -> None:
+    """``decide_groups`` applies a width exponent other than 1 only when the run has a width multiplier somewhere;
+    then a decaying group without one is an error, not silently left at ``s = 1``."""
+    from lightning_tau.width import NO_MUP
+
+    plain = GroupInput("decay", 0, 0, 64, 1e-3, 0.1, True, width_problem=NO_MUP)
+    hidden = GroupInput("hidden", 0, 1, 64, 1e-3 / 4, 0.1, True, width_mult=4.0)
+    # no muP group: the exponent changes nothing, and the plain group needs no width_mult
+    (only,) = decide_groups([plain], 1000.0, width_exponent=0.5)
+    assert only.weight_decay == pytest.approx(1 / (1e-3 * 1000.0))
+    # the default exponent 1 never asks for a multiplier
+    assert decide_groups([plain, hidden], 1000.0)[1].weight_decay == pytest.approx(1 / (1e-3 / 4 * 1000.0))
+    # a muP run with exponent 0.5: the hidden group's tau_iter is 1000 * 4 ** 0.5, the plain group must declare its s
+    with pytest.raises(ValueError, match="needs its muP width multiplier s"):
+        decide_groups([plain, hidden], 1000.0, width_exponent=0.5)
+    (scaled,) = decide_groups([hidden], 1000.0, width_exponent=0.5)
+    assert scaled.weight_decay == pytest.approx(1 / (1e-3 / 4 * 1000.0 * 2.0))
+
+
+def test_uses_mup_needs_a_multiplier_or_an_annotation_problem() -> None:
+    """A group that declares nothing about width (``width_problem=None``, no ``width_mult``) is not muP; one whose
+    width is known to be ambiguous (a problem other than "no mup at all") is."""
+    from lightning_tau.width import NO_MUP
+
+    assert not uses_mup([GroupInput("decay", 0, 0, 64, 1e-3, 0.1, True)])
+    assert not uses_mup([GroupInput("decay", 0, 0, 64, 1e-3, 0.1, True, width_mult=1.0)])
+    assert not uses_mup([GroupInput("decay", 0, 0, 64, 1e-3, 0.1, True, width_problem=NO_MUP)])
+    assert uses_mup([GroupInput("mixed", 0, 0, 64, 1e-3, 0.1, True, width_problem="its parameters have several")])
