@@ -153,9 +153,9 @@ def test_validation_is_held_out_files_picked_by_the_seed() -> None:
 
 
 def test_quick_text_width_is_the_held_out_file_regime() -> None:
-    from lightning_tau.cli.demo import WIDTH_PRESETS
+    from lightning_tau.cli.demo import PRESETS
 
-    quick = WIDTH_PRESETS[("text", "width")].quick
+    quick = PRESETS[("text", "width")].quick
     assert quick is QUICK_HELD_OUT
     assert quick.widths[-1] / quick.widths[0] >= 8 and len(quick.seeds) >= MIN_SEEDS_FOR_INTERVAL
     data = quick.datamodule()
