@@ -389,3 +389,29 @@ def test_uses_mup_needs_a_multiplier_or_an_annotation_problem() -> None:
     assert not uses_mup([GroupInput("decay", 0, 0, 64, 1e-3, 0.1, True, width_mult=1.0)])
     assert not uses_mup([GroupInput("decay", 0, 0, 64, 1e-3, 0.1, True, width_problem=NO_MUP)])
     assert uses_mup([GroupInput("mixed", 0, 0, 64, 1e-3, 0.1, True, width_problem="its parameters have several")])
+
+
+def test_count_epoch_skips_an_optimizer_that_took_no_step_and_goes_on() -> None:
+    # optimizer 0 took no step this epoch; optimizer 1 (later in the loop) took half as many as its M
+    keep, wrong = count_epoch({1: 5}, 10, [0, 1], optimizer_m={}, steps_per_epoch=10, measured={})
+    assert (keep, wrong) == ({1: (5, 10)}, [(1, 5, 10)])
+
+
+def test_group_targets_skip_a_group_that_does_not_decay_and_go_on() -> None:
+    off = GroupTimescale("bias", 0, 0, 8, 1e-3, 0.0, 0.0, False)
+    hidden = GroupTimescale("hidden", 0, 1, 64, 1e-3, 0.1, 1.0, True, width_mult=4.0, tau_iter=1000.0)
+    assert group_targets([off, hidden], 500.0, 5.0, {}, 100) == {(0, 1): (1000.0, 10.0)}
+
+
+def test_resume_changes_compare_at_a_relative_tolerance_of_1e_12() -> None:
+    shape = RunShape(10, 100, 10)
+    assert resume_changes({"tau_iter": 500.0}, shape, 500.0 * (1 + 1e-10)) == [
+        f"tau_iter 500.0 -> {500.0 * (1 + 1e-10)!r}"
+    ]
+    assert resume_changes({"tau_iter": 500.0}, shape, 500.0 * (1 + 1e-14)) == []
+
+
+def test_run_tau_iter_names_every_source_of_m_in_its_mid_fit_error() -> None:
+    shape = RunShape(1, sources=("M = 1 from the loader.", "B = 64."))
+    with pytest.raises(ValueError, match=re.escape("at epoch 3 (M = 1 from the loader. B = 64.): `tau_epoch=0.5`")):
+        run_tau_iter(shape, tau_epoch=0.5, tau_iter=None, epoch=3)

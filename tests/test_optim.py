@@ -196,3 +196,19 @@ def test_planned_timescales_are_unknown_where_the_schedule_cannot_be_simulated()
     assert planned_timescales(groups, [opt], [[halving]], 10, steps_per_epoch=None, optimizer_m={}, per_step=False) == {
         (0, 0): None
     }
+
+
+def test_planned_timescales_use_the_runs_epoch_length_for_an_optimizer_without_its_own() -> None:
+    """An epoch-interval scheduler steps every ``M`` optimizer steps; an optimizer with no ``M`` of its own takes the
+    run's (2 here): 4 steps left are 2 at lr 1 and 2 at lr 0.5."""
+    scheduled, halving = _halving(interval="epoch")
+    planned = planned_timescales(
+        [_decision(0, 0, lr=1.0, wd=0.2)],
+        [scheduled],
+        [[halving]],
+        4,
+        steps_per_epoch=2.0,
+        optimizer_m={},
+        per_step=False,
+    )
+    assert planned == {(0, 0): pytest.approx((1 + 1 + 0.5 + 0.5) * 0.2)}
