@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lightning_tau.tuner.curve import CurvePoint, FinderResult, log_grid, smoothed_optimum
+from lightning_tau.tuner.curve import CurvePoint, FinderResult, log_grid, reduce_metric, smoothed_optimum
 
 
 def raises_exactly(message: str) -> pytest.RaisesContext[ValueError]:
@@ -281,3 +281,14 @@ def test_optimum_range_needs_the_same_seeds_and_counts_a_diverged_run_as_the_wor
     expected = (8.35029023971053, 9.70026162860753)  # around 9; the diverged point at 27 is the worst, not the best
     assert optimum_range(grid, values) == pytest.approx(expected, rel=1e-9)
     assert optimum_range(grid, [[-v for v in row] for row in values], mode="max") == pytest.approx(expected, rel=1e-9)
+
+
+def test_reduce_metric_takes_the_last_value_or_the_best_finite_one() -> None:
+    values = [0.9, 0.4, math.nan, 0.6]
+    assert reduce_metric(values, "last", "min") == 0.6
+    assert math.isnan(reduce_metric([0.5, math.nan], "last", "min"))  # a run that diverged at the end
+    assert reduce_metric(values, "best", "min") == 0.4
+    assert reduce_metric(values, "best", "max") == 0.9
+    assert reduce_metric([math.inf, 2.0], "best", "max") == 2.0  # not finite is not best
+    assert math.isnan(reduce_metric([math.nan, math.inf], "best", "min"))
+    assert math.isnan(reduce_metric([], "last", "min")) and math.isnan(reduce_metric([], "best", "min"))

@@ -344,3 +344,23 @@ def test_workers_are_capped_at_the_trials_left(
     assert fit_finder(finder).to_json() == expected.to_json() and finder.trained_runs == 1
     assert "TimescaleFinder: workers=3 capped at 1 (the number of trials left to train)." in caplog.text
     assert "workers on this machine" not in caplog.text  # no worker process started
+
+
+class _LastEpochWorse(CurveModel):
+    """``CurveModel``'s metric, plus 10 at the last epoch only: ``reduce="last"`` sees the jump, ``"best"`` not."""
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        group = next(g for g in self.trainer.optimizers[0].param_groups if g["weight_decay"] > 0)
+        tau = 1.0 / (group["lr"] * group["weight_decay"] * self.trainer.num_training_batches)
+        jump = 10.0 if self.current_epoch == self.trainer.max_epochs - 1 else 0.0
+        self.log("val_loss", 1.0 + (math.log(tau) - math.log(TRUE_TAU)) ** 2 + jump)
+
+
+@pytest.mark.parametrize("reduce", ["last", "best"])
+def test_reduce_picks_each_runs_last_or_best_epoch_for_the_curve_and_the_study(tmp_path: Path, reduce: str) -> None:
+    finder = make_finder(tmp_path, reduce=reduce, tau_epochs=(2.0, 6.0, 18.0), trainer_kwargs={"max_epochs": 2})
+    result = fit_finder(finder, _LastEpochWorse)
+    expected = [1.0 + math.log(t / TRUE_TAU) ** 2 + (10.0 if reduce == "last" else 0.0) for t in (2.0, 6.0, 18.0)]
+    assert [p.values[0] for p in result.curve] == pytest.approx(expected, rel=1e-5)
+    told = sorted((t.params["tau_epoch"], t.value) for t in journal_study(finder).trials)
+    assert [value for _, value in told] == pytest.approx(expected, rel=1e-5)

@@ -35,6 +35,7 @@ __all__ = [
     "SmoothedOptimum",
     "log_grid",
     "optimum_range",
+    "reduce_metric",
     "smoothed_optimum",
     "write_json",
 ]
@@ -45,6 +46,26 @@ DEFAULT_TAU_EPOCHS: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
 #: The pruners ``TimescaleFinder(pruner=...)`` and ``lightning-tau find --pruner`` name (here, where the command's
 #: parser reads them without importing Optuna; :func:`lightning_tau.tuner.finder.make_pruner` builds them).
 PRUNER_NAMES: tuple[str, ...] = ("median", "successive_halving", "hyperband")
+
+
+def reduce_metric(values: Sequence[float], reduce: Literal["last", "best"], mode: Goal) -> float:
+    """One run's value of the monitored metric from its per-epoch values: the last one (``reduce="last"``) or the
+    best finite one (``reduce="best"``, the smallest for ``mode="min"``); ``nan`` when there is none.
+
+    Example:
+        >>> reduce_metric([0.9, 0.5, 0.7], "last", "min"), reduce_metric([0.9, 0.5, 0.7], "best", "min")
+        (0.7, 0.5)
+        >>> reduce_metric([0.9, float("nan"), 0.7], "best", "max"), reduce_metric([float("nan")], "best", "min")
+        (0.9, nan)
+    """
+    if not values:
+        return math.nan
+    if reduce == "last":
+        return float(values[-1])
+    finite = [float(v) for v in values if math.isfinite(v)]
+    if not finite:
+        return math.nan
+    return min(finite) if mode == "min" else max(finite)
 
 
 def log_grid(low: float, high: float, num: int) -> tuple[float, ...]:

@@ -44,7 +44,14 @@ from lightning_tau._constants import GOALS, Goal
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES, CurvePoint, FinderResult, PrunedPoint
+from lightning_tau.tuner.curve import (
+    DEFAULT_TAU_EPOCHS,
+    PRUNER_NAMES,
+    CurvePoint,
+    FinderResult,
+    PrunedPoint,
+    reduce_metric,
+)
 from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna
 from lightning_tau.tuner.trial import ModelCopies, pruned_record, run_trial, subset_dataloader
 from lightning_tau.tuner.workers import Workers, start_server, worker_environ
@@ -764,13 +771,7 @@ class TimescaleFinder:
         or the worst value for a run that diverged."""
         values = [float(m[self.monitor]) for m in record["metrics"] if self.monitor in m]
         worst = math.inf if study.study.direction.name == "MINIMIZE" else -math.inf
-        if not values:
-            return worst
-        if self.reduce == "last":
-            value = values[-1]
-        else:
-            finite = [v for v in values if math.isfinite(v)]
-            value = (min(finite) if self.mode == "min" else max(finite)) if finite else math.nan
+        value = reduce_metric(values, self.reduce, self.mode)
         return value if math.isfinite(value) else worst
 
     def _workers_for(self, left: int) -> int:
@@ -867,13 +868,7 @@ class TimescaleFinder:
                 f"`TimescaleFinder(monitor={self.monitor!r})`: the run tau_epoch={tau:g}, seed={seed} logged no"
                 f" such metric; it logged {sorted(history[-1])}. Pass one of those as `monitor`."
             )
-        values = [float(entry.get(self.monitor, math.nan)) for entry in history]
-        if self.reduce == "last":
-            return values[-1]
-        finite = [v for v in values if math.isfinite(v)]
-        if not finite:
-            return math.nan
-        return min(finite) if self.mode == "min" else max(finite)
+        return reduce_metric([float(entry.get(self.monitor, math.nan)) for entry in history], self.reduce, self.mode)
 
     def _result(
         self,
