@@ -104,7 +104,7 @@ def test_a_rerun_with_a_new_unseeded_instance_trains_nothing_prints_the_answer_a
     assert attrs["verdict"] == result.verdict
     assert [p["tau_epoch"] for p in attrs["curve"]] == list(GRID)
     assert attrs["curve"][1]["mean"] == pytest.approx(result.curve[1].mean)
-    assert attrs["finder"] == {"monitor": "val_loss", "mode": "min", "reduce": "last", "window": 1}
+    assert attrs["finder"] == {"monitor": "val_loss", "mode": "min", "reduce": "last", "window": 1, "pruner": None}
 
     # verbose=False: nothing printed; another architecture: another study
     quiet = _finder(tmp_path, verbose=False)

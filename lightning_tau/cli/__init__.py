@@ -18,7 +18,10 @@ __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 #: Subcommand modules, in the order ``--help`` lists them, with their one-line help and aliases (each module's
 #: ``add_parser`` registers the same; ``tests/test_first_contact.py`` checks they agree).
 SUBCOMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "demo": ("Sweep weight decay x dataset size on bundled digits (a few minutes on a CPU) and plot it.", ()),
+    "demo": (
+        "The timescale finder's dataset-size (or width) axis on bundled digits or text: runs, figures, verdict.",
+        (),
+    ),
     "find": ("Tune tau_epoch on a fraction of the training set; print the full run's weight decay.", ()),
     "plot": (
         "Plot a sweep's final metric against weight decay and tau_epoch, and print each line's optimum.",
