@@ -19,7 +19,7 @@ yaml = pytest.importorskip("yaml")
 import optuna  # noqa: E402
 
 from lightning_tau.cli import main  # noqa: E402
-from lightning_tau.cli.find import load_config  # noqa: E402
+from lightning_tau.cli.config import load_config  # noqa: E402
 from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
