@@ -23,7 +23,6 @@ from lightning_tau.decide import (
     RunShape,
     WidthExponent,
     decide_groups,
-    optimizer_steps_per_epoch,
     optimizer_tau_iters,
     resolve_tau_iter,
     run_tau_iter,
@@ -38,6 +37,7 @@ from lightning_tau.optim import (
     unsupported_message,
     unwrap_optimizer,
 )
+from lightning_tau.optimizer_steps import optimizer_steps_per_epoch
 from lightning_tau.width import group_width_problem
 
 __all__ = [

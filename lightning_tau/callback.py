@@ -7,7 +7,6 @@ writes the weight decay :mod:`lightning_tau.timescale` computes.
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import lightning.pytorch as pl
@@ -24,9 +23,7 @@ from lightning_tau.apply import Decision, check_size, decide_and_write, decouple
 from lightning_tau.decide import (
     GroupTimescale,
     RunShape,
-    check_optimizer_indices,
     check_width_exponent,
-    count_epoch,
     group_targets,
     per_step_writes,
     power_law_num_params,
@@ -35,6 +32,7 @@ from lightning_tau.decide import (
 )
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
 from lightning_tau.optim import unwrap_optimizer
+from lightning_tau.optimizer_steps import StepCounter, check_optimizer_indices, check_steps_per_epoch
 from lightning_tau.schedule import planned_timescales
 from lightning_tau.summary import (
     change_line,
@@ -235,7 +233,7 @@ class TimescaleCallback(Callback):
         self.verbose = _checks.flag("TimescaleCallback", "verbose", verbose)
         self.decay_vectors = _checks.flag("TimescaleCallback", "decay_vectors", decay_vectors)
         self.width_exponent = check_width_exponent(width_exponent)
-        self.steps_per_epoch = _checked_steps_per_epoch(steps_per_epoch)
+        self.steps_per_epoch = check_steps_per_epoch(steps_per_epoch)
 
         # decided at train start, and again whenever the run changes
         self.shape: RunShape | None = None
@@ -248,11 +246,7 @@ class TimescaleCallback(Callback):
         # id(optimizer) -> (tau_iter, indices of managed groups holding it), for the per-step writes
         self._managed: dict[int, list[tuple[float, list[int]]]] = {}
         self._optimizer_m: dict[int, float] = {}  # optimizer index -> the M it was decided with, where not the run's
-        self._counts: dict[int, int] = {}  # manual optimization: optimizer index -> steps taken this epoch
-        self._batches_in_epoch = 0
-        self._counted_epoch: int | None = None  # the epoch `_counts` and `_batches_in_epoch` are of
-        self._resumed_counts: dict[str, Any] | None = None  # a checkpoint's partial epoch count, until continued
-        self._measured: dict[int, tuple[int, int]] = {}  # optimizer index -> (steps, batches) of its last full epoch
+        self._steps = StepCounter()  # manual optimization: each optimizer's steps per epoch, counted
         self._group_counts: dict[int, int] = {}  # id(optimizer) -> len(param_groups) when last decided
         self._decided_epoch: int | None = None
         self._step_hooks: list[RemovableHandle] = []  # the step pre-hooks of the fit in progress
@@ -329,12 +323,8 @@ class TimescaleCallback(Callback):
         self._before, self._decoupled, self._pinned_lr = {}, set(), {}
         self.shape, self._decided_epoch = None, None
         self._shapes = RunShapeReader(dataset_size=self.dataset_size, batch_size=self.batch_size)  # monitors share it
-        self._optimizer_m, self._counts, self._batches_in_epoch = {}, {}, 0
-        # a resumed run keeps what its epochs counted (the checkpoint's callback state is loaded before fit start)
-        measured = (self._restored or {}).get("measured_steps") or {}
-        self._measured = {int(i): (int(v[0]), int(v[1])) for i, v in measured.items()}
-        # ...and the count of the epoch it stopped in, continued when training resumes inside it (`on_train_start`)
-        self._resumed_counts = (self._restored or {}).get("epoch_counts") or None
+        self._optimizer_m = {}
+        self._steps.restore(self._restored)  # a checkpoint's callback state is loaded before fit start
         check_optimizer_indices(self.steps_per_epoch, len(trainer.optimizers))
         self._own_monitor = self.monitor
         if self.monitor is not None and any(
@@ -354,21 +344,12 @@ class TimescaleCallback(Callback):
     @override
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Read the run's shape, decide each managed group's ``weight_decay``, write it and print the summary."""
-        self._continue_counts(trainer)
+        self._steps.resume(trainer.current_epoch)
         self.shape = None
         self._decide(trainer)
         self._hook_optimizers(trainer)
         if self._own_monitor is not None:
             self._own_monitor.on_train_start(trainer, pl_module)
-
-    def _continue_counts(self, trainer: pl.Trainer) -> None:
-        """A run resumed inside an epoch continues the checkpoint's step count of that epoch, so that the epoch
-        is still counted whole (manual optimization); the checkpoint's loop state is restored by now."""
-        resumed, self._resumed_counts = self._resumed_counts, None
-        if resumed and resumed.get("epoch") == trainer.current_epoch:
-            self._counts = {int(i): int(n) for i, n in (resumed.get("steps") or {}).items()}
-            self._batches_in_epoch = int(resumed.get("batches", 0))
-            self._counted_epoch = trainer.current_epoch
 
     def _hook_optimizers(self, trainer: pl.Trainer) -> None:
         """Register this callback's step pre-hook on every optimizer (on the one that steps, inside any wrapper).
@@ -401,7 +382,7 @@ class TimescaleCallback(Callback):
         ):
             self._decide(trainer)
         if not trainer.lightning_module.automatic_optimization:  # count its real steps (see `steps_per_epoch`)
-            self._counts[index] = self._counts.get(index, 0) + 1
+            self._steps.step(index)
         if self.mode == "per_step":
             for tau_iter, indices in self._managed.get(id(stepped), ()):
                 write_per_step(optimizer, indices, tau_iter)
@@ -409,14 +390,13 @@ class TimescaleCallback(Callback):
     @override
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Start counting the epoch's steps (Lightning does not call this for an epoch resumed inside)."""
-        self._counts, self._batches_in_epoch = {}, 0
-        self._counted_epoch = trainer.current_epoch
+        self._steps.start_epoch(trainer.current_epoch)
 
     @override
     def on_train_batch_end(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
-        self._batches_in_epoch += 1
+        self._steps.end_batch()
         if self._own_monitor is not None:
             self._own_monitor.on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
 
@@ -425,23 +405,15 @@ class TimescaleCallback(Callback):
         """Manual optimization: compare each optimizer's steps this epoch with the ``M`` it was decided with."""
         if pl_module.automatic_optimization or self.shape is None:
             return
-        planned = trainer.num_training_batches
-        full = self._batches_in_epoch > 0 and (
-            self._batches_in_epoch == planned if math.isfinite(planned) else not trainer.should_stop
-        )
-        if not full:  # cut short (max_steps, a stop): the count says nothing about an epoch
-            return
-        keep, wrong = count_epoch(
-            self._counts,
-            self._batches_in_epoch,
+        wrong = self._steps.end_epoch(
             self._decoupled,
+            planned=trainer.num_training_batches,
+            stopped=trainer.should_stop,
             optimizer_m=self._optimizer_m,
             steps_per_epoch=self.shape.steps_per_epoch,
-            measured=self._measured,
         )
-        self._measured.update(keep)
         for i, counted, used in wrong:
-            rank_zero_warn(miscounted_steps_warning(i, counted, trainer.current_epoch, self._batches_in_epoch, used))
+            rank_zero_warn(miscounted_steps_warning(i, counted, trainer.current_epoch, self._steps.batches, used))
 
     @override
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -470,14 +442,7 @@ class TimescaleCallback(Callback):
             "world_size": None if self.shape is None else self.shape.world_size,
             "mode": self.mode,
             "weight_decay": {g.name: g.weight_decay for g in self.groups},
-            # manual optimization: optimizer index -> [steps, batches] of its last full epoch, counted
-            "measured_steps": {str(i): list(v) for i, v in self._measured.items()},
-            # ...and the count of the epoch in progress, so a resume inside it still counts a whole epoch
-            "epoch_counts": {
-                "epoch": self._counted_epoch,
-                "batches": self._batches_in_epoch,
-                "steps": {str(i): n for i, n in self._counts.items()},
-            },
+            **self._steps.state_dict(),  # manual optimization: "measured_steps" and "epoch_counts"
             "monitor": None if self.monitor is None else self.monitor.state_dict(),
         }
 
@@ -515,7 +480,7 @@ class TimescaleCallback(Callback):
             managed_optimizers=self._decoupled,
             scheduled={id(getattr(c.scheduler, "optimizer", None)) for c in trainer.lr_scheduler_configs},
             pinned_lrs=self._pinned_lr,
-            measured=self._measured,
+            measured=self._steps.measured,
             declared_steps_per_epoch=self.steps_per_epoch,
             epoch=None if first else trainer.current_epoch,
         )
@@ -620,27 +585,6 @@ class TimescaleCallback(Callback):
             self._plan(trainer)
             when = {"epoch": trainer.current_epoch, "step": trainer.global_step}
             rank_zero_info(change_line(parts, tau_epoch=self.tau_epoch, tau_iter=self.resolved_tau_iter, **when))
-
-
-def _checked_steps_per_epoch(value: Any) -> dict[int, float] | None:
-    """``steps_per_epoch``: ``None`` or a mapping from optimizer index (int >= 0) to a positive finite number."""
-    if value is None:
-        return None
-    hint = (
-        "use a mapping from optimizer index to the optimizer steps it takes per epoch, e.g. `{1: 50}` for a second"
-        " optimizer stepped every other batch of 100 (manual optimization)."
-    )
-    if not isinstance(value, dict):
-        raise _checks.invalid("TimescaleCallback", "steps_per_epoch", value, hint)
-    try:
-        return {
-            _checks.integer("TimescaleCallback", "steps_per_epoch", i, hint, minimum=0): _checks.positive_number(
-                "TimescaleCallback", "steps_per_epoch", m, hint
-            )
-            for i, m in value.items()
-        }
-    except ValueError:  # the message shows the whole mapping, not the one bad key or value
-        raise _checks.invalid("TimescaleCallback", "steps_per_epoch", value, hint) from None
 
 
 def _checked(name: str, value: float) -> float:

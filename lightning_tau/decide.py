@@ -16,7 +16,7 @@ A change mid-fit (accumulation, reloaded data, a new param group) takes the same
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lightning_tau import timescale
@@ -28,12 +28,9 @@ __all__ = [
     "RunShape",
     "WidthExponent",
     "NO_MUP",
-    "check_optimizer_indices",
     "check_width_exponent",
-    "count_epoch",
     "decide_groups",
     "group_targets",
-    "optimizer_steps_per_epoch",
     "optimizer_tau_iters",
     "per_step_writes",
     "power_law_num_params",
@@ -460,101 +457,6 @@ def power_law_num_params(token_budget: float, num_params: int | None, counted: i
     return float(num_params or counted)
 
 
-def check_optimizer_indices(declared: Mapping[int, float] | None, num_optimizers: int) -> None:
-    """Refuse declared steps per epoch (``TimescaleCallback(steps_per_epoch=...)``) for an optimizer the run lacks.
-
-    Example:
-        >>> check_optimizer_indices({0: 10, 1: 5}, 2)
-        >>> check_optimizer_indices({2: 10}, 2)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: `TimescaleCallback(steps_per_epoch={2: 10})` names optimizer index(es) [2], but ...
-    """
-    bad = sorted(i for i in declared or () if i >= num_optimizers)
-    if bad:
-        raise ValueError(
-            f"`TimescaleCallback(steps_per_epoch={declared!r})` names optimizer index(es) {bad},"
-            f" but the LightningModule has {num_optimizers} optimizer(s) (indices from 0, in the"
-            " order `configure_optimizers` returns them)."
-        )
-
-
-def count_epoch(
-    counts: Mapping[int, int],
-    batches: int,
-    managed: Iterable[int],
-    *,
-    optimizer_m: Mapping[int, float],
-    steps_per_epoch: float | None,
-    measured: Mapping[int, tuple[int, int]],
-) -> tuple[dict[int, tuple[int, int]], list[tuple[int, int, float]]]:
-    """Manual optimization, at the end of a full epoch: each managed optimizer's steps against its assumed ``M``.
-
-    Args:
-        counts: optimizer index -> steps it took this epoch.
-        batches: batches in the epoch.
-        managed: indices of the managed optimizers.
-        optimizer_m: optimizer index -> the ``M`` it was decided with, where not the run's.
-        steps_per_epoch: the run's ``M``.
-        measured: optimizer index -> ``(steps, batches)`` counted before.
-
-    Returns:
-        The counts to keep (``(steps, batches)`` per optimizer: those not stepped once per batch, and those counted
-        or decided with their own ``M`` before), and ``(index, steps, assumed M)`` of every optimizer whose count
-        differs from the ``M`` it was decided with. An optimizer that took no step is left out of both.
-
-    Example:
-        >>> count_epoch({0: 10, 1: 5}, 10, [0, 1, 2], optimizer_m={}, steps_per_epoch=10, measured={})
-        ({1: (5, 10)}, [(1, 5, 10)])
-    """
-    keep: dict[int, tuple[int, int]] = {}
-    wrong: list[tuple[int, int, float]] = []
-    for i in sorted(managed):
-        used = optimizer_m.get(i, steps_per_epoch)
-        counted = counts.get(i, 0)
-        if counted == 0:
-            continue
-        if counted != batches or i in measured or i in optimizer_m:
-            keep[i] = (counted, batches)
-        if used is not None and not math.isclose(counted, used, rel_tol=1e-9):
-            wrong.append((i, counted, used))
-    return keep, wrong
-
-
-def optimizer_steps_per_epoch(
-    num_optimizers: int,
-    steps_per_epoch: float | None,
-    *,
-    measured: Mapping[int, tuple[int, int]],
-    declared: Mapping[int, float] | None,
-) -> dict[int, float]:
-    """``M`` per optimizer index where it is not the run's: counted over the last full epoch (manual
-    optimization), else declared by the user.
-
-    Args:
-        num_optimizers: how many optimizers the run has.
-        steps_per_epoch: the run's ``M`` (``None``: unknown).
-        measured: optimizer index -> ``(steps, batches)`` of its last full epoch; the ratio carries over to a run
-            whose epoch now has another number of batches.
-        declared: optimizer index -> ``M`` the user gave (``TimescaleCallback(steps_per_epoch=...)``).
-
-    Example:
-        >>> optimizer_steps_per_epoch(3, 100, measured={1: (50, 100)}, declared={1: 10, 2: 25})
-        {1: 50.0, 2: 25}
-        >>> optimizer_steps_per_epoch(2, 40, measured={0: (50, 100)}, declared=None)  # the ratio holds
-        {0: 20.0}
-    """
-    out: dict[int, float] = {}
-    for i in range(num_optimizers):
-        if i in measured:
-            steps, batches = measured[i]
-            m = steps_per_epoch
-            out[i] = float(steps) if m is None or m == batches else steps * m / batches
-        elif declared is not None and i in declared:
-            out[i] = declared[i]
-    return out
-
-
 def optimizer_tau_iters(
     num_optimizers: int,
     tau_iter: float,
@@ -570,7 +472,8 @@ def optimizer_tau_iters(
         num_optimizers: how many optimizers the run has.
         tau_iter: the run's ``tau_iter``.
         tau_epoch: the target in epochs (``None``: the target is ``tau_iter``).
-        optimizer_m: optimizer index -> its own ``M`` (:func:`optimizer_steps_per_epoch`).
+        optimizer_m: optimizer index -> its own ``M``
+            (:func:`~lightning_tau.optimizer_steps.optimizer_steps_per_epoch`).
         epoch: the epoch of a decision mid-fit, for the message; ``None`` at train start.
 
     Example:

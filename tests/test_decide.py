@@ -15,12 +15,9 @@ from lightning_tau.decide import (
     GroupInput,
     GroupTimescale,
     RunShape,
-    check_optimizer_indices,
     check_width_exponent,
-    count_epoch,
     decide_groups,
     group_targets,
-    optimizer_steps_per_epoch,
     optimizer_tau_iters,
     per_step_writes,
     power_law_num_params,
@@ -243,20 +240,6 @@ def test_power_law_tau_iter_refuses_one_step_or_less() -> None:
     assert power_law_tau_iter(100.0, 100.0, coefficient=1.0, exponent=-0.5, planned_steps=1.01)[0] == 1.01
 
 
-def test_optimizer_steps_per_epoch_prefers_the_count_then_the_declared_value() -> None:
-    measured = {0: (50, 100), 1: (30, 60), 2: (7, 9)}
-    assert optimizer_steps_per_epoch(5, 100, measured=measured, declared={0: 1, 3: 25}) == {
-        0: 50.0,  # counted over an epoch of the same length: the count
-        1: 50.0,  # counted over an epoch of 60 batches: the ratio, at 100
-        2: 7 * 100 / 9,
-        3: 25,  # declared
-    }  # optimizer 4: neither, the run's M
-    assert optimizer_steps_per_epoch(2, None, measured={1: (30, 60)}, declared=None) == {1: 30.0}
-    assert optimizer_steps_per_epoch(2, 100, measured={}, declared=None) == {}
-    assert optimizer_steps_per_epoch(2, 100, measured={}, declared={0: 40.0}) == {0: 40.0}
-    assert optimizer_steps_per_epoch(1, 100, measured={}, declared={1: 5}) == {}  # only the run's optimizers
-
-
 def test_optimizer_tau_iters_holds_tau_epoch_in_each_optimizers_own_steps() -> None:
     assert optimizer_tau_iters(3, 500.0, tau_epoch=5.0, optimizer_m={1: 50.0, 2: 20.0}) == {
         0: 500.0,
@@ -333,34 +316,6 @@ def test_power_law_num_params_prefers_the_users_count() -> None:
         power_law_num_params(1e9, None, 0)
 
 
-def test_check_optimizer_indices_names_the_indices_the_run_lacks() -> None:
-    check_optimizer_indices(None, 1)
-    check_optimizer_indices({0: 10.0, 1: 5.0}, 2)
-    with raises_exactly(
-        "`TimescaleCallback(steps_per_epoch={3: 10.0, 0: 5.0, 1: 2.0})` names optimizer index(es) [1, 3], but the"
-        " LightningModule has 1 optimizer(s) (indices from 0, in the order `configure_optimizers` returns them)."
-    ):
-        check_optimizer_indices({3: 10.0, 0: 5.0, 1: 2.0}, 1)
-
-
-def test_count_epoch_keeps_the_counts_that_matter_and_names_the_wrong_assumptions() -> None:
-    counts = {0: 10, 1: 5, 2: 10, 3: 10, 4: 7, 6: 10}
-    keep, wrong = count_epoch(
-        counts,
-        10,
-        [6, 4, 3, 2, 1, 0, 5],  # 5 took no step
-        optimizer_m={2: 5.0, 4: 7.0},
-        steps_per_epoch=10.0,
-        measured={3: (10, 10)},
-    )
-    assert keep == {1: (5, 10), 2: (10, 10), 3: (10, 10), 4: (7, 10)}  # 0 and 6 step once per batch, as assumed
-    assert wrong == [(1, 5, 10.0), (2, 10, 5.0)]
-    _, wrong = count_epoch({0: 10}, 10, [0], optimizer_m={}, steps_per_epoch=None, measured={})
-    assert wrong == []
-    _, wrong = count_epoch({0: 10}, 10, [0], optimizer_m={}, steps_per_epoch=10.0 * (1 + 1e-10), measured={})
-    assert wrong == []
-
-
 def test_a_width_exponent_scales_only_mup_runs_and_asks_every_group_of_one_for_its_multiplier() -> None:
     """``decide_groups`` applies a width exponent other than 1 only when the run has a width multiplier somewhere;
     then a decaying group without one is an error, not silently left at ``s = 1``."""
@@ -389,12 +344,6 @@ def test_uses_mup_needs_a_multiplier_or_an_annotation_problem() -> None:
     assert not uses_mup([GroupInput("decay", 0, 0, 64, 1e-3, 0.1, True, width_mult=1.0)])
     assert not uses_mup([GroupInput("decay", 0, 0, 64, 1e-3, 0.1, True, width_problem=NO_MUP)])
     assert uses_mup([GroupInput("mixed", 0, 0, 64, 1e-3, 0.1, True, width_problem="its parameters have several")])
-
-
-def test_count_epoch_skips_an_optimizer_that_took_no_step_and_goes_on() -> None:
-    # optimizer 0 took no step this epoch; optimizer 1 (later in the loop) took half as many as its M
-    keep, wrong = count_epoch({1: 5}, 10, [0, 1], optimizer_m={}, steps_per_epoch=10, measured={})
-    assert (keep, wrong) == ({1: (5, 10)}, [(1, 5, 10)])
 
 
 def test_group_targets_skip_a_group_that_does_not_decay_and_go_on() -> None:
