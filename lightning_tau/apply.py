@@ -206,7 +206,7 @@ def decide_and_write(
         shape: the run's shape, just read.
         tau_epoch: the target in epochs, or ``None``.
         tau_iter: the target in optimizer steps, or ``None``.
-        power_law: when given, picks ``tau_iter`` instead (``decide.power_law_tau_iter`` with its arguments).
+        power_law: when given, picks ``tau_iter`` instead (``token_budget.power_law_tau_iter`` with its arguments).
         width_exponent: ``alpha`` of ``weight_decay ∝ s ** alpha`` (see ``decide.decide_groups``).
         weight_decay_before: the user's own ``weight_decay`` per ``(optimizer, group)``; a group added since is
             noted here with its value now.

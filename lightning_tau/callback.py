@@ -23,11 +23,10 @@ from lightning_tau.apply import Decision, check_size, decide_and_write, decouple
 from lightning_tau.decide import (
     GroupTimescale,
     RunShape,
+    check_target,
     check_width_exponent,
     group_targets,
     per_step_writes,
-    power_law_num_params,
-    power_law_tau_iter,
     resume_changes,
 )
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
@@ -45,6 +44,7 @@ from lightning_tau.summary import (
     two_callbacks_message,
     width_note,
 )
+from lightning_tau.token_budget import check_power_law, check_token_budget, power_law_num_params, power_law_tau_iter
 from lightning_tau.transfer import TunedRun
 from lightning_tau.width import FixedLambdaPitfall
 
@@ -191,37 +191,12 @@ class TimescaleCallback(Callback):
         self._own_monitor: TimescaleMonitor | None = None  # `self.monitor`, unless the Trainer has its own
         if monitor is True:
             self.monitor._quiet_without_logger = True  # logging is the default here, not something the user asked for
-        if token_budget is not None and (tau_epoch is not None or tau_iter is not None):
-            raise ValueError(
-                f"`TimescaleCallback(token_budget={token_budget!r})` picks the timescale from the power law; do not"
-                f" also pass tau_epoch={tau_epoch!r} or tau_iter={tau_iter!r}. Give exactly one of the three."
-            )
-        self.token_budget = None if token_budget is None else _checked("token_budget", token_budget)
+        self.token_budget = check_token_budget(token_budget, tau_epoch=tau_epoch, tau_iter=tau_iter)
         self.num_params = None if num_params is None else check_size("TimescaleCallback", "num_params", num_params)
-        self.power_law_coefficient = _checked("power_law_coefficient", power_law_coefficient)
-        self.power_law_exponent = _checks.finite_number(
-            "TimescaleCallback",
-            "power_law_exponent",
-            power_law_exponent,
-            f"use a finite number (default {timescale.POWER_LINES_EXPONENT}).",
-        )
+        self.power_law_coefficient, self.power_law_exponent = check_power_law(power_law_coefficient, power_law_exponent)
         self.resolved_num_params: float | None = None
         self.fixed_lambda_pitfalls: list[FixedLambdaPitfall] = []
-        if token_budget is None and (tau_epoch is None) == (tau_iter is None):
-            raise ValueError(
-                "`TimescaleCallback` takes exactly one of `tau_epoch`, `tau_iter` and `token_budget`,"
-                f" got tau_epoch={tau_epoch!r} and tau_iter={tau_iter!r}."
-            )
-        self.tau_epoch = None if tau_epoch is None else _checked("tau_epoch", tau_epoch)
-        self.tau_iter = None if tau_iter is None else _checked("tau_iter", tau_iter)
-        if self.tau_iter is not None and self.tau_iter <= 1:
-            raise _checks.invalid(
-                "TimescaleCallback",
-                "tau_iter",
-                tau_iter,
-                "a timescale of one optimizer step or less makes `lr * weight_decay >= 1`, which zeroes or flips the"
-                " weights every step. Use `tau_iter > 1`.",
-            )
+        self.tau_epoch, self.tau_iter = check_target(tau_epoch, tau_iter, token_budget=token_budget)
         self.dataset_size = (
             None if dataset_size is None else check_size("TimescaleCallback", "dataset_size", dataset_size)
         )
@@ -585,8 +560,3 @@ class TimescaleCallback(Callback):
             self._plan(trainer)
             when = {"epoch": trainer.current_epoch, "step": trainer.global_step}
             rank_zero_info(change_line(parts, tau_epoch=self.tau_epoch, tau_iter=self.resolved_tau_iter, **when))
-
-
-def _checked(name: str, value: float) -> float:
-    """A positive finite number, with the callback's name in the message."""
-    return _checks.positive_number("TimescaleCallback", name, value, f"`{name}` must be a positive finite number.")

@@ -6,7 +6,6 @@ message is checked whole and each boundary from both sides.
 
 from __future__ import annotations
 
-import math
 import re
 
 import pytest
@@ -15,13 +14,12 @@ from lightning_tau.decide import (
     GroupInput,
     GroupTimescale,
     RunShape,
+    check_target,
     check_width_exponent,
     decide_groups,
     group_targets,
     optimizer_tau_iters,
     per_step_writes,
-    power_law_num_params,
-    power_law_tau_iter,
     resolve_tau_iter,
     resume_changes,
     run_tau_iter,
@@ -162,6 +160,27 @@ def test_width_exponent_errors_name_the_group_and_what_to_do() -> None:
         decide_groups([group(width_mult=4.0)], 4.0, width_exponent=2.0)
 
 
+def test_check_target_takes_exactly_one_target_of_more_than_one_step() -> None:
+    assert check_target(5, None, token_budget=None) == (5.0, None)
+    assert check_target(None, 1.5, token_budget=None) == (None, 1.5)
+    assert check_target(None, None, token_budget=2e9) == (None, None)  # the token budget is the target
+    for tau_epoch, tau_iter in ((None, None), (5.0, 100)):
+        with raises_exactly(
+            "`TimescaleCallback` takes exactly one of `tau_epoch`, `tau_iter` and `token_budget`,"
+            f" got tau_epoch={tau_epoch!r} and tau_iter={tau_iter!r}."
+        ):
+            check_target(tau_epoch, tau_iter, token_budget=None)
+    with raises_exactly("`TimescaleCallback(tau_epoch=0)` is not valid: `tau_epoch` must be a positive finite number."):
+        check_target(0, None, token_budget=None)
+    with raises_exactly("`TimescaleCallback(tau_iter='x')` is not valid: `tau_iter` must be a positive finite number."):
+        check_target(None, "x", token_budget=None)
+    with raises_exactly(
+        "`TimescaleCallback(tau_iter=1)` is not valid: a timescale of one optimizer step or less makes"
+        " `lr * weight_decay >= 1`, which zeroes or flips the weights every step. Use `tau_iter > 1`."
+    ):
+        check_target(None, 1, token_budget=None)
+
+
 def test_check_width_exponent_messages() -> None:
     assert check_width_exponent(1) == 1.0 and check_width_exponent({"a": 1}) == {"a": 1.0}
     with raises_exactly("`TimescaleCallback(width_exponent={3: 1.0})` is not valid: entry 3: 1.0;" + USAGE):
@@ -208,36 +227,6 @@ def test_run_tau_iter_says_why_m_is_unknown_only_when_a_tau_epoch_needs_it() -> 
     assert run_tau_iter(unknown, tau_epoch=None, tau_iter=300.0) == 300.0
     with pytest.raises(ValueError, match=r"^`TimescaleCallback`: `tau_epoch=5.0` needs the optimizer steps"):
         run_tau_iter(RunShape(None), tau_epoch=5.0, tau_iter=None)  # no reason recorded: the generic message
-
-
-def test_power_law_tau_iter_is_a_fraction_of_the_planned_run() -> None:
-    tau_iter, note = power_law_tau_iter(4e9, 1e8, coefficient=2.0, exponent=-0.5, planned_steps=1000)
-    assert tau_iter == pytest.approx(2.0 * 40**-0.5 * 1000)
-    assert note == (
-        "tau from the power law: D=4,000,000,000 tokens / 100,000,000 params = 40 tokens per parameter -> tau = 2 *"
-        " TPP^-0.5 = 0.3162 of the run (1,000 planned steps)."
-    )
-
-
-@pytest.mark.parametrize("planned", [math.inf, 0, -1.0])
-def test_power_law_tau_iter_needs_a_finite_planned_run(planned: float) -> None:
-    with raises_exactly(
-        "`TimescaleCallback(token_budget=4000000000.0)` sets tau_iter = tau * planned optimizer steps, but the"
-        f" Trainer plans {planned!r} steps. Set `max_steps` (or a finite `max_epochs`)."
-    ):
-        power_law_tau_iter(4e9, 1e8, coefficient=2.0, exponent=-0.5, planned_steps=planned)
-
-
-def test_power_law_tau_iter_refuses_one_step_or_less() -> None:
-    # tau = 1.0 * 1 ** -0.5 = 1 of the run: 1 planned step is 1 step (too short), 1.01 steps is fine
-    message = (
-        "`TimescaleCallback(token_budget=100.0)`: the power law gives tau = 1 of 1 planned steps = 1 steps, one"
-        " optimizer step or less, which zeroes or flips the weights every step. Plan a longer run, or set `tau_iter`"
-        " yourself."
-    )
-    with raises_exactly(message):
-        power_law_tau_iter(100.0, 100.0, coefficient=1.0, exponent=-0.5, planned_steps=1)
-    assert power_law_tau_iter(100.0, 100.0, coefficient=1.0, exponent=-0.5, planned_steps=1.01)[0] == 1.01
 
 
 def test_optimizer_tau_iters_holds_tau_epoch_in_each_optimizers_own_steps() -> None:
@@ -303,17 +292,6 @@ def test_resume_changes_compare_what_both_runs_know() -> None:
     ]
     assert resume_changes(restored, RunShape(None, None, None, world_size=1), None) == []  # unknown now
     assert resume_changes({"dataset_size": None}, RunShape(10, 200, 10), 50.0) == []  # unknown then
-
-
-def test_power_law_num_params_prefers_the_users_count() -> None:
-    assert power_law_num_params(1e9, None, 1234) == 1234.0
-    assert power_law_num_params(1e9, 500, 1234) == 500.0
-    assert power_law_num_params(1e9, 500, 0) == 500.0
-    with raises_exactly(
-        "`TimescaleCallback(token_budget=1000000000.0)` divides the tokens by the model's trainable parameters, but"
-        " the LightningModule has none. Unfreeze some parameters, or pass `num_params=...` with the count to use."
-    ):
-        power_law_num_params(1e9, None, 0)
 
 
 def test_a_width_exponent_scales_only_mup_runs_and_asks_every_group_of_one_for_its_multiplier() -> None:
