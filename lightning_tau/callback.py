@@ -18,7 +18,7 @@ from typing_extensions import override
 
 from lightning_tau import _checks, timescale
 from lightning_tau._constants import WRITE_MODES, WriteMode
-from lightning_tau._trainer import RunShapeReader, remaining_steps, scheduled_steps
+from lightning_tau._trainer import RunShapeReader, plan_timescales
 from lightning_tau.apply import Decision, check_size, decide_and_write, decoupled_groups, write_per_step
 from lightning_tau.decide import (
     GroupTimescale,
@@ -32,17 +32,14 @@ from lightning_tau.decide import (
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
 from lightning_tau.optim import unwrap_optimizer
 from lightning_tau.optimizer_steps import StepCounter, check_optimizer_indices, check_steps_per_epoch
-from lightning_tau.schedule import planned_timescales
 from lightning_tau.summary import (
     change_line,
     change_parts,
     describe_target,
-    format_summary,
-    manual_note,
     miscounted_steps_warning,
+    start_summary,
     start_warnings,
     two_callbacks_message,
-    width_note,
 )
 from lightning_tau.token_budget import check_power_law, check_token_budget, power_law_num_params, power_law_tau_iter
 from lightning_tau.transfer import TunedRun
@@ -62,34 +59,14 @@ class TimescaleCallback(Callback):
     .. math:: \lambda = \frac{1}{\eta \, M \, \tau_{epoch}} \quad (= \frac{B}{\eta N \tau_{epoch}}
         \text{ when } M = N / B)
 
-    **An epoch is the Trainer's own**: ``M`` is the number of optimizer steps the fit loop really runs in an epoch
-    on each rank, ``ceil(trainer.num_training_batches / accumulate_grad_batches)``: the batches it draws after
-    ``limit_train_batches``, the distributed sampler and the ``CombinedLoader`` mode, divided by the
-    accumulation in force, counting the step Lightning takes on an epoch's last, incomplete accumulation window.
-    With ``dataset_size`` or ``batch_size`` given, ``M = N / B`` instead. Two train loaders of 100 and 20 samples
-    at batch 10 draw 10 batches per epoch in ``max_size_cycle`` mode (the short one cycles) and 2 in
-    ``min_size`` mode, so ``tau_epoch=5`` is 50 or 10 optimizer steps.
-
-    When training starts (``on_train_start``: after the dataloaders are set up and any checkpoint is restored,
-    before the first optimizer step) it reads the run's shape (``M``; ``N`` and ``B`` for the summary: summed
-    dataset lengths, per-device batch x ``trainer.world_size`` x ``trainer.accumulate_grad_batches``) and each
-    group's reference learning rate (``max_lr`` for ``OneCycleLR``, else ``initial_lr``, which every torch
-    scheduler records, else ``lr``: ``tau`` is defined at the base lr, as in the paper, not at a warm-up value),
-    and writes ``weight_decay`` into every param group of every decoupled-decay optimizer (``AdamW`` and its
-    subclasses, ``Adam``/``NAdam``/``RAdam(decoupled_weight_decay=True)``, ``Muon``, mup's ``MuAdamW``,
-    bitsandbytes, torchao and lion-pytorch optimizers, anything declared with
-    :func:`~lightning_tau.register_decay_kind`) whose ``weight_decay`` is positive.
-    Groups set to ``0`` (biases, norms) stay ``0``. Each group uses its own lr, so muP groups with
-    ``lr / width_mult`` get ``weight_decay x width_mult`` automatically.
-
-    **The run may change under it**, and the timescale holds: before the first optimizer step of every epoch it
-    reads the shape again and re-decides when ``M`` (a ``GradientAccumulationScheduler``, dataloaders reloaded
-    with ``reload_dataloaders_every_n_epochs``), the accumulation or a group's reference lr changed, saying once
-    on rank zero what changed. A param group added mid-fit (``BaseFinetuning`` unfreezing a backbone) is managed
-    from its first step with its own lr when its ``weight_decay`` is positive (an O(1) length check per step).
-
-    ``N`` and ``B`` may both be counted in tokens (language models) instead of samples; only their ratio, the
-    steps per epoch, matters.
+    When training starts (after any checkpoint is restored, before the first optimizer step) it reads ``M``, the
+    optimizer steps the Trainer's own epoch really takes on each rank, and each group's reference lr (``max_lr`` for
+    ``OneCycleLR``, else the ``initial_lr`` every torch scheduler records, else ``lr``), and writes ``weight_decay``
+    into every group with a positive one in every decoupled-decay optimizer (:doc:`/howto/optimizers`). Groups at
+    ``0`` (biases, norms) stay ``0``; muP groups at ``lr / width_mult`` get ``weight_decay x width_mult``. Before
+    each epoch's first step it reads the run again and re-decides when ``M``, the accumulation or a reference lr
+    changed, saying once what changed; a param group added mid-fit is managed from its first step. What an epoch is
+    (accumulation, several loaders) and the changes it follows: :doc:`/howto/callback`.
 
     Args:
         tau_epoch: target timescale in epochs. Exactly one of ``tau_epoch`` and ``tau_iter`` is required.
@@ -104,43 +81,34 @@ class TimescaleCallback(Callback):
             value; they decay nothing either way). The write is a torch step pre-hook on the optimizer, so it
             holds however the optimizer is stepped, manual optimization with ``use_pl_optimizer=False`` included.
         skip_unsupported_optimizers: by default an optimizer with coupled L2 decay (plain ``Adam`` with
-            ``weight_decay > 0``, ``SGD``, ...) or one not known to decay decoupled is an error, because the EMA
-            view needs decoupled decay (declare your own optimizer with
-            :func:`lightning_tau.register_decay_kind`). Set ``True`` to leave such optimizers untouched with a
-            warning instead.
+            ``weight_decay > 0``, ``SGD``, ...) or one not known to decay decoupled is an error (the EMA view needs
+            decoupled decay; :func:`lightning_tau.register_decay_kind` declares your own). ``True`` leaves such
+            optimizers untouched with a warning instead.
         verbose: print the pre-flight summary on rank zero.
-        token_budget: single-epoch LLM pre-training: the run's training tokens ``D``. Instead of ``tau_epoch``
-            or ``tau_iter``, pick the timescale from tokens per parameter with the Bergsma et al. 2025 power law
-            (:func:`lightning_tau.timescale.power_lines_tau_epoch`), ``tau = a * (D / num_params) ** b``, a
-            fraction of the run: ``tau_iter = tau * planned optimizer steps`` (the run is one epoch of ``D``
-            tokens, ``D / B`` steps). Needs a finite ``max_steps`` or ``max_epochs``.
+        token_budget: single-epoch LLM pre-training: the run's training tokens ``D``, instead of ``tau_epoch`` or
+            ``tau_iter``. The timescale is ``tau = a * (D / num_params) ** b`` of the planned optimizer steps, the
+            power law of Bergsma et al. 2025 (:mod:`lightning_tau.token_budget`). Needs a finite ``max_steps`` or
+            ``max_epochs``.
         num_params: the parameter count for tokens per parameter; default: the LightningModule's trainable
             parameters, counted at fit start. Pass your own (e.g. non-embedding) count to match another convention.
         power_law_coefficient: ``a`` of the power law (default 1.084, Bergsma et al. 2025).
         power_law_exponent: ``b`` of the power law (default -0.527).
-        width_exponent: how weight decay scales with the muP width multiplier ``s`` of a group, ``lambda ∝ s ** alpha``
-            at fixed ``tau_epoch``. ``1`` (default) is Wang & Aitchison's rule, ``lambda = s * lambda_base``, which
-            every group's own lr gives (each group holds ``tau_iter``); Fan et al. 2025 argue for ``0.5``; ``0`` is
-            direct muP with ``lambda`` fixed across widths. Another ``alpha`` multiplies a group's weight decay by
-            ``s ** (alpha - 1)`` (its ``tau_iter`` becomes ``s ** (1 - alpha)`` times the run's); groups at
-            ``s = 1`` are unaffected. ``s`` is the group's ``width_mult`` key or mup's ``p.infshape`` (every
-            parameter annotated, one multiplier per group); a decaying group whose ``s`` cannot be read is an error
-            at train start. A mapping from group name to ``alpha`` (e.g. ``{"hidden": 0.5}``) sets it per group;
-            groups it does not name keep 1, and a name the run does not have is an error at train start.
+        width_exponent: ``alpha`` of ``lambda ∝ s ** alpha`` across the muP width multiplier ``s`` of a group, at
+            fixed ``tau_epoch`` (:doc:`/mup`). ``1`` (default) is Wang & Aitchison's rule, which every group's own lr
+            gives; Fan et al. 2025 argue for ``0.5``; ``0`` fixes ``lambda`` across widths. ``s`` is the group's
+            ``width_mult`` key or mup's ``p.infshape``. A mapping from group name to ``alpha`` (e.g.
+            ``{"hidden": 0.5}``) sets it per group (the others keep 1).
         decay_vectors: the callback warns once, before training, when a decaying group holds 1-D parameters
             (biases, norm weights), which usually should not decay (pass ``self.parameters()`` to AdamW and they
             do); ``True`` says you mean it and silences the warning. It never changes the values written.
         steps_per_epoch: manual optimization: ``{optimizer_index: M}``, the steps that optimizer really takes per
-            epoch, when it is not stepped once per batch (a GAN generator stepped every second batch). Without
-            it each optimizer is assumed to step once per batch until its steps are counted: in manual
-            optimization the callback counts every optimizer's steps over each full epoch and, where they differ
-            from the ``M`` it assumed, warns (that epoch's ``tau_epoch`` was off by the ratio) and re-decides from
-            the count at the next epoch's first step.
-        monitor: the EMA diagnostics this callback logs through ``trainer.loggers`` (per group ``tau_iter``,
-            ``tau_epoch`` and their targets, weight magnitudes, the predicted equilibrium norm; TensorBoard
-            dashboards and HParams): ``True`` (default) a :class:`~lightning_tau.TimescaleMonitor` with its
-            defaults, a configured ``TimescaleMonitor(...)``, or ``False`` for none. When the Trainer already has a
-            ``TimescaleMonitor`` with the same ``prefix``, that one logs instead, so no key is logged twice.
+            epoch when it is not stepped once per batch (a GAN generator stepped every second batch). Without it
+            the callback counts each optimizer's steps over every full epoch, warns where they differ from the ``M``
+            it assumed and re-decides from the count (:doc:`/howto/callback`).
+        monitor: the EMA diagnostics this callback logs through ``trainer.loggers`` (:doc:`/howto/dashboards`):
+            ``True`` (default) a :class:`~lightning_tau.TimescaleMonitor` with its defaults, a configured
+            ``TimescaleMonitor(...)``, or ``False`` for none. A ``TimescaleMonitor`` with the same ``prefix`` in the
+            Trainer logs instead, so no key is logged twice.
 
     Raises:
         ValueError: at construction for a bad argument; at fit start for a second ``TimescaleCallback`` in the
@@ -493,23 +461,11 @@ class TimescaleCallback(Callback):
         return found + ([self._own_monitor] if self._own_monitor is not None else [])
 
     def _plan(self, trainer: pl.Trainer) -> int | None:
-        """Estimate each managed group's ``sum_t lr_t * weight_decay`` over the steps left; return them."""
-        remaining = remaining_steps(trainer, self.resolved_steps_per_epoch)
-        if remaining is None:
-            return None
-        planned = planned_timescales(
-            self.groups,
-            trainer.optimizers,
-            scheduled_steps(trainer),
-            remaining,
-            steps_per_epoch=self.resolved_steps_per_epoch,
-            optimizer_m=self._optimizer_m,
-            per_step=self.mode == "per_step",
+        """Estimate each managed group's ``sum_t lr_t * weight_decay`` over the steps left; return those steps."""
+        m, per_step = self.resolved_steps_per_epoch, self.mode == "per_step"
+        return plan_timescales(
+            trainer, self.groups, steps_per_epoch=m, optimizer_m=self._optimizer_m, per_step=per_step
         )
-        for g in self.groups:
-            if (g.optimizer_index, g.group_index) in planned:
-                g.planned_timescales = planned[(g.optimizer_index, g.group_index)]
-        return remaining
 
     def _report_start(self, trainer: pl.Trainer, decision: Decision) -> None:
         """Say, on rank zero and before training, what was decided and what looks wrong (text: ``summary.py``)."""
@@ -531,22 +487,17 @@ class TimescaleCallback(Callback):
             for logger in trainer.loggers:
                 logger.log_metrics(mults, step=trainer.global_step)
         if self.verbose:
-            manual = manual_note(
-                manual=not module.automatic_optimization,
-                tau_epoch=self.tau_epoch,
-                steps_per_epoch=self.shape.steps_per_epoch,
-                optimizer_steps_per_epoch=self._optimizer_m,
-            )
-            notes = [n for n in (decision.note, width_note(self.width_exponent, self.groups), manual) if n]
             rank_zero_info(
-                format_summary(
+                start_summary(
                     self.groups,
                     tau_iter=self.resolved_tau_iter,
                     tau_epoch=self.resolved_tau_epoch,
                     shape=self.shape,
                     planned_steps=planned_steps,
-                    notes=notes,
                     optimizer_steps_per_epoch=self._optimizer_m,
+                    note=decision.note,
+                    width_exponent=self.width_exponent,
+                    manual_tau_epoch=None if module.automatic_optimization else self.tau_epoch,
                 )
             )
 
