@@ -146,19 +146,9 @@ class TimescaleCallback(Callback):
         steps_per_epoch: dict[int, float] | None = None,
         monitor: bool | TimescaleMonitor = True,
     ) -> None:
-        if not isinstance(monitor, (bool, TimescaleMonitor)):
-            raise _checks.invalid(
-                "TimescaleCallback",
-                "monitor",
-                monitor,
-                "use True (log the EMA diagnostics with a default `TimescaleMonitor`), False (log nothing), or a"
-                " configured `TimescaleMonitor(...)`.",
-            )
         #: The diagnostics this callback logs itself (``None`` with ``monitor=False``).
-        self.monitor: TimescaleMonitor | None = TimescaleMonitor() if monitor is True else (monitor or None)
+        self.monitor: TimescaleMonitor | None = _checked_monitor(monitor)
         self._own_monitor: TimescaleMonitor | None = None  # `self.monitor`, unless the Trainer has its own
-        if monitor is True:
-            self.monitor._quiet_without_logger = True  # logging is the default here, not something the user asked for
         self.token_budget = check_token_budget(token_budget, tau_epoch=tau_epoch, tau_iter=tau_iter)
         self.num_params = None if num_params is None else check_size("TimescaleCallback", "num_params", num_params)
         self.power_law_coefficient, self.power_law_exponent = check_power_law(power_law_coefficient, power_law_exponent)
@@ -269,12 +259,9 @@ class TimescaleCallback(Callback):
         self._optimizer_m = {}
         self._steps.restore(self._restored)  # a checkpoint's callback state is loaded before fit start
         check_optimizer_indices(self.steps_per_epoch, len(trainer.optimizers))
-        self._own_monitor = self.monitor
-        if self.monitor is not None and any(
-            isinstance(cb, TimescaleMonitor) and cb.prefix == self.monitor.prefix
-            for cb in trainer.callbacks  # type: ignore[attr-defined]
-        ):
-            self._own_monitor = None  # the Trainer's own monitor logs the same keys
+        prefixes = {cb.prefix for cb in trainer.callbacks if isinstance(cb, TimescaleMonitor)}  # type: ignore[attr-defined]
+        # a monitor of the Trainer's with the same prefix logs the same keys: this callback's own stands down
+        self._own_monitor = None if self.monitor is None or self.monitor.prefix in prefixes else self.monitor
         if self.token_budget is not None:
             counted = sum(p.numel() for p in pl_module.parameters() if p.requires_grad)
             self.resolved_num_params = power_law_num_params(self.token_budget, self.num_params, counted)
@@ -295,12 +282,9 @@ class TimescaleCallback(Callback):
             self._own_monitor.on_train_start(trainer, pl_module)
 
     def _hook_optimizers(self, trainer: pl.Trainer) -> None:
-        """Register this callback's step pre-hook on every optimizer (on the one that steps, inside any wrapper).
-
-        A torch hook on the optimizer itself runs however the loop steps it: automatic optimization, manual
-        optimization through ``self.optimizers()`` or with ``use_pl_optimizer=False``. Hooks left from an earlier
-        fit are removed first, so a second fit or a resume never writes twice.
-        """
+        """Register this callback's step pre-hook on every optimizer (on the one that steps, inside any wrapper), so
+        it runs however the loop steps it (automatic or manual optimization, ``use_pl_optimizer=False`` included).
+        Hooks of an earlier fit are removed first: a second fit or a resume never writes twice."""
         self._remove_step_hooks()
         self._step_hooks = [
             unwrap_optimizer(optimizer).register_step_pre_hook(
@@ -511,3 +495,21 @@ class TimescaleCallback(Callback):
             self._plan(trainer)
             when = {"epoch": trainer.current_epoch, "step": trainer.global_step}
             rank_zero_info(change_line(parts, tau_epoch=self.tau_epoch, tau_iter=self.resolved_tau_iter, **when))
+
+
+def _checked_monitor(monitor: object) -> TimescaleMonitor | None:
+    """``TimescaleCallback(monitor=...)``: a default ``TimescaleMonitor`` for ``True``, ``None`` for ``False``, the
+    user's own as given."""
+    if not isinstance(monitor, (bool, TimescaleMonitor)):
+        raise _checks.invalid(
+            "TimescaleCallback",
+            "monitor",
+            monitor,
+            "use True (log the EMA diagnostics with a default `TimescaleMonitor`), False (log nothing), or a"
+            " configured `TimescaleMonitor(...)`.",
+        )
+    if monitor is not True:
+        return monitor or None
+    default = TimescaleMonitor()
+    default._quiet_without_logger = True  # logging is the default here, not something the user asked for
+    return default
