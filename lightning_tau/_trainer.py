@@ -12,17 +12,19 @@ accumulation.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import lightning.pytorch as pl
 from lightning.pytorch.utilities.combined_loader import CombinedLoader
 from torch.utils.data import DataLoader
 
-from lightning_tau.decide import RunShape
-from lightning_tau.schedule import ScheduledStep
+from lightning_tau.decide import GroupTimescale, RunShape
+from lightning_tau.schedule import ScheduledStep, planned_timescales
 
 __all__ = [
     "RunShapeReader",
+    "plan_timescales",
     "read_dataset_size",
     "read_global_batch_size",
     "read_run_shape",
@@ -88,6 +90,35 @@ def remaining_steps(trainer: pl.Trainer, steps_per_epoch: float | None) -> int |
     if max_epochs is not None and max_epochs >= 0 and steps_per_epoch is not None:
         bounds.append(math.ceil((max_epochs - trainer.current_epoch) * steps_per_epoch))
     return max(0, min(bounds)) if bounds else None
+
+
+def plan_timescales(
+    trainer: pl.Trainer,
+    groups: Sequence[GroupTimescale],
+    *,
+    steps_per_epoch: float | None,
+    optimizer_m: Mapping[int, float],
+    per_step: bool,
+) -> int | None:
+    """Set each managed group's ``planned_timescales``, ``sum_t lr_t * weight_decay`` over the optimizer steps the
+    Trainer has left (:func:`~lightning_tau.schedule.planned_timescales` over its schedulers); return those steps
+    (``None``: an endless run, nothing planned)."""
+    remaining = remaining_steps(trainer, steps_per_epoch)
+    if remaining is None:
+        return None
+    planned = planned_timescales(
+        groups,
+        trainer.optimizers,
+        scheduled_steps(trainer),
+        remaining,
+        steps_per_epoch=steps_per_epoch,
+        optimizer_m=optimizer_m,
+        per_step=per_step,
+    )
+    for g in groups:
+        if (g.optimizer_index, g.group_index) in planned:
+            g.planned_timescales = planned[(g.optimizer_index, g.group_index)]
+    return remaining
 
 
 def scheduled_steps(trainer: pl.Trainer) -> list[list[ScheduledStep]]:

@@ -23,7 +23,6 @@ from lightning_tau.decide import (
     RunShape,
     WidthExponent,
     decide_groups,
-    optimizer_steps_per_epoch,
     optimizer_tau_iters,
     resolve_tau_iter,
     run_tau_iter,
@@ -38,6 +37,7 @@ from lightning_tau.optim import (
     unsupported_message,
     unwrap_optimizer,
 )
+from lightning_tau.optimizer_steps import optimizer_steps_per_epoch
 from lightning_tau.width import group_width_problem
 
 __all__ = [
@@ -206,7 +206,7 @@ def decide_and_write(
         shape: the run's shape, just read.
         tau_epoch: the target in epochs, or ``None``.
         tau_iter: the target in optimizer steps, or ``None``.
-        power_law: when given, picks ``tau_iter`` instead (``decide.power_law_tau_iter`` with its arguments).
+        power_law: when given, picks ``tau_iter`` instead (``token_budget.power_law_tau_iter`` with its arguments).
         width_exponent: ``alpha`` of ``weight_decay ∝ s ** alpha`` (see ``decide.decide_groups``).
         weight_decay_before: the user's own ``weight_decay`` per ``(optimizer, group)``; a group added since is
             noted here with its value now.

@@ -7,7 +7,6 @@ writes the weight decay :mod:`lightning_tau.timescale` computes.
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import lightning.pytorch as pl
@@ -19,34 +18,30 @@ from typing_extensions import override
 
 from lightning_tau import _checks, timescale
 from lightning_tau._constants import WRITE_MODES, WriteMode
-from lightning_tau._trainer import RunShapeReader, remaining_steps, scheduled_steps
+from lightning_tau._trainer import RunShapeReader, plan_timescales
 from lightning_tau.apply import Decision, check_size, decide_and_write, decoupled_groups, write_per_step
 from lightning_tau.decide import (
     GroupTimescale,
     RunShape,
-    check_optimizer_indices,
+    check_target,
     check_width_exponent,
-    count_epoch,
     group_targets,
     per_step_writes,
-    power_law_num_params,
-    power_law_tau_iter,
     resume_changes,
 )
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
 from lightning_tau.optim import unwrap_optimizer
-from lightning_tau.schedule import planned_timescales
+from lightning_tau.optimizer_steps import StepCounter, check_optimizer_indices, check_steps_per_epoch
 from lightning_tau.summary import (
     change_line,
     change_parts,
     describe_target,
-    format_summary,
-    manual_note,
     miscounted_steps_warning,
+    start_summary,
     start_warnings,
     two_callbacks_message,
-    width_note,
 )
+from lightning_tau.token_budget import check_power_law, check_token_budget, power_law_num_params, power_law_tau_iter
 from lightning_tau.transfer import TunedRun
 from lightning_tau.width import FixedLambdaPitfall
 
@@ -64,34 +59,14 @@ class TimescaleCallback(Callback):
     .. math:: \lambda = \frac{1}{\eta \, M \, \tau_{epoch}} \quad (= \frac{B}{\eta N \tau_{epoch}}
         \text{ when } M = N / B)
 
-    **An epoch is the Trainer's own**: ``M`` is the number of optimizer steps the fit loop really runs in an epoch
-    on each rank, ``ceil(trainer.num_training_batches / accumulate_grad_batches)``: the batches it draws after
-    ``limit_train_batches``, the distributed sampler and the ``CombinedLoader`` mode, divided by the
-    accumulation in force, counting the step Lightning takes on an epoch's last, incomplete accumulation window.
-    With ``dataset_size`` or ``batch_size`` given, ``M = N / B`` instead. Two train loaders of 100 and 20 samples
-    at batch 10 draw 10 batches per epoch in ``max_size_cycle`` mode (the short one cycles) and 2 in
-    ``min_size`` mode, so ``tau_epoch=5`` is 50 or 10 optimizer steps.
-
-    When training starts (``on_train_start``: after the dataloaders are set up and any checkpoint is restored,
-    before the first optimizer step) it reads the run's shape (``M``; ``N`` and ``B`` for the summary: summed
-    dataset lengths, per-device batch x ``trainer.world_size`` x ``trainer.accumulate_grad_batches``) and each
-    group's reference learning rate (``max_lr`` for ``OneCycleLR``, else ``initial_lr``, which every torch
-    scheduler records, else ``lr``: ``tau`` is defined at the base lr, as in the paper, not at a warm-up value),
-    and writes ``weight_decay`` into every param group of every decoupled-decay optimizer (``AdamW`` and its
-    subclasses, ``Adam``/``NAdam``/``RAdam(decoupled_weight_decay=True)``, ``Muon``, mup's ``MuAdamW``,
-    bitsandbytes, torchao and lion-pytorch optimizers, anything declared with
-    :func:`~lightning_tau.register_decay_kind`) whose ``weight_decay`` is positive.
-    Groups set to ``0`` (biases, norms) stay ``0``. Each group uses its own lr, so muP groups with
-    ``lr / width_mult`` get ``weight_decay x width_mult`` automatically.
-
-    **The run may change under it**, and the timescale holds: before the first optimizer step of every epoch it
-    reads the shape again and re-decides when ``M`` (a ``GradientAccumulationScheduler``, dataloaders reloaded
-    with ``reload_dataloaders_every_n_epochs``), the accumulation or a group's reference lr changed, saying once
-    on rank zero what changed. A param group added mid-fit (``BaseFinetuning`` unfreezing a backbone) is managed
-    from its first step with its own lr when its ``weight_decay`` is positive (an O(1) length check per step).
-
-    ``N`` and ``B`` may both be counted in tokens (language models) instead of samples; only their ratio, the
-    steps per epoch, matters.
+    When training starts (after any checkpoint is restored, before the first optimizer step) it reads ``M``, the
+    optimizer steps the Trainer's own epoch really takes on each rank, and each group's reference lr (``max_lr`` for
+    ``OneCycleLR``, else the ``initial_lr`` every torch scheduler records, else ``lr``), and writes ``weight_decay``
+    into every group with a positive one in every decoupled-decay optimizer (:doc:`/howto/optimizers`). Groups at
+    ``0`` (biases, norms) stay ``0``; muP groups at ``lr / width_mult`` get ``weight_decay x width_mult``. Before
+    each epoch's first step it reads the run again and re-decides when ``M``, the accumulation or a reference lr
+    changed, saying once what changed; a param group added mid-fit is managed from its first step. What an epoch is
+    (accumulation, several loaders) and the changes it follows: :doc:`/howto/callback`.
 
     Args:
         tau_epoch: target timescale in epochs. Exactly one of ``tau_epoch`` and ``tau_iter`` is required.
@@ -106,43 +81,34 @@ class TimescaleCallback(Callback):
             value; they decay nothing either way). The write is a torch step pre-hook on the optimizer, so it
             holds however the optimizer is stepped, manual optimization with ``use_pl_optimizer=False`` included.
         skip_unsupported_optimizers: by default an optimizer with coupled L2 decay (plain ``Adam`` with
-            ``weight_decay > 0``, ``SGD``, ...) or one not known to decay decoupled is an error, because the EMA
-            view needs decoupled decay (declare your own optimizer with
-            :func:`lightning_tau.register_decay_kind`). Set ``True`` to leave such optimizers untouched with a
-            warning instead.
+            ``weight_decay > 0``, ``SGD``, ...) or one not known to decay decoupled is an error (the EMA view needs
+            decoupled decay; :func:`lightning_tau.register_decay_kind` declares your own). ``True`` leaves such
+            optimizers untouched with a warning instead.
         verbose: print the pre-flight summary on rank zero.
-        token_budget: single-epoch LLM pre-training: the run's training tokens ``D``. Instead of ``tau_epoch``
-            or ``tau_iter``, pick the timescale from tokens per parameter with the Bergsma et al. 2025 power law
-            (:func:`lightning_tau.timescale.power_lines_tau_epoch`), ``tau = a * (D / num_params) ** b``, a
-            fraction of the run: ``tau_iter = tau * planned optimizer steps`` (the run is one epoch of ``D``
-            tokens, ``D / B`` steps). Needs a finite ``max_steps`` or ``max_epochs``.
+        token_budget: single-epoch LLM pre-training: the run's training tokens ``D``, instead of ``tau_epoch`` or
+            ``tau_iter``. The timescale is ``tau = a * (D / num_params) ** b`` of the planned optimizer steps, the
+            power law of Bergsma et al. 2025 (:mod:`lightning_tau.token_budget`). Needs a finite ``max_steps`` or
+            ``max_epochs``.
         num_params: the parameter count for tokens per parameter; default: the LightningModule's trainable
             parameters, counted at fit start. Pass your own (e.g. non-embedding) count to match another convention.
         power_law_coefficient: ``a`` of the power law (default 1.084, Bergsma et al. 2025).
         power_law_exponent: ``b`` of the power law (default -0.527).
-        width_exponent: how weight decay scales with the muP width multiplier ``s`` of a group, ``lambda ∝ s ** alpha``
-            at fixed ``tau_epoch``. ``1`` (default) is Wang & Aitchison's rule, ``lambda = s * lambda_base``, which
-            every group's own lr gives (each group holds ``tau_iter``); Fan et al. 2025 argue for ``0.5``; ``0`` is
-            direct muP with ``lambda`` fixed across widths. Another ``alpha`` multiplies a group's weight decay by
-            ``s ** (alpha - 1)`` (its ``tau_iter`` becomes ``s ** (1 - alpha)`` times the run's); groups at
-            ``s = 1`` are unaffected. ``s`` is the group's ``width_mult`` key or mup's ``p.infshape`` (every
-            parameter annotated, one multiplier per group); a decaying group whose ``s`` cannot be read is an error
-            at train start. A mapping from group name to ``alpha`` (e.g. ``{"hidden": 0.5}``) sets it per group;
-            groups it does not name keep 1, and a name the run does not have is an error at train start.
+        width_exponent: ``alpha`` of ``lambda ∝ s ** alpha`` across the muP width multiplier ``s`` of a group, at
+            fixed ``tau_epoch`` (:doc:`/mup`). ``1`` (default) is Wang & Aitchison's rule, which every group's own lr
+            gives; Fan et al. 2025 argue for ``0.5``; ``0`` fixes ``lambda`` across widths. ``s`` is the group's
+            ``width_mult`` key or mup's ``p.infshape``. A mapping from group name to ``alpha`` (e.g.
+            ``{"hidden": 0.5}``) sets it per group (the others keep 1).
         decay_vectors: the callback warns once, before training, when a decaying group holds 1-D parameters
             (biases, norm weights), which usually should not decay (pass ``self.parameters()`` to AdamW and they
             do); ``True`` says you mean it and silences the warning. It never changes the values written.
         steps_per_epoch: manual optimization: ``{optimizer_index: M}``, the steps that optimizer really takes per
-            epoch, when it is not stepped once per batch (a GAN generator stepped every second batch). Without
-            it each optimizer is assumed to step once per batch until its steps are counted: in manual
-            optimization the callback counts every optimizer's steps over each full epoch and, where they differ
-            from the ``M`` it assumed, warns (that epoch's ``tau_epoch`` was off by the ratio) and re-decides from
-            the count at the next epoch's first step.
-        monitor: the EMA diagnostics this callback logs through ``trainer.loggers`` (per group ``tau_iter``,
-            ``tau_epoch`` and their targets, weight magnitudes, the predicted equilibrium norm; TensorBoard
-            dashboards and HParams): ``True`` (default) a :class:`~lightning_tau.TimescaleMonitor` with its
-            defaults, a configured ``TimescaleMonitor(...)``, or ``False`` for none. When the Trainer already has a
-            ``TimescaleMonitor`` with the same ``prefix``, that one logs instead, so no key is logged twice.
+            epoch when it is not stepped once per batch (a GAN generator stepped every second batch). Without it
+            the callback counts each optimizer's steps over every full epoch, warns where they differ from the ``M``
+            it assumed and re-decides from the count (:doc:`/howto/callback`).
+        monitor: the EMA diagnostics this callback logs through ``trainer.loggers`` (:doc:`/howto/dashboards`):
+            ``True`` (default) a :class:`~lightning_tau.TimescaleMonitor` with its defaults, a configured
+            ``TimescaleMonitor(...)``, or ``False`` for none. A ``TimescaleMonitor`` with the same ``prefix`` in the
+            Trainer logs instead, so no key is logged twice.
 
     Raises:
         ValueError: at construction for a bad argument; at fit start for a second ``TimescaleCallback`` in the
@@ -180,50 +146,15 @@ class TimescaleCallback(Callback):
         steps_per_epoch: dict[int, float] | None = None,
         monitor: bool | TimescaleMonitor = True,
     ) -> None:
-        if not isinstance(monitor, (bool, TimescaleMonitor)):
-            raise _checks.invalid(
-                "TimescaleCallback",
-                "monitor",
-                monitor,
-                "use True (log the EMA diagnostics with a default `TimescaleMonitor`), False (log nothing), or a"
-                " configured `TimescaleMonitor(...)`.",
-            )
         #: The diagnostics this callback logs itself (``None`` with ``monitor=False``).
-        self.monitor: TimescaleMonitor | None = TimescaleMonitor() if monitor is True else (monitor or None)
+        self.monitor: TimescaleMonitor | None = _checked_monitor(monitor)
         self._own_monitor: TimescaleMonitor | None = None  # `self.monitor`, unless the Trainer has its own
-        if monitor is True:
-            self.monitor._quiet_without_logger = True  # logging is the default here, not something the user asked for
-        if token_budget is not None and (tau_epoch is not None or tau_iter is not None):
-            raise ValueError(
-                f"`TimescaleCallback(token_budget={token_budget!r})` picks the timescale from the power law; do not"
-                f" also pass tau_epoch={tau_epoch!r} or tau_iter={tau_iter!r}. Give exactly one of the three."
-            )
-        self.token_budget = None if token_budget is None else _checked("token_budget", token_budget)
+        self.token_budget = check_token_budget(token_budget, tau_epoch=tau_epoch, tau_iter=tau_iter)
         self.num_params = None if num_params is None else check_size("TimescaleCallback", "num_params", num_params)
-        self.power_law_coefficient = _checked("power_law_coefficient", power_law_coefficient)
-        self.power_law_exponent = _checks.finite_number(
-            "TimescaleCallback",
-            "power_law_exponent",
-            power_law_exponent,
-            f"use a finite number (default {timescale.POWER_LINES_EXPONENT}).",
-        )
+        self.power_law_coefficient, self.power_law_exponent = check_power_law(power_law_coefficient, power_law_exponent)
         self.resolved_num_params: float | None = None
         self.fixed_lambda_pitfalls: list[FixedLambdaPitfall] = []
-        if token_budget is None and (tau_epoch is None) == (tau_iter is None):
-            raise ValueError(
-                "`TimescaleCallback` takes exactly one of `tau_epoch`, `tau_iter` and `token_budget`,"
-                f" got tau_epoch={tau_epoch!r} and tau_iter={tau_iter!r}."
-            )
-        self.tau_epoch = None if tau_epoch is None else _checked("tau_epoch", tau_epoch)
-        self.tau_iter = None if tau_iter is None else _checked("tau_iter", tau_iter)
-        if self.tau_iter is not None and self.tau_iter <= 1:
-            raise _checks.invalid(
-                "TimescaleCallback",
-                "tau_iter",
-                tau_iter,
-                "a timescale of one optimizer step or less makes `lr * weight_decay >= 1`, which zeroes or flips the"
-                " weights every step. Use `tau_iter > 1`.",
-            )
+        self.tau_epoch, self.tau_iter = check_target(tau_epoch, tau_iter, token_budget=token_budget)
         self.dataset_size = (
             None if dataset_size is None else check_size("TimescaleCallback", "dataset_size", dataset_size)
         )
@@ -235,7 +166,7 @@ class TimescaleCallback(Callback):
         self.verbose = _checks.flag("TimescaleCallback", "verbose", verbose)
         self.decay_vectors = _checks.flag("TimescaleCallback", "decay_vectors", decay_vectors)
         self.width_exponent = check_width_exponent(width_exponent)
-        self.steps_per_epoch = _checked_steps_per_epoch(steps_per_epoch)
+        self.steps_per_epoch = check_steps_per_epoch(steps_per_epoch)
 
         # decided at train start, and again whenever the run changes
         self.shape: RunShape | None = None
@@ -248,11 +179,7 @@ class TimescaleCallback(Callback):
         # id(optimizer) -> (tau_iter, indices of managed groups holding it), for the per-step writes
         self._managed: dict[int, list[tuple[float, list[int]]]] = {}
         self._optimizer_m: dict[int, float] = {}  # optimizer index -> the M it was decided with, where not the run's
-        self._counts: dict[int, int] = {}  # manual optimization: optimizer index -> steps taken this epoch
-        self._batches_in_epoch = 0
-        self._counted_epoch: int | None = None  # the epoch `_counts` and `_batches_in_epoch` are of
-        self._resumed_counts: dict[str, Any] | None = None  # a checkpoint's partial epoch count, until continued
-        self._measured: dict[int, tuple[int, int]] = {}  # optimizer index -> (steps, batches) of its last full epoch
+        self._steps = StepCounter()  # manual optimization: each optimizer's steps per epoch, counted
         self._group_counts: dict[int, int] = {}  # id(optimizer) -> len(param_groups) when last decided
         self._decided_epoch: int | None = None
         self._step_hooks: list[RemovableHandle] = []  # the step pre-hooks of the fit in progress
@@ -329,19 +256,12 @@ class TimescaleCallback(Callback):
         self._before, self._decoupled, self._pinned_lr = {}, set(), {}
         self.shape, self._decided_epoch = None, None
         self._shapes = RunShapeReader(dataset_size=self.dataset_size, batch_size=self.batch_size)  # monitors share it
-        self._optimizer_m, self._counts, self._batches_in_epoch = {}, {}, 0
-        # a resumed run keeps what its epochs counted (the checkpoint's callback state is loaded before fit start)
-        measured = (self._restored or {}).get("measured_steps") or {}
-        self._measured = {int(i): (int(v[0]), int(v[1])) for i, v in measured.items()}
-        # ...and the count of the epoch it stopped in, continued when training resumes inside it (`on_train_start`)
-        self._resumed_counts = (self._restored or {}).get("epoch_counts") or None
+        self._optimizer_m = {}
+        self._steps.restore(self._restored)  # a checkpoint's callback state is loaded before fit start
         check_optimizer_indices(self.steps_per_epoch, len(trainer.optimizers))
-        self._own_monitor = self.monitor
-        if self.monitor is not None and any(
-            isinstance(cb, TimescaleMonitor) and cb.prefix == self.monitor.prefix
-            for cb in trainer.callbacks  # type: ignore[attr-defined]
-        ):
-            self._own_monitor = None  # the Trainer's own monitor logs the same keys
+        prefixes = {cb.prefix for cb in trainer.callbacks if isinstance(cb, TimescaleMonitor)}  # type: ignore[attr-defined]
+        # a monitor of the Trainer's with the same prefix logs the same keys: this callback's own stands down
+        self._own_monitor = None if self.monitor is None or self.monitor.prefix in prefixes else self.monitor
         if self.token_budget is not None:
             counted = sum(p.numel() for p in pl_module.parameters() if p.requires_grad)
             self.resolved_num_params = power_law_num_params(self.token_budget, self.num_params, counted)
@@ -354,29 +274,17 @@ class TimescaleCallback(Callback):
     @override
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Read the run's shape, decide each managed group's ``weight_decay``, write it and print the summary."""
-        self._continue_counts(trainer)
+        self._steps.resume(trainer.current_epoch)
         self.shape = None
         self._decide(trainer)
         self._hook_optimizers(trainer)
         if self._own_monitor is not None:
             self._own_monitor.on_train_start(trainer, pl_module)
 
-    def _continue_counts(self, trainer: pl.Trainer) -> None:
-        """A run resumed inside an epoch continues the checkpoint's step count of that epoch, so that the epoch
-        is still counted whole (manual optimization); the checkpoint's loop state is restored by now."""
-        resumed, self._resumed_counts = self._resumed_counts, None
-        if resumed and resumed.get("epoch") == trainer.current_epoch:
-            self._counts = {int(i): int(n) for i, n in (resumed.get("steps") or {}).items()}
-            self._batches_in_epoch = int(resumed.get("batches", 0))
-            self._counted_epoch = trainer.current_epoch
-
     def _hook_optimizers(self, trainer: pl.Trainer) -> None:
-        """Register this callback's step pre-hook on every optimizer (on the one that steps, inside any wrapper).
-
-        A torch hook on the optimizer itself runs however the loop steps it: automatic optimization, manual
-        optimization through ``self.optimizers()`` or with ``use_pl_optimizer=False``. Hooks left from an earlier
-        fit are removed first, so a second fit or a resume never writes twice.
-        """
+        """Register this callback's step pre-hook on every optimizer (on the one that steps, inside any wrapper), so
+        it runs however the loop steps it (automatic or manual optimization, ``use_pl_optimizer=False`` included).
+        Hooks of an earlier fit are removed first: a second fit or a resume never writes twice."""
         self._remove_step_hooks()
         self._step_hooks = [
             unwrap_optimizer(optimizer).register_step_pre_hook(
@@ -401,7 +309,7 @@ class TimescaleCallback(Callback):
         ):
             self._decide(trainer)
         if not trainer.lightning_module.automatic_optimization:  # count its real steps (see `steps_per_epoch`)
-            self._counts[index] = self._counts.get(index, 0) + 1
+            self._steps.step(index)
         if self.mode == "per_step":
             for tau_iter, indices in self._managed.get(id(stepped), ()):
                 write_per_step(optimizer, indices, tau_iter)
@@ -409,14 +317,13 @@ class TimescaleCallback(Callback):
     @override
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Start counting the epoch's steps (Lightning does not call this for an epoch resumed inside)."""
-        self._counts, self._batches_in_epoch = {}, 0
-        self._counted_epoch = trainer.current_epoch
+        self._steps.start_epoch(trainer.current_epoch)
 
     @override
     def on_train_batch_end(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
-        self._batches_in_epoch += 1
+        self._steps.end_batch()
         if self._own_monitor is not None:
             self._own_monitor.on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
 
@@ -425,23 +332,15 @@ class TimescaleCallback(Callback):
         """Manual optimization: compare each optimizer's steps this epoch with the ``M`` it was decided with."""
         if pl_module.automatic_optimization or self.shape is None:
             return
-        planned = trainer.num_training_batches
-        full = self._batches_in_epoch > 0 and (
-            self._batches_in_epoch == planned if math.isfinite(planned) else not trainer.should_stop
-        )
-        if not full:  # cut short (max_steps, a stop): the count says nothing about an epoch
-            return
-        keep, wrong = count_epoch(
-            self._counts,
-            self._batches_in_epoch,
+        wrong = self._steps.end_epoch(
             self._decoupled,
+            planned=trainer.num_training_batches,
+            stopped=trainer.should_stop,
             optimizer_m=self._optimizer_m,
             steps_per_epoch=self.shape.steps_per_epoch,
-            measured=self._measured,
         )
-        self._measured.update(keep)
         for i, counted, used in wrong:
-            rank_zero_warn(miscounted_steps_warning(i, counted, trainer.current_epoch, self._batches_in_epoch, used))
+            rank_zero_warn(miscounted_steps_warning(i, counted, trainer.current_epoch, self._steps.batches, used))
 
     @override
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -470,14 +369,7 @@ class TimescaleCallback(Callback):
             "world_size": None if self.shape is None else self.shape.world_size,
             "mode": self.mode,
             "weight_decay": {g.name: g.weight_decay for g in self.groups},
-            # manual optimization: optimizer index -> [steps, batches] of its last full epoch, counted
-            "measured_steps": {str(i): list(v) for i, v in self._measured.items()},
-            # ...and the count of the epoch in progress, so a resume inside it still counts a whole epoch
-            "epoch_counts": {
-                "epoch": self._counted_epoch,
-                "batches": self._batches_in_epoch,
-                "steps": {str(i): n for i, n in self._counts.items()},
-            },
+            **self._steps.state_dict(),  # manual optimization: "measured_steps" and "epoch_counts"
             "monitor": None if self.monitor is None else self.monitor.state_dict(),
         }
 
@@ -515,7 +407,7 @@ class TimescaleCallback(Callback):
             managed_optimizers=self._decoupled,
             scheduled={id(getattr(c.scheduler, "optimizer", None)) for c in trainer.lr_scheduler_configs},
             pinned_lrs=self._pinned_lr,
-            measured=self._measured,
+            measured=self._steps.measured,
             declared_steps_per_epoch=self.steps_per_epoch,
             epoch=None if first else trainer.current_epoch,
         )
@@ -553,23 +445,11 @@ class TimescaleCallback(Callback):
         return found + ([self._own_monitor] if self._own_monitor is not None else [])
 
     def _plan(self, trainer: pl.Trainer) -> int | None:
-        """Estimate each managed group's ``sum_t lr_t * weight_decay`` over the steps left; return them."""
-        remaining = remaining_steps(trainer, self.resolved_steps_per_epoch)
-        if remaining is None:
-            return None
-        planned = planned_timescales(
-            self.groups,
-            trainer.optimizers,
-            scheduled_steps(trainer),
-            remaining,
-            steps_per_epoch=self.resolved_steps_per_epoch,
-            optimizer_m=self._optimizer_m,
-            per_step=self.mode == "per_step",
+        """Estimate each managed group's ``sum_t lr_t * weight_decay`` over the steps left; return those steps."""
+        m, per_step = self.resolved_steps_per_epoch, self.mode == "per_step"
+        return plan_timescales(
+            trainer, self.groups, steps_per_epoch=m, optimizer_m=self._optimizer_m, per_step=per_step
         )
-        for g in self.groups:
-            if (g.optimizer_index, g.group_index) in planned:
-                g.planned_timescales = planned[(g.optimizer_index, g.group_index)]
-        return remaining
 
     def _report_start(self, trainer: pl.Trainer, decision: Decision) -> None:
         """Say, on rank zero and before training, what was decided and what looks wrong (text: ``summary.py``)."""
@@ -591,22 +471,17 @@ class TimescaleCallback(Callback):
             for logger in trainer.loggers:
                 logger.log_metrics(mults, step=trainer.global_step)
         if self.verbose:
-            manual = manual_note(
-                manual=not module.automatic_optimization,
-                tau_epoch=self.tau_epoch,
-                steps_per_epoch=self.shape.steps_per_epoch,
-                optimizer_steps_per_epoch=self._optimizer_m,
-            )
-            notes = [n for n in (decision.note, width_note(self.width_exponent, self.groups), manual) if n]
             rank_zero_info(
-                format_summary(
+                start_summary(
                     self.groups,
                     tau_iter=self.resolved_tau_iter,
                     tau_epoch=self.resolved_tau_epoch,
                     shape=self.shape,
                     planned_steps=planned_steps,
-                    notes=notes,
                     optimizer_steps_per_epoch=self._optimizer_m,
+                    note=decision.note,
+                    width_exponent=self.width_exponent,
+                    manual_tau_epoch=None if module.automatic_optimization else self.tau_epoch,
                 )
             )
 
@@ -622,27 +497,19 @@ class TimescaleCallback(Callback):
             rank_zero_info(change_line(parts, tau_epoch=self.tau_epoch, tau_iter=self.resolved_tau_iter, **when))
 
 
-def _checked_steps_per_epoch(value: Any) -> dict[int, float] | None:
-    """``steps_per_epoch``: ``None`` or a mapping from optimizer index (int >= 0) to a positive finite number."""
-    if value is None:
-        return None
-    hint = (
-        "use a mapping from optimizer index to the optimizer steps it takes per epoch, e.g. `{1: 50}` for a second"
-        " optimizer stepped every other batch of 100 (manual optimization)."
-    )
-    if not isinstance(value, dict):
-        raise _checks.invalid("TimescaleCallback", "steps_per_epoch", value, hint)
-    try:
-        return {
-            _checks.integer("TimescaleCallback", "steps_per_epoch", i, hint, minimum=0): _checks.positive_number(
-                "TimescaleCallback", "steps_per_epoch", m, hint
-            )
-            for i, m in value.items()
-        }
-    except ValueError:  # the message shows the whole mapping, not the one bad key or value
-        raise _checks.invalid("TimescaleCallback", "steps_per_epoch", value, hint) from None
-
-
-def _checked(name: str, value: float) -> float:
-    """A positive finite number, with the callback's name in the message."""
-    return _checks.positive_number("TimescaleCallback", name, value, f"`{name}` must be a positive finite number.")
+def _checked_monitor(monitor: object) -> TimescaleMonitor | None:
+    """``TimescaleCallback(monitor=...)``: a default ``TimescaleMonitor`` for ``True``, ``None`` for ``False``, the
+    user's own as given."""
+    if not isinstance(monitor, (bool, TimescaleMonitor)):
+        raise _checks.invalid(
+            "TimescaleCallback",
+            "monitor",
+            monitor,
+            "use True (log the EMA diagnostics with a default `TimescaleMonitor`), False (log nothing), or a"
+            " configured `TimescaleMonitor(...)`.",
+        )
+    if monitor is not True:
+        return monitor or None
+    default = TimescaleMonitor()
+    default._quiet_without_logger = True  # logging is the default here, not something the user asked for
+    return default

@@ -16,10 +16,10 @@ A change mid-fit (accumulation, reloaded data, a new param group) takes the same
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from lightning_tau import timescale
+from lightning_tau import _checks, timescale
 from lightning_tau.width import NO_MUP
 
 __all__ = [
@@ -28,16 +28,12 @@ __all__ = [
     "RunShape",
     "WidthExponent",
     "NO_MUP",
-    "check_optimizer_indices",
+    "check_target",
     "check_width_exponent",
-    "count_epoch",
     "decide_groups",
     "group_targets",
-    "optimizer_steps_per_epoch",
     "optimizer_tau_iters",
     "per_step_writes",
-    "power_law_num_params",
-    "power_law_tau_iter",
     "resolve_tau_iter",
     "resume_changes",
     "run_tau_iter",
@@ -272,6 +268,43 @@ def uses_mup(groups: Sequence[GroupInput]) -> bool:
     )
 
 
+def check_target(tau_epoch: object, tau_iter: object, *, token_budget: object) -> tuple[float | None, float | None]:
+    """``TimescaleCallback(tau_epoch=..., tau_iter=...)``: exactly one of them, or neither with a ``token_budget``;
+    a positive finite number; ``tau_iter`` more than one optimizer step.
+
+    Returns ``(tau_epoch, tau_iter)`` as floats (``None`` where not given).
+
+    Example:
+        >>> check_target(5, None, token_budget=None), check_target(None, 100, token_budget=None)
+        ((5.0, None), (None, 100.0))
+        >>> check_target(None, 1, token_budget=None)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleCallback(tau_iter=1)` is not valid: a timescale of one optimizer step or less makes ...
+    """
+    if token_budget is None and (tau_epoch is None) == (tau_iter is None):
+        raise ValueError(
+            "`TimescaleCallback` takes exactly one of `tau_epoch`, `tau_iter` and `token_budget`,"
+            f" got tau_epoch={tau_epoch!r} and tau_iter={tau_iter!r}."
+        )
+    epochs = None if tau_epoch is None else _positive("tau_epoch", tau_epoch)
+    steps = None if tau_iter is None else _positive("tau_iter", tau_iter)
+    if steps is not None and steps <= 1:
+        raise _checks.invalid(
+            "TimescaleCallback",
+            "tau_iter",
+            tau_iter,
+            "a timescale of one optimizer step or less makes `lr * weight_decay >= 1`, which zeroes or flips the"
+            " weights every step. Use `tau_iter > 1`.",
+        )
+    return epochs, steps
+
+
+def _positive(name: str, value: object) -> float:
+    """A positive finite number, with the callback's name in the message."""
+    return _checks.positive_number("TimescaleCallback", name, value, f"`{name}` must be a positive finite number.")
+
+
 def check_width_exponent(value: object, owner: str = "TimescaleCallback") -> WidthExponent:
     """Validate a width exponent: a finite number, or a mapping from group name (str) to a finite number.
 
@@ -401,160 +434,6 @@ def run_tau_iter(
         raise ValueError(f"`TimescaleCallback`{when}: {err}") from None
 
 
-def power_law_tau_iter(
-    token_budget: float, num_params: float, *, coefficient: float, exponent: float, planned_steps: float
-) -> tuple[float, str]:
-    """``tau_iter`` from tokens per parameter (Bergsma et al. 2025), as a fraction of the planned run, and a
-    summary line saying how it was found.
-
-    ``tau = coefficient * (token_budget / num_params) ** exponent`` of the run, ``tau_iter = tau * planned_steps``.
-
-    Raises:
-        ValueError: the run plans no finite positive number of steps, or the timescale is one step or less.
-
-    Example:
-        >>> tau_iter, note = power_law_tau_iter(2e9, 1e8, coefficient=1.0, exponent=-0.5, planned_steps=2000)
-        >>> round(tau_iter, 6)
-        447.213595
-        >>> note
-        'tau from the power law: D=2,000,000,000 tokens / 100,000,000 params = 20 tokens per parameter -> tau = 1 * \
-TPP^-0.5 = 0.2236 of the run (2,000 planned steps).'
-    """
-    tokens_per_param = token_budget / num_params
-    tau = timescale.power_lines_tau_epoch(tokens_per_param, coefficient=coefficient, exponent=exponent)
-    if not math.isfinite(planned_steps) or planned_steps <= 0:
-        raise ValueError(
-            f"`TimescaleCallback(token_budget={token_budget!r})` sets tau_iter = tau * planned optimizer"
-            f" steps, but the Trainer plans {planned_steps!r} steps. Set `max_steps` (or a finite `max_epochs`)."
-        )
-    tau_iter = tau * float(planned_steps)
-    if tau_iter <= 1:
-        raise ValueError(
-            f"`TimescaleCallback(token_budget={token_budget!r})`: the power law gives tau = {tau:.4g} of"
-            f" {planned_steps:,.0f} planned steps = {tau_iter:.4g} steps, one optimizer step or less, which zeroes or"
-            " flips the weights every step. Plan a longer run, or set `tau_iter` yourself."
-        )
-    return tau_iter, (
-        f"tau from the power law: D={token_budget:,.0f} tokens / {num_params:,.0f} params ="
-        f" {tokens_per_param:.4g} tokens per parameter -> tau = {coefficient:g} *"
-        f" TPP^{exponent:g} = {tau:.4g} of the run ({planned_steps:,.0f} planned steps)."
-    )
-
-
-def power_law_num_params(token_budget: float, num_params: int | None, counted: int) -> float:
-    """The parameter count the power law divides the tokens by: the user's, else the ``counted`` trainable ones.
-
-    Raises:
-        ValueError: no count given and no trainable parameter counted.
-
-    Example:
-        >>> power_law_num_params(1e9, None, 1000), power_law_num_params(1e9, 500, 1000)
-        (1000.0, 500.0)
-    """
-    if num_params is None and counted == 0:
-        raise ValueError(
-            f"`TimescaleCallback(token_budget={token_budget!r})` divides the tokens by the model's"
-            " trainable parameters, but the LightningModule has none. Unfreeze some parameters, or pass"
-            " `num_params=...` with the count to use."
-        )
-    return float(num_params or counted)
-
-
-def check_optimizer_indices(declared: Mapping[int, float] | None, num_optimizers: int) -> None:
-    """Refuse declared steps per epoch (``TimescaleCallback(steps_per_epoch=...)``) for an optimizer the run lacks.
-
-    Example:
-        >>> check_optimizer_indices({0: 10, 1: 5}, 2)
-        >>> check_optimizer_indices({2: 10}, 2)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: `TimescaleCallback(steps_per_epoch={2: 10})` names optimizer index(es) [2], but ...
-    """
-    bad = sorted(i for i in declared or () if i >= num_optimizers)
-    if bad:
-        raise ValueError(
-            f"`TimescaleCallback(steps_per_epoch={declared!r})` names optimizer index(es) {bad},"
-            f" but the LightningModule has {num_optimizers} optimizer(s) (indices from 0, in the"
-            " order `configure_optimizers` returns them)."
-        )
-
-
-def count_epoch(
-    counts: Mapping[int, int],
-    batches: int,
-    managed: Iterable[int],
-    *,
-    optimizer_m: Mapping[int, float],
-    steps_per_epoch: float | None,
-    measured: Mapping[int, tuple[int, int]],
-) -> tuple[dict[int, tuple[int, int]], list[tuple[int, int, float]]]:
-    """Manual optimization, at the end of a full epoch: each managed optimizer's steps against its assumed ``M``.
-
-    Args:
-        counts: optimizer index -> steps it took this epoch.
-        batches: batches in the epoch.
-        managed: indices of the managed optimizers.
-        optimizer_m: optimizer index -> the ``M`` it was decided with, where not the run's.
-        steps_per_epoch: the run's ``M``.
-        measured: optimizer index -> ``(steps, batches)`` counted before.
-
-    Returns:
-        The counts to keep (``(steps, batches)`` per optimizer: those not stepped once per batch, and those counted
-        or decided with their own ``M`` before), and ``(index, steps, assumed M)`` of every optimizer whose count
-        differs from the ``M`` it was decided with. An optimizer that took no step is left out of both.
-
-    Example:
-        >>> count_epoch({0: 10, 1: 5}, 10, [0, 1, 2], optimizer_m={}, steps_per_epoch=10, measured={})
-        ({1: (5, 10)}, [(1, 5, 10)])
-    """
-    keep: dict[int, tuple[int, int]] = {}
-    wrong: list[tuple[int, int, float]] = []
-    for i in sorted(managed):
-        used = optimizer_m.get(i, steps_per_epoch)
-        counted = counts.get(i, 0)
-        if counted == 0:
-            continue
-        if counted != batches or i in measured or i in optimizer_m:
-            keep[i] = (counted, batches)
-        if used is not None and not math.isclose(counted, used, rel_tol=1e-9):
-            wrong.append((i, counted, used))
-    return keep, wrong
-
-
-def optimizer_steps_per_epoch(
-    num_optimizers: int,
-    steps_per_epoch: float | None,
-    *,
-    measured: Mapping[int, tuple[int, int]],
-    declared: Mapping[int, float] | None,
-) -> dict[int, float]:
-    """``M`` per optimizer index where it is not the run's: counted over the last full epoch (manual
-    optimization), else declared by the user.
-
-    Args:
-        num_optimizers: how many optimizers the run has.
-        steps_per_epoch: the run's ``M`` (``None``: unknown).
-        measured: optimizer index -> ``(steps, batches)`` of its last full epoch; the ratio carries over to a run
-            whose epoch now has another number of batches.
-        declared: optimizer index -> ``M`` the user gave (``TimescaleCallback(steps_per_epoch=...)``).
-
-    Example:
-        >>> optimizer_steps_per_epoch(3, 100, measured={1: (50, 100)}, declared={1: 10, 2: 25})
-        {1: 50.0, 2: 25}
-        >>> optimizer_steps_per_epoch(2, 40, measured={0: (50, 100)}, declared=None)  # the ratio holds
-        {0: 20.0}
-    """
-    out: dict[int, float] = {}
-    for i in range(num_optimizers):
-        if i in measured:
-            steps, batches = measured[i]
-            m = steps_per_epoch
-            out[i] = float(steps) if m is None or m == batches else steps * m / batches
-        elif declared is not None and i in declared:
-            out[i] = declared[i]
-    return out
-
-
 def optimizer_tau_iters(
     num_optimizers: int,
     tau_iter: float,
@@ -570,7 +449,8 @@ def optimizer_tau_iters(
         num_optimizers: how many optimizers the run has.
         tau_iter: the run's ``tau_iter``.
         tau_epoch: the target in epochs (``None``: the target is ``tau_iter``).
-        optimizer_m: optimizer index -> its own ``M`` (:func:`optimizer_steps_per_epoch`).
+        optimizer_m: optimizer index -> its own ``M``
+            (:func:`~lightning_tau.optimizer_steps.optimizer_steps_per_epoch`).
         epoch: the epoch of a decision mid-fit, for the message; ``None`` at train start.
 
     Example:

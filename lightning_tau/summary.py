@@ -28,6 +28,7 @@ __all__ = [
     "miscounted_steps_warning",
     "resume_warning",
     "short_run_warning",
+    "start_summary",
     "start_warnings",
     "two_callbacks_message",
     "vectors_warning",
@@ -105,6 +106,46 @@ def format_summary(
     out.extend(shape.sources)
     out.extend(notes)
     return "\n".join(out)
+
+
+def start_summary(
+    groups: Sequence[GroupTimescale],
+    *,
+    tau_iter: float,
+    tau_epoch: float | None,
+    shape: RunShape,
+    planned_steps: float | None,
+    optimizer_steps_per_epoch: Mapping[int, float],
+    note: str | None,
+    width_exponent: WidthExponent,
+    manual_tau_epoch: float | None,
+) -> str:
+    """The summary ``TimescaleCallback`` prints at train start: :func:`format_summary` with its notes, in order the
+    decision's ``note`` (how the power law picked the timescale), :func:`width_note` and, in manual optimization
+    under a ``tau_epoch`` target (``manual_tau_epoch``, else ``None``), :func:`manual_note`.
+
+    Example:
+        >>> g = GroupTimescale("pg1", 0, 0, 1000, 1e-3, 0.01, 2.0, True, planned_timescales=1.0)
+        >>> text = start_summary([g], tau_iter=500.0, tau_epoch=5.0, shape=RunShape(100), planned_steps=500,
+        ...                      optimizer_steps_per_epoch={}, note="A note.", width_exponent=1.0, manual_tau_epoch=5.0)
+        >>> [line.split(":")[0] for line in text.splitlines()[-2:]]
+        ['A note.', 'Manual optimization']
+    """
+    manual = manual_note(
+        manual=manual_tau_epoch is not None,
+        tau_epoch=manual_tau_epoch,
+        steps_per_epoch=shape.steps_per_epoch,
+        optimizer_steps_per_epoch=optimizer_steps_per_epoch,
+    )
+    return format_summary(
+        groups,
+        tau_iter=tau_iter,
+        tau_epoch=tau_epoch,
+        shape=shape,
+        planned_steps=planned_steps,
+        notes=[n for n in (note, width_note(width_exponent, groups), manual) if n],
+        optimizer_steps_per_epoch=optimizer_steps_per_epoch,
+    )
 
 
 def _num(value: float | None) -> str:

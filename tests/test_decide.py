@@ -6,7 +6,6 @@ message is checked whole and each boundary from both sides.
 
 from __future__ import annotations
 
-import math
 import re
 
 import pytest
@@ -15,16 +14,12 @@ from lightning_tau.decide import (
     GroupInput,
     GroupTimescale,
     RunShape,
-    check_optimizer_indices,
+    check_target,
     check_width_exponent,
-    count_epoch,
     decide_groups,
     group_targets,
-    optimizer_steps_per_epoch,
     optimizer_tau_iters,
     per_step_writes,
-    power_law_num_params,
-    power_law_tau_iter,
     resolve_tau_iter,
     resume_changes,
     run_tau_iter,
@@ -165,6 +160,27 @@ def test_width_exponent_errors_name_the_group_and_what_to_do() -> None:
         decide_groups([group(width_mult=4.0)], 4.0, width_exponent=2.0)
 
 
+def test_check_target_takes_exactly_one_target_of_more_than_one_step() -> None:
+    assert check_target(5, None, token_budget=None) == (5.0, None)
+    assert check_target(None, 1.5, token_budget=None) == (None, 1.5)
+    assert check_target(None, None, token_budget=2e9) == (None, None)  # the token budget is the target
+    for tau_epoch, tau_iter in ((None, None), (5.0, 100)):
+        with raises_exactly(
+            "`TimescaleCallback` takes exactly one of `tau_epoch`, `tau_iter` and `token_budget`,"
+            f" got tau_epoch={tau_epoch!r} and tau_iter={tau_iter!r}."
+        ):
+            check_target(tau_epoch, tau_iter, token_budget=None)
+    with raises_exactly("`TimescaleCallback(tau_epoch=0)` is not valid: `tau_epoch` must be a positive finite number."):
+        check_target(0, None, token_budget=None)
+    with raises_exactly("`TimescaleCallback(tau_iter='x')` is not valid: `tau_iter` must be a positive finite number."):
+        check_target(None, "x", token_budget=None)
+    with raises_exactly(
+        "`TimescaleCallback(tau_iter=1)` is not valid: a timescale of one optimizer step or less makes"
+        " `lr * weight_decay >= 1`, which zeroes or flips the weights every step. Use `tau_iter > 1`."
+    ):
+        check_target(None, 1, token_budget=None)
+
+
 def test_check_width_exponent_messages() -> None:
     assert check_width_exponent(1) == 1.0 and check_width_exponent({"a": 1}) == {"a": 1.0}
     with raises_exactly("`TimescaleCallback(width_exponent={3: 1.0})` is not valid: entry 3: 1.0;" + USAGE):
@@ -211,50 +227,6 @@ def test_run_tau_iter_says_why_m_is_unknown_only_when_a_tau_epoch_needs_it() -> 
     assert run_tau_iter(unknown, tau_epoch=None, tau_iter=300.0) == 300.0
     with pytest.raises(ValueError, match=r"^`TimescaleCallback`: `tau_epoch=5.0` needs the optimizer steps"):
         run_tau_iter(RunShape(None), tau_epoch=5.0, tau_iter=None)  # no reason recorded: the generic message
-
-
-def test_power_law_tau_iter_is_a_fraction_of_the_planned_run() -> None:
-    tau_iter, note = power_law_tau_iter(4e9, 1e8, coefficient=2.0, exponent=-0.5, planned_steps=1000)
-    assert tau_iter == pytest.approx(2.0 * 40**-0.5 * 1000)
-    assert note == (
-        "tau from the power law: D=4,000,000,000 tokens / 100,000,000 params = 40 tokens per parameter -> tau = 2 *"
-        " TPP^-0.5 = 0.3162 of the run (1,000 planned steps)."
-    )
-
-
-@pytest.mark.parametrize("planned", [math.inf, 0, -1.0])
-def test_power_law_tau_iter_needs_a_finite_planned_run(planned: float) -> None:
-    with raises_exactly(
-        "`TimescaleCallback(token_budget=4000000000.0)` sets tau_iter = tau * planned optimizer steps, but the"
-        f" Trainer plans {planned!r} steps. Set `max_steps` (or a finite `max_epochs`)."
-    ):
-        power_law_tau_iter(4e9, 1e8, coefficient=2.0, exponent=-0.5, planned_steps=planned)
-
-
-def test_power_law_tau_iter_refuses_one_step_or_less() -> None:
-    # tau = 1.0 * 1 ** -0.5 = 1 of the run: 1 planned step is 1 step (too short), 1.01 steps is fine
-    message = (
-        "`TimescaleCallback(token_budget=100.0)`: the power law gives tau = 1 of 1 planned steps = 1 steps, one"
-        " optimizer step or less, which zeroes or flips the weights every step. Plan a longer run, or set `tau_iter`"
-        " yourself."
-    )
-    with raises_exactly(message):
-        power_law_tau_iter(100.0, 100.0, coefficient=1.0, exponent=-0.5, planned_steps=1)
-    assert power_law_tau_iter(100.0, 100.0, coefficient=1.0, exponent=-0.5, planned_steps=1.01)[0] == 1.01
-
-
-def test_optimizer_steps_per_epoch_prefers_the_count_then_the_declared_value() -> None:
-    measured = {0: (50, 100), 1: (30, 60), 2: (7, 9)}
-    assert optimizer_steps_per_epoch(5, 100, measured=measured, declared={0: 1, 3: 25}) == {
-        0: 50.0,  # counted over an epoch of the same length: the count
-        1: 50.0,  # counted over an epoch of 60 batches: the ratio, at 100
-        2: 7 * 100 / 9,
-        3: 25,  # declared
-    }  # optimizer 4: neither, the run's M
-    assert optimizer_steps_per_epoch(2, None, measured={1: (30, 60)}, declared=None) == {1: 30.0}
-    assert optimizer_steps_per_epoch(2, 100, measured={}, declared=None) == {}
-    assert optimizer_steps_per_epoch(2, 100, measured={}, declared={0: 40.0}) == {0: 40.0}
-    assert optimizer_steps_per_epoch(1, 100, measured={}, declared={1: 5}) == {}  # only the run's optimizers
 
 
 def test_optimizer_tau_iters_holds_tau_epoch_in_each_optimizers_own_steps() -> None:
@@ -322,45 +294,6 @@ def test_resume_changes_compare_what_both_runs_know() -> None:
     assert resume_changes({"dataset_size": None}, RunShape(10, 200, 10), 50.0) == []  # unknown then
 
 
-def test_power_law_num_params_prefers_the_users_count() -> None:
-    assert power_law_num_params(1e9, None, 1234) == 1234.0
-    assert power_law_num_params(1e9, 500, 1234) == 500.0
-    assert power_law_num_params(1e9, 500, 0) == 500.0
-    with raises_exactly(
-        "`TimescaleCallback(token_budget=1000000000.0)` divides the tokens by the model's trainable parameters, but"
-        " the LightningModule has none. Unfreeze some parameters, or pass `num_params=...` with the count to use."
-    ):
-        power_law_num_params(1e9, None, 0)
-
-
-def test_check_optimizer_indices_names_the_indices_the_run_lacks() -> None:
-    check_optimizer_indices(None, 1)
-    check_optimizer_indices({0: 10.0, 1: 5.0}, 2)
-    with raises_exactly(
-        "`TimescaleCallback(steps_per_epoch={3: 10.0, 0: 5.0, 1: 2.0})` names optimizer index(es) [1, 3], but the"
-        " LightningModule has 1 optimizer(s) (indices from 0, in the order `configure_optimizers` returns them)."
-    ):
-        check_optimizer_indices({3: 10.0, 0: 5.0, 1: 2.0}, 1)
-
-
-def test_count_epoch_keeps_the_counts_that_matter_and_names_the_wrong_assumptions() -> None:
-    counts = {0: 10, 1: 5, 2: 10, 3: 10, 4: 7, 6: 10}
-    keep, wrong = count_epoch(
-        counts,
-        10,
-        [6, 4, 3, 2, 1, 0, 5],  # 5 took no step
-        optimizer_m={2: 5.0, 4: 7.0},
-        steps_per_epoch=10.0,
-        measured={3: (10, 10)},
-    )
-    assert keep == {1: (5, 10), 2: (10, 10), 3: (10, 10), 4: (7, 10)}  # 0 and 6 step once per batch, as assumed
-    assert wrong == [(1, 5, 10.0), (2, 10, 5.0)]
-    _, wrong = count_epoch({0: 10}, 10, [0], optimizer_m={}, steps_per_epoch=None, measured={})
-    assert wrong == []
-    _, wrong = count_epoch({0: 10}, 10, [0], optimizer_m={}, steps_per_epoch=10.0 * (1 + 1e-10), measured={})
-    assert wrong == []
-
-
 def test_a_width_exponent_scales_only_mup_runs_and_asks_every_group_of_one_for_its_multiplier() -> None:
     """``decide_groups`` applies a width exponent other than 1 only when the run has a width multiplier somewhere;
     then a decaying group without one is an error, not silently left at ``s = 1``."""
@@ -389,12 +322,6 @@ def test_uses_mup_needs_a_multiplier_or_an_annotation_problem() -> None:
     assert not uses_mup([GroupInput("decay", 0, 0, 64, 1e-3, 0.1, True, width_mult=1.0)])
     assert not uses_mup([GroupInput("decay", 0, 0, 64, 1e-3, 0.1, True, width_problem=NO_MUP)])
     assert uses_mup([GroupInput("mixed", 0, 0, 64, 1e-3, 0.1, True, width_problem="its parameters have several")])
-
-
-def test_count_epoch_skips_an_optimizer_that_took_no_step_and_goes_on() -> None:
-    # optimizer 0 took no step this epoch; optimizer 1 (later in the loop) took half as many as its M
-    keep, wrong = count_epoch({1: 5}, 10, [0, 1], optimizer_m={}, steps_per_epoch=10, measured={})
-    assert (keep, wrong) == ({1: (5, 10)}, [(1, 5, 10)])
 
 
 def test_group_targets_skip_a_group_that_does_not_decay_and_go_on() -> None:

@@ -10,10 +10,12 @@ from lightning_tau.summary import (
     change_parts,
     describe_target,
     fixed_lambda_warning,
+    format_summary,
     manual_note,
     miscounted_steps_warning,
     resume_warning,
     short_run_warning,
+    start_summary,
     start_warnings,
     two_callbacks_message,
     vectors_warning,
@@ -223,3 +225,16 @@ def test_start_warnings_come_in_order_and_only_when_due() -> None:
     other = GroupInput("pg1", 0, 0, 2, 1e-3, 0.1, True, width_problem="its parameters have several multipliers")
     for inputs in ([plain, mup], [unmanaged], [other]):
         assert start_warnings([long], inputs, resume=[], width_exponent=0.5, param_groups=None, names={}) == ([], [])
+
+
+def test_start_summary_is_the_table_with_the_decisions_note_the_width_note_and_the_manual_note_in_order() -> None:
+    hidden = group("hidden", width_mult=4.0, width_exponent=0.5, tau_iter=1000.0, planned_timescales=1.0)
+    shape = RunShape(100, 1000, 10)
+    table = dict(tau_iter=500.0, tau_epoch=5.0, shape=shape, planned_steps=500, optimizer_steps_per_epoch={1: 50})
+    width = width_note(0.5, [hidden])
+    manual = manual_note(manual=True, tau_epoch=5.0, steps_per_epoch=100, optimizer_steps_per_epoch={1: 50})
+    assert width is not None and manual is not None
+    said = start_summary([hidden], **table, note="A note.", width_exponent=0.5, manual_tau_epoch=5.0)  # type: ignore[arg-type]
+    assert said == format_summary([hidden], **table, notes=["A note.", width, manual])  # type: ignore[arg-type]
+    said = start_summary([hidden], **table, note=None, width_exponent=1.0, manual_tau_epoch=None)  # type: ignore[arg-type]
+    assert said == format_summary([hidden], **table, notes=[])  # type: ignore[arg-type]
