@@ -52,7 +52,8 @@ from lightning_tau.tuner.curve import (
     PrunedPoint,
     reduce_metric,
 )
-from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna
+from lightning_tau.tuner.liveness import STALE_SECONDS
+from lightning_tau.tuner.study import GridStudy, quiet_optuna
 from lightning_tau.tuner.trial import ModelCopies, pruned_record, run_trial, subset_dataloader
 from lightning_tau.tuner.workers import Workers, start_server, worker_environ
 
