@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from lightning_tau.tuner.curve import CurvePoint, FinderResult, log_grid, reduce_metric, smoothed_optimum
+from lightning_tau.tuner.curve import log_grid, reduce_metric, smoothed_optimum
+from lightning_tau.tuner.result import CurvePoint, FinderResult
 
 
 def raises_exactly(message: str) -> pytest.RaisesContext[ValueError]:

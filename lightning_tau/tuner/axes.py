@@ -30,7 +30,7 @@ import numpy as np
 
 from lightning_tau import _checks
 from lightning_tau._table import table_lines
-from lightning_tau.tuner.curve import FinderResult, write_json
+from lightning_tau.tuner.result import FinderResult, write_json
 from lightning_tau.tuner.stats import ScalingFit, fit_scaling, size_verdict, width_verdict
 
 __all__ = ["AxisName", "AxisResult"]
@@ -60,7 +60,7 @@ class AxisResult:
         A dataset-size axis whose best ``tau_epoch`` is 8 at every size (three seeds, exact parabolas):
 
         >>> import math
-        >>> from lightning_tau.tuner.curve import CurvePoint
+        >>> from lightning_tau.tuner.result import CurvePoint
         >>> taus = [2.0, 4.0, 8.0, 16.0, 32.0]
         >>> def point(size):
         ...     curve = [CurvePoint(t, [(math.log(t / 8)) ** 2 + 0.01 * s for s in range(3)], [0, 1, 2], {}, [size])
