@@ -41,8 +41,9 @@ import torch
 from lightning_tau.cli.demo import DemoConfig
 from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
 from lightning_tau.timescale import weight_decay_for_tau_iter
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES, FinderResult, log_grid
+from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES, log_grid
 from lightning_tau.tuner.finder import TimescaleFinder
+from lightning_tau.tuner.result import FinderResult
 
 FULL_SIZE = 1400
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.curve import CurvePoint, FinderResult
+from lightning_tau.tuner.result import CurvePoint, FinderResult
 from lightning_tau.tuner.stats import fit_scaling
 
 TAUS = [2.0, 4.0, 8.0, 16.0, 32.0]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.curve import CurvePoint, FinderResult
+from lightning_tau.tuner.result import CurvePoint, FinderResult
 
 pytest.importorskip("matplotlib")
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from lightning_tau.tuner.curve import CurvePoint, FinderResult, log_grid, reduce_metric, smoothed_optimum
+from lightning_tau.tuner.curve import log_grid, reduce_metric, smoothed_optimum
+from lightning_tau.tuner.result import CurvePoint, FinderResult
 
 
 def raises_exactly(message: str) -> pytest.RaisesContext[ValueError]:
@@ -246,7 +247,7 @@ def test_table_says_how_it_smoothed_and_warns_at_the_edge() -> None:
 
 def test_student_t_quantile_cornish_fisher_is_close_beyond_two_degrees_of_freedom() -> None:
     from lightning_tau.tuner.curve import _student_t_quantile
-    from lightning_tau.tuner.stats import t_quantile
+    from lightning_tau.tuner.tdist import t_quantile
 
     assert abs(_student_t_quantile(0.975, 10) - t_quantile(0.975, 10)) < 0.004  # 2.2254 against 2.2281
     assert abs(_student_t_quantile(0.975, 5) - t_quantile(0.975, 5)) < 0.03

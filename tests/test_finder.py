@@ -14,8 +14,9 @@ from torch.utils.data import DataLoader, Subset, TensorDataset
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.param_groups import build_param_groups
-from lightning_tau.tuner.curve import CurvePoint, FinderResult, log_grid, smoothed_optimum
+from lightning_tau.tuner.curve import log_grid, smoothed_optimum
 from lightning_tau.tuner.finder import TimescaleFinder, subset_dataloader
+from lightning_tau.tuner.result import CurvePoint, FinderResult
 
 N_TRAIN, BATCH, LR, EPOCHS = 120, 16, 1e-2, 2
 

@@ -16,7 +16,7 @@ from optuna.storages.journal._storage import JournalOperation
 from optuna.trial import TrialState
 
 from lightning_tau.tuner.journal import OP_CODES
-from lightning_tau.tuner.study import StorageError
+from lightning_tau.tuner.storage import StorageError
 
 
 @pytest.fixture(scope="module")

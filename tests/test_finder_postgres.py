@@ -22,7 +22,7 @@ from finder_procs import KEYS, command, finish, overlapping, run, stop_inside_a_
 from optuna.trial import TrialState
 from pg_server import PostgresServer
 
-from lightning_tau.tuner.study import StorageError, open_storage
+from lightning_tau.tuner.storage import StorageError, open_storage
 
 pytest.importorskip("sklearn")
 

@@ -30,9 +30,10 @@ from helpers.finder_study import (
 from optuna.trial import TrialState
 
 from lightning_tau import TimescaleCallback
-from lightning_tau.tuner import study as study_module
+from lightning_tau.tuner import liveness
 from lightning_tau.tuner.finder import SettingError, TimescaleFinder
-from lightning_tau.tuner.study import GridStudy, StorageError, open_storage, redact_url
+from lightning_tau.tuner.storage import StorageError, open_storage, redact_url
+from lightning_tau.tuner.study import GridStudy
 
 # --- the suggestion against the curve it came from -------------------------------------------------------------
 
@@ -124,9 +125,9 @@ def test_dead_and_stale_workers_trials_are_handed_on_live_ones_are_waited_for(
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # a pid that ran on this machine and is gone (as after SIGKILL)
     live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
-    stat = study_module._proc_stat(live.pid)
+    stat = liveness.proc_stat(live.pid)
     assert stat is not None
-    here = study_module._worker()
+    here = liveness.this_worker()
     running = TrialState.RUNNING
     far = {"host": "far", "machine": "far/1"}
     try:

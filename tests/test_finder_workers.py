@@ -304,20 +304,20 @@ def test_workers_start_from_a_forkserver_on_linux_spawn_on_request_and_a_bad_cho
 
 def _report_token(folder: str) -> None:
     """A worker's body for the test below: write this process's claim token."""
-    from lightning_tau.tuner import study
+    from lightning_tau.tuner import liveness
 
-    (Path(folder) / f"{os.getpid()}.json").write_text(json.dumps({"pid": os.getpid(), "token": study._token()}))
+    (Path(folder) / f"{os.getpid()}.json").write_text(json.dumps({"pid": os.getpid(), "token": liveness.claim_token()}))
 
 
 @pytest.mark.slow
 def test_each_forked_worker_claims_trials_under_a_token_of_its_own(tmp_path: Path) -> None:
     """Forks of one server share what it made at import: a claim token made then would be every worker's, and one
     worker's lost take would mark another's claim lost (its trial then waits out ``stale_after`` if it dies)."""
-    from lightning_tau.tuner import study
+    from lightning_tau.tuner import liveness
 
     procs = Workers(_report_token, (str(tmp_path),), 2, "token-probe")
     procs.join()
     assert procs.errors == [] and [code for _, code in procs.exit_codes()] == [0, 0]
     reports = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
     assert len({r["pid"] for r in reports}) == 2
-    assert len({r["token"] for r in reports} | {study._token()}) == 3
+    assert len({r["token"] for r in reports} | {liveness.claim_token()}) == 3

@@ -17,17 +17,14 @@ import pytest
 from lightning_tau.tuner.curve import smoothed_optimum
 from lightning_tau.tuner.stats import (
     MIN_SEEDS_FOR_INTERVAL,
-    WIDTH_RULES,
     ScalingFit,
     _column_optima,
     fit_scaling,
     paired_interior,
     per_seed_optima,
-    size_verdict,
-    t_quantile,
-    t_sf,
-    width_verdict,
 )
+from lightning_tau.tuner.tdist import t_quantile, t_sf
+from lightning_tau.tuner.verdicts import WIDTH_RULES, size_verdict, width_verdict
 
 GRID = [2.0**k for k in range(7)]  # 1 .. 64, one octave apart
 
@@ -39,7 +36,7 @@ def parabolas(best_log2, offsets=(0.0,), curvature=0.1, grid=GRID):
 
 def test_tuner_stats_imports_without_lightning_or_torch():
     code = (
-        "import sys, lightning_tau.tuner.stats;"
+        "import sys, lightning_tau.tuner.stats, lightning_tau.tuner.verdicts, lightning_tau.tuner.result;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('lightning', 'torch', 'pytorch_lightning')"
         " or m == 'lightning_tau.tuner.finder');"
         "print(bad); assert not bad"

@@ -219,7 +219,8 @@ def _reopen(args: argparse.Namespace) -> str | None:
     """
     import optuna
 
-    from lightning_tau.tuner.study import JOURNAL_NAME, SETTINGS_ATTR, open_storage, quiet_optuna
+    from lightning_tau.tuner.storage import JOURNAL_NAME, open_storage
+    from lightning_tau.tuner.study import SETTINGS_ATTR, quiet_optuna
 
     journal = args.out / JOURNAL_NAME if args.storage is None else Path(args.storage)
     if (args.storage is None or "://" not in args.storage) and not journal.is_file():
@@ -336,7 +337,8 @@ def _main(args: argparse.Namespace) -> int:
     import torch
 
     from lightning_tau.tuner.finder import SettingError, TimescaleFinder
-    from lightning_tau.tuner.study import JournalWriteError, StorageError, StudyMismatchError
+    from lightning_tau.tuner.storage import JournalWriteError, StorageError
+    from lightning_tau.tuner.study import StudyMismatchError
 
     if args.study is not None:
         try:

@@ -1,9 +1,13 @@
 """Tuners: find ``tau_epoch`` on a fraction of the data (like Lightning's ``tuner/lr_finder.py``).
 
-``curve`` holds the pure maths (the sweep's curve and its smoothed optimum), ``stats`` the statistics of the
-finder's width and dataset-size axes (paired interior test, scaling exponent and its interval), ``journal`` the
-checks and repair of the study's journal file; ``finder`` runs the trials. The public names below are imported on
-first use (PEP 562), so that importing the pure modules (``lightning_tau.tuner.curve``, ``lightning_tau.tuner.stats``,
+``curve`` holds the pure maths of the sweep's curve (its grid, its smoothed optimum and range), ``result`` what the
+finder found (the curve's points, the suggestion, its table, JSON and plot), ``stats`` the statistics of the finder's
+width and dataset-size axes (paired interior test, scaling exponent and its interval; ``tdist`` the t distribution
+they use) and ``verdicts`` the sentences that say what they show, ``axes`` the result of those axes; ``journal`` the
+checks and repair of the study's journal file, ``storage`` the opening of the study's storage, ``liveness`` who a
+worker is and whether it is alive, ``study`` the grid as an Optuna study; ``trial`` trains one trial, ``workers``
+starts worker processes and ``finder`` runs the trials. The public names below are imported on first use (PEP 562),
+so that importing the pure modules (``lightning_tau.tuner.curve``, ``lightning_tau.tuner.stats``,
 ``lightning_tau.tuner.journal``; ``lightning-tau find --help``) does not import Lightning, torch and Optuna.
 """
 
@@ -13,9 +17,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
-    from lightning_tau.tuner.finder import FinderResult, TimescaleFinder
+    from lightning_tau.tuner.finder import TimescaleFinder
+    from lightning_tau.tuner.result import FinderResult
 
-_PUBLIC = {"FinderResult": "lightning_tau.tuner.finder", "TimescaleFinder": "lightning_tau.tuner.finder"}
+_PUBLIC = {"FinderResult": "lightning_tau.tuner.result", "TimescaleFinder": "lightning_tau.tuner.finder"}
 
 
 def __getattr__(name: str) -> Any:

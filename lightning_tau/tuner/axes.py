@@ -30,8 +30,9 @@ import numpy as np
 
 from lightning_tau import _checks
 from lightning_tau._table import table_lines
-from lightning_tau.tuner.curve import FinderResult, write_json
-from lightning_tau.tuner.stats import ScalingFit, fit_scaling, size_verdict, width_verdict
+from lightning_tau.tuner.result import FinderResult, write_json
+from lightning_tau.tuner.stats import ScalingFit, fit_scaling
+from lightning_tau.tuner.verdicts import size_verdict, width_verdict
 
 __all__ = ["AxisName", "AxisResult"]
 
@@ -52,7 +53,7 @@ class AxisResult:
             ``tau_epoch`` grid reversed).
         results: per point, the :class:`FinderResult` of its ``tau_epoch`` sweep (its curve, suggestion, cost).
         fit: the statistics (:func:`~lightning_tau.tuner.stats.fit_scaling`) of the best ``x`` against ``scales``.
-        verdict: one sentence (:func:`~lightning_tau.tuner.stats.width_verdict` or ``size_verdict``).
+        verdict: one sentence (:func:`~lightning_tau.tuner.verdicts.width_verdict` or ``size_verdict``).
         base_width_mult: width axis: the μP width multiplier ``s`` of the smallest width (1 when it is μP's base
             width); ``result.callback()`` carries the best ``tau_epoch`` there to ``s = 1``.
 
@@ -60,7 +61,7 @@ class AxisResult:
         A dataset-size axis whose best ``tau_epoch`` is 8 at every size (three seeds, exact parabolas):
 
         >>> import math
-        >>> from lightning_tau.tuner.curve import CurvePoint
+        >>> from lightning_tau.tuner.result import CurvePoint
         >>> taus = [2.0, 4.0, 8.0, 16.0, 32.0]
         >>> def point(size):
         ...     curve = [CurvePoint(t, [(math.log(t / 8)) ** 2 + 0.01 * s for s in range(3)], [0, 1, 2], {}, [size])

@@ -44,15 +44,10 @@ from lightning_tau._constants import GOALS, Goal
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.curve import (
-    DEFAULT_TAU_EPOCHS,
-    PRUNER_NAMES,
-    CurvePoint,
-    FinderResult,
-    PrunedPoint,
-    reduce_metric,
-)
-from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna
+from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES, reduce_metric
+from lightning_tau.tuner.liveness import STALE_SECONDS
+from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
+from lightning_tau.tuner.study import GridStudy, quiet_optuna
 from lightning_tau.tuner.trial import ModelCopies, pruned_record, run_trial, subset_dataloader
 from lightning_tau.tuner.workers import Workers, start_server, worker_environ
 

@@ -12,17 +12,20 @@ Optuna's journal file (``JournalFileBackend``) holds one JSON operation per line
   not a journal at all: :func:`journal_problem` says which line and why, so the caller can refuse the file before
   writing a byte to it.
 
+:func:`append_lines` appends whole lines so that a write that fails part way leaves nothing behind.
+
 Pure (no Optuna import), so the command line can check ``--storage`` before it imports anything heavy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 from pathlib import Path
 
-__all__ = ["DAMAGED_HINT", "OP_CODES", "journal_problem", "repair_tail"]
+__all__ = ["DAMAGED_HINT", "OP_CODES", "append_lines", "journal_problem", "repair_tail"]
 
 #: The op codes of ``optuna.storages.journal._storage.JournalOperation`` in Optuna 5 (create study ... discard
 #: trials); ``tests/test_finder_journal.py`` checks that they still match.
@@ -138,6 +141,28 @@ def repair_tail(path: str | Path) -> Path | None:
         os.ftruncate(fd, keep)
         os.fsync(fd)
         return backup
+    finally:
+        os.close(fd)
+
+
+def append_lines(path: str | Path, data: bytes) -> None:
+    """Append ``data`` (whole journal lines) to ``path`` and sync it. A write that fails part way (a full disk, Ctrl-C
+    between two writes) is undone: the file is truncated back to its size before. A line written whole stays, even
+    if the sync then fails: another process may already have read it (readers skip only a line with no newline)."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                end = os.fstat(fd).st_size
+                if end > size and os.pread(fd, 1, end - 1) != b"\n":
+                    os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
 

@@ -15,16 +15,17 @@ across the grid, so they are compared in pairs.
   finder's smoothed optimum (:func:`~lightning_tau.tuner.curve.smoothed_optimum`) of the seed-mean curve; the
   *exponent* is the least-squares slope of ``log best x`` on ``log s``. Its interval is a t-interval over
   per-seed exponents (see :func:`fit_scaling` for the method, its estimand and the simulation that backs it).
-- :func:`width_verdict` and :func:`size_verdict`: one sentence each on what the interval admits.
+
+The Student t distribution they use is :mod:`lightning_tau.tuner.tdist`'s; the sentences that say what an interval
+admits (:func:`~lightning_tau.tuner.verdicts.width_verdict`, :func:`~lightning_tau.tuner.verdicts.size_verdict`) are
+:mod:`lightning_tau.tuner.verdicts`'.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -32,20 +33,15 @@ import numpy as np
 from lightning_tau import _checks
 from lightning_tau._constants import GOALS, Goal
 from lightning_tau.tuner.curve import smoothed_optimum
+from lightning_tau.tuner.tdist import t_quantile, t_sf
 
 __all__ = [
     "MIN_SEEDS_FOR_INTERVAL",
-    "WIDTH_RULES",
-    "WIDTH_RULE_SOURCES",
     "InteriorTest",
     "ScalingFit",
     "fit_scaling",
     "paired_interior",
     "per_seed_optima",
-    "size_verdict",
-    "t_quantile",
-    "t_sf",
-    "width_verdict",
 ]
 
 #: The smallest number of seeds at which :func:`fit_scaling`'s interval reaches its nominal coverage. The interval
@@ -54,81 +50,6 @@ __all__ = [
 #: coverage within about a point of nominal at 2-8 seeds on the demo's noise. With 2 seeds it is honest but wide
 #: (``t_{1, 0.975} = 12.7``): about ±0.5 on the demo's noise, so it rarely tells the width rules apart.
 MIN_SEEDS_FOR_INTERVAL: int = 2
-
-#: The published width rules, as the exponent of the best ``λ_base`` in the width multiplier ``s`` when the
-#: callback runs at ``width_exponent=1`` (``λ = s λ_base`` on μP hidden matrices); the rule's ``α`` is
-#: ``1 + exponent``. Sources in :data:`WIDTH_RULE_SOURCES`.
-WIDTH_RULES: dict[str, float] = {
-    "Wang & Aitchison": 0.0,  # tau_iter fixed across widths: λ ∝ s (α = 1); u-μP's independent decay is the same
-    "Fan et al.": -0.5,  # λ ∝ √s (α = 1/2)
-    "Qiu et al.": -1.0,  # independent decay ∝ 1/width, i.e. η λ ∝ 1/s (α = 0)
-}
-
-#: Where each rule of :data:`WIDTH_RULES` is published.
-WIDTH_RULE_SOURCES: dict[str, str] = {
-    "Wang & Aitchison": "ICML 2025, Sec. 4.2",
-    "Fan et al.": "arXiv 2510.15262",
-    "Qiu et al.": "arXiv 2512.05620",
-}
-
-
-# --- Student's t distribution for integer degrees of freedom (closed form, so no scipy) ---------------------------
-
-
-def _t_central_mass(theta: float, df: int) -> float:
-    """``P(|T| <= sqrt(df) tan(theta))`` for ``T ~ t_df`` (Abramowitz & Stegun 26.7.3-4, finite series)."""
-    c2 = math.cos(theta) ** 2
-    if df % 2 == 1:
-        total = term = math.cos(theta) if df > 1 else 0.0
-        for j in range(1, (df - 1) // 2):
-            term *= 2 * j / (2 * j + 1) * c2
-            total += term
-        return 2 / math.pi * (theta + math.sin(theta) * total)
-    total = term = 1.0
-    for j in range(1, df // 2):
-        term *= (2 * j - 1) / (2 * j) * c2
-        total += term
-    return math.sin(theta) * total
-
-
-def _check_df(df: int, owner: str) -> None:
-    _checks.positive_int(owner, "df", df)
-
-
-def t_sf(t: float, df: int) -> float:
-    """Upper tail ``P(T > t)`` of Student's t with ``df`` (a positive integer) degrees of freedom.
-
-    Example:
-        >>> round(t_sf(2.919985580355516, 2), 12)  # the 95 % point of t_2
-        0.05
-        >>> t_sf(0.0, 5), t_sf(math.inf, 3)
-        (0.5, 0.0)
-    """
-    _check_df(df, "t_sf")
-    if math.isnan(t):
-        return math.nan
-    mass = _t_central_mass(math.atan(abs(t) / math.sqrt(df)), int(df))
-    return max(0.0, (1 - mass) / 2 if t >= 0 else (1 + mass) / 2)
-
-
-@functools.lru_cache(maxsize=256)
-def t_quantile(p: float, df: int) -> float:
-    """The ``p`` quantile of Student's t with ``df`` (a positive integer) degrees of freedom.
-
-    Example:
-        >>> round(t_quantile(0.975, 2), 6), round(t_quantile(0.975, 1), 6), round(t_quantile(0.025, 4), 6)
-        (4.302653, 12.706205, -2.776445)
-    """
-    _check_df(df, "t_quantile")
-    if not 0 < p < 1:
-        raise ValueError(f"`t_quantile(p={p!r})` is not valid: use a probability strictly between 0 and 1.")
-    if p < 0.5:
-        return -t_quantile(1 - p, df)
-    target, lo, hi = 2 * p - 1, 0.0, math.pi / 2
-    for _ in range(100):  # bisection on theta = atan(t / sqrt(df)); the mass rises with theta
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _t_central_mass(mid, int(df)) < target else (lo, mid)
-    return math.sqrt(df) * math.tan((lo + hi) / 2)
 
 
 # --- input checks ---------------------------------------------------------------------------------------------------
@@ -612,113 +533,3 @@ def _column_optima(grid: list[float], table: np.ndarray, mode: Goal, window: int
         vertex = -slope[opens_up] / (2 * a[opens_up])
         out[cols[opens_up]] = np.exp(np.clip(vertex, log_x[b - 1], log_x[b + 1]))
     return out
-
-
-# --- verdicts ---------------------------------------------------------------------------------------------------------
-
-
-def _frac(value: float) -> str:
-    """``-0.5`` as ``-1/2``; a whole number without a point."""
-    f = Fraction(value).limit_denominator(8)
-    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
-
-
-def _rule(name: str) -> str:
-    e = WIDTH_RULES[name]
-    return f"{name} ({_frac(e)}, α = {_frac(1 + e)})"
-
-
-def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _level(fit: ScalingFit) -> str:
-    return f"{fit.level * 100:g} %"
-
-
-def width_verdict(fit: ScalingFit) -> str:
-    """One sentence: which of the published width rules (:data:`WIDTH_RULES`) the interval admits and excludes.
-
-    With no interval it says so and why, and names the rule the point estimate is nearest to without claiming it.
-
-    Example:
-        >>> fit = ScalingFit(-0.07, (-0.15, -0.01), None, 0.95, [], [], [], 0.0, False, [])
-        >>> width_verdict(fit)
-        'The 95 % interval [-0.15, -0.01] of the exponent admits none of the published rules, excluding Wang & Aitchison (0, α = 1), Fan et al. (-1/2, α = 1/2) and Qiu et al. (-1, α = 0): the measured α is 0.93.'
-        >>> fit = ScalingFit(-0.4, (-0.7, 0.1), None, 0.95, [], [], [], 0.0, False, [])
-        >>> width_verdict(fit)
-        'The 95 % interval [-0.70, +0.10] of the exponent admits Wang & Aitchison (0, α = 1) and Fan et al. (-1/2, α = 1/2) and excludes Qiu et al. (-1, α = 0).'
-        >>> fit = ScalingFit(-0.4, None, "1 seed: an interval needs at least 2", 0.95, [], [], [], 0.0, False, [])
-        >>> width_verdict(fit)
-        "No interval (1 seed: an interval needs at least 2); the exponent -0.40 is nearest Fan et al.'s -1/2 (α = 1/2), which this does not establish."
-    """  # noqa: E501
-    if fit.ci is None:
-        nearest = min(WIDTH_RULES, key=lambda name: abs(WIDTH_RULES[name] - fit.exponent))
-        e = WIDTH_RULES[nearest]
-        return (
-            f"No interval ({fit.ci_reason}); the exponent {fit.exponent:+.2f} is nearest {nearest}'s {_frac(e)}"
-            f" (α = {_frac(1 + e)}), which this does not establish."
-        )
-    lo, hi = fit.ci
-    admitted = [name for name, e in WIDTH_RULES.items() if lo <= e <= hi]
-    excluded = [name for name in WIDTH_RULES if name not in admitted]
-    head = f"The {_level(fit)} interval [{lo:+.2f}, {hi:+.2f}] of the exponent"
-    if not admitted:
-        return (
-            f"{head} admits none of the published rules, excluding {_join([_rule(n) for n in excluded])}: the"
-            f" measured α is {1 + fit.exponent:.2f}."
-        )
-    if not excluded:
-        return (
-            f"{head} admits all of the published rules, {_join([_rule(n) for n in admitted])}: it cannot tell them"
-            " apart (more seeds or a wider range of widths would narrow it)."
-        )
-    return f"{head} admits {_join([_rule(n) for n in admitted])} and excludes {_join([_rule(n) for n in excluded])}."
-
-
-def size_verdict(fit: ScalingFit) -> str:
-    """One sentence for the dataset-size axis (``x = tau_epoch``, scale ``N``): does "tune on a fraction, train on
-    all" hold for this model?
-
-    It holds when the interval admits 0 and lets the best ``tau_epoch`` move by at most one grid step over the
-    range of ``N``; it fails when the interval excludes 0; otherwise it is not established (too wide). With no
-    interval it says so and how far the point estimate moves.
-
-    Example:
-        >>> fit = ScalingFit(0.02, (-0.05, 0.09), None, 0.95, [], [], [], 0.0, False, [], scales=[100, 250, 500],
-        ...     xs=[2.0, 4.0, 8.0, 16.0])
-        >>> size_verdict(fit)
-        "'Tune on a fraction, train on all' holds for this model: the 95 % interval [-0.05, +0.09] of the exponent of the best tau_epoch in N admits 0, and over N = 100 to 500 the best tau_epoch moves by a factor of 1.03 (0.923 to 1.16 within the interval, inside one grid step of x2)."
-    """  # noqa: E501
-    if not fit.scales:
-        raise ValueError("`size_verdict(fit=...)` is not valid: the fit has no `scales`; make it with `fit_scaling`.")
-    n_lo, n_hi = fit.scales[0], fit.scales[-1]
-    ratio = n_hi / n_lo
-    moves = ratio**fit.exponent
-    span = f"over N = {n_lo:g} to {n_hi:g}"
-    if fit.ci is None:
-        return (
-            f"No interval ({fit.ci_reason}); {span} the best tau_epoch moves by a factor of {moves:.3g} (exponent"
-            f" {fit.exponent:+.2f}), so whether 'tune on a fraction, train on all' holds is not established."
-        )
-    lo, hi = fit.ci
-    head = f"the {_level(fit)} interval [{lo:+.2f}, {hi:+.2f}] of the exponent of the best tau_epoch in N"
-    if not lo <= 0 <= hi:
-        return (
-            f"'Tune on a fraction, train on all' fails for this model: {head} excludes 0, and {span} the best"
-            f" tau_epoch moves by a factor of {moves:.3g}; tune at full size, or scale a fraction's best tau_epoch"
-            f" by (N / N_fraction)^{fit.exponent:.2f}."
-        )
-    step = float(np.median(np.diff(np.log(fit.xs)))) if len(fit.xs) > 1 else math.log(2.0)
-    f_lo, f_hi = ratio**lo, ratio**hi
-    within = f"{f_lo:.3g} to {f_hi:.3g} within the interval"
-    if max(abs(lo), abs(hi)) * math.log(ratio) <= step + 1e-12:
-        return (
-            f"'Tune on a fraction, train on all' holds for this model: {head} admits 0, and {span} the best"
-            f" tau_epoch moves by a factor of {moves:.3g} ({within}, inside one grid step of x{math.exp(step):.3g})."
-        )
-    return (
-        f"'Tune on a fraction, train on all' is not rejected but not established: {head} admits 0, yet {span} the"
-        f" best tau_epoch could move by a factor of {within}, more than one grid step (x{math.exp(step):.3g});"
-        " more seeds would narrow it."
-    )

@@ -21,7 +21,8 @@ waiting trial (Optuna's atomic WAITING -> RUNNING), trains it, stores its record
   the trial after ``stale_after`` seconds without one. A failed trial's grid point is enqueued again. The heartbeat
   is 30 s (``$LIGHTNING_TAU_HEARTBEAT`` sets it); a database's grace is 4 beats (120 s).
 - **Many first openers.** Processes that open a new database or study at the same moment race to create its tables,
-  study and settings; the loser of a race tries again (:func:`retry_races`) and finds them made.
+  study and settings; the loser of a race tries again
+  (:func:`~lightning_tau.tuner.storage.retry_races`) and finds them made.
 - **Same sweep.** The study's user attribute ``lightning_tau`` holds the sweep's settings; opening the study with
   other settings is an error naming the difference.
 - **Pruned trials** (a study opened with a pruner) are told PRUNED with a record that says after which epoch
@@ -29,424 +30,54 @@ waiting trial (Optuna's atomic WAITING -> RUNNING), trains it, stores its record
   reclaimed or trained again.
 - **The answer** is computed from the lowest-numbered valid complete or pruned trial of every grid point, sorted by
   ``(tau_epoch, seed)``: the same whoever computes it and whatever order the trials finished in.
+
+The storage is opened by :mod:`lightning_tau.tuner.storage` (a journal file or a database, with its errors); a
+worker's name on a trial, whether it is alive, and the heartbeat settings are :mod:`lightning_tau.tuner.liveness`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import random
-import re
-import socket
 import threading
 import time
-import uuid
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
-from urllib.parse import quote, unquote
+from typing import Any
 
 import optuna
 from optuna.exceptions import UpdateFinishedTrialError
-from optuna.storages import BaseStorage, JournalStorage, RDBStorage
-from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
+from optuna.storages import BaseStorage, RDBStorage
 from optuna.trial import FrozenTrial, TrialState
 
-from lightning_tau.tuner.journal import DAMAGED_HINT, OP_CODES, journal_problem, repair_tail
+from lightning_tau.tuner.liveness import (
+    HEARTBEAT_SECONDS,
+    MACHINE,
+    STALE_SECONDS,
+    claim_token,
+    heartbeat_seconds,
+    is_alive,
+    this_worker,
+)
+from lightning_tau.tuner.storage import Log, StorageError, open_storage, redact_message, retry_races
 from lightning_tau.tuner.trial import check_record
 
-__all__ = [
-    "GridStudy",
-    "JournalWriteError",
-    "StorageError",
-    "StudyMismatchError",
-    "heartbeat_seconds",
-    "open_storage",
-    "redact_url",
-    "retry_races",
-]
+__all__ = ["GridStudy", "StudyMismatchError", "quiet_optuna"]
 
 #: Bumped when the study's layout (user attributes, trial records) changes.
 STUDY_FORMAT = 2
 #: The study's user attribute holding the sweep's settings.
 SETTINGS_ATTR = "lightning_tau"
-#: Seconds between a worker's signs of life (journal: ``alive_at``; database: Optuna's heartbeat), unless the
-#: environment variable ``LIGHTNING_TAU_HEARTBEAT`` (:data:`HEARTBEAT_ENV`) says otherwise.
-HEARTBEAT_SECONDS = 30
-#: The environment variable that sets the seconds between signs of life (a positive whole number).
-HEARTBEAT_ENV = "LIGHTNING_TAU_HEARTBEAT"
-#: On a database storage, a trial whose worker sent no heartbeat for this many beats is handed on (120 s at 30 s).
-GRACE_BEATS = 4
-#: Seconds without a sign of life after which another machine hands a journal trial to another worker.
-STALE_SECONDS = 600
-#: The default journal file under ``root_dir``.
-JOURNAL_NAME = "study.journal"
 #: The user attribute a worker writes on a waiting trial before it takes it: ``CLAIM_PREFIX`` + this process's token.
 CLAIM_PREFIX = "claim/"
 
 Key = tuple[float, int]
-Log = Callable[[str], None]
 #: The states of a trial that is done with: its record is the grid point's.
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 
-class StorageError(ValueError):
-    """The study's storage cannot be opened or written; ``str(err)`` never holds a URL's password.
-
-    Attributes:
-        shown: the storage, printable.
-        reason: why, in one line.
-    """
-
-    def __init__(self, shown: str, reason: str) -> None:
-        super().__init__(f"`TimescaleFinder(storage={shown!r})`: {reason}")
-        self.shown = shown
-        self.reason = reason
-
-
-class JournalWriteError(StorageError):
-    """A write to the journal file failed (a full disk, a quota); the failed write was undone, so the study keeps
-    everything written before it."""
-
-
 class StudyMismatchError(ValueError):
     """A named study holds a sweep with other settings (a usage error: the name or the settings are wrong)."""
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password (if any) replaced by ``***``: safe to print.
-
-    SQLAlchemy's own ``make_url(url).render_as_string(hide_password=True)`` where it reads the password as written;
-    a password holding ``@`` (which SQLAlchemy splits at its first ``@``) is masked up to the last ``@`` before the
-    host, and a ``password=`` query parameter is masked too.
-
-    Example:
-        >>> redact_url("postgresql+psycopg2://tau:s3cret@db.example.org:5432/finder")
-        'postgresql+psycopg2://tau:***@db.example.org:5432/finder'
-        >>> redact_url("postgresql+psycopg2://u:ab/cd9@host/db")
-        'postgresql+psycopg2://u:***@host/db'
-        >>> redact_url("postgresql+psycopg2://user:s3c@ret@host/db")
-        'postgresql+psycopg2://user:***@host/db'
-        >>> redact_url("postgresql+psycopg2://user@host/db?password=x&sslmode=require")
-        'postgresql+psycopg2://user@host/db?password=***&sslmode=require'
-        >>> redact_url("sqlite:///tau_runs/finder.db")
-        'sqlite:///tau_runs/finder.db'
-    """
-    from sqlalchemy.engine import make_url
-
-    userinfo = _USERINFO_PASSWORD.match(url)
-    shown = url
-    try:
-        parsed = make_url(url)
-        if userinfo is None or parsed.password == unquote(userinfo.group("password")):
-            shown = parsed.render_as_string(hide_password=True)
-    except Exception:  # not a URL SQLAlchemy reads: mask it by hand below
-        pass
-    if userinfo is not None and shown == url:
-        shown = f"{userinfo.group('head')}***@{userinfo.group('tail')}"
-    shown = _QUERY_PASSWORD.sub(r"\g<1>***", shown)
-    return _scrub_secrets(shown, _secrets(url))
-
-
-#: ``scheme://user:PASSWORD@rest``: the password runs to the last ``@`` before the query (it may hold ``/`` and ``@``).
-_USERINFO_PASSWORD = re.compile(
-    r"^(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:/@?#]*:)(?P<password>[^?#]*)@(?P<tail>[^@?#]*(?:[?#].*)?)$", re.DOTALL
-)
-#: ``?password=...`` or ``&password=...`` (also ``passwd``, ``pwd``), as libpq and MySQL drivers accept it.
-_QUERY_PASSWORD = re.compile(r"([?&](?:password|passwd|pwd)=)[^&#]*", re.IGNORECASE)
-
-
-def _secrets(url: str) -> list[str]:
-    """Every password ``url`` holds, as written and URL-decoded, longest first (what an error message might echo)."""
-    found: set[str] = set()
-    userinfo = _USERINFO_PASSWORD.match(url)
-    if userinfo is not None:
-        found.add(userinfo.group("password"))
-        # SQLAlchemy splits a password at its first "@" and takes the rest for the host, which a driver then echoes
-        found.update(part for part in userinfo.group("password").split("@") if len(part) >= 3)
-    with contextlib.suppress(Exception):
-        from sqlalchemy.engine import make_url
-
-        password = make_url(url).password
-        if password:
-            found.add(str(password))
-    found.update(match.group(0).split("=", 1)[1] for match in _QUERY_PASSWORD.finditer(url))
-    found |= {unquote(secret) for secret in found} | {quote(secret, safe="") for secret in found}
-    return sorted((secret for secret in found if secret), key=len, reverse=True)
-
-
-def _scrub_secrets(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
-
-
-def _scrub(text: str, url: str) -> str:
-    """A driver's error message for ``url`` in one line, without any of the URL's passwords."""
-    text = _scrub_secrets(text, _secrets(url))
-    text = re.sub(r"\(Background on this error at: [^)]*\)", "", text)
-    return " ".join(text.split()).rstrip(". ")  # one line
-
-
-def heartbeat_seconds() -> int:
-    """The seconds between a worker's signs of life: ``$LIGHTNING_TAU_HEARTBEAT`` if set, else 30.
-
-    Raises:
-        ValueError: the variable is set to anything but a positive whole number.
-
-    Example:
-        >>> heartbeat_seconds()
-        30
-    """
-    raw = os.environ.get(HEARTBEAT_ENV, "").strip()
-    if not raw:
-        return HEARTBEAT_SECONDS
-    if not raw.isdigit() or int(raw) <= 0:
-        raise ValueError(
-            f"`{HEARTBEAT_ENV}={raw!r}` is not valid: use a positive whole number of seconds (default"
-            f" {HEARTBEAT_SECONDS}), or unset it."
-        )
-    return int(raw)
-
-
-def open_storage(
-    storage: str | Path | BaseStorage | None,
-    root_dir: Path,
-    heartbeat: int = HEARTBEAT_SECONDS,
-    log: Log | None = None,
-) -> tuple[BaseStorage, str]:
-    """The Optuna storage for ``storage`` and a printable name for it (a URL's password shown as ``***``).
-
-    ``None``: the journal file ``root_dir/study.journal``. A path (no ``://``): a journal file there. A URL
-    (``postgresql://...``, ``mysql+pymysql://...``, ``sqlite:///...``): Optuna's ``RDBStorage`` with a heartbeat
-    every ``heartbeat`` seconds. An Optuna storage object: itself.
-
-    A journal file is checked before anything is written to it (:mod:`lightning_tau.tuner.journal`): a file that is
-    not an Optuna journal, or one with a damaged line, is an error; a half-written last line (a write cut short) is
-    moved to a backup file next to it, and ``log`` says so.
-
-    Raises:
-        ValueError: the journal file cannot be written, is not a journal or is damaged, or the database cannot be
-            opened (the message never holds the URL's password).
-    """
-    if isinstance(storage, BaseStorage):
-        return storage, type(storage).__name__
-    if storage is not None and not isinstance(storage, (str, Path)):
-        raise ValueError(
-            f"`TimescaleFinder(storage=...)` must be a journal file path, an Optuna storage URL or an Optuna"
-            f" storage, got {type(storage).__name__!r}."
-        )
-    if isinstance(storage, str) and "://" in storage:
-        return _open_database(storage, heartbeat), redact_url(storage)
-    path = Path(storage) if storage is not None else root_dir / JOURNAL_NAME
-    return _open_journal(path, log), str(path)
-
-
-def _open_journal(path: Path, log: Log | None) -> JournalStorage:
-    """Optuna's journal storage on ``path``, checked before anything is written and repaired (see the module)."""
-    if path.is_dir():
-        raise StorageError(str(path), f"cannot write the journal file: {path} is a folder.")
-    problem = journal_problem(path)
-    if problem is not None:
-        raise StorageError(str(path), problem)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("ab"):
-            pass
-    except OSError as err:
-        why = err.strerror or str(err)
-        raise StorageError(
-            str(path),
-            f"cannot write the journal file: {why}. Pass a writable file path (on a file system every worker sees)"
-            " or a database URL.",
-        ) from None
-    backend = _JournalFile(str(path), log)
-    try:
-        with backend.locked():
-            backend.repair()
-        return JournalStorage(backend)
-    except StorageError:
-        raise
-    except Exception as err:  # an operation Optuna cannot replay (a line with the right op_code but wrong fields)
-        raise StorageError(
-            str(path), f"cannot read the journal file: {type(err).__name__}: {str(err)[:200]}. {DAMAGED_HINT}"
-        ) from None
-
-
-class _JournalFile(JournalFileBackend):
-    """Optuna's journal file that never leaves a half-written line behind and names the file in its errors.
-
-    Every append runs under Optuna's lock: it first moves aside a half-written last line another process left
-    (:func:`~lightning_tau.tuner.journal.repair_tail`), and a write that fails (a full disk) is undone by truncating
-    the file back to its size before it, then raised as :class:`JournalWriteError`. Reading a damaged line raises
-    :class:`StorageError` naming the file and the line instead of Optuna's ``JSONDecodeError`` or assertion.
-    """
-
-    def __init__(self, path: str, log: Log | None = None) -> None:
-        self.lock = JournalFileSymlinkLock(path)
-        super().__init__(path, lock_obj=self.lock)
-        self.log = log
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "log": None}  # a finder's bound method need not travel
-
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold Optuna's lock on the journal (the one its writers take)."""
-        self.lock.acquire()
-        try:
-            yield
-        finally:
-            self.lock.release()
-
-    def repair(self) -> None:
-        """Move a half-written last line aside (call it holding the lock)."""
-        try:
-            backup = repair_tail(self._file_path)
-        except OSError as err:
-            raise JournalWriteError(
-                self._file_path,
-                f"its last line is half written (a write cut short) and cannot be moved aside:"
-                f" {err.strerror or err}. Free some space and run again.",
-            ) from None
-        if backup is not None:
-            message = (
-                f"the journal {self._file_path} ended in a half-written line (a write cut short, e.g. by a full"
-                f" disk); moved it to {backup}."
-            )
-            if self.log is not None:
-                self.log(message)
-            else:
-                warnings.warn(message, stacklevel=2)
-
-    def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
-        try:
-            for record in super().read_logs(log_number_from):
-                op = record.get("op_code") if isinstance(record, dict) else None
-                if isinstance(op, bool) or op not in OP_CODES:
-                    raise self._damaged()
-                yield record
-        except StorageError:
-            raise
-        except ValueError:  # json.JSONDecodeError, UnicodeDecodeError, Optuna's "Invalid log format."
-            raise self._damaged() from None
-
-    def _damaged(self) -> StorageError:
-        why = journal_problem(self._file_path) or f"it changed while it was read. {DAMAGED_HINT}"
-        return StorageError(self._file_path, why)
-
-    def append_logs(self, logs: list[dict[str, Any]]) -> None:
-        data = ("\n".join(json.dumps(log, separators=(",", ":")) for log in logs) + "\n").encode()
-        try:
-            with self.locked():
-                self.repair()
-                _append(self._file_path, data)
-        except OSError as err:
-            raise JournalWriteError(
-                self._file_path,
-                f"cannot write the journal file: {err.strerror or err}. The write was undone and the study keeps its"
-                " complete trials: free some space (or pass another storage) and run the same command again.",
-            ) from None
-
-
-def _append(path: str, data: bytes) -> None:
-    """Append ``data`` (one journal line) to ``path`` and sync it. A write that fails part way (a full disk, Ctrl-C
-    between two writes) is undone: the file is truncated back to its size before. A line written whole stays, even
-    if the sync then fails: another process may already have read it (readers skip only a line with no newline)."""
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
-    try:
-        size = os.fstat(fd).st_size
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                end = os.fstat(fd).st_size
-                if end > size and os.pread(fd, 1, end - 1) != b"\n":
-                    os.ftruncate(fd, size)
-            raise
-    finally:
-        os.close(fd)
-
-
-def _open_database(url: str, heartbeat: int) -> RDBStorage:
-    """Optuna's ``RDBStorage`` on ``url`` with a heartbeat every ``heartbeat`` s and a grace of ``GRACE_BEATS`` beats.
-
-    Creating the tables races when several processes open an empty database at once (PostgreSQL: ``duplicate key
-    ... pg_type_typname_nsp_index``, ``type "studydirection" already exists``; SQLite: ``table studies already
-    exists``): the loser tries again and finds them made.
-    """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
-            return retry_races(
-                lambda: RDBStorage(url, heartbeat_interval=heartbeat, grace_period=GRACE_BEATS * heartbeat)
-            )
-    except Exception as err:  # sqlalchemy's errors, a missing driver (ImportError), a bad URL
-        hint = (
-            f"other processes kept creating its tables at the same time ({RACE_TRIES} tries); run the command again"
-            if _creation_race(err)
-            else f"Check the URL, that the database is reachable and that its driver is installed{_driver_hint(url)}"
-        )
-        raise StorageError(
-            redact_url(url),
-            f"cannot open the database: {type(err).__name__}: {_scrub(str(err), url)[:300]}. {hint}.",
-        ) from None
-
-
-def _driver_hint(url: str) -> str:
-    """Which driver the URL's dialect asks for, and how to name psycopg2 (SQLAlchemy 2.1 reads ``postgresql://``
-    as psycopg 3, 2.0 as psycopg2)."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        parsed = make_url(url)
-        driver = parsed.get_dialect().driver
-    except Exception:
-        return " (e.g. postgresql+psycopg2://user:password@host/db with `pip install psycopg2-binary`)"
-    if parsed.get_backend_name() == "postgresql" and driver == "psycopg2":
-        return " (this URL uses the 'psycopg2' driver: `pip install psycopg2-binary`)"
-    if parsed.get_backend_name() == "postgresql":
-        return (
-            f" (this URL uses the {driver!r} driver; for psycopg2 write postgresql+psycopg2://..."
-            " and `pip install psycopg2-binary`)"
-        )
-    return f" (this URL uses the {driver!r} driver)"
-
-
-T = TypeVar("T")
-#: How many times opening a storage or a study is tried when another process creates it at the same moment.
-RACE_TRIES = 8
-
-
-def retry_races(action: Callable[[], T], tries: int = RACE_TRIES) -> T:
-    """``action()``, tried again (after a short random pause) while it fails because another process was creating
-    the same tables, study or study attribute at the same moment; any other error is raised at once."""
-    for attempt in range(tries):
-        try:
-            return action()
-        except Exception as err:
-            if attempt == tries - 1 or not _creation_race(err):
-                raise
-            time.sleep(random.uniform(0.05, 0.25) * (attempt + 1))
-    raise AssertionError("unreachable")  # the loop returns or raises
-
-
-def _creation_race(err: BaseException) -> bool:
-    """Whether ``err`` is a database's answer to two processes creating the same thing at once."""
-    try:
-        from sqlalchemy.exc import DBAPIError, IntegrityError
-    except ImportError:
-        return False
-    if isinstance(err, IntegrityError):
-        return True
-    return isinstance(err, DBAPIError) and bool(
-        re.search(r"already exists|duplicate key|database is locked", str(err), re.IGNORECASE)
-    )
 
 
 @contextlib.contextmanager
@@ -548,7 +179,7 @@ class GridStudy:
                 raise StorageError(
                     shown,
                     f"cannot open the study {study_name!r}: {type(err).__name__}:"
-                    f" {_scrub(str(err), str(storage))[:300]}.",
+                    f" {redact_message(str(err), str(storage))[:300]}.",
                 ) from None
         if stored != mine:
             raise StudyMismatchError(
@@ -595,7 +226,7 @@ class GridStudy:
 
     def running_elsewhere(self) -> list[FrozenTrial]:
         """Running grid trials whose worker is not this process."""
-        me = _worker()
+        me = this_worker()
         return [
             t
             for t in self._trials((TrialState.RUNNING,))
@@ -641,8 +272,8 @@ class GridStudy:
             if why is not None:
                 return why
             worker = {}
-        if worker.get("machine") == _worker()["machine"] and isinstance(worker.get("pid"), int):
-            alive = _alive(worker["pid"], worker.get("started"))
+        if worker.get("machine") == this_worker()["machine"] and isinstance(worker.get("pid"), int):
+            alive = is_alive(worker["pid"], worker.get("started"))
             if alive is False:
                 return f"its worker (pid {worker['pid']} on this machine) is gone"
             if alive is True:
@@ -673,7 +304,7 @@ class GridStudy:
             key = _key(trial)
             if key in self._grid and key not in owner and self._live(trial):
                 owner[key] = trial.number
-        claim_key, claim = CLAIM_PREFIX + _token(), _worker()
+        claim_key, claim = CLAIM_PREFIX + claim_token(), this_worker()
         for frozen in trials:
             key = _key(frozen)
             if frozen.state != TrialState.WAITING or key not in self._grid:
@@ -703,7 +334,7 @@ class GridStudy:
     def working_on(self, trial: optuna.Trial) -> Iterator[None]:
         """Mark ``trial`` as this process's and keep signs of life coming while the block trains it; a failure
         in the block fails the trial (its ``error`` attribute says why) and is raised."""
-        trial.set_user_attr("worker", _worker())
+        trial.set_user_attr("worker", this_worker())
         stop = threading.Event()
         trial_id = trial._trial_id  # Optuna's heartbeat is recorded by id; `Trial` has no public one
 
@@ -781,9 +412,9 @@ def _untagged_dead(trial: FrozenTrial) -> str | None:
         for name, value in trial.user_attrs.items()
         if name.startswith(CLAIM_PREFIX) and isinstance(value, dict) and not value.get("lost")
     ]
-    if not claims or any(c.get("machine") != _MACHINE or not isinstance(c.get("pid"), int) for c in claims):
+    if not claims or any(c.get("machine") != MACHINE or not isinstance(c.get("pid"), int) for c in claims):
         return None
-    if all(_alive(c["pid"], c.get("started")) is False for c in claims):
+    if all(is_alive(c["pid"], c.get("started")) is False for c in claims):
         pids = ", ".join(str(c["pid"]) for c in claims)
         return f"the process that took it (pid {pids} on this machine) is gone before it marked it as its own"
     return None
@@ -821,68 +452,3 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
             out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
         return out
     return {prefix: value}
-
-
-# --- who is working ---------------------------------------------------------------------------------------------
-
-
-def _machine() -> str:
-    """This machine: its host name and, on Linux, its boot id (two containers may share a host name)."""
-    boot = ""
-    with contextlib.suppress(OSError):
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    return f"{socket.gethostname()}/{boot}" if boot else socket.gethostname()
-
-
-def _proc_stat(pid: int) -> tuple[str, str] | None:
-    """``(state, start time)`` of ``pid`` from ``/proc`` (Linux), or ``None``."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rfind(")") + 2 :].split()  # the command name may hold spaces and parentheses
-    return (fields[0], fields[19]) if len(fields) > 19 else None
-
-
-_MACHINE = _machine()
-#: Each process's name in its claims (``CLAIM_PREFIX`` + it), by pid: made on first use in each process, not at
-#: import (a worker forked from the finder's preloaded forkserver has the server's imported modules, so a token made
-#: at import would be the same in every worker, and one worker's lost take would mark another's claim lost).
-_TOKENS: dict[int, str] = {}
-
-
-def _token() -> str:
-    """This process's claim token."""
-    pid = os.getpid()
-    if pid not in _TOKENS:
-        _TOKENS[pid] = uuid.uuid4().hex[:16]
-    return _TOKENS[pid]
-
-
-def _worker() -> dict[str, Any]:
-    pid = os.getpid()
-    stat = _proc_stat(pid)
-    return {"host": socket.gethostname(), "machine": _MACHINE, "pid": pid, "started": stat[1] if stat else None}
-
-
-def _alive(pid: int, started: Any) -> bool | None:
-    """Whether process ``pid`` (started at ``started``, from ``/proc``) still runs here; ``None``: cannot tell."""
-    if pid == os.getpid():
-        return True
-    if os.name == "nt":  # os.kill(pid, 0) would signal it on Windows: leave it to the time-out
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process: it exists
-    except OSError:
-        return None
-    stat = _proc_stat(pid)
-    if stat is None:
-        return True
-    state, start = stat
-    if state in ("Z", "X"):  # killed, not yet reaped by its parent
-        return False
-    return not (started is not None and start != started)  # the pid was reused by another process
