@@ -245,13 +245,18 @@ def test_table_says_how_it_smoothed_and_warns_at_the_edge() -> None:
     ]
 
 
-def test_student_t_quantile_cornish_fisher_is_close_beyond_two_degrees_of_freedom() -> None:
-    from lightning_tau.tuner.curve import _student_t_quantile
+def test_optimum_range_uses_the_exact_t_quantile_beyond_two_degrees_of_freedom() -> None:
+    """4 seeds (df 3): the right neighbour's paired t statistic is 2.34, between the Cornish-Fisher approximation of
+    the 95% quantile (2.311, which the range used before) and the exact one (2.353); only the exact rule joins it."""
+    from lightning_tau.tuner.curve import optimum_range
     from lightning_tau.tuner.tdist import t_quantile
 
-    assert abs(_student_t_quantile(0.975, 10) - t_quantile(0.975, 10)) < 0.004  # 2.2254 against 2.2281
-    assert abs(_student_t_quantile(0.975, 5) - t_quantile(0.975, 5)) < 0.03
-    assert _student_t_quantile(0.95, 1) == pytest.approx(t_quantile(0.95, 1), rel=1e-12)
+    assert t_quantile(0.95, 3) == pytest.approx(2.353363, abs=1e-6)
+    gaps = [0.0235, 0.0035, 0.0235, 0.0035]  # mean 0.0135, sd 0.01155: t = 0.0135 / (0.01155 / 2) = 2.338
+    values = [[0.5] * 4, [0.3] * 4, [0.2] * 4, [0.2 + g for g in gaps], [0.5] * 4]
+    low, high = optimum_range([1.0, 2.0, 4.0, 8.0, 16.0], values, level=0.9)
+    assert high == 8.0
+    assert low == 4.0  # the best grid point (the smoothed optimum is ~5.2); the left neighbour is far worse
 
 
 def test_optimum_range_messages_and_a_single_resample() -> None:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
 from typing import Literal, NamedTuple
 
 import numpy as np
 
 from lightning_tau._constants import GOALS, Goal
+from lightning_tau.tuner.tdist import t_quantile
 
 __all__ = [
     "DEFAULT_TAU_EPOCHS",
@@ -265,7 +265,7 @@ def optimum_range(
         curve = table[:, pick].mean(axis=1)
         if np.any(np.isfinite(curve)):
             logs.append(math.log(smoothed_optimum(taus, list(curve), mode, window).tau_epoch))
-    t = _student_t_quantile((1 + level) / 2, n_seeds - 1)
+    t = t_quantile((1 + level) / 2, n_seeds - 1)
     centre = math.log(full.tau_epoch)
     half = t * float(np.std(logs, ddof=1)) * math.sqrt(n_seeds / (n_seeds - 1)) if len(logs) > 1 else 0.0
     low, high = math.exp(centre - half), math.exp(centre + half)
@@ -278,18 +278,3 @@ def optimum_range(
         if diffs.mean() <= t * diffs.std(ddof=1) / math.sqrt(n_seeds):
             low, high = min(low, tau), max(high, tau)
     return max(low, taus[0]), min(high, taus[-1])  # the grid is all the data can speak for
-
-
-def _student_t_quantile(p: float, df: int) -> float:
-    """Student's t quantile: exact for 1 and 2 degrees of freedom, Cornish-Fisher beyond (about 2% low at df 3).
-
-    Example:
-        >>> round(_student_t_quantile(0.95, 2), 3), round(_student_t_quantile(0.95, 10), 2)
-        (2.92, 1.81)
-    """
-    if df == 1:
-        return math.tan(math.pi * (p - 0.5))
-    if df == 2:
-        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
-    z = NormalDist().inv_cdf(p)
-    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
