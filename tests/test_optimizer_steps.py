@@ -157,3 +157,23 @@ def test_step_counter_state_round_trips_and_a_resume_inside_the_epoch_continues_
     fresh.restore(None)
     fresh.resume(0)
     assert (fresh.measured, fresh.counts, fresh.epoch) == ({}, {}, None)
+
+
+def test_step_counter_an_epoch_of_no_batch_is_never_full_and_one_batch_can_be() -> None:
+    counter = StepCounter()
+    # an epoch planned empty ran its 0 batches: it says nothing, even of a step taken outside a batch (a manual
+    # optimizer stepped in an epoch hook)
+    count(counter, 0, {0: 1}, 0)
+    assert counter.end_epoch([0], planned=0, stopped=False, optimizer_m={}, steps_per_epoch=0.5) == []
+    assert counter.measured == {}
+    count(counter, 1, {0: 1}, 1)  # one batch, one step, as planned: a full epoch, compared with the assumed M
+    assert counter.end_epoch([0], planned=1, stopped=False, optimizer_m={}, steps_per_epoch=2) == [(0, 1, 2)]
+    assert counter.measured == {}  # an optimizer stepped every batch needs no count of its own
+
+
+def test_step_counter_resumes_a_checkpoint_count_without_batches_from_zero() -> None:
+    """A checkpoint's state is read tolerantly: an ``epoch_counts`` without ``batches`` resumes with 0 batches."""
+    counter = StepCounter()
+    counter.restore({"epoch_counts": {"epoch": 3, "steps": {"0": 2}}})
+    counter.resume(3)
+    assert (counter.counts, counter.batches, counter.epoch) == ({0: 2}, 0, 3)
