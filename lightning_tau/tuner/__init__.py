@@ -2,7 +2,9 @@
 
 ``curve`` holds the pure maths (the sweep's curve and its smoothed optimum), ``stats`` the statistics of the
 finder's width and dataset-size axes (paired interior test, scaling exponent and its interval), ``journal`` the
-checks and repair of the study's journal file; ``finder`` runs the trials. The public names below are imported on
+checks and repair of the study's journal file; ``finder`` runs the trials, with its argument checks in ``settings``,
+its study's key in ``study_key``, its pruners in ``pruning``, its answer in ``answer`` and its axes' points in
+``axis_fit`` (``width_probe`` for the width axis's models). The public names below are imported on
 first use (PEP 562), so that importing the pure modules (``lightning_tau.tuner.curve``, ``lightning_tau.tuner.stats``,
 ``lightning_tau.tuner.journal``; ``lightning-tau find --help``) does not import Lightning, torch and Optuna.
 """
