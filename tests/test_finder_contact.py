@@ -21,8 +21,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau.param_groups import build_param_groups
 from lightning_tau.tuner.curve import optimum_range, smoothed_optimum
-from lightning_tau.tuner.finder import TimescaleFinder, _cores
+from lightning_tau.tuner.finder import TimescaleFinder
 from lightning_tau.tuner.result import CurvePoint, FinderResult
+from lightning_tau.tuner.workers import cores
 
 GRID = (1.0, 4.0, 16.0)
 
@@ -125,7 +126,7 @@ class _Threads(Callback):
 def test_trials_run_on_cores_over_workers_threads_and_warn_once_per_fit(tmp_path: Path) -> None:
     threads = _Threads()
     before = torch.get_num_threads()
-    torch.set_num_threads(2 * _cores() + 1)
+    torch.set_num_threads(2 * cores() + 1)
     try:
         finder = _finder(
             tmp_path,
@@ -136,10 +137,10 @@ def test_trials_run_on_cores_over_workers_threads_and_warn_once_per_fit(tmp_path
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             _fit(finder, Net(decay_vectors=True))  # every trial's callback warns about the decaying biases
-        assert torch.get_num_threads() == 2 * _cores() + 1  # restored
+        assert torch.get_num_threads() == 2 * cores() + 1  # restored
     finally:
         torch.set_num_threads(before)
-    assert threads.seen == [_cores()] * len(GRID)
+    assert threads.seen == [cores()] * len(GRID)
     vectors = [w for w in caught if "1-D" in str(w.message) or "decay_vectors" in str(w.message)]
     assert len(vectors) == 1, [str(w.message) for w in vectors]
 

@@ -6,7 +6,9 @@ width and dataset-size axes (paired interior test, scaling exponent and its inte
 they use) and ``verdicts`` the sentences that say what they show, ``axes`` the result of those axes; ``journal`` the
 checks and repair of the study's journal file, ``storage`` the opening of the study's storage, ``liveness`` who a
 worker is and whether it is alive, ``study`` the grid as an Optuna study; ``trial`` trains one trial, ``workers``
-starts worker processes and ``finder`` runs the trials. The public names below are imported on first use (PEP 562),
+starts worker processes and ``finder`` runs the trials, with its argument checks in ``settings``, its study's key in
+``study_key``, its pruners in ``pruning``, its answer in ``answer`` and its axes' points in ``axis_fit``
+(``width_probe`` for the width axis's models). The public names below are imported on first use (PEP 562),
 so that importing the pure modules (``lightning_tau.tuner.curve``, ``lightning_tau.tuner.stats``,
 ``lightning_tau.tuner.journal``; ``lightning-tau find --help``) does not import Lightning, torch and Optuna.
 """

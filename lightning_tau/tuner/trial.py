@@ -10,9 +10,12 @@ trials out, is :mod:`lightning_tau.tuner.study`.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import numbers
-from collections.abc import Callable
+import re
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,15 @@ from typing_extensions import override
 
 from lightning_tau.callback import TimescaleCallback
 
-__all__ = ["ModelCopies", "PruningCallback", "check_record", "pruned_record", "run_trial", "subset_dataloader"]
+__all__ = [
+    "ModelCopies",
+    "PruningCallback",
+    "check_record",
+    "pruned_record",
+    "run_trial",
+    "subset_dataloader",
+    "warn_once",
+]
 
 #: Bumped when a trial record's layout changes, so older records are retrained rather than misread.
 RECORD_FORMAT = 2
@@ -390,3 +401,20 @@ class PruningCallback(Callback):
         if self.trial.should_prune():
             self.pruned_after = epoch + 1
             trainer.should_stop = True
+
+
+@contextlib.contextmanager
+def warn_once(shown: set[tuple[type, str]], show: bool = True) -> Iterator[None]:
+    """Show each warning the block raises only if ``shown`` does not hold one like it yet, the same but for its
+    numbers (a finder's trials all warn alike, each with its own weight decay: the user hears it once per fit);
+    ``show=False`` (a worker process; the main one trains too) shows none."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        key = (w.category, re.sub(r"\d[\d.e+-]*", "#", str(w.message)))  # each trial's own numbers aside
+        if key in shown:
+            continue
+        shown.add(key)
+        if show:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -30,7 +30,17 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-__all__ = ["PRELOAD", "START_ENV", "Workers", "preloaded", "start_method", "start_server", "worker_environ"]
+__all__ = [
+    "PRELOAD",
+    "START_ENV",
+    "Workers",
+    "cores",
+    "preloaded",
+    "start_method",
+    "start_server",
+    "threads_per_process",
+    "worker_environ",
+]
 
 StartMethod = Literal["forkserver", "spawn"]
 
@@ -75,6 +85,30 @@ def _context() -> Any:
         # user's own forkserver processes: then the workers import the rest themselves)
         context.set_forkserver_preload(list(PRELOAD))
     return context
+
+
+def cores() -> int:
+    """The CPU cores this process may run on (its affinity on Linux).
+
+    Example:
+        >>> cores() >= 1
+        True
+    """
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def threads_per_process(current: int, workers: int) -> int:
+    """Torch threads for each of ``workers`` processes training trials: ``cores() // workers``, at most ``current``
+    (what torch was set to), at least 1.
+
+    Example:
+        >>> threads_per_process(1, workers=2)
+        1
+    """
+    return max(1, min(current, cores() // workers))
 
 
 def start_server() -> None:
@@ -175,3 +209,9 @@ class Workers:
     def exit_codes(self) -> list[tuple[int | None, int | None]]:
         """``(pid, exit code)`` of each started worker (after :meth:`join`)."""
         return [(proc.pid, proc.exitcode) for proc in self.processes]
+
+    def problems(self) -> list[str]:
+        """What went wrong with the workers (after :meth:`join`): those that could not start, those that ended with
+        a nonzero exit code (their trials are handed on or trained by the others)."""
+        ended = [f"worker process {pid} ended with exit code {code}." for pid, code in self.exit_codes() if code != 0]
+        return [f"{error}; trained without it." for error in self.errors] + ended

@@ -1,0 +1,163 @@
+"""The finder's answer: the :class:`FinderResult` it computes from a complete grid's records, stored on the study.
+
+Every process that finishes a study computes the same answer from its records (:func:`finder_result`) and stores it
+on the study as user attributes, with what it was computed with, for ``optuna-dashboard`` (:func:`store_answer`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from torch.utils.data import DataLoader
+
+from lightning_tau._constants import Goal
+from lightning_tau.tuner.curve import reduce_metric
+from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
+from lightning_tau.tuner.settings import Reduce
+from lightning_tau.tuner.study import GridStudy
+
+if TYPE_CHECKING:
+    from lightning_tau.tuner.finder import TimescaleFinder
+
+__all__ = ["finder_result", "finite", "last_value", "run_value", "store_answer", "tell_value"]
+
+
+def finder_result(
+    finder: TimescaleFinder,
+    records: dict[tuple[float, int], dict[str, Any]],
+    full_train: DataLoader,
+    dataset_size: int,
+    subset_size: int,
+) -> FinderResult:
+    """``finder``'s :class:`FinderResult` from a complete grid's ``records``, for the full run on ``full_train``: the
+    curve of the ``tau_epoch`` values whose every seed completed, the pruned ones listed apart."""
+    curve, pruned = [], []
+    for tau in finder.tau_epochs:
+        runs = [records[(tau, seed)] for seed in finder.seeds]
+        trained = [r for r in runs if "groups" in r]
+        weight_decay = (
+            {name: g["weight_decay"] for name, g in trained[0]["groups"].items() if g["decays"]} if trained else {}
+        )
+        if any("pruned" in r for r in runs):
+            pruned.append(
+                PrunedPoint(
+                    tau_epoch=tau,
+                    seeds=list(finder.seeds),
+                    pruned_after=[r["pruned"]["after_epoch"] if "pruned" in r else None for r in runs],
+                    last_values=[last_value(r, finder.monitor) for r in runs],
+                    weight_decay=weight_decay,
+                    steps=[int(r["steps"]) for r in runs],
+                )
+            )
+            continue
+        curve.append(
+            CurvePoint(
+                tau_epoch=tau,
+                values=[
+                    run_value(r, tau, seed, finder.monitor, finder.reduce, finder.mode)
+                    for r, seed in zip(runs, finder.seeds)
+                ],
+                seeds=list(finder.seeds),
+                weight_decay=weight_decay,
+                steps=[int(r["steps"]) for r in runs],
+            )
+        )
+    if not curve:
+        raise ValueError(
+            f"`TimescaleFinder(pruner={finder.pruner_setting!r})` pruned every tau_epoch of the grid"
+            f" {list(finder.tau_epochs)!r}: there is no curve to suggest from. Use a gentler pruner (e.g. more"
+            " warm-up epochs or start-up trials) or pruner=None."
+        )
+    first = next(r for r in records.values() if "groups" in r)
+    lrs = {name: g["lr"] for name, g in first["groups"].items() if g["decays"]}
+    if not lrs:
+        raise ValueError(
+            "`TimescaleFinder`: the model has no AdamW param group with a positive weight decay, so there is no"
+            " weight decay to tune. Give the groups that should decay a positive `weight_decay` in"
+            " `configure_optimizers` (TimescaleCallback replaces the value)."
+        )
+    world = int(first["world_size"])
+    accumulate = int(finder.trainer_kwargs.get("accumulate_grad_batches", 1))
+    full_steps_per_epoch = math.ceil(math.ceil(len(full_train) / world) / accumulate)
+    return FinderResult.from_curve(
+        curve,
+        lr=lrs,
+        monitor=finder.monitor,
+        mode=finder.mode,
+        reduce=finder.reduce,
+        fraction=finder.fraction,
+        dataset_size=dataset_size,
+        subset_size=subset_size,
+        batch_size=int(first["global_batch_size"]),
+        epochs=finder.epochs,
+        full_cost=len(finder.tau_epochs) * len(finder.seeds) * finder.epochs * full_steps_per_epoch,
+        steps_per_epoch=full_steps_per_epoch,
+        window=finder.window,
+        pruned=pruned,
+    )
+
+
+def run_value(record: Mapping[str, Any], tau: float, seed: int, monitor: str, reduce: Reduce, mode: Goal) -> float:
+    """A run's value on the curve: its ``monitor`` values reduced (:func:`~lightning_tau.tuner.curve.reduce_metric`);
+    an error naming the run when it never validated or logged no ``monitor``."""
+    history = record["metrics"]
+    if not history:
+        raise ValueError(
+            f"`TimescaleFinder`: the run tau_epoch={tau:g}, seed={seed} never validated. Check"
+            " `check_val_every_n_epoch` / `val_check_interval` in `trainer_kwargs`."
+        )
+    if not any(monitor in entry for entry in history):
+        raise ValueError(
+            f"`TimescaleFinder(monitor={monitor!r})`: the run tau_epoch={tau:g}, seed={seed} logged no"
+            f" such metric; it logged {sorted(history[-1])}. Pass one of those as `monitor`."
+        )
+    return reduce_metric([float(entry.get(monitor, math.nan)) for entry in history], reduce, mode)
+
+
+def last_value(record: Mapping[str, Any], monitor: str) -> float:
+    """The last value of ``monitor`` a run logged (``nan``: none, a run not trained)."""
+    values = [float(m[monitor]) for m in record["metrics"] if monitor in m]
+    return values[-1] if values else math.nan
+
+
+def store_answer(study: GridStudy, result: FinderResult, finder: TimescaleFinder, log: Callable[[str], None]) -> None:
+    """Put the finder's answer on the study as user attributes (``optuna-dashboard`` shows them): the curve, the
+    suggestion, its range and the verdict, and what the answer was computed with (``monitor``, ``mode``, ...)."""
+    answer = {
+        "suggested_tau_epoch": result.tau_epoch,
+        "tau_epoch_range": list(result.tau_epoch_range),
+        "verdict": result.verdict,
+        "weight_decay": dict(result.weight_decay),
+        "curve": [{"tau_epoch": p.tau_epoch, "mean": finite(p.mean), "std": finite(p.std)} for p in result.curve],
+        "pruned_tau_epochs": [p.tau_epoch for p in result.pruned],
+        "pruned_trials": sum(e is not None for p in result.pruned for e in p.pruned_after),
+        "finder": {
+            "monitor": finder.monitor,
+            "mode": finder.mode,
+            "reduce": finder.reduce,
+            "window": finder.window,
+            "pruner": finder.pruner_setting,
+        },
+    }
+    try:
+        for key, value in answer.items():
+            if study.study.user_attrs.get(key) != value:
+                study.study.set_user_attr(key, value)
+    except Exception as err:  # a read-only or unreachable storage: the answer is still returned and printed
+        log(f"could not store the answer on the study ({type(err).__name__}).")
+
+
+def finite(value: float) -> float | None:
+    """``value``, or ``None`` for JSON where it is not finite."""
+    return value if math.isfinite(value) else None
+
+
+def tell_value(record: Mapping[str, Any], monitor: str, reduce: Reduce, mode: Goal, minimize: bool) -> float:
+    r"""A trial's Optuna value (for dashboards; the answer is computed from the records): the reduced metric, or the
+    worst value (``inf`` where the study minimizes) for a run that diverged."""
+    values = [float(m[monitor]) for m in record["metrics"] if monitor in m]
+    worst = math.inf if minimize else -math.inf
+    value = reduce_metric(values, reduce, mode)
+    return value if math.isfinite(value) else worst

@@ -1,0 +1,391 @@
+"""The finder's arguments: :class:`SettingError` and the checks ``TimescaleFinder`` runs on what it is given.
+
+``TimescaleFinder.__init__`` checks every argument with the functions here (and :mod:`lightning_tau._checks`), so a
+bad one fails when the finder is built (LightningCLI too), naming it and its value. ``fit`` checks the data and the
+model it is given (:func:`resolve_data`, :func:`model_factory`) and every ``tau_epoch`` of the grid against the
+subset (:func:`check_subset`) before any training; a grid point or a fraction the data makes invalid is a
+:class:`SettingError` naming the argument.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import lightning.pytorch as pl
+import torch
+from optuna.pruners import BasePruner
+from optuna.storages import BaseStorage
+from torch.utils.data import DataLoader
+
+from lightning_tau import _checks
+from lightning_tau.callback import TimescaleCallback
+from lightning_tau.tuner.curve import PRUNER_NAMES
+from lightning_tau.tuner.trial import ModelCopies
+
+__all__ = [
+    "DEFAULT_FRACTION",
+    "FORBIDDEN_TRAINER_KWARGS",
+    "MAX_SEED",
+    "Axis",
+    "PrunerName",
+    "Reduce",
+    "SettingError",
+    "check_axis",
+    "check_fractions",
+    "check_grid",
+    "check_pruner",
+    "check_root_dir",
+    "check_seeds",
+    "check_storage",
+    "check_subset",
+    "check_timescales",
+    "check_trainer_kwargs",
+    "check_widths",
+    "made_model",
+    "model_factory",
+    "resolve_data",
+    "tau_name",
+]
+
+Reduce = Literal["last", "best"]
+Axis = Literal["fraction", "width", "dataset_size"]
+#: The pruners ``TimescaleFinder(pruner=...)`` names (see :func:`~lightning_tau.tuner.pruning.make_pruner`).
+PrunerName = Literal["median", "successive_halving", "hyperband"]
+
+#: The subset's share of the training set when ``fraction`` is not given (``axis="fraction"`` or ``"width"``).
+DEFAULT_FRACTION = 0.25
+#: The largest seed ``seed_everything`` (numpy) accepts.
+MAX_SEED = 2**32 - 1
+
+
+class SettingError(ValueError):
+    """A finder argument that the data makes invalid, found by :meth:`TimescaleFinder.fit` before any training.
+
+    Attributes:
+        argument: the ``TimescaleFinder`` argument at fault (``"tau_epochs"``, ``"fraction"``).
+    """
+
+    def __init__(self, argument: str, message: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
+FORBIDDEN_TRAINER_KWARGS = {
+    "logger": "the finder logs every trial to TensorBoard under `root_dir/tb` itself",
+    "default_root_dir": "use `TimescaleFinder(root_dir=...)`",
+    "max_steps": "the finder trains for `max_epochs`, the same number of epochs as the full run",
+    "max_time": "every trial must train for `max_epochs`",
+    "limit_train_batches": "the finder subsets the dataset itself (`fraction`), so that N shrinks",
+    "overfit_batches": "the finder subsets the dataset itself (`fraction`)",
+    "fast_dev_run": "a finder trial must train for `max_epochs`",
+}
+
+
+def tau_name(tau: float) -> str:
+    """``tau`` as the grid compares and names it: 6 significant digits."""
+    return f"{tau:.6g}"
+
+
+def check_grid(tau_epochs: Sequence[float]) -> tuple[float, ...]:
+    """A ``tau_epochs`` argument: positive, finite and distinct (to 6 significant digits), as a sorted tuple."""
+    if isinstance(tau_epochs, (str, bytes)) or not isinstance(tau_epochs, Sequence) or not tau_epochs:
+        raise _checks.invalid(
+            "TimescaleFinder",
+            "tau_epochs",
+            tau_epochs,
+            "use a non-empty sequence of positive numbers (epochs), e.g. (2, 4, 8, 16, 32, 64, 128).",
+        )
+    for tau in tau_epochs:
+        _checks.positive_number(
+            "TimescaleFinder",
+            "tau_epochs",
+            tau,
+            f"{tau!r} is not a positive finite number of epochs.",
+            shown=repr(list(tau_epochs)),
+        )
+    grid = tuple(sorted(float(t) for t in tau_epochs))
+    names = [tau_name(t) for t in grid]
+    if len(set(names)) != len(names):
+        raise ValueError(
+            f"`TimescaleFinder(tau_epochs={list(tau_epochs)!r})` repeats a value (to 6 significant digits):"
+            " give each tau_epoch once."
+        )
+    return grid
+
+
+def check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
+    """A ``seeds`` argument: distinct integers that numpy accepts as seeds."""
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
+        raise _checks.invalid("TimescaleFinder", "seeds", seeds, "use a non-empty sequence of integers.")
+    for seed in seeds:
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise _checks.invalid(
+                "TimescaleFinder", "seeds", seeds, f"{seed!r} is not an integer.", shown=repr(list(seeds))
+            )
+        if not 0 <= seed <= MAX_SEED:
+            raise _checks.invalid(
+                "TimescaleFinder",
+                "seeds",
+                seeds,
+                f"{seed} is not a seed numpy accepts; use integers from 0 to {MAX_SEED}.",
+                shown=repr(list(seeds)),
+            )
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"`TimescaleFinder(seeds={list(seeds)!r})` repeats a seed: give each seed once.")
+    return tuple(seeds)
+
+
+def check_axis(axis: Any, fraction: Any, widths: Any, fractions: Any) -> Axis:
+    """An ``axis`` argument, and that ``widths`` / ``fractions`` / ``fraction`` are given where it uses them."""
+    _checks.choice(
+        "TimescaleFinder",
+        "axis",
+        axis,
+        ("fraction", "width", "dataset_size"),
+        "Use 'fraction' (one sweep on a subset), 'width' (with `widths`) or 'dataset_size' (with `fractions`).",
+    )
+    if widths is not None and axis != "width":
+        raise ValueError(
+            f"`TimescaleFinder(widths={widths!r})` is only used with axis='width' (axis is {axis!r}): pass"
+            " axis='width', or leave `widths` out."
+        )
+    if fractions is not None and axis != "dataset_size":
+        raise ValueError(
+            f"`TimescaleFinder(fractions={fractions!r})` is only used with axis='dataset_size' (axis is {axis!r}):"
+            " pass axis='dataset_size', or `fraction=` for one subset."
+        )
+    if axis == "width" and widths is None:
+        raise ValueError(
+            "`TimescaleFinder(axis='width')` needs `widths`: at least 2 increasing widths, e.g. widths=(64, 128, 256)."
+        )
+    if axis == "dataset_size" and fractions is None:
+        raise ValueError(
+            "`TimescaleFinder(axis='dataset_size')` needs `fractions`: at least 2 increasing fractions of the training"
+            " set, e.g. fractions=(0.1, 0.25, 0.5)."
+        )
+    if axis == "dataset_size" and fraction is not None:
+        raise ValueError(
+            f"`TimescaleFinder(fraction={fraction!r})` is not used with axis='dataset_size': the runs train on each of"
+            " `fractions`. Leave `fraction` out."
+        )
+    return axis  # type: ignore[no-any-return]
+
+
+def check_widths(widths: Any) -> tuple[int, ...]:
+    """A ``widths`` argument: at least 2 increasing positive integers."""
+    if isinstance(widths, (str, bytes)) or not isinstance(widths, Sequence) or len(widths) < 2:
+        raise _checks.invalid(
+            "TimescaleFinder",
+            "widths",
+            widths,
+            "give at least 2 increasing positive integer widths, e.g. (64, 128, 256): the exponent is a slope across"
+            " widths.",
+        )
+    shown = repr(list(widths))
+    for w in widths:
+        if isinstance(w, bool) or not isinstance(w, numbers.Integral) or w < 1:
+            raise _checks.invalid(
+                "TimescaleFinder", "widths", widths, f"{w!r} is not a positive integer width.", shown=shown
+            )
+    for a, b in zip(widths, widths[1:]):
+        if b <= a:
+            raise _checks.invalid(
+                "TimescaleFinder",
+                "widths",
+                widths,
+                f"{b!r} follows {a!r}; give the widths increasing, each once, e.g. (64, 128, 256).",
+                shown=shown,
+            )
+    return tuple(int(w) for w in widths)
+
+
+def check_fractions(fractions: Any) -> tuple[float, ...]:
+    """A ``fractions`` argument: at least 2 increasing fractions in ``(0, 1]``."""
+    if isinstance(fractions, (str, bytes)) or not isinstance(fractions, Sequence) or len(fractions) < 2:
+        raise _checks.invalid(
+            "TimescaleFinder",
+            "fractions",
+            fractions,
+            "give at least 2 increasing fractions in (0, 1], e.g. (0.1, 0.25, 0.5): the exponent is a slope across"
+            " dataset sizes.",
+        )
+    shown = repr(list(fractions))
+    for f in fractions:
+        hint = f"{f!r} is not a number in (0, 1]."
+        _checks.in_range("TimescaleFinder", "fractions", f, hint, low=0, high=1, high_closed=True, shown=shown)
+    for a, b in zip(fractions, fractions[1:]):
+        if b <= a:
+            raise _checks.invalid(
+                "TimescaleFinder",
+                "fractions",
+                fractions,
+                f"{b!r} follows {a!r}; give the fractions increasing, each once, e.g. (0.1, 0.25, 0.5).",
+                shown=shown,
+            )
+    return tuple(float(f) for f in fractions)
+
+
+def check_trainer_kwargs(trainer_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A ``trainer_kwargs`` argument, with the defaults the finder adds unless given (no checkpointing, ...)."""
+    if trainer_kwargs is None or not isinstance(trainer_kwargs, Mapping) or "max_epochs" not in trainer_kwargs:
+        raise ValueError(
+            f"`TimescaleFinder(trainer_kwargs={trainer_kwargs!r})` must be a dict with `max_epochs`: every run trains"
+            " for the epochs the full run will, e.g. trainer_kwargs={'max_epochs': 40}."
+        )
+    epochs = trainer_kwargs["max_epochs"]
+    _checks.positive_int("TimescaleFinder", "trainer_kwargs", epochs, shown=f"{{'max_epochs': {epochs!r}}}")
+    for key, why in FORBIDDEN_TRAINER_KWARGS.items():
+        value = trainer_kwargs.get(key)
+        if key in trainer_kwargs and not (key == "max_steps" and value in (None, -1)):
+            raise ValueError(f"`TimescaleFinder(trainer_kwargs={{{key!r}: {value!r}}})` is not allowed: {why}.")
+    accumulate = trainer_kwargs.get("accumulate_grad_batches", 1)
+    shown = f"{{'accumulate_grad_batches': {accumulate!r}}}"
+    _checks.positive_int("TimescaleFinder", "trainer_kwargs", accumulate, shown=shown)
+    for callback in trainer_kwargs.get("callbacks", None) or []:
+        if isinstance(callback, TimescaleCallback):
+            raise ValueError(
+                "`TimescaleFinder(trainer_kwargs={'callbacks': [TimescaleCallback(...)]})` is not allowed: the finder"
+                " adds a TimescaleCallback with each run's tau_epoch itself."
+            )
+    kwargs = {
+        "enable_checkpointing": False,
+        "enable_progress_bar": False,
+        "enable_model_summary": False,
+        "num_sanity_val_steps": 0,
+    }
+    kwargs.update(trainer_kwargs)
+    return kwargs
+
+
+def check_pruner(pruner: Any, axis: Any) -> None:
+    """A ``pruner`` argument: ``None``, one of :data:`PRUNER_NAMES` or an Optuna pruner, with ``axis="fraction"``."""
+    if pruner is None:
+        return
+    if not isinstance(pruner, BasePruner) and pruner not in PRUNER_NAMES:
+        raise ValueError(
+            f"`TimescaleFinder(pruner={pruner!r})` is not valid: use None (no pruning),"
+            f" {', '.join(map(repr, PRUNER_NAMES))} or an `optuna.pruners.BasePruner` instance."
+        )
+    if axis != "fraction":
+        raise ValueError(
+            f"`TimescaleFinder(pruner={pruner!r})` is only used with axis='fraction' (axis is {axis!r}): leave"
+            " `pruner` out along an axis."
+        )
+
+
+def check_root_dir(root_dir: Any) -> Path:
+    """A ``root_dir`` argument: a non-empty directory path."""
+    if not isinstance(root_dir, (str, Path)) or not str(root_dir):
+        raise _checks.invalid("TimescaleFinder", "root_dir", root_dir, "use a directory path.")
+    return Path(root_dir)
+
+
+def check_storage(storage: Any) -> str | Path | BaseStorage | None:
+    """A ``storage`` argument: ``None``, a journal file path, an Optuna storage URL or an Optuna storage."""
+    if storage is not None and not isinstance(storage, (str, Path, BaseStorage)) or storage == "":
+        raise _checks.invalid(
+            "TimescaleFinder",
+            "storage",
+            storage,
+            "use a journal file path, an Optuna storage URL (e.g. postgresql+psycopg2://user:password@host/db) or"
+            " an Optuna storage.",
+        )
+    return storage  # type: ignore[no-any-return]
+
+
+def model_factory(model: Any, axis: Axis) -> tuple[Callable[..., pl.LightningModule], ModelCopies | None]:
+    """``fit``'s ``model`` as what makes each trial's model, and the :class:`ModelCopies` it is when ``model`` is an
+    instance (``None``: a factory, called per seed). Along ``axis="width"`` it is ``make_model`` itself."""
+    if axis == "width":
+        if isinstance(model, torch.nn.Module) or not callable(model):
+            raise TypeError(
+                "`TimescaleFinder(axis='width').fit(model=...)` needs `make_model`, a callable that takes the"
+                f" width and returns a μP LightningModule (e.g. the model class), got {type(model).__name__!r}."
+            )
+        return model, None
+    if isinstance(model, pl.LightningModule):
+        copies = ModelCopies(model)
+        return copies, copies
+    if isinstance(model, torch.nn.Module) or not callable(model):
+        raise TypeError(
+            f"`TimescaleFinder.fit(model=...)` needs a LightningModule, or something that makes a fresh one for"
+            f" every run (the model class, or `lambda: MyModel(...)`), got {type(model).__name__!r}."
+        )
+    return model, None
+
+
+def made_model(factory: Callable[[], Any]) -> pl.LightningModule:
+    """``factory()``, checked to be a ``LightningModule``."""
+    probe = factory()
+    if not isinstance(probe, pl.LightningModule):
+        raise TypeError(f"`TimescaleFinder.fit(model=...)` must make a LightningModule, got {type(probe).__name__!r}.")
+    return probe
+
+
+def check_timescales(tau_epochs: Sequence[float], train: DataLoader, accumulate: int) -> None:
+    """Every grid point as the callback will take it: ``tau_epoch * M`` optimizer steps, more than one and finite
+    (``M``: the subset's steps per epoch on one device)."""
+    steps = math.ceil(len(train) / accumulate)
+    for tau in tau_epochs:
+        tau_iter = tau * steps
+        if math.isfinite(tau_iter) and tau_iter > 1:
+            continue
+        bound = f"above {1 / steps:.4g} (one step)" if tau_iter <= 1 else f"below {sys.float_info.max / steps:.4g}"
+        raise SettingError(
+            "tau_epochs",
+            f"`TimescaleFinder(tau_epochs={list(tau_epochs)!r})` is not valid: tau_epoch={tau:g} is"
+            f" {tau_iter:.4g} optimizer steps at M={steps} steps per epoch of the subset, which TimescaleCallback"
+            f" cannot set. Use tau_epochs {bound}; good values are usually several epochs.",
+        )
+
+
+def check_subset(train: DataLoader, argument: str, value: Any, tau_epochs: Sequence[float], accumulate: int) -> None:
+    """A subset's loader: at least one full batch (else a :class:`SettingError` naming ``argument=value``, the
+    finder argument that made it), and every ``tau_epoch`` of the grid settable on it (:func:`check_timescales`)."""
+    if len(train) == 0:
+        raise SettingError(
+            argument,
+            f"`TimescaleFinder({argument}={value!r})`: the subset of {len(train.dataset)} samples"  # type: ignore[arg-type]
+            f" gives no full batch of {train.batch_size} (drop_last=True). Use a larger fraction.",
+        )
+    check_timescales(tau_epochs, train, accumulate)
+
+
+def resolve_data(
+    datamodule: pl.LightningDataModule | None,
+    train_dataloaders: DataLoader | None,
+    val_dataloaders: Any,
+) -> tuple[DataLoader, Any]:
+    """``fit``'s data as ``(the full training loader, the validation loader(s))``: a datamodule's (set up here) or
+    the loaders given."""
+    if datamodule is not None and (train_dataloaders is not None or val_dataloaders is not None):
+        raise ValueError(
+            "`TimescaleFinder.fit` takes a `datamodule` or `train_dataloaders` and `val_dataloaders`, not both."
+        )
+    if datamodule is not None:
+        if not isinstance(datamodule, pl.LightningDataModule):
+            raise TypeError(
+                "`TimescaleFinder.fit(datamodule=...)` must be a LightningDataModule, got"
+                f" {type(datamodule).__name__!r}."
+            )
+        datamodule.prepare_data()
+        datamodule.setup("fit")
+        train_dataloaders, val_dataloaders = datamodule.train_dataloader(), datamodule.val_dataloader()
+    if train_dataloaders is None:
+        raise ValueError("`TimescaleFinder.fit` needs training data: pass `datamodule` or `train_dataloaders`.")
+    if isinstance(train_dataloaders, (list, tuple, dict)):
+        raise ValueError(
+            "`TimescaleFinder.fit(train_dataloaders=...)` takes one training DataLoader, got a"
+            f" {type(train_dataloaders).__name__} of them."
+        )
+    if val_dataloaders is None or (isinstance(val_dataloaders, (list, tuple)) and not val_dataloaders):
+        raise ValueError(
+            "`TimescaleFinder.fit` needs validation data to compare the runs: pass `val_dataloaders`, or a"
+            " datamodule with a `val_dataloader()`."
+        )
+    return train_dataloaders, val_dataloaders
