@@ -350,7 +350,8 @@ def _format(report: dict[str, Any]) -> str:
         "",
         f"Held out: the reference (the sweep's best, tau_epoch {hold['tau_epoch']:.3g}) and each suggestion on"
         f" {len(hold['seeds'])} other seeds ({hold['seeds'][0]}..{hold['seeds'][-1]}), {hold['seconds']:.0f} s:"
-        f" reference val loss {hold['loss']:.4f} +- {hold['loss_std']:.4f} (seed std).",
+        f" reference val loss {hold['loss']:.4f} +- {hold['loss_std']:.4f} (seed std; {full['best_loss']:.4f} on the"
+        " sweep's seeds that picked it).",
         "  fraction | subset seed | suggested tau | its holdout val loss | held-out regret (95% CI)  | old regret",
     ]
     for row in report["finder"]:
