@@ -242,8 +242,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     holdout: dict[float, list[float]] = {}  # tau_epoch -> its full-data losses over the holdout seeds, in their order
     for tau in [best.tau_epoch, *(row["suggested_tau_epoch"] for row in report["finder"])]:
-        if tau not in holdout:
-            holdout[tau] = list(_fit(config, out / "holdout", 1.0, (tau,), holdout_seeds).curve[0].values)
+        if tau not in holdout:  # a one-seed study per run, so that more --holdout-seeds reuse the runs made before
+            holdout[tau] = [_fit(config, out / "holdout", 1.0, (tau,), (seed,)).curve[0].mean for seed in holdout_seeds]
     reference = holdout[best.tau_epoch]
     report["holdout"].update(
         tau_epoch=best.tau_epoch,
