@@ -15,7 +15,7 @@ tenth, B=64, 40 epochs, the fixed 397-digit validation set) at the demo's larges
    next to the naive transfer (the subset's best *weight decay* kept as it is, i.e. ``tau_epoch * fraction``) and
    PyTorch's default ``weight_decay=0.01``.
 4. The held-out check: the sweep's best ``tau_epoch`` (the reference) and every distinct suggestion trained on all
-   the data again over ``--holdout-seeds`` (10..29), seeds the sweep never saw.
+   the data again over ``--holdout-seeds`` (10..39), seeds the sweep never saw.
 
 Cost is counted in optimizer steps (a pruned run's steps up to where it stopped), so it does not depend on the
 machine's load. Regret, two ways:
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--holdout-seeds",
         type=int,
         nargs="+",
-        default=list(range(10, 30)),
+        default=list(range(10, 40)),
         help="full-data seeds, disjoint from --seeds, on which the reference and the suggestions are compared",
     )
     parser.add_argument("--full-points", type=int, default=13, help="full sweep: log grid 2..128 with this many")
