@@ -1,6 +1,6 @@
 """Honest evaluation of ``TimescaleFinder`` on the demo's digits task, against a full-data sweep as ground truth.
 
-    .venv/bin/python benchmarks/eval_finder.py            # about 20-40 minutes on 2 busy CPU cores
+    .venv/bin/python benchmarks/eval_finder.py            # an estimated 25-40 minutes on 2 busy CPU cores
     .venv/bin/python benchmarks/eval_finder.py --quick    # a smoke run (seconds), numbers meaningless
     .venv/bin/python benchmarks/eval_finder.py --pruner median   # the finder with a pruner (the rest reused)
 
