@@ -154,3 +154,65 @@ def test_ctrl_c_while_waiting_for_a_trial_elsewhere_is_one_line_and_exit_130(tmp
         " the same command again to resume."
     )
     assert [t.state for t in _study(journal).trials] == [TrialState.COMPLETE] * 2 + [TrialState.RUNNING]
+
+
+SLOW_TWO = ["--epochs", "300", "--tau-epochs", "2", "8", "--seeds", "0", "--no-progress", "--no-plot"]
+
+
+def _terminate_once_training(proc: subprocess.Popen, tb: Path) -> None:
+    """SIGTERM ``proc`` once a trial has logged its first scalar (its first epoch's end: inside Lightning's fit,
+    where Lightning's own SIGTERM handler is in place; it is installed only after the run's folder appears)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        for run in tb.glob("*/*/") if tb.is_dir() else []:  # tb/<study>/<run>
+            accumulator = EventAccumulator(str(run))
+            accumulator.Reload()
+            if accumulator.Tags()["scalars"]:
+                proc.send_signal(signal.SIGTERM)
+                return
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"no trial logged a scalar (exit {proc.poll()})")
+
+
+def test_sigterm_mid_trial_exits_143_in_one_line_and_a_rerun_trains_the_trial_again(tmp_path: Path) -> None:
+    """Lightning ends a fit on SIGTERM with a SystemExit that has no code (exit 0): the command must not look
+    finished to a scheduler or a `find && train` chain."""
+    out = tmp_path / "o"
+    command = [sys.executable, "-m", "lightning_tau", "find", *SLOW_TWO, "--out", str(out)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    _terminate_once_training(proc, out / "tb")
+    printed, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 143, printed
+    assert "Traceback" not in printed, printed
+    journal = out / "study.journal"
+    assert printed.strip().splitlines()[-1] == (
+        f"lightning-tau find: error: stopped by SIGTERM. The study in {journal} (0 complete) keeps its complete"
+        " trials: run the same command again to resume."
+    )
+    assert [t.state for t in _study(journal).trials] == [TrialState.FAIL, TrialState.WAITING]  # the grid is queued
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    states = [t.state for t in _study(journal).trials]
+    assert states.count(TrialState.COMPLETE) == 2 and states.count(TrialState.FAIL) == 1
+
+
+def test_sigterm_mid_trial_ends_a_python_fit_with_exit_143(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from lightning_tau import TimescaleFinder\n"
+        "from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP\n"
+        "finder = TimescaleFinder(tau_epochs=(2, 8), seeds=(0,), root_dir=sys.argv[1], progress=False,\n"
+        "                         monitor='val/loss', trainer_kwargs={'max_epochs': 300, 'accelerator': 'cpu'})\n"
+        "finder.fit(DigitsMLP, datamodule=DigitsDataModule(train_size=1400, batch_size=64))\n"
+        "print('fit returned')\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    _terminate_once_training(proc, tmp_path / "tb")
+    printed, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 143, printed
+    assert "fit returned" not in printed

@@ -335,8 +335,9 @@ def _main(args: argparse.Namespace) -> int:
             return _error(str(err), 2)
 
     import torch
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-    from lightning_tau.tuner.finder import SettingError, TimescaleFinder
+    from lightning_tau.tuner.finder import SIGTERM_EXIT, SettingError, TimescaleFinder
     from lightning_tau.tuner.storage import JournalWriteError, StorageError
     from lightning_tau.tuner.study import StudyMismatchError
 
@@ -416,14 +417,13 @@ def _main(args: argparse.Namespace) -> int:
         return _error(str(err), 2)
     try:
         result = finder.fit(model_factory, datamodule=datamodule, wait=not args.no_wait)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SIGTERMException) as err:
         kept = ""
         with contextlib.suppress(Exception):
             if finder.study is not None:
                 kept = f" in {finder.study.shown} ({len(finder.study.records())} complete)"
-        return _error(
-            f"interrupted. The study{kept} keeps its complete trials: run the same command again to resume.", 130
-        )
+        how, code = ("interrupted", 130) if isinstance(err, KeyboardInterrupt) else ("stopped by SIGTERM", SIGTERM_EXIT)
+        return _error(f"{how}. The study{kept} keeps its complete trials: run the same command again to resume.", code)
     except JournalWriteError as err:
         return _error(f"{err.shown}: {err.reason}", 1)
     except StorageError as err:

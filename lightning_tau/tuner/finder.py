@@ -32,6 +32,7 @@ from typing import Any, Literal, overload
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from optuna.pruners import BasePruner
 from optuna.storages import BaseStorage
 from torch.utils.data import DataLoader
@@ -73,6 +74,9 @@ from lightning_tau.tuner.trial import pruned_record, run_trial, subset_dataloade
 from lightning_tau.tuner.workers import Workers, cores, start_server, threads_per_process, worker_environ
 
 __all__ = ["PRUNER_NAMES", "SettingError", "TimescaleFinder", "make_pruner", "subset_dataloader"]
+
+#: The exit status of a sweep stopped by SIGTERM (128 + 15, as a shell reports a process that signal ended).
+SIGTERM_EXIT = 143
 
 #: Seconds between looks at the study while waiting for trials that train elsewhere.
 POLL_SECONDS = 1.0
@@ -424,9 +428,13 @@ class TimescaleFinder:
                         self._work(study, point.factory, point.train, val, wait=False)
                 for study, point in zip(studies, points):
                     self._work(study, point.factory, point.train, val, wait=wait, workers=procs)
-            except BaseException:
+            except BaseException as err:
                 if procs is not None:  # Ctrl-C or an error: start no worker that would not hear of it
                     procs.stop()
+                if isinstance(err, SIGTERMException) and err.code is None:
+                    # Lightning's SIGTERM ends a fit with a code-less SystemExit (exit 0, as if the sweep had
+                    # finished): exit as a SIGTERM'd process does; the trial is FAIL, so a rerun trains it again
+                    raise SIGTERMException(SIGTERM_EXIT) from None
                 raise
             finally:
                 torch.set_num_threads(threads)
