@@ -321,3 +321,44 @@ def test_each_forked_worker_claims_trials_under_a_token_of_its_own(tmp_path: Pat
     reports = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
     assert len({r["pid"] for r in reports}) == 2
     assert len({r["token"] for r in reports} | {liveness.claim_token()}) == 3
+
+
+INSTANCE_SCRIPT = """
+import sys
+from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
+from lightning_tau.tuner.finder import TimescaleFinder
+
+if __name__ == "__main__":
+    finder = TimescaleFinder(
+        tau_epochs=(2, 8), seeds=(0, 1, 2), root_dir=sys.argv[1], progress=False, verbose=False, monitor="val/loss",
+        workers=2, trainer_kwargs={"max_epochs": 2, "accelerator": "cpu"},
+    )
+    finder.fit(DigitsMLP(), datamodule=DigitsDataModule(train_size=1400, batch_size=64))
+"""
+
+
+@pytest.mark.slow
+def test_an_instance_model_with_two_workers_is_one_study_that_each_grid_point_joins_once(tmp_path: Path) -> None:
+    """``fit(MyModel(), ...)`` with ``workers=2``: the worker must open the script's study. It was sent the copier
+    instead of the instance, keyed its study as "a factory called per seed" and trained the whole grid a second
+    time in a study of its own."""
+    out = tmp_path / "out"
+    (tmp_path / "sweep.py").write_text(INSTANCE_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != "LIGHTNING_TAU_WORKER_START"}
+    _, err = finish(run([sys.executable, str(tmp_path / "sweep.py"), str(out)], **env))
+    assert "could not start worker" not in err, err  # the worker ran
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal")))
+    (name,) = optuna.get_all_study_names(storage)
+    trials = optuna.load_study(study_name=name, storage=storage).trials
+    assert sorted((t.params["tau_epoch"], t.params["seed"]) for t in trials) == [
+        (2, 0),
+        (2, 1),
+        (2, 2),
+        (8, 0),
+        (8, 1),
+        (8, 2),
+    ]
+    assert all(t.state == TrialState.COMPLETE for t in trials)
+    assert optuna.load_study(study_name=name, storage=storage).user_attrs["lightning_tau"]["settings"]["model"][
+        "init"
+    ] == ("copies of an instance")

@@ -338,7 +338,7 @@ class TimescaleFinder:
         del probe
         payload = None
         if self.workers > 1:  # checked before the study is opened: nothing written for a model that cannot travel
-            payload = self._worker_payload(factory, full_train, val)
+            payload = self._worker_payload(model, full_train, val)  # an instance travels as itself: the same study
 
         def intro(studies: Sequence[GridStudy]) -> str:
             return (
