@@ -14,7 +14,8 @@ LayerNorm after every linear layer, so the decayed matrices are scale-invariant;
 maps its ``λ_base`` grid to the finder's ``tau_epoch`` grid (``tau_epoch = 1 / (η_base M λ_base)``), and
 :func:`run_width_demo` runs the finder, prints its :class:`~lightning_tau.tuner.axes.AxisResult` table and verdict,
 and writes ``summary.json`` and the figure. The statistics (the exponent, its interval or the reason there is none,
-per-seed grid optima, paired interior tests, the verdict) are :mod:`lightning_tau.tuner.stats`'s.
+per-seed grid optima, paired interior tests) are :mod:`lightning_tau.tuner.stats`'s, the verdict
+:mod:`lightning_tau.tuner.verdicts`'s.
 
 There is no ``fixed`` arm (``λ = λ_base`` at every width) any more: with only the hidden matrices decaying it is the
 same runs relabelled (the best ``λ_base`` moves by exactly ``s``), and with the input matrix decaying too one λ must

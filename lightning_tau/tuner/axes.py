@@ -1,7 +1,8 @@
 """The finder's width and dataset-size axes: the result of a ``tau_epoch`` sweep at several widths or data sizes.
 
 No Lightning import (numpy; matplotlib when :meth:`AxisResult.plot` draws). The statistics (the exponent, its
-interval, the paired interior tests, the verdicts) come from :mod:`lightning_tau.tuner.stats`; the Lightning side,
+interval, the paired interior tests) come from :mod:`lightning_tau.tuner.stats`, the verdicts from
+:mod:`lightning_tau.tuner.verdicts`; the Lightning side,
 which trains the runs, is :class:`~lightning_tau.tuner.finder.TimescaleFinder` with ``axis="width"`` or
 ``axis="dataset_size"``.
 

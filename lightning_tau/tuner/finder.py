@@ -322,7 +322,7 @@ class TimescaleFinder:
             ValueError: data given both or neither way, no validation data, a loader the finder cannot subset,
                 a storage that cannot be opened or a study with other settings, a model with no decaying AdamW
                 group, or (after the first validation) a ``monitor`` no run logs. A journal file that fills the
-                disk mid-run raises :class:`~lightning_tau.tuner.study.JournalWriteError` naming it.
+                disk mid-run raises :class:`~lightning_tau.tuner.storage.JournalWriteError` naming it.
         """
         if self.axis != "fraction":
             return self._fit_axis(model, datamodule, train_dataloaders, val_dataloaders, wait=wait)
