@@ -352,3 +352,58 @@ def test_cli_rejects_an_unknown_axis(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as exit_info:
         main(["find", "--axis", "depth"])
     assert exit_info.value.code == 2 and "--axis: invalid choice: 'depth'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_along_an_axis_a_process_trains_every_points_free_trials_before_it_waits_on_one_held_elsewhere(
+    tmp_path: Path,
+) -> None:
+    """A process on several axis points first takes every point's free trials, then waits: a first point's trial
+    running on another machine must not idle it while the second point's trials are free. Here that trial is held
+    by a far worker that stops giving signs of life, so the process reclaims it after ``stale_after`` seconds; it
+    must have trained the second point's trials before."""
+    import time
+
+    import optuna
+    from helpers.finder_study import DROP, with_attrs
+    from optuna.trial import TrialState
+
+    from lightning_tau.tuner.study import SETTINGS_ATTR
+
+    kwargs: dict[str, Any] = dict(
+        axis="dataset_size", fractions=(0.5, 1.0), tau_epochs=(2.0, 8.0), seeds=(0,), trainer_kwargs=TRAINER
+    )
+    make = functools.partial(PlantedSizeModel, exponent=0.0)
+    done = TimescaleFinder(root_dir=tmp_path / "done", progress=False, verbose=False, **kwargs)
+    done.fit(make, datamodule=PlantedData())
+    first, second = (s.study for s in done.studies)
+
+    def journal(path: Path) -> optuna.storages.JournalStorage:
+        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
+
+    # the second point untrained; the first point's tau_epoch 2 running on a far machine, alive a moment ago
+    (tmp_path / "copy").mkdir()
+    copy = journal(tmp_path / "copy" / "study.journal")
+    far = {"host": "far", "machine": "far/1", "pid": 4242}
+    for source in (first, second):
+        target = optuna.create_study(storage=copy, study_name=source.study_name)
+        target.set_user_attr(SETTINGS_ATTR, source.user_attrs[SETTINGS_ATTR])
+        for trial in source.trials if source is first else []:
+            if trial.params["tau_epoch"] == 2.0:
+                trial = with_attrs(trial, state=TrialState.RUNNING, record=DROP, worker=far, alive_at=time.time())
+            target.add_trial(trial)
+    stale_after = 10.0  # longer than the three free trials take
+    finder = TimescaleFinder(
+        root_dir=tmp_path / "copy", progress=False, verbose=False, stale_after=stale_after, **kwargs
+    )
+    result = finder.fit(make, datamodule=PlantedData())
+    assert result is not None and finder.trained_runs == 3  # the second point's two, the reclaimed one
+    second_done = [t.datetime_complete for t in optuna.load_study(study_name=second.study_name, storage=copy).trials]
+    assert len(second_done) == 2 and None not in second_done
+    reclaimed = [
+        t
+        for t in optuna.load_study(study_name=first.study_name, storage=copy).trials
+        if t.params["tau_epoch"] == 2.0 and t.state == TrialState.COMPLETE
+    ]
+    assert len(reclaimed) == 1
+    assert max(second_done) <= reclaimed[0].datetime_start  # the free trials first, then the wait
