@@ -248,8 +248,8 @@ def test_axes_width_table_whole() -> None:
 def test_axes_dataset_size_table_whole() -> None:
     assert size_result().table() == "\n".join(
         [
-            "Timescale finder, dataset_size axis: 2 fractions (0.25, 1) x 5 tau_epochs x 3 seeds, 2 epochs; final"
-            " val_loss (min), seed mean +- std:",
+            "Timescale finder, dataset_size axis: 2 fractions (0.25, 1: N=250, 1000) x 5 tau_epochs x 3 seeds,"
+            " 2 epochs; final val_loss (min), seed mean +- std:",
             "  tau_epoch | N=250              | N=1000",
             "  2         | 0.9704 +- 0.1432   | 1.09 +- 0.2096",
             "  4         | 0.1602 +- 0.09668* | 0.1939 +- 0.1241*",

@@ -273,7 +273,8 @@ class AxisResult:
         what = (
             f"{len(self.values)} widths ({', '.join(f'{v:g}' for v in self.values)})"
             if self.axis == "width"
-            else f"{len(self.values)} fractions ({', '.join(f'{v:g}' for v in self.values)})"
+            else f"{len(self.values)} fractions ({', '.join(f'{v:.3g}' for v in self.values)}:"
+            f" N={', '.join(f'{s:g}' for s in self.scales)})"
         )
         lines = [
             f"Timescale finder, {self.axis} axis: {what} x {len(first.curve)} tau_epochs x {seeds} seeds,"
