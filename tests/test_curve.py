@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from lightning_tau.tuner.curve import log_grid, reduce_metric, smoothed_optimum
-from lightning_tau.tuner.result import CurvePoint, FinderResult
+from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
 
 
 def raises_exactly(message: str) -> pytest.RaisesContext[ValueError]:
@@ -298,3 +298,63 @@ def test_reduce_metric_takes_the_last_value_or_the_best_finite_one() -> None:
     assert reduce_metric([math.inf, 2.0], "best", "max") == 2.0  # not finite is not best
     assert math.isnan(reduce_metric([math.nan, math.inf], "best", "min"))
     assert math.isnan(reduce_metric([], "last", "min")) and math.isnan(reduce_metric([], "best", "min"))
+
+
+def _pruned_sweep() -> tuple[list[CurvePoint], list[PrunedPoint]]:
+    """Best at the curve's top end (32); pruned: 4 below it, 64 and 128 beyond it, given out of grid order."""
+    curve = [
+        CurvePoint(t, [v, v + 0.01], [0, 1], {"decay": 1.0 / t}, [10, 10])
+        for t, v in [(8.0, 0.4), (16.0, 0.3), (32.0, 0.2)]
+    ]
+    pruned = [
+        PrunedPoint(128.0, [0, 1], [3, 0], [0.5, math.nan], {"decay": 1 / 128}, [3, 0]),
+        PrunedPoint(4.0, [0, 1], [None, 2], [0.6, 0.7], {"decay": 0.25}, [10, 2]),
+        PrunedPoint(64.0, [0, 1], [5, 0], [0.45, math.nan], {"decay": 1 / 64}, [5, 0]),
+    ]
+    return curve, pruned
+
+
+def test_pruned_points_in_grid_order_in_the_table_and_json_and_the_range_reaches_the_nearest_beyond() -> None:
+    curve, pruned = _pruned_sweep()
+    found = result(curve, pruned=pruned, lr={"decay": 1e-3}, full_cost=9600)
+    assert [p.tau_epoch for p in found.pruned] == [4.0, 64.0, 128.0]
+    assert (found.grid_tau_epoch, found.at_edge, found.tau_epoch_range[1]) == (32.0, False, 64.0)
+    assert found.cost == 20 + 20 + 20 + 12 + 5 + 3
+    lines = found.table().splitlines()
+    assert lines[0].startswith("Timescale finder: 6 tau_epochs x 2 seeds on a 0.25 subset")
+    assert lines[1:8] == [
+        "  tau_epoch | mean   | std      | per seed  | subset weight decay | note",
+        "  4         | pruned |          |           | decay=0.25          | pruned: seed 0 completed, seed 1 after"
+        " epoch 2",
+        "  8         | 0.405  | 0.007071 | 0.4, 0.41 | decay=0.125         |",
+        "  16        | 0.305  | 0.007071 | 0.3, 0.31 | decay=0.0625        |",
+        "  32        | 0.205  | 0.007071 | 0.2, 0.21 | decay=0.0312        | best on grid",
+        "  64        | pruned |          |           | decay=0.0156        | pruned: seed 0 after epoch 5, seed 1 not"
+        " trained",
+        "  128       | pruned |          |           | decay=0.00781       | pruned: seed 0 after epoch 3, seed 1 not"
+        " trained",
+    ]
+    assert (
+        "Pruned: tau_epoch 4, 64, 128 (runs: 3 stopped early, 2 not trained); not on the curve: every seed of a"
+        " tau_epoch must complete to be compared."
+    ) in lines
+    assert found.to_json()["pruned"][1] == {
+        "tau_epoch": 64.0,
+        "seeds": [0, 1],
+        "pruned_after_epoch": [5, 0],
+        "last_values": [0.45, None],
+        "weight_decay": {"decay": 1 / 64},
+        "steps": [5, 0],
+        "note": "pruned: seed 0 after epoch 5, seed 1 not trained",
+    }
+    assert [p["tau_epoch"] for p in found.to_json()["pruned"]] == [4.0, 64.0, 128.0]
+
+
+def test_a_best_point_at_the_curves_low_end_reaches_the_nearest_pruned_point_below() -> None:
+    curve = [
+        CurvePoint(t, [v, v + 0.01], [0, 1], {"decay": 1.0 / t}, [10, 10])
+        for t, v in [(8.0, 0.2), (16.0, 0.3), (32.0, 0.4)]
+    ]
+    below = [PrunedPoint(t, [0, 1], [2, 0], [0.9, math.nan], {}, [2, 0]) for t in (2.0, 4.0)]
+    found = result(curve, pruned=below)
+    assert (found.grid_tau_epoch, found.at_edge, found.tau_epoch_range[0]) == (8.0, False, 4.0)
