@@ -323,42 +323,46 @@ def test_each_forked_worker_claims_trials_under_a_token_of_its_own(tmp_path: Pat
     assert len({r["token"] for r in reports} | {liveness.claim_token()}) == 3
 
 
-INSTANCE_SCRIPT = """
+SCRIPT_MODEL = """
 import sys
 from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
 from lightning_tau.tuner.finder import TimescaleFinder
+
+
+class ScriptMLP(DigitsMLP):  # a model class of the user's own script: `__mp_main__.ScriptMLP` in a worker
+    pass
+
 
 if __name__ == "__main__":
     finder = TimescaleFinder(
         tau_epochs=(2, 8), seeds=(0, 1, 2), root_dir=sys.argv[1], progress=False, verbose=False, monitor="val/loss",
         workers=2, trainer_kwargs={"max_epochs": 2, "accelerator": "cpu"},
     )
-    finder.fit(DigitsMLP(), datamodule=DigitsDataModule(train_size=1400, batch_size=64))
+    model = ScriptMLP() if sys.argv[2] == "instance" else ScriptMLP
+    finder.fit(model, datamodule=DigitsDataModule(train_size=1400, batch_size=64))
 """
 
 
 @pytest.mark.slow
-def test_an_instance_model_with_two_workers_is_one_study_that_each_grid_point_joins_once(tmp_path: Path) -> None:
-    """``fit(MyModel(), ...)`` with ``workers=2``: the worker must open the script's study. It was sent the copier
-    instead of the instance, keyed its study as "a factory called per seed" and trained the whole grid a second
-    time in a study of its own."""
+@pytest.mark.parametrize("given", ["instance", "class"])
+def test_a_model_of_the_users_script_with_two_workers_is_one_study_that_each_grid_point_joins_once(
+    tmp_path: Path, given: str
+) -> None:
+    """``fit(MyModel(), ...)`` or ``fit(MyModel, ...)`` with ``workers=2``, ``MyModel`` defined in the script: the
+    worker must open the script's study. It keyed another one and trained the whole grid a second time there: its
+    class was ``__mp_main__.MyModel`` (the worker imports the script under that name), and an instance was sent as
+    its copier, keyed "a factory called per seed"."""
     out = tmp_path / "out"
-    (tmp_path / "sweep.py").write_text(INSTANCE_SCRIPT)
+    (tmp_path / "sweep.py").write_text(SCRIPT_MODEL)
     env = {k: v for k, v in os.environ.items() if k != "LIGHTNING_TAU_WORKER_START"}
-    _, err = finish(run([sys.executable, str(tmp_path / "sweep.py"), str(out)], **env))
+    _, err = finish(run([sys.executable, str(tmp_path / "sweep.py"), str(out), given], **env))
     assert "could not start worker" not in err, err  # the worker ran
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal")))
     (name,) = optuna.get_all_study_names(storage)
-    trials = optuna.load_study(study_name=name, storage=storage).trials
-    assert sorted((t.params["tau_epoch"], t.params["seed"]) for t in trials) == [
-        (2, 0),
-        (2, 1),
-        (2, 2),
-        (8, 0),
-        (8, 1),
-        (8, 2),
-    ]
-    assert all(t.state == TrialState.COMPLETE for t in trials)
-    assert optuna.load_study(study_name=name, storage=storage).user_attrs["lightning_tau"]["settings"]["model"][
-        "init"
-    ] == ("copies of an instance")
+    study = optuna.load_study(study_name=name, storage=storage)
+    keys = sorted((t.params["tau_epoch"], t.params["seed"]) for t in study.trials)
+    assert keys == [(2, 0), (2, 1), (2, 2), (8, 0), (8, 1), (8, 2)]
+    assert all(t.state == TrialState.COMPLETE for t in study.trials)
+    model = study.user_attrs["lightning_tau"]["settings"]["model"]
+    assert model["class"] == "__main__.ScriptMLP"
+    assert model["init"] == ("copies of an instance" if given == "instance" else "a factory called per seed")

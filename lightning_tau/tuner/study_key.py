@@ -57,7 +57,7 @@ def study_settings(
         "shuffle": isinstance(train.sampler, RandomSampler),
         "drop_last": train.drop_last,
         "model": {
-            "class": f"{type(model).__module__}.{type(model).__qualname__}",
+            "class": class_name(type(model)),
             # without LightningCLI's own `_class_path` / `_instantiator`: a model built from a config is the
             # same model as one built in Python with the same arguments
             "hparams": jsonable({k: v for k, v in dict(getattr(model, "hparams", {})).items() if k[:1] != "_"}),
@@ -97,7 +97,23 @@ def jsonable(value: Any) -> Any:
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
-    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))  # the same in every process
+    # the same in every process: no address, and the starting script's objects named as its own (`__main__`)
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value)).replace("__mp_main__.", "__main__.")
+
+
+def class_name(cls: type) -> str:
+    """``module.qualname`` of ``cls``, the same in every process of a sweep: a worker process imports the script
+    that started the sweep as ``__mp_main__`` (multiprocessing's way), so a class the script defines is named as
+    ``__main__``'s there too; otherwise the worker would key another study and train the grid again.
+
+    Example:
+        >>> class Net: ...
+        >>> Net.__module__ = "__mp_main__"
+        >>> class_name(Net), class_name(int)
+        ('__main__.Net', 'builtins.int')
+    """
+    module = "__main__" if cls.__module__ == "__mp_main__" else cls.__module__
+    return f"{module}.{cls.__qualname__}"
 
 
 def shapes_digest(model: torch.nn.Module) -> str:
