@@ -411,3 +411,41 @@ def test_finder_result_keeps_groups_that_share_a_name_apart(tmp_path: Path) -> N
     for point in result.curve:  # what each trial's callback wrote, per group
         assert set(point.weight_decay) == {"all/pg1", "all/pg2"}
         assert point.weight_decay["all/pg1"] == pytest.approx(4 * point.weight_decay["all/pg2"])
+
+
+def test_every_run_gets_a_fresh_copy_of_the_callbacks_in_trainer_kwargs(tmp_path: Path) -> None:
+    """A callback with run state gets a fresh copy per run. One ``EarlyStopping`` in ``trainer_kwargs`` used to
+    serve every run: once the first run stopped, the next ones started from its best score and patience count and
+    stopped after one epoch, a curve of one-epoch runs. A callback without run state is still shared."""
+    from helpers.finder_study import fit_finder, journal_study, make_finder
+    from lightning.pytorch.callbacks import EarlyStopping
+
+    class Starts(pl.Callback):  # no run state (an empty state_dict): shared by the runs, it sees them all
+        def __init__(self) -> None:
+            self.runs = 0
+
+        def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+            self.runs += 1
+
+    stopping, starts = EarlyStopping("val_loss", patience=2), Starts()  # CurveModel's val_loss is constant in a run
+    kwargs = {"max_epochs": 8, "callbacks": [stopping, starts]}
+    finder = make_finder(tmp_path, seeds=(0, 1), trainer_kwargs=kwargs)
+    fit_finder(finder)
+    epochs = [t.user_attrs["record"]["epochs_run"] for t in journal_study(finder).trials]
+    assert len(epochs) == 8 and set(epochs) == {3}, epochs  # each run: its first epoch, then 2 without progress
+    assert stopping.wait_count == 0 and stopping.stopped_epoch == 0  # the user's own instance is never trained
+    assert starts.runs == 8
+
+
+def test_a_callback_that_cannot_be_copied_is_refused_before_any_training(tmp_path: Path) -> None:
+    import threading
+
+    class Locked(pl.Callback):  # run state of its own (a non-empty state_dict), and a lock
+        def __init__(self) -> None:
+            self.lock, self.seen = threading.Lock(), 0
+
+        def state_dict(self) -> dict[str, int]:
+            return {"seen": self.seen}
+
+    with pytest.raises(ValueError, match=r"run state .* from a fresh copy, .* cannot be copied \(TypeError: .*lock"):
+        TimescaleFinder(trainer_kwargs={"max_epochs": 1, "callbacks": [Locked()]}, root_dir=tmp_path)

@@ -25,7 +25,7 @@ from torch.utils.data import DataLoader
 from lightning_tau import _checks
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.tuner.curve import PRUNER_NAMES
-from lightning_tau.tuner.trial import ModelCopies
+from lightning_tau.tuner.trial import ModelCopies, fresh_callback, has_run_state
 
 __all__ = [
     "DEFAULT_FRACTION",
@@ -246,7 +246,8 @@ def check_trainer_kwargs(trainer_kwargs: Mapping[str, Any] | None) -> dict[str, 
     accumulate = trainer_kwargs.get("accumulate_grad_batches", 1)
     shown = f"{{'accumulate_grad_batches': {accumulate!r}}}"
     _checks.positive_int("TimescaleFinder", "trainer_kwargs", accumulate, shown=shown)
-    for callback in trainer_kwargs.get("callbacks", None) or []:
+    callbacks = list(trainer_kwargs.get("callbacks", None) or [])
+    for callback in callbacks:
         if isinstance(callback, TimescaleCallback):
             raise ValueError(
                 "`TimescaleFinder(trainer_kwargs={'callbacks': [TimescaleCallback(...)]})` is not allowed: the finder"
@@ -259,6 +260,8 @@ def check_trainer_kwargs(trainer_kwargs: Mapping[str, Any] | None) -> dict[str, 
         "num_sanity_val_steps": 0,
     }
     kwargs.update(trainer_kwargs)
+    if "callbacks" in trainer_kwargs:  # a callback with run state kept as it is now: each trial copies it
+        kwargs["callbacks"] = [fresh_callback(c) if has_run_state(c) else c for c in callbacks]
     return kwargs
 
 

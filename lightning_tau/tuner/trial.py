@@ -32,6 +32,8 @@ __all__ = [
     "ModelCopies",
     "PruningCallback",
     "check_record",
+    "fresh_callback",
+    "has_run_state",
     "pruned_record",
     "run_trial",
     "subset_dataloader",
@@ -214,7 +216,7 @@ def run_trial(
     recorder = _RunRecorder(monitor, bar, callback)
     logger = TensorBoardLogger(save_dir=str(log_dir), name="", version=log_name, default_hp_metric=False)
     kwargs = dict(trainer_kwargs)
-    user_callbacks = list(kwargs.pop("callbacks", None) or [])
+    user_callbacks = [fresh_callback(c) if has_run_state(c) else c for c in kwargs.pop("callbacks", None) or []]
     pruning = [PruningCallback(trial, monitor)] if trial is not None else []
     kwargs.setdefault("log_every_n_steps", max(1, len(train) // int(kwargs.get("accumulate_grad_batches", 1))))
     trainer = pl.Trainer(
@@ -237,6 +239,45 @@ def run_trial(
     if pruning and pruning[0].pruned_after is not None:
         record["pruned"] = {"after_epoch": pruning[0].pruned_after}
     return record
+
+
+def has_run_state(callback: Any) -> bool:
+    """Whether ``callback`` has run state of its own: the state Lightning checkpoints (a non-empty ``state_dict()``:
+    ``EarlyStopping``, ``ModelCheckpoint``, ``Timer``, ``BaseFinetuning``, ...). Each trial starts such a callback
+    from a fresh copy (:func:`fresh_callback`), as a new ``Trainer`` would: an ``EarlyStopping`` that carried its best
+    score and patience count from one run into the next would stop every later run early. A callback without (an
+    observer, a logger of your own) is shared by the trials of a process, so it can gather what they do.
+
+    Example:
+        >>> from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor
+        >>> has_run_state(EarlyStopping("val_loss")), has_run_state(LearningRateMonitor())
+        (True, False)
+    """
+    try:
+        return bool(callback.state_dict())
+    except Exception:  # a state that cannot be read before training: copy it to be safe
+        return True
+
+
+def fresh_callback(callback: Any) -> Any:
+    """A copy of one of ``trainer_kwargs``' callbacks with run state (:func:`has_run_state`).
+
+    Example:
+        >>> from lightning.pytorch.callbacks import EarlyStopping
+        >>> stopping = EarlyStopping("val_loss", patience=2)
+        >>> fresh = fresh_callback(stopping)
+        >>> fresh is stopping, fresh.patience, fresh.wait_count
+        (False, 2, 0)
+    """
+    try:
+        return copy.deepcopy(callback)
+    except Exception as err:  # deepcopy falls back on pickling: TypeError, PicklingError, RuntimeError, ...
+        raise ValueError(
+            f"`TimescaleFinder(trainer_kwargs={{'callbacks': [{type(callback).__name__}(...)]}})`: every run starts"
+            f" a callback with run state (a non-empty `state_dict()`) from a fresh copy, so that no run starts from"
+            f" another's state, but this one cannot be copied ({type(err).__name__}: {err}). Pass a callback that can"
+            " be copied."
+        ) from None
 
 
 def pruned_record(seed: int, after_epoch: int) -> dict[str, Any]:
