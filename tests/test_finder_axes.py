@@ -407,3 +407,24 @@ def test_along_an_axis_a_process_trains_every_points_free_trials_before_it_waits
     ]
     assert len(reclaimed) == 1
     assert max(second_done) <= reclaimed[0].datetime_start  # the free trials first, then the wait
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"axis": "width", "widths": (128, 64)},
+            "`TimescaleFinder(widths=[128, 64])` is not valid: 64 follows 128; give the widths increasing, each once,"
+            " e.g. (64, 128, 256).",
+        ),
+        (
+            {"axis": "dataset_size", "fractions": (0.5, 0.25)},
+            "`TimescaleFinder(fractions=[0.5, 0.25])` is not valid: 0.25 follows 0.5; give the fractions increasing,"
+            " each once, e.g. (0.1, 0.25, 0.5).",
+        ),
+    ],
+)
+def test_axis_points_out_of_order_are_refused_in_one_whole_message(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        TimescaleFinder(trainer_kwargs=TRAINER, **kwargs)
+    assert str(err.value) == message

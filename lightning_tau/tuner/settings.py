@@ -192,15 +192,7 @@ def check_widths(widths: Any) -> tuple[int, ...]:
             raise _checks.invalid(
                 "TimescaleFinder", "widths", widths, f"{w!r} is not a positive integer width.", shown=shown
             )
-    for a, b in zip(widths, widths[1:]):
-        if b <= a:
-            raise _checks.invalid(
-                "TimescaleFinder",
-                "widths",
-                widths,
-                f"{b!r} follows {a!r}; give the widths increasing, each once, e.g. (64, 128, 256).",
-                shown=shown,
-            )
+    _check_increasing("widths", widths, "(64, 128, 256)", shown)
     return tuple(int(w) for w in widths)
 
 
@@ -218,16 +210,16 @@ def check_fractions(fractions: Any) -> tuple[float, ...]:
     for f in fractions:
         hint = f"{f!r} is not a number in (0, 1]."
         _checks.in_range("TimescaleFinder", "fractions", f, hint, low=0, high=1, high_closed=True, shown=shown)
-    for a, b in zip(fractions, fractions[1:]):
-        if b <= a:
-            raise _checks.invalid(
-                "TimescaleFinder",
-                "fractions",
-                fractions,
-                f"{b!r} follows {a!r}; give the fractions increasing, each once, e.g. (0.1, 0.25, 0.5).",
-                shown=shown,
-            )
+    _check_increasing("fractions", fractions, "(0.1, 0.25, 0.5)", shown)
     return tuple(float(f) for f in fractions)
+
+
+def _check_increasing(name: str, values: Sequence[Any], example: str, shown: str) -> None:
+    """The axis points ``values`` (``widths`` or ``fractions``) increasing, each once."""
+    for a, b in zip(values, values[1:]):
+        if b <= a:
+            hint = f"{b!r} follows {a!r}; give the {name} increasing, each once, e.g. {example}."
+            raise _checks.invalid("TimescaleFinder", name, values, hint, shown=shown)
 
 
 def check_trainer_kwargs(trainer_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
