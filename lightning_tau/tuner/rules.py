@@ -1,0 +1,160 @@
+"""The published scaling rules of the finder's width and dataset-size axes, and how an interval decides each one.
+
+Pure (the standard library only). A rule is an exponent of the best swept ``x`` in the axis's scale
+(``../THEORY.md`` §11-12 of the project's notes; docs/finder.rst):
+
+- **Width** (``x = λ_base`` at ``width_exponent = 1``, scale = width): Wang & Aitchison 0 (``α = 1``, ``tau_iter``
+  held), Fan et al. -1/2 (``α = 1/2``), Qiu et al. -1 (``α = 0``: a fixed ``λ`` under μP's ``lr / s``).
+- **Dataset size** (``x = tau_epoch``, scale = training samples ``N``, fixed epochs, batch and lr): Wang & Aitchison
+  0 (``tau_epoch`` constant), the 1/2 rules -1/2 (Loshchilov & Hutter's normalized weight decay; Bergsma et al.'s
+  Power Lines give about -0.53, derived for one epoch), a fixed ``λ`` -1 (``tau_epoch ∝ 1/N``).
+
+**Deciding by equivalence.** A rule is a band, not a point: ``tolerance`` is the factor by which the best ``x`` may
+move over the measured range of scales and still follow the rule. Over scales ``s_min`` to ``s_max`` that is a
+half-width ``δ = log(tolerance) / log(s_max / s_min)`` in the exponent. A rule *holds* when the whole interval lies
+within ``[e - δ, e + δ]``, is *excluded* when the interval lies wholly outside it, and is *undetermined* otherwise
+(two one-sided tests: with enough seeds every drift larger than the tolerance is excluded and every smaller one
+holds, whatever the grid spacing).
+
+**Default tolerance 1.25**: the best ``x`` may move by a quarter over the measured range. On the curves the finder
+measures (a parabola in ``log x``), moving ``x`` by 1.25 from the optimum costs ``c (log2 1.25)^2 ≈ 0.1 c``, a tenth of
+what one octave (a x2 grid step) costs; a held-out width task whose best ``λ_base`` moved x1.16 over an 8x range is
+then Wang & Aitchison's, as a practitioner would read it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from lightning_tau import _checks
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "SIZE_RULES",
+    "WIDTH_RULES",
+    "Decision",
+    "Rule",
+    "all_decided",
+    "decide",
+    "half_width",
+    "rules_for",
+]
+
+#: The default ``tolerance`` (see the module's text for why).
+DEFAULT_TOLERANCE: float = 1.25
+
+Decision = Literal["holds", "excluded", "undetermined"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A published rule: its name, its exponent on the axis, where it is published and what it prescribes.
+
+    Attributes:
+        name: e.g. ``"Wang & Aitchison"``.
+        exponent: the exponent of the best ``x`` in the scale that the rule predicts on this axis.
+        source: where it is published.
+        says: what following it means, in words (``"λ ∝ s (α = 1)"``, ``"tau_epoch constant"``).
+    """
+
+    name: str
+    exponent: float
+    source: str
+    says: str
+
+
+#: Width rules, as the exponent of the best ``λ_base`` in the width (callback at ``width_exponent=1``); the rule's
+#: ``α`` (``λ ∝ s^α``) is ``1 + exponent``.
+WIDTH_RULES: tuple[Rule, ...] = (
+    Rule("Wang & Aitchison", 0.0, "ICML 2025, Sec. 4.2", "λ ∝ s, tau_iter held (α = 1)"),
+    Rule("Fan et al.", -0.5, "arXiv 2510.15262", "λ ∝ √s (α = 1/2)"),
+    Rule("Qiu et al.", -1.0, "arXiv 2512.05620", "a fixed λ under μP's lr / s (α = 0)"),
+)
+
+#: Dataset-size rules, as the exponent of the best ``tau_epoch`` in ``N`` at fixed epochs, batch and lr.
+SIZE_RULES: tuple[Rule, ...] = (
+    Rule("Wang & Aitchison", 0.0, "ICML 2025, Sec. 4.1", "tau_epoch constant (λ ∝ 1/N)"),
+    Rule(
+        "the 1/2 rules",
+        -0.5,
+        "Loshchilov & Hutter's normalized weight decay; Bergsma et al. 2025 (Power Lines, about -0.53, derived for"
+        " one epoch)",
+        "tau_epoch ∝ 1/√N (λ ∝ 1/√N)",
+    ),
+    Rule("fixed λ", -1.0, "what most runs do today", "the same λ at every N (tau_epoch ∝ 1/N)"),
+)
+
+
+def rules_for(axis: str) -> tuple[Rule, ...]:
+    """The published rules of ``axis`` (``"width"`` or ``"dataset_size"``).
+
+    Example:
+        >>> [r.exponent for r in rules_for("dataset_size")]
+        [0.0, -0.5, -1.0]
+    """
+    _checks.choice("rules_for", "axis", axis, ("width", "dataset_size"))
+    return WIDTH_RULES if axis == "width" else SIZE_RULES
+
+
+def half_width(tolerance: float, scales: Sequence[float]) -> float:
+    """The tolerance in exponent units over ``scales``: ``log(tolerance) / log(max(scales) / min(scales))``.
+
+    Example:
+        >>> round(half_width(1.25, [100, 800]), 4)  # x1.25 over an 8x range
+        0.1073
+        >>> round(half_width(1.25, [64, 128, 256]), 4)
+        0.161
+
+    Raises:
+        ValueError: ``tolerance`` is not a number above 1, or ``scales`` do not span a range (fewer than 2 distinct
+            positive values).
+    """
+    tol = _checks.in_range(
+        "half_width", "tolerance", tolerance, "use a factor above 1, e.g. 1.25.", low=1, high=math.inf
+    )
+    values = [float(s) for s in scales]
+    if len(values) < 2 or min(values) <= 0 or max(values) <= min(values):
+        raise ValueError(
+            f"`half_width(scales={values!r})` is not valid: use at least 2 distinct positive scales (a range)."
+        )
+    return math.log(tol) / math.log(max(values) / min(values))
+
+
+def decide(ci: tuple[float, float] | None, exponent: float, delta: float) -> Decision:
+    """Whether the interval ``ci`` decides the rule of ``exponent`` at half-width ``delta`` (:func:`half_width`).
+
+    *holds*: ``ci`` lies wholly within ``[exponent - delta, exponent + delta]``; *excluded*: wholly outside it;
+    *undetermined*: it straddles an edge, or there is no interval.
+
+    Example:
+        >>> decide((-0.05, 0.04), 0.0, 0.1073)
+        'holds'
+        >>> decide((-0.05, 0.04), -0.5, 0.1073)
+        'excluded'
+        >>> decide((-0.2, 0.04), 0.0, 0.1073)
+        'undetermined'
+        >>> decide(None, 0.0, 0.1073)
+        'undetermined'
+    """
+    if ci is None:
+        return "undetermined"
+    lo, hi = ci
+    band_lo, band_hi = exponent - delta, exponent + delta
+    if band_lo <= lo and hi <= band_hi:
+        return "holds"
+    if hi < band_lo or lo > band_hi:
+        return "excluded"
+    return "undetermined"
+
+
+def all_decided(ci: tuple[float, float] | None, rules: Sequence[Rule], delta: float) -> bool:
+    """Whether every rule of ``rules`` holds or is excluded at half-width ``delta``.
+
+    Example:
+        >>> all_decided((-0.05, 0.04), SIZE_RULES, 0.1073), all_decided((-0.3, 0.04), SIZE_RULES, 0.1073)
+        (True, False)
+    """
+    return all(decide(ci, r.exponent, delta) != "undetermined" for r in rules)
