@@ -228,6 +228,10 @@ class TimescaleCallback(Callback):
         callback reads the big run's ``N``, ``B`` and per-group lr at train start and writes each group's weight
         decay at the same ``tau_epoch`` (muP groups with ``lr / s`` get ``weight_decay * s``).
 
+        With a nonzero ``size_exponent`` (the dataset-size exponent measured, or a rule's) the tuned run's ``N`` is
+        the ``reference_dataset_size`` unless you give another, so the big run holds
+        ``tau_epoch x (N_big / N_tuned) ** size_exponent``.
+
         Args:
             tuned: the tuned run (its ``width`` is not needed here: each group's own lr carries the muP rule).
             **kwargs: any other ``TimescaleCallback`` argument except ``tau_epoch``, ``tau_iter`` and
@@ -250,6 +254,8 @@ class TimescaleCallback(Callback):
             raise ValueError(
                 f"`TimescaleCallback.from_tuned_run` derives the timescale from the tuned run; do not pass {clash}."
             )
+        if kwargs.get("size_exponent", 0.0) != 0.0 and kwargs.get("reference_dataset_size") is None:
+            kwargs["reference_dataset_size"] = tuned.dataset_size  # the N the tuned tau_epoch was measured at
         return cls(tau_epoch=tuned.tau_epoch, **kwargs)
 
     @property

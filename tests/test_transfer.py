@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -149,6 +150,24 @@ def test_from_tuned_run_keeps_tau_epoch_on_a_bigger_dataset() -> None:
     assert trainer.optimizers[0].param_groups[0]["weight_decay"] == pytest.approx(0.25, rel=1e-12)
     (row,) = transfer_groups(tuned, TargetRun(dataset_size=240))
     assert row.weight_decay == pytest.approx(0.25, rel=1e-12)  # the table agrees with the callback
+
+
+def test_from_tuned_run_with_a_size_exponent_measures_n_from_the_tuned_run() -> None:
+    """Tuned on N=60, trained on N=240 by the 1/2 rules: tau_epoch x 4^-0.5, so wd x 4^-0.5 / 4 = wd / 2."""
+    tuned = TunedRun(lr=1e-2, weight_decay=0.5, dataset_size=60, batch_size=10)
+    callback = TimescaleCallback.from_tuned_run(tuned, size_exponent=-0.5, verbose=False)
+    assert callback.reference_dataset_size == 60
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer = quiet_trainer(callbacks=[callback], max_steps=2)
+        trainer.fit(
+            TinyModel(lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.5)), make_loader(n=240)
+        )
+    assert trainer.optimizers[0].param_groups[0]["weight_decay"] == pytest.approx(0.25, rel=1e-12)
+    (row,) = transfer_groups(tuned, TargetRun(dataset_size=240), size_exponent=-0.5)
+    assert row.weight_decay == pytest.approx(0.25, rel=1e-12)  # the table agrees with the callback
+    given = TimescaleCallback.from_tuned_run(tuned, size_exponent=-0.5, reference_dataset_size=30, verbose=False)
+    assert given.reference_dataset_size == 30
 
 
 def test_from_tuned_run_rejects_a_second_timescale() -> None:
