@@ -22,10 +22,13 @@ from lightning_tau.decide import (
     GroupTimescale,
     RunShape,
     WidthExponent,
+    check_size_rule,
     decide_groups,
+    held_tau_epoch,
     optimizer_tau_iters,
     resolve_tau_iter,
     run_tau_iter,
+    size_scaling_text,
 )
 from lightning_tau.optim import (
     decay_kind,
@@ -172,6 +175,8 @@ class Decision:
         groups: the decision per param group.
         optimizer_steps_per_epoch: optimizer index -> its own ``M`` where it is not the run's.
         tau_iters: the ``tau_iter`` each optimizer holds: one for all, or one per optimizer index.
+        tau_epoch: the ``tau_epoch`` held at this shape's ``N`` (the given one times
+            ``(N / reference_dataset_size) ** size_exponent``); ``None`` for a target in steps.
     """
 
     shape: RunShape
@@ -181,6 +186,7 @@ class Decision:
     groups: list[GroupTimescale]
     optimizer_steps_per_epoch: dict[int, float]
     tau_iters: float | dict[int, float]
+    tau_epoch: float | None = None
 
 
 def decide_and_write(
@@ -191,6 +197,8 @@ def decide_and_write(
     tau_iter: float | None,
     power_law: Callable[[], tuple[float, str]] | None = None,
     width_exponent: WidthExponent = 1.0,
+    size_exponent: float = 0.0,
+    reference_dataset_size: float | None = None,
     weight_decay_before: dict[tuple[int, int], float],
     managed_optimizers: set[int],
     scheduled: set[int],
@@ -208,6 +216,9 @@ def decide_and_write(
         tau_iter: the target in optimizer steps, or ``None``.
         power_law: when given, picks ``tau_iter`` instead (``token_budget.power_law_tau_iter`` with its arguments).
         width_exponent: ``alpha`` of ``weight_decay ∝ s ** alpha`` (see ``decide.decide_groups``).
+        size_exponent: ``e`` of ``tau_epoch ∝ N ** e``: the ``tau_epoch`` held is
+            ``tau_epoch * (N / reference_dataset_size) ** e`` at this shape's ``N`` (see ``decide.held_tau_epoch``).
+        reference_dataset_size: the ``N`` at which ``tau_epoch`` is the given one.
         weight_decay_before: the user's own ``weight_decay`` per ``(optimizer, group)``; a group added since is
             noted here with its value now.
         managed_optimizers: indices of the optimizers with decoupled decay.
@@ -223,10 +234,25 @@ def decide_and_write(
         ValueError: a target that cannot be held (see ``decide.run_tau_iter``, ``decide.decide_groups``), with
             ``TimescaleCallback`` named.
     """
-    if power_law is not None:
-        steps, note = power_law()
-    else:
-        steps, note = run_tau_iter(shape, tau_epoch=tau_epoch, tau_iter=tau_iter, epoch=epoch), None
+    held = held_tau_epoch(
+        shape, tau_epoch, size_exponent=size_exponent, reference_dataset_size=reference_dataset_size, epoch=epoch
+    )
+    scaled = (
+        None
+        if tau_epoch is None
+        else size_scaling_text(
+            tau_epoch, shape.dataset_size, size_exponent=size_exponent, reference_dataset_size=reference_dataset_size
+        )
+    )
+    try:
+        if power_law is not None:
+            steps, note = power_law()
+        else:
+            steps, note = run_tau_iter(shape, tau_epoch=held, tau_iter=tau_iter, epoch=epoch), None
+    except ValueError as err:
+        if scaled is None:
+            raise
+        raise ValueError(f"{err} (The tau_epoch held at this N: {scaled}.)") from None
     for i, optimizer in enumerate(optimizers):
         if id(optimizer) in scheduled:
             for j, group in enumerate(optimizer.param_groups):
@@ -243,13 +269,13 @@ def decide_and_write(
     optimizer_m = optimizer_steps_per_epoch(
         len(optimizers), shape.steps_per_epoch, measured=measured, declared=declared_steps_per_epoch
     )
-    tau_iters = optimizer_tau_iters(len(optimizers), steps, tau_epoch=tau_epoch, optimizer_m=optimizer_m, epoch=epoch)
+    tau_iters = optimizer_tau_iters(len(optimizers), steps, tau_epoch=held, optimizer_m=optimizer_m, epoch=epoch)
     try:
         groups = decide_groups(inputs, tau_iters, width_exponent=width_exponent)
     except ValueError as err:
         raise ValueError(f"`TimescaleCallback`: {err}") from None
     write_weight_decays(optimizers, groups)
-    return Decision(shape, steps, note, inputs, groups, optimizer_m, tau_iters)
+    return Decision(shape, steps, note, inputs, groups, optimizer_m, tau_iters, held)
 
 
 @dataclass
@@ -265,11 +291,14 @@ class AppliedTimescale:
         tau_iter: the target timescale in optimizer steps.
         shape: ``M``, ``N`` and ``B`` as given.
         groups: the decision per param group (see :class:`~lightning_tau.decide.GroupTimescale`).
+        tau_epoch: the ``tau_epoch`` held: the given one, times ``(N / reference_dataset_size) ** size_exponent``
+            under a dataset-size exponent (``None`` for a ``tau_iter`` target).
     """
 
     tau_iter: float
     shape: RunShape
     groups: list[GroupTimescale]
+    tau_epoch: float | None = None
     _optimizer: Any = field(default=None, repr=False, compare=False)
     _per_step: bool = field(default=False, repr=False, compare=False)
     _indices: list[int] = field(default_factory=list, repr=False, compare=False)  # the managed groups
@@ -319,6 +348,8 @@ def apply_timescale(
     dataset_size: int | None = None,
     batch_size: int | None = None,
     mode: WriteMode = "constant",
+    size_exponent: float = 0.0,
+    reference_dataset_size: int | None = None,
 ) -> AppliedTimescale:
     r"""Set ``optimizer``'s weight decay so its EMA averages over ``tau_epoch`` epochs (or ``tau_iter`` steps).
 
@@ -329,7 +360,9 @@ def apply_timescale(
     optimizer that steps (inside any wrapper) manages a group added later with ``add_param_group`` from its first
     step, as ``TimescaleCallback`` does; with ``mode="per_step"`` it also rewrites the decay before every
     ``optimizer.step()`` so ``lr_t * weight_decay_t = 1 / tau_iter`` holds at every step. Call ``.remove()`` on the
-    result to detach the hook.
+    result to detach the hook. With a ``size_exponent`` (the finder's dataset-size axis) the ``tau_epoch`` held is
+    ``tau_epoch * (dataset_size / reference_dataset_size) ** size_exponent``; call again when ``dataset_size``
+    changes.
 
     Args:
         optimizer: a torch optimizer with decoupled weight decay (``AdamW``, ``Lion``, ``Muon``, ...).
@@ -339,9 +372,14 @@ def apply_timescale(
         batch_size: global ``B`` per optimizer step: per-device batch x devices x accumulation, same unit as ``N``.
             Each of these four numbers may also be a one-element tensor or numpy number (read as the number).
         mode: ``"constant"`` or ``"per_step"``.
+        size_exponent: ``e`` of ``tau_epoch ∝ N ** e`` (0, the default, holds ``tau_epoch`` at every ``N``; -0.5
+            the 1/2 rules; -1 a fixed weight decay), a finite number in [-2, 2]. Nonzero, it needs
+            ``reference_dataset_size`` and a ``tau_epoch`` target.
+        reference_dataset_size: the ``N`` (same unit as ``dataset_size``) at which ``tau_epoch`` was measured.
 
     Returns:
-        :class:`AppliedTimescale` with ``tau_iter``, the decision per group and ``weight_decay`` by group name.
+        :class:`AppliedTimescale` with ``tau_iter``, the ``tau_epoch`` held, the decision per group and
+        ``weight_decay`` by group name.
 
     Raises:
         ValueError: a bad argument, an optimizer whose decay is not known to be decoupled, no group to manage,
@@ -354,6 +392,12 @@ def apply_timescale(
         >>> applied = apply_timescale(opt, tau_epoch=5.0, dataset_size=50_000, batch_size=100)
         >>> applied.tau_iter, applied.weight_decay
         (2500.0, {'pg1': 0.4, 'pg2': 0.0})
+        >>> # tau_epoch 8 measured at N = 12,500, carried to 50,000 by the 1/2 rules: 8 x 4^-0.5 = 4 epochs
+        >>> applied.remove()
+        >>> applied = apply_timescale(opt, tau_epoch=8.0, dataset_size=50_000, batch_size=100, size_exponent=-0.5,
+        ...                           reference_dataset_size=12_500)
+        >>> applied.tau_epoch, applied.tau_iter, applied.weight_decay["pg1"]
+        (4.0, 2000.0, 0.5)
     """
     _checks.choice("apply_timescale", "mode", mode, WRITE_MODES)
     if not isinstance(optimizer, torch.optim.Optimizer):
@@ -366,16 +410,26 @@ def apply_timescale(
     tau_iter = None if tau_iter is None else check_number("apply_timescale", "tau_iter", tau_iter)
     n = None if dataset_size is None else check_size("apply_timescale", "dataset_size", dataset_size)
     b = None if batch_size is None else check_size("apply_timescale", "batch_size", batch_size)
+    exponent, reference = check_size_rule(
+        scalar(size_exponent), scalar(reference_dataset_size), owner="apply_timescale", tau_iter=tau_iter
+    )
     if tau_epoch is not None and (n is None or b is None):
         raise ValueError(
             f"`apply_timescale(tau_epoch={tau_epoch!r})` needs `dataset_size` and `batch_size` (got"
             f" {dataset_size!r} and {batch_size!r}) to count an epoch in optimizer steps; or pass `tau_iter`."
         )
     shape = RunShape(steps_per_epoch=None if n is None or b is None else n / b, dataset_size=n, global_batch_size=b)
+    held = held_tau_epoch(shape, tau_epoch, size_exponent=exponent, reference_dataset_size=reference)
     try:
-        steps = resolve_tau_iter(tau_epoch=tau_epoch, tau_iter=tau_iter, steps_per_epoch=shape.steps_per_epoch)
+        steps = resolve_tau_iter(tau_epoch=held, tau_iter=tau_iter, steps_per_epoch=shape.steps_per_epoch)
     except ValueError as err:
-        raise ValueError(f"`apply_timescale`: {err}") from None
+        scaled = (
+            None
+            if tau_epoch is None
+            else size_scaling_text(tau_epoch, n, size_exponent=exponent, reference_dataset_size=reference)
+        )
+        held_here = "" if scaled is None else f" (The tau_epoch held at this N: {scaled}.)"
+        raise ValueError(f"`apply_timescale`: {err}{held_here}") from None
     kind = decay_kind(optimizer)
     if kind not in ("decoupled", "none"):
         raise ValueError(unsupported_message(optimizer, 0, caller="apply_timescale", can_skip=False))
@@ -391,6 +445,7 @@ def apply_timescale(
         tau_iter=steps,
         shape=shape,
         groups=groups,
+        tau_epoch=held,
         _optimizer=optimizer,
         _per_step=mode == "per_step",
         _indices=[g.group_index for g in groups if g.decays],

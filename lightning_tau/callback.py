@@ -23,11 +23,13 @@ from lightning_tau.apply import Decision, check_size, decide_and_write, decouple
 from lightning_tau.decide import (
     GroupTimescale,
     RunShape,
+    check_size_rule,
     check_target,
     check_width_exponent,
     group_targets,
     per_step_writes,
     resume_changes,
+    size_scaling_text,
 )
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
 from lightning_tau.optim import unwrap_optimizer
@@ -37,6 +39,7 @@ from lightning_tau.summary import (
     change_parts,
     describe_target,
     miscounted_steps_warning,
+    size_note,
     start_summary,
     start_warnings,
     two_callbacks_message,
@@ -98,6 +101,14 @@ class TimescaleCallback(Callback):
             gives; Fan et al. 2025 argue for ``0.5``; ``0`` fixes ``lambda`` across widths. ``s`` is the group's
             ``width_mult`` key or mup's ``p.infshape``. A mapping from group name to ``alpha`` (e.g.
             ``{"hidden": 0.5}``) sets it per group (the others keep 1).
+        size_exponent: ``e`` of ``tau_epoch ∝ N ** e``, what the finder's dataset-size axis measures: the callback
+            holds ``tau_epoch * (N / reference_dataset_size) ** e`` at the run's ``N`` (as read, or
+            ``dataset_size``; tokens when that is given in tokens), re-decided whenever ``N`` changes mid-fit.
+            ``0`` (default) is Wang & Aitchison's rule, ``tau_epoch`` at every ``N``; the 1/2 rules give ``-0.5``,
+            a fixed weight decay ``-1``. A finite number in [-2, 2]; a nonzero one needs ``reference_dataset_size``
+            and a ``tau_epoch`` target (not ``tau_iter``, not ``token_budget``, which scales with the data already).
+        reference_dataset_size: the ``N`` at which ``tau_epoch`` was measured (a positive whole number, in the unit
+            of the run's ``N``); ignored at ``size_exponent=0``.
         decay_vectors: the callback warns once, before training, when a decaying group holds 1-D parameters
             (biases, norm weights), which usually should not decay (pass ``self.parameters()`` to AdamW and they
             do); ``True`` says you mean it and silences the warning. It never changes the values written.
@@ -142,6 +153,8 @@ class TimescaleCallback(Callback):
         power_law_coefficient: float = timescale.POWER_LINES_COEFFICIENT,
         power_law_exponent: float = timescale.POWER_LINES_EXPONENT,
         width_exponent: float | dict[str, float] = 1.0,
+        size_exponent: float = 0.0,
+        reference_dataset_size: int | None = None,
         decay_vectors: bool = False,
         steps_per_epoch: dict[int, float] | None = None,
         monitor: bool | TimescaleMonitor = True,
@@ -155,6 +168,9 @@ class TimescaleCallback(Callback):
         self.resolved_num_params: float | None = None
         self.fixed_lambda_pitfalls: list[FixedLambdaPitfall] = []
         self.tau_epoch, self.tau_iter = check_target(tau_epoch, tau_iter, token_budget=token_budget)
+        self.size_exponent, self.reference_dataset_size = check_size_rule(
+            size_exponent, reference_dataset_size, tau_iter=tau_iter, token_budget=token_budget
+        )
         self.dataset_size = (
             None if dataset_size is None else check_size("TimescaleCallback", "dataset_size", dataset_size)
         )
@@ -173,6 +189,9 @@ class TimescaleCallback(Callback):
         self.groups: list[GroupTimescale] = []
         self.resolved_tau_iter: float | None = None
         self.resolved_tau_epoch: float | None = None
+        #: The ``tau_epoch`` held at the run's current ``N`` (``tau_epoch`` at ``size_exponent=0``; ``None`` before
+        #: train start or for a target in steps).
+        self.held_tau_epoch: float | None = None
         self._before: dict[tuple[int, int], float] = {}  # the user's own weight decay per (optimizer, group)
         self._decoupled: set[int] = set()  # indices of the optimizers this callback manages
         self._pinned_lr: dict[tuple[int, int], float] = {}
@@ -209,6 +228,10 @@ class TimescaleCallback(Callback):
         callback reads the big run's ``N``, ``B`` and per-group lr at train start and writes each group's weight
         decay at the same ``tau_epoch`` (muP groups with ``lr / s`` get ``weight_decay * s``).
 
+        With a nonzero ``size_exponent`` (the dataset-size exponent measured, or a rule's) the tuned run's ``N`` is
+        the ``reference_dataset_size`` unless you give another, so the big run holds
+        ``tau_epoch x (N_big / N_tuned) ** size_exponent``.
+
         Args:
             tuned: the tuned run (its ``width`` is not needed here: each group's own lr carries the muP rule).
             **kwargs: any other ``TimescaleCallback`` argument except ``tau_epoch``, ``tau_iter`` and
@@ -231,6 +254,8 @@ class TimescaleCallback(Callback):
             raise ValueError(
                 f"`TimescaleCallback.from_tuned_run` derives the timescale from the tuned run; do not pass {clash}."
             )
+        if kwargs.get("size_exponent", 0.0) != 0.0 and kwargs.get("reference_dataset_size") is None:
+            kwargs["reference_dataset_size"] = tuned.dataset_size  # the N the tuned tau_epoch was measured at
         return cls(tau_epoch=tuned.tau_epoch, **kwargs)
 
     @property
@@ -403,6 +428,8 @@ class TimescaleCallback(Callback):
             tau_iter=self.tau_iter if self.token_budget is None else self.resolved_tau_iter,
             power_law=power_law,
             width_exponent=self.width_exponent,
+            size_exponent=self.size_exponent,
+            reference_dataset_size=self.reference_dataset_size,
             weight_decay_before=self._before,
             managed_optimizers=self._decoupled,
             scheduled={id(getattr(c.scheduler, "optimizer", None)) for c in trainer.lr_scheduler_configs},
@@ -419,19 +446,30 @@ class TimescaleCallback(Callback):
                 g.planned_timescales = old.planned_timescales
         old_shape, old_groups, old_tau_iter = self.shape, self.groups, self.resolved_tau_iter
         self.shape, self.groups, self.resolved_tau_iter = shape, groups, decision.tau_iter
+        self.held_tau_epoch = decision.tau_epoch
         self.resolved_tau_epoch = decision.tau_iter / shape.steps_per_epoch if shape.steps_per_epoch else None
         self._optimizer_m = decision.optimizer_steps_per_epoch
         self._managed = {id(trainer.optimizers[i]): held for i, held in per_step_writes(groups).items()}
         self._group_counts = {id(o): len(o.param_groups) for o in trainer.optimizers}
         self._decided_epoch = trainer.current_epoch
-        targets = group_targets(groups, decision.tau_iters, self.tau_epoch, self._optimizer_m, shape.steps_per_epoch)
+        held = decision.tau_epoch
+        targets = group_targets(groups, decision.tau_iters, held, self._optimizer_m, shape.steps_per_epoch)
+        size_rule = None
+        if self.size_exponent != 0.0:
+            assert self.tau_epoch is not None and self.reference_dataset_size is not None
+            size_rule = {
+                "size_exponent": self.size_exponent,
+                "reference_dataset_size": float(self.reference_dataset_size),
+                "tau_epoch_at_reference_size": self.tau_epoch,
+            }
         for monitor in self._monitors(trainer):  # one shape, and each group's own target, for the monitor
             monitor.follow(
                 self._shapes,
                 tau_iter=decision.tau_iter,
-                tau_epoch=self.tau_epoch if self.tau_epoch is not None else self.resolved_tau_epoch,
+                tau_epoch=held if held is not None else self.resolved_tau_epoch,
                 group_targets=targets,
                 optimizer_steps_per_epoch=self._optimizer_m,
+                size_rule=size_rule,
             )
         if first:
             self._report_start(trainer, decision)
@@ -481,7 +519,13 @@ class TimescaleCallback(Callback):
                     optimizer_steps_per_epoch=self._optimizer_m,
                     note=decision.note,
                     width_exponent=self.width_exponent,
-                    manual_tau_epoch=None if module.automatic_optimization else self.tau_epoch,
+                    manual_tau_epoch=None if module.automatic_optimization else self.held_tau_epoch,
+                    size_scaling=size_note(
+                        self.tau_epoch,
+                        self.shape.dataset_size,
+                        size_exponent=self.size_exponent,
+                        reference_dataset_size=self.reference_dataset_size,
+                    ),
                 )
             )
 
@@ -494,7 +538,21 @@ class TimescaleCallback(Callback):
         if parts:
             self._plan(trainer)
             when = {"epoch": trainer.current_epoch, "step": trainer.global_step}
-            rank_zero_info(change_line(parts, tau_epoch=self.tau_epoch, tau_iter=self.resolved_tau_iter, **when))
+            scaled = (
+                None
+                if self.tau_epoch is None
+                else size_scaling_text(
+                    self.tau_epoch,
+                    self.shape.dataset_size,
+                    size_exponent=self.size_exponent,
+                    reference_dataset_size=self.reference_dataset_size,
+                )
+            )
+            rank_zero_info(
+                change_line(
+                    parts, tau_epoch=self.held_tau_epoch, tau_iter=self.resolved_tau_iter, size_scaling=scaled, **when
+                )
+            )
 
 
 def _checked_monitor(monitor: object) -> TimescaleMonitor | None:

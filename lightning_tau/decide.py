@@ -5,7 +5,9 @@ The callback, :func:`lightning_tau.apply_timescale` and the monitor share this o
 1. *read* the run's shape (:class:`RunShape`: optimizer steps per epoch ``M``, ``N``, ``B``, world size,
    accumulation, with where each came from): :func:`lightning_tau._trainer.read_run_shape` for a Lightning
    ``Trainer``, or the user's ``dataset_size`` / ``batch_size`` in a plain loop;
-2. *decide* (:func:`resolve_tau_iter`, then :func:`decide_groups`): ``tau_iter = tau_epoch * M`` and
+2. *decide* (:func:`held_tau_epoch`, :func:`resolve_tau_iter`, then :func:`decide_groups`): the ``tau_epoch`` held
+   at this ``N`` (``tau_epoch * (N / reference_dataset_size) ** size_exponent``; the given one at exponent 0),
+   ``tau_iter = tau_epoch * M`` and
    ``weight_decay = 1 / (lr_ref * tau_iter)`` for every managed group (``tau_iter * s ** (1 - alpha)`` for a muP
    group of width multiplier ``s`` under a width exponent ``alpha != 1``);
 3. *apply* the values to the optimizer and *report* them.
@@ -26,18 +28,23 @@ __all__ = [
     "GroupInput",
     "GroupTimescale",
     "RunShape",
+    "SIZE_EXPONENT_LIMIT",
     "WidthExponent",
     "NO_MUP",
+    "check_size_rule",
     "check_target",
     "check_width_exponent",
     "decide_groups",
     "group_targets",
+    "held_tau_epoch",
     "optimizer_tau_iters",
     "per_step_writes",
     "resolve_tau_iter",
     "resume_changes",
     "run_tau_iter",
     "shape_changes",
+    "size_scaled_tau_epoch",
+    "size_scaling_text",
     "uses_mup",
 ]
 
@@ -298,6 +305,175 @@ def check_target(tau_epoch: object, tau_iter: object, *, token_budget: object) -
             " weights every step. Use `tau_iter > 1`.",
         )
     return epochs, steps
+
+
+#: The largest ``|size_exponent|`` accepted. The published dataset-size rules lie in [-1, 0] (Wang & Aitchison 0,
+#: the 1/2 rules -1/2, a fixed lambda -1); an exponent of 2 already moves ``tau_epoch`` 16-fold over a 4-fold ``N``.
+#: Beyond it the value is almost surely a mistake (a width exponent, a log-base slip, a noise-driven fit over a
+#: narrow range), and an extrapolation by it would set a weight decay no measurement supports.
+SIZE_EXPONENT_LIMIT = 2.0
+
+
+def check_size_rule(
+    size_exponent: object,
+    reference_dataset_size: object,
+    *,
+    owner: str = "TimescaleCallback",
+    tau_iter: object = None,
+    token_budget: object = None,
+) -> tuple[float, int | None]:
+    """``size_exponent`` and ``reference_dataset_size``: how the held ``tau_epoch`` moves with ``N``.
+
+    ``size_exponent`` is a finite number in ``[-2, 2]`` (:data:`SIZE_EXPONENT_LIMIT`); a nonzero one needs a
+    ``reference_dataset_size`` (a positive whole number, the ``N`` the given ``tau_epoch`` was measured at, in the
+    unit of the run's ``N``: samples, or tokens when ``dataset_size`` is given in tokens) and a ``tau_epoch``
+    target: a ``tau_iter`` target is in steps, not epochs, and a ``token_budget`` already picks the timescale from
+    the tokens per parameter, so scaling it with ``N`` as well would count the data twice. At exponent 0 (the
+    paper's rule, the default) ``reference_dataset_size`` is optional and changes nothing.
+
+    Returns ``(size_exponent, reference_dataset_size)`` as a float and an int (or ``None``).
+
+    Example:
+        >>> check_size_rule(-0.5, 12_500), check_size_rule(0, None)
+        ((-0.5, 12500), (0.0, None))
+        >>> check_size_rule(-0.5, None)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleCallback(size_exponent=-0.5)` is not valid: a nonzero `size_exponent` needs ...
+    """
+    exponent = _checks.in_range(
+        owner,
+        "size_exponent",
+        size_exponent,
+        f"use a finite number in [-{SIZE_EXPONENT_LIMIT:g}, {SIZE_EXPONENT_LIMIT:g}], e of tau_epoch ∝ N ** e (0"
+        " Wang & Aitchison, -0.5 the 1/2 rules, -1 a fixed weight decay); beyond ±2 a 4-fold N moves tau_epoch"
+        " over 16-fold, which no published rule does.",
+        low=-SIZE_EXPONENT_LIMIT,
+        high=SIZE_EXPONENT_LIMIT,
+        low_closed=True,
+        high_closed=True,
+    )
+    reference = None
+    if reference_dataset_size is not None:
+        ok = (
+            isinstance(reference_dataset_size, (int, float))
+            and not isinstance(reference_dataset_size, bool)
+            and timescale.is_positive_integer(reference_dataset_size)
+        )
+        if not ok:
+            raise _checks.invalid(
+                owner,
+                "reference_dataset_size",
+                reference_dataset_size,
+                "use a positive whole number: the dataset size N (samples, or tokens when the run's dataset_size"
+                " is in tokens) the given tau_epoch was measured at.",
+            )
+        reference = int(reference_dataset_size)
+    if exponent == 0.0:
+        return 0.0, reference
+    if reference is None:
+        raise _checks.invalid(
+            owner,
+            "size_exponent",
+            size_exponent,
+            "a nonzero `size_exponent` needs `reference_dataset_size`, the dataset size N the given tau_epoch"
+            " was measured at (the finder's `AxisResult.callback()` passes both).",
+        )
+    if token_budget is not None:
+        raise _checks.invalid(
+            owner,
+            "size_exponent",
+            size_exponent,
+            f"`token_budget={token_budget!r}` already picks the timescale from the tokens per parameter; scaling it"
+            " with N as well would count the data twice. Use `tau_epoch` with `size_exponent`, or `token_budget`"
+            " alone.",
+        )
+    if tau_iter is not None:
+        raise _checks.invalid(
+            owner,
+            "size_exponent",
+            size_exponent,
+            f"`size_exponent` scales a `tau_epoch` target with N, and `tau_iter={tau_iter!r}` is in optimizer steps."
+            " Give the target as `tau_epoch`.",
+        )
+    return exponent, reference
+
+
+def size_scaled_tau_epoch(
+    tau_epoch: float, dataset_size: float, *, size_exponent: float, reference_dataset_size: float | None
+) -> float:
+    r"""The ``tau_epoch`` held at dataset size ``N``: :math:`\tau_{epoch} (N / N_{ref})^{e}` (``tau_epoch`` at
+    ``e = 0``).
+
+    Example:
+        >>> size_scaled_tau_epoch(8.0, 50_000, size_exponent=-0.5, reference_dataset_size=12_500)
+        4.0
+        >>> size_scaled_tau_epoch(8.0, 50_000, size_exponent=0.0, reference_dataset_size=None)
+        8.0
+    """
+    if size_exponent == 0.0:
+        return tau_epoch
+    assert reference_dataset_size is not None  # check_size_rule refuses a nonzero exponent without it
+    return tau_epoch * (dataset_size / reference_dataset_size) ** size_exponent
+
+
+def held_tau_epoch(
+    shape: RunShape,
+    tau_epoch: float | None,
+    *,
+    size_exponent: float,
+    reference_dataset_size: float | None,
+    epoch: int | None = None,
+) -> float | None:
+    """The ``tau_epoch`` to hold for this run's shape: :func:`size_scaled_tau_epoch` at the shape's ``N``.
+
+    ``None`` for a target in steps. Re-decided from each shape, so a reloaded dataloader of a new size gets the
+    ``tau_epoch`` of its ``N``.
+
+    Raises:
+        ValueError: a nonzero ``size_exponent`` on a run whose ``N`` cannot be read (why, and what to pass).
+
+    Example:
+        >>> held_tau_epoch(RunShape(50, 50_000), 8.0, size_exponent=-0.5, reference_dataset_size=12_500)
+        4.0
+        >>> held_tau_epoch(RunShape(50, problems=("No N.",)), 8.0, size_exponent=-0.5,
+        ...                reference_dataset_size=1)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleCallback(size_exponent=-0.5)` needs the run's dataset size N: No N. Pass ...
+    """
+    if tau_epoch is None or size_exponent == 0.0:
+        return tau_epoch
+    if shape.dataset_size is None:
+        when = "" if epoch is None else f" at epoch {epoch}"
+        why = " ".join(shape.problems) or "it could not be read."
+        raise ValueError(
+            f"`TimescaleCallback(size_exponent={size_exponent:g})`{when} needs the run's dataset size N: {why} Pass"
+            " `TimescaleCallback(dataset_size=...)` (in the unit of reference_dataset_size)."
+        )
+    return size_scaled_tau_epoch(
+        tau_epoch, shape.dataset_size, size_exponent=size_exponent, reference_dataset_size=reference_dataset_size
+    )
+
+
+def size_scaling_text(
+    tau_epoch: float, dataset_size: float | None, *, size_exponent: float, reference_dataset_size: float | None
+) -> str | None:
+    """How the held ``tau_epoch`` came from the given one, as the summary says it (``None`` at exponent 0).
+
+    Example:
+        >>> size_scaling_text(8.0, 50_000, size_exponent=-0.5, reference_dataset_size=12_500)
+        'tau_epoch 8 x (50000/12500)^-0.5 = 4'
+    """
+    if size_exponent == 0.0 or dataset_size is None or reference_dataset_size is None:
+        return None
+    held = size_scaled_tau_epoch(
+        tau_epoch, dataset_size, size_exponent=size_exponent, reference_dataset_size=reference_dataset_size
+    )
+    return (
+        f"tau_epoch {tau_epoch:.4g} x ({dataset_size:.10g}/{reference_dataset_size:.10g})^{size_exponent:g}"
+        f" = {held:.4g}"
+    )
 
 
 def _positive(name: str, value: object) -> float:

@@ -14,7 +14,16 @@ from typing import Any
 
 from lightning_tau import timescale
 from lightning_tau._table import table_lines
-from lightning_tau.decide import NO_MUP, GroupInput, GroupTimescale, RunShape, WidthExponent, shape_changes, uses_mup
+from lightning_tau.decide import (
+    NO_MUP,
+    GroupInput,
+    GroupTimescale,
+    RunShape,
+    WidthExponent,
+    shape_changes,
+    size_scaling_text,
+    uses_mup,
+)
 from lightning_tau.width import FixedLambdaPitfall, GroupRate, find_fixed_lambda_pitfall, format_fixed_lambda_pitfall
 
 __all__ = [
@@ -28,6 +37,7 @@ __all__ = [
     "miscounted_steps_warning",
     "resume_warning",
     "short_run_warning",
+    "size_note",
     "start_summary",
     "start_warnings",
     "two_callbacks_message",
@@ -119,10 +129,12 @@ def start_summary(
     note: str | None,
     width_exponent: WidthExponent,
     manual_tau_epoch: float | None,
+    size_scaling: str | None = None,
 ) -> str:
-    """The summary ``TimescaleCallback`` prints at train start: :func:`format_summary` with its notes, in order the
-    decision's ``note`` (how the power law picked the timescale), :func:`width_note` and, in manual optimization
-    under a ``tau_epoch`` target (``manual_tau_epoch``, else ``None``), :func:`manual_note`.
+    """The summary ``TimescaleCallback`` prints at train start: :func:`format_summary` with its notes, in order
+    how a dataset-size exponent moved ``tau_epoch`` (``size_scaling``, :func:`size_note`), the decision's ``note``
+    (how the power law picked the timescale), :func:`width_note` and, in manual optimization under a ``tau_epoch``
+    target (``manual_tau_epoch``, else ``None``), :func:`manual_note`. ``tau_epoch`` is the one held.
 
     Example:
         >>> g = GroupTimescale("pg1", 0, 0, 1000, 1e-3, 0.01, 2.0, True, planned_timescales=1.0)
@@ -143,8 +155,32 @@ def start_summary(
         tau_epoch=tau_epoch,
         shape=shape,
         planned_steps=planned_steps,
-        notes=[n for n in (note, width_note(width_exponent, groups), manual) if n],
+        notes=[n for n in (size_scaling, note, width_note(width_exponent, groups), manual) if n],
         optimizer_steps_per_epoch=optimizer_steps_per_epoch,
+    )
+
+
+def size_note(
+    tau_epoch: float | None, dataset_size: float | None, *, size_exponent: float, reference_dataset_size: float | None
+) -> str | None:
+    """The summary line for a dataset-size exponent: the ``tau_epoch`` held at this ``N`` and how it came (``None``
+    at exponent 0, or for a target in steps).
+
+    Example:
+        >>> size_note(8.0, 50_000, size_exponent=-0.5, reference_dataset_size=12_500)
+        'Held at this N: tau_epoch 8 x (50000/12500)^-0.5 = 4 (size_exponent=-0.5: tau_epoch ∝ N^-0.5 from \
+reference_dataset_size=12500).'
+    """
+    if tau_epoch is None:
+        return None
+    text = size_scaling_text(
+        tau_epoch, dataset_size, size_exponent=size_exponent, reference_dataset_size=reference_dataset_size
+    )
+    if text is None:
+        return None
+    return (
+        f"Held at this N: {text} (size_exponent={size_exponent:g}: tau_epoch ∝ N^{size_exponent:g} from"
+        f" reference_dataset_size={reference_dataset_size:.10g})."
     )
 
 
@@ -434,14 +470,30 @@ def change_parts(
     return parts
 
 
-def change_line(parts: Sequence[str], *, tau_epoch: float | None, tau_iter: float, epoch: int, step: int) -> str:
+def change_line(
+    parts: Sequence[str],
+    *,
+    tau_epoch: float | None,
+    tau_iter: float,
+    epoch: int,
+    step: int,
+    size_scaling: str | None = None,
+) -> str:
     """The one line the callback prints when the run changed mid-fit (``parts`` from :func:`change_parts`).
+
+    ``tau_epoch`` is the one held; ``size_scaling`` says how a dataset-size exponent gave it at the new ``N``.
 
     Example:
         >>> change_line(["accumulation 1 -> 4"], tau_epoch=5.0, tau_iter=500.0, epoch=2, step=30)
         '`TimescaleCallback` at epoch 2, step 30: accumulation 1 -> 4 (tau_epoch=5 held).'
+        >>> change_line(["dataset size 100 -> 400"], tau_epoch=2.5, tau_iter=100.0, epoch=1, step=10,
+        ...             size_scaling="tau_epoch 5 x (400/100)^-0.5 = 2.5")
+        '`TimescaleCallback` at epoch 1, step 10: dataset size 100 -> 400 (tau_epoch 5 x (400/100)^-0.5 = 2.5 held).'
     """
-    held = f"tau_epoch={tau_epoch:g}" if tau_epoch is not None else f"tau_iter={tau_iter:.4g}"
+    if size_scaling is not None:
+        held = size_scaling
+    else:
+        held = f"tau_epoch={tau_epoch:g}" if tau_epoch is not None else f"tau_iter={tau_iter:.4g}"
     return f"`TimescaleCallback` at epoch {epoch}, step {step}: {'; '.join(parts)} ({held} held)."
 
 

@@ -4,7 +4,9 @@ A tuned AdamW run fixes the timescale ``tau_epoch = B / (lr * weight_decay * N)`
 paper's transfer rules keep it across dataset size ``N`` and batch size ``B``, and keep ``tau_iter`` across muP
 width: a matrix-like group of a model ``s`` times wider than the base gets ``lr / s``, so it needs
 ``weight_decay * s``. This module turns a :class:`TunedRun` and a :class:`TargetRun` into the target's
-per-group learning rate and weight decay.
+per-group learning rate and weight decay, by those rules or by measured ones: a dataset-size exponent ``e``
+(``tau_epoch ∝ N ** e``, what the finder's dataset-size axis measures; 0 is the paper's rule) and a width exponent
+``alpha`` (``weight_decay ∝ s ** alpha`` across muP widths; 1 is the paper's rule).
 
 No Lightning, no torch: plain numbers in, plain numbers out. ``lightning-tau transfer`` prints the same table.
 """
@@ -14,10 +16,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from lightning_tau import timescale
+from lightning_tau import _checks, timescale
 from lightning_tau._table import table_lines
 
-__all__ = ["GroupTransfer", "TargetRun", "TunedRun", "format_transfer_table", "transfer_groups"]
+__all__ = [
+    "GroupTransfer",
+    "TargetRun",
+    "TunedRun",
+    "check_exponents",
+    "format_transfer_table",
+    "target_tau_epoch",
+    "transfer_groups",
+]
 
 
 @dataclass(frozen=True)
@@ -95,8 +105,10 @@ class GroupTransfer:
         width_mult: the group's muP width multiplier ``s`` in the target (``1`` for vector-like parameters).
         lr: its learning rate, ``lr_target / s``.
         weight_decay: its weight decay, ``B' / (lr * N' * tau_epoch)``.
-        tau_iter: its timescale in steps (the same for every group).
-        tau_epoch: its timescale in epochs (the tuned run's).
+        tau_iter: its timescale in steps (the same for every group at ``width_exponent=1``; else times
+            ``s ** (1 - width_exponent)``).
+        tau_epoch: its timescale in epochs: the tuned run's, times ``(N' / N) ** size_exponent`` (and
+            ``s ** (1 - width_exponent)``).
     """
 
     name: str
@@ -113,10 +125,16 @@ def transfer_groups(
     *,
     base_width: float | None = None,
     width_mults: Mapping[str, float] | None = None,
+    size_exponent: float = 0.0,
+    width_exponent: float = 1.0,
 ) -> list[GroupTransfer]:
     """The target run's per-group learning rate and weight decay at the tuned run's ``tau_epoch``.
 
-    .. math:: \\lambda'_g = \\frac{B'}{\\eta'_g N' \\tau_{epoch}}, \\qquad \\eta'_g = \\eta' / s_g
+    .. math:: \\lambda'_g = \\frac{B' \\, s_g^{\\alpha - 1}}{\\eta'_g N' \\tau_{epoch} (N'/N)^{e}}
+        = \\frac{B' \\, s_g^{\\alpha}}{\\eta' N' \\tau_{epoch} (N'/N)^{e}},
+        \\qquad \\eta'_g = \\eta' / s_g
+
+    At the paper's rules (``e = 0``, ``alpha = 1``) every group holds the tuned ``tau_epoch``.
 
     Groups: ``width_mults`` when given (name -> the target's multiplier ``s``); else, when ``target.width`` is
     given, ``"vector-like"`` (``s = 1``: embeddings, biases, norms, mup's readout) and ``"matrix-like"``
@@ -128,6 +146,10 @@ def transfer_groups(
         base_width: muP's base width, the width at which ``s = 1``; defaults to ``tuned.width``. The tuned
             ``lr`` and ``weight_decay`` are its width-multiplier-1 values either way.
         width_mults: explicit groups and their multipliers in the target.
+        size_exponent: ``e`` of ``tau_epoch ∝ N ** e`` from the tuned ``N`` to the target's (0 keeps ``tau_epoch``;
+            -0.5 the 1/2 rules; -1 keeps the weight decay at fixed lr and ``B``), a finite number in [-2, 2].
+        width_exponent: ``alpha`` of ``weight_decay ∝ s ** alpha`` across muP width multipliers ``s`` (1 the
+            paper's rule; 0.5 Fan et al.; 0 a fixed weight decay), a finite number.
 
     Raises:
         ValueError: for ``target.width`` without ``tuned.width`` or ``base_width``, or a bad number.
@@ -141,12 +163,18 @@ def transfer_groups(
         >>> rows = transfer_groups(tuned, TargetRun(width=1024))
         >>> [(g.name, g.width_mult, g.lr, round(g.weight_decay, 12), g.tau_iter) for g in rows]
         [('vector-like', 1.0, 0.001, 0.1, 10000.0), ('matrix-like', 4.0, 0.00025, 0.4, 10000.0)]
+        >>> # four times the data by the 1/2 rules (tau_epoch x 4^-0.5), 4x wider by Fan et al. (wd x 4^0.5)
+        >>> rows = transfer_groups(tuned, TargetRun(dataset_size=200_000, width=1024), size_exponent=-0.5,
+        ...                        width_exponent=0.5)
+        >>> [(g.name, round(g.weight_decay, 12), g.tau_epoch) for g in rows]
+        [('vector-like', 0.05, 10.0), ('matrix-like', 0.1, 20.0)]
     """
+    size_exponent, width_exponent = check_exponents(size_exponent, width_exponent)
     target = TargetRun() if target is None else target
     lr = tuned.lr if target.lr is None else target.lr
     n = tuned.dataset_size if target.dataset_size is None else target.dataset_size
     b = tuned.batch_size if target.batch_size is None else target.batch_size
-    tau_epoch = tuned.tau_epoch
+    tau_epoch = target_tau_epoch(tuned, n, size_exponent)
     tau_iter = timescale.tau_iter_from_tau_epoch(tau_epoch, n, b)
 
     if width_mults is not None:
@@ -168,16 +196,77 @@ def transfer_groups(
             name=name,
             width_mult=s,
             lr=lr / s,
-            weight_decay=timescale.weight_decay_for_tau_iter(lr / s, tau_iter),
-            tau_iter=tau_iter,
-            tau_epoch=tau_epoch,
+            weight_decay=timescale.weight_decay_for_tau_iter(lr / s, tau_iter * s ** (1.0 - width_exponent)),
+            tau_iter=tau_iter * s ** (1.0 - width_exponent),
+            tau_epoch=tau_epoch * s ** (1.0 - width_exponent),
         )
         for name, s in mults.items()
     ]
 
 
-def format_transfer_table(tuned: TunedRun, target: TargetRun | None, rows: Sequence[GroupTransfer]) -> str:
-    """Render :func:`transfer_groups`' rows as the fixed-width table ``lightning-tau transfer`` prints.
+#: The widest ``|size_exponent|`` taken, as ``TimescaleCallback`` takes it (``decide.SIZE_EXPONENT_LIMIT``, which
+#: this module may not import: the two sit side by side in the layers): beyond it a 4-fold ``N`` moves
+#: ``tau_epoch`` over 16-fold, which no published rule does.
+SIZE_EXPONENT_LIMIT = 2.0
+
+
+def check_exponents(
+    size_exponent: object, width_exponent: object, owner: str = "transfer_groups"
+) -> tuple[float, float]:
+    """``size_exponent`` a finite number in [-2, 2], ``width_exponent`` a finite number; as floats.
+
+    Example:
+        >>> check_exponents(-0.5, 1)
+        (-0.5, 1.0)
+        >>> check_exponents(-3, 1)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `transfer_groups(size_exponent=-3)` is not valid: use a finite number in [-2, 2], e of ...
+    """
+    size = _checks.in_range(
+        owner,
+        "size_exponent",
+        size_exponent,
+        f"use a finite number in [-{SIZE_EXPONENT_LIMIT:g}, {SIZE_EXPONENT_LIMIT:g}], e of tau_epoch ∝ N ** e (0"
+        " Wang & Aitchison, -0.5 the 1/2 rules, -1 a fixed weight decay); beyond ±2 a 4-fold N moves tau_epoch"
+        " over 16-fold, which no published rule does.",
+        low=-SIZE_EXPONENT_LIMIT,
+        high=SIZE_EXPONENT_LIMIT,
+        low_closed=True,
+        high_closed=True,
+    )
+    width = _checks.finite_number(
+        owner,
+        "width_exponent",
+        width_exponent,
+        "use a finite number alpha (weight decay ∝ s ** alpha across muP widths; 1 is the paper's rule, 0.5 Fan et"
+        " al., 0 a fixed weight decay).",
+    )
+    return size, width
+
+
+def target_tau_epoch(tuned: TunedRun, dataset_size: float, size_exponent: float = 0.0) -> float:
+    """The ``tau_epoch`` the target run holds at ``N' = dataset_size``: ``tuned.tau_epoch * (N' / N) ** e``.
+
+    Example:
+        >>> target_tau_epoch(TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100), 200_000, -0.5)
+        10.0
+    """
+    if size_exponent == 0.0:
+        return tuned.tau_epoch
+    return tuned.tau_epoch * (dataset_size / tuned.dataset_size) ** size_exponent
+
+
+def format_transfer_table(
+    tuned: TunedRun,
+    target: TargetRun | None,
+    rows: Sequence[GroupTransfer],
+    *,
+    size_exponent: float = 0.0,
+    width_exponent: float = 1.0,
+) -> str:
+    """Render :func:`transfer_groups`' rows as the fixed-width table ``lightning-tau transfer`` prints (give the
+    exponents the rows were computed with: the header says how ``tau_epoch`` and the weight decay moved).
 
     Example:
         >>> tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100)
@@ -195,14 +284,27 @@ def format_transfer_table(tuned: TunedRun, target: TargetRun | None, rows: Seque
     b = tuned.batch_size if target.batch_size is None else target.batch_size
     width = f", width={_num(tuned.width)}" if tuned.width is not None else ""
     target_width = f", width={_num(target.width)}" if target.width is not None else ""
-    tau_iter = timescale.tau_iter_from_tau_epoch(tuned.tau_epoch, n, b)
+    tau_epoch = target_tau_epoch(tuned, n, size_exponent)
+    tau_iter = timescale.tau_iter_from_tau_epoch(tau_epoch, n, b)
+    if size_exponent == 0.0:
+        held = f"same tau_epoch={_num(tuned.tau_epoch)}"
+    else:
+        held = (
+            f"tau_epoch {_num(tuned.tau_epoch)} x ({n:.10g}/{tuned.dataset_size:.10g})^{size_exponent:g} ="
+            f" {_num(tau_epoch)}"
+        )
     lines = [
         f"Tuned:  lr={_num(tuned.lr)}, weight_decay={_num(tuned.weight_decay)}, N={tuned.dataset_size:,.0f},"
         f" B={tuned.batch_size:,.0f}{width} -> tau_epoch={_num(tuned.tau_epoch)} (tau_iter={_num(tuned.tau_iter)}"
         " steps)",
-        f"Target: lr={_num(lr)}, N={n:,.0f}, B={b:,.0f}{target_width}, M=N/B={_num(n / b)} steps/epoch -> same"
-        f" tau_epoch={_num(tuned.tau_epoch)} (tau_iter={_num(tau_iter)} steps)",
+        f"Target: lr={_num(lr)}, N={n:,.0f}, B={b:,.0f}{target_width}, M=N/B={_num(n / b)} steps/epoch -> {held}"
+        f" (tau_iter={_num(tau_iter)} steps)",
     ]
+    if width_exponent != 1.0:
+        lines.append(
+            f"width_exponent={width_exponent:g}: weight decay ∝ s^{width_exponent:g} across widths, so a group at"
+            f" width multiplier s holds tau_iter x s^{1 - width_exponent:g}."
+        )
     columns = ["Group", "Width mult", "lr", "Weight decay", "tau_iter", "tau_epoch"]
     cells = [
         [r.name, _num(r.width_mult), _num(r.lr), _num(r.weight_decay), _num(r.tau_iter), _num(r.tau_epoch)]

@@ -69,3 +69,60 @@ def test_other_tensors_name_the_argument(name: str, value: Any) -> None:
     message = str(error.value)
     assert "\n" not in message and f"{name}=" in message, message
     assert opt.param_groups[0]["weight_decay"] == 0.1  # nothing written
+
+
+@pytest.mark.parametrize(("exponent", "n"), [(0.0, 1000), (-0.5, 1000), (-1.0, 4000), (0.5, 250)])
+def test_size_exponent_holds_the_closed_form(exponent: float, n: int) -> None:
+    # tau_epoch 8 measured at N_ref = 250 (B = 10): wd = 1 / (lr * M * tau_epoch * (N / N_ref) ** e), M = N / B
+    applied = apply_timescale(
+        adamw(), tau_epoch=8.0, dataset_size=n, batch_size=10, size_exponent=exponent, reference_dataset_size=250
+    )
+    applied.remove()
+    held = 8.0 * (n / 250) ** exponent
+    assert applied.tau_epoch == pytest.approx(held, rel=1e-12)
+    assert applied.weight_decay["pg1"] == pytest.approx(1 / (1e-3 * (n / 10) * held), rel=1e-12)
+
+
+def test_size_exponent_accepts_a_tensor_and_zero_ignores_the_reference() -> None:
+    tensor = apply_timescale(
+        adamw(), **EPOCH, size_exponent=torch.tensor(-0.5), reference_dataset_size=np.int64(250)
+    ).weight_decay
+    assert tensor == pytest.approx(
+        apply_timescale(adamw(), **EPOCH, size_exponent=-0.5, reference_dataset_size=250).weight_decay
+    )
+    assert applied_decay(**EPOCH, reference_dataset_size=250) == applied_decay(**EPOCH) == (500.0, {"pg1": 2.0})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (
+            {**EPOCH, "size_exponent": float("nan")},
+            r"^`apply_timescale\(size_exponent=nan\)` is not valid: use a finite",
+        ),
+        (
+            {**EPOCH, "size_exponent": 2.5, "reference_dataset_size": 9},
+            r"^`apply_timescale\(size_exponent=2.5\)` .*\[-2, 2\]",
+        ),
+        (
+            {**EPOCH, "size_exponent": -0.5},
+            r"^`apply_timescale\(size_exponent=-0.5\)` .* needs `reference_dataset_size`",
+        ),
+        (
+            {**EPOCH, "size_exponent": -0.5, "reference_dataset_size": 0},
+            r"^`apply_timescale\(reference_dataset_size=0\)`",
+        ),
+        ({"tau_iter": 50.0, "size_exponent": -0.5, "reference_dataset_size": 9}, r"Give the target as `tau_epoch`\.$"),
+        (
+            {"tau_epoch": 0.5, "dataset_size": 20, "batch_size": 10, "size_exponent": -1, "reference_dataset_size": 10},
+            r"`tau_epoch=0.25` is 0.5 optimizer steps .* \(The tau_epoch held at this N: tau_epoch 0.5 x \(20/10\)\^-1"
+            r" = 0.25\.\)$",
+        ),
+    ],
+)
+def test_bad_size_rules_are_one_line_errors_before_any_write(kwargs: dict[str, Any], match: str) -> None:
+    opt = adamw()
+    with pytest.raises(ValueError, match=match) as error:
+        apply_timescale(opt, **kwargs)
+    assert "\n" not in str(error.value)
+    assert opt.param_groups[0]["weight_decay"] == 0.1

@@ -300,6 +300,12 @@ def test_skip_unsupported_optimizers_leaves_them_alone() -> None:
         ({"tau_epoch": 1.0, "dataset_size": 0}, r"`TimescaleCallback\(dataset_size=0\)` is not valid"),
         ({"tau_epoch": 1.0, "batch_size": -8}, r"`TimescaleCallback\(batch_size=-8\)` is not valid"),
         ({"tau_epoch": 1.0, "mode": "sometimes"}, r"`TimescaleCallback\(mode='sometimes'\)` is not supported"),
+        ({"tau_epoch": 1.0, "size_exponent": float("nan")}, r"`TimescaleCallback\(size_exponent=nan\)` is not valid"),
+        ({"tau_epoch": 1.0, "size_exponent": -0.5}, r"size_exponent=-0.5\)` .* needs `reference_dataset_size`"),
+        ({"tau_epoch": 1.0, "size_exponent": 3, "reference_dataset_size": 10}, r"size_exponent=3\)` .* \[-2, 2\]"),
+        ({"tau_epoch": 1.0, "reference_dataset_size": -1}, r"`TimescaleCallback\(reference_dataset_size=-1\)`"),
+        ({"tau_iter": 9, "size_exponent": -1, "reference_dataset_size": 10}, r"Give the target as `tau_epoch`"),
+        ({"token_budget": 1e9, "size_exponent": -1, "reference_dataset_size": 10}, r"would count the data twice"),
     ],
 )
 def test_bad_arguments_raise_at_construction(kwargs: dict, match: str) -> None:
@@ -374,3 +380,37 @@ def test_two_timescale_callbacks_are_an_error_before_any_step() -> None:
     with pytest.raises(ValueError, match=r"2 `TimescaleCallback`s \(tau_epoch=2, tau_iter=50\).*last one would"):
         trainer.fit(model, make_loader())
     assert all(torch.equal(a, b) for a, b in zip(before, weights(model)))
+
+
+def test_size_exponent_is_in_the_hparams_record_with_the_held_tau_epoch() -> None:
+    from helpers.loggers import MemoryLogger
+
+    logger = MemoryLogger()
+    cb = TimescaleCallback(tau_epoch=8.0, size_exponent=-0.5, reference_dataset_size=30, verbose=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quiet_trainer(callbacks=[cb], logger=logger, max_epochs=1).fit(
+            TinyModel(adamw()), make_loader(n=120, batch_size=10)
+        )
+    record = logger.hparams[-1]
+    assert record["timescale/size_exponent"] == -0.5
+    assert record["timescale/reference_dataset_size"] == 30.0
+    assert record["timescale/tau_epoch_at_reference_size"] == 8.0
+    assert record["timescale/tau_epoch_target"] == pytest.approx(8.0 * (120 / 30) ** -0.5)  # 4: the one held
+    assert record["timescale/tau_epoch/pg1"] == pytest.approx(4.0)
+
+
+def test_size_exponent_zero_is_todays_rule_and_records_nothing_new() -> None:
+    from helpers.loggers import MemoryLogger
+
+    logger = MemoryLogger()
+    cb = TimescaleCallback(tau_epoch=2.0, reference_dataset_size=30, verbose=False)  # ignored at exponent 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quiet_trainer(callbacks=[cb], logger=logger, max_epochs=1).fit(
+            TinyModel(adamw()), make_loader(n=120, batch_size=10)
+        )
+    assert cb.held_tau_epoch == 2.0 and cb.resolved_tau_iter == pytest.approx(24.0)
+    rule_keys = {"timescale/size_exponent", "timescale/reference_dataset_size", "timescale/tau_epoch_at_reference_size"}
+    assert not rule_keys & logger.hparams[-1].keys()
+    assert logger.hparams[-1]["timescale/tau_epoch_target"] == 2.0

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
+import lightning.pytorch as pl
 import pytest
 import torch
 from conftest import TinyModel, make_loader, quiet_trainer
@@ -128,3 +130,41 @@ def test_manual_optimization_resume_at_a_later_step_keeps_the_count(tmp_path) ->
             TwoPlayers(), make_loader(n=100, batch_size=10), ckpt_path=str(tmp_path / "step=22.ckpt")
         )
     assert log.of(1) == [(1, pytest.approx(closed_form(5)))] * 3 + [(2, pytest.approx(closed_form(5)))] * 5
+
+
+class UsedDecay(pl.Callback):
+    """The weight decay each optimizer step used: a torch step post-hook, which runs after every pre-hook write."""
+
+    def __init__(self) -> None:
+        self.used: list[float] = []
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        self._handle = trainer.optimizers[0].register_step_post_hook(
+            lambda opt, args, kwargs: self.used.append(float(opt.param_groups[0]["weight_decay"]))
+        )
+
+    def on_train_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        self._handle.remove()
+
+
+def test_resume_with_a_size_exponent_holds_tau_epoch_at_the_new_n(tmp_path) -> None:
+    # tau_epoch 8 measured at N_ref = 30 and carried by N^-0.5: 4 at the first run's N = 120 (M = 12), then
+    # 2 at the resumed run's N = 480 (M = 48), from the first resumed step on
+    rule = dict(tau_epoch=8.0, size_exponent=-0.5, reference_dataset_size=30, verbose=False)
+    first, used = TimescaleCallback(**rule), UsedDecay()
+    ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quiet_trainer(callbacks=[first, ckpt, used], enable_checkpointing=True, max_epochs=2).fit(
+            TinyModel(adamw()), make_loader(n=120, batch_size=10)
+        )
+    assert used.used == pytest.approx([1 / (1e-2 * 12 * 8.0 * (120 / 30) ** -0.5)] * 24, rel=1e-9)
+    assert first.held_tau_epoch == pytest.approx(4.0)
+
+    cb, used = TimescaleCallback(**rule), UsedDecay()
+    with pytest.warns(UserWarning, match=r"dataset_size 120.0 -> 480.0, steps_per_epoch 12 -> 48, tau_iter 48.0 -> 96"):
+        quiet_trainer(callbacks=[cb, used], max_epochs=3).fit(
+            TinyModel(adamw()), make_loader(n=480, batch_size=10), ckpt_path=str(tmp_path / "last.ckpt")
+        )
+    assert used.used == pytest.approx([1 / (1e-2 * 48 * 8.0 * (480 / 30) ** -0.5)] * 48, rel=1e-9)
+    assert cb.held_tau_epoch == pytest.approx(2.0)

@@ -14,16 +14,20 @@ from lightning_tau.decide import (
     GroupInput,
     GroupTimescale,
     RunShape,
+    check_size_rule,
     check_target,
     check_width_exponent,
     decide_groups,
     group_targets,
+    held_tau_epoch,
     optimizer_tau_iters,
     per_step_writes,
     resolve_tau_iter,
     resume_changes,
     run_tau_iter,
     shape_changes,
+    size_scaled_tau_epoch,
+    size_scaling_text,
     uses_mup,
 )
 
@@ -342,3 +346,113 @@ def test_run_tau_iter_names_every_source_of_m_in_its_mid_fit_error() -> None:
     shape = RunShape(1, sources=("M = 1 from the loader.", "B = 64."))
     with pytest.raises(ValueError, match=re.escape("at epoch 3 (M = 1 from the loader. B = 64.): `tau_epoch=0.5`")):
         run_tau_iter(shape, tau_epoch=0.5, tau_iter=None, epoch=3)
+
+
+# --- the dataset-size exponent: tau_epoch * (N / N_ref) ** e ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("exponent", "n", "expected"),
+    [
+        (0.0, 50_000, 8.0),  # Wang & Aitchison: tau_epoch at every N
+        (-0.5, 50_000, 4.0),  # the 1/2 rules: 8 x 4^-0.5
+        (-1.0, 50_000, 2.0),  # a fixed weight decay: 8 / 4
+        (0.5, 3_125, 4.0),  # a quarter of the reference N, a positive exponent: 8 x 0.25^0.5
+        (-0.5, 3_125, 16.0),
+    ],
+)
+def test_size_scaled_tau_epoch_is_the_closed_form(exponent: float, n: float, expected: float) -> None:
+    held = size_scaled_tau_epoch(8.0, n, size_exponent=exponent, reference_dataset_size=12_500)
+    assert held == pytest.approx(expected, rel=1e-12)
+    assert held == pytest.approx(8.0 * (n / 12_500) ** exponent, rel=1e-12)
+
+
+def test_held_tau_epoch_follows_each_shapes_n_and_leaves_steps_targets_alone() -> None:
+    rule = dict(size_exponent=-0.5, reference_dataset_size=100)
+    assert [held_tau_epoch(RunShape(10, n), 5.0, **rule) for n in (100, 400, 25)] == pytest.approx([5.0, 2.5, 10.0])
+    assert held_tau_epoch(RunShape(10, 400), None, **rule) is None  # a tau_iter target
+    assert held_tau_epoch(RunShape(10), 5.0, size_exponent=0.0, reference_dataset_size=None) == 5.0  # N not needed
+
+
+def test_held_tau_epoch_without_a_readable_n_says_why_and_what_to_pass() -> None:
+    with raises_exactly(
+        "`TimescaleCallback(size_exponent=-0.5)` at epoch 2 needs the run's dataset size N: the dataset has no"
+        " length. Pass `TimescaleCallback(dataset_size=...)` (in the unit of reference_dataset_size)."
+    ):
+        held_tau_epoch(
+            RunShape(10, problems=("the dataset has no length.",)),
+            5.0,
+            size_exponent=-0.5,
+            reference_dataset_size=100,
+            epoch=2,
+        )
+
+
+def test_size_scaling_text_shows_the_arithmetic() -> None:
+    text = size_scaling_text(8.0, 50_000, size_exponent=-0.5, reference_dataset_size=12_500)
+    assert text == "tau_epoch 8 x (50000/12500)^-0.5 = 4"
+    assert size_scaling_text(8.0, 50_000, size_exponent=0.0, reference_dataset_size=12_500) is None
+
+
+def test_check_size_rule_accepts_numbers_and_whole_sizes() -> None:
+    assert check_size_rule(-0.5, 12_500) == (-0.5, 12_500)
+    assert check_size_rule(-1, 12_500.0) == (-1.0, 12_500)
+    assert check_size_rule(2, 10) == (2.0, 10) and check_size_rule(-2, 10) == (-2.0, 10)  # the ends are in
+    assert check_size_rule(0, None) == (0.0, None)
+    assert check_size_rule(0.0, 5) == (0.0, 5)  # given at exponent 0: checked, changes nothing
+
+
+RANGE = (
+    "use a finite number in [-2, 2], e of tau_epoch ∝ N ** e (0 Wang & Aitchison, -0.5 the 1/2 rules, -1 a fixed"
+    " weight decay); beyond ±2 a 4-fold N moves tau_epoch over 16-fold, which no published rule does."
+)
+SIZE = (
+    "use a positive whole number: the dataset size N (samples, or tokens when the run's dataset_size is in tokens)"
+    " the given tau_epoch was measured at."
+)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"size_exponent": float("nan")}, f"`TimescaleCallback(size_exponent=nan)` is not valid: {RANGE}"),
+        ({"size_exponent": float("inf")}, f"`TimescaleCallback(size_exponent=inf)` is not valid: {RANGE}"),
+        ({"size_exponent": "-0.5"}, f"`TimescaleCallback(size_exponent='-0.5')` is not valid: {RANGE}"),
+        ({"size_exponent": True}, f"`TimescaleCallback(size_exponent=True)` is not valid: {RANGE}"),
+        ({"size_exponent": 2.01}, f"`TimescaleCallback(size_exponent=2.01)` is not valid: {RANGE}"),
+        ({"size_exponent": -2.01}, f"`TimescaleCallback(size_exponent=-2.01)` is not valid: {RANGE}"),
+        (
+            {"size_exponent": -0.5},
+            "`TimescaleCallback(size_exponent=-0.5)` is not valid: a nonzero `size_exponent` needs"
+            " `reference_dataset_size`, the dataset size N the given tau_epoch was measured at (the finder's"
+            " `AxisResult.callback()` passes both).",
+        ),
+        (
+            {"size_exponent": -0.5, "reference_dataset_size": 0},
+            f"`TimescaleCallback(reference_dataset_size=0)` is not valid: {SIZE}",
+        ),
+        (
+            {"size_exponent": -0.5, "reference_dataset_size": 12.5},
+            f"`TimescaleCallback(reference_dataset_size=12.5)` is not valid: {SIZE}",
+        ),
+        (
+            {"size_exponent": 0.0, "reference_dataset_size": "big"},
+            f"`TimescaleCallback(reference_dataset_size='big')` is not valid: {SIZE}",
+        ),
+        (
+            {"size_exponent": -0.5, "reference_dataset_size": 100, "tau_iter": 300.0},
+            "`TimescaleCallback(size_exponent=-0.5)` is not valid: `size_exponent` scales a `tau_epoch` target with"
+            " N, and `tau_iter=300.0` is in optimizer steps. Give the target as `tau_epoch`.",
+        ),
+        (
+            {"size_exponent": -0.5, "reference_dataset_size": 100, "token_budget": 2e9},
+            "`TimescaleCallback(size_exponent=-0.5)` is not valid: `token_budget=2000000000.0` already picks the"
+            " timescale from the tokens per parameter; scaling it with N as well would count the data twice. Use"
+            " `tau_epoch` with `size_exponent`, or `token_budget` alone.",
+        ),
+    ],
+)
+def test_check_size_rule_refuses_bad_values_in_one_line(kwargs: dict, message: str) -> None:
+    kwargs = {"reference_dataset_size": None, **kwargs}
+    with raises_exactly(message):
+        check_size_rule(kwargs.pop("size_exponent"), kwargs.pop("reference_dataset_size"), **kwargs)

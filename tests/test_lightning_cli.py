@@ -97,6 +97,7 @@ def test_lightning_cli_configures_callback_from_flags() -> None:
         ({"tau_epoch": 5.0, "dataset_size": "many"}, ["dataset_size", "many"]),
         ({"tau_epoch": 5.0, "verbose": "loud"}, ["verbose", "loud"]),
         ({"tau_epoch": 5.0, "unknown_option": 1}, ["unknown_option"]),
+        ({"tau_epoch": 5.0, "size_exponent": "steep"}, ["size_exponent", "steep"]),
     ],
 )
 def test_lightning_cli_rejects_wrong_type_at_parse_time(
@@ -116,6 +117,49 @@ def test_lightning_cli_surfaces_callback_validation(tmp_path: Path) -> None:
     before any training, with the callback's own message."""
     config = _write(tmp_path, {"tau_epoch": -1})
     with pytest.raises(ValueError, match=r"`TimescaleCallback\(tau_epoch=-1.0\)` is not valid"):
+        _cli(["fit", "--config", str(config), "--trainer.logger=false"], run=True)
+
+
+def test_lightning_cli_fits_with_a_size_exponent_from_yaml(tmp_path: Path) -> None:
+    """The finder's dataset-size rule from YAML, through LightningCLI for real: tau_epoch 10 measured at N_ref = 32,
+    carried by N^-0.5 to the run's N = 128, is 5, so the `decay` group gets B / (lr N 5)."""
+    rule = {"tau_epoch": 10.0, "size_exponent": -0.5, "reference_dataset_size": 32, "verbose": False}
+    cli = _cli(
+        [
+            "fit",
+            "--config",
+            str(CONFIGS / "digits_timescale.yaml"),
+            "--config",
+            str(_write(tmp_path, rule)),  # a later --config replaces the callbacks list
+            "--trainer.max_epochs=1",
+            "--trainer.logger=false",
+            f"--trainer.default_root_dir={tmp_path / 'run'}",
+            "--trainer.enable_progress_bar=false",
+            "--data.train_size=128",
+        ],
+        run=True,
+    )
+    (callback,) = _timescale_callbacks(cli)
+    assert (callback.size_exponent, callback.reference_dataset_size) == (-0.5, 32)
+    assert callback.held_tau_epoch == pytest.approx(10.0 * (128 / 32) ** -0.5)
+    groups = {g["name"]: g for g in cli.trainer.optimizers[0].param_groups}
+    assert groups["decay"]["weight_decay"] == pytest.approx(64 / (0.003 * 128 * 10.0 * (128 / 32) ** -0.5))
+
+
+@pytest.mark.parametrize(
+    ("init_args", "match"),
+    [
+        (
+            {"size_exponent": -0.5},
+            r"`TimescaleCallback\(size_exponent=-0.5\)` is not valid: .* `reference_dataset_size`",
+        ),
+        ({"size_exponent": float("nan"), "reference_dataset_size": 32}, r"`TimescaleCallback\(size_exponent=nan\)`"),
+        ({"size_exponent": -0.5, "reference_dataset_size": 0}, r"`TimescaleCallback\(reference_dataset_size=0\)`"),
+    ],
+)
+def test_lightning_cli_refuses_a_bad_size_rule_before_any_step(tmp_path: Path, init_args: dict, match: str) -> None:
+    config = _write(tmp_path, {"tau_epoch": 10.0, **init_args})
+    with pytest.raises(ValueError, match=match):
         _cli(["fit", "--config", str(config), "--trainer.logger=false"], run=True)
 
 

@@ -114,6 +114,31 @@ def test_reloaded_dataloaders_with_a_growing_dataset(mode: str, caplog: pytest.L
 
 
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
+def test_size_exponent_is_re_decided_at_each_reloaded_n(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    # tau_epoch 8 measured at N_ref = 25, carried by N^-0.5 to N = 100, 200, 400 (M = 10, 20, 40): 4, 2.83, 2
+    exponent, reference = -0.5, 25
+    log = StepLog()
+    cb = TimescaleCallback(tau_epoch=8.0, size_exponent=exponent, reference_dataset_size=reference, mode=mode)
+    make = (lambda m: cosine(m, total=70)) if mode == "per_step" else adamw
+    trainer = quiet_trainer(callbacks=[cb, log], max_epochs=3, reload_dataloaders_every_n_epochs=1)
+    with caplog.at_level("INFO"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the 1-D parameters and the short run: not what this test is about
+        trainer.fit(GrowingData(make))
+    assert log.epochs() == [0] * 10 + [1] * 20 + [2] * 40
+    for epoch, groups in log.steps:  # wd = 1 / (lr * M * tau_epoch * (N / N_ref) ** e), at every step
+        n, m = 100 * 2**epoch, 10 * 2**epoch
+        lr, wd = groups[0]
+        ref = lr if mode == "per_step" else LR
+        assert wd == pytest.approx(1 / (ref * m * 8.0 * (n / reference) ** exponent), rel=1e-9), (epoch, wd)
+    assert cb.held_tau_epoch == pytest.approx(2.0) and cb.resolved_tau_iter == pytest.approx(80.0)
+    # the pre-flight table and each change say the tau_epoch held, and how it came
+    assert "TimescaleCallback: tau_epoch=4 (tau_iter=40 steps)" in caplog.text
+    assert "Held at this N: tau_epoch 8 x (100/25)^-0.5 = 4 (size_exponent=-0.5" in caplog.text
+    assert "(tau_epoch 8 x (200/25)^-0.5 = 2.828 held)." in caplog.text
+    assert "(tau_epoch 8 x (400/25)^-0.5 = 2 held)." in caplog.text
+
+
+@pytest.mark.parametrize("mode", ["constant", "per_step"])
 def test_param_group_added_mid_fit_is_managed_with_its_own_lr(mode: str, caplog: pytest.LogCaptureFixture) -> None:
     log = StepLog()
     cb = TimescaleCallback(tau_epoch=TAU, mode=mode, verbose=False)

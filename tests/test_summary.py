@@ -15,6 +15,7 @@ from lightning_tau.summary import (
     miscounted_steps_warning,
     resume_warning,
     short_run_warning,
+    size_note,
     start_summary,
     start_warnings,
     two_callbacks_message,
@@ -181,6 +182,47 @@ def test_change_line_says_which_target_is_held() -> None:
     assert change_line(parts[:1], tau_epoch=None, tau_iter=1234.567, epoch=0, step=7) == (
         "`TimescaleCallback` at epoch 0, step 7: accumulation 1 -> 4 (tau_iter=1235 held)."
     )
+
+
+def test_change_line_under_a_size_exponent_says_how_the_held_tau_epoch_came() -> None:
+    assert (
+        change_line(
+            ["dataset size 100 -> 400"],
+            tau_epoch=2.5,
+            tau_iter=100.0,
+            epoch=1,
+            step=10,
+            size_scaling="tau_epoch 5 x (400/100)^-0.5 = 2.5",
+        )
+        == "`TimescaleCallback` at epoch 1, step 10: dataset size 100 -> 400 (tau_epoch 5 x (400/100)^-0.5 = 2.5 held)."
+    )
+
+
+def test_size_note_whole_and_only_when_the_exponent_is_not_zero() -> None:
+    assert size_note(8.0, 50_000, size_exponent=-0.5, reference_dataset_size=12_500) == (
+        "Held at this N: tau_epoch 8 x (50000/12500)^-0.5 = 4 (size_exponent=-0.5: tau_epoch ∝ N^-0.5 from"
+        " reference_dataset_size=12500)."
+    )
+    assert size_note(8.0, 3_125, size_exponent=1.0, reference_dataset_size=12_500) == (
+        "Held at this N: tau_epoch 8 x (3125/12500)^1 = 2 (size_exponent=1: tau_epoch ∝ N^1 from"
+        " reference_dataset_size=12500)."
+    )
+    assert size_note(8.0, 50_000, size_exponent=0.0, reference_dataset_size=12_500) is None
+    assert size_note(None, 50_000, size_exponent=-0.5, reference_dataset_size=12_500) is None
+
+
+def test_start_summary_puts_the_size_note_first() -> None:
+    table = dict(tau_iter=500.0, tau_epoch=4.0, shape=RunShape(125), planned_steps=None, optimizer_steps_per_epoch={})
+    said = start_summary(
+        [group()],
+        **table,
+        note="A note.",
+        width_exponent=1.0,
+        manual_tau_epoch=None,  # type: ignore[arg-type]
+        size_scaling="Held at this N: ...",
+    )
+    assert said.splitlines()[0].startswith("TimescaleCallback: tau_epoch=4 (tau_iter=500 steps)")
+    assert said.splitlines()[-2:] == ["Held at this N: ...", "A note."]
 
 
 def test_start_warnings_come_in_order_and_only_when_due() -> None:

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -42,6 +43,49 @@ def test_transfer_groups_closed_forms() -> None:
     (row,) = transfer_groups(tuned, target, width_mults={"blocks": 2.0})
     assert row.weight_decay == pytest.approx(2 * vector.weight_decay)
     assert transfer_groups(tuned, target, base_width=128)[1].width_mult == 16.0
+
+
+@pytest.mark.parametrize("size_exponent", [0.0, -0.5, -1.0, 0.3])
+@pytest.mark.parametrize("width_exponent", [1.0, 0.5, 0.0])
+def test_transfer_groups_exponents_closed_form(size_exponent: float, width_exponent: float) -> None:
+    tuned = TunedRun(lr=3e-3, weight_decay=0.05, dataset_size=60_000, batch_size=128, width=256)
+    target = TargetRun(lr=2e-3, dataset_size=240_000, batch_size=512, width=2048)
+    tau_epoch = 128 / (3e-3 * 0.05 * 60_000)
+    rows = transfer_groups(tuned, target, size_exponent=size_exponent, width_exponent=width_exponent)
+    held = tau_epoch * (240_000 / 60_000) ** size_exponent
+    for row, s in zip(rows, (1.0, 8.0)):
+        # wd_g = B' s^alpha / (lr' N' tau_epoch (N'/N)^e), at lr' / s
+        assert row.weight_decay == pytest.approx(512 * s**width_exponent / (2e-3 * 240_000 * held), rel=1e-12)
+        assert row.lr == pytest.approx(2e-3 / s) and row.lr * row.weight_decay * row.tau_iter == pytest.approx(1.0)
+        assert row.tau_epoch == pytest.approx(held * s ** (1 - width_exponent), rel=1e-12)
+
+
+def test_transfer_exponents_reproduce_the_named_rules() -> None:
+    tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100, width=256)
+    # fixed lambda (-1): the same weight decay at 8x the data; the paper's 0: an eighth of it
+    (fixed,) = transfer_groups(tuned, TargetRun(dataset_size=400_000), size_exponent=-1.0)
+    (paper,) = transfer_groups(tuned, TargetRun(dataset_size=400_000))
+    assert fixed.weight_decay == pytest.approx(0.1) and paper.weight_decay == pytest.approx(0.1 / 8)
+    # width exponent 0 (Qiu et al. / fixed lambda under muP): every group keeps the base weight decay
+    vector, matrix = transfer_groups(tuned, TargetRun(width=1024), width_exponent=0.0)
+    assert vector.weight_decay == pytest.approx(0.1) and matrix.weight_decay == pytest.approx(0.1)
+
+
+def test_transfer_table_shows_the_exponents_arithmetic() -> None:
+    tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=12_500, batch_size=100, width=256)
+    target = TargetRun(dataset_size=50_000, width=1024)
+    rows = transfer_groups(tuned, target, size_exponent=-0.5, width_exponent=0.5)
+    assert format_transfer_table(tuned, target, rows, size_exponent=-0.5, width_exponent=0.5).splitlines() == [
+        "Tuned:  lr=0.001, weight_decay=0.1, N=12,500, B=100, width=256 -> tau_epoch=80 (tau_iter=10000 steps)",
+        "Target: lr=0.001, N=50,000, B=100, width=1024, M=N/B=500 steps/epoch -> tau_epoch 80 x (50000/12500)^-0.5 ="
+        " 40 (tau_iter=20000 steps)",
+        "width_exponent=0.5: weight decay ∝ s^0.5 across widths, so a group at width multiplier s holds tau_iter x"
+        " s^0.5.",
+        "Group       | Width mult | lr      | Weight decay | tau_iter | tau_epoch",
+        "------------------------------------------------------------------------",
+        "vector-like | 1          | 0.001   | 0.05         | 20000    | 40",
+        "matrix-like | 4          | 0.00025 | 0.1          | 40000    | 80",
+    ]
 
 
 def test_transfer_table_whole() -> None:
@@ -106,6 +150,24 @@ def test_from_tuned_run_keeps_tau_epoch_on_a_bigger_dataset() -> None:
     assert trainer.optimizers[0].param_groups[0]["weight_decay"] == pytest.approx(0.25, rel=1e-12)
     (row,) = transfer_groups(tuned, TargetRun(dataset_size=240))
     assert row.weight_decay == pytest.approx(0.25, rel=1e-12)  # the table agrees with the callback
+
+
+def test_from_tuned_run_with_a_size_exponent_measures_n_from_the_tuned_run() -> None:
+    """Tuned on N=60, trained on N=240 by the 1/2 rules: tau_epoch x 4^-0.5, so wd x 4^-0.5 / 4 = wd / 2."""
+    tuned = TunedRun(lr=1e-2, weight_decay=0.5, dataset_size=60, batch_size=10)
+    callback = TimescaleCallback.from_tuned_run(tuned, size_exponent=-0.5, verbose=False)
+    assert callback.reference_dataset_size == 60
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer = quiet_trainer(callbacks=[callback], max_steps=2)
+        trainer.fit(
+            TinyModel(lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.5)), make_loader(n=240)
+        )
+    assert trainer.optimizers[0].param_groups[0]["weight_decay"] == pytest.approx(0.25, rel=1e-12)
+    (row,) = transfer_groups(tuned, TargetRun(dataset_size=240), size_exponent=-0.5)
+    assert row.weight_decay == pytest.approx(0.25, rel=1e-12)  # the table agrees with the callback
+    given = TimescaleCallback.from_tuned_run(tuned, size_exponent=-0.5, reference_dataset_size=30, verbose=False)
+    assert given.reference_dataset_size == 30
 
 
 def test_from_tuned_run_rejects_a_second_timescale() -> None:
@@ -199,6 +261,43 @@ def test_cli_errors_exit_with_a_message(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit):
         main(["transfer", *TUNED, "--target-dataset-size", "lots"])
     assert "'lots' is not a number or a multiple such as '10x'" in capsys.readouterr().err
+
+
+def test_cli_size_and_width_exponents(capsys: pytest.CaptureFixture[str]) -> None:
+    tuned = ["--lr", "1e-3", "--weight-decay", "0.1", "--dataset-size", "12500", "--batch-size", "100"]
+    args = [*tuned, "--width", "256", "--target-width", "4x", "--target-dataset-size", "4x"]
+    assert main(["transfer", *args, "--size-exponent", "-0.5", "--width-exponent", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "-> tau_epoch 80 x (50000/12500)^-0.5 = 40 (tau_iter=20000 steps)" in out
+    assert table_rows(out) == {
+        "vector-like": ["1", "0.001", "0.05", "20000", "40"],
+        "matrix-like": ["4", "0.00025", "0.1", "40000", "80"],
+    }
+    assert main(["transfer", *args, "--json"]) == 0  # the defaults are the paper's rules: 0 and 1
+    paper = json.loads(capsys.readouterr().out)
+    assert [r["weight_decay"] for r in paper] == pytest.approx([0.025, 0.1])
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--size-exponent", "nan"], "argument --size-exponent: got 'nan': use a finite number in [-2, 2]"),
+        (["--size-exponent", "2.5"], "argument --size-exponent: got '2.5': use a finite number in [-2, 2]"),
+        (["--size-exponent", "half"], "argument --size-exponent: expected a finite number, got 'half'"),
+        (["--width-exponent", "inf"], "argument --width-exponent: got 'inf': use a finite number alpha"),
+    ],
+)
+def test_cli_exponent_errors_name_the_flag(flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["transfer", *TUNED, *flags])
+    assert message in capsys.readouterr().err
+
+
+def test_cli_refuses_a_group_the_width_exponent_takes_below_one_step() -> None:
+    # tau_iter 100 at s = 1; alpha = 3 at s = 1000 gives the matrix group tau_iter 100 x 1000^-2 = 1e-4 steps
+    flags = ["--target-dataset-size", "0.01x", "--width", "1", "--target-width", "1000", "--width-exponent", "3"]
+    with pytest.raises(SystemExit, match=r"tau_iter=0.0001 optimizer steps, .* \(>= 1\) in group 'matrix-like'"):
+        main(["transfer", *TUNED, *flags])
 
 
 def test_cli_help(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,8 @@ Example::
     lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 50000 --batch-size 100 --target-dataset-size 10x
     lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 50000 --batch-size 100 --width 256 \\
         --target-width 4x
+    lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 12500 --batch-size 100 \\
+        --target-dataset-size 4x --size-exponent -0.5
 
 Target sizes accept a multiple of the tuned value with an ``x`` suffix (``10x``) or an absolute number.
 """
@@ -14,10 +16,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict
 
 from lightning_tau.cli._args import positive_float
-from lightning_tau.transfer import GroupTransfer, TargetRun, TunedRun, format_transfer_table, transfer_groups
+from lightning_tau.transfer import (
+    GroupTransfer,
+    TargetRun,
+    TunedRun,
+    check_exponents,
+    format_transfer_table,
+    target_tau_epoch,
+    transfer_groups,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -28,6 +39,9 @@ examples:
   # muP model 4x wider: hidden (matrix-like) weights get lr / 4 and weight decay x 4
   lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 50000 --batch-size 100 --width 256 \\
       --target-width 1024
+  # 4x the data by the exponent the finder measured (tau_epoch x 4^-0.5), 4x wider by Fan et al. (wd x 4^0.5)
+  lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 12500 --batch-size 100 --width 256 \\
+      --target-dataset-size 4x --target-width 4x --size-exponent -0.5 --width-exponent 0.5
 """
 
 
@@ -39,7 +53,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description=(
             "Tune small, train big: from a tuned AdamW run (lr, weight decay, dataset size N, global batch B,"
             " optionally width) compute tau_epoch = B / (lr * wd * N) and print the target run's per-group lr and"
-            " weight decay at the same tau_epoch (muP: matrix-like groups get lr / s and weight decay x s)."
+            " weight decay at the same tau_epoch (muP: matrix-like groups get lr / s and weight decay x s), or by"
+            " measured exponents: --size-exponent e (tau_epoch ∝ N^e) and --width-exponent alpha (weight decay ∝"
+            " s^alpha across widths)."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -67,6 +83,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="NAME=S",
         help="a target param group and its width multiplier s (repeatable); replaces the default groups",
     )
+    rules = parser.add_argument_group("rules (each defaults to the paper's; give what the finder measured)")
+    rules.add_argument(
+        "--size-exponent",
+        type=_exponent("size_exponent"),
+        default=0.0,
+        metavar="E",
+        help="tau_epoch ∝ N^E from the tuned N to the target's (default 0: the same tau_epoch; -0.5 the 1/2 rules;"
+        " -1 a fixed weight decay), in [-2, 2]",
+    )
+    rules.add_argument(
+        "--width-exponent",
+        type=_exponent("width_exponent"),
+        default=1.0,
+        metavar="ALPHA",
+        help="weight decay ∝ s^ALPHA across muP width multipliers s (default 1: Wang & Aitchison; 0.5 Fan et al.;"
+        " 0 a fixed weight decay)",
+    )
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     parser.set_defaults(func=run)
     return parser
@@ -90,14 +123,15 @@ def run(args: argparse.Namespace) -> int:
                     " --width (the tuned width) or --base-width (mup's base width)."
                 )
         groups = None if args.group is None else dict(_group(g) for g in args.group)
-        rows = transfer_groups(tuned, target, base_width=args.base_width, width_mults=groups)
-        _check_target_timescale(rows, target, tuned)
+        exponents = {"size_exponent": args.size_exponent, "width_exponent": args.width_exponent}
+        rows = transfer_groups(tuned, target, base_width=args.base_width, width_mults=groups, **exponents)
+        _check_target_timescale(rows, target, tuned, args.size_exponent)
     except ValueError as error:
         raise SystemExit(f"lightning-tau transfer: error: {error}") from None
     if args.json:
         print(json.dumps([asdict(r) for r in rows], indent=2))
     else:
-        print(format_transfer_table(tuned, target, rows))
+        print(format_transfer_table(tuned, target, rows, **exponents))
     return 0
 
 
@@ -112,18 +146,23 @@ def _check_tuned_timescale(tuned: TunedRun) -> None:
         )
 
 
-def _check_target_timescale(rows: list[GroupTransfer], target: TargetRun, tuned: TunedRun) -> None:
-    """A target whose ``tau_iter`` is one step or less (``lr * weight_decay >= 1`` in every group) is an error."""
-    tau_iter = rows[0].tau_iter
+def _check_target_timescale(
+    rows: list[GroupTransfer], target: TargetRun, tuned: TunedRun, size_exponent: float = 0.0
+) -> None:
+    """A target group whose ``tau_iter`` is one step or less (``lr * weight_decay >= 1``) is an error."""
+    shortest = min(rows, key=lambda r: r.tau_iter)
+    tau_iter = shortest.tau_iter
     if tau_iter <= 1:
         n = tuned.dataset_size if target.dataset_size is None else target.dataset_size
         b = tuned.batch_size if target.batch_size is None else target.batch_size
+        held = target_tau_epoch(tuned, n, size_exponent)
+        what = f"the tuned tau_epoch={tuned.tau_epoch:.4g}" if size_exponent == 0.0 else f"tau_epoch={held:.4g}"
+        where = "in every group" if all(r.tau_iter == tau_iter for r in rows) else f"in group {shortest.name!r}"
         raise ValueError(
-            f"the target run (N={n:g}, B={b:g}: M={n / b:.4g} steps per epoch) would hold the tuned"
-            f" tau_epoch={tuned.tau_epoch:.4g} as tau_iter={tau_iter:.4g} optimizer steps, so"
-            f" `lr * weight_decay = {1 / tau_iter:.4g}` (>= 1) in every group: every step would shrink the weights"
-            " to zero or past it. Use a larger --target-dataset-size or a smaller --target-batch-size (M above"
-            f" {1 / tuned.tau_epoch:.4g} steps per epoch)."
+            f"the target run (N={n:g}, B={b:g}: M={n / b:.4g} steps per epoch) would hold {what} as"
+            f" tau_iter={tau_iter:.4g} optimizer steps, so `lr * weight_decay = {1 / tau_iter:.4g}` (>= 1) {where}:"
+            " every step would shrink the weights to zero or past it. Use a larger --target-dataset-size or a"
+            f" smaller --target-batch-size (M above {1 / shortest.tau_epoch:.4g} steps per epoch)."
         )
 
 
@@ -149,6 +188,32 @@ def _size(text: str) -> tuple[float, bool]:
             f"expected a positive finite number or a positive multiple such as '10x', got {text!r}"
         )
     return value, relative
+
+
+def _exponent(name: str) -> Callable[[str], float]:
+    """An argparse type for ``--size-exponent`` / ``--width-exponent``: a finite number (the size one in [-2, 2]).
+
+    Example:
+        >>> _exponent("size_exponent")("-0.5")
+        -0.5
+        >>> _exponent("size_exponent")("3")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: got '3': use a finite number in [-2, 2], e of tau_epoch ∝ N ** e ...
+    """
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}") from None
+        try:
+            check_exponents(**{"size_exponent": 0.0, "width_exponent": 1.0, name: value})
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"got {text!r}: {str(err).split(' is not valid: ', 1)[-1]}") from None
+        return value
+
+    return parse
 
 
 def _resolve(value: tuple[float, bool] | None, tuned: float | None, flag: str) -> float | None:

@@ -166,6 +166,9 @@ class TimescaleMonitor(Callback):
         #: Optimizer index -> its steps per epoch where it is not the run's ``M`` (manual optimization), pushed by a
         #: ``TimescaleCallback``: that optimizer's groups' ``tau_epoch`` is in its own steps.
         self.optimizer_steps_per_epoch: dict[int, float] = {}
+        #: A ``TimescaleCallback``'s dataset-size rule, for the HParams record (``size_exponent``,
+        #: ``reference_dataset_size``, ``tau_epoch_at_reference_size``); ``None`` without one (exponent 0).
+        self.size_rule: dict[str, float] | None = None
         self._optimizers: list[torch.optim.Optimizer] = []
         self._quiet_without_logger = False  # a `TimescaleCallback`'s default monitor says nothing with no logger
         self._group_counts: dict[int, int] = {}
@@ -415,6 +418,7 @@ class TimescaleMonitor(Callback):
         tau_epoch: float | None,
         group_targets: Mapping[tuple[int, int], tuple[float, float | None]] | None = None,
         optimizer_steps_per_epoch: Mapping[int, float] | None = None,
+        size_rule: Mapping[str, float] | None = None,
     ) -> None:
         """Follow a ``TimescaleCallback``'s decisions (it calls this after each): its shape reader and its targets.
 
@@ -425,7 +429,11 @@ class TimescaleMonitor(Callback):
             group_targets: ``(optimizer index, group index) -> (tau_iter, tau_epoch)`` of every group the callback
                 manages; groups it does not name log no target. ``None`` logs the run's target for every group.
             optimizer_steps_per_epoch: optimizer index -> its ``M`` where it is not ``shape``'s.
+            size_rule: the callback's dataset-size rule (``size_exponent``, ``reference_dataset_size``,
+                ``tau_epoch_at_reference_size``), recorded in the HParams record under ``{prefix}/``; ``tau_epoch``
+                is then the one held at the run's ``N``. ``None``: exponent 0, nothing recorded.
         """
+        self.size_rule = None if size_rule is None else {k: float(v) for k, v in size_rule.items()}
         self._shapes = shapes
         self.target_tau_iter, self.target_tau_epoch = tau_iter, tau_epoch
         self.group_targets = None if group_targets is None else dict(group_targets)
@@ -460,6 +468,8 @@ class TimescaleMonitor(Callback):
             params[f"{p}/tau_iter_target"] = float(self.target_tau_iter)
         if self.target_tau_epoch is not None:
             params[f"{p}/tau_epoch_target"] = float(self.target_tau_epoch)
+        for key, value in (self.size_rule or {}).items():  # how tau_epoch_target moved with N
+            params[f"{p}/{key}"] = value
         for state in self.groups:
             if state.hparams is None:  # no optimizer step was taken
                 group = trainer.optimizers[state.optimizer_index].param_groups[state.group_index]
