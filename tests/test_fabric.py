@@ -15,6 +15,7 @@ from helpers.examples import run_example
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from lightning_tau import apply_timescale
+from lightning_tau.couplings import window_direct
 from lightning_tau.diagnostics import TimescaleTracker, WeightStatsPass, timescale_metrics
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "fabric_gpt.py"
@@ -104,6 +105,12 @@ def test_tracker_folds_the_scheduled_lr_and_metrics_use_the_step_values() -> Non
     assert m["timescale/lr/decay"] == pytest.approx(lrs[-1])
     assert opt.param_groups[0]["lr"] != pytest.approx(lrs[-1])
     assert "timescale/init_memory/no_decay" not in m
+    # the window: the mean age of the four updates, each weighted by its lr and the decay after it
+    window = window_direct(lrs, [lr * 0.5 for lr in lrs])
+    assert tracker.window_steps["decay"] == pytest.approx(window)
+    assert "timescale/window_epochs/decay" not in m  # no steps per epoch given: no epochs
+    in_epochs = timescale_metrics(opt, tracker=tracker, steps_per_epoch=2)
+    assert in_epochs["timescale/window_epochs/decay"] == pytest.approx(window / 2)
     tracker.remove()
     zero_grad_step(opt)
     assert tracker.steps == 4
@@ -122,6 +129,7 @@ def test_tracker_state_dict_continues_the_products() -> None:
     assert resumed.steps == 4
     assert resumed.init_memory["decay"] == pytest.approx(0.95**4)
     assert resumed.timescales_elapsed["decay"] == pytest.approx(4 * 0.05)
+    assert resumed.window_steps["decay"] == pytest.approx(window_direct([0.1] * 4, [0.05] * 4))  # the window goes on
     fresh = TimescaleTracker(opt)
     fresh.load_state_dict({})  # tolerant: missing keys start afresh
     assert fresh.init_memory["decay"] == 1.0 and fresh.steps == 0

@@ -6,6 +6,7 @@ import csv
 import math
 from pathlib import Path
 
+import lightning.pytorch as pl
 import pytest
 import torch
 from conftest import TinyModel, make_dataset, make_loader, quiet_trainer
@@ -15,6 +16,7 @@ from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from torch.utils.data import DataLoader, IterableDataset
 
 from lightning_tau import TimescaleCallback
+from lightning_tau.couplings import window_direct
 from lightning_tau.diagnostics import TimescaleMonitor
 
 LR, WD = 1e-2, 0.1
@@ -22,7 +24,7 @@ N, B = 120, 10  # 12 optimizer steps per epoch
 
 GROUP_KEYS = {
     "lr", "weight_decay", "weight_mean_abs", "weight_rms", "coherent_bound", "wd_mean_abs", "init_memory",
-    "timescales_elapsed", "tau_iter", "tau_epoch", "rms_equilibrium", "rms_ratio",
+    "timescales_elapsed", "window_epochs", "tau_iter", "tau_epoch", "rms_equilibrium", "rms_ratio",
 }  # fmt: skip
 NO_DECAY_KEYS = {"lr", "weight_decay", "weight_mean_abs", "weight_rms"}
 
@@ -92,6 +94,10 @@ def test_monitor_csv_logs_closed_forms(tmp_path):
         assert row["timescale/coherent_bound/decay"] == pytest.approx(1 / WD)
         assert row["timescale/init_memory/decay"] == pytest.approx((1 - LR * WD) ** step, rel=1e-6)
         assert row["timescale/timescales_elapsed/decay"] == pytest.approx(step * LR * WD)
+        # constant lr and decay: update a steps old holds weight (1 - r)^a, so the window is their mean age
+        weights = [(1 - LR * WD) ** a for a in range(step)]
+        window = sum(a * w for a, w in enumerate(weights)) / sum(weights)
+        assert row["timescale/window_epochs/decay"] == pytest.approx(window * B / N, rel=1e-9)
     # the last logging step comes after the last update: the logged magnitudes are the final weights'
     mean_abs, rms = magnitudes([model.hidden.weight, model.head.weight])
     last = logged[12]
@@ -241,6 +247,10 @@ def test_monitor_resume_continues_init_memory(tmp_path):
     for step in (16, 20, 24):
         assert logged[step]["timescale/init_memory/pg1"] == pytest.approx((1 - LR * WD) ** step, rel=1e-9)
         assert logged[step]["timescale/timescales_elapsed/pg1"] == pytest.approx(step * LR * WD)
+        # the window continues across the resume: the updates of the first fit are still counted, and older
+        assert logged[step]["timescale/window_epochs/pg1"] == pytest.approx(
+            window_direct([LR] * step, [LR * WD] * step) * B / N, rel=1e-9
+        )
 
 
 def test_monitor_load_state_dict_tolerates_missing_keys(tmp_path):
@@ -274,3 +284,39 @@ def test_monitor_logs_the_lr_and_weight_decay_the_step_used(tmp_path, monitor_fi
         used_lr = LR * (0.1 + 0.9 * (step - 1) / 12)  # the lr of optimizer step `step` (1-based)
         assert row["timescale/lr/pg1"] == pytest.approx(used_lr)
         assert row["timescale/tau_iter/pg1"] == pytest.approx(2.0 * 12)  # tau_epoch x M, the target
+
+
+def test_monitor_window_matches_the_direct_sum_over_a_500_step_run(tmp_path):
+    """The logged window (an O(1) recursion per step) against the direct sum over every update, under warm-up and
+    cosine decay of the lr, at every logging step of a 500-step run."""
+    steps = 500
+
+    def warmup_cosine(module: TinyModel):
+        opt = torch.optim.AdamW(module.parameters(), lr=LR, weight_decay=2.0)
+        shape = lambda t: (t + 1) / 50 if t < 50 else 0.5 * (1 + math.cos(math.pi * (t - 50) / (steps - 50)))  # noqa: E731
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, shape)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    used: list[float] = []
+    model = TinyModel(warmup_cosine)
+    trainer = quiet_trainer(
+        logger=CSVLogger(tmp_path, name="", version=""),
+        callbacks=[TimescaleMonitor(100)],
+        max_steps=steps,
+        max_epochs=-1,
+    )
+
+    class Record(pl.Callback):
+        def on_train_start(self, trainer, pl_module):
+            opt = trainer.optimizers[0]
+            opt.register_step_post_hook(lambda o, a, k: used.append(o.param_groups[0]["lr"]))
+
+    trainer.callbacks.append(Record())
+    trainer.fit(model, make_loader(N, B))
+    assert len(used) == steps
+    logged = timescale_rows(read_csv(tmp_path))
+    assert sorted(logged) == [100, 200, 300, 400, 500]
+    for step, row in logged.items():
+        lrs = used[:step]
+        direct = window_direct(lrs, [lr * 2.0 for lr in lrs])
+        assert row["timescale/window_epochs/pg1"] == pytest.approx(direct * B / N, rel=1e-9)

@@ -43,6 +43,7 @@ CHART_TITLES = {
     "tau_epoch": "tau_epoch_t = tau_iter_t/M now, and the target (epochs)",
     "init_memory": "init memory prod(1 - lr_t*wd_t), share of the init left",
     "timescales_elapsed": "timescales elapsed sum(lr_t*wd_t)",
+    "window_epochs": "window: mean age of the updates the weights hold (epochs)",
     "wd_mean_abs": "wd_t * mean|w| (paper's plateau c)",
     "rms_ratio": "weight RMS / sqrt(lr_t/(2 wd_t)): 1 = random-walk equilibrium",
     "weight_rms": "{group}: weight RMS (line), shaded to its prediction sqrt(lr_t/(2 wd_t))",
@@ -55,7 +56,7 @@ def custom_scalars_layout(prefix: str, groups: Sequence[str]) -> dict[str, dict[
     Every chart has lines of one size on a linear axis, so each stays readable. Category
     ``"{prefix}: timescales"`` has one multi-line chart per quantity with every group on it: the instantaneous
     ``tau_iter`` (``tau_epoch``) next to the target ``tau_iter_target`` (``tau_epoch_target``) a
-    ``TimescaleCallback`` holds, init memory, timescales elapsed and ``weight_decay x mean|w|``. Category
+    ``TimescaleCallback`` holds, init memory, timescales elapsed, the window and ``weight_decay x mean|w|``. Category
     ``"{prefix}: weight RMS vs prediction"`` has the ratio of the measured weight RMS to the random-walk
     equilibrium ``sqrt(lr / (2 wd))`` for every group (about 1 at equilibrium), then, per group in ``groups``
     (pass the decaying ones), a margin chart: the measured RMS as the line, shaded down (or up) to the
@@ -74,6 +75,7 @@ def custom_scalars_layout(prefix: str, groups: Sequence[str]) -> dict[str, dict[
         CHART_TITLES["tau_epoch"]: ["Multiline", [f"^{p}/tau_epoch(_target)?/"]],
         CHART_TITLES["init_memory"]: ["Multiline", [f"^{p}/init_memory/"]],
         CHART_TITLES["timescales_elapsed"]: ["Multiline", [f"^{p}/timescales_elapsed/"]],
+        CHART_TITLES["window_epochs"]: ["Multiline", [f"^{p}/window_epochs/"]],
         CHART_TITLES["wd_mean_abs"]: ["Multiline", [f"^{p}/wd_mean_abs/"]],
     }
     rms: dict[str, list[Any]] = {CHART_TITLES["rms_ratio"]: ["Multiline", [f"^{p}/rms_ratio/"]]}

@@ -7,26 +7,28 @@ Imports torch only (no Lightning), so plain PyTorch loops and Lightning Fabric l
   the monitor calls it for every group it logs.
 - :func:`timescale_metrics`: every group of one or more optimizers, ``{prefix}/{quantity}/{group}``, from one fused
   weight-statistics pass and one host sync. Hand its result to ``fabric.log_dict`` or any logger.
-- :class:`TimescaleTracker`: the two quantities that need every step, ``init_memory``
-  :math:`=\prod_t (1-\eta_t\lambda_t)` and ``timescales_elapsed`` :math:`=\sum_t \eta_t\lambda_t`, folded by an
-  optimizer step post-hook (a few floats per group per step, no tensors).
+- :class:`TimescaleTracker`: the quantities that need every step, ``init_memory``
+  :math:`=\prod_t (1-\eta_t\lambda_t)`, ``timescales_elapsed`` :math:`=\sum_t \eta_t\lambda_t` and the window (the
+  mean age of the updates the weights hold, :class:`~lightning_tau.couplings.Ledger`), folded by an optimizer step
+  post-hook (a few floats per group per step, no tensors).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.utils.hooks import RemovableHandle
 
 from lightning_tau import _checks, timescale
+from lightning_tau.couplings import Ledger
 from lightning_tau.diagnostics.stats import WeightStatsPass, all_reduce_sums, group_sums, magnitudes
 from lightning_tau.optim import group_lr, group_names, group_width_mult, unit_rms_updates, unwrap_optimizer
 
-__all__ = ["TimescaleTracker", "group_metrics", "timescale_metrics"]
+__all__ = ["TimescaleTracker", "group_metrics", "ledger_state", "restored_ledger", "timescale_metrics"]
 
 
 def group_metrics(
@@ -42,12 +44,15 @@ def group_metrics(
     tau_epoch_target: float | None = None,
     init_memory: float | None = None,
     timescales_elapsed: float | None = None,
+    window_steps: float | None = None,
 ) -> dict[str, float]:
     r"""One param group's diagnostics, keyed by quantity (no prefix, no group name).
 
     Always ``lr``, ``weight_decay``, ``weight_mean_abs``, ``weight_rms`` (and ``width_mult`` when given). With
     ``weight_decay > 0`` also ``coherent_bound`` :math:`= 1/\lambda`, ``wd_mean_abs`` :math:`= \lambda\,
-    \overline{|w|}` and ``init_memory`` / ``timescales_elapsed`` when given; with ``lr > 0`` as well ``tau_iter``
+    \overline{|w|}` and ``init_memory`` / ``timescales_elapsed`` when given, ``window_epochs`` (the mean age in
+    epochs of the updates the weights hold) when ``window_steps`` and ``steps_per_epoch`` are; with ``lr > 0`` as well
+    ``tau_iter``
     :math:`= 1/(\eta\lambda)`, ``tau_epoch`` :math:`= \tau_{iter}/M` (with ``steps_per_epoch``), the targets when
     given, and, for an optimizer whose update has RMS about 1 (``unit_rms``), ``rms_equilibrium``
     :math:`= \sqrt{\eta/2\lambda}` and ``rms_ratio`` (measured / predicted RMS).
@@ -65,6 +70,8 @@ def group_metrics(
         tau_epoch_target: the target timescale in epochs.
         init_memory: :math:`\prod_t (1-\eta_t\lambda_t)` so far (see :class:`TimescaleTracker`).
         timescales_elapsed: :math:`\sum_t \eta_t\lambda_t` so far.
+        window_steps: the mean age, in steps, of the updates the weights hold
+            (:attr:`lightning_tau.couplings.Ledger.window_steps`); logged in epochs as ``window_epochs``.
 
     Example:
         >>> m = group_metrics(1e-3, 0.5, mean_abs=0.02, rms=0.025, steps_per_epoch=100)
@@ -83,6 +90,8 @@ def group_metrics(
             values["init_memory"] = init_memory
         if timescales_elapsed is not None:
             values["timescales_elapsed"] = timescales_elapsed
+        if window_steps is not None and steps_per_epoch and window_steps == window_steps:  # nan before any update
+            values["window_epochs"] = window_steps / steps_per_epoch
         if lr > 0:
             values["tau_iter"] = timescale.tau_iter(lr, weight_decay)
             if steps_per_epoch:
@@ -101,8 +110,7 @@ def group_metrics(
 class _Track:
     """What the tracker carries for one param group (O(1) floats)."""
 
-    init_memory: float = 1.0
-    timescales_elapsed: float = 0.0
+    ledger: Ledger = field(default_factory=Ledger)  # init memory, timescales elapsed and the window
     last_lr: float | None = None  # lr and weight decay the last optimizer step used
     last_weight_decay: float | None = None
 
@@ -155,10 +163,8 @@ class TimescaleTracker:
             track = self._track(index, j)
             lr, wd = group_lr(group), float(group.get("weight_decay", 0.0))
             track.last_lr, track.last_weight_decay = lr, wd
-            if wd > 0:  # timescale.init_memory / timescales_elapsed for one step, inlined: this runs every step
-                rate = lr * wd
-                track.init_memory = track.init_memory * (1.0 - rate) if rate < 1.0 else 0.0
-                track.timescales_elapsed += rate
+            if wd > 0:
+                track.ledger.step(lr, lr * wd)
 
     def _track(self, optimizer_index: int, group_index: int) -> _Track:
         """The state of one group (created on first use, from a restored state dict when it names the group)."""
@@ -166,10 +172,7 @@ class TimescaleTracker:
         track = self._tracks.get(key)
         if track is None:
             name = group_names(self.optimizers)[optimizer_index][group_index]
-            track = self._tracks[key] = _Track(
-                init_memory=float(self._restored.get("init_memory", {}).get(name, 1.0)),
-                timescales_elapsed=float(self._restored.get("timescales_elapsed", {}).get(name, 0.0)),
-            )
+            track = self._tracks[key] = _Track(restored_ledger(self._restored, name))
         return track
 
     def _index_of(self, optimizer: Any) -> int | None:
@@ -190,17 +193,28 @@ class TimescaleTracker:
         r""":math:`\sum_t \eta_t\lambda_t` per group name."""
         return self._by_name("timescales_elapsed")
 
+    @property
+    def window_steps(self) -> dict[str, float]:
+        """The mean age, in steps, of the updates each group's weights hold (``nan`` before a decaying step)."""
+        return self._by_name("window_steps")
+
     def _by_name(self, attribute: str) -> dict[str, float]:
         names = group_names(self.optimizers)
         return {
-            names[i][j]: getattr(self._track(i, j), attribute)
+            names[i][j]: getattr(self._track(i, j).ledger, attribute)
             for i, opt in enumerate(self.optimizers)
             for j in range(len(opt.param_groups))
         }
 
     def state_dict(self) -> dict[str, Any]:
-        """The products and the step count, by group name (plain floats)."""
-        return {"init_memory": self.init_memory, "timescales_elapsed": self.timescales_elapsed, "steps": self.steps}
+        """The products, the window's sums and the step count, by group name (plain floats)."""
+        names = group_names(self.optimizers)
+        ledgers = {
+            names[i][j]: self._track(i, j).ledger
+            for i, opt in enumerate(self.optimizers)
+            for j in range(len(opt.param_groups))
+        }
+        return {**ledger_state(ledgers), "steps": self.steps}
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Continue from :meth:`state_dict`; groups it does not name start afresh."""
@@ -326,8 +340,9 @@ def timescale_metrics(
             steps_per_epoch=steps_per_epoch,
             tau_iter_target=tau_iter_target,
             tau_epoch_target=tau_epoch_target,
-            init_memory=None if track is None else track.init_memory,
-            timescales_elapsed=None if track is None else track.timescales_elapsed,
+            init_memory=None if track is None else track.ledger.init_memory,
+            timescales_elapsed=None if track is None else track.ledger.timescales_elapsed,
+            window_steps=None if track is None else track.ledger.window_steps,
         )
         metrics.update({f"{prefix}/{key}/{names[i][j]}": value for key, value in values.items()})
     return metrics
@@ -354,3 +369,36 @@ def _as_optimizer_list(owner: str, optimizers: Any) -> list[torch.optim.Optimize
                 " optimizer(s) your loop steps."
             )
     return list(items)
+
+
+def ledger_state(ledgers: Mapping[str, Ledger]) -> dict[str, dict[str, Any]]:
+    """The checkpoint form of each group's :class:`~lightning_tau.couplings.Ledger`, by group name (plain floats).
+
+    Example:
+        >>> ledger = Ledger()
+        >>> ledger.step(1.0, 0.5)
+        >>> ledger_state({"pg1": ledger})
+        {'init_memory': {'pg1': 0.5}, 'timescales_elapsed': {'pg1': 0.5}, 'window': {'pg1': [1.0, 0.0]}}
+    """
+    return {
+        "init_memory": {name: ledger.init_memory for name, ledger in ledgers.items()},
+        "timescales_elapsed": {name: ledger.timescales_elapsed for name, ledger in ledgers.items()},
+        "window": {name: [ledger.held, ledger.age] for name, ledger in ledgers.items()},
+    }
+
+
+def restored_ledger(state: Mapping[str, Any], name: str) -> Ledger:
+    """Group ``name``'s :class:`~lightning_tau.couplings.Ledger` from :func:`ledger_state`'s form (a fresh one where
+    the state does not name it; a checkpoint from before the window was kept restarts the window only).
+
+    Example:
+        >>> restored_ledger({"init_memory": {"pg1": 0.5}, "window": {"pg1": [1.0, 0.0]}}, "pg1")
+        Ledger(steps=0, init_memory=0.5, timescales_elapsed=0.0, held=1.0, age=0.0)
+    """
+    held, age = state.get("window", {}).get(name, (0.0, 0.0))
+    return Ledger(
+        init_memory=float(state.get("init_memory", {}).get(name, 1.0)),
+        timescales_elapsed=float(state.get("timescales_elapsed", {}).get(name, 0.0)),
+        held=float(held),
+        age=float(age),
+    )

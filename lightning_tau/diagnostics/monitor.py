@@ -8,7 +8,7 @@ one fused pass (:mod:`lightning_tau.diagnostics.stats`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import lightning.pytorch as pl
@@ -22,9 +22,10 @@ from typing_extensions import override
 
 from lightning_tau import _checks, timescale
 from lightning_tau._trainer import RunShapeReader
+from lightning_tau.couplings import Ledger
 from lightning_tau.decide import RunShape
 from lightning_tau.diagnostics import dashboards
-from lightning_tau.diagnostics.metrics import check_prefix, group_metrics
+from lightning_tau.diagnostics.metrics import check_prefix, group_metrics, ledger_state, restored_ledger
 from lightning_tau.diagnostics.stats import (
     DEFAULT_CHUNK_NUMEL,
     WeightStatsPass,
@@ -46,8 +47,7 @@ class _GroupState:
     group_index: int
     width_mult: float | None
     unit_rms_updates: bool = True  # the optimizer's update has RMS ~1 (Adam-like), so sqrt(lr / 2 wd) applies
-    init_memory: float = 1.0
-    timescales_elapsed: float = 0.0
+    ledger: Ledger = field(default_factory=Ledger)  # init memory, timescales elapsed and the window, step by step
     hparams: dict[str, float] | None = None  # reference lr and weight decay at the first optimizer step
     last_lr: float | None = None  # lr and weight decay the last optimizer step used (the logged values)
     last_weight_decay: float | None = None
@@ -65,9 +65,10 @@ class TimescaleMonitor(Callback):
     :class:`~lightning_tau.TimescaleCallback` manages it, ``width_mult`` (muP), ``weight_mean_abs``, ``weight_rms``,
     the predictions ``rms_equilibrium`` :math:`= \sqrt{\eta_t / 2\lambda_t}` and ``coherent_bound``
     :math:`= 1/\lambda_t`, ``rms_ratio`` (measured / predicted RMS), ``wd_mean_abs`` :math:`= \lambda_t\,
-    \overline{|w|}`, ``init_memory`` :math:`= \prod_t (1-\eta_t\lambda_t)` and ``timescales_elapsed``
-    :math:`= \sum_t \eta_t\lambda_t`. Groups without weight decay get only ``lr``, ``weight_decay`` and the
-    magnitudes. ``docs/diagnostics.rst`` lists every key with its formula.
+    \overline{|w|}`, ``init_memory`` :math:`= \prod_t (1-\eta_t\lambda_t)`, ``timescales_elapsed``
+    :math:`= \sum_t \eta_t\lambda_t` and ``window_epochs``, the mean age in epochs of the updates the weights hold
+    (:class:`~lightning_tau.couplings.Ledger`, folded in O(1) per step). Groups without weight decay get only ``lr``,
+    ``weight_decay`` and the magnitudes. ``docs/diagnostics.rst`` lists every key with its formula.
 
     With a :class:`~lightning.pytorch.loggers.TensorBoardLogger` it also writes a custom-scalars layout at train
     start and, at train end, an HParams record (timescales, ``N``, ``B``, per-group lr / weight decay / width,
@@ -251,8 +252,6 @@ class TimescaleMonitor(Callback):
         """Start tracking the groups of optimizer ``index`` not tracked yet (all at train start; added ones later)."""
         optimizer = self._optimizers[index]
         names = group_names(self._optimizers)[index]
-        memory = (restored or {}).get("init_memory", {})
-        elapsed = (restored or {}).get("timescales_elapsed", {})
         for j in range(self._group_counts.get(index, 0), len(optimizer.param_groups)):
             self.groups.append(
                 _GroupState(
@@ -261,8 +260,7 @@ class TimescaleMonitor(Callback):
                     group_index=j,
                     width_mult=group_width_mult(optimizer.param_groups[j]),
                     unit_rms_updates=unit_rms_updates(optimizer),
-                    init_memory=float(memory.get(names[j], 1.0)),
-                    timescales_elapsed=float(elapsed.get(names[j], 0.0)),
+                    ledger=restored_ledger(restored or {}, names[j]),
                 )
             )
         self._group_counts[index] = len(optimizer.param_groups)
@@ -287,10 +285,8 @@ class TimescaleMonitor(Callback):
             state.last_lr, state.last_weight_decay = lr, wd
             if state.hparams is None:
                 state.hparams = {"lr": reference_lr(group), "weight_decay": wd}
-            if wd > 0:  # timescale.init_memory / timescales_elapsed for one step, inlined: this runs every step
-                rate = lr * wd
-                state.init_memory = state.init_memory * (1.0 - rate) if rate < 1.0 else 0.0
-                state.timescales_elapsed += rate
+            if wd > 0:
+                state.ledger.step(lr, lr * wd)
 
     @override
     def on_train_batch_end(
@@ -326,11 +322,7 @@ class TimescaleMonitor(Callback):
 
     @override
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "init_memory": {g.name: g.init_memory for g in self.groups},
-            "timescales_elapsed": {g.name: g.timescales_elapsed for g in self.groups},
-            "optimizer_steps": self.optimizer_steps,
-        }
+        return {**ledger_state({g.name: g.ledger for g in self.groups}), "optimizer_steps": self.optimizer_steps}
 
     @override
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -405,8 +397,9 @@ class TimescaleMonitor(Callback):
             steps_per_epoch=self._steps_per_epoch(state.optimizer_index, shape),
             tau_iter_target=tau_iter_target,
             tau_epoch_target=tau_epoch_target,
-            init_memory=state.init_memory,
-            timescales_elapsed=state.timescales_elapsed,
+            init_memory=state.ledger.init_memory,
+            timescales_elapsed=state.ledger.timescales_elapsed,
+            window_steps=state.ledger.window_steps,
         )
         return {dashboards.metric_key(self.prefix, key, state.name): value for key, value in values.items()}
 
@@ -513,7 +506,9 @@ class TimescaleMonitor(Callback):
         if not metrics:
             metrics = {f"hp/{name}": value for name, value in sorted(logged.items())}
         if not metrics:  # nothing logged at all: the monitor's own summary of the run
-            metrics = {f"hp/{self.prefix}/timescales_elapsed/{g.name}": g.timescales_elapsed for g in self.groups}
+            metrics = {
+                f"hp/{self.prefix}/timescales_elapsed/{g.name}": g.ledger.timescales_elapsed for g in self.groups
+            }
         return metrics
 
 
