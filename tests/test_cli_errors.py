@@ -280,3 +280,79 @@ def test_transfer_lr_times_weight_decay_of_exactly_one_is_refused(capsys: pytest
     with pytest.raises(SystemExit, match=r"tau_iter=1 optimizer steps"):
         main(["transfer", "--lr", "1e-3", "--weight-decay", "0.1", *run, "--target-batch-size", "100000"])
     assert main(["transfer", "--lr", "1e-3", "--weight-decay", "0.1", *run, "--target-batch-size", "99999"]) == 0
+
+
+# --- argparse's usage errors: two lines in the subcommand's terms, exit 2, before torch ----------------------------
+
+#: Runs ``lightning-tau`` argument lists in one process; prints, for each, its exit code, what it wrote to stderr and
+#: which heavy packages had been imported by then.
+_USAGE_PROBE = """
+import contextlib, io, json, sys
+from lightning_tau.cli import main
+HEAVY = ("torch", "lightning", "optuna", "matplotlib", "scipy")
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exit:
+            code = exit.code
+    print(json.dumps([code, err.getvalue(), sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY))]))
+"""
+
+#: ``(argv, the command that reports it, what its error line says)``.
+USAGE_ERRORS = [
+    (["find", "--fractoin", "0.1"], "find", "unknown flag --fractoin 0.1; did you mean --fraction 0.1?"),
+    (["find", "--fraction", "1.5"], "find", "argument --fraction: expected a number in (0, 1], got '1.5'"),
+    (["find", "--axis", "widht"], "find", "argument --axis: invalid choice: 'widht'"),
+    (["find", "--tau_epochs", "2", "4"], "find", "unknown flag --tau_epochs 2 4; did you mean --tau-epochs 2 4?"),
+    (["find", "0.1"], "find", "unexpected value '0.1' (lightning-tau find takes flags only"),
+    (["demo", "--axsi", "width"], "demo", "unknown flag --axsi width; did you mean --axis width?"),
+    (["demo", "--sizes", "100", "x"], "demo", "argument --sizes: expected a positive integer, got 'x'"),
+    (["demo", "--task", "txt"], "demo", "invalid choice: 'txt' (choose from 'digits', 'text'); did you mean text?"),
+    (["demo", "--zzz=3"], "demo", "unknown flag --zzz=3 (lightning-tau demo --help lists the flags)"),
+    (["plot"], "plot", "the following arguments are required: logdir"),
+    (["plot", "runs", "--metrc", "val/loss"], "plot", "unknown flag --metrc val/loss; did you mean --metric val/loss?"),
+    (["transfer", "--lr", "x"], "transfer", "argument --lr: expected a positive finite number, got 'x'"),
+    (["fnd"], "", "invalid choice: 'fnd'"),
+    (["--bogus", "find"], "", "unknown flag --bogus (lightning-tau --help lists the flags)"),
+]
+
+
+def test_usage_errors_are_two_lines_in_the_subcommand_s_terms(tmp_path: Path) -> None:
+    argvs = [argv for argv, _, _ in USAGE_ERRORS]
+    proc = subprocess.run(
+        [sys.executable, "-c", _USAGE_PROBE, json.dumps(argvs)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    results = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(results) == len(USAGE_ERRORS), proc.stderr
+    for (argv, command, expected), (code, err, heavy) in zip(USAGE_ERRORS, results):
+        prog = f"lightning-tau {command}".strip()
+        usage, error = err.splitlines()  # exactly two lines
+        assert usage.startswith(f"usage: {prog} ") and f"{prog} " in usage[len("usage: ") + len(prog) :], usage
+        assert error.startswith(f"{prog}: error: ") and expected in error, (argv, error)
+        assert code == 2, argv
+        assert heavy == [], (argv, heavy)  # before torch, Lightning, Optuna, matplotlib are imported
+    assert "did you mean find?" in results[USAGE_ERRORS.index((["fnd"], "", "invalid choice: 'fnd'"))][1]
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("command", "typed", "parsed"), [("demo", "dataset_size", "dataset-size"),
+                                                          ("demo", "dataset-size", "dataset-size"),
+                                                          ("find", "dataset-size", "dataset_size"),
+                                                          ("find", "dataset_size", "dataset_size")])  # fmt: skip
+def test_both_spellings_of_an_axis_are_accepted(command: str, typed: str, parsed: str) -> None:
+    assert build_parser(command).parse_args([command, "--axis", typed]).axis == parsed
+
+
+def test_find_help_shows_one_default_per_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser("find").parse_args(["find", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    fraction = text[text.index("--fraction FRACTION share") :].split(" --axis ")[0]
+    assert fraction.count("default") == 1, fraction
+    assert "(default: None)" not in text and "(default: False)" not in text

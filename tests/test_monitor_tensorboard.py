@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import TinyModel, make_loader, quiet_trainer
-from helpers.tb_events import hparams_record, load_events, scalar_series
+from helpers.tb_events import hparams_record, load_events, scalar_series, ticked_columns
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
@@ -314,3 +314,32 @@ def test_monitor_band_charts_only_for_decaying_groups(tmp_path):
     titles = set(layout_charts(load_events(log_dir)))
     per_group = {t.split(":")[0] for t in titles if t.endswith(CHART_TITLES["weight_rms"].format(group=""))}
     assert per_group == {"decay"}  # pg2 has no weight decay, so no prediction: no empty chart for it
+
+
+class TwoGroupModel(HparamsModel):
+    """Module hparams that sort before ``timescale/...`` by name, and a decaying and a non-decaying group."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.save_hyperparameters({"hidden": 8, "activation": "relu", "batch_norm": False, "dropout": 0.0})
+
+    def configure_optimizers(self):
+        decay = [p for p in self.parameters() if p.ndim > 1]
+        no_decay = [p for p in self.parameters() if p.ndim <= 1]
+        return torch.optim.AdamW(
+            [{"params": decay, "weight_decay": WD}, {"params": no_decay, "weight_decay": 0.0}], lr=LR
+        )
+
+
+def test_monitor_hparams_tab_ticks_tau_epoch_and_weight_decay_per_group(tmp_path):
+    """TensorBoard ticks the first five hparams of the run's experiment config (those marked ``differs`` first,
+    by name) and its first five metrics: the monitor's config marks the timescale and weight decay of each group."""
+    _, log_dir = fit_with_tensorboard(tmp_path, TwoGroupModel(), default_hp_metric=False)
+    content = load_events(log_dir).PluginTagToContent("hparams")  # the first summary of each tag: TensorBoard's
+    experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
+    hparams, metrics = ticked_columns(experiment)
+    assert hparams[:3] == ["timescale/tau_epoch/pg1", "timescale/weight_decay/pg1", "timescale/weight_decay/pg2"]
+    assert metrics == ["hp/train_loss"]
+    session = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
+    assert set(session.session_start_info.hparams) == {info.name for info in experiment.hparam_infos}
+    assert "activation: relu" in (log_dir / "hparams.yaml").read_text()

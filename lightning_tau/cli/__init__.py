@@ -13,6 +13,8 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
+from lightning_tau.cli._args import CommandParser
+
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
 #: Subcommand modules, in the order ``--help`` lists them, with their one-line help and aliases (each module's
@@ -34,11 +36,12 @@ SUBCOMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser. ``command=None`` registers every subcommand in full; a command name registers only
     that one in full and the others by name and help (so their modules are not imported)."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="lightning-tau",
         description="Set AdamW's weight decay from its EMA timescale: demo sweep, plots and transfer tables.",
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # every subcommand's parser is a CommandParser too: two-line usage errors, unknown flags reported by it
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     subparsers.required = True
     for name, (help_text, aliases) in SUBCOMMANDS.items():
         if command is None or name == command:

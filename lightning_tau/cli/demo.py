@@ -12,6 +12,10 @@ record and a :class:`~lightning_tau.diagnostics.TimescaleMonitor`), ``summary.js
 verdict, and every curve) and the figures: for the dataset-size axis Figure 1 of Wang & Aitchison (ICML 2025) by
 ``lightning-tau plot`` (the loss against weight decay and against ``tau_epoch`` per dataset size) and the finder's
 axis figure.
+
+Parsing imports neither torch nor Lightning (a usage error is printed at once): the demo tasks' modules, and the
+names built from them (:data:`PRESETS`, :data:`QUICK`, ...), are imported when the command runs or a name is first
+read from this module.
 """
 
 from __future__ import annotations
@@ -23,9 +27,8 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lightning_tau._quiet import quiet_sweep
 from lightning_tau.cli._args import (
     fraction_above_zero,
     fraction_below_one,
@@ -34,10 +37,14 @@ from lightning_tau.cli._args import (
     positive_int,
     random_seed,
 )
-from lightning_tau.demos.size import SUMMARY_NAME, SizeConfig, run_size_demo, tensorboard_commands
-from lightning_tau.demos.text import TextDemoConfig
-from lightning_tau.demos.text_width import QUICK_HELD_OUT, TextWidthConfig
-from lightning_tau.demos.width import WidthConfig
+
+if TYPE_CHECKING:
+    from lightning_tau.demos.size import SizeConfig
+    from lightning_tau.demos.text import TextDemoConfig
+    from lightning_tau.demos.text_width import TextWidthConfig
+    from lightning_tau.demos.width import WidthConfig
+
+    SUMMARY_NAME: str
 
 __all__ = [
     "AXES",
@@ -55,29 +62,11 @@ __all__ = [
     "run_preset",
 ]
 
-#: The digits dataset-size demo's configuration (``lightning-tau demo``), under its old name.
-DemoConfig = SizeConfig
-
-#: What ``--quick`` runs: 2 sizes x 3 timescales x 2 epochs, a few seconds (for tests and a first look).
-QUICK = SizeConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
-
-#: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base (x4 steps) x 3 seeds, 30 epochs:
-#: the full form's task on a coarser λ_base grid (36 finder trials).
-QUICK_WIDTH = WidthConfig(weight_decays=[8.0, 32.0, 128.0, 512.0])
-
 #: Values of ``--axis``.
 AXES = ("dataset-size", "width")
 
 #: Values of ``--task``.
 TASKS = ("digits", "text")
-
-#: What ``--task text --quick`` runs: 3 fractions of a 32,000-byte corpus x 4 timescales (x4 apart) x 32 epochs,
-#: one seed, validation at the end only; about 5 CPU-minutes (one thread).
-QUICK_TEXT = TextDemoConfig(
-    sizes=[0.25, 0.5, 1.0], tau_epochs=[0.5, 2.0, 8.0, 32.0], seeds=[0], epochs=32, batch_size=16, warmup_fraction=0.0,
-    block_size=64, n_layer=2, n_head=4, n_embd=64, max_tokens=32_000, val_tokens=32_000, val_every_n_epochs=32,
-    accelerator="cpu",
-)  # fmt: skip
 
 
 def next_sweep_dir(out: Path) -> Path:
@@ -96,14 +85,12 @@ def next_sweep_dir(out: Path) -> Path:
     return out / f"sweep_{max(taken) + 1 if taken else 0}"
 
 
-#: What ``--task text --axis width --quick`` runs: the held-out-file regime (``demos/text_width.py``).
-QUICK_TEXT_WIDTH = QUICK_HELD_OUT
-
-
 # --- the table: (task, axis) -> configuration ------------------------------------------------------------------
 
 
 def _run_size(config: Any, sweep_dir: Path, plot: bool, progress: bool) -> None:
+    from lightning_tau.demos.size import run_size_demo, tensorboard_commands
+
     summary = run_size_demo(config, sweep_dir, plot=plot, progress=progress)
     if plot:  # Figure 1 of the paper, from the runs' TensorBoard logs
         from lightning_tau.diagnostics.sweep import plot_sweep
@@ -150,7 +137,8 @@ DIGITS_ONLY = ("sizes", "hidden", "norm", "label_noise", "depth")
 WIDTH_ONLY = ("widths", "weight_decays", "lr_base", "no_decay_input")
 DATASET_SIZE_ONLY = ("sizes", "tau_epochs", "lr", "hidden", "norm", "label_noise")
 
-#: Options with a plain default (the digits demo's): typed means another value. The others default to ``SUPPRESS``.
+#: Options with a plain default (the digits demo's, filled in by :func:`_main`): typed means another value. The
+#: others are left out of the namespace unless typed.
 PLAIN = ("sizes", "lr", "schedule", "hidden", "norm", "label_noise")
 
 
@@ -334,63 +322,122 @@ _WIDTH_OPTIONS += (("epochs", "epochs"),)
 _TEXT_OPTIONS = tuple((name, name) for name in ("max_tokens", "val_tokens", "block_size", "n_layer", "n_head"))
 _TEXT_OPTIONS += (("accelerator", "accelerator"),)
 
-#: The rows of ``lightning-tau demo``: ``(task, axis) -> configuration``.
-PRESETS: dict[tuple[str, str], Preset] = {
-    ("digits", "dataset-size"): Preset(
-        config=SizeConfig,
-        quick=QUICK,
-        options=tuple(
-            (name, name)
-            for name in ("sizes", "tau_epochs", "seeds", "epochs", "batch_size", "lr", "schedule", "hidden", "depth")
-        )
-        + (("norm", "norm"), ("label_noise", "label_noise")),
-        always=(),
-        rejects=_digits_size_rejects,
-        task_problem=_digits_size_problem,
-        load=_load_digits,
-        run=_run_size,
-    ),
-    ("text", "dataset-size"): Preset(
-        config=TextDemoConfig,
-        quick=QUICK_TEXT,
-        options=(
-            ("fractions", "sizes"),
-            *((name, name) for name in ("tau_epochs", "seeds", "epochs", "batch_size", "lr", "schedule", "n_embd")),
-            *_TEXT_OPTIONS,
+#: The names built from the demo tasks' modules (torch, Lightning): defined by :func:`_load` when first needed.
+_LOADED = ("DemoConfig", "QUICK", "QUICK_WIDTH", "QUICK_TEXT", "QUICK_TEXT_WIDTH", "PRESETS", "SUMMARY_NAME")
+
+
+def _load() -> None:
+    """Import the demo tasks and define the names built from them (:data:`_LOADED`) in this module: parsing
+    needs none of them, so a usage error comes before torch is imported."""
+    if "PRESETS" in globals():
+        return
+    from lightning_tau.demos.size import SUMMARY_NAME, SizeConfig
+    from lightning_tau.demos.text import TextDemoConfig
+    from lightning_tau.demos.text_width import QUICK_HELD_OUT, TextWidthConfig
+    from lightning_tau.demos.width import WidthConfig
+
+    global DemoConfig, QUICK, QUICK_WIDTH, QUICK_TEXT, QUICK_TEXT_WIDTH, PRESETS
+    globals().update(SizeConfig=SizeConfig, TextDemoConfig=TextDemoConfig, SUMMARY_NAME=SUMMARY_NAME)
+    globals().update(TextWidthConfig=TextWidthConfig, WidthConfig=WidthConfig)
+
+    #: The digits dataset-size demo's configuration (``lightning-tau demo``), under its old name.
+    DemoConfig = SizeConfig
+
+    #: What ``--quick`` runs: 2 sizes x 3 timescales x 2 epochs, a few seconds (for tests and a first look).
+    QUICK = SizeConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
+
+    #: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base (x4 steps) x 3 seeds, 30 epochs:
+    #: the full form's task on a coarser λ_base grid (36 finder trials).
+    QUICK_WIDTH = WidthConfig(weight_decays=[8.0, 32.0, 128.0, 512.0])
+
+    #: What ``--task text --quick`` runs: 3 fractions of a 32,000-byte corpus x 4 timescales (x4 apart) x 32 epochs,
+    #: one seed, validation at the end only; about 5 CPU-minutes (one thread).
+    QUICK_TEXT = TextDemoConfig(
+        sizes=[0.25, 0.5, 1.0], tau_epochs=[0.5, 2.0, 8.0, 32.0], seeds=[0], epochs=32, batch_size=16,
+        warmup_fraction=0.0, block_size=64, n_layer=2, n_head=4, n_embd=64, max_tokens=32_000, val_tokens=32_000,
+        val_every_n_epochs=32, accelerator="cpu",
+    )  # fmt: skip
+
+    #: What ``--task text --axis width --quick`` runs: the held-out-file regime (``demos/text_width.py``).
+    QUICK_TEXT_WIDTH = QUICK_HELD_OUT
+
+    #: The rows of ``lightning-tau demo``: ``(task, axis) -> configuration``.
+    PRESETS = {
+        ("digits", "dataset-size"): Preset(
+            config=SizeConfig,
+            quick=QUICK,
+            options=tuple(
+                (name, name)
+                for name in (
+                    "sizes",
+                    "tau_epochs",
+                    "seeds",
+                    "epochs",
+                    "batch_size",
+                    "lr",
+                    "schedule",
+                    "hidden",
+                    "depth",
+                )
+            )
+            + (("norm", "norm"), ("label_noise", "label_noise")),
+            always=(),
+            rejects=_digits_size_rejects,
+            task_problem=_digits_size_problem,
+            load=_load_digits,
+            run=_run_size,
         ),
-        always=(),
-        rejects=_text_size_rejects,
-        task_problem=_text_size_problem,
-        load=lambda: None,
-        run=_run_size,
-    ),
-    ("digits", "width"): Preset(
-        config=WidthConfig,
-        quick=QUICK_WIDTH,
-        options=(*_WIDTH_OPTIONS, ("depth", "depth")),
-        always=(("batch_size", "batch_size"), ("schedule", "schedule")),
-        rejects=_digits_width_rejects,
-        task_problem=lambda config: _width_grid_problem(config) or _digits_width_task_problem(config),
-        load=lambda: _load_mup(digits=True),
-        run=_run_width,
-    ),
-    ("text", "width"): Preset(
-        config=TextWidthConfig,
-        quick=QUICK_TEXT_WIDTH,
-        options=(*_WIDTH_OPTIONS, ("schedule", "schedule"), ("batch_size", "batch_size"), *_TEXT_OPTIONS),
-        always=(),
-        rejects=_text_width_rejects,
-        task_problem=lambda config: _width_grid_problem(config) or _text_width_task_problem(config),
-        load=_load_mup,
-        run=_run_width,
-    ),
-}
+        ("text", "dataset-size"): Preset(
+            config=TextDemoConfig,
+            quick=QUICK_TEXT,
+            options=(
+                ("fractions", "sizes"),
+                *((name, name) for name in ("tau_epochs", "seeds", "epochs", "batch_size", "lr", "schedule", "n_embd")),
+                *_TEXT_OPTIONS,
+            ),
+            always=(),
+            rejects=_text_size_rejects,
+            task_problem=_text_size_problem,
+            load=lambda: None,
+            run=_run_size,
+        ),
+        ("digits", "width"): Preset(
+            config=WidthConfig,
+            quick=QUICK_WIDTH,
+            options=(*_WIDTH_OPTIONS, ("depth", "depth")),
+            always=(("batch_size", "batch_size"), ("schedule", "schedule")),
+            rejects=_digits_width_rejects,
+            task_problem=lambda config: _width_grid_problem(config) or _digits_width_task_problem(config),
+            load=lambda: _load_mup(digits=True),
+            run=_run_width,
+        ),
+        ("text", "width"): Preset(
+            config=TextWidthConfig,
+            quick=QUICK_TEXT_WIDTH,
+            options=(*_WIDTH_OPTIONS, ("schedule", "schedule"), ("batch_size", "batch_size"), *_TEXT_OPTIONS),
+            always=(),
+            rejects=_text_width_rejects,
+            task_problem=lambda config: _width_grid_problem(config) or _text_width_task_problem(config),
+            load=_load_mup,
+            run=_run_width,
+        ),
+    }
+
+
+def __getattr__(name: str) -> Any:
+    """The names of :data:`_LOADED`, defined on first use (PEP 562)."""
+    if name in _LOADED:
+        _load()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run_preset(preset: Preset, config: Any, out: Path, *, plot: bool = True, progress: bool = True) -> Path:
     """Run ``config`` with the row's engine into a new ``out/sweep_K``; return it."""
     sweep_dir = next_sweep_dir(out)
     sweep_dir.mkdir(parents=True)
+    from lightning_tau._quiet import quiet_sweep
+
     with quiet_sweep(single_thread=True):
         preset.run(config, sweep_dir, plot, progress)
     return sweep_dir
@@ -398,6 +445,11 @@ def run_preset(preset: Preset, config: Any, out: Path, *, plot: bool = True, pro
 
 def _main(args: argparse.Namespace) -> int:
     """Fill the ``(--task, --axis)`` row's configuration from argparse, check it, run the finder's axis."""
+    _load()
+    digits = SizeConfig()
+    for name in PLAIN:  # not typed: the digits demo's value (the parser leaves them out so as not to import it)
+        if not hasattr(args, name):
+            setattr(args, name, getattr(digits, name))
     problem = output_dir_problem(args.out, "--out")
     if problem:
         return _error(problem)
@@ -432,8 +484,13 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``demo``."""
-    d, w, t = DemoConfig(), WidthConfig(), TextDemoConfig()
+    """Register ``demo``.
+
+    The help texts that show the demo tasks' defaults are functions, called only for ``--help`` (:class:`_Later`):
+    parsing imports no demo task, so torch is not imported before a usage error.
+    """
+    d, w, t = _Later("SizeConfig"), _Later("WidthConfig"), _Later("TextDemoConfig")
+    quick_width, quick_text, quick_text_width = _Later("QUICK_WIDTH"), _Later("QUICK_TEXT"), _Later("QUICK_TEXT_WIDTH")
     parser = subparsers.add_parser(
         "demo",
         help="The timescale finder's dataset-size (or width) axis on bundled digits or text: runs, figures, verdict.",
@@ -468,72 +525,101 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, default=Path("tau_runs"), help="root directory for the sweep's logs")
 
-    def add(group: Any, flag: str, help: str, kind: Any = positive_int, many: str = "", **kwargs: Any) -> None:
-        """An option with default ``SUPPRESS`` unless given (given means typed); ``many``: its metavar, nargs +."""
-        kwargs.setdefault("default", argparse.SUPPRESS)
+    def add(group: Any, flag: str, help: Help, kind: Any = positive_int, many: str = "", **kwargs: Any) -> None:
+        """An option left out of the namespace unless typed; ``many``: its metavar, nargs +."""
         if many:
             kwargs.update(nargs="+", metavar=many)
-        group.add_argument(flag, type=kind, help=help, **kwargs)
+        group.add_argument(flag, type=kind, help=help, default=argparse.SUPPRESS, **kwargs)
 
     add(
         parser,
         "--sizes",
-        "training-set sizes, at least two (at most 1797 - 397 = 1400; each is the finder's fraction"
-        " N / 1400 of the digits not held out)",
+        lambda: (
+            "training-set sizes, at least two (at most 1797 - 397 = 1400; each is the finder's fraction"
+            f" N / 1400 of the digits not held out; default: {_ints(d.sizes)})"
+        ),
         many="N",
-        default=d.sizes,
     )
     add(
         parser,
         "--tau-epochs",
-        "EMA timescales in epochs (one weight decay per size each; default: digits"
-        f" {_floats(d.tau_epochs)}; --task text {_floats(t.tau_epochs)})",
+        lambda: (
+            "EMA timescales in epochs (one weight decay per size each; default: digits"
+            f" {_floats(d.tau_epochs)}; --task text {_floats(t.tau_epochs)})"
+        ),
         positive_float,
         "TAU",
     )
     add(
         parser,
         "--seeds",
-        f"seeds per setting; the plot averages over them (default: {_ints(d.seeds)}; --axis width: {_ints(w.seeds)})",
+        lambda: (
+            f"seeds per setting; the plot averages over them (default: {_ints(d.seeds)}; --axis width:"
+            f" {_ints(w.seeds)})"
+        ),
         random_seed,
         "SEED",
     )
-    add(parser, "--epochs", f"epochs per run, the same for every run (default: {d.epochs}; --axis width: {w.epochs})")
+    add(
+        parser,
+        "--epochs",
+        lambda: f"epochs per run, the same for every run (default: {d.epochs}; --axis width: {w.epochs})",
+    )
     add(
         parser,
         "--batch-size",
-        f"batch size B (default: {d.batch_size}; --task text: {t.batch_size} windows of --block-size tokens)",
+        lambda: f"batch size B (default: {d.batch_size}; --task text: {t.batch_size} windows of --block-size tokens)",
     )
-    add(parser, "--lr", "AdamW's initial learning rate", positive_float, default=d.lr)
-    parser.add_argument(
+    add(parser, "--lr", lambda: f"AdamW's initial learning rate (default: {d.lr:g})", positive_float)
+    add(
+        parser,
         "--schedule",
+        lambda: f"learning-rate schedule (cosine decays to 0.1 x lr; weight decay stays fixed; default: {d.schedule})",
+        None,
         choices=("cosine", "constant"),
-        default=d.schedule,
-        help="learning-rate schedule (cosine decays to 0.1 x lr; weight decay stays fixed)",
     )
-    add(parser, "--hidden", "MLP width", default=d.hidden)
-    add(parser, "--depth", f"MLP linear layers before the output layer (default: {d.depth}; --axis width: {w.depth})")
-    parser.add_argument(
+    add(parser, "--hidden", lambda: f"MLP width (default: {d.hidden})")
+    add(
+        parser,
+        "--depth",
+        lambda: f"MLP linear layers before the output layer (default: {d.depth}; --axis width: {w.depth})",
+    )
+    add(
+        parser,
         "--norm",
+        lambda: (
+            f"'layer': a LayerNorm after every linear layer (scale-invariant); 'none': plain MLP (default: {d.norm})"
+        ),
+        None,
         choices=("layer", "none"),
-        default=d.norm,
-        help="'layer': a LayerNorm after every linear layer (scale-invariant); 'none': plain MLP",
     )
-    add(parser, "--label-noise", "fraction of training labels randomized", fraction_below_one, default=d.label_noise)
+    add(
+        parser,
+        "--label-noise",
+        lambda: f"fraction of training labels randomized (default: {d.label_noise:g})",
+        fraction_below_one,
+    )
     width = parser.add_argument_group("--axis width only")
-    add(width, "--widths", f"hidden widths; the smallest is μP's base width (default: {_ints(w.widths)})", many="WIDTH")
+    add(
+        width,
+        "--widths",
+        lambda: f"hidden widths; the smallest is μP's base width (default: {_ints(w.widths)})",
+        many="WIDTH",
+    )
     add(
         width,
         "--weight-decays",
-        "the λ_base grid; each value is the finder's tau_epoch = 1 / (lr_base M λ_base), so"
-        f" the hidden matrices get s λ_base (default: {_floats(w.weight_decays)})",
+        lambda: (
+            "the λ_base grid; each value is the finder's tau_epoch = 1 / (lr_base M λ_base), so"
+            f" the hidden matrices get s λ_base (default: {_floats(w.weight_decays)})"
+        ),
         positive_float,
         "LAMBDA",
     )
     add(
         width,
         "--lr-base",
-        f"η_base, fixed for the whole sweep; hidden matrices get η_base / s (default: {w.lr:g})",
+        lambda: f"η_base, fixed for the whole sweep; hidden matrices get η_base / s (default: {w.lr:g})",
         positive_float,
     )
     width.add_argument(
@@ -546,36 +632,65 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add(
         text,
         "--fractions",
-        "shares of the corpus's training windows to train on, at least two: the finder's"
-        f" fractions (default: {_floats(t.sizes)})",
+        lambda: (
+            "shares of the corpus's training windows to train on, at least two: the finder's"
+            f" fractions (default: {_floats(t.sizes)})"
+        ),
         fraction_above_zero,
         "F",
     )
-    add(text, "--max-tokens", f"training bytes at fraction 1 (default: {t.max_tokens:,}; the corpus holds about 4 MB)")
-    add(text, "--val-tokens", f"validation bytes, from held-out files (default: {t.val_tokens:,})")
-    for flag, value, what in (
-        ("--block-size", t.block_size, "context length in tokens (bytes)"),
-        ("--n-layer", t.n_layer, "transformer blocks"),
-        ("--n-head", t.n_head, "attention heads"),
-        ("--n-embd", t.n_embd, "embedding width"),
+    add(
+        text,
+        "--max-tokens",
+        lambda: f"training bytes at fraction 1 (default: {t.max_tokens:,}; the corpus holds about 4 MB)",
+    )
+    add(text, "--val-tokens", lambda: f"validation bytes, from held-out files (default: {t.val_tokens:,})")
+    for flag, field, what in (
+        ("--block-size", "block_size", "context length in tokens (bytes)"),
+        ("--n-layer", "n_layer", "transformer blocks"),
+        ("--n-head", "n_head", "attention heads"),
+        ("--n-embd", "n_embd", "embedding width"),
     ):
-        add(text, flag, f"{what} (default: {value})")
-    add(text, "--accelerator", f"the Trainer's accelerator: cpu, gpu, auto, ... (default: {t.accelerator})", str)
+        add(text, flag, lambda field=field, what=what: f"{what} (default: {getattr(t, field)})")
+    add(
+        text,
+        "--accelerator",
+        lambda: f"the Trainer's accelerator: cpu, gpu, auto, ... (default: {t.accelerator})",
+        str,
+    )
+    qw, qt, qtw = quick_width, quick_text, quick_text_width
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="small sweep that ignores the sweep options (dataset-size: 2 sizes x 3 timescales x 2 epochs,"
-        f" seconds; width: widths {_ints(QUICK_WIDTH.widths)} x λ_base {_floats(QUICK_WIDTH.weight_decays)} x"
-        f" {len(QUICK_WIDTH.seeds)} seeds, {QUICK_WIDTH.num_runs} runs, minutes); with --task text a small"
-        f" CPU sweep, minutes ({len(QUICK_TEXT.sizes)} fractions x {len(QUICK_TEXT.tau_epochs)} timescales x"
-        f" {QUICK_TEXT.epochs} epochs; with --axis width: widths {_ints(QUICK_TEXT_WIDTH.widths)} x"
-        f" {len(QUICK_TEXT_WIDTH.weight_decays)} λ_base x {len(QUICK_TEXT_WIDTH.seeds)} seeds,"
-        f" {QUICK_TEXT_WIDTH.num_runs} runs)",
+        help=lambda: (
+            "small sweep that ignores the sweep options (dataset-size: 2 sizes x 3 timescales x 2 epochs,"
+            f" seconds; width: widths {_ints(qw.widths)} x λ_base {_floats(qw.weight_decays)} x {len(qw.seeds)} seeds,"
+            f" {qw.num_runs} runs, minutes); with --task text a small CPU sweep, minutes ({len(qt.sizes)} fractions x"
+            f" {len(qt.tau_epochs)} timescales x {qt.epochs} epochs; with --axis width: widths {_ints(qtw.widths)} x"
+            f" {len(qtw.weight_decays)} λ_base x {len(qtw.seeds)} seeds, {qtw.num_runs} runs)"
+        ),
     )
     parser.add_argument("--no-plot", action="store_true", help="log the runs but skip the figure")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=_main)
     return parser
+
+
+#: A help text, or a function that makes it when ``--help`` is shown (:class:`~lightning_tau.cli._args.HelpFormatter`).
+Help = Any
+
+
+class _Later:
+    """Attributes of one of this module's :data:`_LOADED` names (or of a new instance of a demo config class) read
+    when first asked for: a ``--help`` text shows the demo tasks' defaults without parsing importing them."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        _load()
+        value = globals()[self._name]
+        return getattr(value() if isinstance(value, type) else value, attr)
 
 
 def _ints(values: Sequence[int]) -> str:

@@ -2,12 +2,22 @@
 
 Both are written only through a :class:`~lightning.pytorch.loggers.TensorBoardLogger`; other loggers get the plain
 scalars (and the hparams as a flat dict) through ``trainer.loggers``.
+
+What TensorBoard's HParams tab shows by default (TensorBoard 2.x, ``plugins/hparams/backend_context.py`` and the
+``tf-hparams-query-pane`` element): the columns of one *experiment config* (the first a run wrote, in no set order
+across runs), its hparams sorted by ``differs`` (``True`` first), then by name, the first five of them ticked, and its
+metrics in the config's order, the first five ticked. So an hparam is shown by default when it is among the first
+five marked ``differs``: the configs written here mark exactly :func:`shown_hparams` (every ``tau_epoch`` and
+``weight_decay`` key, per group), so these come first, ``tau_epoch`` before ``weight_decay`` by name, then the final
+metrics; every other hparam is a column the user can tick. :func:`link_runs` makes a folder of links with short run
+names, so the Trial ID column tells runs apart and ``tensorboard --logdir FOLDER`` is a short command.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +26,20 @@ from lightning.pytorch.loggers import TensorBoardLogger
 
 __all__ = [
     "CHART_TITLES",
+    "RUN_NAME_KEYS",
     "custom_scalars_layout",
+    "experiment_summary",
+    "link_runs",
+    "run_name",
+    "shown_hparams",
     "lightning_hparams",
     "lightning_wrote_hparams",
     "metric_key",
     "set_default_hp_metric",
-    "write_sweep_hparams_config",
     "write_custom_scalars",
     "write_hparams",
+    "write_sweep_hparams_config",
+    "write_sweep_run_hparams",
 ]
 
 
@@ -98,13 +114,94 @@ def write_custom_scalars(logger: TensorBoardLogger, layout: Mapping[str, Mapping
 def write_hparams(
     logger: TensorBoardLogger, params: Mapping[str, Any], metrics: Mapping[str, float], step: int
 ) -> None:
-    """Record ``params`` with ``metrics`` (scalar tags, latest value shown) for TensorBoard's HParams tab.
+    """Record ``params`` with ``metrics`` (scalar tags, latest value shown) for TensorBoard's HParams tab, with
+    the ``tau_epoch`` and ``weight_decay`` keys (:func:`shown_hparams`) listed first and shown by default, then
+    the metrics.
 
-    Uses ``TensorBoardLogger.log_hyperparams(params, metrics)``, which writes the metrics as scalars at ``step``
-    and the hparams experiment / session summaries. TensorBoard keeps only the *first* hparams record of a run;
-    the monitor keeps Lightning's fit-start record out of the event file (see :func:`lightning_wrote_hparams`).
+    Writes the run's experiment config (:func:`experiment_summary`), then calls
+    ``TensorBoardLogger.log_hyperparams(params, metrics)``, which writes the metrics as scalars at ``step``,
+    ``hparams.yaml`` and the session summaries (and a config of its own, with no hparam marked ``differs``, which
+    TensorBoard ignores: it keeps the *first* summary of a tag in a run). The monitor keeps Lightning's fit-start
+    record out of the event file (see :func:`lightning_wrote_hparams`).
     """
-    logger.log_hyperparams(dict(params), metrics=dict(metrics), step=step)
+    params = _shown_first(dict(params))
+    recorded = _tensorboard_params(logger, params)
+    _write_summary(logger, experiment_summary({key: [value] for key, value in recorded.items()}, list(metrics)))
+    logger.log_hyperparams(params, metrics=dict(metrics), step=step)
+
+
+def _tensorboard_params(logger: TensorBoardLogger, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` as ``TensorBoardLogger.log_hyperparams`` records them in the session summary (nested dicts
+    flattened with ``/``, values TensorBoard cannot show turned into strings): the names the experiment config must
+    use. Lightning has no public function for it; these are the three steps its ``log_hyperparams`` takes."""
+    from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
+
+    return logger._sanitize_params(_flatten_dict(_convert_params(params)))
+
+
+def _write_summary(logger: TensorBoardLogger, summary: Any) -> None:
+    """Write a raw ``Summary`` proto into the logger's run (the public ``add_*`` methods write scalars only)."""
+    logger.experiment._get_file_writer().add_summary(summary)
+
+
+def _shown_first(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the keys of :func:`shown_hparams` first (the order ``hparams.yaml`` lists them in)."""
+    return {key: params[key] for key in shown_hparams(params)} | params
+
+
+def shown_hparams(names: Iterable[str]) -> list[str]:
+    """Of hparam ``names``, those the HParams tab shows by default: every ``tau_epoch`` key, then every
+    ``weight_decay`` key (one per param group in the monitor's record), each in the given order.
+
+    Example:
+        >>> shown_hparams(["lr", "timescale/weight_decay/pg1", "timescale/tau_epoch_target", "timescale/tau_epoch/pg1"])
+        ['timescale/tau_epoch/pg1', 'timescale/weight_decay/pg1']
+        >>> shown_hparams(["dataset_size", "weight_decay", "tau_epoch", "seed"])
+        ['tau_epoch', 'weight_decay']
+    """
+    names = list(names)
+    return [n for n in names if "tau_epoch" in n.split("/")] + [n for n in names if "weight_decay" in n.split("/")]
+
+
+def experiment_summary(
+    hparams: Mapping[str, Sequence[Any]],
+    metrics: Sequence[str],
+    shown: Sequence[str] | None = None,
+    *,
+    drop_constant: bool = False,
+) -> Any:
+    """The HParams experiment config as a TensorBoard ``Summary``: the columns of the HParams tab.
+
+    ``hparams``: name -> the value of every run (a string value makes the column a string one); ``metrics``: the
+    scalar tags, in the order shown; ``shown``: the hparams ticked by default (``None``: :func:`shown_hparams`),
+    listed first and the only ones marked ``differs``, which is what TensorBoard sorts and ticks by (see the module
+    docstring). ``drop_constant``: leave out the hparams (other than ``shown``) with one value in every run, so the
+    five ticked columns are ``shown`` and, by name, what else varies (a sweep's constants are the same in each row).
+
+    Example:
+        >>> summary = experiment_summary({"seed": [0, 1], "weight_decay": [0.1, 1.0], "tau_epoch": [10, 1]}, ["hp/x"])
+        >>> from tensorboard.plugins.hparams import plugin_data_pb2
+        >>> config = plugin_data_pb2.HParamsPluginData.FromString(summary.value[0].metadata.plugin_data.content)
+        >>> [(info.name, info.differs) for info in config.experiment.hparam_infos]
+        [('tau_epoch', True), ('weight_decay', True), ('seed', False)]
+    """
+    from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+    from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
+
+    shown = shown_hparams(hparams) if shown is None else [name for name in shown if name in hparams]
+    infos = []
+    for name in [*shown, *(name for name in hparams if name not in shown)]:
+        values = hparams[name]
+        if drop_constant and name not in shown and len({repr(v) for v in values}) < 2:
+            continue
+        kind = api_pb2.DATA_TYPE_STRING if any(isinstance(v, str) for v in values) else api_pb2.DATA_TYPE_FLOAT64
+        infos.append(api_pb2.HParamInfo(name=name, type=kind, differs=name in shown))
+    experiment = api_pb2.Experiment(
+        hparam_infos=infos, metric_infos=[api_pb2.MetricInfo(name=api_pb2.MetricName(tag=tag)) for tag in metrics]
+    )
+    content = plugin_data_pb2.HParamsPluginData(experiment=experiment, version=metadata.PLUGIN_DATA_VERSION)
+    plugin = SummaryMetadata.PluginData(plugin_name=metadata.PLUGIN_NAME, content=content.SerializeToString())
+    return Summary(value=[Summary.Value(tag=metadata.EXPERIMENT_TAG, metadata=SummaryMetadata(plugin_data=plugin))])
 
 
 def lightning_wrote_hparams(logger: TensorBoardLogger, trainer: pl.Trainer) -> bool:
@@ -145,18 +242,21 @@ def lightning_hparams(trainer: pl.Trainer) -> dict[str, Any]:
 
 
 def write_sweep_hparams_config(
-    log_dir: str | Path, hparams: Mapping[str, Sequence[Any]], metrics: Sequence[str]
+    log_dir: str | Path,
+    hparams: Mapping[str, Sequence[Any]],
+    metrics: Sequence[str],
+    shown: Sequence[str] | None = None,
 ) -> None:
     """Write a sweep's HParams experiment config into ``log_dir`` (the folder above its runs).
 
-    TensorBoard's HParams tab takes its columns from one experiment config, and shows the first five hparams and
-    the first five metrics, hparams whose value ``differs`` across runs first, then by name. Each run's own
-    ``log_hyperparams`` writes a config with ``differs`` unset (so the five shown are the first by name: for the
-    demo ``batch_size``, ``dataset_size``, ``depth``, ``epochs``, ``hidden``, never ``tau_epoch`` or
-    ``weight_decay``). This one, in the sweep's root run, marks the hparams that take more than one value in
-    ``hparams`` (name -> the value of every run) as differing, and lists ``metrics`` (the scalar tags to show,
-    in order). TensorBoard takes the first config it finds, in no set order, so the sweep's runs must write none of
-    their own: record them with :func:`write_sweep_run_hparams`.
+    TensorBoard's HParams tab takes its columns from one experiment config and ticks its first five hparams, those
+    marked ``differs`` first, each part by name, and its first five metrics (see the module docstring). This one,
+    in the sweep's root run, lists and marks ``shown`` (``None``: :func:`shown_hparams`, ``tau_epoch`` and
+    ``weight_decay``), then the other hparams of ``hparams`` (name -> the value of every run) that vary across the
+    runs (so the ticked columns are ``tau_epoch``, ``weight_decay``, then by name what else varies: for the demo
+    ``dataset_size``, ``fraction``, ``seed``), and ``metrics`` (the scalar tags to show, in order). TensorBoard
+    takes the first config it finds, in no set order, so the sweep's runs must write none of their own: record
+    them with :func:`write_sweep_run_hparams`.
 
     Example:
         >>> import tempfile
@@ -165,23 +265,12 @@ def write_sweep_hparams_config(
         >>> [p.name.startswith("events.out.tfevents") for p in root.iterdir()]
         [True]
     """
-    from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
-    from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
     from torch.utils.tensorboard import SummaryWriter
 
-    infos = []
-    for name, values in hparams.items():
-        kind = api_pb2.DATA_TYPE_STRING if any(isinstance(v, str) for v in values) else api_pb2.DATA_TYPE_FLOAT64
-        infos.append(api_pb2.HParamInfo(name=name, type=kind, differs=len({str(v) for v in values}) > 1))
-    experiment = api_pb2.Experiment(
-        hparam_infos=infos, metric_infos=[api_pb2.MetricInfo(name=api_pb2.MetricName(tag=tag)) for tag in metrics]
-    )
-    content = plugin_data_pb2.HParamsPluginData(experiment=experiment, version=metadata.PLUGIN_DATA_VERSION)
-    plugin = SummaryMetadata.PluginData(plugin_name=metadata.PLUGIN_NAME, content=content.SerializeToString())
-    summary = Summary(value=[Summary.Value(tag=metadata.EXPERIMENT_TAG, metadata=SummaryMetadata(plugin_data=plugin))])
     writer = SummaryWriter(log_dir=str(log_dir))
     try:
-        writer._get_file_writer().add_summary(summary)  # the public add_* methods write scalars, not raw summaries
+        # the public add_* methods write scalars, not raw summaries
+        writer._get_file_writer().add_summary(experiment_summary(hparams, metrics, shown, drop_constant=True))
     finally:
         writer.close()
 
@@ -201,3 +290,63 @@ def write_sweep_run_hparams(
     writer = logger.experiment._get_file_writer()  # the public add_* methods write scalars, not raw summaries
     writer.add_summary(session_start, step)
     writer.add_summary(session_end, step)
+
+
+#: Short names of the hparams in a run's name (:func:`run_name`), in the order they are written.
+RUN_NAME_KEYS = {"tau_epoch": "tau", "width": "w", "dataset_size": "N", "seed": "s"}
+
+
+def run_name(hparams: Mapping[str, Any], keys: Mapping[str, str] | None = None) -> str:
+    """A short name for a run that differs from its neighbours in its first characters: the sweep's values
+    (:data:`RUN_NAME_KEYS`, those present), ``tau_epoch`` first, as ``tau4_N150_s0``.
+
+    Example:
+        >>> run_name({"dataset_size": 150, "tau_epoch": 4.0, "seed": 0, "lr": 0.003})
+        'tau4_N150_s0'
+        >>> run_name({"tau_epoch": 0.25, "seed": 2})
+        'tau0.25_s2'
+    """
+    keys = RUN_NAME_KEYS if keys is None else keys
+    parts = []
+    for key, short in keys.items():
+        value = hparams.get(key)
+        if value is not None:
+            parts.append(f"{short}{value:g}" if isinstance(value, (int, float)) else f"{short}{value}")
+    return "_".join(parts)
+
+
+def link_runs(folder: str | Path, runs: Mapping[str, str | Path], experiment: str | Path | None = None) -> Path:
+    """A folder of symbolic links, one per run, named by the keys of ``runs`` (e.g. :func:`run_name`), so that
+    ``tensorboard --logdir FOLDER`` is a short command and the HParams tab's Trial ID column shows those names.
+
+    ``runs``: name -> the run's folder (its event files). ``experiment``: a folder whose own event files (not its
+    subfolders') are linked into ``folder`` too, e.g. the sweep root holding :func:`write_sweep_hparams_config`'s
+    config. Links are relative, so the sweep can be moved as a whole. A second call replaces the links it made;
+    anything else in ``folder`` is refused. Returns ``folder``.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> (root / "tb" / "tau_epoch=4_seed0_ab12").mkdir(parents=True)
+        >>> view = link_runs(root / "view", {"tau4_s0": root / "tb" / "tau_epoch=4_seed0_ab12"})
+        >>> [(p.name, os.readlink(p)) for p in view.iterdir()]
+        [('tau4_s0', '../tb/tau_epoch=4_seed0_ab12')]
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    strays = [p.name for p in folder.iterdir() if not p.is_symlink()]
+    if strays:
+        raise ValueError(
+            f"`link_runs(folder={str(folder)!r})`: the folder holds {sorted(strays)[:3]}, which are not links it"
+            " made. Pass a new or empty folder."
+        )
+    for old in folder.iterdir():
+        old.unlink()
+    links = {name: Path(path) for name, path in runs.items()}
+    if experiment is not None:
+        links |= {p.name: p for p in sorted(Path(experiment).glob("*tfevents*")) if p.is_file()}
+    for name, target in links.items():
+        if not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"`link_runs`: run name {name!r} is not a plain folder name. Pass names without '/'.")
+        (folder / name).symlink_to(os.path.relpath(target.resolve(), folder.resolve()))
+    return folder

@@ -99,7 +99,8 @@ def load_runs(logdir: Path) -> list[RunRecord]:
     from tensorboard.plugins.hparams import plugin_data_pb2
 
     runs: list[RunRecord] = []
-    run_dirs = sorted({p.parent for p in logdir.rglob("*tfevents*") if p.is_file()})
+    # a link (e.g. in a folder of `dashboards.link_runs`) names a run found under its own folder too: skip it
+    run_dirs = sorted({p.parent for p in logdir.rglob("*tfevents*") if p.is_file() and not p.is_symlink()})
     for run_dir in run_dirs:
         record = RunRecord(path=run_dir)
         steps: dict[str, int] = {}

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
-from tensorboard.plugins.hparams import plugin_data_pb2
+from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2
+from tensorboard.plugins.hparams.backend_context import _sort_and_reduce_to_hparams_limit
 from tensorboard.util import tensor_util
 
 
@@ -38,3 +39,12 @@ def read_run(run_dir: Path) -> tuple[dict, dict]:
     values = {key: getattr(value, value.WhichOneof("kind")) for key, value in hparams.items()}
     scalars = {tag: accumulator.Scalars(tag)[-1].value for tag in accumulator.Tags()["scalars"]}
     return values, scalars
+
+
+def ticked_columns(experiment: api_pb2.Experiment) -> tuple[list[str], list[str]]:
+    """The hparams and metrics the HParams tab ticks: TensorBoard's backend sorts the hparams
+    (``_sort_and_reduce_to_hparams_limit``); its query pane (``tf-hparams-query-pane``) stable-sorts them by
+    ``differs`` and ticks the first five of each list."""
+    _sort_and_reduce_to_hparams_limit(experiment)
+    infos = sorted(experiment.hparam_infos, key=lambda info: not info.differs)
+    return [info.name for info in infos[:5]], [m.name.tag for m in experiment.metric_infos[:5]]
