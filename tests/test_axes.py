@@ -382,8 +382,8 @@ def test_axes_width_table_whole() -> None:
             *([str(result.note())] if result.note() else []),  # the fit's caution (tuner/stats.py)
             "Published rules at tolerance x1.25 (a rule holds when the best λ_base stays within x1.25 of it over"
             " widths 64 to 256, i.e. an exponent within ±0.16 of the rule's):",
-            "  rule             | exponent | α   | decision | loss at width 256 if followed from width 64 (val_loss,"
-            " mean and 95% interval over seeds)",
+            "  rule             | exponent | α   | decision | cost at width 256 if followed from width 64 (how much"
+            " worse val_loss is; mean, 95% interval over seeds)",
             "  Wang & Aitchison | 0        | 1   | excluded | +0.60 [+0.50, +0.69]",
             "  Fan et al.       | -0.5     | 0.5 | holds    | +0.0000 [-0.0002, +0.0002]",
             "  Qiu et al.       | -1       | 0   | excluded | +0.48 [+0.38, +0.58]",
@@ -392,10 +392,10 @@ def test_axes_width_table_whole() -> None:
             " following it from width 64 to width 256 costs +0.60 [+0.50, +0.69] val_loss. Fan et al. (α = 1/2: λ ∝"
             " √s; exponent -1/2) holds: over widths 64 to 256 the best λ_base moves by a factor of 0.442 to 0.564,"
             " within x1.25 of the rule's factor of 0.5; following it from width 64 to width 256 costs +0.0000"
-            " [-0.0002, +0.0002] val_loss. Qiu et al. (α = 0: a fixed λ under μP's lr / s; exponent -1) is excluded:"
-            " over widths 64 to 256 the best λ_base moves by a factor of 0.442 to 0.564, more than x1.25 of the"
-            " rule's factor of 0.25 away; following it from width 64 to width 256 costs +0.48 [+0.38, +0.58]"
-            " val_loss. Follow Fan et al.: result.callback() uses width_exponent = 1/2 (α).",
+            " [-0.0002, +0.0002] val_loss. Qiu et al. (α = 0: the same λ at every width under μP's lr / s;"
+            " exponent -1) is excluded: over widths 64 to 256 the best λ_base moves by a factor of 0.442 to 0.564,"
+            " more than x1.25 of the rule's factor of 0.25 away; following it from width 64 to width 256 costs"
+            " +0.48 [+0.38, +0.58] val_loss. Follow Fan et al.: result.callback() uses width_exponent = 1/2 (α).",
             "Full run: TimescaleCallback(tau_epoch=8.61, width_exponent=0.5): Fan et al. holds, so its α = 0.5 rather"
             " than the measured 0.499.",
             "Cost: 450 optimizer steps, 30% of the 1,500 the same sweeps take on the full data.",
@@ -428,8 +428,8 @@ def test_axes_dataset_size_table_whole() -> None:
             *([str(result.note())] if result.note() else []),  # the fit's caution (tuner/stats.py)
             "Published rules at tolerance x1.25 (a rule holds when the best tau_epoch stays within x1.25 of it over N"
             " = 250 to 1000, i.e. an exponent within ±0.16 of the rule's):",
-            "  rule             | exponent | decision     | loss at N=1000 if followed from N=250 (val_loss, mean and"
-            " 95% interval over seeds)",
+            "  rule             | exponent | decision     | cost at N=1000 if followed from N=250 (how much worse"
+            " val_loss is; mean, 95% interval over seeds)",
             "  Wang & Aitchison | 0        | undetermined | +0.00 [-0.02, +0.03]",
             "  the 1/2 rules    | -0.5     | excluded     | +0.6 [+0.3, +0.9]",
             "  fixed λ          | -1       | excluded     | not measured: the rule puts tau_epoch at 1.27, below the"

@@ -203,8 +203,8 @@ def test_width_verdict_whole_sentences():
         " moves by a factor of 0.467 to 0.551, more than x1.25 of the rule's factor of 1 away."
         " Fan et al. (α = 1/2: λ ∝ √s; exponent -1/2) holds: over widths 64 to 256 the best λ_base moves by a factor of"
         " 0.467 to 0.551, within x1.25 of the rule's factor of 0.5."
-        " Qiu et al. (α = 0: a fixed λ under μP's lr / s; exponent -1) is excluded: over widths 64 to 256 the best"
-        " λ_base moves by a factor of 0.467 to 0.551, more than x1.25 of the rule's factor of 0.25 away."
+        " Qiu et al. (α = 0: the same λ at every width under μP's lr / s; exponent -1) is excluded: over widths 64 to"
+        " 256 the best λ_base moves by a factor of 0.467 to 0.551, more than x1.25 of the rule's factor of 0.25 away."
         " Follow Fan et al.: result.callback() uses width_exponent = 1/2 (α)."
     )
 

@@ -542,7 +542,8 @@ class AxisResult:
                 "exponent",
                 *(["α"] if self.axis == "width" else []),
                 "decision",
-                f"loss at {last} if followed from {first} ({monitor}, mean and {fit.level:.0%} interval over seeds)",
+                f"cost at {last} if followed from {first} (how much worse {monitor} is; mean, {fit.level:.0%}"
+                " interval over seeds)",
             ],
             rows,
             rule=False,

@@ -71,7 +71,7 @@ class Rule:
 WIDTH_RULES: tuple[Rule, ...] = (
     Rule("Wang & Aitchison", 0.0, "ICML 2025, Sec. 4.2", "α = 1: λ ∝ s, tau_iter held"),
     Rule("Fan et al.", -0.5, "arXiv 2510.15262", "α = 1/2: λ ∝ √s"),
-    Rule("Qiu et al.", -1.0, "arXiv 2512.05620", "α = 0: a fixed λ under μP's lr / s"),
+    Rule("Qiu et al.", -1.0, "arXiv 2512.05620", "α = 0: the same λ at every width under μP's lr / s"),
 )
 
 #: Dataset-size rules, as the exponent of the best ``tau_epoch`` in ``N`` at fixed epochs, batch and lr.

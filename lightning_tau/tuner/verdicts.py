@@ -332,7 +332,7 @@ def width_verdict(
         >>> print(width_verdict(fit).replace(". F", ".\\nF").replace(". Q", ".\\nQ").replace(". N", ".\\nN"))
         Wang & Aitchison (α = 1: λ ∝ s, tau_iter held; exponent 0) is undetermined: over widths 64 to 512 the best λ_base moves by a factor of 0.732 to 0.979, reaching both within and beyond x1.25 of the rule's factor of 1 (more seeds would decide it).
         Fan et al. (α = 1/2: λ ∝ √s; exponent -1/2) is excluded: over widths 64 to 512 the best λ_base moves by a factor of 0.732 to 0.979, more than x1.25 of the rule's factor of 0.354 away.
-        Qiu et al. (α = 0: a fixed λ under μP's lr / s; exponent -1) is excluded: over widths 64 to 512 the best λ_base moves by a factor of 0.732 to 0.979, more than x1.25 of the rule's factor of 0.125 away.
+        Qiu et al. (α = 0: the same λ at every width under μP's lr / s; exponent -1) is excluded: over widths 64 to 512 the best λ_base moves by a factor of 0.732 to 0.979, more than x1.25 of the rule's factor of 0.125 away.
         No rule holds yet: more seeds (or a wider range of widths) would decide it; meanwhile result.callback() uses the measured width_exponent = 0.93 (exponent -0.07).
     """  # noqa: E501
     return _verdict("width", fit, rules, tolerance, monitor)
