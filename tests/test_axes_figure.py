@@ -1,8 +1,10 @@
-"""The finder axes' figure draws the result's own numbers: read back from matplotlib's artists, not file headers."""
+"""The finder axes' figure draws the result's own numbers, read back from matplotlib's artists, and reads at a glance:
+no tick label touches another, every mark is in a legend, the interval is a band, titles fit in two lines."""
 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -16,16 +18,23 @@ TAUS = [2.0, 4.0, 8.0, 16.0, 32.0]
 SIZES = [100, 400, 1600]
 
 
-def _point(size: int) -> FinderResult:
-    """A sweep whose best tau_epoch moves as N^-0.3, off the grid (so the grid optima move otherwise); 3 seeds."""
-    best = 12.0 * (100 / size) ** 0.3
+def _point(size: int, taus: list[float] = TAUS, monitor: str = "val_loss") -> FinderResult:
+    """A sweep whose best tau_epoch moves as N^-0.3 (seed s: N^-(0.3 + 0.03 (s - 1))), off the grid (so the grid optima
+    move otherwise); 3 seeds."""
     curve = [
-        CurvePoint(t, [(math.log(t / best)) ** 2 + 0.01 * s for s in range(3)], [0, 1, 2], {}, [size]) for t in TAUS
+        CurvePoint(
+            t,
+            [(math.log(t / (12.0 * (100 / size) ** (0.3 + 0.03 * (s - 1))))) ** 2 + 0.01 * s for s in range(3)],
+            [0, 1, 2],
+            {},
+            [size],
+        )
+        for t in taus
     ]
     return FinderResult.from_curve(
         curve,
         lr={"decay": 1e-3},
-        monitor="val_loss",
+        monitor=monitor,
         mode="min",
         reduce="last",
         fraction=size / 1600,
@@ -37,28 +46,143 @@ def _point(size: int) -> FinderResult:
     )
 
 
-def test_axes_figure_draws_each_curve_its_optima_and_the_fitted_line() -> None:
+def _size_result(taus: list[float] = TAUS, sizes: list[int] = SIZES, monitor: str = "val_loss") -> AxisResult:
+    return AxisResult.build("dataset_size", [s / 1600 for s in sizes], [_point(s, taus, monitor) for s in sizes])
+
+
+def _width_result() -> AxisResult:
+    points = [_point(s) for s in SIZES]
+    lambda_base = [1 / (0.01 * 10 * t) for t in TAUS]
+    return AxisResult.build("width", [64, 128, 256], points, lambda_base=lambda_base)
+
+
+def _overlaps(labels) -> list[tuple[str, str]]:
+    boxes = [
+        (label.get_text(), label.get_window_extent()) for label in labels if label.get_visible() and label.get_text()
+    ]
+    return [(a, b) for i, (a, box) in enumerate(boxes) for b, other in boxes[i + 1 :] if box.overlaps(other)]
+
+
+def test_axes_figure_draws_each_curve_its_optima_the_fitted_line_and_its_band() -> None:
     import matplotlib.pyplot as plt
 
-    result = AxisResult.build("dataset_size", [s / 1600 for s in SIZES], [_point(s) for s in SIZES])
+    result = _size_result()
     assert result.exponent == pytest.approx(-0.3, abs=0.05)
     assert result.fit.grid_exponent != pytest.approx(result.exponent, abs=0.05)
     fig = result.figure()
     try:
         left, right = fig.axes[:2]
-        curves = [line for line in left.get_lines() if line.get_linestyle() == "-"]
+        curves = [line for line in left.get_lines() if line.get_linestyle() == "-" and len(line.get_xdata())]
         assert len(curves) == len(SIZES)
         for line, r in zip(curves, result.results):
             np.testing.assert_allclose(line.get_xdata(), [p.tau_epoch for p in r.curve])
             np.testing.assert_allclose(line.get_ydata(), [p.mean for p in r.curve])
-        dotted = [line for line in left.get_lines() if line.get_linestyle() == ":"]
+        dotted = [line for line in left.get_lines() if line.get_linestyle() == ":" and len(line.get_xdata())]
         np.testing.assert_allclose([line.get_xdata()[0] for line in dotted], result.fit.optima)
         by_label = {line.get_label(): line for line in right.get_lines()}
         np.testing.assert_allclose(by_label["smoothed optimum"].get_ydata(), result.fit.optima)
         np.testing.assert_allclose(by_label["grid optimum"].get_ydata(), result.fit.grid_optima)
-        fitted = by_label[f"exponent {result.exponent:+.2f}"]
+        fitted = by_label[f"fitted: exponent {result.exponent:+.2f}"]
         x, y = np.log(fitted.get_xdata()), np.log(fitted.get_ydata())
         assert (y[-1] - y[0]) / (x[-1] - x[0]) == pytest.approx(result.exponent, rel=1e-9)
-        np.testing.assert_allclose(fitted.get_xdata(), SIZES)
+        assert fitted.get_xdata()[0] == pytest.approx(SIZES[0]) and fitted.get_xdata()[-1] == pytest.approx(SIZES[-1])
+        # the interval as a band around the fitted line: its edges at the largest N follow the interval's ends
+        lo, hi = result.fit.ci
+        band = next(c for c in right.collections if c.get_label().startswith("95% interval"))
+        assert band.get_label() == f"95% interval [{lo:+.2f}, {hi:+.2f}]"
+        vertices = band.get_paths()[0].vertices
+        at_largest = vertices[np.isclose(vertices[:, 0], SIZES[-1]), 1]
+        mean_x, mean_y = np.mean(np.log(SIZES)), np.mean(np.log(result.fit.optima))
+        expected = [math.exp(mean_y + e * (math.log(SIZES[-1]) - mean_x)) for e in (lo, hi)]
+        np.testing.assert_allclose(sorted(set(np.round(at_largest, 9))), expected, rtol=1e-6)
+        # the per-seed grid optima (grey dots) drawn at every N
+        seeds = [line for line in right.get_lines() if line.get_label().startswith("_") and line.get_marker() == "."]
+        assert sorted(y for line in seeds for y in line.get_ydata()) == sorted(
+            y for ys in result.fit.per_seed_grid_optima for y in ys
+        )
     finally:
         plt.close(fig)
+
+
+def test_axes_figure_draws_each_rule_with_its_decision_and_cost() -> None:
+    import matplotlib.pyplot as plt
+
+    result = _size_result()
+    fig = result.figure()
+    try:
+        right = fig.axes[1]
+        labels = [line.get_label() for line in right.get_lines()]
+        for rule in result.rules:
+            label = next(text for text in labels if text.startswith(f"{rule.name} ({rule.exponent:g}): "))
+            assert f": {rule.decision}; " in label
+            line = next(line for line in right.get_lines() if line.get_label() == label)
+            x, y = np.log(line.get_xdata()), np.log(line.get_ydata())
+            assert (y[-1] - y[0]) / (x[-1] - x[0]) == pytest.approx(rule.exponent, abs=1e-9)  # carried from the
+            assert line.get_ydata()[0] == pytest.approx(result.fit.optima[0])  # smallest N's best tau_epoch
+        caption = fig.axes[2].texts[0].get_text().replace("\n", " ")
+        assert "Exponent -0.30" in caption and "result.callback()" in caption
+    finally:
+        plt.close(fig)
+
+
+def test_axes_figure_puts_every_mark_in_a_legend_and_words_on_the_axes() -> None:
+    import matplotlib.pyplot as plt
+
+    result = _size_result(monitor="hp/val_loss")
+    fig = result.figure()
+    try:
+        left, right = fig.axes[:2]
+        for ax in (left, right):
+            shown = {text.get_text() for text in ax.get_legend().get_texts()}
+            markers = {line.get_marker() for line in ax.get_lines() if line.get_marker() not in ("None", None, "")}
+            in_legend = {line.get_marker() for line in ax.get_lines() if line.get_label() in shown}
+            assert markers <= in_legend, (markers, in_legend)
+        assert "each seed" in {t.get_text() for t in left.get_legend().get_texts()}
+        assert "grid best per seed" in {t.get_text() for t in right.get_legend().get_texts()}
+        assert left.get_ylabel() == "final validation loss (seed mean)" and left.get_xlabel() == "τ_epoch (epochs)"
+        assert (right.get_xlabel(), right.get_ylabel()) == ("training samples N", "best τ_epoch")
+        assert all(
+            "hp/" not in t and "val_loss" not in t for ax in fig.axes for t in (ax.get_xlabel(), ax.get_ylabel())
+        )
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "size",
+        "width",
+        "narrow grid",  # x ticks 4 ... 8 once read 4x10^0 ... 8x10^0
+        "crowded sizes",  # N = 1300, 1350, 1400 on one axis
+    ],
+)
+def test_axes_figure_tick_labels_never_touch_and_titles_fit_in_two_lines(case: str) -> None:
+    import matplotlib.pyplot as plt
+
+    result = {
+        "size": lambda: _size_result(),
+        "width": _width_result,
+        "narrow grid": lambda: _size_result(taus=[4.0, 4.5, 5.0, 5.5, 6.0, 6.5, 7.0, 7.5, 8.0]),
+        "crowded sizes": lambda: _size_result(sizes=[100, 1300, 1350, 1400]),
+    }[case]()
+    fig = result.figure()
+    try:
+        fig.canvas.draw()
+        for ax in fig.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                labels = [t.label1 for t in axis.get_major_ticks()]
+                assert not _overlaps(labels), (case, ax.get_title(), _overlaps(labels))
+                for label in labels:  # plain numbers: no 10^k, no 1e-3
+                    assert not re.search(r"e[+-]?\d|\\times|\^", label.get_text()), label.get_text()
+            assert len(ax.get_title().splitlines()) <= 2
+        assert fig._suptitle is None or len(fig._suptitle.get_text().splitlines()) <= 2
+        shown = [t.label1.get_text() for t in fig.axes[1].yaxis.get_major_ticks() if t.label1.get_visible()]
+        assert len([s for s in shown if s]) >= 2  # thinned, not emptied
+    finally:
+        plt.close(fig)
+
+
+def test_axes_plot_writes_the_figure(tmp_path) -> None:
+    path = _size_result().plot(tmp_path / "sub" / "axis.png")
+    assert path == tmp_path / "sub" / "axis.png" and path.stat().st_size > 10_000

@@ -28,7 +28,7 @@ from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.demo import QUICK  # noqa: E402
 from lightning_tau.demos.size import SizeConfig, run_size_demo  # noqa: E402
 from lightning_tau.tuner.stats import fit_scaling  # noqa: E402
-from lightning_tau.tuner.verdicts import size_verdict  # noqa: E402
+from lightning_tau.tuner.verdicts import RuleVerdict, size_verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -161,7 +161,8 @@ def test_demo_quick_summary_follows_from_its_curves_and_its_logs(quick_sweep: tu
     assert summary["exponent_ci"] == (list(fit.ci) if fit.ci is not None else None)
     assert summary["ci_reason"] == fit.ci_reason
     assert summary["per_seed_grid_optima"] == [list(v) for v in fit.per_seed_grid_optima]
-    assert summary["verdict"] == size_verdict(fit)
+    rules = [RuleVerdict.from_json(r) for r in summary["rules"]]
+    assert summary["verdict"] == size_verdict(fit, rules, monitor=summary["results"][0]["monitor"])
     assert f"Summary: {sweep / 'summary.json'}" in printed
 
 

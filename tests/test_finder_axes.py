@@ -54,7 +54,7 @@ def test_width_axis_measures_the_planted_exponent_and_reuses_its_study(tmp_path:
     assert result.exponent == pytest.approx(-0.5, abs=0.15)
     assert result.exponent_ci is not None and result.exponent_ci[0] <= -0.5 <= result.exponent_ci[1]
     assert result.width_exponent == pytest.approx(1 + result.exponent)
-    assert result.verdict == width_verdict(result.fit)
+    assert result.verdict == width_verdict(result.fit, result.rules, monitor=result.results[0].monitor)
     per_seed = result.fit.per_seed_grid_optima
     assert len(per_seed) == 3 and all(len(v) == len(SEEDS) for v in per_seed)
     # everything a FinderResult has, per width
@@ -64,14 +64,14 @@ def test_width_axis_measures_the_planted_exponent_and_reuses_its_study(tmp_path:
 
     callback = result.callback(verbose=False)
     assert isinstance(callback, TimescaleCallback)
-    assert callback.width_exponent == pytest.approx(result.width_exponent)
+    assert callback.width_exponent == 1 + result.exponent_used  # a rule's where one holds, else the measured
     assert result.base_width_mult == 1.0  # the smallest width is μP's base: the callback's tau_epoch is the best there
     assert callback.tau_epoch == pytest.approx(result.results[0].tau_epoch)
 
     text = result.table()
     for line in ("width axis", "lambda_base", "width 32", "Exponent of best lambda_base on width", "Verdict:"):
         assert line in text, line
-    assert f"width_exponent={result.width_exponent:.3g}" in text
+    assert "Full run: TimescaleCallback(tau_epoch=" in text and "Published rules at tolerance x1.25" in text
     data = json.loads(result.save_json(tmp_path / "axis.json").read_text())
     assert data["axis"] == "width" and data["exponent"] == pytest.approx(result.exponent)
     assert data["exponent_ci"] == pytest.approx(list(result.exponent_ci)) and data["verdict"] == result.verdict
@@ -102,12 +102,14 @@ def test_dataset_size_axis_reports_how_the_best_tau_epoch_moves_with_n(tmp_path:
     assert [r.fraction for r in result.results] == [0.25, 0.5, 1.0]
     assert result.scales == [16.0, 32.0, 64.0] and result.xs == list(TAUS)
     assert result.exponent == pytest.approx(planted, abs=0.1)
-    assert result.width_exponent is None and result.verdict == size_verdict(result.fit)
+    assert result.width_exponent is None
+    assert result.verdict == size_verdict(result.fit, result.rules, monitor=result.results[0].monitor)
     if result.exponent_ci is not None:
         # (a seed's planted offset is the same at every N, so at exponent 0 the interval is a point, up to rounding)
         assert (result.exponent_ci[0] - 1e-9 <= 0 <= result.exponent_ci[1] + 1e-9) == (planted == 0.0)
-    callback = result.callback(verbose=False)
-    assert callback.tau_epoch == pytest.approx(result.results[-1].tau_epoch)  # the largest fraction's
+    settings = result.callback_kwargs()  # the largest fraction's best, carried to the full N by the callback
+    assert settings["tau_epoch"] == pytest.approx(result.results[-1].tau_epoch)
+    assert settings["reference_dataset_size"] == result.results[-1].subset_size
     assert "dataset_size axis" in result.table() and "N=64" in result.table()
     assert result.full_cost == result.results[-1].full_cost
 
@@ -179,7 +181,7 @@ def test_a_users_own_mup_model_gets_an_exponent_a_verdict_and_a_callback(tmp_pat
     # MuAdamW gives the hidden matrix lr / s and the callback weight decay s λ_base: λ_base is the same grid everywhere
     assert result.xs == pytest.approx([1 / (3e-3 * 4 * t) for t in (16.0, 4.0, 1.0)])
     callback = result.callback(verbose=False)
-    assert callback.width_exponent == pytest.approx(1 + result.exponent)
+    assert callback.width_exponent == 1 + result.exponent_used
     assert result.base_width_mult == 1.0  # width 16 is the μP base: the callback's tau_epoch is the best there
     assert callback.tau_epoch == pytest.approx(result.results[0].tau_epoch)
 

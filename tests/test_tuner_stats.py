@@ -24,7 +24,6 @@ from lightning_tau.tuner.stats import (
     per_seed_optima,
 )
 from lightning_tau.tuner.tdist import t_quantile, t_sf
-from lightning_tau.tuner.verdicts import WIDTH_RULES, size_verdict, width_verdict
 
 GRID = [2.0**k for k in range(7)]  # 1 .. 64, one octave apart
 
@@ -402,129 +401,6 @@ def test_tuner_stats_interval_reaches_nominal_coverage_at_every_allowed_seed_cou
         assert contains >= 0.95, (seeds, contains)
     curves = [np.zeros((len(SIM_GRID), MIN_SEEDS_FOR_INTERVAL - 1)) + (np.log2(SIM_GRID)[:, None] - 5) ** 2] * 3
     assert fit_scaling(SIM_SCALES, SIM_GRID, curves).ci is None  # below the minimum: no interval
-
-
-# --- verdicts ----------------------------------------------------------------------------------------------------
-
-
-def hand_fit(exponent, ci, reason=None, scales=(100.0, 250.0, 500.0), xs=(2.0, 4.0, 8.0, 16.0)):
-    return ScalingFit(exponent, ci, reason, 0.95, [], [], [], 0.0, False, [], scales=list(scales), xs=list(xs))
-
-
-@pytest.mark.parametrize(
-    ("ci", "admitted", "excluded"),
-    [
-        ((-0.15, -0.01), [], ["Wang & Aitchison", "Fan et al.", "Qiu et al."]),
-        ((-0.2, 0.1), ["Wang & Aitchison"], ["Fan et al.", "Qiu et al."]),
-        ((-0.5, -0.2), ["Fan et al."], ["Wang & Aitchison", "Qiu et al."]),  # an end of the interval admits
-        ((-1.1, -0.45), ["Fan et al.", "Qiu et al."], ["Wang & Aitchison"]),
-        ((-1.3, 0.4), ["Wang & Aitchison", "Fan et al.", "Qiu et al."], []),
-    ],
-)
-def test_tuner_stats_width_verdict_admits_and_excludes(ci, admitted, excluded):
-    verdict = width_verdict(hand_fit(sum(ci) / 2, ci))
-    assert verdict.startswith(f"The 95 % interval [{ci[0]:+.2f}, {ci[1]:+.2f}] of the exponent admits")
-    assert verdict.count(".") - verdict.count(". ") >= 1 and "\n" not in verdict
-    if admitted and excluded:
-        head, tail = verdict.split(" and excludes ")
-        assert all(name in head for name in admitted) and not any(name in head for name in excluded)
-        assert all(name in tail for name in excluded) and not any(name in tail for name in admitted)
-    elif not admitted:
-        assert "admits none of the published rules" in verdict and f"α is {1 + sum(ci) / 2:.2f}" in verdict
-    else:
-        assert "admits all of the published rules" in verdict and "cannot tell them apart" in verdict
-    for name in WIDTH_RULES:
-        e = WIDTH_RULES[name]
-        assert f"{name} ({'0' if e == 0 else '-1/2' if e == -0.5 else '-1'}, α = " in verdict
-
-
-def test_tuner_stats_width_verdict_without_interval_names_the_nearest_rule_without_claiming_it():
-    verdict = width_verdict(hand_fit(-0.8, None, "1 seed: an interval needs at least 2"))
-    assert verdict == (
-        "No interval (1 seed: an interval needs at least 2); the exponent -0.80 is nearest Qiu et al.'s -1 (α = 0),"
-        " which this does not establish."
-    )
-    assert "nearest Wang & Aitchison's 0 (α = 1)" in width_verdict(hand_fit(0.3, None, "x"))
-
-
-def test_tuner_stats_size_verdict_holds_fails_or_not_established():
-    holds = size_verdict(hand_fit(0.02, (-0.05, 0.09)))
-    assert holds.startswith("'Tune on a fraction, train on all' holds for this model:")
-    assert "moves by a factor of 1.03" in holds and "inside one grid step of x2" in holds
-    fails = size_verdict(hand_fit(-0.5, (-0.7, -0.3)))
-    assert fails.startswith("'Tune on a fraction, train on all' fails for this model:") and "excludes 0" in fails
-    assert f"a factor of {5**-0.5:.3g}" in fails
-    wide = size_verdict(hand_fit(0.1, (-0.6, 0.8)))  # 5^0.8 = 3.6: more than one x2 step
-    assert wide.startswith("'Tune on a fraction, train on all' is not rejected but not established:")
-    assert "more than one grid step (x2)" in wide
-    coarse = size_verdict(hand_fit(0.1, (-0.6, 0.8), xs=(1.0, 4.0, 16.0)))  # 3.6 < x4: within a step
-    assert "holds for this model" in coarse
-    none = size_verdict(hand_fit(0.3, None, "1 seed: an interval needs at least 2"))
-    assert none.startswith("No interval (1 seed: an interval needs at least 2); over N = 100 to 500 the best")
-    assert "is not established" in none
-
-
-def test_tuner_stats_size_verdict_whole_sentences_and_their_edges():
-    """Each branch word for word; an interval ending exactly at 0 admits it; the grid step of 1 or 2 grid points."""
-    assert size_verdict(hand_fit(-0.5, (-0.7, -0.3))) == (
-        "'Tune on a fraction, train on all' fails for this model: the 95 % interval [-0.70, -0.30] of the exponent of"
-        " the best tau_epoch in N excludes 0, and over N = 100 to 500 the best tau_epoch moves by a factor of 0.447;"
-        " tune at full size, or scale a fraction's best tau_epoch by (N / N_fraction)^-0.50."
-    )
-    assert size_verdict(hand_fit(0.1, (-0.6, 0.8))) == (
-        "'Tune on a fraction, train on all' is not rejected but not established: the 95 % interval [-0.60, +0.80] of"
-        " the exponent of the best tau_epoch in N admits 0, yet over N = 100 to 500 the best tau_epoch could move by a"
-        " factor of 0.381 to 3.62 within the interval, more than one grid step (x2); more seeds would narrow it."
-    )
-    assert size_verdict(hand_fit(0.3, None, "1 seed")) == (
-        "No interval (1 seed); over N = 100 to 500 the best tau_epoch moves by a factor of 1.62 (exponent +0.30), so"
-        " whether 'tune on a fraction, train on all' holds is not established."
-    )
-    holds = (
-        "'Tune on a fraction, train on all' holds for this model: the 95 % interval [{}] of the exponent of the best"
-        " tau_epoch in N admits 0, and over N = 100 to 500 the best tau_epoch moves by a factor of {} ({} within the"
-        " interval, inside one grid step of x{})."
-    )
-    assert size_verdict(hand_fit(0.05, (0.0, 0.1))) == holds.format("+0.00, +0.10", "1.08", "1 to 1.17", "2")
-    assert size_verdict(hand_fit(-0.05, (-0.1, 0.0))) == holds.format("-0.10, +0.00", "0.923", "0.851 to 1", "2")
-    # two grid points a x4 step apart; one grid point: a x2 step by default
-    wide = hand_fit(0.1, (-0.6, 0.8), xs=(1.0, 4.0))
-    assert size_verdict(wide) == holds.format("-0.60, +0.80", "1.17", "0.381 to 3.62", "4")
-    one = hand_fit(0.02, (-0.05, 0.09), xs=(8.0,))
-    assert size_verdict(one) == holds.format("-0.05, +0.09", "1.03", "0.923 to 1.16", "2")
-    # exactly one grid step: N from 1 to 4, exponent +-1/2 on a x2 grid
-    edge = hand_fit(0.0, (-0.5, 0.5), scales=(1.0, 4.0), xs=(1.0, 2.0))
-    assert size_verdict(edge) == (
-        "'Tune on a fraction, train on all' holds for this model: the 95 % interval [-0.50, +0.50] of the exponent of"
-        " the best tau_epoch in N admits 0, and over N = 1 to 4 the best tau_epoch moves by a factor of 1 (0.5 to 2"
-        " within the interval, inside one grid step of x2)."
-    )
-    with pytest.raises(
-        ValueError,
-        match=r"^`size_verdict\(fit=\.\.\.\)` is not valid: the fit has no `scales`; make it with `fit_scaling`\.$",
-    ):
-        size_verdict(hand_fit(0.0, (-0.1, 0.1), scales=()))
-
-
-def test_tuner_stats_width_verdict_whole_sentences():
-    assert width_verdict(hand_fit(-0.08, (-0.15, -0.01))) == (
-        "The 95 % interval [-0.15, -0.01] of the exponent admits none of the published rules, excluding Wang &"
-        " Aitchison (0, α = 1), Fan et al. (-1/2, α = 1/2) and Qiu et al. (-1, α = 0): the measured α is 0.92."
-    )
-    assert width_verdict(hand_fit(-0.45, (-1.3, 0.4))) == (
-        "The 95 % interval [-1.30, +0.40] of the exponent admits all of the published rules, Wang & Aitchison (0, α ="
-        " 1), Fan et al. (-1/2, α = 1/2) and Qiu et al. (-1, α = 0): it cannot tell them apart (more seeds or a wider"
-        " range of widths would narrow it)."
-    )
-    # an interval that ends exactly on a rule admits it
-    assert width_verdict(hand_fit(-0.75, (-1.0, -0.5))) == (
-        "The 95 % interval [-1.00, -0.50] of the exponent admits Fan et al. (-1/2, α = 1/2) and Qiu et al. (-1, α = 0)"
-        " and excludes Wang & Aitchison (0, α = 1)."
-    )
-    assert width_verdict(hand_fit(0.0, (0.0, 0.0))) == (
-        "The 95 % interval [+0.00, +0.00] of the exponent admits Wang & Aitchison (0, α = 1) and excludes Fan et al."
-        " (-1/2, α = 1/2) and Qiu et al. (-1, α = 0)."
-    )
 
 
 def test_tuner_stats_best_index_zero_is_the_low_edge():

@@ -57,7 +57,7 @@ class Rule:
         name: e.g. ``"Wang & Aitchison"``.
         exponent: the exponent of the best ``x`` in the scale that the rule predicts on this axis.
         source: where it is published.
-        says: what following it means, in words (``"λ ∝ s (α = 1)"``, ``"tau_epoch constant"``).
+        says: what following it means, in words (``"α = 1/2: λ ∝ √s"``, ``"tau_epoch constant, so λ ∝ 1/N"``).
     """
 
     name: str
@@ -69,22 +69,22 @@ class Rule:
 #: Width rules, as the exponent of the best ``λ_base`` in the width (callback at ``width_exponent=1``); the rule's
 #: ``α`` (``λ ∝ s^α``) is ``1 + exponent``.
 WIDTH_RULES: tuple[Rule, ...] = (
-    Rule("Wang & Aitchison", 0.0, "ICML 2025, Sec. 4.2", "λ ∝ s, tau_iter held (α = 1)"),
-    Rule("Fan et al.", -0.5, "arXiv 2510.15262", "λ ∝ √s (α = 1/2)"),
-    Rule("Qiu et al.", -1.0, "arXiv 2512.05620", "a fixed λ under μP's lr / s (α = 0)"),
+    Rule("Wang & Aitchison", 0.0, "ICML 2025, Sec. 4.2", "α = 1: λ ∝ s, tau_iter held"),
+    Rule("Fan et al.", -0.5, "arXiv 2510.15262", "α = 1/2: λ ∝ √s"),
+    Rule("Qiu et al.", -1.0, "arXiv 2512.05620", "α = 0: the same λ at every width under μP's lr / s"),
 )
 
 #: Dataset-size rules, as the exponent of the best ``tau_epoch`` in ``N`` at fixed epochs, batch and lr.
 SIZE_RULES: tuple[Rule, ...] = (
-    Rule("Wang & Aitchison", 0.0, "ICML 2025, Sec. 4.1", "tau_epoch constant (λ ∝ 1/N)"),
+    Rule("Wang & Aitchison", 0.0, "ICML 2025, Sec. 4.1", "tau_epoch constant, so λ ∝ 1/N"),
     Rule(
         "the 1/2 rules",
         -0.5,
         "Loshchilov & Hutter's normalized weight decay; Bergsma et al. 2025 (Power Lines, about -0.53, derived for"
         " one epoch)",
-        "tau_epoch ∝ 1/√N (λ ∝ 1/√N)",
+        "tau_epoch ∝ 1/√N, so λ ∝ 1/√N",
     ),
-    Rule("fixed λ", -1.0, "what most runs do today", "the same λ at every N (tau_epoch ∝ 1/N)"),
+    Rule("fixed λ", -1.0, "what most runs do today", "the same λ at every N, so tau_epoch ∝ 1/N"),
 )
 
 

@@ -19,7 +19,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from helpers.tb_events import read_run
 from lightning_tau.tuner.stats import fit_scaling
-from lightning_tau.tuner.verdicts import width_verdict
+from lightning_tau.tuner.verdicts import RuleVerdict, width_verdict
 
 #: In the subprocess: any IPv4/IPv6 connection or name lookup raises (a download attempt would fail the run).
 REFUSE_NETWORK = """
@@ -121,7 +121,9 @@ def check_width_summary(sweep: Path, printed: str, widths: list[int], lambdas: l
     assert flat == pytest.approx([x for row in per_seed for x in row], rel=1e-9)  # written out above
     assert flat == pytest.approx([x for row in fit.per_seed_grid_optima for x in row], rel=1e-12)
     assert [t["interior"] for t in summary["interior"]] == [t.interior for t in fit.interior]
-    assert summary["verdict"] == width_verdict(fit) and f"Verdict: {summary['verdict']}" in printed
+    rules = [RuleVerdict.from_json(r) for r in summary["rules"]]
+    assert summary["verdict"] == width_verdict(fit, rules, monitor=summary["results"][0]["monitor"])
+    assert f"Verdict: {summary['verdict']}" in printed
     assert "Exponent of best lambda_base on width" in printed and f"Summary: {sweep / 'summary.json'}" in printed
     # the curves are the runs the finder logged: one TensorBoard run per (width, λ_base, seed)
     tau_to_lam = {p["tau_epoch"]: lam for p, lam in zip(summary["results"][0]["curve"], reversed(summary["xs"]))}
