@@ -1,7 +1,9 @@
-"""The finder axes' statistics (issue 20, part 3): paired interior test, scaling exponent, its interval's coverage.
+"""The finder axes' statistics (issues 20 and 28): paired interior test, scaling exponent, its interval's coverage,
+the staging of seeds="auto".
 
 Pure numpy, no Lightning: exact values on hand-made curves, and a simulation of curves like the digits width
-demo's that checks the interval's coverage at every seed count that gets one.
+demo's, asymmetric, V-shaped and with correlated noise, that checks the interval's coverage at every seed count
+that gets one and where the staging stops.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from lightning_tau.tuner.stats import (
     ScalingFit,
     _column_optima,
     _envelope,
-    _sign,
     _seed_exponents,
+    _sign,
     fit_scaling,
     paired_interior,
     per_seed_optima,
