@@ -294,7 +294,7 @@ def test_axes_to_json_and_save_json(tmp_path: Path) -> None:
         "exponent_ci": list(fit.ci),
         "ci_reason": None,
         "level": 0.95,
-        "curve_exponent": fit.exponent,  # the fit's curve_exponent where it has one
+        "curve_exponent": fit.curve_exponent,
         "width_exponent": 1 + fit.exponent,
         "tolerance": 1.25,
         "rules": [r.to_json() for r in result.rules],
@@ -465,14 +465,14 @@ def test_axes_table_without_an_interval_nan_values_or_a_full_cost() -> None:
     assert lines[2] == "  2         | nan +- 0      | 1.922 +- 0"
     at = next(i for i, line in enumerate(lines) if line.startswith("Exponent"))
     assert lines[at] == (
-        "Exponent of best tau_epoch on N: +0.42, no interval: 1 seed: an interval needs at least 2 (a spread across"
-        " seeds); the grid optima give +0.00."
+        "Exponent of best tau_epoch on N: +0.21, no interval: 1 seed: an interval needs at least 2 (a spread across"
+        " seeds); the seed-mean curves' optima give +0.42; the grid optima give +0.00."
     )
     assert lines[-3:-1] == [
         "Verdict: Following each rule from N = 500 to N = 1000 costs (val_loss): Wang & Aitchison +0.083; the 1/2 rules"
         " +0.40; fixed λ +1.1. No rule is decided without an interval (1 seed: an interval needs at least 2 (a spread"
-        " across seeds)): result.callback() uses the measured size_exponent = +0.42, which nothing here backs yet.",
-        "Full run: TimescaleCallback(tau_epoch=8, size_exponent=0.415, reference_dataset_size=1000): no rule is decided"
+        " across seeds)): result.callback() uses the measured size_exponent = +0.21, which nothing here backs yet.",
+        "Full run: TimescaleCallback(tau_epoch=8, size_exponent=0.208, reference_dataset_size=1000): no rule is decided"
         " without an interval, so the measured exponent; at the full N = 1000 (the largest fraction) that is tau_epoch"
         " 8 as found.",
     ]
