@@ -556,3 +556,55 @@ def test_auto_seeds_add_stages_to_the_same_studies_up_to_max_seeds(tmp_path: Pat
     assert wide.trained_runs == 0 and wide.reused_runs == 2 * len(TAUS) * 3
     assert all(len(v) == 3 for v in again.fit.per_seed_grid_optima)
     assert _trials_per_study(tmp_path / "find") == trials
+
+
+@pytest.mark.slow
+def test_a_worker_sent_a_stage_trains_its_seeds_into_the_same_studies(tmp_path: Path) -> None:
+    from lightning_tau.tuner.finder import _worker_main
+
+    # what the main process sends a worker at the 5-seed stage, run here: the worker's finder is built with
+    # seeds="auto" and told the stage's seeds, so it opens the main process's studies and trains all 5 seeds there
+    finder = _width_finder(tmp_path, widths=(8, 32), seeds="auto", max_seeds=5, tolerance=1.01)
+    finder.seeds = (0, 1, 2, 3, 4)
+    data = PlantedData()
+    payload = finder._worker_payload(PlantedWidthModel, data.train_dataloader(), data.val_dataloader())
+    threads = torch.get_num_threads()
+    try:
+        _worker_main(payload, 1, dict(__import__("os").environ))
+    finally:
+        torch.set_num_threads(threads)
+    assert list(_trials_per_study(tmp_path / "find").values()) == [len(TAUS) * 5] * 2
+
+    # the main process finds both stages complete in those studies: it trains nothing
+    main = _width_finder(tmp_path, widths=(8, 32), seeds="auto", max_seeds=5, tolerance=1.01)
+    result = main.fit(PlantedWidthModel, datamodule=PlantedData())
+    assert main.staging is not None and main.staging.stages == (3, 5) and main.trained_runs == 0
+    assert main.reused_runs == 2 * len(TAUS) * 5 and all(len(v) == 5 for v in result.fit.per_seed_grid_optima)
+
+
+@pytest.mark.slow
+def test_cli_seeds_auto_says_why_it_stopped_and_the_study_name_alone_reopens_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning_tau.cli import main
+
+    pytest.importorskip("jsonargparse")
+    config = _config(tmp_path, "axes_models.PlantedWidthModel", {})
+    out = tmp_path / "out"
+    common = ["--out", str(out), "--no-progress", "--no-plot"]
+    argv = ["find", "--axis", "width", "--widths", "8", "32", "--config", str(config), "--fraction", "1"]
+    argv += ["--tau-epochs", *map(str, TAUS), "--seeds", "auto", "--max-seeds", "4", "--tolerance", "1.01"]
+    assert main([*argv, "--monitor", "val_loss", "--study", "auto", *common]) == 0
+    printed = capsys.readouterr().out
+    assert "Seeds (seeds='auto'): reached max_seeds=4 with Fan et al. undetermined (looked at 3, 4 seeds" in printed
+    first = json.loads((out / "finder.json").read_text())
+    assert all(len(seeds) == 4 for seeds in first["per_seed_grid_optima"])
+
+    # the name alone: the axis, its points and seeds="auto" come from the studies; both stages are reused
+    assert main(["find", "--study", "auto", "--max-seeds", "4", "--tolerance", "1.01", *common]) == 0
+    printed = capsys.readouterr().out
+    reopened = next(line for line in printed.splitlines() if line.startswith("Reopening study 'auto'"))
+    assert "--seeds" in reopened and "--axis" in reopened
+    total = 2 * len(TAUS) * 4
+    assert f"({total} of {total} trials were complete in the study before this command.)" in printed
+    assert json.loads((out / "finder.json").read_text()) == first

@@ -416,16 +416,20 @@ class TimescaleFinder:
         auto = self.auto_seeds and not self._worker_only  # a worker trains the stage it was sent
         stages = seed_stages(self.max_seeds) if auto else [len(self.seeds)]
         level = staged_level(self.level, len(stages)) if self.auto_seeds else self.level
-        trained = 0
+        trained = reused = done = 0
         for looked, count in enumerate(stages, 1):
             if auto:
                 self.seeds = tuple(range(count))
             payload = self._worker_payload(model, full_train, val) if self.workers > 1 else None
             records = self._run(points, val, payload, wait=wait, intro=intro, answer="result")
+            # this fit's counts over its stages: trials complete before it (a later stage's new seeds' only: the
+            # earlier stages' grid was complete when it ended), and those this process trained in it
+            reused += self.reused_runs - done
             trained += self.trained_runs
+            self.reused_runs, self.trained_runs = reused, trained
             if records is None:
-                self.trained_runs = trained
                 return None
+            done = len(points) * len(self.tau_epochs) * count
             result_of_axis = axis_result(self, points, records, full_train, self._log, level=level)
             if not auto:
                 break
@@ -439,8 +443,6 @@ class TimescaleFinder:
                 f"{count} seeds: {', '.join(undetermined)} undetermined at tolerance x{self.tolerance:g}; adding seeds"
                 f" up to {stages[looked]}."
             )
-        self.reused_runs -= trained - self.trained_runs  # complete before this fit, not trained by its earlier stages
-        self.trained_runs = trained
         if self.verbose and rank_zero_only.rank == 0:
             print(result_of_axis.table())
             if self.staging is not None:
