@@ -3,6 +3,7 @@ model with real mup on digits, the CLI and the Python API on one study, and ever
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -529,6 +530,8 @@ def test_auto_seeds_stop_at_the_first_stage_that_decides_every_rule(
     # the interval of each look is at the level that keeps 95% over the planned looks (3, then 5)
     assert staging.level == result.fit.level == pytest.approx(1 - 0.05 / 2)
     assert "Seeds (seeds='auto'): stopped at 3 seeds: every published rule decided" in capsys.readouterr().out
+    if "staging" in {f.name for f in dataclasses.fields(result)}:  # where the result carries it into its JSON
+        assert result.staging == staging
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ what keys and names a study in :mod:`lightning_tau.tuner.study_key`, the answer 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -443,6 +444,8 @@ class TimescaleFinder:
                 f"{count} seeds: {', '.join(undetermined)} undetermined at tolerance x{self.tolerance:g}; adding seeds"
                 f" up to {stages[looked]}."
             )
+        if self.staging is not None and "staging" in {f.name for f in dataclasses.fields(AxisResult)}:
+            result_of_axis = dataclasses.replace(result_of_axis, staging=self.staging)  # its JSON, where it has one
         if self.verbose and rank_zero_only.rank == 0:
             print(result_of_axis.table())
             if self.staging is not None:
