@@ -148,32 +148,33 @@ def axis_result(
 
 
 def seed_stages(max_seeds: int) -> list[int]:
-    """The seed counts of ``seeds="auto"``'s looks: 3, then about x1.5 each time (5, 8, 12, 18, ...), the last
+    """The seed counts of ``seeds="auto"``'s looks: 3, 5, 8, 12, then x1.5 (rounded up), always ending at
     ``max_seeds``.
 
-    (Will come from :mod:`lightning_tau.tuner.stats`, whose coverage simulation plans the same stages.)
+    (A stand-in for :mod:`lightning_tau.tuner.stats`'s ``seed_stages``, the same stages, until it lands there.)
 
     Example:
-        >>> seed_stages(12), seed_stages(10), seed_stages(3)
-        ([3, 5, 8, 12], [3, 5, 8, 10], [3])
+        >>> seed_stages(12), seed_stages(10), seed_stages(3), seed_stages(30)
+        ([3, 5, 8, 12], [3, 5, 8, 10], [3], [3, 5, 8, 12, 18, 27, 30])
     """
-    stages = [3]
+    stages = [3, 5, 8, 12]
     while stages[-1] < max_seeds:
-        stages.append(min(max_seeds, math.ceil(stages[-1] * 1.5)))
-    return stages
+        stages.append(math.ceil(stages[-1] * 1.5))
+    return [k for k in stages if k < max_seeds] + [max_seeds]
 
 
 def staged_level(level: float, looks: int) -> float:
-    """The interval level of each of ``looks`` looks, so that stopping at the first decided one keeps ``level``
-    overall: Bonferroni's ``1 - (1 - level) / looks``.
+    """The interval level of each of ``looks`` looks of :func:`seed_stages`, so that the interval where the staging
+    stops keeps its coverage: ``1 - (1 - level) / sqrt(looks)`` (``level`` itself with one look).
 
-    (Will come from :mod:`lightning_tau.tuner.stats`, which checks its coverage with the staging simulated.)
+    (A stand-in for :mod:`lightning_tau.tuner.stats`'s ``staged_level``, the same formula, until it lands there; its
+    coverage with the staging simulated is checked in ``benchmarks/stats_coverage.py``.)
 
     Example:
-        >>> round(staged_level(0.95, 4), 6)
-        0.9875
+        >>> staged_level(0.95, 4), staged_level(0.95, 1)
+        (0.975, 0.95)
     """
-    return 1.0 - (1.0 - level) / looks
+    return 1 - (1 - level) / math.sqrt(looks)
 
 
 def undetermined_rules(result: AxisResult, tolerance: float) -> list[str]:

@@ -117,10 +117,10 @@ class TimescaleFinder:
             given: ``(0, 1, 2)``, and ``(0, 1, 2, 3, 4)`` along the width and dataset-size axes (an exponent interval
             over 3 seeds is erratic). Along an axis, ``"auto"``: seeds in stages (3, then 5, 8, 12, ... up to
             ``max_seeds``, :func:`~lightning_tau.tuner.axis_fit.seed_stages`), each stage adding its new seeds' trials
-            to the same studies; after each, the exponent interval (at the level
-            :func:`~lightning_tau.tuner.axis_fit.staged_level` gives each look, so that stopping early keeps
-            ``level``) decides every published rule at ``tolerance``, and the finder stops at the first stage where
-            none is undetermined, or at ``max_seeds``. :attr:`staging` then says how many seeds it used and why it
+            to the same studies; after each, the exponent interval decides every published rule at ``tolerance``,
+            and the finder stops at the first stage where none is undetermined, or at ``max_seeds``. Each look's
+            interval is at :func:`~lightning_tau.tuner.axis_fit.staged_level` (wider than ``level``: adding seeds
+            until a decision is optional stopping). :attr:`staging` then says how many seeds it used and why it
             stopped, and the output says so.
         monitor: the logged validation metric to compare (e.g. ``"val_loss"``, ``"val/loss"``).
         mode: ``"min"`` if lower ``monitor`` is better, ``"max"`` if higher is.
@@ -156,7 +156,8 @@ class TimescaleFinder:
             ``tau_epoch`` moves with ``N``). Both give an :class:`~lightning_tau.tuner.axes.AxisResult`.
         widths: ``axis="width"``: at least 2 increasing positive integers, e.g. ``(64, 128, 256)``.
         fractions: ``axis="dataset_size"``: at least 2 increasing fractions in ``(0, 1]``, e.g. ``(0.1, 0.25, 0.5)``.
-        level: the level of the axes' exponent interval (with ``seeds="auto"``: overall, across its looks).
+        level: the level of the axes' exponent interval (with ``seeds="auto"``: each look's is
+            ``staged_level(level, looks)``).
         tolerance: along an axis: the factor by which the best ``λ_base`` or ``tau_epoch`` may move over the axis's
             range and still follow a published rule (a number above 1; default
             :data:`~lightning_tau.tuner.rules.DEFAULT_TOLERANCE`, 1.25, see :mod:`lightning_tau.tuner.rules` for why).
