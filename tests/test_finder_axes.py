@@ -3,6 +3,7 @@ model with real mup on digits, the CLI and the Python API on one study, and ever
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -15,6 +16,7 @@ import torch
 from axes_models import BATCH, LR, N, NotMupModel, PlantedData, PlantedSizeModel, PlantedWidthModel
 
 from lightning_tau import TimescaleCallback
+from lightning_tau.tuner.axis_fit import seed_stages, staged_level
 from lightning_tau.tuner.finder import TimescaleFinder
 from lightning_tau.tuner.stats import MIN_SEEDS_FOR_INTERVAL
 from lightning_tau.tuner.verdicts import size_verdict, width_verdict
@@ -208,12 +210,36 @@ def test_a_users_own_mup_model_gets_an_exponent_a_verdict_and_a_callback(tmp_pat
         ({"axis": "dataset_size", "fractions": (0.5,)}, r"give at least 2 increasing fractions"),
         ({"axis": "dataset_size", "fractions": (0.1, 0.5), "fraction": 0.5}, r"`TimescaleFinder\(fraction=0.5\)` is"),
         ({"axis": "width", "widths": (8, 16), "level": 1.5}, r"`TimescaleFinder\(level=1.5\)` is not valid"),
+        (
+            {"axis": "width", "widths": (8, 16), "tolerance": 1.0},
+            r"`TimescaleFinder\(tolerance=1.0\)` is not valid: use a",
+        ),
+        ({"axis": "width", "widths": (8, 16), "tolerance": "x"}, r"`TimescaleFinder\(tolerance='x'\)` is not valid"),
+        ({"tolerance": 1.25}, r"`TimescaleFinder\(tolerance=1.25\)` is only used with axis='width' or 'dataset_size'"),
+        ({"seeds": "auto"}, r"`TimescaleFinder\(seeds='auto'\)` is only used with axis='width' or 'dataset_size'"),
+        ({"axis": "width", "widths": (8, 16), "seeds": "some"}, r"`TimescaleFinder\(seeds='some'\)` is not valid"),
+        ({"axis": "width", "widths": (8, 16), "max_seeds": 8}, r"`TimescaleFinder\(max_seeds=8\)` is only used with"),
+        (
+            {"axis": "width", "widths": (8, 16), "seeds": "auto", "max_seeds": 2},
+            r"`TimescaleFinder\(max_seeds=2\)` is not valid: use an integer >= 3",
+        ),
     ],
 )
 def test_bad_axis_arguments_are_one_line_errors(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match) as err:
         TimescaleFinder(trainer_kwargs=TRAINER, **kwargs)
     assert "\n" not in str(err.value)
+
+
+def test_axes_default_to_five_seeds_and_auto_starts_at_three() -> None:
+    width = TimescaleFinder(axis="width", widths=(8, 16), trainer_kwargs=TRAINER)
+    size = TimescaleFinder(axis="dataset_size", fractions=(0.5, 1.0), trainer_kwargs=TRAINER)
+    one = TimescaleFinder(trainer_kwargs=TRAINER)
+    assert width.seeds == size.seeds == (0, 1, 2, 3, 4) and one.seeds == (0, 1, 2)
+    assert (width.tolerance, size.tolerance, one.tolerance) == (1.25, 1.25, 1.25)
+    auto = TimescaleFinder(axis="width", widths=(8, 16), seeds="auto", trainer_kwargs=TRAINER)
+    assert (auto.seeds, auto.auto_seeds, auto.max_seeds) == ((0, 1, 2), True, 12)
+    assert not width.auto_seeds and width.staging is None
 
 
 def _without_base_shapes(width: int) -> MyMuMLP:
@@ -348,6 +374,39 @@ def test_cli_width_axis_needs_a_model_that_takes_width(tmp_path: Path, capsys: p
     assert "--axis width: the model of --config" in err and "has no `width` argument" in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--seeds", "auto"], "argument --seeds: 'auto' is only used with --axis width or dataset_size"),
+        (["--axis", "width", "--widths", "8", "16", "--seeds", "auto", "3"], "argument --seeds: 'auto' stands alone"),
+        (["--axis", "width", "--widths", "8", "16", "--max-seeds", "8"], "argument --max-seeds: 8 is only used with"),
+        (["--tolerance", "1.5"], "argument --tolerance: 1.5 is only used with --axis width or dataset_size"),
+        (
+            ["--axis", "width", "--widths", "8", "16", "--tolerance", "1"],
+            "argument --tolerance: expected a factor above",
+        ),
+        (
+            ["--axis", "width", "--widths", "8", "16", "--seeds", "auto", "--max-seeds", "2"],
+            "argument --max-seeds: exp",
+        ),
+    ],
+)
+def test_cli_seed_and_tolerance_usage_errors_exit_2_in_flag_terms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], match: str
+) -> None:
+    from lightning_tau.cli import main
+
+    try:
+        code = main(["find", *argv, "--out", str(tmp_path / "o"), "--no-progress"])
+    except SystemExit as exit_info:  # argparse's own (a value its type refuses)
+        code = exit_info.code
+    assert code == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]  # argparse's own errors come after its usage lines
+    assert last.startswith("lightning-tau find: error: ") and match in last
+    assert not (tmp_path / "o" / "tb").exists()
+
+
 def test_cli_rejects_an_unknown_axis(capsys: pytest.CaptureFixture[str]) -> None:
     from lightning_tau.cli import main
 
@@ -430,3 +489,128 @@ def test_axis_points_out_of_order_are_refused_in_one_whole_message(kwargs: dict[
     with pytest.raises(ValueError) as err:
         TimescaleFinder(trainer_kwargs=TRAINER, **kwargs)
     assert str(err.value) == message
+
+
+# --- seeds="auto": stages added to the same studies until every published rule is decided --------------------------
+
+
+def _trials_per_study(root: Path) -> dict[str, int]:
+    import optuna
+
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(root / "study.journal")))
+    return {
+        name: len(optuna.load_study(study_name=name, storage=storage).trials)
+        for name in optuna.get_all_study_names(storage)
+    }
+
+
+@pytest.mark.slow
+def test_auto_seeds_stop_at_the_first_stage_that_decides_every_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the planted exponent 0 with a seed's offset the same at every N: the interval is a point at 0, so every rule is
+    # decided (Wang & Aitchison holds, the others are excluded) at the first stage, 3 seeds
+    finder = TimescaleFinder(
+        axis="dataset_size",
+        fractions=(0.5, 1.0),
+        tau_epochs=TAUS,
+        seeds="auto",
+        max_seeds=5,
+        trainer_kwargs=TRAINER,
+        root_dir=tmp_path,
+        progress=False,
+    )
+    result = finder.fit(functools.partial(PlantedSizeModel, exponent=0.0), datamodule=PlantedData())
+    staging = finder.staging
+    assert staging is not None and staging.stages == (3,) and staging.seeds == 3 and staging.decided
+    assert staging.reason == "stopped at 3 seeds: every published rule decided"
+    assert (
+        finder.seeds == (0, 1, 2)
+        and result.fit.per_seed_grid_optima[0]
+        and len(result.fit.per_seed_grid_optima[0]) == 3
+    )
+    assert list(_trials_per_study(tmp_path).values()) == [len(TAUS) * 3] * 2  # the 5-seed stage never started
+    # the interval of each look is at the level for the planned looks (3, then 5), above the finder's 95%
+    assert staging.level == result.fit.level == staged_level(0.95, len(seed_stages(5))) > 0.95
+    assert "Seeds (seeds='auto'): stopped at 3 seeds: every published rule decided" in capsys.readouterr().out
+    if "staging" in {f.name for f in dataclasses.fields(result)}:  # where the result carries it into its JSON
+        assert result.staging == staging
+
+
+@pytest.mark.slow
+def test_auto_seeds_add_stages_to_the_same_studies_up_to_max_seeds(tmp_path: Path) -> None:
+    # a width x1.01 of tolerance is narrower than any 5-seed interval: Fan et al. (the planted -1/2) stays
+    # undetermined, so the finder looks at 3 seeds, adds 2 more to the same two studies, and stops at max_seeds
+    finder = _width_finder(tmp_path, widths=(8, 32), seeds="auto", max_seeds=5, tolerance=1.01)
+    result = finder.fit(PlantedWidthModel, datamodule=PlantedData())
+    staging = finder.staging
+    assert staging is not None and staging.stages == (3, 5) and staging.seeds == 5 and not staging.decided
+    assert "Fan et al." in staging.undetermined and staging.tolerance == 1.01
+    assert staging.reason.startswith("reached max_seeds=5 with ") and staging.reason.endswith(" undetermined")
+    assert all(len(v) == 5 for v in result.fit.per_seed_grid_optima)
+    # stage 2 added its seeds' trials to stage 1's studies: 2 studies of 5 tau_epochs x 5 seeds, each trained once
+    trials = _trials_per_study(tmp_path / "find")
+    assert len(trials) == 2 and list(trials.values()) == [len(TAUS) * 5] * 2
+    assert finder.trained_runs == 2 * len(TAUS) * 5 and finder.reused_runs == 0
+    if hasattr(result, "tolerance"):  # the per-rule decisions' tolerance, where the result carries it
+        assert result.tolerance == 1.01
+
+    # the same studies at a tolerance wide enough for the 3-seed interval: decided at the first look, nothing trained
+    wide = _width_finder(tmp_path, widths=(8, 32), seeds="auto", max_seeds=5, tolerance=10.0)
+    again = wide.fit(PlantedWidthModel, datamodule=PlantedData())
+    assert wide.staging is not None and wide.staging.stages == (3,) and wide.staging.decided
+    assert wide.trained_runs == 0 and wide.reused_runs == 2 * len(TAUS) * 3
+    assert all(len(v) == 3 for v in again.fit.per_seed_grid_optima)
+    assert _trials_per_study(tmp_path / "find") == trials
+
+
+@pytest.mark.slow
+def test_a_worker_sent_a_stage_trains_its_seeds_into_the_same_studies(tmp_path: Path) -> None:
+    from lightning_tau.tuner.finder import _worker_main
+
+    # what the main process sends a worker at the 5-seed stage, run here: the worker's finder is built with
+    # seeds="auto" and told the stage's seeds, so it opens the main process's studies and trains all 5 seeds there
+    finder = _width_finder(tmp_path, widths=(8, 32), seeds="auto", max_seeds=5, tolerance=1.01)
+    finder.seeds = (0, 1, 2, 3, 4)
+    data = PlantedData()
+    payload = finder._worker_payload(PlantedWidthModel, data.train_dataloader(), data.val_dataloader())
+    threads = torch.get_num_threads()
+    try:
+        _worker_main(payload, 1, dict(__import__("os").environ))
+    finally:
+        torch.set_num_threads(threads)
+    assert list(_trials_per_study(tmp_path / "find").values()) == [len(TAUS) * 5] * 2
+
+    # the main process finds both stages complete in those studies: it trains nothing
+    main = _width_finder(tmp_path, widths=(8, 32), seeds="auto", max_seeds=5, tolerance=1.01)
+    result = main.fit(PlantedWidthModel, datamodule=PlantedData())
+    assert main.staging is not None and main.staging.stages == (3, 5) and main.trained_runs == 0
+    assert main.reused_runs == 2 * len(TAUS) * 5 and all(len(v) == 5 for v in result.fit.per_seed_grid_optima)
+
+
+@pytest.mark.slow
+def test_cli_seeds_auto_says_why_it_stopped_and_the_study_name_alone_reopens_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning_tau.cli import main
+
+    pytest.importorskip("jsonargparse")
+    config = _config(tmp_path, "axes_models.PlantedWidthModel", {})
+    out = tmp_path / "out"
+    common = ["--out", str(out), "--no-progress", "--no-plot"]
+    argv = ["find", "--axis", "width", "--widths", "8", "32", "--config", str(config), "--fraction", "1"]
+    argv += ["--tau-epochs", *map(str, TAUS), "--seeds", "auto", "--max-seeds", "4", "--tolerance", "1.01"]
+    assert main([*argv, "--monitor", "val_loss", "--study", "auto", *common]) == 0
+    printed = capsys.readouterr().out
+    assert "Seeds (seeds='auto'): reached max_seeds=4 with Fan et al. undetermined (looked at 3, 4 seeds" in printed
+    first = json.loads((out / "finder.json").read_text())
+    assert all(len(seeds) == 4 for seeds in first["per_seed_grid_optima"])
+
+    # the name alone: the axis, its points and seeds="auto" come from the studies; both stages are reused
+    assert main(["find", "--study", "auto", "--max-seeds", "4", "--tolerance", "1.01", *common]) == 0
+    printed = capsys.readouterr().out
+    reopened = next(line for line in printed.splitlines() if line.startswith("Reopening study 'auto'"))
+    assert "--seeds" in reopened and "--axis" in reopened
+    total = 2 * len(TAUS) * 4
+    assert f"({total} of {total} trials were complete in the study before this command.)" in printed
+    assert json.loads((out / "finder.json").read_text()) == first

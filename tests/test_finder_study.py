@@ -54,7 +54,7 @@ def test_the_suggestion_is_the_vertex_of_the_curve_around_its_best_interior_poin
     assert result.weight_decay == {"decay": pytest.approx(1 / (LR * TRUE_TAU * 4))}
 
 
-def test_a_model_instance_trains_fresh_copies_and_the_result_gives_the_callback(tmp_path: Path) -> None:
+def test_a_model_instance_trains_seeded_fresh_copies_and_the_result_gives_the_callback(tmp_path: Path) -> None:
     class Starts(pl.Callback):
         def __init__(self) -> None:
             self.weights: list[torch.Tensor] = []
@@ -69,7 +69,9 @@ def test_a_model_instance_trains_fresh_copies_and_the_result_gives_the_callback(
         tmp_path, seeds=(0, 1), trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "callbacks": [starts]}
     )
     result = fit_finder(finder, model)
-    assert len(starts.weights) == 8 and all(torch.equal(w, initial) for w in starts.weights)  # every trial
+    # every trial starts from its seed's own initialization (grid order: tau_epoch by tau_epoch, seeds 0, 1)
+    assert len(starts.weights) == 8 and not torch.equal(starts.weights[0], starts.weights[1])
+    assert all(torch.equal(w, starts.weights[i % 2]) for i, w in enumerate(starts.weights))
     assert torch.equal(model.net.weight, initial)  # the user's instance is not trained
     assert result.tau_epoch == pytest.approx(TRUE_TAU)
     callback = result.callback(verbose=False)

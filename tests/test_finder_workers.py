@@ -365,4 +365,6 @@ def test_a_model_of_the_users_script_with_two_workers_is_one_study_that_each_gri
     assert all(t.state == TrialState.COMPLETE for t in study.trials)
     model = study.user_attrs["lightning_tau"]["settings"]["model"]
     assert model["class"] == "__main__.ScriptMLP"
-    assert model["init"] == ("copies of an instance" if given == "instance" else "a factory called per seed")
+    assert model["init"] == (
+        "an instance initialized afresh per seed" if given == "instance" else "a factory called per seed"
+    )

@@ -22,13 +22,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from lightning_tau._constants import GOALS
-from lightning_tau.cli._args import fraction_above_zero, nonempty_path, positive_float, positive_int, random_seed
+from lightning_tau.cli._args import (
+    MAX_SEED,
+    fraction_above_zero,
+    nonempty_path,
+    positive_float,
+    positive_int,
+    random_seed,
+)
 from lightning_tau.cli.config import ConfigError, ConfigWidthModel, DigitsWidthModel, load_config
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
 from lightning_tau.tuner.journal import journal_problem
@@ -97,7 +105,28 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="the tau_epoch grid (log-spaced)",
     )
     parser.add_argument(
-        "--seeds", type=random_seed, nargs="+", default=[0, 1, 2], metavar="SEED", help="seeds per tau_epoch"
+        "--seeds",
+        type=_seed_or_auto,
+        nargs="+",
+        default=None,
+        metavar="SEED",
+        help="seeds per tau_epoch; when not given: 0 1 2, and 0 1 2 3 4 with --axis width / dataset_size. With"
+        " --axis width / dataset_size, 'auto': seeds in stages (3, 5, 8, 12, ... up to --max-seeds) until every"
+        " published rule is decided at --tolerance",
+    )
+    parser.add_argument(
+        "--max-seeds",
+        type=_max_seeds,
+        default=None,
+        help="with --seeds auto: the most seeds to train; when not given: 12",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=_tolerance,
+        default=None,
+        help="--axis width / dataset_size: the factor by which the best value may move over the axis's range and"
+        " still follow a published rule (holds: the whole interval within it; excluded: wholly outside); when not"
+        " given: 1.25",
     )
     parser.add_argument(
         "--epochs",
@@ -167,6 +196,85 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=_main)
     return parser
+
+
+def _seed_or_auto(text: str) -> int | str:
+    """A ``--seeds`` entry: a seed, or ``auto``.
+
+    Example:
+        >>> _seed_or_auto("3"), _seed_or_auto("auto")
+        (3, 'auto')
+    """
+    return "auto" if text == "auto" else random_seed(text)
+
+
+def _max_seeds(text: str) -> int:
+    """A ``--max-seeds`` value: an integer of at least 3, the first stage of ``--seeds auto``.
+
+    Example:
+        >>> _max_seeds("8")
+        8
+        >>> _max_seeds("2")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected an integer >= 3 (the first stage of --seeds auto trains 3), got '2'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 3 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer >= 3 (the first stage of --seeds auto trains 3), got {text!r}"
+        )
+    return value
+
+
+def _tolerance(text: str) -> float:
+    """A ``--tolerance`` value: a finite factor above 1.
+
+    Example:
+        >>> _tolerance("1.25")
+        1.25
+        >>> _tolerance("0.8")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected a factor above 1 such as 1.25, got '0.8'
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 1 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a factor above 1 such as 1.25, got {text!r}")
+    return value
+
+
+def _seed_options(args: argparse.Namespace) -> str | None:
+    """The usage error of ``--seeds``, ``--max-seeds`` and ``--tolerance`` together with ``--axis``, or ``None``
+    (``--seeds auto`` becomes ``args.seeds == "auto"``)."""
+    seeds = args.seeds
+    if isinstance(seeds, list) and "auto" in seeds:
+        if seeds != ["auto"]:
+            return f"argument --seeds: 'auto' stands alone (got {' '.join(map(str, seeds))}): pass --seeds auto."
+        args.seeds = seeds = "auto"
+    on_axis = args.axis in ("width", "dataset_size")
+    if seeds == "auto" and not on_axis:
+        return (
+            "argument --seeds: 'auto' is only used with --axis width or dataset_size (it adds seeds until the"
+            " published rules are decided): give the seeds, e.g. --seeds 0 1 2."
+        )
+    if args.max_seeds is not None and seeds != "auto":
+        return (
+            f"argument --max-seeds: {args.max_seeds} is only used with --seeds auto: pass --seeds auto, or leave it"
+            " out."
+        )
+    if args.tolerance is not None and not on_axis:
+        return (
+            f"argument --tolerance: {args.tolerance:g} is only used with --axis width or dataset_size (it decides the"
+            " published rules along an axis): leave it out."
+        )
+    return None
 
 
 def _writable(path: Path, *, folder: bool) -> str | None:
@@ -323,6 +431,8 @@ def _main(args: argparse.Namespace) -> int:
             return _error(f"argument {option}: cannot write to {str(where)!r}: {why}. Pass a writable path.", 2)
     if args.config is not None and not args.config.is_file():
         return _error(f"--config {str(args.config)!r} is not a file.", 2)
+    if args.study is None and (problem := _seed_options(args)) is not None:
+        return _error(problem, 2)
     journal = args.out / "study.journal" if args.storage is None else Path(args.storage)
     if "://" not in str(args.storage) and journal.is_file() and (problem := journal_problem(journal)) is not None:
         return _error(f"argument --storage: {str(journal)!r}: {problem}", 2)
@@ -350,6 +460,8 @@ def _main(args: argparse.Namespace) -> int:
             return _error(str(err), 2)
         if reopened:
             print(reopened)
+        if (problem := _seed_options(args)) is not None:  # with the axis and seeds the study holds
+            return _error(problem, 2)
     if args.config is not None:
         try:
             model_factory, datamodule, trainer_kwargs, notes = load_config(args.config)
@@ -397,7 +509,9 @@ def _main(args: argparse.Namespace) -> int:
         finder = TimescaleFinder(
             fraction=args.fraction,
             tau_epochs=list(dict.fromkeys(args.tau_epochs)),
-            seeds=list(dict.fromkeys(args.seeds)),
+            seeds=args.seeds if args.seeds in (None, "auto") else list(dict.fromkeys(args.seeds)),
+            max_seeds=args.max_seeds,
+            tolerance=args.tolerance,
             monitor=monitor,
             mode=args.mode,
             reduce=args.reduce,

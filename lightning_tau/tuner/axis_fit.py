@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
+from lightning_tau.tuner import rules
 from lightning_tau.tuner.answer import finder_result, store_answer
 from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.settings import check_subset, made_model
@@ -28,7 +31,16 @@ from lightning_tau.tuner.width_probe import check_mup, probe_width, record_lambd
 if TYPE_CHECKING:
     from lightning_tau.tuner.finder import TimescaleFinder
 
-__all__ = ["StudyPoint", "axis_intro", "axis_points", "axis_result"]
+__all__ = [
+    "SeedStaging",
+    "StudyPoint",
+    "axis_intro",
+    "axis_points",
+    "axis_result",
+    "seed_stages",
+    "staged_level",
+    "undetermined_rules",
+]
 
 
 class StudyPoint(NamedTuple):
@@ -97,6 +109,7 @@ def axis_result(
     records: Sequence[dict[tuple[float, int], dict[str, Any]]],
     full_train: DataLoader,
     log: Callable[[str], None],
+    level: float | None = None,
 ) -> AxisResult:
     """The :class:`~lightning_tau.tuner.axes.AxisResult` of ``finder``'s axis from every point's records (each
     point's answer stored on its study, :attr:`TimescaleFinder.studies`); along ``"width"`` with the ``λ_base`` of
@@ -110,6 +123,10 @@ def axis_result(
         store_answer(study, result, finder, log)  # each point's answer, and what it was computed with, on its study
         results.append(result)
     values = [p.value for p in points]
+    level = finder.level if level is None else level
+    extra: dict[str, Any] = {}
+    if "tolerance" in inspect.signature(AxisResult.build).parameters:  # the per-rule decisions, where built
+        extra["tolerance"] = finder.tolerance
     if finder.axis == "width":
         seed = finder.seeds[0]
         lambda_base = [record_lambda_base(records[-1][(tau, seed)])[0] for tau in finder.tau_epochs]
@@ -120,7 +137,106 @@ def axis_result(
             results,
             lambda_base=lambda_base,
             base_width_mult=base_mult,
-            level=finder.level,
+            level=level,
             window=finder.window,
+            **extra,
         )
-    return AxisResult.build("dataset_size", values, results, level=finder.level, window=finder.window)
+    return AxisResult.build("dataset_size", values, results, level=level, window=finder.window, **extra)
+
+
+# --- seeds="auto": seeds in stages until every published rule is decided ---------------------------------------
+
+
+def seed_stages(max_seeds: int) -> list[int]:
+    """The seed counts of ``seeds="auto"``'s looks: 3, 5, 8, 12, then x1.5 (rounded up), always ending at
+    ``max_seeds``.
+
+    (A stand-in for :mod:`lightning_tau.tuner.stats`'s ``seed_stages``, the same stages, until it lands there.)
+
+    Example:
+        >>> seed_stages(12), seed_stages(10), seed_stages(3), seed_stages(30)
+        ([3, 5, 8, 12], [3, 5, 8, 10], [3], [3, 5, 8, 12, 18, 27, 30])
+    """
+    stages = [3, 5, 8, 12]
+    while stages[-1] < max_seeds:
+        stages.append(math.ceil(stages[-1] * 1.5))
+    return [k for k in stages if k < max_seeds] + [max_seeds]
+
+
+def staged_level(level: float, looks: int) -> float:
+    """The interval level of each of ``looks`` looks of :func:`seed_stages`, so that the interval where the staging
+    stops keeps its coverage: ``1 - (1 - level) / sqrt(looks)`` (``level`` itself with one look).
+
+    (A stand-in for :mod:`lightning_tau.tuner.stats`'s ``staged_level``, the same formula, until it lands there; its
+    coverage with the staging simulated is checked in ``benchmarks/stats_coverage.py``.)
+
+    Example:
+        >>> staged_level(0.95, 4), staged_level(0.95, 1)
+        (0.975, 0.95)
+    """
+    return 1 - (1 - level) / math.sqrt(looks)
+
+
+def undetermined_rules(result: AxisResult, tolerance: float) -> list[str]:
+    """The names of the published rules of ``result``'s axis that its interval leaves undetermined at
+    ``tolerance`` (:func:`~lightning_tau.tuner.rules.decide`): none when every rule holds or is excluded."""
+    delta = rules.half_width(tolerance, result.scales)
+    return [
+        r.name for r in rules.rules_for(result.axis) if rules.decide(result.fit.ci, r.exponent, delta) == "undetermined"
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedStaging:
+    """How ``seeds="auto"`` went: the seeds it used, the stages it looked at, and why it stopped.
+
+    Attributes:
+        seeds: the seeds the result holds (``0 .. seeds - 1``).
+        max_seeds: the most it would have used.
+        stages: the seed counts it looked at, in order (the last is ``seeds``).
+        level: each look's interval level (:func:`staged_level` of the finder's ``level`` over the planned looks).
+        tolerance: the tolerance the rules were decided at.
+        undetermined: the rules still undetermined at the last look (empty: every rule decided).
+
+    Example:
+        >>> SeedStaging(8, 12, (3, 5, 8), 0.9875, 1.25, ()).reason
+        'stopped at 8 seeds: every published rule decided'
+        >>> SeedStaging(12, 12, (3, 5, 8, 12), 0.9875, 1.25, ("Fan et al.",)).reason
+        'reached max_seeds=12 with Fan et al. undetermined'
+    """
+
+    seeds: int
+    max_seeds: int
+    stages: tuple[int, ...]
+    level: float
+    tolerance: float
+    undetermined: tuple[str, ...]
+
+    @property
+    def decided(self) -> bool:
+        """Whether every published rule was decided."""
+        return not self.undetermined
+
+    @property
+    def reason(self) -> str:
+        """Why it stopped, in words."""
+        if self.decided:
+            return f"stopped at {self.seeds} seeds: every published rule decided"
+        return f"reached max_seeds={self.max_seeds} with {' and '.join(self.undetermined)} undetermined"
+
+    def sentence(self) -> str:
+        """The line the finder prints: the reason, the stages and the level of each look."""
+        return (
+            f"Seeds (seeds='auto'): {self.reason} (looked at {', '.join(map(str, self.stages))} seeds of at most"
+            f" {self.max_seeds}; each look's interval at {self.level:.4g}, tolerance x{self.tolerance:g})."
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict: the fields, ``decided`` and ``reason``."""
+        return {
+            **dataclasses.asdict(self),
+            "stages": list(self.stages),
+            "undetermined": list(self.undetermined),
+            "decided": self.decided,
+            "reason": self.reason,
+        }

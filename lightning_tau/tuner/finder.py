@@ -19,6 +19,7 @@ what keys and names a study in :mod:`lightning_tau.tuner.study_key`, the answer 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -42,7 +43,16 @@ from lightning_tau._constants import GOALS, Goal
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.tuner.answer import finder_result, store_answer, tell_value
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.axis_fit import StudyPoint, axis_intro, axis_points, axis_result
+from lightning_tau.tuner.axis_fit import (
+    SeedStaging,
+    StudyPoint,
+    axis_intro,
+    axis_points,
+    axis_result,
+    seed_stages,
+    staged_level,
+    undetermined_rules,
+)
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
 from lightning_tau.tuner.liveness import STALE_SECONDS
 from lightning_tau.tuner.pruning import make_pruner, pruned_sibling, pruner_setting
@@ -58,9 +68,10 @@ from lightning_tau.tuner.settings import (
     check_grid,
     check_pruner,
     check_root_dir,
-    check_seeds,
+    check_seed_count,
     check_storage,
     check_subset,
+    check_tolerance,
     check_trainer_kwargs,
     check_widths,
     made_model,
@@ -102,7 +113,15 @@ class TimescaleFinder:
             ``round(fraction * N)`` samples, fixed by ``subset_seed``. Not with ``axis="dataset_size"``.
         tau_epochs: the ``tau_epoch`` grid (positive, distinct; log-spaced is best, e.g.
             :func:`~lightning_tau.tuner.curve.log_grid`).
-        seeds: seeds per ``tau_epoch`` (model initialization and batch order); the curve is their mean.
+        seeds: seeds per ``tau_epoch`` (model initialization and batch order); the curve is their mean. When not
+            given: ``(0, 1, 2)``, and ``(0, 1, 2, 3, 4)`` along the width and dataset-size axes (an exponent interval
+            over 3 seeds is erratic). Along an axis, ``"auto"``: seeds in stages (3, then 5, 8, 12, ... up to
+            ``max_seeds``, :func:`~lightning_tau.tuner.axis_fit.seed_stages`), each stage adding its new seeds' trials
+            to the same studies; after each, the exponent interval decides every published rule at ``tolerance``,
+            and the finder stops at the first stage where none is undetermined, or at ``max_seeds``. Each look's
+            interval is at :func:`~lightning_tau.tuner.axis_fit.staged_level` (wider than ``level``: adding seeds
+            until a decision is optional stopping). :attr:`staging` then says how many seeds it used and why it
+            stopped, and the output says so.
         monitor: the logged validation metric to compare (e.g. ``"val_loss"``, ``"val/loss"``).
         mode: ``"min"`` if lower ``monitor`` is better, ``"max"`` if higher is.
         reduce: ``"last"`` (the value after the last epoch) or ``"best"`` (the best value over epochs).
@@ -137,7 +156,14 @@ class TimescaleFinder:
             ``tau_epoch`` moves with ``N``). Both give an :class:`~lightning_tau.tuner.axes.AxisResult`.
         widths: ``axis="width"``: at least 2 increasing positive integers, e.g. ``(64, 128, 256)``.
         fractions: ``axis="dataset_size"``: at least 2 increasing fractions in ``(0, 1]``, e.g. ``(0.1, 0.25, 0.5)``.
-        level: the level of the axes' exponent interval.
+        level: the level of the axes' exponent interval (with ``seeds="auto"``: each look's is
+            ``staged_level(level, looks)``).
+        tolerance: along an axis: the factor by which the best ``λ_base`` or ``tau_epoch`` may move over the axis's
+            range and still follow a published rule (a number above 1; default
+            :data:`~lightning_tau.tuner.rules.DEFAULT_TOLERANCE`, 1.25, see :mod:`lightning_tau.tuner.rules` for why).
+            A rule holds when the whole interval lies within it, is excluded when it lies wholly outside. Not used on
+            the fraction axis, which decides no rule: giving it there is an error.
+        max_seeds: with ``seeds="auto"``: the most seeds it trains (default 12, at least 3).
         pruner: stop hopeless ``tau_epoch`` runs early (``axis="fraction"`` only): ``None`` (the default: every run
             trains ``max_epochs``), ``"median"``, ``"successive_halving"``, ``"hyperband"`` (Optuna's pruners with
             settings for the finder's grid, see :func:`make_pruner`) or any ``optuna.pruners.BasePruner``. The runs
@@ -172,7 +198,7 @@ class TimescaleFinder:
         self,
         fraction: float | None = None,
         tau_epochs: Sequence[float] = DEFAULT_TAU_EPOCHS,
-        seeds: Sequence[int] = (0, 1, 2),
+        seeds: Sequence[int] | Literal["auto"] | None = None,
         monitor: str = "val_loss",
         mode: Goal = "min",
         reduce: Reduce = "last",
@@ -191,6 +217,8 @@ class TimescaleFinder:
         fractions: Sequence[float] | None = None,
         level: float = 0.95,
         pruner: PrunerName | BasePruner | None = None,
+        tolerance: float | None = None,
+        max_seeds: int | None = None,
     ) -> None:
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.axis: Axis = check_axis(axis, fraction, widths, fractions)
@@ -214,7 +242,16 @@ class TimescaleFinder:
             high_closed=True,
         )
         self.tau_epochs = check_grid(tau_epochs)
-        self.seeds = check_seeds(seeds)
+        #: the seeds of the sweep (with ``seeds="auto"``: of the last stage trained, ``0 .. n - 1``)
+        self.seeds: tuple[int, ...]
+        #: whether ``seeds="auto"``: seeds added in stages up to ``max_seeds`` until every published rule is decided
+        self.auto_seeds: bool
+        self.seeds, self.auto_seeds, self.max_seeds = check_seed_count(seeds, max_seeds, self.axis)
+        #: along an axis: the factor by which the best value may move over the axis's range and still follow a
+        #: published rule (:mod:`lightning_tau.tuner.rules`)
+        self.tolerance = check_tolerance(tolerance, self.axis)
+        #: with ``seeds="auto"``, after :meth:`fit`: how many seeds it used and why it stopped
+        self.staging: SeedStaging | None = None
         self.monitor = _checks.non_empty(
             "TimescaleFinder", "monitor", monitor, "use the name of a logged validation metric."
         )
@@ -300,10 +337,12 @@ class TimescaleFinder:
         when it can be called without a trainer).
 
         Args:
-            model: a ``LightningModule`` instance (every trial trains a fresh copy of its initial weights; seeds
-                then change only the batch order; the study is keyed by its class, hparams and parameter shapes,
-                not its weights, so a rerun with a new unseeded instance reuses the trials), or something that
-                makes a fresh one, called after ``seed_everything(seed)`` for every trial (the class,
+            model: a ``LightningModule`` instance (every trial trains a copy of it whose modules re-run their
+                ``reset_parameters()`` after ``seed_everything(seed)``, so each seed has its own initialization
+                (:class:`~lightning_tau.tuner.trial.ModelCopies`; an instance whose initialization cannot be re-run
+                that way is refused before any training); the study is keyed by its class, hparams and parameter
+                shapes, not its weights, so a rerun with a new unseeded instance reuses the trials), or something
+                that makes a fresh one, called after ``seed_everything(seed)`` for every trial (the class,
                 ``functools.partial(MyModel, width=256)``, or a ``lambda`` when ``workers=1``). Its
                 ``configure_optimizers`` must build an AdamW-family optimizer with a positive ``weight_decay`` on
                 the groups that decay.
@@ -324,6 +363,7 @@ class TimescaleFinder:
                 group, or (after the first validation) a ``monitor`` no run logs. A journal file that fills the
                 disk mid-run raises :class:`~lightning_tau.tuner.storage.JournalWriteError` naming it.
         """
+        self.staging = None
         if self.axis != "fraction":
             return self._fit_axis(model, datamodule, train_dataloaders, val_dataloaders, wait=wait)
         factory, copies = model_factory(model, self.axis)
@@ -373,15 +413,44 @@ class TimescaleFinder:
         full_train, val = resolve_data(datamodule, train_dataloaders, val_dataloaders)
         dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
         points = axis_points(self, model, full_train, copies)
-        payload = self._worker_payload(model, full_train, val) if self.workers > 1 else None
-
         intro = functools.partial(axis_intro, self, dataset_size=dataset_size)
-        records = self._run(points, val, payload, wait=wait, intro=intro, answer="result")
-        if records is None:
-            return None
-        result_of_axis = axis_result(self, points, records, full_train, self._log)
+        # seeds="auto": one look per stage, each stage's seeds added to the same studies (their key holds "auto")
+        auto = self.auto_seeds and not self._worker_only  # a worker trains the stage it was sent
+        stages = seed_stages(self.max_seeds) if auto else [len(self.seeds)]
+        level = staged_level(self.level, len(stages)) if self.auto_seeds else self.level
+        trained = reused = done = 0
+        for looked, count in enumerate(stages, 1):
+            if auto:
+                self.seeds = tuple(range(count))
+            payload = self._worker_payload(model, full_train, val) if self.workers > 1 else None
+            records = self._run(points, val, payload, wait=wait, intro=intro, answer="result")
+            # this fit's counts over its stages: trials complete before it (a later stage's new seeds' only: the
+            # earlier stages' grid was complete when it ended), and those this process trained in it
+            reused += self.reused_runs - done
+            trained += self.trained_runs
+            self.reused_runs, self.trained_runs = reused, trained
+            if records is None:
+                return None
+            done = len(points) * len(self.tau_epochs) * count
+            result_of_axis = axis_result(self, points, records, full_train, self._log, level=level)
+            if not auto:
+                break
+            undetermined = undetermined_rules(result_of_axis, self.tolerance)
+            if not undetermined or looked == len(stages):
+                self.staging = SeedStaging(
+                    count, self.max_seeds, tuple(stages[:looked]), level, self.tolerance, tuple(undetermined)
+                )
+                break
+            self._log(
+                f"{count} seeds: {', '.join(undetermined)} undetermined at tolerance x{self.tolerance:g}; adding seeds"
+                f" up to {stages[looked]}."
+            )
+        if self.staging is not None and "staging" in {f.name for f in dataclasses.fields(AxisResult)}:
+            result_of_axis = dataclasses.replace(result_of_axis, staging=self.staging)  # its JSON, where it has one
         if self.verbose and rank_zero_only.rank == 0:
             print(result_of_axis.table())
+            if self.staging is not None:
+                print(self.staging.sentence())
         return result_of_axis
 
     def _run(
@@ -570,7 +639,7 @@ class TimescaleFinder:
     def _worker_payload(self, model_factory: Callable[[], Any], full_train: DataLoader, val: Any) -> bytes:
         kwargs = {**self._init_kwargs, "workers": 1, "progress": False, "verbose": False}
         try:
-            return pickle.dumps((kwargs, model_factory, full_train, val))
+            return pickle.dumps((kwargs, model_factory, full_train, val, self.seeds))
         except Exception as err:
             raise ValueError(
                 f"`TimescaleFinder(workers={self.workers})` sends the model and the data to its worker processes,"
@@ -590,10 +659,11 @@ class TimescaleFinder:
 def _worker_main(payload: bytes, threads: int, environ: Mapping[str, str]) -> None:
     """A worker process: train the study's trials until none is left to take, then exit."""
     worker_environ(environ)  # the starting process's, as spawn gives it (a fork has its server's)
-    kwargs, model_factory, full_train, val = pickle.loads(payload)
+    kwargs, model_factory, full_train, val, seeds = pickle.loads(payload)
     torch.set_num_threads(threads)
     finder = TimescaleFinder(**kwargs)
     finder._worker_only = True
+    finder.seeds = seeds  # with seeds="auto": the stage the main process trains now
     try:
         finder.fit(model_factory, train_dataloaders=full_train, val_dataloaders=val, wait=False)
     except Exception as err:

@@ -25,12 +25,17 @@ from torch.utils.data import DataLoader
 from lightning_tau import _checks
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.tuner.curve import PRUNER_NAMES
+from lightning_tau.tuner.rules import DEFAULT_TOLERANCE
 from lightning_tau.tuner.trial import ModelCopies, fresh_callback, has_run_state
 
 __all__ = [
+    "DEFAULT_AXIS_SEEDS",
     "DEFAULT_FRACTION",
+    "DEFAULT_MAX_SEEDS",
+    "DEFAULT_SEEDS",
     "FORBIDDEN_TRAINER_KWARGS",
     "MAX_SEED",
+    "MIN_AUTO_SEEDS",
     "Axis",
     "PrunerName",
     "Reduce",
@@ -40,10 +45,12 @@ __all__ = [
     "check_grid",
     "check_pruner",
     "check_root_dir",
+    "check_seed_count",
     "check_seeds",
     "check_storage",
     "check_subset",
     "check_timescales",
+    "check_tolerance",
     "check_trainer_kwargs",
     "check_widths",
     "made_model",
@@ -61,6 +68,14 @@ PrunerName = Literal["median", "successive_halving", "hyperband"]
 DEFAULT_FRACTION = 0.25
 #: The largest seed ``seed_everything`` (numpy) accepts.
 MAX_SEED = 2**32 - 1
+#: The seeds when ``seeds`` is not given: the fraction axis's sweep.
+DEFAULT_SEEDS = (0, 1, 2)
+#: The seeds when ``seeds`` is not given along the width and dataset-size axes: an interval over 3 seeds is erratic
+#: (widths 0.12 to 0.63 on one task), so at least 5.
+DEFAULT_AXIS_SEEDS = (0, 1, 2, 3, 4)
+#: ``seeds="auto"``: the first stage's seed count, and the default ``max_seeds``.
+MIN_AUTO_SEEDS = 3
+DEFAULT_MAX_SEEDS = 12
 
 
 class SettingError(ValueError):
@@ -138,6 +153,80 @@ def check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"`TimescaleFinder(seeds={list(seeds)!r})` repeats a seed: give each seed once.")
     return tuple(seeds)
+
+
+def check_seed_count(seeds: Any, max_seeds: Any, axis: Axis) -> tuple[tuple[int, ...], bool, int]:
+    """``seeds`` and ``max_seeds`` along ``axis``: ``(the seeds of the first look, whether seeds="auto",
+    max_seeds)``.
+
+    ``None`` gives :data:`DEFAULT_SEEDS` (the fraction axis) or :data:`DEFAULT_AXIS_SEEDS` (width, dataset size);
+    ``"auto"`` (width and dataset size only) starts with the first stage's seeds ``0, 1, 2`` and goes up to
+    ``max_seeds`` (default :data:`DEFAULT_MAX_SEEDS`), which is only used with it.
+
+    Example:
+        >>> check_seed_count(None, None, "width")
+        ((0, 1, 2, 3, 4), False, 5)
+        >>> check_seed_count("auto", 8, "dataset_size")
+        ((0, 1, 2), True, 8)
+        >>> check_seed_count("auto", None, "fraction")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleFinder(seeds='auto')` is only used with axis='width' or 'dataset_size' (axis is ...
+    """
+    auto = isinstance(seeds, str) and seeds == "auto"
+    if auto and axis == "fraction":
+        raise ValueError(
+            "`TimescaleFinder(seeds='auto')` is only used with axis='width' or 'dataset_size' (axis is 'fraction'):"
+            " it adds seeds until the axis's published rules are decided. Give the seeds, e.g. seeds=(0, 1, 2)."
+        )
+    if max_seeds is not None and not auto:
+        raise ValueError(
+            f"`TimescaleFinder(max_seeds={max_seeds!r})` is only used with seeds='auto' (seeds is {seeds!r}):"
+            " pass seeds='auto', or leave `max_seeds` out."
+        )
+    if auto:
+        first = MIN_AUTO_SEEDS
+        hint = f"use an integer >= {first} (the first stage trains {first} seeds), e.g. {DEFAULT_MAX_SEEDS}."
+        most = _checks.integer(
+            "TimescaleFinder", "max_seeds", DEFAULT_MAX_SEEDS if max_seeds is None else max_seeds, hint, minimum=first
+        )
+        if most > MAX_SEED:
+            raise _checks.invalid("TimescaleFinder", "max_seeds", max_seeds, hint)
+        return tuple(range(first)), True, most
+    if seeds is None:
+        seeds = DEFAULT_SEEDS if axis == "fraction" else DEFAULT_AXIS_SEEDS
+    checked = check_seeds(seeds)
+    return checked, False, len(checked)
+
+
+def check_tolerance(tolerance: Any, axis: Axis) -> float:
+    """A ``tolerance`` argument: a factor above 1 (``None``: :data:`~lightning_tau.tuner.rules.DEFAULT_TOLERANCE`),
+    used along the width and dataset-size axes only (the fraction axis decides no published rule).
+
+    Example:
+        >>> check_tolerance(None, "fraction"), check_tolerance(1.5, "width")
+        (1.25, 1.5)
+        >>> check_tolerance(1.0, "width")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleFinder(tolerance=1.0)` is not valid: use a factor above 1 (how far the best value may ...
+    """
+    if tolerance is None:
+        return DEFAULT_TOLERANCE
+    if axis == "fraction":
+        raise ValueError(
+            f"`TimescaleFinder(tolerance={tolerance!r})` is only used with axis='width' or 'dataset_size' (axis is"
+            " 'fraction'): it decides the published rules along an axis. Leave `tolerance` out."
+        )
+    return _checks.in_range(
+        "TimescaleFinder",
+        "tolerance",
+        tolerance,
+        "use a factor above 1 (how far the best value may move over the axis's range and still follow a rule),"
+        f" e.g. {DEFAULT_TOLERANCE:g}.",
+        low=1,
+        high=math.inf,
+    )
 
 
 def check_axis(axis: Any, fraction: Any, widths: Any, fractions: Any) -> Axis:

@@ -118,6 +118,8 @@ class GridStudy:
         self.stale_after = float(stale_after)
         self.heartbeat = float(heartbeat)
         self.log: Log = log or (lambda message: None)
+        #: the grid's seeds may grow between processes (see :meth:`open`)
+        self.seeds_grow = False
         self._reported: set[int] = set()
         self._beats = isinstance(storage, RDBStorage) and storage.get_heartbeat_interval() is not None
         #: seconds without a sign of life after which another worker takes over a trial: the database heartbeat's
@@ -138,12 +140,15 @@ class GridStudy:
         heartbeat: float | None = None,
         log: Log | None = None,
         pruner: optuna.pruners.BasePruner | None = None,
+        seeds_grow: bool = False,
     ) -> GridStudy:
         """Create or load ``study_name`` in ``storage`` and check that it holds this sweep.
 
         ``heartbeat``: seconds between a worker's signs of life (``None``: :func:`heartbeat_seconds`). Several
         processes may open the same new study at once: the one that loses a race to create it tries again.
         ``pruner``: the study's Optuna pruner (``None``: none; a pruner is not stored, each process gives its own).
+        ``seeds_grow``: later processes may add seeds to the grid (``seeds="auto"``): a trial's seed is then recorded
+        as an integer parameter, since Optuna refuses a categorical parameter whose choices change within a study.
 
         Raises:
             ValueError: the storage cannot be opened or written, or the study holds a sweep with other settings
@@ -187,7 +192,9 @@ class GridStudy:
                 f" settings: {_differences(stored, mine)}. Use another study name (the default is named after"
                 " the settings), or the study's settings."
             )
-        return cls(study, backend, shown, grid, stale_after=stale_after, heartbeat=heartbeat, log=log)
+        opened = cls(study, backend, shown, grid, stale_after=stale_after, heartbeat=heartbeat, log=log)
+        opened.seeds_grow = seeds_grow
+        return opened
 
     # --- reading ------------------------------------------------------------------------------------------------
 
@@ -326,7 +333,10 @@ class GridStudy:
             taus = sorted({k[0] for k in self.grid})
             seeds = sorted({k[1] for k in self.grid})
             trial.suggest_categorical("tau_epoch", taus)  # the enqueued values, recorded as the trial's params
-            trial.suggest_categorical("seed", seeds)
+            if self.seeds_grow:
+                trial.suggest_int("seed", 0, 2**32 - 1)  # the same distribution whatever seeds a stage adds
+            else:
+                trial.suggest_categorical("seed", seeds)
             return trial, key
         return None
 

@@ -39,15 +39,19 @@ def study_settings(
     one): the grid, the subset, the model, the Trainer settings of ``finder``'s sweep on a subset of ``subset_size``
     of the ``dataset_size`` training samples.
 
-    The model is its class, hparams and parameter names and shapes, and whether the trials copy an instance or
-    call a factory per seed: not an instance's initial weights, so that a rerun of a script that builds its
-    model unseeded (``MyModel()``) reuses the trials it trained before. Two instances of the same class, hparams
-    and shapes therefore share a study; the trials train copies of the weights of whichever instance took them.
+    The model is its class, hparams and parameter names and shapes, and whether the trials initialize an instance
+    afresh per seed (:class:`~lightning_tau.tuner.trial.ModelCopies`) or call a factory per seed: not an instance's
+    weights, which no trial uses, so a rerun of a script that builds its model unseeded (``MyModel()``) reuses the
+    trials it trained before.
+
+    The seeds are the list given, or ``"auto"`` for ``seeds="auto"``: every stage of an automatic seed count opens
+    the same study and adds its new seeds' trials to it (the grid a process works on is its own, so earlier stages'
+    trials are reused, not trained again).
     """
     kwargs = {k: v for k, v in finder.trainer_kwargs.items() if k != "callbacks"}
     settings = {
         "tau_epochs": list(finder.tau_epochs),
-        "seeds": list(finder.seeds),
+        "seeds": "auto" if finder.auto_seeds else list(finder.seeds),
         "epochs": finder.epochs,
         "fraction": finder.fraction,
         "subset_seed": finder.subset_seed,
@@ -63,7 +67,7 @@ def study_settings(
             "hparams": jsonable({k: v for k, v in dict(getattr(model, "hparams", {})).items() if k[:1] != "_"}),
             "num_params": sum(p.numel() for p in model.parameters()),
             "parameters": shapes_digest(model),
-            "init": "copies of an instance" if copies is not None else "a factory called per seed",
+            "init": "an instance initialized afresh per seed" if copies is not None else "a factory called per seed",
         },
         "trainer": jsonable(kwargs),
         "callbacks": [type(c).__qualname__ for c in finder.trainer_kwargs.get("callbacks", None) or []],
@@ -144,6 +148,7 @@ def open_studies(
             stale_after=finder.stale_after,
             log=log,
             pruner=finder.pruner,
+            seeds_grow=finder.auto_seeds,
         )
         for point in points
     ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import numbers
 import re
 import warnings
@@ -35,10 +36,17 @@ __all__ = [
     "fresh_callback",
     "has_run_state",
     "pruned_record",
+    "reinitialize",
     "run_trial",
     "subset_dataloader",
     "warn_once",
 ]
+
+#: A parameter of an instance with at least this many entries whose RMS differs from a fresh ``reset_parameters()``
+#: one by more than ``INIT_RMS_FACTOR`` (either way) was initialized otherwise (zeros, its own scale, loaded weights):
+#: :class:`ModelCopies` refuses it rather than replace it. Smaller ones are skipped: their RMS is too noisy to tell.
+MIN_NUMEL_COMPARED = 32
+INIT_RMS_FACTOR = 2.0
 
 #: Bumped when a trial record's layout changes, so older records are retrained rather than misread.
 RECORD_FORMAT = 2
@@ -116,33 +124,130 @@ def subset_dataloader(loader: DataLoader, fraction: float, seed: int = 0) -> Dat
 
 
 class ModelCopies:
-    """Makes a fresh copy of a ``LightningModule`` instance's initial weights for every trial (picklable).
+    """Makes every trial's model from a ``LightningModule`` instance: a copy whose parameters are initialized
+    afresh under the trial's seed (picklable).
 
-    The instance is copied once when this is made, so training a copy (or the original) changes nothing here.
-    ``copy.deepcopy`` drops a parameter's own attributes (torch's ``Parameter.__deepcopy__``), so they are carried
-    across: mup's ``infshape`` (from ``set_base_shapes``) stays on every copy.
+    Each trial seeds the random number generators (``seed_everything(seed)``) and calls this: the copy's modules
+    then re-run their ``reset_parameters()`` (torch's ``nn.Linear``, ``nn.Conv*``, ``nn.Embedding``,
+    ``nn.LayerNorm``, ...; ``_reset_parameters()`` for ``nn.MultiheadAttention`` and ``nn.Transformer``), children
+    before their parents as in ``__init__``, so every seed starts from its own initialization, drawn as the class
+    draws it, and the same seed gives the same weights. Without that, every seed would start from the instance's
+    weights and the seeds would differ in batch order only: an interval over seeds would hold batch-order noise alone.
+
+    The instance is checked when this is made, before any training, and refused (``TypeError``, one line saying to
+    pass the class or a factory) where its initialization cannot be re-run this way: a parameter no
+    ``reset_parameters`` sets (one registered on a module that has none), mup's base shapes (``infshape``, from
+    ``set_base_shapes``, whose μP initialization ``reset_parameters`` would undo), a parameter whose RMS differs from
+    what its ``reset_parameters()`` draws by more than ``INIT_RMS_FACTOR`` (an initialization of the model's own, or
+    loaded weights, which a fresh initialization would lose), or an instance that cannot be copied. Buffers are
+    copied as they are (a norm's running statistics are reset by its ``reset_parameters``).
 
     Raises:
-        TypeError: the instance cannot be copied (an attribute such as a lock or an open file); the message names
-            the attribute where it can and says to pass the class or a factory instead.
+        TypeError: the instance is refused (see above); the message names the parameter or attribute.
 
     Example:
         >>> net = pl.LightningModule()
         >>> net.layer = torch.nn.Linear(2, 2)
-        >>> net.layer.weight.infshape = "base shape"  # what mup.set_base_shapes attaches
         >>> copies = ModelCopies(net)
-        >>> first, second = copies(), copies()
-        >>> first is not second and torch.equal(first.layer.weight, net.layer.weight)
-        True
-        >>> first.layer.weight.infshape
-        'base shape'
+        >>> _ = pl.seed_everything(0, verbose=False)
+        >>> first = copies()
+        >>> _ = pl.seed_everything(1, verbose=False)
+        >>> second = copies()
+        >>> _ = pl.seed_everything(0, verbose=False)
+        >>> again = copies()
+        >>> torch.equal(first.layer.weight, second.layer.weight), torch.equal(first.layer.weight, again.layer.weight)
+        (False, True)
+        >>> net.scale = torch.nn.Parameter(torch.ones(2))  # on a module without reset_parameters
+        >>> ModelCopies(net)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: `TimescaleFinder.fit(model=LightningModule(...))` is not valid: its parameter `scale` is not set...
     """
 
     def __init__(self, model: pl.LightningModule) -> None:
         self.model = _deepcopy_module(model)
+        problem = _not_reinitializable(self.model)
+        if problem is not None:
+            raise TypeError(
+                f"`TimescaleFinder.fit(model={type(model).__name__}(...))` is not valid: {problem}, and the finder"
+                " starts every seed's model from its own seeded initialization (so that the seeds differ in their"
+                " initial weights, not only in batch order): pass the class or a factory instead (`fit(MyModel, ...)`,"
+                " `fit(functools.partial(MyModel, width=256), ...)`), which builds a fresh model after each seed."
+            )
 
     def __call__(self) -> pl.LightningModule:
-        return _deepcopy_module(self.model)
+        copied = _deepcopy_module(self.model)
+        reinitialize(copied)
+        return copied
+
+
+def reinitialize(model: torch.nn.Module) -> None:
+    """Re-run ``reset_parameters()`` (or torch's private ``_reset_parameters()``, as ``nn.MultiheadAttention`` and
+    ``nn.Transformer`` name it) of every module of ``model`` that has one, children before their parents (a
+    parent's own initialization, run last in its ``__init__``, wins), under the current random state.
+
+    Example:
+        >>> layer = torch.nn.Linear(3, 3)
+        >>> _ = torch.manual_seed(0); reinitialize(layer); first = layer.weight.clone()
+        >>> _ = torch.manual_seed(0); reinitialize(layer); torch.equal(first, layer.weight)
+        True
+    """
+    for module in reversed(list(model.modules())):  # `modules()` is pre-order: reversed, a child comes first
+        reset = _reset_method(module)
+        if reset is not None:
+            reset()
+
+
+def _reset_method(module: torch.nn.Module) -> Callable[[], Any] | None:
+    for name in ("reset_parameters", "_reset_parameters"):
+        method = getattr(module, name, None)
+        if callable(method):
+            return method  # type: ignore[no-any-return]
+    return None
+
+
+def _not_reinitializable(model: torch.nn.Module) -> str | None:
+    """Why ``model``'s initialization cannot be re-run by :func:`reinitialize` (in words), or ``None``: a parameter
+    with mup's ``infshape``, a reset that fails, or a parameter no reset sets (filled with NaN, then reset: one that
+    still holds a NaN was not set)."""
+    for name, param in model.named_parameters():
+        if hasattr(param, "infshape"):
+            return (
+                f"its parameter `{name}` has mup's base shapes (`set_base_shapes`), whose μP initialization"
+                " `reset_parameters()` would undo"
+            )
+    probe = _deepcopy_module(model)  # type: ignore[arg-type]
+    with torch.no_grad():
+        for param in probe.parameters():
+            param.fill_(math.nan)
+    try:
+        with torch.random.fork_rng(devices=[]):  # the caller's random state is left as it was
+            torch.manual_seed(0)
+            reinitialize(probe)
+    except Exception as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return f"re-running its modules' `reset_parameters()` fails ({type(err).__name__}: {first})"
+    given = dict(model.named_parameters())
+    for name, param in probe.named_parameters():
+        if torch.isnan(param).any():
+            owner = name.rpartition(".")[0]
+            where = f"`{owner}` ({type(probe.get_submodule(owner)).__name__})" if owner else "the model itself"
+            return (
+                f"its parameter `{name}` is not set by any `reset_parameters()` ({where} has none that sets it), so"
+                " it cannot be initialized afresh for each seed"
+            )
+        ours, theirs = _rms(param), _rms(given[name])
+        if param.numel() >= MIN_NUMEL_COMPARED and not ours / INIT_RMS_FACTOR <= theirs <= ours * INIT_RMS_FACTOR:
+            return (
+                f"its parameter `{name}` is not initialized as `reset_parameters()` initializes it (RMS {theirs:.3g}"
+                f" against {ours:.3g}: an initialization of its own, or loaded weights?), which a fresh"
+                " initialization per seed would lose"
+            )
+    return None
+
+
+def _rms(tensor: torch.Tensor) -> float:
+    return float(tensor.detach().float().pow(2).mean().sqrt()) if tensor.numel() else 0.0
 
 
 def _deepcopy_module(model: pl.LightningModule) -> pl.LightningModule:
