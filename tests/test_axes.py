@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lightning_tau import TimescaleCallback
 from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.result import CurvePoint, FinderResult
 from lightning_tau.tuner.rule_costs import rule_cost
@@ -223,6 +224,20 @@ def test_axes_dataset_size_callback_follows_the_rule_that_holds() -> None:
         " holds, so its exponent 0 rather than the measured +0.02; at the full N = 1000 that is tau_epoch 5.2 (the"
         " interval gives 5.18 to 5.26)."
     ) in result.table().splitlines()
+    # the callback itself: it holds tau_epoch x (N / 800)^0, and a measured exponent reaches it the same way
+    callback = result.callback(verbose=False)
+    assert isinstance(callback, TimescaleCallback)
+    assert (callback.tau_epoch, callback.size_exponent, callback.reference_dataset_size) == (
+        points[-1].tau_epoch,
+        0.0,
+        800,
+    )
+    measured = AxisResult.build(
+        "dataset_size",
+        [0.25, 0.5],
+        [sweep(5.0, (1, 1.1, 0.95), size=250, fraction=0.25), sweep(5.5, (1, 0.9, 1.05), size=500, fraction=0.5)],
+    ).callback(verbose=False)
+    assert measured.size_exponent == pytest.approx(0.089, abs=0.001) and measured.reference_dataset_size == 500
 
 
 def test_axes_tolerance_is_stored_checked_and_decides() -> None:
@@ -319,6 +334,7 @@ def test_axes_to_json_and_save_json(tmp_path: Path) -> None:
         "base_width_mult": 0.5,
         "cost": 450,
         "full_cost": 1500,
+        "staging": None,
         "results": [r.to_json() for r in result.results],
     }
     assert [t["interior"] for t in data["interior"]] == [False, True, True]

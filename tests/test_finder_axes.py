@@ -3,7 +3,6 @@ model with real mup on digits, the CLI and the Python API on one study, and ever
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import math
@@ -16,9 +15,8 @@ import torch
 from axes_models import BATCH, LR, N, NotMupModel, PlantedData, PlantedSizeModel, PlantedWidthModel
 
 from lightning_tau import TimescaleCallback
-from lightning_tau.tuner.axis_fit import seed_stages, staged_level
 from lightning_tau.tuner.finder import TimescaleFinder
-from lightning_tau.tuner.stats import MIN_SEEDS_FOR_INTERVAL
+from lightning_tau.tuner.stats import MIN_SEEDS_FOR_INTERVAL, seed_stages, staged_level
 from lightning_tau.tuner.verdicts import size_verdict, width_verdict
 
 TRAINER = {"max_epochs": 1, "accelerator": "cpu", "devices": 1}
@@ -533,8 +531,9 @@ def test_auto_seeds_stop_at_the_first_stage_that_decides_every_rule(
     # the interval of each look is at the level for the planned looks (3, then 5), above the finder's 95%
     assert staging.level == result.fit.level == staged_level(0.95, len(seed_stages(5))) > 0.95
     assert "Seeds (seeds='auto'): stopped at 3 seeds: every published rule decided" in capsys.readouterr().out
-    if "staging" in {f.name for f in dataclasses.fields(result)}:  # where the result carries it into its JSON
-        assert result.staging == staging
+    # the result carries it: a line of its table, and its JSON
+    assert result.staging == staging and staging.sentence() in result.table().splitlines()
+    assert result.to_json()["staging"]["reason"] == staging.reason and result.to_json()["staging"]["stages"] == [3]
 
 
 @pytest.mark.slow
@@ -552,8 +551,8 @@ def test_auto_seeds_add_stages_to_the_same_studies_up_to_max_seeds(tmp_path: Pat
     trials = _trials_per_study(tmp_path / "find")
     assert len(trials) == 2 and list(trials.values()) == [len(TAUS) * 5] * 2
     assert finder.trained_runs == 2 * len(TAUS) * 5 and finder.reused_runs == 0
-    if hasattr(result, "tolerance"):  # the per-rule decisions' tolerance, where the result carries it
-        assert result.tolerance == 1.01
+    assert result.tolerance == 1.01 and result.to_json()["tolerance"] == 1.01  # the rules were decided at it
+    assert "Fan et al." in [r.name for r in result.rules if r.decision == "undetermined"]
 
     # the same studies at a tolerance wide enough for the 3-seed interval: decided at the first look, nothing trained
     wide = _width_finder(tmp_path, widths=(8, 32), seeds="auto", max_seeds=5, tolerance=10.0)

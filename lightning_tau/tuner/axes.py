@@ -76,6 +76,8 @@ class AxisResult:
         rules: each published rule of the axis decided at ``tolerance``, with the loss following it costs
             (:class:`~lightning_tau.tuner.verdicts.RuleVerdict`; the cost is
             :func:`~lightning_tau.tuner.rule_costs.rule_cost`'s).
+        staging: with ``seeds="auto"``, how the seeds were staged and why it stopped (the finder's
+            :class:`~lightning_tau.tuner.axis_fit.SeedStaging`, set by ``fit``), else ``None``.
 
     Example:
         A dataset-size axis whose best ``tau_epoch`` is 8 at every size (three seeds, exact parabolas):
@@ -112,6 +114,7 @@ class AxisResult:
     base_width_mult: float = 1.0
     tolerance: float = DEFAULT_TOLERANCE
     rules: list[RuleVerdict] = field(default_factory=list)
+    staging: Any = None
 
     @classmethod
     def build(
@@ -393,6 +396,7 @@ class AxisResult:
             "base_width_mult": self.base_width_mult,
             "cost": self.cost,
             "full_cost": self.full_cost,
+            "staging": self.staging.to_json() if self.staging is not None else None,
             "results": [r.to_json() for r in self.results],
         }
 
@@ -489,6 +493,8 @@ class AxisResult:
         if self.note():
             lines.append(str(self.note()))
         lines += self._rules_lines()
+        if self.staging is not None:
+            lines.append(self.staging.sentence())
         lines.append(f"Verdict: {self.verdict}")
         lines += self._full_run_lines()
         if not self.full_cost:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
-import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -23,6 +21,7 @@ from lightning_tau.tuner import rules
 from lightning_tau.tuner.answer import finder_result, store_answer
 from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.settings import check_subset, made_model
+from lightning_tau.tuner.stats import seed_stages, staged_level
 from lightning_tau.tuner.study import GridStudy
 from lightning_tau.tuner.study_key import study_settings
 from lightning_tau.tuner.trial import ModelCopies, subset_dataloader
@@ -124,9 +123,6 @@ def axis_result(
         results.append(result)
     values = [p.value for p in points]
     level = finder.level if level is None else level
-    extra: dict[str, Any] = {}
-    if "tolerance" in inspect.signature(AxisResult.build).parameters:  # the per-rule decisions, where built
-        extra["tolerance"] = finder.tolerance
     if finder.axis == "width":
         seed = finder.seeds[0]
         lambda_base = [record_lambda_base(records[-1][(tau, seed)])[0] for tau in finder.tau_epochs]
@@ -139,42 +135,14 @@ def axis_result(
             base_width_mult=base_mult,
             level=level,
             window=finder.window,
-            **extra,
+            tolerance=finder.tolerance,
         )
-    return AxisResult.build("dataset_size", values, results, level=level, window=finder.window, **extra)
+    return AxisResult.build(
+        "dataset_size", values, results, level=level, window=finder.window, tolerance=finder.tolerance
+    )
 
 
 # --- seeds="auto": seeds in stages until every published rule is decided ---------------------------------------
-
-
-def seed_stages(max_seeds: int) -> list[int]:
-    """The seed counts of ``seeds="auto"``'s looks: 3, 5, 8, 12, then x1.5 (rounded up), always ending at
-    ``max_seeds``.
-
-    (A stand-in for :mod:`lightning_tau.tuner.stats`'s ``seed_stages``, the same stages, until it lands there.)
-
-    Example:
-        >>> seed_stages(12), seed_stages(10), seed_stages(3), seed_stages(30)
-        ([3, 5, 8, 12], [3, 5, 8, 10], [3], [3, 5, 8, 12, 18, 27, 30])
-    """
-    stages = [3, 5, 8, 12]
-    while stages[-1] < max_seeds:
-        stages.append(math.ceil(stages[-1] * 1.5))
-    return [k for k in stages if k < max_seeds] + [max_seeds]
-
-
-def staged_level(level: float, looks: int) -> float:
-    """The interval level of each of ``looks`` looks of :func:`seed_stages`, so that the interval where the staging
-    stops keeps its coverage: ``1 - (1 - level) / sqrt(looks)`` (``level`` itself with one look).
-
-    (A stand-in for :mod:`lightning_tau.tuner.stats`'s ``staged_level``, the same formula, until it lands there; its
-    coverage with the staging simulated is checked in ``benchmarks/stats_coverage.py``.)
-
-    Example:
-        >>> staged_level(0.95, 4), staged_level(0.95, 1)
-        (0.975, 0.95)
-    """
-    return 1 - (1 - level) / math.sqrt(looks)
 
 
 def undetermined_rules(result: AxisResult, tolerance: float) -> list[str]:
@@ -194,7 +162,8 @@ class SeedStaging:
         seeds: the seeds the result holds (``0 .. seeds - 1``).
         max_seeds: the most it would have used.
         stages: the seed counts it looked at, in order (the last is ``seeds``).
-        level: each look's interval level (:func:`staged_level` of the finder's ``level`` over the planned looks).
+        level: each look's interval level (:func:`~lightning_tau.tuner.stats.staged_level` of the finder's ``level``
+            over the planned looks).
         tolerance: the tolerance the rules were decided at.
         undetermined: the rules still undetermined at the last look (empty: every rule decided).
 

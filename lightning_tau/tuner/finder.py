@@ -116,10 +116,10 @@ class TimescaleFinder:
         seeds: seeds per ``tau_epoch`` (model initialization and batch order); the curve is their mean. When not
             given: ``(0, 1, 2)``, and ``(0, 1, 2, 3, 4)`` along the width and dataset-size axes (an exponent interval
             over 3 seeds is erratic). Along an axis, ``"auto"``: seeds in stages (3, then 5, 8, 12, ... up to
-            ``max_seeds``, :func:`~lightning_tau.tuner.axis_fit.seed_stages`), each stage adding its new seeds' trials
+            ``max_seeds``, :func:`~lightning_tau.tuner.stats.seed_stages`), each stage adding its new seeds' trials
             to the same studies; after each, the exponent interval decides every published rule at ``tolerance``,
             and the finder stops at the first stage where none is undetermined, or at ``max_seeds``. Each look's
-            interval is at :func:`~lightning_tau.tuner.axis_fit.staged_level` (wider than ``level``: adding seeds
+            interval is at :func:`~lightning_tau.tuner.stats.staged_level` (wider than ``level``: adding seeds
             until a decision is optional stopping). :attr:`staging` then says how many seeds it used and why it
             stopped, and the output says so.
         monitor: the logged validation metric to compare (e.g. ``"val_loss"``, ``"val/loss"``).
@@ -445,12 +445,10 @@ class TimescaleFinder:
                 f"{count} seeds: {', '.join(undetermined)} undetermined at tolerance x{self.tolerance:g}; adding seeds"
                 f" up to {stages[looked]}."
             )
-        if self.staging is not None and "staging" in {f.name for f in dataclasses.fields(AxisResult)}:
-            result_of_axis = dataclasses.replace(result_of_axis, staging=self.staging)  # its JSON, where it has one
+        if self.staging is not None:
+            result_of_axis = dataclasses.replace(result_of_axis, staging=self.staging)  # in its table and JSON
         if self.verbose and rank_zero_only.rank == 0:
             print(result_of_axis.table())
-            if self.staging is not None:
-                print(self.staging.sentence())
         return result_of_axis
 
     def _run(
