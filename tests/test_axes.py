@@ -244,6 +244,7 @@ def test_axes_tolerance_is_stored_checked_and_decides() -> None:
     assert width_result().tolerance == 1.25
     wide = width_result(tolerance=3.0)  # band log 3 / log 4 = 0.79 either side: the bands overlap
     assert wide.tolerance == 3.0 and [r.tolerance for r in wide.rules] == [3.0] * 3
+    assert wide.fit.tolerance == 3.0  # the fit's grid-vs-estimate note uses it too
     assert [r.decision for r in wide.rules] == ["holds", "holds", "holds"]
     assert wide.rule_used.name == "Fan et al."  # the nearest to the estimate -0.50 of the three that hold
     assert "Wang & Aitchison, Fan et al. and Qiu et al. all hold (their bands overlap over this range)" in wide.verdict

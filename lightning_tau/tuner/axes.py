@@ -177,7 +177,7 @@ class AxisResult:
             scales = [float(r.subset_size) for r in results]
             x_name = "tau_epoch"
         mode = results[0].mode
-        fit = fit_scaling(scales, xs, curves, mode=mode, level=level, window=window)
+        fit = fit_scaling(scales, xs, curves, mode=mode, level=level, window=window, tolerance=tolerance)
         costs = [
             rule_cost(
                 xs,
