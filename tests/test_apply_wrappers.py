@@ -94,6 +94,35 @@ def test_apply_timescale_through_a_torch_distributed_wrapper(name: str, mode: st
     applied.remove()
 
 
+@pytest.mark.parametrize("coupling", ["lr_ratio", "lr_squared"])
+@pytest.mark.parametrize("name", sorted(WRAPPERS))
+def test_each_coupling_reaches_the_optimizer_inside_a_wrapper(name: str, coupling: str, process_group: None) -> None:
+    """Under a falling lr the inner optimizer steps with ``λ_t = λ_ref (η_t / η_ref) ** k`` (k = 1, 2), and a
+    zero-gradient step multiplies every weight by ``1 - η_t λ_t``."""
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 3)
+    wrapper = WRAPPERS[name](net)
+    inner = unwrap_optimizer(wrapper)
+    sched = torch.optim.lr_scheduler.ExponentialLR(wrapper, gamma=0.8)
+    apply_timescale(wrapper, tau_iter=TAU_ITER, coupling=coupling)
+    power = {"lr_ratio": 1, "lr_squared": 2}[coupling]
+    used: list[tuple[float, float]] = []
+    inner.register_step_post_hook(
+        lambda o, a, k: used.append((o.param_groups[0]["lr"], o.param_groups[0]["weight_decay"]))
+    )
+    for step in range(4):
+        before = [p.detach().clone() for p in net.parameters()]
+        for p in net.parameters():
+            p.grad = torch.zeros_like(p)
+        wrapper.step()
+        sched.step()
+        lr, wd = used[step]
+        assert lr == pytest.approx(LR * 0.8**step, rel=1e-12)
+        assert wd == pytest.approx((lr / LR) ** power / (LR * TAU_ITER), rel=1e-12), (step, used)
+        for p, b in zip(net.parameters(), before):
+            torch.testing.assert_close(p.detach(), b * (1 - lr * wd), rtol=1e-6, atol=0)
+
+
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
 def test_zero_redundancy_optimizer_group_added_later_is_managed_at_every_step(mode: str, process_group: None) -> None:
     # ZeRO copies its shard optimizer's groups back over its own after every step: a decision written into the
