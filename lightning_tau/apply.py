@@ -457,7 +457,7 @@ def apply_timescale(
         reference_dataset_size: the ``N`` (same unit as ``dataset_size``) at which ``tau_epoch`` was measured.
         coupling: how ``weight_decay`` follows the lr schedule, ``tau_iter`` held at each group's reference lr
             ``η_ref``: ``"constant"`` (default: written once), ``"per_step"`` (``λ_t = λ_ref η_ref / η_t``),
-            ``"lr_ratio"`` (``λ_ref η_t / η_ref``: AdamC, Composer) or ``"lr_squared"`` (``λ_ref (η_t / η_ref)²``).
+            ``"lr_ratio"`` (``λ_ref η_t / η_ref``: AdamC) or ``"lr_squared"`` (``λ_ref (η_t / η_ref)²``).
             Giving ``mode`` too is allowed only when the two agree.
 
     Returns:

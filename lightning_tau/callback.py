@@ -94,8 +94,8 @@ class TimescaleCallback(Callback):
             the schedule moves the lr ``η_t`` away from it. ``"constant"`` (default) writes ``λ_ref`` once and
             leaves it, as the paper does (the EMA rate ``η_t λ_ref`` follows the schedule). The others rewrite it
             before every optimizer step: ``"per_step"`` ``λ_t = λ_ref η_ref / η_t`` (so
-            ``η_t λ_t = 1 / tau_iter`` at every step), ``"lr_ratio"`` ``λ_t = λ_ref η_t / η_ref`` (AdamC,
-            Composer's decoupled AdamW), ``"lr_squared"`` ``λ_t = λ_ref (η_t / η_ref)²``. A group at ``η_t = 0``
+            ``η_t λ_t = 1 / tau_iter`` at every step), ``"lr_ratio"`` ``λ_t = λ_ref η_t / η_ref`` (AdamC's
+            corrected decay), ``"lr_squared"`` ``λ_t = λ_ref (η_t / η_ref)²``. A group at ``η_t = 0``
             keeps its decay (the step moves nothing). The write is a torch step pre-hook on the optimizer, so it
             holds however the optimizer is stepped, manual optimization with ``use_pl_optimizer=False`` included.
         mode: the older name of ``coupling``, with its first two values (``"constant"``, ``"per_step"``); giving

@@ -96,7 +96,9 @@ def _main(args: argparse.Namespace) -> int:
         " (epochs)."
     )
     print("\n".join(plan_table(plans, m)))
-    path = draw_plan(plans, lrs, m, args.out / FIGURE_NAME, title=f"{', '.join(map(str, args.config))}: {name}")
+    path = draw_plan(
+        plans, lrs, m, args.out / FIGURE_NAME, title=f"{', '.join(p.name for p in args.config)}: group {name}"
+    )
     print(f"Wrote {path} and {path.with_suffix('.svg')}.")
     return 0
 
@@ -332,7 +334,7 @@ def draw_plan(
     lr_axis.set_ylabel("η_t / max η (dashed)", color="grey")
     lr_axis.set_ylim(0, 1.05)
     bottom.set_xlabel("epoch")
-    bottom.set_ylabel("share of the final weights")
+    bottom.set_ylabel("share of the updates the final weights hold")
     bottom.grid(True, alpha=0.3)
     bottom.legend(fontsize=8)
     if title:
