@@ -156,6 +156,7 @@ def test_lightning_optimizer_is_judged_by_the_optimizer_inside() -> None:
 
 ZERO_FIT = """
 import json
+import sys
 import torch
 import lightning.pytorch as pl
 from torch.distributed.optim import ZeroRedundancyOptimizer
@@ -170,7 +171,8 @@ class StepLog(pl.Callback):
     def on_train_start(self, trainer, pl_module):
         self.rows = []
         unwrap_optimizer(trainer.optimizers[0]).register_step_post_hook(
-            lambda opt, a, k: self.rows.append([g["lr"] * g["weight_decay"] for g in opt.param_groups]))
+            lambda opt, a, k: self.rows.append([g["lr"] for g in opt.param_groups[:1]]
+                                               + [g["lr"] * g["weight_decay"] for g in opt.param_groups]))
 
     def on_train_end(self, trainer, pl_module):
         with open(f"steps{trainer.global_rank}.json", "w") as f:
@@ -188,19 +190,24 @@ def make(m):
 if __name__ == "__main__":
     trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=1, logger=False,
                          enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         callbacks=[TimescaleCallback(tau_iter=40.0, mode="per_step", verbose=False), StepLog()])
+                         callbacks=[TimescaleCallback(tau_iter=40.0, coupling=sys.argv[1], verbose=False), StepLog()])
     trainer.fit(TinyModel(make), make_loader(n=120, batch_size=10))
     end_process_group()
 """
 
 
 @pytest.mark.slow
-def test_zero_redundancy_optimizer_under_ddp_holds_the_timescale_at_every_step(tmp_path: Path) -> None:
-    run_script(ZERO_FIT, tmp_path)
+@pytest.mark.parametrize(("coupling", "power"), [("per_step", 0), ("lr_ratio", 2)])
+def test_zero_redundancy_optimizer_under_ddp_holds_the_timescale_at_every_step(
+    tmp_path: Path, coupling: str, power: int
+) -> None:
+    """The rate each step used is the coupling's ``(lr_t / lr_ref) ** k / tau_iter`` (k = 0 per_step, 2 lr_ratio)."""
+    run_script(ZERO_FIT, tmp_path, coupling)
     for rank in (0, 1):
         result: dict[str, Any] = json.loads((tmp_path / f"steps{rank}.json").read_text())
         assert result["type"] == "ZeroRedundancyOptimizer"
         assert len(result["rows"]) == 6  # 120 samples / (10 per device x 2 devices)
-        for decaying, undecayed in result["rows"]:
-            assert decaying == pytest.approx(1 / 40.0, rel=1e-12)
+        assert len({round(lr, 12) for lr, _, _ in result["rows"]}) == 6  # the lr moves every step
+        for lr, decaying, undecayed in result["rows"]:
+            assert decaying == pytest.approx((lr / 1e-2) ** power / 40.0, rel=1e-12)
             assert undecayed == 0.0
