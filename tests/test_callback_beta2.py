@@ -114,3 +114,13 @@ def test_a_beta2_window_under_one_step_is_refused_before_any_step() -> None:
     ):
         quiet_trainer(callbacks=[cb], max_epochs=1).fit(model, make_loader(n=N))
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_the_pre_flight_lists_the_held_beta2_window(caplog: pytest.LogCaptureFixture) -> None:
+    cb = TimescaleCallback(tau_epoch=2.0, beta2_epochs=1.0, monitor=False)
+    with caplog.at_level("INFO"):
+        quiet_trainer(callbacks=[cb], max_epochs=1).fit(TinyModel(adamw), make_loader(n=N))
+    rows = {line.split("|")[0].strip(): [c.strip() for c in line.split("|")[1:]] for line in caplog.text.splitlines()}
+    # M = 12 steps of B = 10: beta2 = 1 - 1/12 averages over 12 steps, one epoch, 120 samples
+    assert rows["Adam beta2 (pg1)"] == ["12", "1", "120", "betas[1]=0.916667 (beta2_epochs=1)"]
+    assert rows["AdamW tau (pg1)"] == ["24", "2", "240", ""]
