@@ -11,19 +11,25 @@ accumulation.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import lightning.pytorch as pl
+import torch
 from lightning.pytorch.utilities.combined_loader import CombinedLoader
 from torch.utils.data import DataLoader
 
+from lightning_tau.couplings import COUPLINGS, Coupling, Plan, plan
 from lightning_tau.decide import GroupTimescale, RunShape
-from lightning_tau.schedule import ScheduledStep, planned_timescales
+from lightning_tau.optim import group_lr
+from lightning_tau.schedule import MAX_SIMULATED_STEPS, ScheduledStep, optimizer_remaining, planned_lrs
 
 __all__ = [
     "RunShapeReader",
+    "model_ema_windows",
+    "plan_couplings",
     "plan_timescales",
     "read_dataset_size",
     "read_global_batch_size",
@@ -98,27 +104,128 @@ def plan_timescales(
     *,
     steps_per_epoch: float | None,
     optimizer_m: Mapping[int, float],
-    per_step: bool,
-) -> int | None:
-    """Set each managed group's ``planned_timescales``, ``sum_t lr_t * weight_decay`` over the optimizer steps the
-    Trainer has left (:func:`~lightning_tau.schedule.planned_timescales` over its schedulers); return those steps
-    (``None``: an endless run, nothing planned)."""
+    coupling: Coupling = "constant",
+) -> tuple[int | None, dict[tuple[int, int], Plan]]:
+    """Set each managed group's ``planned_timescales``, ``sum_t r_t`` under ``coupling`` over the optimizer steps
+    the Trainer has left (its schedulers looked ahead, :func:`plan_couplings`); return those steps (``None``: an
+    endless run, nothing planned) and each group's :class:`~lightning_tau.couplings.Plan` where the schedule could be
+    looked ahead."""
     remaining = remaining_steps(trainer, steps_per_epoch)
     if remaining is None:
-        return None
-    planned = planned_timescales(
+        return None, {}
+    schedulers = scheduled_steps(trainer)
+    plans = plan_couplings(
         groups,
         trainer.optimizers,
-        scheduled_steps(trainer),
+        schedulers,
         remaining,
         steps_per_epoch=steps_per_epoch,
         optimizer_m=optimizer_m,
-        per_step=per_step,
+        couplings=(coupling,),
     )
+    out: dict[tuple[int, int], Plan] = {}
     for g in groups:
-        if (g.optimizer_index, g.group_index) in planned:
-            g.planned_timescales = planned[(g.optimizer_index, g.group_index)]
-    return remaining
+        if not g.decays or g.tau_iter is None:
+            continue
+        key = (g.optimizer_index, g.group_index)
+        if key in plans:
+            out[key] = plans[key][coupling]
+            g.planned_timescales = out[key].timescales
+        elif coupling != "constant" and (coupling == "per_step" or not schedulers[g.optimizer_index]):
+            # the rate is 1 / tau_iter at every step (per_step; any coupling at the reference lr)
+            steps = optimizer_remaining(remaining, steps_per_epoch, optimizer_m.get(g.optimizer_index))
+            g.planned_timescales = steps / g.tau_iter
+        elif not schedulers[g.optimizer_index]:
+            steps = optimizer_remaining(remaining, steps_per_epoch, optimizer_m.get(g.optimizer_index))
+            g.planned_timescales = steps * g.reference_lr * g.weight_decay
+        else:
+            g.planned_timescales = None
+    return remaining, out
+
+
+def plan_couplings(
+    groups: Sequence[GroupTimescale],
+    optimizers: Sequence[torch.optim.Optimizer],
+    schedulers: Sequence[Sequence[ScheduledStep]],
+    remaining: int,
+    *,
+    steps_per_epoch: float | None,
+    optimizer_m: Mapping[int, float],
+    couplings: Sequence[Coupling] = COUPLINGS,  # type: ignore[assignment]
+) -> dict[tuple[int, int], dict[Coupling, Plan]]:
+    """Each managed group's :func:`~lightning_tau.couplings.plan` under each of ``couplings``, over the ``remaining``
+    optimizer steps of its schedule (:func:`~lightning_tau.schedule.planned_lrs`; the lr as it stands for an
+    optimizer with no scheduler). Groups whose schedule cannot be looked ahead (``ReduceLROnPlateau``, a run
+    longer than ``MAX_SIMULATED_STEPS``, an unknown epoch length, no steps left) get no entry.
+
+    Args:
+        groups: the decision per param group (its ``reference_lr`` and ``tau_iter`` are the plan's).
+        optimizers: the run's optimizers, by index (not modified).
+        schedulers: the schedulers driving each optimizer, by optimizer index.
+        remaining: optimizer steps left in the run, in the run's ``M`` per epoch.
+        steps_per_epoch: the run's ``M`` (``None``: unknown, nothing planned).
+        optimizer_m: optimizer index -> its own ``M`` where it is not the run's.
+        couplings: the couplings to plan.
+    """
+    out: dict[tuple[int, int], dict[Coupling, Plan]] = {}
+    cache: dict[tuple[Any, ...], Plan] = {}  # groups with the same schedule, lr and timescale share one plan
+    for i, optimizer in enumerate(optimizers):
+        m_i = optimizer_m.get(i, steps_per_epoch)
+        steps_i = optimizer_remaining(remaining, steps_per_epoch, optimizer_m.get(i))
+        if not m_i or steps_i <= 0 or steps_i > MAX_SIMULATED_STEPS:
+            continue
+        if schedulers[i]:
+            lrs = planned_lrs(optimizer, schedulers[i], steps_i, m_i)
+        else:
+            lrs = [[group_lr(group)] * steps_i for group in optimizer.param_groups]
+        if lrs is None:
+            continue
+        for g in groups:
+            if g.optimizer_index != i or not g.decays or g.tau_iter is None or g.reference_lr <= 0:
+                continue
+            lr_key = tuple(lrs[g.group_index])
+            plans = {}
+            for c in couplings:
+                key = (c, lr_key, g.reference_lr, g.tau_iter, m_i)
+                if key not in cache:
+                    cache[key] = plan(c, lrs[g.group_index], g.reference_lr, g.tau_iter, m_i)
+                plans[c] = cache[key]
+            out[(i, g.group_index)] = plans
+    return out
+
+
+def model_ema_windows(trainer: pl.Trainer) -> list[tuple[str, float, str]]:
+    """``(name, window in optimizer steps, source)`` of every model-EMA callback in the Trainer with a decay.
+
+    A callback with a ``decay`` attribute in ``[0, 1)`` (timm's ``ModelEmaV3`` convention, and any user's EMA
+    callback that keeps one), or Lightning's ``EMAWeightAveraging``, which keeps its decay only inside the
+    ``avg_fn`` it hands torch's ``AveragedModel`` (``get_ema_avg_fn(decay)``), read from that closure: no public
+    attribute holds it. An ``update_every_n_steps`` attribute stretches the window by that factor:
+    ``every / (1 - decay)`` steps.
+    """
+    out = []
+    for cb in trainer.callbacks:  # type: ignore[attr-defined]
+        decay = getattr(cb, "decay", None)
+        source = "decay"
+        if decay is None:
+            avg_fn = (
+                getattr(cb, "_kwargs", {}).get("avg_fn") if isinstance(getattr(cb, "_kwargs", None), dict) else None
+            )
+            avg_fn = inspect.unwrap(avg_fn) if callable(avg_fn) else None  # under torch.no_grad's wrapper
+            cells = getattr(avg_fn, "__closure__", None) or ()
+            names = getattr(getattr(avg_fn, "__code__", None), "co_freevars", ())
+            decay = dict(zip(names, (c.cell_contents for c in cells))).get("decay")
+            source = "avg_fn's decay"
+        if isinstance(decay, torch.Tensor) and decay.numel() == 1:
+            decay = decay.item()
+        if isinstance(decay, bool) or not isinstance(decay, (int, float)) or not 0 <= decay < 1:
+            continue
+        every = getattr(cb, "update_every_n_steps", 1)
+        every = every if isinstance(every, int) and every > 0 else 1
+        steps = every / (1.0 - float(decay))
+        detail = f"{source}={float(decay):g}" + (f", every {every} steps" if every != 1 else "")
+        out.append((type(cb).__name__, steps, detail))
+    return out
 
 
 def scheduled_steps(trainer: pl.Trainer) -> list[list[ScheduledStep]]:

@@ -15,8 +15,9 @@ from typing import Any
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from lightning_tau import _checks, timescale
+from lightning_tau import _checks, couplings, timescale
 from lightning_tau._constants import WRITE_MODES, WriteMode
+from lightning_tau.couplings import COUPLINGS, Coupling
 from lightning_tau.decide import (
     GroupInput,
     GroupTimescale,
@@ -29,6 +30,7 @@ from lightning_tau.decide import (
     resolve_tau_iter,
     run_tau_iter,
     size_scaling_text,
+    step_writes,
 )
 from lightning_tau.optim import (
     decay_kind,
@@ -46,11 +48,14 @@ from lightning_tau.width import group_width_problem
 __all__ = [
     "AppliedTimescale",
     "Decision",
+    "adam_beta2s",
     "apply_timescale",
     "decide_and_write",
     "decoupled_groups",
     "gather_groups",
-    "write_per_step",
+    "resolve_coupling",
+    "write_beta2",
+    "write_coupled",
     "write_weight_decays",
 ]
 
@@ -106,13 +111,82 @@ def write_weight_decays(optimizers: Sequence[torch.optim.Optimizer], groups: Seq
                 param_groups[g.group_index]["weight_decay"] = g.weight_decay
 
 
-def write_per_step(optimizer: torch.optim.Optimizer, indices: Sequence[int], tau_iter: float) -> None:
-    """Hold ``lr_t * weight_decay_t = 1 / tau_iter`` for the step about to run (groups at ``lr_t = 0`` keep theirs)."""
-    for j in indices:
+def write_coupled(
+    optimizer: torch.optim.Optimizer, coupling: Coupling, writes: Sequence[tuple[int, float, float]]
+) -> None:
+    """Write ``λ_t = couplings.decay_at(coupling, weight_decay_ref, lr_t, lr_ref)`` into each group of ``writes``
+    (``(group index, weight decay at the reference lr, reference lr)``) for the step about to run, at the group's lr
+    now. A group at ``lr_t = 0`` keeps its decay: the step moves nothing.
+
+    Example:
+        >>> opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=5e-4)
+        >>> write_coupled(opt, "lr_ratio", [(0, 0.1, 1e-3)])
+        >>> opt.param_groups[0]["weight_decay"]
+        0.05
+    """
+    for j, weight_decay_ref, lr_ref in writes:
         group = optimizer.param_groups[j]
         lr = group_lr(group)
-        if lr > 0:  # timescale.weight_decay_for_tau_iter, inlined: this runs before every optimizer step
-            group["weight_decay"] = 1.0 / (lr * tau_iter)
+        if lr > 0:
+            group["weight_decay"] = couplings.decay_at(coupling, weight_decay_ref, lr, lr_ref)
+
+
+def adam_beta2s(optimizers: Sequence[torch.optim.Optimizer], managed: set[int]) -> dict[tuple[int, int], float]:
+    """``β₂`` of every Adam-like group (a ``betas`` pair) of the ``managed`` optimizers, by ``(optimizer, group)``.
+
+    Example:
+        >>> opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), betas=(0.9, 0.95))
+        >>> adam_beta2s([opt], {0})
+        {(0, 0): 0.95}
+    """
+    out: dict[tuple[int, int], float] = {}
+    for i in sorted(managed):
+        for j, group in enumerate(optimizers[i].param_groups):
+            betas = group.get("betas")
+            if isinstance(betas, (tuple, list)) and len(betas) == 2:
+                out[(i, j)] = float(betas[1])
+    return out
+
+
+def write_beta2(optimizers: Sequence[torch.optim.Optimizer], beta2: Mapping[tuple[int, int], float]) -> None:
+    """Write ``β₂`` into each ``(optimizer, group)`` of ``beta2`` (``β₁`` kept), and into the optimizer inside any
+    wrapper that keeps groups of its own (as :func:`write_weight_decays`).
+
+    Example:
+        >>> opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), betas=(0.9, 0.95))
+        >>> write_beta2([opt], {(0, 0): 0.999})
+        >>> opt.param_groups[0]["betas"]
+        (0.9, 0.999)
+    """
+    for (i, j), value in beta2.items():
+        for param_groups in param_group_layers(optimizers[i]):
+            beta1 = param_groups[j]["betas"][0]
+            param_groups[j]["betas"] = (beta1, value)
+
+
+def resolve_coupling(owner: str, mode: object, coupling: object) -> Coupling:
+    """The coupling of ``owner(mode=..., coupling=...)``: ``coupling``, else ``mode`` (its older name, with two of
+    the values), else ``"constant"``; both given and different is an error.
+
+    Example:
+        >>> resolve_coupling("apply_timescale", None, None), resolve_coupling("apply_timescale", "per_step", None)
+        ('constant', 'per_step')
+        >>> resolve_coupling("apply_timescale", "per_step", "lr_ratio")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `apply_timescale(mode='per_step', coupling='lr_ratio')` disagree: ...
+    """
+    if mode is not None:
+        _checks.choice(owner, "mode", mode, WRITE_MODES)
+    if coupling is None:
+        return "constant" if mode is None else mode  # type: ignore[return-value]
+    chosen: Coupling = _checks.choice(owner, "coupling", coupling, COUPLINGS)  # type: ignore[arg-type]
+    if mode is not None and mode != chosen:
+        raise ValueError(
+            f"`{owner}(mode={mode!r}, coupling={chosen!r})` disagree: `mode` is the older name of `coupling`;"
+            f" give only `coupling={chosen!r}`."
+        )
+    return chosen
 
 
 def decoupled_groups(
@@ -283,9 +357,9 @@ class AppliedTimescale:
     """What :func:`apply_timescale` wrote, and the step pre-hook it registered to keep it.
 
     The hook runs before every ``optimizer.step()``: it manages a param group added since with
-    ``optimizer.add_param_group`` (when its ``weight_decay`` is positive) from that group's first step, and in
-    ``mode="per_step"`` rewrites each managed group's decay for the step's lr. ``groups`` and ``weight_decay``
-    include the groups added since.
+    ``optimizer.add_param_group`` (when its ``weight_decay`` is positive) from that group's first step, and under
+    every coupling but ``"constant"`` rewrites each managed group's decay for the step's lr
+    (:func:`lightning_tau.couplings.decay_at`). ``groups`` and ``weight_decay`` include the groups added since.
 
     Attributes:
         tau_iter: the target timescale in optimizer steps.
@@ -293,15 +367,18 @@ class AppliedTimescale:
         groups: the decision per param group (see :class:`~lightning_tau.decide.GroupTimescale`).
         tau_epoch: the ``tau_epoch`` held: the given one, times ``(N / reference_dataset_size) ** size_exponent``
             under a dataset-size exponent (``None`` for a ``tau_iter`` target).
+        coupling: how the decay follows the lr schedule (:mod:`lightning_tau.couplings`); ``tau_iter`` is held at
+            each group's reference lr.
     """
 
     tau_iter: float
     shape: RunShape
     groups: list[GroupTimescale]
     tau_epoch: float | None = None
+    coupling: Coupling = "constant"
     _optimizer: Any = field(default=None, repr=False, compare=False)
-    _per_step: bool = field(default=False, repr=False, compare=False)
-    _indices: list[int] = field(default_factory=list, repr=False, compare=False)  # the managed groups
+    # (group index, weight decay at the reference lr, reference lr) of each managed group
+    _writes: list[tuple[int, float, float]] = field(default_factory=list, repr=False, compare=False)
     _handle: RemovableHandle | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -319,8 +396,8 @@ class AppliedTimescale:
         """The step pre-hook: decide any group added since (an O(1) length check), then the per-step write."""
         if len(self._optimizer.param_groups) != len(self.groups):
             self._decide_added_groups()
-        if self._per_step:  # `optimizer` is the one that steps (inside any wrapper): its groups are what it reads
-            write_per_step(optimizer, self._indices, self.tau_iter)
+        if self.coupling != "constant":  # `optimizer` steps (inside any wrapper): its groups are what it reads
+            write_coupled(optimizer, self.coupling, self._writes)
 
     def _decide_added_groups(self) -> None:
         """Decide the groups added since through the same path; the groups decided before keep their values."""
@@ -337,7 +414,7 @@ class AppliedTimescale:
             raise ValueError(f"`apply_timescale`, for a param group added with `add_param_group`: {err}") from None
         write_weight_decays([self._optimizer], [g for g in groups if g.group_index not in known])
         self.groups = groups
-        self._indices = [g.group_index for g in groups if g.decays]
+        self._writes = step_writes(groups).get(0, [])
 
 
 def apply_timescale(
@@ -347,9 +424,10 @@ def apply_timescale(
     tau_iter: float | None = None,
     dataset_size: int | None = None,
     batch_size: int | None = None,
-    mode: WriteMode = "constant",
+    mode: WriteMode | None = None,
     size_exponent: float = 0.0,
     reference_dataset_size: int | None = None,
+    coupling: Coupling | None = None,
 ) -> AppliedTimescale:
     r"""Set ``optimizer``'s weight decay so its EMA averages over ``tau_epoch`` epochs (or ``tau_iter`` steps).
 
@@ -358,8 +436,9 @@ def apply_timescale(
     reference lr (``max_lr``, else ``initial_lr``, else ``lr``: create the lr scheduler first), and
     ``tau_iter = tau_epoch * dataset_size / batch_size``. Groups at ``0`` stay ``0``. A step pre-hook on the
     optimizer that steps (inside any wrapper) manages a group added later with ``add_param_group`` from its first
-    step, as ``TimescaleCallback`` does; with ``mode="per_step"`` it also rewrites the decay before every
-    ``optimizer.step()`` so ``lr_t * weight_decay_t = 1 / tau_iter`` holds at every step. Call ``.remove()`` on the
+    step, as ``TimescaleCallback`` does; under a ``coupling`` other than ``"constant"`` it also rewrites the decay
+    before every ``optimizer.step()`` for that step's lr (``"per_step"``: ``lr_t * weight_decay_t = 1 / tau_iter``
+    at every step; :doc:`/couplings`). Call ``.remove()`` on the
     result to detach the hook. With a ``size_exponent`` (the finder's dataset-size axis) the ``tau_epoch`` held is
     ``tau_epoch * (dataset_size / reference_dataset_size) ** size_exponent``; call again when ``dataset_size``
     changes.
@@ -371,11 +450,15 @@ def apply_timescale(
         dataset_size: ``N``, samples (or tokens) per epoch.
         batch_size: global ``B`` per optimizer step: per-device batch x devices x accumulation, same unit as ``N``.
             Each of these four numbers may also be a one-element tensor or numpy number (read as the number).
-        mode: ``"constant"`` or ``"per_step"``.
+        mode: the older name of ``coupling``, with its first two values: ``"constant"`` or ``"per_step"``.
         size_exponent: ``e`` of ``tau_epoch ∝ N ** e`` (0, the default, holds ``tau_epoch`` at every ``N``; -0.5
             the 1/2 rules; -1 a fixed weight decay), a finite number in [-2, 2]. Nonzero, it needs
             ``reference_dataset_size`` and a ``tau_epoch`` target.
         reference_dataset_size: the ``N`` (same unit as ``dataset_size``) at which ``tau_epoch`` was measured.
+        coupling: how ``weight_decay`` follows the lr schedule, ``tau_iter`` held at each group's reference lr
+            ``η_ref``: ``"constant"`` (default: written once), ``"per_step"`` (``λ_t = λ_ref η_ref / η_t``),
+            ``"lr_ratio"`` (``λ_ref η_t / η_ref``: AdamC) or ``"lr_squared"`` (``λ_ref (η_t / η_ref)²``).
+            Giving ``mode`` too is allowed only when the two agree.
 
     Returns:
         :class:`AppliedTimescale` with ``tau_iter``, the ``tau_epoch`` held, the decision per group and
@@ -399,7 +482,7 @@ def apply_timescale(
         >>> applied.tau_epoch, applied.tau_iter, applied.weight_decay["pg1"]
         (4.0, 2000.0, 0.5)
     """
-    _checks.choice("apply_timescale", "mode", mode, WRITE_MODES)
+    chosen = resolve_coupling("apply_timescale", mode, coupling)
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise ValueError(f"`apply_timescale(optimizer={optimizer!r})` needs a `torch.optim.Optimizer`.")
     if (tau_epoch is None) == (tau_iter is None):
@@ -446,9 +529,9 @@ def apply_timescale(
         shape=shape,
         groups=groups,
         tau_epoch=held,
+        coupling=chosen,
         _optimizer=optimizer,
-        _per_step=mode == "per_step",
-        _indices=[g.group_index for g in groups if g.decays],
+        _writes=step_writes(groups).get(0, []),
     )
     # on the optimizer that really steps: a wrapper's own hooks may never run (torch's `PostLocalSGDOptimizer`)
     applied._handle = unwrap_optimizer(optimizer).register_step_pre_hook(applied._before_step)

@@ -17,9 +17,19 @@ from torch.utils.hooks import RemovableHandle
 from typing_extensions import override
 
 from lightning_tau import _checks, timescale
-from lightning_tau._constants import WRITE_MODES, WriteMode
-from lightning_tau._trainer import RunShapeReader, plan_timescales
-from lightning_tau.apply import Decision, check_size, decide_and_write, decoupled_groups, write_per_step
+from lightning_tau._constants import WriteMode
+from lightning_tau._trainer import RunShapeReader, model_ema_windows, plan_timescales
+from lightning_tau.apply import (
+    Decision,
+    adam_beta2s,
+    check_size,
+    decide_and_write,
+    decoupled_groups,
+    resolve_coupling,
+    write_beta2,
+    write_coupled,
+)
+from lightning_tau.couplings import Coupling, Plan, beta_for_epochs, ema_window_steps
 from lightning_tau.decide import (
     GroupTimescale,
     RunShape,
@@ -27,14 +37,15 @@ from lightning_tau.decide import (
     check_target,
     check_width_exponent,
     group_targets,
-    per_step_writes,
     resume_changes,
     size_scaling_text,
+    step_writes,
 )
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
 from lightning_tau.optim import unwrap_optimizer
 from lightning_tau.optimizer_steps import StepCounter, check_optimizer_indices, check_steps_per_epoch
 from lightning_tau.summary import (
+    Window,
     change_line,
     change_parts,
     describe_target,
@@ -78,11 +89,17 @@ class TimescaleCallback(Callback):
             Required for an ``IterableDataset`` without a length.
         batch_size: global ``B`` (per-device x devices x accumulation, same unit as ``N``, a positive whole
             number); overrides what is read, and ``M = N / B``.
-        mode: ``"constant"`` (default) writes the weight decay once and leaves it while the scheduler moves the lr,
-            as the paper does. ``"per_step"`` rewrites it before every optimizer step so
-            ``lr_t * weight_decay_t = 1 / tau_iter`` holds at every step (steps with ``lr_t = 0`` keep the last
-            value; they decay nothing either way). The write is a torch step pre-hook on the optimizer, so it
+        coupling: how the weight decay follows the lr schedule (:doc:`/couplings`). Every coupling holds the target
+            timescale at each group's reference lr ``η_ref`` (``λ_ref = 1 / (η_ref · tau_iter)``) and differs as
+            the schedule moves the lr ``η_t`` away from it. ``"constant"`` (default) writes ``λ_ref`` once and
+            leaves it, as the paper does (the EMA rate ``η_t λ_ref`` follows the schedule). The others rewrite it
+            before every optimizer step: ``"per_step"`` ``λ_t = λ_ref η_ref / η_t`` (so
+            ``η_t λ_t = 1 / tau_iter`` at every step), ``"lr_ratio"`` ``λ_t = λ_ref η_t / η_ref`` (AdamC's
+            corrected decay), ``"lr_squared"`` ``λ_t = λ_ref (η_t / η_ref)²``. A group at ``η_t = 0``
+            keeps its decay (the step moves nothing). The write is a torch step pre-hook on the optimizer, so it
             holds however the optimizer is stepped, manual optimization with ``use_pl_optimizer=False`` included.
+        mode: the older name of ``coupling``, with its first two values (``"constant"``, ``"per_step"``); giving
+            both is allowed only when they agree.
         skip_unsupported_optimizers: by default an optimizer with coupled L2 decay (plain ``Adam`` with
             ``weight_decay > 0``, ``SGD``, ...) or one not known to decay decoupled is an error (the EMA view needs
             decoupled decay; :func:`lightning_tau.register_decay_kind` declares your own). ``True`` leaves such
@@ -116,6 +133,12 @@ class TimescaleCallback(Callback):
             epoch when it is not stepped once per batch (a GAN generator stepped every second batch). Without it
             the callback counts each optimizer's steps over every full epoch, warns where they differ from the ``M``
             it assumed and re-decides from the count (:doc:`/howto/callback`).
+        beta2_epochs: Adam's second EMA, held as the run changes: ``β₂`` averages squared gradients over
+            ``1 / (1 - β₂)`` optimizer steps, so a batch or dataset change moves its window in epochs. Given, the
+            callback writes ``β₂ = 1 - 1 / (beta2_epochs · M)`` (:func:`lightning_tau.couplings.beta_for_epochs`)
+            into every Adam-like group (one with a ``betas`` pair) of the optimizers it manages, at each decision,
+            so the window stays ``beta2_epochs`` epochs at every ``B`` and ``N``, as ``tau_epoch`` does
+            (:doc:`/couplings`). ``None`` (default) leaves ``betas`` alone.
         monitor: the EMA diagnostics this callback logs through ``trainer.loggers`` (:doc:`/howto/dashboards`):
             ``True`` (default) a :class:`~lightning_tau.TimescaleMonitor` with its defaults, a configured
             ``TimescaleMonitor(...)``, or ``False`` for none. A ``TimescaleMonitor`` with the same ``prefix`` in the
@@ -145,7 +168,8 @@ class TimescaleCallback(Callback):
         tau_iter: float | None = None,
         dataset_size: int | None = None,
         batch_size: int | None = None,
-        mode: WriteMode = "constant",
+        mode: WriteMode | None = None,
+        coupling: Coupling | None = None,
         skip_unsupported_optimizers: bool = False,
         verbose: bool = True,
         token_budget: float | None = None,
@@ -158,6 +182,7 @@ class TimescaleCallback(Callback):
         decay_vectors: bool = False,
         steps_per_epoch: dict[int, float] | None = None,
         monitor: bool | TimescaleMonitor = True,
+        beta2_epochs: float | None = None,
     ) -> None:
         #: The diagnostics this callback logs itself (``None`` with ``monitor=False``).
         self.monitor: TimescaleMonitor | None = _checked_monitor(monitor)
@@ -175,7 +200,10 @@ class TimescaleCallback(Callback):
             None if dataset_size is None else check_size("TimescaleCallback", "dataset_size", dataset_size)
         )
         self.batch_size = None if batch_size is None else check_size("TimescaleCallback", "batch_size", batch_size)
-        self.mode: WriteMode = _checks.choice("TimescaleCallback", "mode", mode, WRITE_MODES)
+        #: How the weight decay follows the lr schedule (``coupling``, else ``mode``, else ``"constant"``).
+        self.coupling: Coupling = resolve_coupling("TimescaleCallback", mode, coupling)
+        #: How it is written: once per decision (``"constant"``) or before every step (every other coupling).
+        self.mode: WriteMode = "constant" if self.coupling == "constant" else "per_step"
         self.skip_unsupported_optimizers = _checks.flag(
             "TimescaleCallback", "skip_unsupported_optimizers", skip_unsupported_optimizers
         )
@@ -183,6 +211,15 @@ class TimescaleCallback(Callback):
         self.decay_vectors = _checks.flag("TimescaleCallback", "decay_vectors", decay_vectors)
         self.width_exponent = check_width_exponent(width_exponent)
         self.steps_per_epoch = check_steps_per_epoch(steps_per_epoch)
+        self.beta2_epochs = (
+            None
+            if beta2_epochs is None
+            else _checks.positive_number(
+                "TimescaleCallback", "beta2_epochs", beta2_epochs, "use a positive number of epochs, or None."
+            )
+        )
+        #: The ``β₂`` written per ``(optimizer, group)`` at the last decision (``beta2_epochs`` given).
+        self.beta2: dict[tuple[int, int], float] = {}
 
         # decided at train start, and again whenever the run changes
         self.shape: RunShape | None = None
@@ -195,13 +232,16 @@ class TimescaleCallback(Callback):
         self._before: dict[tuple[int, int], float] = {}  # the user's own weight decay per (optimizer, group)
         self._decoupled: set[int] = set()  # indices of the optimizers this callback manages
         self._pinned_lr: dict[tuple[int, int], float] = {}
-        # id(optimizer) -> (tau_iter, indices of managed groups holding it), for the per-step writes
-        self._managed: dict[int, list[tuple[float, list[int]]]] = {}
+        # id(optimizer) -> (group index, weight decay at the reference lr, reference lr), for the per-step writes
+        self._managed: dict[int, list[tuple[int, float, float]]] = {}
         self._optimizer_m: dict[int, float] = {}  # optimizer index -> the M it was decided with, where not the run's
         self._steps = StepCounter()  # manual optimization: each optimizer's steps per epoch, counted
         self._group_counts: dict[int, int] = {}  # id(optimizer) -> len(param_groups) when last decided
         self._decided_epoch: int | None = None
         self._step_hooks: list[RemovableHandle] = []  # the step pre-hooks of the fit in progress
+        #: The plan of each managed group ``(optimizer, group)`` under the coupling, from the last decision to the end
+        #: of the run (:class:`~lightning_tau.couplings.Plan`; groups whose schedule cannot be looked ahead: none).
+        self.plans: dict[tuple[int, int], Plan] = {}
         self._restored: dict[str, Any] | None = None
         self._state_key: str | None = None
 
@@ -293,6 +333,12 @@ class TimescaleCallback(Callback):
         self._decoupled, self._before = decoupled_groups(
             trainer.optimizers, skip_unsupported=self.skip_unsupported_optimizers, warn=rank_zero_warn
         )
+        if self.beta2_epochs is not None and not adam_beta2s(trainer.optimizers, self._decoupled):
+            raise ValueError(
+                f"`TimescaleCallback(beta2_epochs={self.beta2_epochs!r})` found no Adam-like param group (one with a"
+                " `betas` pair) in the optimizers it manages; leave `beta2_epochs` out for an optimizer without"
+                " a second-moment EMA."
+            )
         if self._own_monitor is not None:
             self._own_monitor.on_fit_start(trainer, pl_module)
 
@@ -326,8 +372,9 @@ class TimescaleCallback(Callback):
     def _before_optimizer_step(
         self, trainer: pl.Trainer, index: int, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any
     ) -> None:
-        """Before every optimizer step: re-decide at an epoch's first step or when a group was added; in
-        ``"per_step"`` mode write this step's decay into ``optimizer`` (the one that steps: its groups are read)."""
+        """Before every optimizer step: re-decide at an epoch's first step or when a group was added; under every
+        coupling but ``"constant"`` write this step's decay into ``optimizer`` (the one that steps: its groups are
+        read)."""
         stepped = trainer.optimizers[index]
         if trainer.current_epoch != self._decided_epoch or len(stepped.param_groups) != self._group_counts.get(
             id(stepped)
@@ -335,9 +382,8 @@ class TimescaleCallback(Callback):
             self._decide(trainer)
         if not trainer.lightning_module.automatic_optimization:  # count its real steps (see `steps_per_epoch`)
             self._steps.step(index)
-        if self.mode == "per_step":
-            for tau_iter, indices in self._managed.get(id(stepped), ()):
-                write_per_step(optimizer, indices, tau_iter)
+        if self.coupling != "constant":
+            write_coupled(optimizer, self.coupling, self._managed.get(id(stepped), ()))
 
     @override
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -393,6 +439,7 @@ class TimescaleCallback(Callback):
             "global_batch_size": self.resolved_batch_size,
             "world_size": None if self.shape is None else self.shape.world_size,
             "mode": self.mode,
+            "coupling": self.coupling,
             "weight_decay": {g.name: g.weight_decay for g in self.groups},
             **self._steps.state_dict(),  # manual optimization: "measured_steps" and "epoch_counts"
             "monitor": None if self.monitor is None else self.monitor.state_dict(),
@@ -449,9 +496,11 @@ class TimescaleCallback(Callback):
         self.held_tau_epoch = decision.tau_epoch
         self.resolved_tau_epoch = decision.tau_iter / shape.steps_per_epoch if shape.steps_per_epoch else None
         self._optimizer_m = decision.optimizer_steps_per_epoch
-        self._managed = {id(trainer.optimizers[i]): held for i, held in per_step_writes(groups).items()}
+        self._managed = {id(trainer.optimizers[i]): writes for i, writes in step_writes(groups).items()}
         self._group_counts = {id(o): len(o.param_groups) for o in trainer.optimizers}
         self._decided_epoch = trainer.current_epoch
+        if self.beta2_epochs is not None:
+            self._hold_beta2(trainer, shape)
         held = decision.tau_epoch
         targets = group_targets(groups, decision.tau_iters, held, self._optimizer_m, shape.steps_per_epoch)
         size_rule = None
@@ -477,17 +526,56 @@ class TimescaleCallback(Callback):
             assert old_shape is not None and old_tau_iter is not None
             self._report_change(trainer, old_shape, old_groups, old_tau_iter)
 
+    def _hold_beta2(self, trainer: pl.Trainer, shape: RunShape) -> None:
+        """Write ``β₂ = 1 - 1 / (beta2_epochs · M)`` into every Adam-like managed group, ``M`` its optimizer's."""
+        assert self.beta2_epochs is not None
+        beta2 = {}
+        for i, j in adam_beta2s(trainer.optimizers, self._decoupled):
+            m = self._optimizer_m.get(i, shape.steps_per_epoch)
+            if not m:
+                raise ValueError(
+                    f"`TimescaleCallback(beta2_epochs={self.beta2_epochs!r})` needs the epoch length in optimizer"
+                    " steps, which could not be read: give `dataset_size` (or `batch_size`), or leave `beta2_epochs`"
+                    " out."
+                )
+            try:
+                beta2[(i, j)] = beta_for_epochs(self.beta2_epochs, m)
+            except ValueError as err:
+                raise ValueError(f"`TimescaleCallback(beta2_epochs={self.beta2_epochs!r})`: {err}") from None
+        write_beta2(trainer.optimizers, beta2)
+        self.beta2 = beta2
+
+    def _windows(self, trainer: pl.Trainer) -> list[Window]:
+        """Every EMA window of the run, in optimizer steps: AdamW's ``tau`` per managed group, Adam's ``β₂`` window
+        per value (the groups holding it named), and each model-EMA callback's."""
+        windows = [Window(f"AdamW tau ({g.name})", g.tau_iter) for g in self.groups if g.decays and g.tau_iter]
+        names = {(g.optimizer_index, g.group_index): g.name for g in self.groups}
+        by_value: dict[float, list[str]] = {}
+        for key, beta2 in adam_beta2s(trainer.optimizers, self._decoupled).items():
+            by_value.setdefault(beta2, []).append(names.get(key, f"pg{key[1] + 1}"))
+        for beta2, held in by_value.items():
+            if beta2 < 1:
+                source = f"betas[1]={beta2:.6g}" + (f" (beta2_epochs={self.beta2_epochs:g})" if self.beta2 else "")
+                windows.append(Window(f"Adam beta2 ({', '.join(held)})", ema_window_steps(beta2), source))
+        windows += [Window(f"model EMA ({name})", steps, source) for name, steps, source in model_ema_windows(trainer)]
+        return windows
+
     def _monitors(self, trainer: pl.Trainer) -> list[TimescaleMonitor]:
         """The monitors of this run: this callback's own, and any ``TimescaleMonitor`` in the Trainer."""
         found = [cb for cb in trainer.callbacks if isinstance(cb, TimescaleMonitor)]  # type: ignore[attr-defined]
         return found + ([self._own_monitor] if self._own_monitor is not None else [])
 
     def _plan(self, trainer: pl.Trainer) -> int | None:
-        """Estimate each managed group's ``sum_t lr_t * weight_decay`` over the steps left; return those steps."""
-        m, per_step = self.resolved_steps_per_epoch, self.mode == "per_step"
-        return plan_timescales(
-            trainer, self.groups, steps_per_epoch=m, optimizer_m=self._optimizer_m, per_step=per_step
+        """Plan each managed group's timescales under the coupling over the steps left (``plans``); return those
+        steps."""
+        remaining, self.plans = plan_timescales(
+            trainer,
+            self.groups,
+            steps_per_epoch=self.resolved_steps_per_epoch,
+            optimizer_m=self._optimizer_m,
+            coupling=self.coupling,
         )
+        return remaining
 
     def _report_start(self, trainer: pl.Trainer, decision: Decision) -> None:
         """Say, on rank zero and before training, what was decided and what looks wrong (text: ``summary.py``)."""
@@ -526,6 +614,14 @@ class TimescaleCallback(Callback):
                         size_exponent=self.size_exponent,
                         reference_dataset_size=self.reference_dataset_size,
                     ),
+                    coupling=self.coupling,
+                    plans={
+                        g.name: self.plans[(g.optimizer_index, g.group_index)]
+                        for g in self.groups
+                        if (g.optimizer_index, g.group_index) in self.plans
+                    },
+                    windows=self._windows(trainer),
+                    sample_unit="tokens" if self.token_budget is not None else "samples or tokens",
                 )
             )
 

@@ -38,13 +38,13 @@ __all__ = [
     "group_targets",
     "held_tau_epoch",
     "optimizer_tau_iters",
-    "per_step_writes",
     "resolve_tau_iter",
     "resume_changes",
     "run_tau_iter",
     "shape_changes",
     "size_scaled_tau_epoch",
     "size_scaling_text",
+    "step_writes",
     "uses_mup",
 ]
 
@@ -688,26 +688,21 @@ def group_targets(
     return out
 
 
-def per_step_writes(groups: Sequence[GroupTimescale]) -> dict[int, list[tuple[float, list[int]]]]:
-    """Optimizer index -> ``(tau_iter, indices of the managed groups holding it)``, for the per-step writes.
+def step_writes(groups: Sequence[GroupTimescale]) -> dict[int, list[tuple[int, float, float]]]:
+    """Optimizer index -> ``(group index, weight decay at the reference lr, reference lr)`` of each managed group:
+    what the step pre-hook needs to write a coupling's ``λ_t`` (``couplings.decay_at``) before every step.
 
     Example:
-        >>> gs = [GroupTimescale(n, 0, j, 1, 1e-3, 0.1, 1.0, d, tau_iter=t)
-        ...       for j, (n, d, t) in enumerate([("a", True, 500.0), ("b", False, None), ("c", True, 500.0),
-        ...                                      ("d", True, 250.0)])]
-        >>> per_step_writes(gs)
-        {0: [(500.0, [0, 2]), (250.0, [3])]}
+        >>> gs = [GroupTimescale(n, 0, j, 1, lr, wd, wd, d, tau_iter=500.0 if d else None)
+        ...       for j, (n, d, lr, wd) in enumerate([("a", True, 1e-3, 2.0), ("b", False, 1e-3, 0.0),
+        ...                                           ("c", True, 5e-4, 4.0)])]
+        >>> step_writes(gs)
+        {0: [(0, 2.0, 0.001), (2, 4.0, 0.0005)]}
     """
-    out: dict[int, list[tuple[float, list[int]]]] = {}
+    out: dict[int, list[tuple[int, float, float]]] = {}
     for g in groups:
         if g.decays:
-            assert g.tau_iter is not None
-            held = out.setdefault(g.optimizer_index, [])
-            same = [indices for tau, indices in held if tau == g.tau_iter]
-            if same:
-                same[0].append(g.group_index)
-            else:
-                held.append((g.tau_iter, [g.group_index]))
+            out.setdefault(g.optimizer_index, []).append((g.group_index, g.weight_decay, g.reference_lr))
     return out
 
 

@@ -18,7 +18,14 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-__all__ = ["PlannedGroup", "ScheduledStep", "optimizer_remaining", "planned_lr_sums", "planned_timescales"]
+__all__ = [
+    "PlannedGroup",
+    "ScheduledStep",
+    "optimizer_remaining",
+    "planned_lr_sums",
+    "planned_lrs",
+    "planned_timescales",
+]
 
 #: Beyond this many simulated optimizer steps the look-ahead gives up (it is a Python loop).
 MAX_SIMULATED_STEPS = 200_000
@@ -59,12 +66,41 @@ def planned_lr_sums(
         >>> opt.param_groups[0]["lr"]  # the real optimizer is untouched
         1.0
     """
+    lrs = planned_lrs(optimizer, schedulers, total_steps, steps_per_epoch)
+    return None if lrs is None else [sum(group) for group in lrs]
+
+
+def planned_lrs(
+    optimizer: torch.optim.Optimizer,
+    schedulers: Sequence[ScheduledStep],
+    total_steps: int,
+    steps_per_epoch: float,
+) -> list[list[float]] | None:
+    """Each param group's learning rate at each of the next ``total_steps`` optimizer steps, as the schedulers will
+    set them (the look-ahead of :func:`planned_lr_sums`, kept step by step for ``couplings.plan``).
+
+    Args:
+        optimizer: the optimizer whose groups are read; it is not modified.
+        schedulers: the schedulers that drive ``optimizer``, with their stepping interval (none: the lr stays).
+        total_steps: optimizer steps left in the run.
+        steps_per_epoch: optimizer steps per epoch, for ``interval="epoch"`` schedulers.
+
+    Returns:
+        One list of ``total_steps`` lrs per param group, or ``None`` when the schedule cannot be simulated
+        (``ReduceLROnPlateau``; a run longer than ``MAX_SIMULATED_STEPS``; an unknown epoch length).
+
+    Example:
+        >>> opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1.0)
+        >>> sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        >>> planned_lrs(opt, [ScheduledStep(sched)], total_steps=5, steps_per_epoch=5)
+        [[1.0, 1.0, 0.5, 0.5, 0.25]]
+    """
     if total_steps > MAX_SIMULATED_STEPS or not math.isfinite(steps_per_epoch) or steps_per_epoch <= 0:
         return None
     if any(isinstance(s.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau) for s in schedulers):
         return None
     shadow_optimizer, shadow_schedulers = _shadow_copy(optimizer, [s.scheduler for s in schedulers])
-    sums = [0.0] * len(shadow_optimizer.param_groups)
+    lrs: list[list[float]] = [[] for _ in shadow_optimizer.param_groups]
     epoch_length = max(1, round(steps_per_epoch))
     with warnings.catch_warnings():
         # "lr_scheduler.step() before optimizer.step()": the shadow optimizer never steps, by design.
@@ -72,7 +108,7 @@ def planned_lr_sums(
         for step in range(total_steps):
             for i, group in enumerate(shadow_optimizer.param_groups):
                 lr = group["lr"]
-                sums[i] += float(lr.item() if isinstance(lr, Tensor) else lr)
+                lrs[i].append(float(lr.item() if isinstance(lr, Tensor) else lr))
             for spec, shadow in zip(schedulers, shadow_schedulers):
                 if spec.interval == "step":
                     due = (step + 1) % spec.frequency == 0
@@ -80,7 +116,7 @@ def planned_lr_sums(
                     due = (step + 1) % epoch_length == 0 and ((step + 1) // epoch_length) % spec.frequency == 0
                 if due:
                     shadow.step()  # type: ignore[attr-defined]
-    return sums
+    return lrs
 
 
 class PlannedGroup(Protocol):

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from lightning_tau import timescale
 from lightning_tau._table import table_lines
+from lightning_tau.couplings import Plan
 from lightning_tau.decide import (
     NO_MUP,
     GroupInput,
@@ -28,6 +30,7 @@ from lightning_tau.width import FixedLambdaPitfall, GroupRate, find_fixed_lambda
 
 __all__ = [
     "GroupTimescale",
+    "Window",
     "change_line",
     "change_parts",
     "describe_target",
@@ -35,6 +38,7 @@ __all__ = [
     "format_summary",
     "manual_note",
     "miscounted_steps_warning",
+    "plan_lines",
     "resume_warning",
     "short_run_warning",
     "size_note",
@@ -44,6 +48,7 @@ __all__ = [
     "vectors_warning",
     "width_exponent_unused_warning",
     "width_note",
+    "windows_lines",
 ]
 
 #: 1-D parameters named per group in :func:`vectors_warning`.
@@ -130,11 +135,17 @@ def start_summary(
     width_exponent: WidthExponent,
     manual_tau_epoch: float | None,
     size_scaling: str | None = None,
+    coupling: str = "constant",
+    plans: Mapping[str, Plan] | None = None,
+    windows: Sequence[Window] = (),
+    sample_unit: str = "samples or tokens",
 ) -> str:
     """The summary ``TimescaleCallback`` prints at train start: :func:`format_summary` with its notes, in order
     how a dataset-size exponent moved ``tau_epoch`` (``size_scaling``, :func:`size_note`), the decision's ``note``
     (how the power law picked the timescale), :func:`width_note` and, in manual optimization under a ``tau_epoch``
-    target (``manual_tau_epoch``, else ``None``), :func:`manual_note`. ``tau_epoch`` is the one held.
+    target (``manual_tau_epoch``, else ``None``), :func:`manual_note`. ``tau_epoch`` is the one held. Then the plan
+    of each group under ``coupling`` (``plans`` by group name, :func:`plan_lines`) and every EMA window of the run
+    (``windows``, :func:`windows_lines`), where given.
 
     Example:
         >>> g = GroupTimescale("pg1", 0, 0, 1000, 1e-3, 0.01, 2.0, True, planned_timescales=1.0)
@@ -149,7 +160,7 @@ def start_summary(
         steps_per_epoch=shape.steps_per_epoch,
         optimizer_steps_per_epoch=optimizer_steps_per_epoch,
     )
-    return format_summary(
+    table = format_summary(
         groups,
         tau_iter=tau_iter,
         tau_epoch=tau_epoch,
@@ -158,6 +169,101 @@ def start_summary(
         notes=[n for n in (size_scaling, note, width_note(width_exponent, groups), manual) if n],
         optimizer_steps_per_epoch=optimizer_steps_per_epoch,
     )
+    extra = plan_lines(coupling, plans) if plans else []
+    if windows:
+        extra += windows_lines(
+            windows, steps_per_epoch=shape.steps_per_epoch, global_batch_size=shape.global_batch_size, unit=sample_unit
+        )
+    return "\n".join([table, *extra])
+
+
+def plan_lines(coupling: str, plans: Mapping[str, Plan]) -> list[str]:
+    """The plan table: per group (by name), ``tau_iter`` at the start, middle and end of the run under ``coupling``
+    and its schedule, the timescales covered, the initialization's weight left at the end and the window.
+
+    Example:
+        >>> from lightning_tau.couplings import plan
+        >>> p = plan("lr_ratio", [1e-3] * 200 + [5e-4] * 200, lr_ref=1e-3, tau_iter=100.0, steps_per_epoch=100)
+        >>> print("\\n".join(plan_lines("lr_ratio", {"pg1": p})))  # doctest: +NORMALIZE_WHITESPACE
+        Plan under coupling='lr_ratio' and the run's lr schedule (tau_iter held at each group's ref lr):
+          Group | tau_iter start | tau_iter middle | tau_iter end | Timescales | Init weight left | Window (epochs)
+          ---------------------------------------------------------------------------------------------------------
+          pg1   | 100            | 400             | 400          | 2.5        | 0.081            | 1.62
+        Window: the mean age of the updates the final weights hold (docs: couplings).
+    """
+    rows = [
+        [
+            name,
+            _num(p.tau_start),
+            _num(p.tau_middle),
+            _num(p.tau_end),
+            _num(p.timescales),
+            f"{p.init_memory:.2g}",
+            f"{p.window_epochs:.3g}",
+        ]
+        for name, p in plans.items()
+    ]
+    columns = [
+        "Group",
+        "tau_iter start",
+        "tau_iter middle",
+        "tau_iter end",
+        "Timescales",
+        "Init weight left",
+        "Window (epochs)",
+    ]
+    return [
+        f"Plan under coupling={coupling!r} and the run's lr schedule (tau_iter held at each group's ref lr):",
+        *table_lines(columns, rows, indent="  "),
+        "Window: the mean age of the updates the final weights hold (docs: couplings).",
+    ]
+
+
+@dataclass(frozen=True)
+class Window:
+    """One EMA timescale of the run, in optimizer steps, for :func:`windows_lines`.
+
+    Attributes:
+        what: what averages (``"AdamW tau (pg1)"``, ``"Adam beta2 (pg1)"``, ``"model EMA (EMAWeightAveraging)"``).
+        steps: its window in optimizer steps (``tau_iter``; ``1 / (1 - beta)``).
+        source: where the number comes from (``"betas[1]=0.999"``), or ``""``.
+    """
+
+    what: str
+    steps: float
+    source: str = ""
+
+
+def windows_lines(
+    windows: Sequence[Window],
+    *,
+    steps_per_epoch: float | None,
+    global_batch_size: float | None,
+    unit: str = "samples or tokens",
+) -> list[str]:
+    """Every EMA timescale of the run in one table: steps, epochs (over ``M``) and ``unit`` (steps x ``B``).
+
+    Example:
+        >>> ws = [Window("AdamW tau (pg1)", 500.0), Window("Adam beta2 (pg1)", 1000.0, "betas[1]=0.999")]
+        >>> print("\\n".join(windows_lines(ws, steps_per_epoch=100, global_batch_size=64)))
+        Every EMA timescale of the run:
+          Timescale        | Steps | Epochs | Samples or tokens | From
+          ------------------------------------------------------------
+          AdamW tau (pg1)  | 500   | 5      | 32,000            |
+          Adam beta2 (pg1) | 1000  | 10     | 64,000            | betas[1]=0.999
+    """
+    rows = [
+        [
+            w.what,
+            _num(w.steps),
+            _num(w.steps / steps_per_epoch) if steps_per_epoch else "-",
+            f"{w.steps * global_batch_size:,.0f}" if global_batch_size else "-",
+            w.source,
+        ]
+        for w in windows
+    ]
+    columns = ["Timescale", "Steps", "Epochs", unit[:1].upper() + unit[1:], "From"]
+    return ["Every EMA timescale of the run:", *table_lines(columns, rows, indent="  ")]
 
 
 def size_note(

@@ -1,7 +1,7 @@
 """The per-step write is a torch step pre-hook on the optimizer: it holds however the loop steps the optimizer.
 
 ``TimescaleCallback(mode="per_step")`` and :func:`lightning_tau.apply_timescale` share one write
-(:func:`lightning_tau.apply.write_per_step`) run from a step pre-hook, so manual optimization stepping the raw
+(:func:`lightning_tau.apply.write_coupled`) run from a step pre-hook, so manual optimization stepping the raw
 optimizer is covered, each step gets exactly one write, and a param group added with ``add_param_group`` is
 managed from its first step. Every value is read at every step from a step post-hook (what the step used).
 """

@@ -94,6 +94,35 @@ def test_apply_timescale_through_a_torch_distributed_wrapper(name: str, mode: st
     applied.remove()
 
 
+@pytest.mark.parametrize("coupling", ["lr_ratio", "lr_squared"])
+@pytest.mark.parametrize("name", sorted(WRAPPERS))
+def test_each_coupling_reaches_the_optimizer_inside_a_wrapper(name: str, coupling: str, process_group: None) -> None:
+    """Under a falling lr the inner optimizer steps with ``λ_t = λ_ref (η_t / η_ref) ** k`` (k = 1, 2), and a
+    zero-gradient step multiplies every weight by ``1 - η_t λ_t``."""
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 3)
+    wrapper = WRAPPERS[name](net)
+    inner = unwrap_optimizer(wrapper)
+    sched = torch.optim.lr_scheduler.ExponentialLR(wrapper, gamma=0.8)
+    apply_timescale(wrapper, tau_iter=TAU_ITER, coupling=coupling)
+    power = {"lr_ratio": 1, "lr_squared": 2}[coupling]
+    used: list[tuple[float, float]] = []
+    inner.register_step_post_hook(
+        lambda o, a, k: used.append((o.param_groups[0]["lr"], o.param_groups[0]["weight_decay"]))
+    )
+    for step in range(4):
+        before = [p.detach().clone() for p in net.parameters()]
+        for p in net.parameters():
+            p.grad = torch.zeros_like(p)
+        wrapper.step()
+        sched.step()
+        lr, wd = used[step]
+        assert lr == pytest.approx(LR * 0.8**step, rel=1e-12)
+        assert wd == pytest.approx((lr / LR) ** power / (LR * TAU_ITER), rel=1e-12), (step, used)
+        for p, b in zip(net.parameters(), before):
+            torch.testing.assert_close(p.detach(), b * (1 - lr * wd), rtol=1e-6, atol=0)
+
+
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
 def test_zero_redundancy_optimizer_group_added_later_is_managed_at_every_step(mode: str, process_group: None) -> None:
     # ZeRO copies its shard optimizer's groups back over its own after every step: a decision written into the
@@ -127,6 +156,7 @@ def test_lightning_optimizer_is_judged_by_the_optimizer_inside() -> None:
 
 ZERO_FIT = """
 import json
+import sys
 import torch
 import lightning.pytorch as pl
 from torch.distributed.optim import ZeroRedundancyOptimizer
@@ -141,7 +171,8 @@ class StepLog(pl.Callback):
     def on_train_start(self, trainer, pl_module):
         self.rows = []
         unwrap_optimizer(trainer.optimizers[0]).register_step_post_hook(
-            lambda opt, a, k: self.rows.append([g["lr"] * g["weight_decay"] for g in opt.param_groups]))
+            lambda opt, a, k: self.rows.append([g["lr"] for g in opt.param_groups[:1]]
+                                               + [g["lr"] * g["weight_decay"] for g in opt.param_groups]))
 
     def on_train_end(self, trainer, pl_module):
         with open(f"steps{trainer.global_rank}.json", "w") as f:
@@ -159,19 +190,24 @@ def make(m):
 if __name__ == "__main__":
     trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=1, logger=False,
                          enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         callbacks=[TimescaleCallback(tau_iter=40.0, mode="per_step", verbose=False), StepLog()])
+                         callbacks=[TimescaleCallback(tau_iter=40.0, coupling=sys.argv[1], verbose=False), StepLog()])
     trainer.fit(TinyModel(make), make_loader(n=120, batch_size=10))
     end_process_group()
 """
 
 
 @pytest.mark.slow
-def test_zero_redundancy_optimizer_under_ddp_holds_the_timescale_at_every_step(tmp_path: Path) -> None:
-    run_script(ZERO_FIT, tmp_path)
+@pytest.mark.parametrize(("coupling", "power"), [("per_step", 0), ("lr_ratio", 2)])
+def test_zero_redundancy_optimizer_under_ddp_holds_the_timescale_at_every_step(
+    tmp_path: Path, coupling: str, power: int
+) -> None:
+    """The rate each step used is the coupling's ``(lr_t / lr_ref) ** k / tau_iter`` (k = 0 per_step, 2 lr_ratio)."""
+    run_script(ZERO_FIT, tmp_path, coupling)
     for rank in (0, 1):
         result: dict[str, Any] = json.loads((tmp_path / f"steps{rank}.json").read_text())
         assert result["type"] == "ZeroRedundancyOptimizer"
         assert len(result["rows"]) == 6  # 120 samples / (10 per device x 2 devices)
-        for decaying, undecayed in result["rows"]:
-            assert decaying == pytest.approx(1 / 40.0, rel=1e-12)
+        assert len({round(lr, 12) for lr, _, _ in result["rows"]}) == 6  # the lr moves every step
+        for lr, decaying, undecayed in result["rows"]:
+            assert decaying == pytest.approx((lr / 1e-2) ** power / 40.0, rel=1e-12)
             assert undecayed == 0.0

@@ -21,13 +21,13 @@ from lightning_tau.decide import (
     group_targets,
     held_tau_epoch,
     optimizer_tau_iters,
-    per_step_writes,
     resolve_tau_iter,
     resume_changes,
     run_tau_iter,
     shape_changes,
     size_scaled_tau_epoch,
     size_scaling_text,
+    step_writes,
     uses_mup,
 )
 
@@ -271,16 +271,19 @@ def test_group_targets_give_each_managed_group_its_own_timescale() -> None:
     assert group_targets(groups, 500.0, None, {}, None) == {(0, 0): (1000.0, None), (1, 0): (250.0, None)}
 
 
-def test_per_step_writes_group_each_optimizers_managed_groups_by_timescale() -> None:
+def test_step_writes_list_each_optimizers_managed_groups_with_their_reference() -> None:
     groups = [
         decided("a", index=0, tau_iter=500.0),
         decided("b", index=1, decays=False, tau_iter=None),
         decided("c", index=2, tau_iter=250.0),
-        decided("d", index=3, tau_iter=500.0),
         decided("e", optimizer=1, index=0, tau_iter=500.0),
     ]
-    assert per_step_writes(groups) == {0: [(500.0, [0, 3]), (250.0, [2])], 1: [(500.0, [0])]}
-    assert per_step_writes([groups[1]]) == {}
+    a, c, e = groups[0], groups[2], groups[3]
+    assert step_writes(groups) == {
+        0: [(0, a.weight_decay, a.reference_lr), (2, c.weight_decay, c.reference_lr)],
+        1: [(0, e.weight_decay, e.reference_lr)],
+    }
+    assert step_writes([groups[1]]) == {}
 
 
 def test_resume_changes_compare_what_both_runs_know() -> None:

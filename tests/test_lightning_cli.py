@@ -98,6 +98,8 @@ def test_lightning_cli_configures_callback_from_flags() -> None:
         ({"tau_epoch": 5.0, "verbose": "loud"}, ["verbose", "loud"]),
         ({"tau_epoch": 5.0, "unknown_option": 1}, ["unknown_option"]),
         ({"tau_epoch": 5.0, "size_exponent": "steep"}, ["size_exponent", "steep"]),
+        ({"tau_epoch": 5.0, "coupling": "adamc"}, ["coupling", "adamc", "lr_ratio"]),
+        ({"tau_epoch": 5.0, "beta2_epochs": "long"}, ["beta2_epochs", "long"]),
     ],
 )
 def test_lightning_cli_rejects_wrong_type_at_parse_time(
@@ -144,6 +146,40 @@ def test_lightning_cli_fits_with_a_size_exponent_from_yaml(tmp_path: Path) -> No
     assert callback.held_tau_epoch == pytest.approx(10.0 * (128 / 32) ** -0.5)
     groups = {g["name"]: g for g in cli.trainer.optimizers[0].param_groups}
     assert groups["decay"]["weight_decay"] == pytest.approx(64 / (0.003 * 128 * 10.0 * (128 / 32) ** -0.5))
+
+
+def test_lightning_cli_fits_with_a_coupling_from_yaml(tmp_path: Path) -> None:
+    """``coupling: lr_ratio`` from YAML, through LightningCLI for real: the config's cosine runs 2 steps (N = 128,
+    B = 64) from 0.003 to 0.1 x 0.003, so the last step runs at lr 0.00165 and its decay is λ_ref x 0.00165 / 0.003,
+    with λ_ref = B / (lr N tau_epoch)."""
+    config = _write(tmp_path, {"tau_epoch": 10.0, "coupling": "lr_ratio", "verbose": False})
+    cli = _cli(
+        [
+            "fit",
+            "--config",
+            str(CONFIGS / "digits_timescale.yaml"),
+            "--config",
+            str(config),
+            "--trainer.max_epochs=1",
+            "--trainer.logger=false",
+            f"--trainer.default_root_dir={tmp_path / 'run'}",
+            "--trainer.enable_progress_bar=false",
+            "--data.train_size=128",
+        ],
+        run=True,
+    )
+    (callback,) = _timescale_callbacks(cli)
+    assert (callback.coupling, callback.mode) == ("lr_ratio", "per_step")
+    groups = {g["name"]: g for g in cli.trainer.optimizers[0].param_groups}
+    weight_decay_ref = 64 / (0.003 * 128 * 10.0)
+    assert groups["decay"]["weight_decay"] == pytest.approx(weight_decay_ref * 0.00165 / 0.003, rel=1e-9)
+    assert groups["no_decay"]["weight_decay"] == 0.0
+
+
+def test_lightning_cli_refuses_a_mode_that_disagrees_with_the_coupling(tmp_path: Path) -> None:
+    config = _write(tmp_path, {"tau_epoch": 10.0, "mode": "per_step", "coupling": "lr_squared"})
+    with pytest.raises(ValueError, match=r"`TimescaleCallback\(mode='per_step', coupling='lr_squared'\)` disagree"):
+        _cli(["fit", "--config", str(config), "--trainer.logger=false"], run=True)
 
 
 @pytest.mark.parametrize(

@@ -280,3 +280,37 @@ def test_start_summary_is_the_table_with_the_decisions_note_the_width_note_and_t
     assert said == format_summary([hidden], **table, notes=["A note.", width, manual])  # type: ignore[arg-type]
     said = start_summary([hidden], **table, note=None, width_exponent=1.0, manual_tau_epoch=None)  # type: ignore[arg-type]
     assert said == format_summary([hidden], **table, notes=[])  # type: ignore[arg-type]
+
+
+def test_start_summary_adds_the_plan_and_the_windows_under_the_table() -> None:
+    from lightning_tau.couplings import plan
+    from lightning_tau.summary import Window, plan_lines, windows_lines
+
+    g = group("pg1", planned_timescales=1.0, tau_iter=500.0)
+    table = dict(tau_iter=500.0, tau_epoch=5.0, shape=RunShape(100, 1000, 10), planned_steps=400)
+    common = dict(optimizer_steps_per_epoch={}, note=None, width_exponent=1.0, manual_tau_epoch=None)
+    p = plan("per_step", [1e-3] * 400, lr_ref=1e-3, tau_iter=500.0, steps_per_epoch=100)
+    windows = [Window("AdamW tau (pg1)", 500.0), Window("model EMA (Ema)", 50.0, "decay=0.98")]
+    said = start_summary([g], **table, **common, coupling="per_step", plans={"pg1": p}, windows=windows)  # type: ignore[arg-type]
+    plain = format_summary([g], **table)  # type: ignore[arg-type]
+    assert said == "\n".join([plain, *plan_lines("per_step", {"pg1": p}), *windows_lines(windows, **WINDOW_SHAPE)])
+    assert plan_lines("per_step", {"pg1": p})[3].split("|") == [
+        "  pg1   ",
+        " 500            ",
+        " 500             ",
+        " 500          ",
+        " 0.8        ",
+        " 0.45             ",
+        " 1.73",  # sum_k k q^k / sum_k q^k over k < 400, q = 1 - 1/500: 173 steps
+    ]
+    assert windows_lines(windows, **WINDOW_SHAPE)[3:] == [
+        "  AdamW tau (pg1) | 500   | 5      | 5,000             |",
+        "  model EMA (Ema) | 50    | 0.5    | 500               | decay=0.98",
+    ]
+    assert windows_lines(windows, steps_per_epoch=None, global_batch_size=None, unit="tokens")[1] == (
+        "  Timescale       | Steps | Epochs | Tokens | From"
+    )
+    assert start_summary([g], **table, **common) == plain  # type: ignore[arg-type]
+
+
+WINDOW_SHAPE = dict(steps_per_epoch=100, global_batch_size=10)

@@ -25,6 +25,10 @@ SUBCOMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
         (),
     ),
     "find": ("Tune tau_epoch on a fraction of the training set; print the full run's weight decay.", ()),
+    "plan": (
+        "Before training: what each weight-decay coupling does to a LightningCLI config's timescale, as a figure.",
+        (),
+    ),
     "plot": (
         "Plot a sweep's final metric against weight decay and tau_epoch, and print each line's optimum.",
         ("report",),
