@@ -8,13 +8,15 @@ How ``λ_t`` then follows the schedule is the **coupling**:
 ============== =========================== ================================== ================================
 coupling       ``λ_t``                     EMA rate ``η_t λ_t``               used by
 ============== =========================== ================================== ================================
-``constant``   ``λ_ref``                   ``(η_t / η_ref) / tau_iter``       torch's AdamW, the paper
+``constant``   ``λ_ref``                   ``(η_t / η_ref) / tau_iter``       torch's AdamW, the paper, Composer
 ``per_step``   ``λ_ref · η_ref / η_t``     ``1 / tau_iter`` (every step)      ``mode="per_step"``
-``lr_ratio``   ``λ_ref · η_t / η_ref``     ``(η_t / η_ref)^2 / tau_iter``     AdamC (timm, levanter), Composer
-``lr_squared`` ``λ_ref · (η_t / η_ref)^2`` ``(η_t / η_ref)^3 / tau_iter``     modded-nanogpt's lr² decay
+``lr_ratio``   ``λ_ref · η_t / η_ref``     ``(η_t / η_ref)^2 / tau_iter``     AdamC (timm, levanter)
+``lr_squared`` ``λ_ref · (η_t / η_ref)^2`` ``(η_t / η_ref)^3 / tau_iter``     a decay scaled by the lr squared
 ============== =========================== ================================== ================================
 
-Every coupling gives the target ``tau_iter`` at ``η_t = η_ref``; they differ as the schedule moves away from it.
+Composer's decoupled AdamW shrinks the weights by ``(η_t / η_0) · wd`` per step: in torch's convention that is a
+fixed ``λ = wd / η_0``, the ``constant`` coupling. AdamC (timm's ``corrected_weight_decay``) scales torch's ``λ``
+by ``η_t / η_max``: ``lr_ratio``. Every coupling gives the target ``tau_iter`` at ``η_t = η_ref``; they differ as the schedule moves away from it.
 At ``η_t = 0`` no step changes a weight (``w ← (1 - η_t λ_t) w - η_t u``), so the rate is 0 under every coupling.
 
 **The window.** Unrolling the EMA, update ``u_t`` reaches the final weights ``w_T`` with weight
