@@ -16,7 +16,8 @@ coupling       ``λ_t``                     EMA rate ``η_t λ_t``              
 
 Composer's decoupled AdamW shrinks the weights by ``(η_t / η_0) · wd`` per step: in torch's convention that is a
 fixed ``λ = wd / η_0``, the ``constant`` coupling. AdamC (timm's ``corrected_weight_decay``) scales torch's ``λ``
-by ``η_t / η_max``: ``lr_ratio``. Every coupling gives the target ``tau_iter`` at ``η_t = η_ref``; they differ as the schedule moves away from it.
+by ``η_t / η_max``: ``lr_ratio``. Every coupling gives the target ``tau_iter`` at ``η_t = η_ref``; they differ as
+the schedule moves away from it.
 At ``η_t = 0`` no step changes a weight (``w ← (1 - η_t λ_t) w - η_t u``), so the rate is 0 under every coupling.
 
 **The window.** Unrolling the EMA, update ``u_t`` reaches the final weights ``w_T`` with weight
