@@ -30,8 +30,8 @@ $(STAMP): setup.cfg pyproject.toml
 
 install: $(STAMP)
 
-# the dataset-size demo on the synthetic teacher-student task (lightning_tau/demos/synthetic.py): N spans 16x, enough
-# for the interval to decide every published dataset-size rule; `lightning-tau demo` alone runs the digits task
+# the dataset-size demo on the synthetic teacher-student task (lightning_tau/demos/synthetic.py), sized so that its
+# interval decides every published dataset-size rule; `lightning-tau demo` alone runs the digits task
 demo: $(STAMP)
 	$(VENV)/bin/lightning-tau demo --task synthetic
 
