@@ -30,6 +30,18 @@ fraction, train on all" is not rejected but not established; the interval is too
 to say whether the best ``tau_epoch`` stays put on this task. On another 2-core CPU (2026-11-26, the same code) the
 same command gives 10 / 10 / 20 (at N = 150, ``tau_epoch`` 5 and 10 differ by 0.0001 in loss) and an exponent of
 +0.46 with interval [-0.03, +0.51]: the same verdict.
+
+What the synthetic sweep shows (``make demo``, i.e. ``lightning-tau demo --task synthetic``: N = 512 / 2048 x 8
+``tau_epoch`` from 2 to 22 on a x√2 grid x seeds 0-7, 40 epochs; 128 runs, 458 CPU-seconds on one core of a 2-core
+sandbox, 14 min wall at load 7.5, 2026-11-28): best ``tau_epoch`` on the grid 8 / 5.6 at every seed (smoothed 8.81 /
+5.14), exponent -0.39 with 95 % interval [-0.41, -0.37] (the interval of the stats branch of issue 28, which adds the
+smoothing's spread: [-0.42, -0.36]). At the default tolerance (x1.25 over the 4x range: +-0.16 in the exponent) Wang &
+Aitchison (0) and a fixed λ (-1) are excluded and the 1/2 rules (-1/2) hold, 0.02 inside the band's edge. Carrying
+N = 512's best ``tau_epoch`` to N = 2048 costs, in validation loss against the best grid point there (per seed,
+linear in ``log tau_epoch`` between grid points): Wang & Aitchison +0.016 [+0.015, +0.018], the 1/2 rules +0.002
+[+0.002, +0.003], fixed λ +0.038 [+0.037, +0.040]. The exponent is not a constant of this task: over N = 128 to 512
+the same runs give -0.69, over 128 to 2048 -0.54 (there the 1/2 rules stay undetermined: the exponent is 0.04 from
+-1/2 with a band of +-0.08).
 """
 
 from __future__ import annotations
