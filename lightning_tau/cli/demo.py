@@ -50,6 +50,7 @@ __all__ = [
     "AXES",
     "PRESETS",
     "QUICK",
+    "QUICK_SYNTHETIC",
     "QUICK_TEXT",
     "QUICK_TEXT_WIDTH",
     "QUICK_WIDTH",
@@ -66,7 +67,7 @@ __all__ = [
 AXES = ("dataset-size", "width")
 
 #: Values of ``--task``.
-TASKS = ("digits", "text")
+TASKS = ("digits", "synthetic", "text")
 
 
 def next_sweep_dir(out: Path) -> Path:
@@ -133,13 +134,15 @@ class Preset:
 
 #: The options only some rows read (typed for another row: an error, see :func:`_typed`).
 TEXT_ONLY = ("fractions", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head", "n_embd", "accelerator")
+SYNTHETIC_REJECTS = ("label_noise",)
 DIGITS_ONLY = ("sizes", "hidden", "norm", "label_noise", "depth")
 WIDTH_ONLY = ("widths", "weight_decays", "lr_base", "no_decay_input")
 DATASET_SIZE_ONLY = ("sizes", "tau_epochs", "lr", "hidden", "norm", "label_noise")
 
-#: Options with a plain default (the digits demo's, filled in by :func:`_main`): typed means another value. The
-#: others are left out of the namespace unless typed.
-PLAIN = ("sizes", "lr", "schedule", "hidden", "norm", "label_noise")
+#: Options with a plain default (the digits demo's, the same as the synthetic task's; filled in by :func:`_main`):
+#: typed means another value. The others (``--sizes`` and ``--norm`` among them: their defaults differ by task) are
+#: left out of the namespace unless typed.
+PLAIN = ("lr", "schedule", "hidden", "label_noise")
 
 
 def _flags(names: Sequence[str]) -> str:
@@ -167,6 +170,14 @@ def _digits_size_problem(config: SizeConfig) -> str | None:
     except ValueError as err:
         return str(err)
     return _too_short_timescale(config) or _two_points(config.sizes, "--sizes")
+
+
+def _synthetic_size_rejects(args: argparse.Namespace) -> str | None:
+    if given := _typed(args, TEXT_ONLY + SYNTHETIC_REJECTS):
+        return f"{_flags(given)} do not apply to `--task synthetic` (its labels are noisy by construction)."
+    if given := _typed(args, WIDTH_ONLY):
+        return f"{_flags(given)} apply to `--axis width` only (got --axis dataset-size)."
+    return None
 
 
 def _two_points(values: Sequence[Any], flag: str) -> str | None:
@@ -323,7 +334,16 @@ _TEXT_OPTIONS = tuple((name, name) for name in ("max_tokens", "val_tokens", "blo
 _TEXT_OPTIONS += (("accelerator", "accelerator"),)
 
 #: The names built from the demo tasks' modules (torch, Lightning): defined by :func:`_load` when first needed.
-_LOADED = ("DemoConfig", "QUICK", "QUICK_WIDTH", "QUICK_TEXT", "QUICK_TEXT_WIDTH", "PRESETS", "SUMMARY_NAME")
+_LOADED = (
+    "DemoConfig",
+    "QUICK",
+    "QUICK_SYNTHETIC",
+    "QUICK_WIDTH",
+    "QUICK_TEXT",
+    "QUICK_TEXT_WIDTH",
+    "PRESETS",
+    "SUMMARY_NAME",
+)
 
 
 def _load() -> None:
@@ -332,12 +352,14 @@ def _load() -> None:
     if "PRESETS" in globals():
         return
     from lightning_tau.demos.size import SUMMARY_NAME, SizeConfig
+    from lightning_tau.demos.synthetic import SyntheticSizeConfig
     from lightning_tau.demos.text import TextDemoConfig
     from lightning_tau.demos.text_width import QUICK_HELD_OUT, TextWidthConfig
     from lightning_tau.demos.width import WidthConfig
 
-    global DemoConfig, QUICK, QUICK_WIDTH, QUICK_TEXT, QUICK_TEXT_WIDTH, PRESETS
+    global DemoConfig, QUICK, QUICK_SYNTHETIC, QUICK_WIDTH, QUICK_TEXT, QUICK_TEXT_WIDTH, PRESETS
     globals().update(SizeConfig=SizeConfig, TextDemoConfig=TextDemoConfig, SUMMARY_NAME=SUMMARY_NAME)
+    globals().update(SyntheticSizeConfig=SyntheticSizeConfig)
     globals().update(TextWidthConfig=TextWidthConfig, WidthConfig=WidthConfig)
 
     #: The digits dataset-size demo's configuration (``lightning-tau demo``), under its old name.
@@ -345,6 +367,11 @@ def _load() -> None:
 
     #: What ``--quick`` runs: 2 sizes x 3 timescales x 2 epochs, a few seconds (for tests and a first look).
     QUICK = SizeConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
+
+    #: What ``--task synthetic --quick`` runs: 2 sizes x 3 timescales x 2 epochs, one seed, a few seconds.
+    QUICK_SYNTHETIC = SyntheticSizeConfig(
+        sizes=[64, 256], tau_epochs=[2.0, 8.0, 64.0], seeds=[0], epochs=2, hidden=32, val_size=256
+    )
 
     #: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base (x4 steps) x 3 seeds, 30 epochs:
     #: the full form's task on a coarser λ_base grid (36 finder trials).
@@ -385,6 +412,30 @@ def _load() -> None:
             rejects=_digits_size_rejects,
             task_problem=_digits_size_problem,
             load=_load_digits,
+            run=_run_size,
+        ),
+        ("synthetic", "dataset-size"): Preset(
+            config=SyntheticSizeConfig,
+            quick=QUICK_SYNTHETIC,
+            options=tuple(
+                (name, name)
+                for name in (
+                    "sizes",
+                    "tau_epochs",
+                    "seeds",
+                    "epochs",
+                    "batch_size",
+                    "lr",
+                    "schedule",
+                    "hidden",
+                    "depth",
+                )
+            )
+            + (("norm", "norm"),),
+            always=(),
+            rejects=_synthetic_size_rejects,
+            task_problem=lambda config: _too_short_timescale(config) or _two_points(config.sizes, "--sizes"),
+            load=lambda: None,
             run=_run_size,
         ),
         ("text", "dataset-size"): Preset(
@@ -453,6 +504,9 @@ def _main(args: argparse.Namespace) -> int:
     problem = output_dir_problem(args.out, "--out")
     if problem:
         return _error(problem)
+    if (args.task, args.axis) not in PRESETS:
+        axes = " and ".join(f"--axis {a}" for t, a in PRESETS if t == args.task)
+        return _error(f"--task {args.task} --axis {args.axis}: the {args.task} task has {axes} only.")
     preset = PRESETS[(args.task, args.axis)]
     problem = preset.rejects(args)
     if problem:
@@ -490,6 +544,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parsing imports no demo task, so torch is not imported before a usage error.
     """
     d, w, t = _Later("SizeConfig"), _Later("WidthConfig"), _Later("TextDemoConfig")
+    syn = _Later("SyntheticSizeConfig")
     quick_width, quick_text, quick_text_width = _Later("QUICK_WIDTH"), _Later("QUICK_TEXT"), _Later("QUICK_TEXT_WIDTH")
     parser = subparsers.add_parser(
         "demo",
@@ -520,8 +575,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--task",
         choices=TASKS,
         default="digits",
-        help="'digits': an MLP on scikit-learn's bundled digits; 'text': a byte-level GPT on the standard library's"
-        " own sources (with --axis width: the μP width sweep, --widths being n_embd)",
+        help="'digits': an MLP on scikit-learn's bundled digits; 'synthetic': an MLP on a teacher network's noisy"
+        " labels, generated by lightning_tau.demos.synthetic (N not capped by a dataset; what `make demo` runs;"
+        " dataset-size axis only); 'text': a byte-level GPT on the standard library's own sources (with --axis"
+        " width: the μP width sweep, --widths being n_embd)",
     )
     parser.add_argument("--out", type=Path, default=Path("tau_runs"), help="root directory for the sweep's logs")
 
@@ -535,8 +592,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         parser,
         "--sizes",
         lambda: (
-            "training-set sizes, at least two (at most 1797 - 397 = 1400; each is the finder's fraction"
-            f" N / 1400 of the digits not held out; default: {_ints(d.sizes)})"
+            "training-set sizes, at least two (digits: at most 1797 - 397 = 1400, each the finder's fraction"
+            f" N / 1400 of the digits not held out; default {_ints(d.sizes)}; --task synthetic: any, default"
+            f" {_ints(syn.sizes)})"
         ),
         many="N",
     )
@@ -545,7 +603,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--tau-epochs",
         lambda: (
             "EMA timescales in epochs (one weight decay per size each; default: digits"
-            f" {_floats(d.tau_epochs)}; --task text {_floats(t.tau_epochs)})"
+            f" {_floats(d.tau_epochs)}; --task synthetic {_floats(syn.tau_epochs)}; --task text"
+            f" {_floats(t.tau_epochs)})"
         ),
         positive_float,
         "TAU",
@@ -554,8 +613,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         parser,
         "--seeds",
         lambda: (
-            f"seeds per setting; the plot averages over them (default: {_ints(d.seeds)}; --axis width:"
-            f" {_ints(w.seeds)})"
+            f"seeds per setting; the plot averages over them (default: {_ints(d.seeds)}; --task synthetic:"
+            f" {_ints(syn.seeds)}; --axis width: {_ints(w.seeds)})"
         ),
         random_seed,
         "SEED",
@@ -588,7 +647,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         parser,
         "--norm",
         lambda: (
-            f"'layer': a LayerNorm after every linear layer (scale-invariant); 'none': plain MLP (default: {d.norm})"
+            "'layer': a LayerNorm after every linear layer (scale-invariant); 'none': plain MLP (default: digits"
+            f" {d.norm}; --task synthetic {syn.norm})"
         ),
         None,
         choices=("layer", "none"),

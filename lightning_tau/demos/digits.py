@@ -187,6 +187,8 @@ class DigitsMLP(pl.LightningModule):
         lr: float = 3e-3,
         weight_decay: float = 0.01,
         schedule: Schedule = "cosine",
+        inputs: int = 64,
+        classes: int = 10,
     ) -> None:
         super().__init__()
         if norm not in ("none", "layer"):
@@ -197,9 +199,12 @@ class DigitsMLP(pl.LightningModule):
             raise ValueError(f"`DigitsMLP(lr={lr!r})` is not valid: use a positive learning rate.")
         if not weight_decay >= 0:
             raise ValueError(f"`DigitsMLP(weight_decay={weight_decay!r})` is not valid: use a value >= 0.")
+        for name, value in (("inputs", inputs), ("classes", classes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"`DigitsMLP({name}={value!r})` is not valid: use a positive integer.")
         self.save_hyperparameters()
         layers: list[torch.nn.Module] = []
-        width = 64
+        width = inputs
         for _ in range(depth):
             # before a LayerNorm a bias would break scale invariance (the norm's own bias takes its place)
             layers.append(torch.nn.Linear(width, hidden, bias=norm == "none"))
@@ -207,9 +212,9 @@ class DigitsMLP(pl.LightningModule):
                 layers.append(torch.nn.LayerNorm(hidden))
             layers.append(torch.nn.ReLU())
             width = hidden
-        layers.append(torch.nn.Linear(width, 10, bias=norm == "none"))
+        layers.append(torch.nn.Linear(width, classes, bias=norm == "none"))
         if norm == "layer":
-            layers.append(torch.nn.LayerNorm(10))
+            layers.append(torch.nn.LayerNorm(classes))
         self.net = torch.nn.Sequential(*layers)
         self.lr = lr
         self.weight_decay = weight_decay
@@ -228,7 +233,12 @@ class DigitsMLP(pl.LightningModule):
         x, y = batch
         logits = self(x)
         self.log("val/loss", torch.nn.functional.cross_entropy(logits, y))
-        self.log("val/error", (logits.argmax(dim=1) != y).float().mean())
+        predicted = logits.argmax(dim=1)
+        if y.is_floating_point():  # class probabilities: the expected error of the predicted class
+            error = 1 - y.gather(1, predicted[:, None]).mean()
+        else:
+            error = (predicted != y).float().mean()
+        self.log("val/error", error)
 
     def configure_optimizers(self) -> dict[str, Any]:
         # weight matrices in "decay", biases and norm parameters in "no_decay"
