@@ -45,8 +45,9 @@ def quick_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def _run_dirs(sweep: Path) -> list[Path]:
-    """The sweep's TensorBoard runs (its root holds the HParams experiment config only)."""
-    return sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep})
+    """The sweep's TensorBoard runs (its root holds the HParams experiment config only; the views' folders of links to
+    the runs, which TensorBoard follows, are not runs of their own)."""
+    return sorted({p.parent for p in sweep.rglob("events.out.tfevents.*") if not p.is_symlink()} - {sweep})
 
 
 def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Path, str]) -> None:
@@ -100,20 +101,25 @@ def test_demo_hparams_tab_shows_what_the_sweep_varies_first(quick_sweep: tuple[P
 
 
 def test_demo_prints_a_dashboard_view_that_opens_on_charts(quick_sweep: tuple[Path, str]) -> None:
-    """First the largest size's first seed, one named run per tau_epoch (TensorBoard pre-selects at most 40 runs
-    and has 7 colours), then the whole sweep for the HParams tab."""
+    """First the largest size's first seed, one run per tau_epoch named by its values (TensorBoard pre-selects at
+    most 40 runs and has 7 colours), then the whole sweep for the HParams tab: each a short command on a folder of
+    links."""
     out, printed = quick_sweep
     sweep = out / "sweep_0"
-    lines = printed.splitlines()
-    first = next(line.strip() for line in lines if line.strip().startswith("tensorboard "))
-    assert first.startswith("tensorboard --logdir_spec ")
-    runs = [item.split(":", 1) for item in first.split()[-1].split(",")]
-    assert [name for name, _ in runs] == [f"tau_epoch={tau:g}" for tau in QUICK.tau_epochs]
-    for name, path in runs:
-        hparams, _ = read_run(Path(path))
+    commands = [line.strip() for line in printed.splitlines() if line.strip().startswith("tensorboard ")]
+    assert commands == [
+        f"tensorboard --logdir {sweep / 'tensorboard_charts'}",
+        f"tensorboard --logdir {sweep / 'tensorboard'}",
+    ]
+    charts = sorted((sweep / "tensorboard_charts").iterdir())
+    assert len(charts) == len(QUICK.tau_epochs) and all(p.is_symlink() for p in charts)
+    for link in charts:
+        hparams, _ = read_run(link)  # the link reaches the run's event files
         assert (hparams["dataset_size"], hparams["seed"]) == (max(QUICK.sizes), QUICK.seeds[0])
-        assert name == f"tau_epoch={hparams['tau_epoch']:g}"
-    assert lines[-1].strip() == f"tensorboard --logdir {sweep}"
+        assert link.name == f"tau{hparams['tau_epoch']:g}_N{max(QUICK.sizes)}_s{QUICK.seeds[0]}"
+    every = [p for p in (sweep / "tensorboard").iterdir() if p.is_dir()]
+    assert len(every) == len(_run_dirs(sweep)) == len(QUICK.sizes) * len(QUICK.tau_epochs)
+    assert len({p.name[:12] for p in every}) == len(every)  # trial IDs that differ at a glance
 
 
 def test_demo_quick_logs_the_timescale_monitor(quick_sweep: tuple[Path, str]) -> None:

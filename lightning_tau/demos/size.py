@@ -352,29 +352,36 @@ def tensorboard_commands(runs: Sequence[dict[str, Any]], sweep_dir: Path) -> str
     run per ``tau_epoch``, each its own colour), then the whole sweep for the HParams tab. ``runs``: the summary's.
 
     TensorBoard pre-selects no run in a logdir of more than 40, so ``--logdir`` on the sweep opens on empty charts;
-    one dataset size of the default sweep is 21 runs, which repeat TensorBoard's 7 colours and pile up the shaded
-    bands. ``--logdir_spec`` names each run (``tau_epoch=5``); it cannot take a path with a comma or a colon, so
-    then the first view is the whole sweep.
+    one dataset size of a sweep repeats TensorBoard's 7 colours and piles up the shaded bands. Each view is a folder
+    of links (:func:`~lightning_tau.diagnostics.dashboards.link_runs`) named by the runs' values
+    (:func:`~lightning_tau.diagnostics.dashboards.run_name`: ``tau4_N150_s0``), so each command is short and the
+    HParams tab's Trial IDs differ at a glance.
 
     Example:
-        >>> runs = [{"dataset_size": 150, "tau_epoch": t, "seed": s, "path": f"r/tb/t{t:g}s{s}"}
+        >>> import tempfile
+        >>> sweep = Path(tempfile.mkdtemp())
+        >>> runs = [{"dataset_size": 150, "tau_epoch": t, "seed": s, "path": str(sweep / "tb" / f"t{t:g}s{s}")}
         ...         for t in (20.0, 2.0) for s in (0, 1)]
-        >>> print(tensorboard_commands(runs, Path("r")))
+        >>> for r in runs:
+        ...     Path(r["path"]).mkdir(parents=True)
+        >>> print(tensorboard_commands(runs, sweep).replace(str(sweep), "SWEEP"))
         Dashboards (Custom Scalars tab) of N=150, seed 0, one run per tau_epoch:
-          tensorboard --logdir_spec tau_epoch=2:r/tb/t2s0,tau_epoch=20:r/tb/t20s0
+          tensorboard --logdir SWEEP/tensorboard_charts
         Every run (HParams tab: one row per run, tau_epoch and weight_decay first):
-          tensorboard --logdir r
+          tensorboard --logdir SWEEP/tensorboard
+        >>> sorted(p.name for p in (sweep / "tensorboard_charts").iterdir())
+        ['tau20_N150_s0', 'tau2_N150_s0']
     """
     size = max(r["dataset_size"] for r in runs)
     seed = min(r["seed"] for r in runs)
     first = sorted((r for r in runs if r["dataset_size"] == size and r["seed"] == seed), key=lambda r: r["tau_epoch"])
-    if any("," in r["path"] or ":" in r["path"] for r in first):
-        view, which = f"tensorboard --logdir {sweep_dir}", "every run"
-    else:
-        view = "tensorboard --logdir_spec " + ",".join(f"tau_epoch={r['tau_epoch']:g}:{r['path']}" for r in first)
-        which = f"N={size}, seed {seed}, one run per tau_epoch"
+    charts = dashboards.link_runs(sweep_dir / "tensorboard_charts", {dashboards.run_name(r): r["path"] for r in first})
+    every = dashboards.link_runs(
+        sweep_dir / "tensorboard", {dashboards.run_name(r): r["path"] for r in runs}, experiment=sweep_dir
+    )
     return (
-        f"Dashboards (Custom Scalars tab) of {which}:\n  {view}\n"
+        f"Dashboards (Custom Scalars tab) of N={size}, seed {seed}, one run per tau_epoch:\n"
+        f"  tensorboard --logdir {charts}\n"
         "Every run (HParams tab: one row per run, tau_epoch and weight_decay first):\n"
-        f"  tensorboard --logdir {sweep_dir}"
+        f"  tensorboard --logdir {every}"
     )
