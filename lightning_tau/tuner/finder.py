@@ -68,7 +68,7 @@ from lightning_tau.tuner.settings import (
     resolve_data,
     tau_name,
 )
-from lightning_tau.tuner.study import GridStudy, quiet_optuna
+from lightning_tau.tuner.study import GridStudy, quiet_optuna, study_folder
 from lightning_tau.tuner.study_key import open_studies, study_settings
 from lightning_tau.tuner.trial import pruned_record, run_trial, subset_dataloader, warn_once
 from lightning_tau.tuner.workers import Workers, cores, start_server, threads_per_process, worker_environ
@@ -522,7 +522,7 @@ class TimescaleFinder:
                             seed=seed,
                             monitor=self.monitor,
                             trainer_kwargs=self.trainer_kwargs,
-                            log_dir=self.root_dir / "tb" / study.study.study_name,
+                            log_dir=self.root_dir / "tb" / study_folder(study.study.study_name),
                             log_name=f"tau_epoch={tau_name(tau)}_seed{seed}_trial{trial.number}",
                             bar=bar,
                             # the pruner judges a tau_epoch by its first seed's run (against the first seed's runs

@@ -38,6 +38,8 @@ worker's name on a trial, whether it is alive, and the heartbeat settings are :m
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import re
 import threading
 import time
 import warnings
@@ -62,7 +64,7 @@ from lightning_tau.tuner.liveness import (
 from lightning_tau.tuner.storage import Log, StorageError, open_storage, redact_message, retry_races
 from lightning_tau.tuner.trial import check_record
 
-__all__ = ["GridStudy", "StudyMismatchError", "quiet_optuna"]
+__all__ = ["GridStudy", "StudyMismatchError", "quiet_optuna", "study_folder"]
 
 #: Bumped when the study's layout (user attributes, trial records) changes.
 STUDY_FORMAT = 2
@@ -74,6 +76,36 @@ CLAIM_PREFIX = "claim/"
 Key = tuple[float, int]
 #: The states of a trial that is done with: its record is the grid point's.
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+
+
+#: The characters a study's folder name keeps as they are (the rest are replaced, see :func:`study_folder`).
+_FOLDER_SAFE = re.compile(r"[A-Za-z0-9_=+,.-]+")
+#: The longest folder name :func:`study_folder` gives (file systems allow 255 bytes).
+_FOLDER_MAX = 100
+
+
+def study_folder(name: str) -> str:
+    """The folder, under ``root_dir/tb``, of study ``name``'s TensorBoard logs: one path component, never outside.
+
+    A study's name is Optuna's and may be anything (it travels in shared configs and job arrays, so it decides where
+    every worker writes); the folder is the name itself where that is one plain component (letters, digits and
+    ``_=+,.-``, not starting with ``.``, at most 100 characters), else the name with every other character replaced by
+    ``_`` and a hash of the whole name after it, so two names never share a folder and none leaves ``tb``.
+
+    Example:
+        >>> study_folder("tau_finder_1a2b_width=64")
+        'tau_finder_1a2b_width=64'
+        >>> study_folder("../escape")
+        '_._escape-1ba7343c'
+        >>> study_folder("/abs"), study_folder(".."), study_folder("a/b")
+        ('_abs-e802dcc0', '_.-5ec1f7e7', 'a_b-c14cddc0')
+    """
+    if _FOLDER_SAFE.fullmatch(name) and not name.startswith(".") and len(name) <= _FOLDER_MAX:
+        return name
+    safe = "".join(c if _FOLDER_SAFE.fullmatch(c) else "_" for c in name[:_FOLDER_MAX])
+    if safe.startswith("."):
+        safe = "_" + safe[1:]
+    return f"{safe}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 class StudyMismatchError(ValueError):
