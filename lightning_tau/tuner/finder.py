@@ -44,7 +44,7 @@ from lightning_tau.tuner.answer import finder_result, store_answer, tell_value
 from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.axis_fit import StudyPoint, axis_intro, axis_points, axis_result
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
-from lightning_tau.tuner.liveness import STALE_SECONDS
+from lightning_tau.tuner.liveness import STALE_SECONDS, stop_reason
 from lightning_tau.tuner.pruning import make_pruner, pruned_sibling, pruner_setting
 from lightning_tau.tuner.result import FinderResult
 from lightning_tau.tuner.settings import (
@@ -61,6 +61,7 @@ from lightning_tau.tuner.settings import (
     check_seeds,
     check_storage,
     check_subset,
+    check_subset_size,
     check_trainer_kwargs,
     check_widths,
     made_model,
@@ -71,7 +72,14 @@ from lightning_tau.tuner.settings import (
 from lightning_tau.tuner.study import GridStudy, quiet_optuna, study_folder
 from lightning_tau.tuner.study_key import open_studies, study_settings
 from lightning_tau.tuner.trial import pruned_record, run_trial, subset_dataloader, warn_once
-from lightning_tau.tuner.workers import Workers, cores, start_server, threads_per_process, worker_environ
+from lightning_tau.tuner.workers import (
+    Workers,
+    cores,
+    sigterm_raises,
+    start_server,
+    threads_per_process,
+    worker_environ,
+)
 
 __all__ = ["PRUNER_NAMES", "SettingError", "TimescaleFinder", "make_pruner", "subset_dataloader"]
 
@@ -328,6 +336,7 @@ class TimescaleFinder:
             return self._fit_axis(model, datamodule, train_dataloaders, val_dataloaders, wait=wait)
         factory, copies = model_factory(model, self.axis)
         full_train, val = resolve_data(datamodule, train_dataloaders, val_dataloaders)
+        check_subset_size(full_train, self.fraction, "fraction", self.fraction)
         train = subset_dataloader(full_train, self.fraction, self.subset_seed)
         accumulate = int(self.trainer_kwargs.get("accumulate_grad_batches", 1))
         check_subset(train, "fraction", self.fraction, self.tau_epochs, accumulate)
@@ -371,7 +380,12 @@ class TimescaleFinder:
         storage; this process and its workers take the trials of every point in turn."""
         _, copies = model_factory(model, self.axis)
         full_train, val = resolve_data(datamodule, train_dataloaders, val_dataloaders)
-        dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
+        # the whole set as a subset: a loader the finder cannot subset (an IterableDataset) is refused as on one axis
+        dataset_size = len(subset_dataloader(full_train, 1.0).dataset)  # type: ignore[arg-type]
+        for fraction in self.fractions or ():
+            check_subset_size(full_train, fraction, "fractions", list(self.fractions or ()))
+        if not self.fractions:
+            check_subset_size(full_train, self.fraction, "fraction", self.fraction)
         points = axis_points(self, model, full_train, copies)
         payload = self._worker_payload(model, full_train, val) if self.workers > 1 else None
 
@@ -400,7 +414,8 @@ class TimescaleFinder:
         ``log`` then saying so and what ``answer`` waits on them."""
         grid = self._grid_order()
         log = self._log
-        with quiet_optuna():
+        # SIGTERM anywhere in here (waiting on a trial elsewhere, between trials) ends the sweep as inside a fit
+        with quiet_optuna(), sigterm_raises(lambda: SIGTERMException(SIGTERM_EXIT)):
             studies = open_studies(self, points, grid, log)
             self.study = studies[0]
             if self.axis != "fraction":
@@ -429,8 +444,12 @@ class TimescaleFinder:
                 for study, point in zip(studies, points):
                     self._work(study, point.factory, point.train, val, wait=wait, workers=procs)
             except BaseException as err:
-                if procs is not None:  # Ctrl-C or an error: start no worker that would not hear of it
+                if procs is not None and isinstance(err, SIGTERMException):  # each worker hands its trial back
+                    procs.terminate()
+                elif procs is not None:  # Ctrl-C or an error: start no worker that would not hear of it
                     procs.stop()
+                for study in studies:  # the trials this process held: to the next worker at once
+                    study.release(stop_reason(err))
                 if isinstance(err, SIGTERMException) and err.code is None:
                     # Lightning's SIGTERM ends a fit with a code-less SystemExit (exit 0, as if the sweep had
                     # finished): exit as a SIGTERM'd process does; the trial is FAIL, so a rerun trains it again
