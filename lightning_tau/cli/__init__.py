@@ -75,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _command(argv)
+    prog = f"lightning-tau {command}" if command else "lightning-tau"
 
     def terminated(signum: int, frame: object) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the one line gets out
@@ -89,10 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(command).parse_args(argv)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print(f"lightning-tau {command}: interrupted.".replace("  ", " "), file=sys.stderr)
+        print(f"{prog}: interrupted.", file=sys.stderr)
         return 130
     except _Terminated:
-        print(f"lightning-tau {command}: stopped by SIGTERM.".replace("  ", " "), file=sys.stderr)
+        print(f"{prog}: stopped by SIGTERM.", file=sys.stderr)
         return 143
     finally:
         if ours:
