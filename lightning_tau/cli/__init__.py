@@ -66,10 +66,42 @@ def _command(argv: Sequence[str]) -> str:
     return ""
 
 
+class _Terminated(SystemExit):
+    """SIGTERM outside the finder's sweep (which says itself what its study kept)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``lightning-tau`` console script."""
+    """Entry point of the ``lightning-tau`` console script.
+
+    Ctrl-C and SIGTERM anywhere (importing torch, reading a config, writing the results) end the command with one
+    line and the shell's codes for them, 130 and 143, instead of a traceback or a death by the signal.
+    """
+    import signal
     import sys
+    import threading
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(_command(argv)).parse_args(argv)
-    return int(args.func(args) or 0)
+    command = _command(argv)
+    prog = f"lightning-tau {command}" if command else "lightning-tau"
+
+    def terminated(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the one line gets out
+        raise _Terminated(143)
+
+    previous = signal.getsignal(signal.SIGTERM)
+    # only in the main thread, and where nobody (a caller embedding main) handles SIGTERM already
+    ours = previous in (signal.SIG_DFL, None) and threading.current_thread() is threading.main_thread()
+    if ours:
+        signal.signal(signal.SIGTERM, terminated)
+    try:
+        args = build_parser(command).parse_args(argv)
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted.", file=sys.stderr)
+        return 130
+    except _Terminated:
+        print(f"{prog}: stopped by SIGTERM.", file=sys.stderr)
+        return 143
+    finally:
+        if ours:
+            signal.signal(signal.SIGTERM, previous)

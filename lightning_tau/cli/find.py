@@ -146,7 +146,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default="last",
         help="compare each run's metric after the last epoch, or its best over epochs",
     )
-    parser.add_argument("--subset-seed", type=int, default=0, help="seed of the random subset")
+    parser.add_argument("--subset-seed", type=random_seed, default=0, help="seed of the random subset")
     parser.add_argument(
         "--pruner",
         choices=("none", *PRUNER_NAMES),
@@ -328,7 +328,7 @@ def _reopen(args: argparse.Namespace) -> str | None:
     import optuna
 
     from lightning_tau.tuner.storage import JOURNAL_NAME, open_storage
-    from lightning_tau.tuner.study import SETTINGS_ATTR, quiet_optuna
+    from lightning_tau.tuner.study import SETTINGS_ATTR, quiet_optuna, settled_user_attrs
 
     journal = args.out / JOURNAL_NAME if args.storage is None else Path(args.storage)
     if (args.storage is None or "://" not in args.storage) and not journal.is_file():
@@ -337,7 +337,8 @@ def _reopen(args: argparse.Namespace) -> str | None:
     taken = []
     with quiet_optuna():
         try:
-            attrs = optuna.load_study(study_name=args.study, storage=backend).user_attrs
+            # a study another command created a moment ago may not hold its settings yet: wait for them
+            attrs = settled_user_attrs(optuna.load_study(study_name=args.study, storage=backend))
         except KeyError:
             axis = _reopen_axis(args, backend, shown)
             if axis is None:
@@ -376,14 +377,14 @@ def _reopen_axis(args: argparse.Namespace, backend: Any, shown: str) -> tuple[di
     axis, and its points where ``--widths`` / ``--fractions`` was not given); ``None`` if there are none."""
     import optuna
 
-    from lightning_tau.tuner.study import SETTINGS_ATTR
+    from lightning_tau.tuner.study import SETTINGS_ATTR, settled_user_attrs
 
     points: dict[str, list[tuple[float, dict[str, Any]]]] = {}
     for name in optuna.get_all_study_names(backend):
         axis, equals, _ = name.removeprefix(f"{args.study}_").partition("=")
         if not name.startswith(f"{args.study}_") or not equals or axis not in ("width", "dataset_size"):
             continue
-        attrs = optuna.load_study(study_name=name, storage=backend).user_attrs
+        attrs = settled_user_attrs(optuna.load_study(study_name=name, storage=backend))
         stored = attrs.get(SETTINGS_ATTR)
         point = stored.get("settings", {}).get("axis") if isinstance(stored, dict) else None
         if isinstance(point, dict) and point.get("axis") == axis and args.axis in ("fraction", axis):
@@ -424,6 +425,43 @@ def _error(message: str, code: int) -> int:
     return code
 
 
+#: The option of each ``TimescaleFinder`` argument ``find`` passes on (a checked argument's error names the option).
+_OPTIONS = {
+    "fraction": "--fraction",
+    "fractions": "--fractions",
+    "tau_epochs": "--tau-epochs",
+    "seeds": "--seeds",
+    "widths": "--widths",
+    "subset_seed": "--subset-seed",
+    "monitor": "--monitor",
+    "study_name": "--study",
+    "workers": "--workers",
+    "pruner": "--pruner",
+    "storage": "--storage",
+}
+
+
+def _option_error(message: str) -> str:
+    """A ``TimescaleFinder(name=value)`` error as the option's (``argument --name: ...``), the way argparse names
+    it; other messages as they are.
+
+    Example:
+        >>> _option_error("`TimescaleFinder(tau_epochs=[4.0, 4.0])` repeats a value: give each tau_epoch once.")
+        'argument --tau-epochs: `TimescaleFinder(tau_epochs=[4.0, 4.0])` repeats a value: give each tau_epoch once.'
+    """
+    name = message.removeprefix("`TimescaleFinder(").partition("=")[0]
+    if message.startswith("`TimescaleFinder(") and name in _OPTIONS:
+        return f"argument {_OPTIONS[name]}: {message}"
+    return message
+
+
+def _storage_error(args: argparse.Namespace, shown: str, reason: str) -> str:
+    """A storage's error, blamed on ``--storage`` only where it was given (else on the default journal in ``--out``)."""
+    if args.storage is None:
+        return f"the study journal {shown!r} (the default in --out): {reason}"
+    return f"argument --storage: {shown!r}: {reason}"
+
+
 def _main(args: argparse.Namespace) -> int:
     # the checks that need no data come first: a usage error imports neither torch, Lightning nor Optuna
     for option, where, folder in (("--out", args.out, True), ("--json", args.json, False)):
@@ -435,7 +473,7 @@ def _main(args: argparse.Namespace) -> int:
         return _error(problem, 2)
     journal = args.out / "study.journal" if args.storage is None else Path(args.storage)
     if "://" not in str(args.storage) and journal.is_file() and (problem := journal_problem(journal)) is not None:
-        return _error(f"argument --storage: {str(journal)!r}: {problem}", 2)
+        return _error(_storage_error(args, str(journal), problem), 2)
     if args.workers > 1:  # the workers' server imports torch and Lightning on another core while this process does
         from lightning_tau.tuner.workers import start_server
 
@@ -455,7 +493,7 @@ def _main(args: argparse.Namespace) -> int:
         try:
             reopened = _reopen(args)
         except StorageError as err:
-            return _error(f"argument --storage: {err.shown!r}: {err.reason}", 2)
+            return _error(_storage_error(args, err.shown, err.reason), 2)
         except ValueError as err:
             return _error(str(err), 2)
         if reopened:
@@ -508,8 +546,8 @@ def _main(args: argparse.Namespace) -> int:
     try:
         finder = TimescaleFinder(
             fraction=args.fraction,
-            tau_epochs=list(dict.fromkeys(args.tau_epochs)),
-            seeds=args.seeds if args.seeds in (None, "auto") else list(dict.fromkeys(args.seeds)),
+            tau_epochs=list(args.tau_epochs),  # a repeat is refused, as from Python
+            seeds=args.seeds if args.seeds in (None, "auto") else list(args.seeds),
             max_seeds=args.max_seeds,
             tolerance=args.tolerance,
             monitor=monitor,
@@ -528,7 +566,7 @@ def _main(args: argparse.Namespace) -> int:
             pruner=None if args.pruner == "none" else args.pruner,
         )
     except ValueError as err:
-        return _error(str(err), 2)
+        return _error(_option_error(str(err)), 2)
     try:
         result = finder.fit(model_factory, datamodule=datamodule, wait=not args.no_wait)
     except (KeyboardInterrupt, SIGTERMException) as err:
@@ -541,7 +579,7 @@ def _main(args: argparse.Namespace) -> int:
     except JournalWriteError as err:
         return _error(f"{err.shown}: {err.reason}", 1)
     except StorageError as err:
-        return _error(f"argument --storage: {err.shown!r}: {err.reason}", 2)
+        return _error(_storage_error(args, err.shown, err.reason), 2)
     except SettingError as err:
         return _error(f"argument --{err.argument.replace('_', '-')}: {err}", 2)
     except StudyMismatchError as err:

@@ -70,6 +70,12 @@ def finder_result(
             f" {list(finder.tau_epochs)!r}: there is no curve to suggest from. Use a gentler pruner (e.g. more"
             " warm-up epochs or start-up trials) or pruner=None."
         )
+    if not any(math.isfinite(math.fsum(point.values)) for point in curve):  # the seed mean is finite nowhere
+        raise ValueError(
+            f"`TimescaleFinder(monitor={finder.monitor!r})`: every run diverged (its {finder.monitor} is NaN or"
+            f" infinite at every tau_epoch of {[p.tau_epoch for p in curve]!r}), so there is no curve to suggest"
+            " from. Lower the learning rate, or try larger tau_epochs (less weight decay)."
+        )
     first = next(r for r in records.values() if "groups" in r)
     lrs = {name: g["lr"] for name, g in first["groups"].items() if g["decays"]}
     if not lrs:

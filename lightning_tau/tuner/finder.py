@@ -54,7 +54,7 @@ from lightning_tau.tuner.axis_fit import (
     undetermined_rules,
 )
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
-from lightning_tau.tuner.liveness import STALE_SECONDS
+from lightning_tau.tuner.liveness import STALE_SECONDS, stop_reason
 from lightning_tau.tuner.pruning import make_pruner, pruned_sibling, pruner_setting
 from lightning_tau.tuner.result import FinderResult
 from lightning_tau.tuner.settings import (
@@ -71,6 +71,7 @@ from lightning_tau.tuner.settings import (
     check_seed_count,
     check_storage,
     check_subset,
+    check_subset_size,
     check_tolerance,
     check_trainer_kwargs,
     check_widths,
@@ -79,10 +80,17 @@ from lightning_tau.tuner.settings import (
     resolve_data,
     tau_name,
 )
-from lightning_tau.tuner.study import GridStudy, quiet_optuna
+from lightning_tau.tuner.study import GridStudy, quiet_optuna, study_folder
 from lightning_tau.tuner.study_key import open_studies, study_settings
 from lightning_tau.tuner.trial import pruned_record, run_trial, subset_dataloader, warn_once
-from lightning_tau.tuner.workers import Workers, cores, start_server, threads_per_process, worker_environ
+from lightning_tau.tuner.workers import (
+    Workers,
+    cores,
+    sigterm_raises,
+    start_server,
+    threads_per_process,
+    worker_environ,
+)
 
 __all__ = ["PRUNER_NAMES", "SettingError", "TimescaleFinder", "make_pruner", "subset_dataloader"]
 
@@ -368,6 +376,7 @@ class TimescaleFinder:
             return self._fit_axis(model, datamodule, train_dataloaders, val_dataloaders, wait=wait)
         factory, copies = model_factory(model, self.axis)
         full_train, val = resolve_data(datamodule, train_dataloaders, val_dataloaders)
+        check_subset_size(full_train, self.fraction, "fraction", self.fraction)
         train = subset_dataloader(full_train, self.fraction, self.subset_seed)
         accumulate = int(self.trainer_kwargs.get("accumulate_grad_batches", 1))
         check_subset(train, "fraction", self.fraction, self.tau_epochs, accumulate)
@@ -411,7 +420,12 @@ class TimescaleFinder:
         storage; this process and its workers take the trials of every point in turn."""
         _, copies = model_factory(model, self.axis)
         full_train, val = resolve_data(datamodule, train_dataloaders, val_dataloaders)
-        dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
+        # the whole set as a subset: a loader the finder cannot subset (an IterableDataset) is refused as on one axis
+        dataset_size = len(subset_dataloader(full_train, 1.0).dataset)  # type: ignore[arg-type]
+        for fraction in self.fractions or ():
+            check_subset_size(full_train, fraction, "fractions", list(self.fractions or ()))
+        if not self.fractions:
+            check_subset_size(full_train, self.fraction, "fraction", self.fraction)
         points = axis_points(self, model, full_train, copies)
         intro = functools.partial(axis_intro, self, dataset_size=dataset_size)
         # seeds="auto": one look per stage, each stage's seeds added to the same studies (their key holds "auto")
@@ -467,7 +481,8 @@ class TimescaleFinder:
         ``log`` then saying so and what ``answer`` waits on them."""
         grid = self._grid_order()
         log = self._log
-        with quiet_optuna():
+        # SIGTERM anywhere in here (waiting on a trial elsewhere, between trials) ends the sweep as inside a fit
+        with quiet_optuna(), sigterm_raises(lambda: SIGTERMException(SIGTERM_EXIT)):
             studies = open_studies(self, points, grid, log)
             self.study = studies[0]
             if self.axis != "fraction":
@@ -496,8 +511,12 @@ class TimescaleFinder:
                 for study, point in zip(studies, points):
                     self._work(study, point.factory, point.train, val, wait=wait, workers=procs)
             except BaseException as err:
-                if procs is not None:  # Ctrl-C or an error: start no worker that would not hear of it
+                if procs is not None and isinstance(err, SIGTERMException):  # each worker hands its trial back
+                    procs.terminate()
+                elif procs is not None:  # Ctrl-C or an error: start no worker that would not hear of it
                     procs.stop()
+                for study in studies:  # the trials this process held: to the next worker at once
+                    study.release(stop_reason(err))
                 if isinstance(err, SIGTERMException) and err.code is None:
                     # Lightning's SIGTERM ends a fit with a code-less SystemExit (exit 0, as if the sweep had
                     # finished): exit as a SIGTERM'd process does; the trial is FAIL, so a rerun trains it again
@@ -589,7 +608,7 @@ class TimescaleFinder:
                             seed=seed,
                             monitor=self.monitor,
                             trainer_kwargs=self.trainer_kwargs,
-                            log_dir=self.root_dir / "tb" / study.study.study_name,
+                            log_dir=self.root_dir / "tb" / study_folder(study.study.study_name),
                             log_name=f"tau_epoch={tau_name(tau)}_seed{seed}_trial{trial.number}",
                             bar=bar,
                             # the pruner judges a tau_epoch by its first seed's run (against the first seed's runs

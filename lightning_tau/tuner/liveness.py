@@ -22,11 +22,13 @@ __all__ = [
     "HEARTBEAT_ENV",
     "HEARTBEAT_SECONDS",
     "MACHINE",
+    "MAX_HEARTBEAT_SECONDS",
     "STALE_SECONDS",
     "claim_token",
     "heartbeat_seconds",
     "is_alive",
     "proc_stat",
+    "stop_reason",
     "this_worker",
 ]
 
@@ -35,6 +37,9 @@ __all__ = [
 HEARTBEAT_SECONDS = 30
 #: The environment variable that sets the seconds between signs of life (a positive whole number).
 HEARTBEAT_ENV = "LIGHTNING_TAU_HEARTBEAT"
+#: The longest heartbeat ``LIGHTNING_TAU_HEARTBEAT`` may set (a day): a longer one overflows a thread's wait and
+#: the database's grace, and a trial's worker could not be told from a dead one for that long anyway.
+MAX_HEARTBEAT_SECONDS = 86400
 #: On a database storage, a trial whose worker sent no heartbeat for this many beats is handed on (120 s at 30 s).
 GRACE_BEATS = 4
 #: Seconds without a sign of life after which another machine hands a journal trial to another worker.
@@ -54,10 +59,11 @@ def heartbeat_seconds() -> int:
     raw = os.environ.get(HEARTBEAT_ENV, "").strip()
     if not raw:
         return HEARTBEAT_SECONDS
-    if not raw.isdigit() or int(raw) <= 0:
+    # ASCII digits only: str.isdigit() says yes to '²', which int() then refuses with a message naming nothing
+    if not raw.isascii() or not raw.isdigit() or not 0 < int(raw) <= MAX_HEARTBEAT_SECONDS:
         raise ValueError(
-            f"`{HEARTBEAT_ENV}={raw!r}` is not valid: use a positive whole number of seconds (default"
-            f" {HEARTBEAT_SECONDS}), or unset it."
+            f"`{HEARTBEAT_ENV}={raw[:40]!r}` is not valid: use a positive whole number of seconds up to"
+            f" {MAX_HEARTBEAT_SECONDS} (default {HEARTBEAT_SECONDS}), or unset it."
         )
     return int(raw)
 
@@ -124,3 +130,19 @@ def is_alive(pid: int, started: Any) -> bool | None:
     if state in ("Z", "X"):  # killed, not yet reaped by its parent
         return False
     return not (started is not None and start != started)  # the pid was reused by another process
+
+
+def stop_reason(err: BaseException) -> str:
+    """Why a process stopped working on its trials, as the ``error`` of a trial it hands back.
+
+    Example:
+        >>> stop_reason(KeyboardInterrupt())
+        'interrupted (Ctrl-C): handed back'
+        >>> stop_reason(SystemExit(143)), stop_reason(SystemExit(1)), stop_reason(ValueError("no"))
+        ('stopped by SIGTERM: handed back', 'SystemExit: 1', 'ValueError: no')
+    """
+    if isinstance(err, KeyboardInterrupt):
+        return "interrupted (Ctrl-C): handed back"
+    if type(err).__name__ == "SIGTERMException" or (isinstance(err, SystemExit) and err.code == 143):
+        return "stopped by SIGTERM: handed back"
+    return f"{type(err).__name__}: {err}"[:1000]

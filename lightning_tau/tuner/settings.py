@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import lightning.pytorch as pl
 import torch
+from lightning.pytorch.callbacks import Checkpoint
 from optuna.pruners import BasePruner
 from optuna.storages import BaseStorage
 from torch.utils.data import DataLoader
@@ -49,6 +50,7 @@ __all__ = [
     "check_seeds",
     "check_storage",
     "check_subset",
+    "check_subset_size",
     "check_timescales",
     "check_tolerance",
     "check_trainer_kwargs",
@@ -334,8 +336,16 @@ def check_trainer_kwargs(trainer_kwargs: Mapping[str, Any] | None) -> dict[str, 
                 "`TimescaleFinder(trainer_kwargs={'callbacks': [TimescaleCallback(...)]})` is not allowed: the finder"
                 " adds a TimescaleCallback with each run's tau_epoch itself."
             )
+    checkpoints = [c for c in callbacks if isinstance(c, Checkpoint)]
+    for checkpoint in checkpoints:
+        if getattr(checkpoint, "dirpath", None) is not None:
+            raise ValueError(
+                f"`TimescaleFinder(trainer_kwargs={{'callbacks': [{type(checkpoint).__name__}(dirpath="
+                f"{str(checkpoint.dirpath)!r})]}})`: every run would write its checkpoints into that one folder, over"
+                " each other's; leave `dirpath` out: each run's checkpoints then go into its own TensorBoard folder."
+            )
     kwargs = {
-        "enable_checkpointing": False,
+        "enable_checkpointing": bool(checkpoints),  # a given ModelCheckpoint needs it on; none: nothing saved
         "enable_progress_bar": False,
         "enable_model_summary": False,
         "num_sanity_val_steps": 0,
@@ -409,6 +419,40 @@ def made_model(factory: Callable[[], Any]) -> pl.LightningModule:
     if not isinstance(probe, pl.LightningModule):
         raise TypeError(f"`TimescaleFinder.fit(model=...)` must make a LightningModule, got {type(probe).__name__!r}.")
     return probe
+
+
+def check_subset_size(full_train: DataLoader, fraction: float, argument: str, value: Any) -> None:
+    """The subset ``fraction`` of ``full_train`` holds at least one full batch (``batch_size`` samples), the finder's
+    documented minimum: a smaller one trains every epoch on one partial batch (one sample, for ``fraction=0.01`` of
+    100), a curve of noise said nowhere. Else a :class:`SettingError` naming ``argument=value``, the finder argument
+    that made it. A dataset with no length is left to :func:`~lightning_tau.tuner.trial.subset_dataloader`'s message,
+    a loader with ``drop_last=True`` to :func:`check_subset`'s.
+
+    Example:
+        >>> from torch.utils.data import TensorDataset
+        >>> full = DataLoader(TensorDataset(torch.zeros(100)), batch_size=8)
+        >>> check_subset_size(full, 0.08, "fraction", 0.08)
+        >>> check_subset_size(full, 0.01, "fraction", 0.01)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        lightning_tau.tuner.settings.SettingError: `TimescaleFinder(fraction=0.01)`: a fraction of 0.01 keeps 1 ...
+    """
+    if full_train.drop_last:  # no full batch leaves no batch at all: :func:`check_subset` says so
+        return
+    try:
+        size = len(full_train.dataset)  # type: ignore[arg-type]
+    except TypeError:
+        return
+    batch = full_train.batch_size or 1
+    keep = round(fraction * size)
+    least = math.ceil(batch / size * 1e4) / 1e4 if size else 1.0
+    if size > 0 and keep < batch:
+        raise SettingError(
+            argument,
+            f"`TimescaleFinder({argument}={value!r})`: a fraction of {fraction:g} keeps {keep} of the {size} training"
+            f" samples, fewer than one batch of {batch}: use a fraction of at least {least:g}"
+            " (a subset holds at least one full batch).",
+        )
 
 
 def check_timescales(tau_epochs: Sequence[float], train: DataLoader, accumulate: int) -> None:

@@ -346,13 +346,21 @@ def retry_races(action: Callable[[], T], tries: int = RACE_TRIES) -> T:
 
 
 def _creation_race(err: BaseException) -> bool:
-    """Whether ``err`` is a database's answer to two processes creating the same thing at once."""
+    """Whether ``err`` (or the error it was raised from: Optuna wraps a failed commit in its
+    ``StorageInternalError``) is a database's answer to two processes creating the same thing at once."""
     try:
         from sqlalchemy.exc import DBAPIError, IntegrityError
     except ImportError:
         return False
-    if isinstance(err, IntegrityError):
-        return True
-    return isinstance(err, DBAPIError) and bool(
-        re.search(r"already exists|duplicate key|database is locked", str(err), re.IGNORECASE)
-    )
+    seen: BaseException | None = err
+    for _ in range(4):  # the error and the ones it was raised from
+        if seen is None:
+            return False
+        if isinstance(seen, IntegrityError):
+            return True
+        if isinstance(seen, DBAPIError) and re.search(
+            r"already exists|duplicate key|database is locked", str(seen), re.IGNORECASE
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

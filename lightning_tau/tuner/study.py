@@ -38,10 +38,12 @@ worker's name on a trial, whether it is alive, and the heartbeat settings are :m
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import re
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +59,21 @@ from lightning_tau.tuner.liveness import (
     claim_token,
     heartbeat_seconds,
     is_alive,
+    stop_reason,
     this_worker,
 )
 from lightning_tau.tuner.storage import Log, StorageError, open_storage, redact_message, retry_races
 from lightning_tau.tuner.trial import check_record
 
-__all__ = ["GridStudy", "StudyMismatchError", "quiet_optuna"]
+__all__ = [
+    "SETTINGS_GRACE",
+    "GridStudy",
+    "StudyMismatchError",
+    "quiet_optuna",
+    "settled_user_attrs",
+    "sqlite_take_lock",
+    "study_folder",
+]
 
 #: Bumped when the study's layout (user attributes, trial records) changes.
 STUDY_FORMAT = 2
@@ -74,6 +85,59 @@ CLAIM_PREFIX = "claim/"
 Key = tuple[float, int]
 #: The states of a trial that is done with: its record is the grid point's.
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+
+
+#: Seconds a study with neither settings nor trials is given for its settings to appear: another process may have
+#: created it a moment ago (Optuna creates a study and writes its attributes in two writes).
+SETTINGS_GRACE = 30.0
+
+
+def settled_user_attrs(
+    study: optuna.Study, grace: float = SETTINGS_GRACE, pause: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """``study``'s user attributes, once they hold the finder's settings (:data:`SETTINGS_ATTR`), or at once where
+    it has trials (a study with trials and no settings is not the finder's) or after ``grace`` seconds.
+
+    Several processes started at once on a fresh storage: one creates the study and then writes its settings; one
+    that reads the study between the two writes would take it for a study the finder did not make. ``pause`` is
+    called between two reads (default: a tenth of a second's sleep).
+    """
+    deadline = time.monotonic() + grace
+    while True:
+        attrs = study.user_attrs
+        if SETTINGS_ATTR in attrs or study.get_trials(deepcopy=False) or time.monotonic() >= deadline:
+            return attrs
+        (pause or (lambda: time.sleep(0.1)))()
+
+
+#: The characters a study's folder name keeps as they are (the rest are replaced, see :func:`study_folder`).
+_FOLDER_SAFE = re.compile(r"[A-Za-z0-9_=+,.-]+")
+#: The longest folder name :func:`study_folder` gives (file systems allow 255 bytes).
+_FOLDER_MAX = 100
+
+
+def study_folder(name: str) -> str:
+    """The folder, under ``root_dir/tb``, of study ``name``'s TensorBoard logs: one path component, never outside.
+
+    A study's name is Optuna's and may be anything (it travels in shared configs and job arrays, so it decides where
+    every worker writes); the folder is the name itself where that is one plain component (letters, digits and
+    ``_=+,.-``, not starting with ``.``, at most 100 characters), else the name with every other character replaced by
+    ``_`` and a hash of the whole name after it, so two names never share a folder and none leaves ``tb``.
+
+    Example:
+        >>> study_folder("tau_finder_1a2b_width=64")
+        'tau_finder_1a2b_width=64'
+        >>> study_folder("../escape")
+        '_._escape-1ba7343c'
+        >>> study_folder("/abs"), study_folder(".."), study_folder("a/b")
+        ('_abs-e802dcc0', '_.-5ec1f7e7', 'a_b-c14cddc0')
+    """
+    if _FOLDER_SAFE.fullmatch(name) and not name.startswith(".") and len(name) <= _FOLDER_MAX:
+        return name
+    safe = "".join(c if _FOLDER_SAFE.fullmatch(c) else "_" for c in name[:_FOLDER_MAX])
+    if safe.startswith("."):
+        safe = "_" + safe[1:]
+    return f"{safe}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 class StudyMismatchError(ValueError):
@@ -121,6 +185,9 @@ class GridStudy:
         #: the grid's seeds may grow between processes (see :meth:`open`)
         self.seeds_grow = False
         self._reported: set[int] = set()
+        #: trials this process took and has not finished: :meth:`release` fails them
+        self._held: dict[int, optuna.Trial] = {}
+        self._take_lock = sqlite_take_lock(storage)
         self._beats = isinstance(storage, RDBStorage) and storage.get_heartbeat_interval() is not None
         #: seconds without a sign of life after which another worker takes over a trial: the database heartbeat's
         #: grace where there is one, else ``stale_after`` (a journal file on another machine)
@@ -175,7 +242,7 @@ class GridStudy:
                 stored = study.user_attrs.get(SETTINGS_ATTR)
             return study, stored
 
-        with quiet_optuna():
+        with quiet_optuna(), _file_lock(sqlite_take_lock(backend)):  # SQLite: one opener at a time, as one take
             try:
                 study, stored = retry_races(create)
             except StorageError:
@@ -296,15 +363,27 @@ class GridStudy:
         return None
 
     def enqueue_missing(self) -> int:
-        """Enqueue every grid point with no live trial; returns how many."""
-        live = {_key(t) for t in self._trials() if self._live(t)}
-        missing = [key for key in self.grid if key not in live]
-        for tau, seed in missing:
-            self.study.enqueue_trial({"tau_epoch": tau, "seed": seed}, user_attrs={"tau_epoch": tau, "seed": seed})
+        """Enqueue every grid point with no live trial; returns how many (on SQLite, under the take's lock: two
+        processes inserting trials at once there can give two trials one number, and the lowest number decides)."""
+        with _file_lock(self._take_lock):
+            live = {_key(t) for t in self._trials() if self._live(t)}
+            missing = [key for key in self.grid if key not in live]
+            for tau, seed in missing:
+                self.study.enqueue_trial({"tau_epoch": tau, "seed": seed}, user_attrs={"tau_epoch": tau, "seed": seed})
         return len(missing)
 
     def take(self) -> tuple[optuna.Trial, Key] | None:
-        """Take the first waiting trial that is its grid point's trial (duplicates met on the way are failed)."""
+        """Take the first waiting trial that is its grid point's trial (duplicates met on the way are failed).
+
+        On SQLite, whose WAITING -> RUNNING is not atomic across processes (Optuna's ``SELECT ... FOR UPDATE`` is
+        a no-op there: two processes can both take one trial), the take holds a file lock beside the database
+        (:func:`sqlite_take_lock`), so processes on one machine sharing a SQLite file take trials one at a time
+        (processes on several machines need a journal file or a database server).
+        """
+        with _file_lock(self._take_lock):
+            return self._take()
+
+    def _take(self) -> tuple[optuna.Trial, Key] | None:
         trials = self._trials()
         owner: dict[Key, int] = {}
         for trial in trials:
@@ -325,9 +404,11 @@ class GridStudy:
                     self.storage.set_trial_user_attr(frozen._trial_id, claim_key, {**claim, "lost": True})
                 continue
             trial = optuna.Trial(self.study, frozen._trial_id)
+            self._held[trial.number] = trial
             if owner[key] != frozen.number:
                 trial.set_user_attr("duplicate_of", owner[key])
                 self.study.tell(trial, state=TrialState.FAIL)
+                del self._held[trial.number]
                 continue
             tau, seed = key
             taus = sorted({k[0] for k in self.grid})
@@ -367,12 +448,24 @@ class GridStudy:
         except BaseException as err:
             stop.set()
             thread.join()
-            with contextlib.suppress(Exception):
-                trial.set_user_attr("error", f"{type(err).__name__}: {err}"[:1000])
-                self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+            self._fail(trial, stop_reason(err))
             raise
         stop.set()
         thread.join()
+
+    def release(self, why: str) -> int:
+        """Fail every trial this process took and has not finished (it stops: SIGTERM, Ctrl-C), so another worker
+        takes its grid point at once instead of waiting for its heartbeat to go stale; returns how many."""
+        held = list(self._held.values())
+        for trial in held:
+            self._fail(trial, why)
+        return len(held)
+
+    def _fail(self, trial: optuna.Trial, why: str) -> None:
+        self._held.pop(trial.number, None)
+        with contextlib.suppress(Exception):
+            trial.set_user_attr("error", why)
+            self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
 
     def finish(self, trial: optuna.Trial, record: dict[str, Any], value: float) -> bool:
         """Store ``record`` on ``trial`` and tell it COMPLETE (PRUNED for a pruned record); ``False`` if another
@@ -383,9 +476,11 @@ class GridStudy:
                 self.study.tell(trial, state=TrialState.PRUNED)
             else:
                 self.study.tell(trial, value)
+            self._held.pop(trial.number, None)
         except StorageError:
             raise
         except (ValueError, UpdateFinishedTrialError):
+            self._held.pop(trial.number, None)
             self.log(
                 f"trial #{trial.number}: was handed to another worker while this one trained it"
                 f" ({'no heartbeat' if self._beats else 'no sign of life'} for {self.grace:g} s); its result is"
@@ -393,6 +488,50 @@ class GridStudy:
             )
             return False
         return True
+
+
+def sqlite_take_lock(storage: BaseStorage) -> Path | None:
+    """The lock file beside a SQLite database file (``finder.db`` -> ``finder.db.take-lock``) that serializes takes
+    (:meth:`GridStudy.take`); ``None`` for any other storage (a journal file has its own lock, a database server its
+    row locks) and for an in-memory SQLite database.
+
+    Example:
+        >>> import optuna
+        >>> sqlite_take_lock(optuna.storages.RDBStorage("sqlite:///:memory:")) is None
+        True
+    """
+    if not isinstance(storage, RDBStorage):
+        return None
+    from sqlalchemy.engine import make_url
+
+    url = make_url(str(storage.url))
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(f"{url.database}.take-lock")
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path | None) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the block; nothing for ``None`` or where
+    ``fcntl`` is missing (Windows: SQLite stays one process at a time there, as the docs say)."""
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None  # type: ignore[assignment]
+    if path is None or fcntl is None:
+        yield
+        return
+    try:
+        handle = open(path, "a+b")  # noqa: SIM115 (closed below)
+    except OSError:  # a folder this process cannot write in: the database cannot be written either, it will say so
+        yield
+        return
+    with handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _grace(storage: RDBStorage) -> int:

@@ -23,11 +23,13 @@ safe to fork without exec), and wherever ``$LIGHTNING_TAU_WORKER_START`` (:data:
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "Workers",
     "cores",
     "preloaded",
+    "sigterm_raises",
     "start_method",
     "start_server",
     "threads_per_process",
@@ -141,6 +144,46 @@ def worker_environ(environ: Mapping[str, str]) -> None:
     os.environ.update(environ)
 
 
+@contextlib.contextmanager
+def sigterm_raises(error: Callable[[], BaseException]) -> Iterator[None]:
+    """Within the block, SIGTERM raises ``error()`` at once wherever this process is (waiting on a trial elsewhere,
+    between trials, opening a study), so the caller can hand its trials back and exit as a SIGTERM'd process does.
+
+    Inside a Lightning fit, Lightning's own handler is in place and calls this one after its own: there this one does
+    nothing, and Lightning ends the fit at the batch's end with its ``SIGTERMException``. A second SIGTERM while the
+    first is being handled is ignored (the hand-back finishes). Only the main thread can handle signals: elsewhere
+    (and where a handler cannot be set) the block runs without one.
+
+    Example:
+        >>> with sigterm_raises(lambda: SystemExit(143)):
+        ...     signal.raise_signal(signal.SIGTERM)
+        Traceback (most recent call last):
+        ...
+        SystemExit: 143
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired = False
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal fired
+        if fired or signal.getsignal(signal.SIGTERM) is not handler:  # handled already, or Lightning's fit stops
+            return
+        fired = True
+        raise error()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):  # not the main interpreter
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 class Workers:
     """Worker processes running ``target(*args)``, started by a thread of their own.
 
@@ -192,6 +235,15 @@ class Workers:
     def stop(self) -> None:
         """Start no more workers; end any that starts from now on (those already running carry on)."""
         self._stopped.set()
+
+    def terminate(self) -> None:
+        """Start no more workers and SIGTERM the running ones (each hands its trial back and exits)."""
+        self.stop()
+        with self._lock:
+            for proc in self.processes:
+                if proc.is_alive():
+                    with contextlib.suppress(OSError, ValueError):
+                        proc.terminate()
 
     def alive(self) -> bool:
         """Whether a worker is still starting or running."""
