@@ -27,7 +27,15 @@ __all__ = [
     "non_empty",
     "positive_int",
     "positive_number",
+    "size_exponent",
 ]
+
+#: The largest ``|size_exponent|`` taken (``TimescaleCallback``, ``apply_timescale``, ``lightning-tau transfer``).
+#: The published dataset-size rules lie in [-1, 0] (Wang & Aitchison 0, the 1/2 rules -1/2, a fixed weight decay -1);
+#: an exponent of 2 already moves ``tau_epoch`` 16-fold over a 4-fold ``N``. Beyond it the value is almost surely a
+#: mistake (a width exponent, a log-base slip, a noise-driven fit over a narrow range), and an extrapolation by it
+#: would set a weight decay no measurement supports.
+SIZE_EXPONENT_LIMIT = 2.0
 
 T = TypeVar("T")
 
@@ -217,3 +225,29 @@ def choice(owner: str, name: str, value: Any, options: Sequence[T], hint: str | 
         usage = hint or "Use " + (", ".join(names[:-1]) + " or " if len(names) > 1 else "") + f"{names[-1]}."
         raise ValueError(f"`{owner}({name}={value!r})` is not supported. {usage}")
     return value
+
+
+def size_exponent(owner: str, value: Any) -> float:
+    """A dataset-size exponent ``e`` of ``tau_epoch ∝ N ** e``: a finite number in ``[-2, 2]``
+    (:data:`SIZE_EXPONENT_LIMIT`).
+
+    Example:
+        >>> size_exponent("TimescaleCallback", -0.5)
+        -0.5
+        >>> size_exponent("transfer_groups", -3)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `transfer_groups(size_exponent=-3)` is not valid: use a finite number in [-2, 2], e of ...
+    """
+    return in_range(
+        owner,
+        "size_exponent",
+        value,
+        f"use a finite number in [-{SIZE_EXPONENT_LIMIT:g}, {SIZE_EXPONENT_LIMIT:g}], e of tau_epoch ∝ N ** e (0"
+        " Wang & Aitchison, -0.5 the 1/2 rules, -1 a fixed weight decay); beyond ±2 a 4-fold N moves tau_epoch"
+        " over 16-fold, which no published rule does.",
+        low=-SIZE_EXPONENT_LIMIT,
+        high=SIZE_EXPONENT_LIMIT,
+        low_closed=True,
+        high_closed=True,
+    )

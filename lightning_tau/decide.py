@@ -307,11 +307,8 @@ def check_target(tau_epoch: object, tau_iter: object, *, token_budget: object) -
     return epochs, steps
 
 
-#: The largest ``|size_exponent|`` accepted. The published dataset-size rules lie in [-1, 0] (Wang & Aitchison 0,
-#: the 1/2 rules -1/2, a fixed lambda -1); an exponent of 2 already moves ``tau_epoch`` 16-fold over a 4-fold ``N``.
-#: Beyond it the value is almost surely a mistake (a width exponent, a log-base slip, a noise-driven fit over a
-#: narrow range), and an extrapolation by it would set a weight decay no measurement supports.
-SIZE_EXPONENT_LIMIT = 2.0
+#: The largest ``|size_exponent|`` accepted (:data:`lightning_tau._checks.SIZE_EXPONENT_LIMIT`).
+SIZE_EXPONENT_LIMIT = _checks.SIZE_EXPONENT_LIMIT
 
 
 def check_size_rule(
@@ -341,18 +338,7 @@ def check_size_rule(
         ...
         ValueError: `TimescaleCallback(size_exponent=-0.5)` is not valid: a nonzero `size_exponent` needs ...
     """
-    exponent = _checks.in_range(
-        owner,
-        "size_exponent",
-        size_exponent,
-        f"use a finite number in [-{SIZE_EXPONENT_LIMIT:g}, {SIZE_EXPONENT_LIMIT:g}], e of tau_epoch ∝ N ** e (0"
-        " Wang & Aitchison, -0.5 the 1/2 rules, -1 a fixed weight decay); beyond ±2 a 4-fold N moves tau_epoch"
-        " over 16-fold, which no published rule does.",
-        low=-SIZE_EXPONENT_LIMIT,
-        high=SIZE_EXPONENT_LIMIT,
-        low_closed=True,
-        high_closed=True,
-    )
+    exponent = _checks.size_exponent(owner, size_exponent)
     reference = None
     if reference_dataset_size is not None:
         ok = (

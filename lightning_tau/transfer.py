@@ -204,10 +204,9 @@ def transfer_groups(
     ]
 
 
-#: The widest ``|size_exponent|`` taken, as ``TimescaleCallback`` takes it (``decide.SIZE_EXPONENT_LIMIT``, which
-#: this module may not import: the two sit side by side in the layers): beyond it a 4-fold ``N`` moves
-#: ``tau_epoch`` over 16-fold, which no published rule does.
-SIZE_EXPONENT_LIMIT = 2.0
+#: The widest ``|size_exponent|`` taken, as ``TimescaleCallback`` takes it
+#: (:func:`lightning_tau._checks.size_exponent`).
+SIZE_EXPONENT_LIMIT = _checks.SIZE_EXPONENT_LIMIT
 
 
 def check_exponents(
@@ -223,18 +222,7 @@ def check_exponents(
         ...
         ValueError: `transfer_groups(size_exponent=-3)` is not valid: use a finite number in [-2, 2], e of ...
     """
-    size = _checks.in_range(
-        owner,
-        "size_exponent",
-        size_exponent,
-        f"use a finite number in [-{SIZE_EXPONENT_LIMIT:g}, {SIZE_EXPONENT_LIMIT:g}], e of tau_epoch ∝ N ** e (0"
-        " Wang & Aitchison, -0.5 the 1/2 rules, -1 a fixed weight decay); beyond ±2 a 4-fold N moves tau_epoch"
-        " over 16-fold, which no published rule does.",
-        low=-SIZE_EXPONENT_LIMIT,
-        high=SIZE_EXPONENT_LIMIT,
-        low_closed=True,
-        high_closed=True,
-    )
+    size = _checks.size_exponent(owner, size_exponent)
     width = _checks.finite_number(
         owner,
         "width_exponent",

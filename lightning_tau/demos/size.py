@@ -200,18 +200,24 @@ class SizeConfig:
               N=100: weight decay 16.7 .. 167 (tau_epoch 10 .. 1)
               N=400: weight decay 4.76 .. 47.6 (tau_epoch 10 .. 1)
         """  # noqa: E501
-        lines = [
-            f"Sweep (the finder's dataset-size axis): {len(self.sizes)} sizes x {len(self.tau_epochs)} tau_epochs x"
-            f" {len(self.seeds)} seeds = {self.num_runs} runs x {self.epochs} epochs; B={self.batch_size},"
-            f" lr={self.lr:g} ({self.schedule}), MLP {self.hidden}x{self.depth}, norm={self.norm}."
-        ]
-        taus = sorted(self.tau_epochs, reverse=True)
-        for size in sorted(self.sizes):
-            decays = [demo_weight_decay(self.lr, tau, size, self.batch_size) for tau in taus]
-            lines.append(
-                f"  N={size}: weight decay {decays[0]:.3g} .. {decays[-1]:.3g} (tau_epoch {taus[0]:g} .. {taus[-1]:g})"
-            )
-        return "\n".join(lines)
+        return describe_mlp_sweep(self, "")
+
+
+def describe_mlp_sweep(config: Any, task: str) -> str:
+    """:meth:`SizeConfig.describe` for an MLP size sweep's config (digits, or ``task`` named after the axis: the
+    synthetic one): the sweep's shape, then the weight-decay grid each dataset size gets from the ``tau_epoch`` grid."""
+    lines = [
+        f"Sweep (the finder's dataset-size axis){task}: {len(config.sizes)} sizes x {len(config.tau_epochs)} tau_epochs"
+        f" x {len(config.seeds)} seeds = {config.num_runs} runs x {config.epochs} epochs; B={config.batch_size},"
+        f" lr={config.lr:g} ({config.schedule}), MLP {config.hidden}x{config.depth}, norm={config.norm}."
+    ]
+    taus = sorted(config.tau_epochs, reverse=True)
+    for size in sorted(config.sizes):
+        decays = [demo_weight_decay(config.lr, tau, size, config.batch_size) for tau in taus]
+        lines.append(
+            f"  N={size}: weight decay {decays[0]:.3g} .. {decays[-1]:.3g} (tau_epoch {taus[0]:g} .. {taus[-1]:g})"
+        )
+    return "\n".join(lines)
 
 
 def demo_weight_decay(lr: float, tau_epoch: float, dataset_size: int, batch_size: int) -> float:
