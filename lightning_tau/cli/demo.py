@@ -329,6 +329,12 @@ def _load_mup(digits: bool = False) -> None:
 _WIDTH_OPTIONS = (("widths", "widths"), ("weight_decays", "weight_decays"), ("lr_base", "lr"), ("seeds", "seeds"))
 _WIDTH_OPTIONS += (("epochs", "epochs"),)
 
+#: Options the MLP dataset-size rows (digits, synthetic) read: (argparse name, config field).
+_MLP_SIZE_OPTIONS = tuple(
+    (name, name)
+    for name in ("sizes", "tau_epochs", "seeds", "epochs", "batch_size", "lr", "schedule", "hidden", "depth", "norm")
+)
+
 #: Options the text rows read beside the sweep's: (argparse name, config field).
 _TEXT_OPTIONS = tuple((name, name) for name in ("max_tokens", "val_tokens", "block_size", "n_layer", "n_head"))
 _TEXT_OPTIONS += (("accelerator", "accelerator"),)
@@ -393,21 +399,7 @@ def _load() -> None:
         ("digits", "dataset-size"): Preset(
             config=SizeConfig,
             quick=QUICK,
-            options=tuple(
-                (name, name)
-                for name in (
-                    "sizes",
-                    "tau_epochs",
-                    "seeds",
-                    "epochs",
-                    "batch_size",
-                    "lr",
-                    "schedule",
-                    "hidden",
-                    "depth",
-                )
-            )
-            + (("norm", "norm"), ("label_noise", "label_noise")),
+            options=_MLP_SIZE_OPTIONS + (("label_noise", "label_noise"),),
             always=(),
             rejects=_digits_size_rejects,
             task_problem=_digits_size_problem,
@@ -417,21 +409,7 @@ def _load() -> None:
         ("synthetic", "dataset-size"): Preset(
             config=SyntheticSizeConfig,
             quick=QUICK_SYNTHETIC,
-            options=tuple(
-                (name, name)
-                for name in (
-                    "sizes",
-                    "tau_epochs",
-                    "seeds",
-                    "epochs",
-                    "batch_size",
-                    "lr",
-                    "schedule",
-                    "hidden",
-                    "depth",
-                )
-            )
-            + (("norm", "norm"),),
+            options=_MLP_SIZE_OPTIONS,
             always=(),
             rejects=_synthetic_size_rejects,
             task_problem=lambda config: _too_short_timescale(config) or _two_points(config.sizes, "--sizes"),
