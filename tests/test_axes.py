@@ -494,3 +494,13 @@ def test_axes_table_without_an_interval_nan_values_or_a_full_cost() -> None:
         " 8 as found.",
     ]
     assert lines[-1] == "Cost: 100 optimizer steps."
+
+
+def test_axes_the_half_rules_hold_in_plural_and_set_the_callback() -> None:
+    # the best tau_epoch halves from N = 250 to 1000: exponent -1/2, the 1/2 rules hold (band +-0.16)
+    points = [sweep(8.0, (1, 1.02, 0.98), size=250, fraction=0.25), sweep(4.0, (1, 0.99, 1.01))]
+    result = AxisResult.build("dataset_size", [0.25, 1.0], points)
+    assert [r.decision for r in result.rules] == ["excluded", "holds", "excluded"]
+    assert result.callback_kwargs()["size_exponent"] == -0.5
+    full_run = next(line for line in result.table().splitlines() if line.startswith("Full run:"))
+    assert "): the 1/2 rules hold, so its exponent -0.5 rather than the measured" in full_run

@@ -563,7 +563,12 @@ class AxisResult:
         kwargs = self.callback_kwargs()
         if rule is not None:
             holding = [r for r in self.rules if r.decision == "holds"]
-            why = f"{rule.name} holds" if len(holding) == 1 else f"{rule.name} holds and is the nearest to the estimate"
+            verb = "hold" if rule.name.endswith("rules") else "holds"  # "the 1/2 rules hold"
+            why = (
+                f"{rule.name} {verb}"
+                if len(holding) == 1
+                else f"{rule.name} {verb} and {'are' if verb == 'hold' else 'is'} the nearest to the estimate"
+            )
         elif self.fit.ci is None:
             why = "no rule is decided without an interval"
         elif all(r.decision == "excluded" for r in self.rules):
