@@ -272,7 +272,7 @@ def format_optima(optima: Sequence[Optimum], metric: str, group_by: str = "datas
           dataset_size | runs | best weight_decay | best tau_epoch | hp/val_loss
           200          | 6    | 0.05              | 10             | 0.21
           1400         | 6    | 0.0071            | 10             | 0.05
-        Across dataset_size 200 -> 1400 (x7): the optimal weight decay moved x7.04, the optimal tau_epoch x1.
+        Across dataset_size 200 -> 1400 (x7): the optimal weight decay fell x7.04, the optimal tau_epoch stayed.
     """
     header = [group_by, "runs", "best weight_decay", "best tau_epoch", metric]
     rows = [
@@ -292,22 +292,26 @@ def format_optima(optima: Sequence[Optimum], metric: str, group_by: str = "datas
         first, last = numeric[0], numeric[-1]
         lines.append(
             f"Across {group_by} {_fmt(first.group)} -> {_fmt(last.group)} (x{_fmt(last.group / first.group)}):"
-            f" the optimal weight decay moved x{_ratio(first.weight_decay, last.weight_decay)},"
-            f" the optimal tau_epoch x{_ratio(first.tau_epoch, last.tau_epoch)}."
+            f" the optimal weight decay {_moved(first.weight_decay, last.weight_decay)},"
+            f" the optimal tau_epoch {_moved(first.tau_epoch, last.tau_epoch)}."
         )
     if any(o.at_edge for o in optima):
         lines.append("An optimum at the grid edge may lie beyond it: widen the tau_epoch grid to be sure.")
     return "\n".join(lines)
 
 
-def _ratio(a: float, b: float) -> str:
-    """``max/min`` of two positive numbers: how far a value moved, whichever way.
+def _moved(a: float, b: float) -> str:
+    """How a positive value moved from ``a`` to ``b``, in words with the factor: it rose, fell or stayed.
 
     Example:
-        >>> _ratio(0.05, 0.0071), _ratio(10.0, 10.0)
-        ('7.04', '1')
+        >>> _moved(0.05, 0.0071), _moved(8.0, 5.6), _moved(5.6, 8.0), _moved(10.0, 10.0), _moved(0.0, 1.0)
+        ('fell x7.04', 'fell x1.43', 'rose x1.43', 'stayed', 'moved (not comparable)')
     """
-    return _fmt(max(a, b) / min(a, b)) if a > 0 and b > 0 else "-"
+    if not (a > 0 and b > 0):
+        return "moved (not comparable)"
+    if _fmt(max(a, b) / min(a, b)) == "1":
+        return "stayed"
+    return f"{'rose' if b > a else 'fell'} x{_fmt(max(a, b) / min(a, b))}"
 
 
 def _fmt(value: Any) -> str:
