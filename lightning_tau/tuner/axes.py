@@ -745,7 +745,15 @@ def _metric_words(monitor: str) -> str:  # pragma: no mutate block (the figure o
 
 
 def _plain(value: float) -> str:  # pragma: no mutate block (tick labels)
-    """A tick label: three significant digits, positional (``0.312``, ``1350``), never ``10^2`` or ``1e-3``."""
+    """A tick label: a whole number as it is (``2048``, not ``2050``), else three significant digits, positional
+    (``0.312``, ``5.6``), never ``10^2`` or ``1e-3``.
+
+    Example:
+        >>> _plain(2048.0), _plain(5.6), _plain(0.31234), _plain(1350.0)
+        ('2048', '5.6', '0.312', '1350')
+    """
+    if float(value).is_integer():
+        return str(int(value))
     return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
 
 
