@@ -170,3 +170,46 @@ def test_verdict_names_the_edge_and_says_which_way_to_widen() -> None:
     assert rising.verdict == (
         "the best tau_epoch is the grid's smallest (16), so the best may lie below it: widen the grid"
     )
+
+
+def _flat_seeds(values: list[tuple[float, float]]) -> FinderResult:
+    """Two seeds with the same value at every ``(tau_epoch, value)``: no noise, so the range has no width."""
+    curve = [CurvePoint(t, [v, v], [0, 1], {}, [3, 3]) for t, v in values]
+    return FinderResult.from_curve(
+        curve,
+        lr={"decay": 1e-3},
+        monitor="val_acc",
+        mode="max",
+        reduce="best",
+        fraction=0.1,
+        dataset_size=1000,
+        subset_size=100,
+        batch_size=10,
+        epochs=3,
+        full_cost=10,
+    )
+
+
+def test_a_range_without_width_is_said_so_and_drawn_without_a_band() -> None:
+    import matplotlib.pyplot as plt
+
+    one = _flat_seeds([(4.0, 0.9)])
+    assert one.tau_epoch_range == (4.0, 4.0)
+    assert one.verdict == "a grid of one tau_epoch (4) compares it with nothing: give several"
+    lines = one.table().splitlines()
+    assert lines[0].startswith("Timescale finder: 1 tau_epoch x 2 seeds on")
+    assert "Uncertainty: unknown: a grid of one tau_epoch has nothing to compare it with." in lines
+    edge = _flat_seeds([(1.0, 0.5), (2.0, 0.6), (4.0, 0.9)])  # best at the edge, the seeds agree exactly
+    assert edge.tau_epoch_range == pytest.approx((4.0, 4.0))  # to a rounding error: no band either
+    assert (
+        "Uncertainty: none that the 2 seeds show: every resample of them suggests 4, and no other grid point is as"
+        " good."
+    ) in edge.table().splitlines()
+    for result in (one, edge):
+        fig = result.figure()
+        try:
+            shown = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+            assert not any("cannot tell" in text for text in shown), shown  # never "cannot tell 4 to 4 apart"
+            assert fig.axes[0].get_ylabel() == "best validation accuracy"
+        finally:
+            plt.close(fig)

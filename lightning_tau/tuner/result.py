@@ -278,6 +278,8 @@ class FinderResult:
         """
         low, high = self.tau_epoch_range
         taus = [p.tau_epoch for p in self.curve]
+        if len(taus) + len(self.pruned) == 1:
+            return f"a grid of one tau_epoch ({_plain(taus[0])}) compares it with nothing: give several"
         if self.at_edge:
             smallest = bool(taus) and self.grid_tau_epoch == taus[0]
             return (
@@ -368,10 +370,11 @@ class FinderResult:
             at = next((i for i, q in enumerate(self.curve) if q.tau_epoch > p.tau_epoch), len(self.curve))
             rows.insert(at + sum(q.tau_epoch < p.tau_epoch for q in self.pruned), [*row, p.note])
         seeds = len(self.curve[0].seeds) if self.curve else 0
+        points = len(self.curve) + len(self.pruned)
         value = "final" if self.reduce == "last" else "best"
         better = "lower" if self.mode == "min" else "higher"
         lines = [
-            f"Timescale finder: {len(self.curve) + len(self.pruned)} tau_epochs x"
+            f"Timescale finder: {points} tau_epoch{'' if points == 1 else 's'} x"
             f" {seeds} seed{'' if seeds == 1 else 's'}"
             f" on a {_plain(self.fraction)} subset ({self.subset_size} of {self.dataset_size} samples), {self.epochs}"
             f" epochs, B={self.batch_size}; {value} {self.monitor} ({better} is better):",
@@ -389,7 +392,14 @@ class FinderResult:
             how = "the best grid point"
         lines.append(f"Suggested tau_epoch: {suggested} ({how}).")
         low, high = self.tau_epoch_range
-        if seeds == 1:
+        if len(self.curve) == 1:
+            lines.append("Uncertainty: unknown: a grid of one tau_epoch has nothing to compare it with.")
+        elif _plain(low) == _plain(high):  # no width to 3 significant digits
+            lines.append(
+                f"Uncertainty: none that the {seeds} seed{'' if seeds == 1 else 's'} show: every resample of them"
+                f" suggests {_plain(low)}, and no other grid point is as good."
+            )
+        elif seeds == 1:
             lines.append(
                 "Uncertainty: with one seed the noise is unknown, so the range is the best grid point's neighbours,"
                 f" {_plain(low)} to {_plain(high)}."
@@ -466,7 +476,7 @@ class FinderResult:
         ax.plot(taus, means, "o-", color="tab:blue", markersize=4, label=f"mean over seeds ({self.monitor})")
         low, high = self.tau_epoch_range
         seeds = len(self.curve[0].seeds) if self.curve else 0
-        if math.isfinite(low) and math.isfinite(high):
+        if math.isfinite(low) and math.isfinite(high) and _plain(low) != _plain(high):  # a band, when it has width
             words = (
                 f"the best grid point's neighbours: {_plain(low)} to {_plain(high)}"
                 if seeds == 1
