@@ -179,7 +179,7 @@ def test_to_json_and_save_json(tmp_path: Path) -> None:
         ],
         "smoothed": False,
         "tau_epoch_range": [pytest.approx(3.41653681913879), pytest.approx(18.73241922682763)],
-        "verdict": "an optimum inside the grid, in a range 5.5x wide",
+        "verdict": "the best tau_epoch lies inside the grid, somewhere from 3.42 to 18.7 (a factor of 5.48)",
         "cost_fraction": 0.25,
         "pruned": [],
     }  # fmt: skip
@@ -207,19 +207,20 @@ def test_table_shows_the_curve_the_suggestion_and_the_cost() -> None:
     assert result(diverged_neighbour_curve()).table() == "\n".join(
         [
             "Timescale finder: 3 tau_epochs x 2 seeds on a 0.25 subset (250 of 1000 samples), 10 epochs, B=50; final"
-            " val_loss (min):",
-            "  tau_epoch | mean | std     | per seed | subset weight decay       | note",
-            "  2         | 0.45 | 0.07071 | 0.4, 0.5 | decay=0.5                 |",
-            "  8         | 0.25 | 0.07071 | 0.2, 0.3 | decay=0.125, other=0.0625 | best on grid",
-            "  32        | nan  | nan     | 0.3, nan | decay=0.0312              |",
-            "Suggested tau_epoch: 8 (best grid point; best on grid 8).",
-            "Uncertainty: the seeds cannot tell tau_epoch 3.42 to 18.7 apart from it (2 seeds).",
-            "Verdict: an optimum inside the grid, in a range 5.5x wide.",
+            " val_loss (lower is better):",
+            "  tau_epoch | mean | std    | per seed | subset weight decay       | note",
+            "  2         | 0.45 | 0.0707 | 0.4, 0.5 | decay=0.5                 |",
+            "  8         | 0.25 | 0.0707 | 0.2, 0.3 | decay=0.125, other=0.0625 | best on grid",
+            "  32        | nan  | nan    | 0.3, nan | decay=0.0312              |",
+            "Suggested tau_epoch: 8 (the best grid point).",
+            "Uncertainty: the 2 seeds cannot tell tau_epoch 3.42 to 18.7 apart from it; a rerun with other seeds may"
+            " suggest anything in that range.",
+            "Verdict: the best tau_epoch lies inside the grid, somewhere from 3.42 to 18.7 (a factor of 5.48).",
             "Weight decay for the full run (N=1000, B=50, 20 steps per epoch), as TimescaleCallback(tau_epoch=8) will"
             " set it:",
             "  group | lr    | weight decay | naive (subset's best, kept)",
             "  decay | 0.001 | 6.25         | 0.125",
-            "  other | 0.002 | 3.125        | 0.0625",
+            "  other | 0.002 | 3.12         | 0.0625",  # 3 significant digits in text (3.125 in the JSON)
             "Cost: 60 optimizer steps, 25% of the 240 the same sweep takes on the full data.",
         ]
     )
@@ -228,20 +229,19 @@ def test_table_shows_the_curve_the_suggestion_and_the_cost() -> None:
 def test_table_says_how_it_smoothed_and_warns_at_the_edge() -> None:
     smooth = [CurvePoint(t, [v], [0], {}, [1000]) for t, v in [(2.0, 0.4), (8.0, 0.2), (32.0, 0.3)]]
     lines = result(smooth, reduce="best", full_cost=2000).table().splitlines()
-    assert lines[0].endswith("B=50; best val_loss (min):") and lines[0].startswith("Timescale finder: 3 tau_epochs x 1")
+    assert lines[0].endswith("B=50; best val_loss (lower is better):")
+    assert lines[0].startswith("Timescale finder: 3 tau_epochs x 1 seed on")
     assert lines[5] == (
-        "Suggested tau_epoch: 10.1 (parabola in log(tau_epoch) through the best grid point and its neighbours; best on"
-        " grid 8)."
+        "Suggested tau_epoch: 10.1 (where a smooth curve through the best grid point (8) and its neighbours is lowest)."
     )
     assert lines[-1] == "Cost: 3,000 optimizer steps, 150% of the 2,000 the same sweep takes on the full data."
     empty = FinderResult(**{**result(smooth).__dict__, "curve": []}).table().splitlines()
     assert empty[0].startswith("Timescale finder: 0 tau_epochs x 0 seeds on a 0.25 subset")
     edge = result([CurvePoint(t, [v], [0]) for t, v in [(2.0, 0.1), (8.0, 0.2)]]).table().splitlines()
     assert edge[4:7] == [
-        "Suggested tau_epoch: 2 (best grid point; best on grid 2).",
-        "Uncertainty: the seeds cannot tell tau_epoch 2 to 8 apart from it (one seed: the best grid point's"
-        " neighbours).",
-        "Verdict: at the edge of the grid: the optimum may lie beyond it, widen the grid.",
+        "Suggested tau_epoch: 2 (the best grid point).",
+        "Uncertainty: with one seed the noise is unknown, so the range is the best grid point's neighbours, 2 to 8.",
+        "Verdict: the best tau_epoch is the grid's smallest (2), so the best may lie below it: widen the grid.",
     ]
 
 
@@ -323,15 +323,15 @@ def test_pruned_points_in_grid_order_in_the_table_and_json_and_the_range_reaches
     lines = found.table().splitlines()
     assert lines[0].startswith("Timescale finder: 6 tau_epochs x 2 seeds on a 0.25 subset")
     assert lines[1:8] == [
-        "  tau_epoch | mean   | std      | per seed  | subset weight decay | note",
-        "  4         | pruned |          |           | decay=0.25          | pruned: seed 0 completed, seed 1 after"
+        "  tau_epoch | mean   | std     | per seed  | subset weight decay | note",
+        "  4         | pruned |         |           | decay=0.25          | pruned: seed 0 completed, seed 1 after"
         " epoch 2",
-        "  8         | 0.405  | 0.007071 | 0.4, 0.41 | decay=0.125         |",
-        "  16        | 0.305  | 0.007071 | 0.3, 0.31 | decay=0.0625        |",
-        "  32        | 0.205  | 0.007071 | 0.2, 0.21 | decay=0.0312        | best on grid",
-        "  64        | pruned |          |           | decay=0.0156        | pruned: seed 0 after epoch 5, seed 1 not"
+        "  8         | 0.405  | 0.00707 | 0.4, 0.41 | decay=0.125         |",
+        "  16        | 0.305  | 0.00707 | 0.3, 0.31 | decay=0.0625        |",
+        "  32        | 0.205  | 0.00707 | 0.2, 0.21 | decay=0.0312        | best on grid",
+        "  64        | pruned |         |           | decay=0.0156        | pruned: seed 0 after epoch 5, seed 1 not"
         " trained",
-        "  128       | pruned |          |           | decay=0.00781       | pruned: seed 0 after epoch 3, seed 1 not"
+        "  128       | pruned |         |           | decay=0.00781       | pruned: seed 0 after epoch 3, seed 1 not"
         " trained",
     ]
     assert (

@@ -86,7 +86,7 @@ def test_a_rerun_with_a_new_unseeded_instance_trains_nothing_prints_the_answer_a
     result = _fit(first, Net())  # unseeded: other initial weights than the rerun's
     printed = capsys.readouterr().out
     assert first.trained_runs == len(GRID) * 2
-    for line in ("Suggested tau_epoch:", "Uncertainty: the seeds cannot tell tau_epoch", "per seed"):
+    for line in ("Suggested tau_epoch:", "Uncertainty: the 2 seeds cannot tell tau_epoch", "per seed"):
         assert line in printed
     assert printed.count("Suggested tau_epoch:") == 1
 

@@ -261,7 +261,8 @@ class FinderResult:
 
     @property
     def verdict(self) -> str:
-        """One line on how far to trust the suggestion: at the grid's edge, a range as wide as the grid, or fine.
+        """One line, in plain words, on how far to trust the suggestion: at the grid's edge, a range as wide as the
+        grid, or fine (numbers rounded to 3 significant digits; the exact ones are the attributes).
 
         Example:
             >>> curve = [CurvePoint(t, [v], [0]) for t, v in [(2.0, 0.4), (8.0, 0.2), (32.0, 0.3)]]
@@ -269,17 +270,32 @@ class FinderResult:
             ...     reduce="last", fraction=0.25, dataset_size=1000, subset_size=250, batch_size=50, epochs=10,
             ...     full_cost=600).verdict
             'the seeds cannot tell the whole grid apart (2 to 32): run more seeds or epochs before trusting it'
+            >>> curve = [CurvePoint(t, [v], [0]) for t, v in [(2.0, 0.1), (8.0, 0.2), (32.0, 0.3)]]
+            >>> FinderResult.from_curve(curve, lr={"decay": 1e-3}, monitor="val_loss", mode="min",
+            ...     reduce="last", fraction=0.25, dataset_size=1000, subset_size=250, batch_size=50, epochs=10,
+            ...     full_cost=600).verdict
+            "the best tau_epoch is the grid's smallest (2), so the best may lie below it: widen the grid"
         """
         low, high = self.tau_epoch_range
         taus = [p.tau_epoch for p in self.curve]
+        if len(taus) + len(self.pruned) == 1:
+            return f"a grid of one tau_epoch ({_plain(taus[0])}) compares it with nothing: give several"
         if self.at_edge:
-            return "at the edge of the grid: the optimum may lie beyond it, widen the grid"
+            smallest = bool(taus) and self.grid_tau_epoch == taus[0]
+            return (
+                f"the best tau_epoch is the grid's {'smallest' if smallest else 'largest'}"
+                f" ({_plain(self.grid_tau_epoch)}), so the best may lie {'below' if smallest else 'above'} it: widen"
+                " the grid"
+            )
         if taus and low <= taus[0] and high >= taus[-1]:
             return (
-                f"the seeds cannot tell the whole grid apart ({low:.3g} to {high:.3g}): run more seeds or epochs"
-                " before trusting it"
+                f"the seeds cannot tell the whole grid apart ({_plain(low)} to {_plain(high)}): run more seeds or"
+                " epochs before trusting it"
             )
-        return f"an optimum inside the grid, in a range {high / low:.2g}x wide"
+        return (
+            f"the best tau_epoch lies inside the grid, somewhere from {_plain(low)} to {_plain(high)} (a factor of"
+            f" {_plain(high / low)})"
+        )
 
     @property
     def cost_fraction(self) -> float:
@@ -326,61 +342,90 @@ class FinderResult:
         return write_json(path, self.to_json())
 
     def table(self) -> str:
-        """The curve, the suggestion, the full run's weight decay and the cost, as text for a terminal."""
+        """The curve, the suggestion, the full run's weight decay and the cost, as text for a terminal.
+
+        Numbers are rounded for people: settings (``tau_epoch``, weight decays, learning rates, the standard deviation)
+        to 3 significant digits, the metric to 4 (its seed means often differ only there); :meth:`to_json` has them
+        exact.
+        """
         rows = [
             [
-                f"{p.tau_epoch:g}",
+                _plain(p.tau_epoch),
                 _fmt(p.mean),
-                _fmt(p.std),
+                _plain(p.std),
                 ", ".join(_fmt(v) for v in p.values),
-                ", ".join(f"{name}={wd:.3g}" for name, wd in p.weight_decay.items()),
+                ", ".join(f"{name}={_plain(wd)}" for name, wd in p.weight_decay.items()),
                 "best on grid" if p.tau_epoch == self.grid_tau_epoch else "",
             ]
             for p in self.curve
         ]
         for p in self.pruned:  # in grid order among the curve's rows
-            row = [f"{p.tau_epoch:g}", "pruned", "", "", ", ".join(f"{n}={wd:.3g}" for n, wd in p.weight_decay.items())]
+            row = [
+                _plain(p.tau_epoch),
+                "pruned",
+                "",
+                "",
+                ", ".join(f"{n}={_plain(wd)}" for n, wd in p.weight_decay.items()),
+            ]
             at = next((i for i, q in enumerate(self.curve) if q.tau_epoch > p.tau_epoch), len(self.curve))
             rows.insert(at + sum(q.tau_epoch < p.tau_epoch for q in self.pruned), [*row, p.note])
+        seeds = len(self.curve[0].seeds) if self.curve else 0
+        points = len(self.curve) + len(self.pruned)
         value = "final" if self.reduce == "last" else "best"
+        better = "lower" if self.mode == "min" else "higher"
         lines = [
-            f"Timescale finder: {len(self.curve) + len(self.pruned)} tau_epochs x"
-            f" {len(self.curve[0].seeds) if self.curve else 0} seeds"
-            f" on a {self.fraction:g} subset ({self.subset_size} of {self.dataset_size} samples), {self.epochs}"
-            f" epochs, B={self.batch_size}; {value} {self.monitor} ({self.mode}):",
+            f"Timescale finder: {points} tau_epoch{'' if points == 1 else 's'} x"
+            f" {seeds} seed{'' if seeds == 1 else 's'}"
+            f" on a {_plain(self.fraction)} subset ({self.subset_size} of {self.dataset_size} samples), {self.epochs}"
+            f" epochs, B={self.batch_size}; {value} {self.monitor} ({better} is better):",
             *table_lines(
                 ["tau_epoch", "mean", "std", "per seed", "subset weight decay", "note"], rows, rule=False, indent="  "
             ),
         ]
-        how = (
-            "parabola in log(tau_epoch) through the best grid point and its neighbours"
-            if self.smoothed
-            else ("best grid point")
-        )
-        lines.append(f"Suggested tau_epoch: {self.tau_epoch:.3g} ({how}; best on grid {self.grid_tau_epoch:g}).")
+        suggested, grid_best = _plain(self.tau_epoch), _plain(self.grid_tau_epoch)
+        if self.smoothed:
+            how = (
+                f"where a smooth curve through the best grid point ({grid_best}) and its neighbours is"
+                f" {'lowest' if self.mode == 'min' else 'highest'}"
+            )
+        else:
+            how = "the best grid point"
+        lines.append(f"Suggested tau_epoch: {suggested} ({how}).")
         low, high = self.tau_epoch_range
-        seeds = len(self.curve[0].seeds) if self.curve else 0
-        lines.append(
-            f"Uncertainty: the seeds cannot tell tau_epoch {low:.3g} to {high:.3g} apart from it"
-            + (" (one seed: the best grid point's neighbours)." if seeds == 1 else f" ({seeds} seeds).")
-        )
+        if len(self.curve) == 1:
+            lines.append("Uncertainty: unknown: a grid of one tau_epoch has nothing to compare it with.")
+        elif _plain(low) == _plain(high):  # no width to 3 significant digits
+            lines.append(
+                f"Uncertainty: none that the {seeds} seed{'' if seeds == 1 else 's'} show: every resample of them"
+                f" suggests {_plain(low)}, and no other grid point is as good."
+            )
+        elif seeds == 1:
+            lines.append(
+                "Uncertainty: with one seed the noise is unknown, so the range is the best grid point's neighbours,"
+                f" {_plain(low)} to {_plain(high)}."
+            )
+        else:
+            lines.append(
+                f"Uncertainty: the {seeds} seeds cannot tell tau_epoch {_plain(low)} to {_plain(high)} apart from it;"
+                " a rerun with other seeds may suggest anything in that range."
+            )
         lines.append(f"Verdict: {self.verdict}.")
         if self.pruned:
             stopped = sum(bool(a) for p in self.pruned for a in p.pruned_after)
             untrained = sum(a == 0 for p in self.pruned for a in p.pruned_after)
             lines.append(
-                f"Pruned: tau_epoch {', '.join(f'{p.tau_epoch:g}' for p in self.pruned)} (runs: {stopped} stopped"
+                f"Pruned: tau_epoch {', '.join(_plain(p.tau_epoch) for p in self.pruned)} (runs: {stopped} stopped"
                 f" early, {untrained} not trained); not on the curve: every seed of a tau_epoch must complete to be"
                 " compared."
             )
         lines.append(
-            f"Weight decay for the full run (N={self.dataset_size}, B={self.batch_size}, {self.steps_per_epoch:g} steps"
-            f" per epoch), as TimescaleCallback(tau_epoch={self.tau_epoch:.3g}) will set it:"
+            f"Weight decay for the full run (N={self.dataset_size}, B={self.batch_size}, {_plain(self.steps_per_epoch)}"
+            f" steps per epoch), as TimescaleCallback(tau_epoch={suggested}) will set it:"
         )
         lines += table_lines(
             ["group", "lr", "weight decay", "naive (subset's best, kept)"],
             [
-                [name, f"{self.lr[name]:.3g}", f"{wd:.4g}", _fmt(self.subset_weight_decay.get(name, math.nan))]
+                [name, _plain(self.lr[name]), _plain(wd), _plain(self.subset_weight_decay.get(name, math.nan))]
                 for name, wd in self.weight_decay.items()
             ],
             rule=False,
@@ -393,66 +438,122 @@ class FinderResult:
         return "\n".join(lines)
 
     def plot(self, path: str | Path) -> Path:  # pragma: no mutate block (drawing; see benchmarks/mutation_survivors.md)
-        """Draw the curve in the paper's Figure-1 style into ``path`` (``.png``, ``.svg``, ...); returns it.
+        """Draw :meth:`figure` into ``path`` (``.png``, ``.svg``, ...); returns it."""
+        import matplotlib.pyplot as plt
 
-        The metric against ``tau_epoch`` (log x): the seed mean as a line, single seeds as dots, the best grid
-        point and the suggested (smoothed) ``tau_epoch`` marked, ``tau_epoch_range`` shaded. Uses matplotlib's Agg
-        backend.
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig = self.figure()
+        try:
+            fig.savefig(path, dpi=120)
+        finally:
+            plt.close(fig)
+        return path
+
+    def figure(self) -> Any:  # pragma: no mutate block (drawing; tests/test_result.py reads it back)
+        """The matplotlib figure :meth:`plot` saves, in the paper's Figure-1 style (Agg backend).
+
+        The metric against ``tau_epoch`` (log x): the seed mean as a line, each seed as a dot, the best grid point,
+        the suggested (smoothed) ``tau_epoch`` as a star on the curve, ``tau_epoch_range`` as a band, pruned and
+        diverged ``tau_epoch`` values as crosses on the bottom edge; every mark in the legend. A two-line title, the
+        verdict and the full run's weight decay in a caption below; tick labels are plain numbers at the grid's
+        ``tau_epoch`` values, thinned until none overlaps.
         """
         import matplotlib
 
         matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        fig = plt.figure(figsize=(9.6, 4.7), layout="constrained")
+        grid = fig.add_gridspec(2, 1, height_ratios=[7, 1])
+        ax, caption = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+        value = "final" if self.reduce == "last" else "best"
         taus = [p.tau_epoch for p in self.curve]
-        fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
-        ax.plot(taus, [p.mean for p in self.curve], "o-", color="tab:blue", label="mean over seeds", markersize=4)
+        means = [p.mean if math.isfinite(p.mean) else math.nan for p in self.curve]
         for p in self.curve:
-            ax.plot([p.tau_epoch] * len(p.values), p.values, ".", color="tab:blue", alpha=0.35, markersize=4)
-        grid_best = next(p for p in self.curve if p.tau_epoch == self.grid_tau_epoch)
-        ax.plot([grid_best.tau_epoch], [grid_best.mean], "s", color="tab:orange", label="best on grid", zorder=3)
-        if self.pruned:  # no value on the curve's scale: marked on the bottom edge
-            ax.plot(
-                [p.tau_epoch for p in self.pruned],
-                [0.02] * len(self.pruned),
-                "x",
-                color="tab:red",
-                transform=ax.get_xaxis_transform(),
-                label="pruned (not on the curve)",
-                clip_on=False,
-            )
-        ax.axvline(self.tau_epoch, color="black", linestyle=":", alpha=0.8)
+            ax.plot([p.tau_epoch] * len(p.values), p.values, ".", color="tab:blue", alpha=0.35, markersize=5)
+        ax.plot([], [], ".", color="tab:blue", alpha=0.5, markersize=5, label="each seed")
+        ax.plot(taus, means, "o-", color="tab:blue", markersize=4, label=f"mean over seeds ({self.monitor})")
         low, high = self.tau_epoch_range
-        if math.isfinite(low) and math.isfinite(high):
-            ax.axvspan(
-                low, high, color="gold", alpha=0.2, label=f"as good as far as the seeds tell: {low:.3g}–{high:.3g}"
+        seeds = len(self.curve[0].seeds) if self.curve else 0
+        if math.isfinite(low) and math.isfinite(high) and _plain(low) != _plain(high):  # a band, when it has width
+            words = (
+                f"the best grid point's neighbours: {_plain(low)} to {_plain(high)}"
+                if seeds == 1
+                else f"the seeds cannot tell {_plain(low)} to {_plain(high)} apart"
             )
-        ax.plot(
-            [self.tau_epoch],
-            [grid_best.mean],
-            "*",
-            color="gold",
-            markeredgecolor="black",
-            markersize=15,
-            zorder=4,
-            label=f"suggested τ_epoch = {self.tau_epoch:.3g}",
-        )
+            ax.axvspan(low, high, color="gold", alpha=0.25, lw=0, label=words)
+        grid_best = next((p for p in self.curve if p.tau_epoch == self.grid_tau_epoch), None)
+        if grid_best is not None:
+            ax.plot(
+                [grid_best.tau_epoch],
+                [grid_best.mean],
+                "s",
+                color="tab:orange",
+                fillstyle="none",
+                markersize=11,
+                markeredgewidth=2,
+                label=f"best on the grid: {_plain(grid_best.tau_epoch)}",
+                zorder=3,
+            )
+        finite = [(math.log(t), m) for t, m in zip(taus, means) if math.isfinite(m)]
+        if finite:  # the star on the drawn curve (straight between points on the log axis)
+            at = float(np.interp(math.log(self.tau_epoch), [x for x, _ in finite], [m for _, m in finite]))
+            ax.plot(
+                [self.tau_epoch],
+                [at],
+                "*",
+                color="gold",
+                markeredgecolor="black",
+                markersize=16,
+                zorder=4,
+                label=f"suggested τ_epoch: {_plain(self.tau_epoch)}",
+            )
+        diverged = [p.tau_epoch for p in self.curve if not math.isfinite(p.mean)]
+        for taus_here, marker, color, label in (
+            ([p.tau_epoch for p in self.pruned], "x", "tab:red", "pruned (not on the curve)"),
+            (diverged, "v", "tab:purple", "a seed diverged (no mean)"),
+        ):
+            if taus_here:  # no value on the curve's scale: marked on the bottom edge
+                ax.plot(
+                    taus_here,
+                    [0.02] * len(taus_here),
+                    marker,
+                    color=color,
+                    linestyle="none",
+                    transform=ax.get_xaxis_transform(),
+                    label=label,
+                    clip_on=False,
+                    zorder=5,
+                )
         ax.set_xscale("log")
-        ax.set_xlabel("τ_epoch = B / (η λ N)  [epochs]")
-        ax.set_ylabel(f"{'final' if self.reduce == 'last' else 'best'} {self.monitor}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize="small")
-        decays = ", ".join(f"{name} {wd:.3g}" for name, wd in self.weight_decay.items())
+        ax.set_xlabel("τ_epoch: the weight decay's timescale, in epochs (B / (η λ N))")
+        ax.set_ylabel(f"{value} {_metric_words(self.monitor)}")
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
         ax.set_title(
-            f"finder: {self.subset_size} of {self.dataset_size} samples, {self.epochs} epochs\n"
-            f"full run (N={self.dataset_size}): weight decay {decays}",
+            f"Timescale finder: {value} {_metric_words(self.monitor)} against τ_epoch\n"
+            f"{seeds} seed{'s' if seeds != 1 else ''}, each run on {self.subset_size} of {self.dataset_size} training"
+            f" samples for {self.epochs} epochs",
             fontsize="medium",
         )
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        return path
+        caption.axis("off")
+        caption.text(0.0, 1.0, _wrap(self._figure_caption(), 130), va="top", ha="left", fontsize="small")
+        _plain_ticks(ax.xaxis, taus + [p.tau_epoch for p in self.pruned])
+        fig.canvas.draw()
+        for axis in (ax.xaxis, ax.yaxis):
+            _thin_ticks(axis)
+        return fig
+
+    def _figure_caption(self) -> str:  # pragma: no mutate block (the figure only)
+        """The figure's caption: the suggestion, the verdict and the full run's weight decay per group."""
+        decays = ", ".join(f"{_plain(wd)} for '{name}'" for name, wd in self.weight_decay.items())
+        return (
+            f"Suggested τ_epoch {_plain(self.tau_epoch)}: {self.verdict}. Full run (N={self.dataset_size},"
+            f" B={self.batch_size}): weight decay {decays or 'none (no group decays)'}, as"
+            f" TimescaleCallback(tau_epoch={_plain(self.tau_epoch)}) sets it."
+        )
 
 
 def write_json(path: str | Path, data: Any) -> Path:
@@ -476,3 +577,70 @@ def _finite_or_none(value: float) -> float | None:
 
 def _fmt(value: float) -> str:
     return f"{value:.4g}" if math.isfinite(value) else "nan"
+
+
+def _plain(value: float) -> str:
+    """A number rounded for people: three significant digits, positional (``0.312``, ``1350``, ``12``), never
+    ``1e-05`` or ``1.23e+03``; ``nan`` and ``inf`` as such.
+
+    Example:
+        >>> _plain(12.0), _plain(10.079368), _plain(1e-5), _plain(1234.5), _plain(float("nan"))
+        ('12', '10.1', '0.00001', '1230', 'nan')
+    """
+    if not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
+
+
+def _metric_words(monitor: str) -> str:  # pragma: no mutate block (the figure only)
+    """A logged metric's name in words: ``hp/val_loss`` and ``val/loss`` -> ``validation loss``, ``val_acc`` ->
+    ``validation accuracy``; another name as it is, with spaces for ``_`` and ``/``.
+
+    Example:
+        >>> _metric_words("val/loss"), _metric_words("hp/val_loss"), _metric_words("val_acc"), _metric_words("bleu")
+        ('validation loss', 'validation loss', 'validation accuracy', 'bleu')
+    """
+    parts = [p for p in monitor.split("/") if p and p != "hp"]
+    words = " ".join(parts).replace("_", " ").split()
+    table = {"val": "validation", "acc": "accuracy", "err": "error", "ppl": "perplexity"}
+    return " ".join(table.get(w, w) for w in words)
+
+
+def _plain_ticks(axis: Any, ticks: Sequence[float]) -> None:  # pragma: no mutate block (drawing)
+    """Major ticks at ``ticks`` written plainly, no minor ticks (a log axis's default labels read 4×10^0 here)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    axis.set_major_locator(FixedLocator(sorted(set(ticks))))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: _plain(value)))
+    axis.set_minor_locator(NullLocator())
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _thin_ticks(axis: Any, pad: float = 4.0) -> None:  # pragma: no mutate block (drawing)
+    """Drop tick labels that would touch another (in screen space, with ``pad`` pixels to spare) until none does: the
+    two ends first, then the ticks between in order. Needs a drawn figure."""
+    from matplotlib.ticker import FixedLocator
+
+    ticks = [t for t in axis.get_major_ticks() if t.label1.get_visible() and t.label1.get_text()]
+    if len(ticks) < 2:
+        return
+    vertical = axis.axis_name == "y"
+    boxes = {}
+    for t in ticks:
+        box = t.label1.get_window_extent()
+        boxes[t.get_loc()] = (box.y0, box.y1) if vertical else (box.x0, box.x1)
+    locs = sorted(boxes, key=lambda loc: boxes[loc][0])
+    kept = [locs[0], locs[-1]]
+    for loc in locs[1:-1]:
+        lo, hi = boxes[loc]
+        if all(hi + pad <= boxes[k][0] or boxes[k][1] + pad <= lo for k in kept):
+            kept.append(loc)
+    if boxes[locs[0]][1] + pad > boxes[locs[-1]][0]:  # even the two ends touch: keep one
+        kept = [locs[0]]
+    axis.set_major_locator(FixedLocator(sorted(kept)))
+
+
+def _wrap(text: str, width: int) -> str:  # pragma: no mutate block (the figure's caption only)
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
