@@ -32,6 +32,7 @@ import numpy as np
 
 from lightning_tau import _checks
 from lightning_tau._table import table_lines
+from lightning_tau.tuner.plain import metric_words, plain_ticks, thin_ticks, wrap
 from lightning_tau.tuner.result import FinderResult, write_json
 from lightning_tau.tuner.rule_costs import rule_cost
 from lightning_tau.tuner.rules import DEFAULT_TOLERANCE, half_width, rules_for
@@ -639,7 +640,7 @@ class AxisResult:
         left, right = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
         caption = fig.add_subplot(grid[1, :])
         first = self.results[0]
-        metric = f"{'final' if first.reduce == 'last' else 'best'} {_metric_words(first.monitor)}"
+        metric = f"{'final' if first.reduce == 'last' else 'best'} {metric_words(first.monitor)}"
         x_words = "base weight decay λ_base" if self.axis == "width" else "τ_epoch (epochs)"
         best_words = "best λ_base" if self.axis == "width" else "best τ_epoch"
         scale_words = "width" if self.axis == "width" else "training samples N"
@@ -714,14 +715,14 @@ class AxisResult:
         right.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
 
         caption.axis("off")
-        caption.text(0.0, 1.0, _wrap(self._figure_caption(), 170), va="top", ha="left", fontsize="small")
+        caption.text(0.0, 1.0, wrap(self._figure_caption(), 170), va="top", ha="left", fontsize="small")
 
-        _plain_ticks(left.xaxis, self.xs)
-        _plain_ticks(right.xaxis, list(scales))
-        _plain_ticks(right.yaxis, list(self.xs))
+        plain_ticks(left.xaxis, self.xs)
+        plain_ticks(right.xaxis, list(scales))
+        plain_ticks(right.yaxis, list(self.xs))
         fig.canvas.draw()
         for axis in (left.xaxis, left.yaxis, right.xaxis, right.yaxis):
-            _thin_ticks(axis)
+            thin_ticks(axis)
         return fig
 
     def _figure_caption(self) -> str:  # pragma: no mutate block (the figure only)
@@ -733,68 +734,6 @@ class AxisResult:
             else "no interval"
         )
         return f"Exponent {signed(fit.exponent)} ({ci}). {advice(self.axis, fit, self.rules)}"
-
-
-def _metric_words(monitor: str) -> str:  # pragma: no mutate block (the figure only)
-    """A logged metric's name in words: ``hp/val_loss`` -> ``validation loss``, ``val_acc`` -> ``validation
-    accuracy``; another name as it is, without its ``/`` prefix and with spaces for ``_``."""
-    name = monitor.rsplit("/", 1)[-1]
-    words = name.replace("_", " ").split()
-    table = {"val": "validation", "acc": "accuracy", "err": "error", "ppl": "perplexity"}
-    return " ".join(table.get(w, w) for w in words)
-
-
-def _plain(value: float) -> str:  # pragma: no mutate block (tick labels)
-    """A tick label: a whole number as it is (``2048``, not ``2050``), else three significant digits, positional
-    (``0.312``, ``5.6``), never ``10^2`` or ``1e-3``.
-
-    Example:
-        >>> _plain(2048.0), _plain(5.6), _plain(0.31234), _plain(1350.0)
-        ('2048', '5.6', '0.312', '1350')
-    """
-    if float(value).is_integer():
-        return str(int(value))
-    return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
-
-
-def _plain_ticks(axis: Any, ticks: Sequence[float]) -> None:  # pragma: no mutate block (drawing)
-    """Major ticks at ``ticks`` written plainly, no minor ticks (a log axis's default labels crowd here)."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
-
-    axis.set_major_locator(FixedLocator(sorted(set(ticks))))
-    axis.set_major_formatter(FuncFormatter(lambda value, _: _plain(value)))
-    axis.set_minor_locator(NullLocator())
-    axis.set_minor_formatter(NullFormatter())
-
-
-def _thin_ticks(axis: Any, pad: float = 4.0) -> None:  # pragma: no mutate block (drawing)
-    """Drop tick labels that would touch the one before (in screen space, with ``pad`` pixels to spare) until none
-    does: the ends first, then the ticks between in order. Needs a drawn figure."""
-    from matplotlib.ticker import FixedLocator
-
-    ticks = [t for t in axis.get_major_ticks() if t.label1.get_visible() and t.label1.get_text()]
-    if len(ticks) < 2:
-        return
-    vertical = axis.axis_name == "y"
-    boxes = {}
-    for t in ticks:
-        box = t.label1.get_window_extent()
-        boxes[t.get_loc()] = (box.y0, box.y1) if vertical else (box.x0, box.x1)
-    locs = sorted(boxes, key=lambda loc: boxes[loc][0])
-    kept = [locs[0], locs[-1]]
-    for loc in locs[1:-1]:
-        lo, hi = boxes[loc]
-        if all(hi + pad <= boxes[k][0] or boxes[k][1] + pad <= lo for k in kept):
-            kept.append(loc)
-    if boxes[locs[0]][1] + pad > boxes[locs[-1]][0]:  # even the two ends touch: keep one
-        kept = [locs[0]]
-    axis.set_major_locator(FixedLocator(sorted(kept)))
-
-
-def _wrap(text: str, width: int) -> str:  # pragma: no mutate block (the figure title only)
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width))
 
 
 def _short(value: float) -> str:

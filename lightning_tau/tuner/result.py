@@ -20,6 +20,7 @@ import numpy as np
 from lightning_tau._constants import Goal
 from lightning_tau._table import table_lines
 from lightning_tau.tuner.curve import optimum_range, smoothed_optimum
+from lightning_tau.tuner.plain import metric_words, plain, plain_ticks, thin_ticks, wrap
 
 __all__ = ["CurvePoint", "FinderResult", "PrunedPoint", "write_json"]
 
@@ -279,22 +280,22 @@ class FinderResult:
         low, high = self.tau_epoch_range
         taus = [p.tau_epoch for p in self.curve]
         if len(taus) + len(self.pruned) == 1:
-            return f"a grid of one tau_epoch ({_plain(taus[0])}) compares it with nothing: give several"
+            return f"a grid of one tau_epoch ({plain(taus[0])}) compares it with nothing: give several"
         if self.at_edge:
             smallest = bool(taus) and self.grid_tau_epoch == taus[0]
             return (
                 f"the best tau_epoch is the grid's {'smallest' if smallest else 'largest'}"
-                f" ({_plain(self.grid_tau_epoch)}), so the best may lie {'below' if smallest else 'above'} it: widen"
+                f" ({plain(self.grid_tau_epoch)}), so the best may lie {'below' if smallest else 'above'} it: widen"
                 " the grid"
             )
         if taus and low <= taus[0] and high >= taus[-1]:
             return (
-                f"the seeds cannot tell the whole grid apart ({_plain(low)} to {_plain(high)}): run more seeds or"
+                f"the seeds cannot tell the whole grid apart ({plain(low)} to {plain(high)}): run more seeds or"
                 " epochs before trusting it"
             )
         return (
-            f"the best tau_epoch lies inside the grid, somewhere from {_plain(low)} to {_plain(high)} (a factor of"
-            f" {_plain(high / low)})"
+            f"the best tau_epoch lies inside the grid, somewhere from {plain(low)} to {plain(high)} (a factor of"
+            f" {plain(high / low)})"
         )
 
     @property
@@ -350,22 +351,22 @@ class FinderResult:
         """
         rows = [
             [
-                _plain(p.tau_epoch),
+                plain(p.tau_epoch),
                 _fmt(p.mean),
-                _plain(p.std),
+                plain(p.std),
                 ", ".join(_fmt(v) for v in p.values),
-                ", ".join(f"{name}={_plain(wd)}" for name, wd in p.weight_decay.items()),
+                ", ".join(f"{name}={plain(wd)}" for name, wd in p.weight_decay.items()),
                 "best on grid" if p.tau_epoch == self.grid_tau_epoch else "",
             ]
             for p in self.curve
         ]
         for p in self.pruned:  # in grid order among the curve's rows
             row = [
-                _plain(p.tau_epoch),
+                plain(p.tau_epoch),
                 "pruned",
                 "",
                 "",
-                ", ".join(f"{n}={_plain(wd)}" for n, wd in p.weight_decay.items()),
+                ", ".join(f"{n}={plain(wd)}" for n, wd in p.weight_decay.items()),
             ]
             at = next((i for i, q in enumerate(self.curve) if q.tau_epoch > p.tau_epoch), len(self.curve))
             rows.insert(at + sum(q.tau_epoch < p.tau_epoch for q in self.pruned), [*row, p.note])
@@ -376,13 +377,13 @@ class FinderResult:
         lines = [
             f"Timescale finder: {points} tau_epoch{'' if points == 1 else 's'} x"
             f" {seeds} seed{'' if seeds == 1 else 's'}"
-            f" on a {_plain(self.fraction)} subset ({self.subset_size} of {self.dataset_size} samples), {self.epochs}"
+            f" on a {plain(self.fraction)} subset ({self.subset_size} of {self.dataset_size} samples), {self.epochs}"
             f" epochs, B={self.batch_size}; {value} {self.monitor} ({better} is better):",
             *table_lines(
                 ["tau_epoch", "mean", "std", "per seed", "subset weight decay", "note"], rows, rule=False, indent="  "
             ),
         ]
-        suggested, grid_best = _plain(self.tau_epoch), _plain(self.grid_tau_epoch)
+        suggested, grid_best = plain(self.tau_epoch), plain(self.grid_tau_epoch)
         if self.smoothed:
             how = (
                 f"where a smooth curve through the best grid point ({grid_best}) and its neighbours is"
@@ -394,19 +395,19 @@ class FinderResult:
         low, high = self.tau_epoch_range
         if len(self.curve) == 1:
             lines.append("Uncertainty: unknown: a grid of one tau_epoch has nothing to compare it with.")
-        elif _plain(low) == _plain(high):  # no width to 3 significant digits
+        elif plain(low) == plain(high):  # no width to 3 significant digits
             lines.append(
                 f"Uncertainty: none that the {seeds} seed{'' if seeds == 1 else 's'} show: every resample of them"
-                f" suggests {_plain(low)}, and no other grid point is as good."
+                f" suggests {plain(low)}, and no other grid point is as good."
             )
         elif seeds == 1:
             lines.append(
                 "Uncertainty: with one seed the noise is unknown, so the range is the best grid point's neighbours,"
-                f" {_plain(low)} to {_plain(high)}."
+                f" {plain(low)} to {plain(high)}."
             )
         else:
             lines.append(
-                f"Uncertainty: the {seeds} seeds cannot tell tau_epoch {_plain(low)} to {_plain(high)} apart from it;"
+                f"Uncertainty: the {seeds} seeds cannot tell tau_epoch {plain(low)} to {plain(high)} apart from it;"
                 " a rerun with other seeds may suggest anything in that range."
             )
         lines.append(f"Verdict: {self.verdict}.")
@@ -414,18 +415,18 @@ class FinderResult:
             stopped = sum(bool(a) for p in self.pruned for a in p.pruned_after)
             untrained = sum(a == 0 for p in self.pruned for a in p.pruned_after)
             lines.append(
-                f"Pruned: tau_epoch {', '.join(_plain(p.tau_epoch) for p in self.pruned)} (runs: {stopped} stopped"
+                f"Pruned: tau_epoch {', '.join(plain(p.tau_epoch) for p in self.pruned)} (runs: {stopped} stopped"
                 f" early, {untrained} not trained); not on the curve: every seed of a tau_epoch must complete to be"
                 " compared."
             )
         lines.append(
-            f"Weight decay for the full run (N={self.dataset_size}, B={self.batch_size}, {_plain(self.steps_per_epoch)}"
+            f"Weight decay for the full run (N={self.dataset_size}, B={self.batch_size}, {plain(self.steps_per_epoch)}"
             f" steps per epoch), as TimescaleCallback(tau_epoch={suggested}) will set it:"
         )
         lines += table_lines(
             ["group", "lr", "weight decay", "naive (subset's best, kept)"],
             [
-                [name, _plain(self.lr[name]), _plain(wd), _plain(self.subset_weight_decay.get(name, math.nan))]
+                [name, plain(self.lr[name]), plain(wd), plain(self.subset_weight_decay.get(name, math.nan))]
                 for name, wd in self.weight_decay.items()
             ],
             rule=False,
@@ -476,11 +477,11 @@ class FinderResult:
         ax.plot(taus, means, "o-", color="tab:blue", markersize=4, label=f"mean over seeds ({self.monitor})")
         low, high = self.tau_epoch_range
         seeds = len(self.curve[0].seeds) if self.curve else 0
-        if math.isfinite(low) and math.isfinite(high) and _plain(low) != _plain(high):  # a band, when it has width
+        if math.isfinite(low) and math.isfinite(high) and plain(low) != plain(high):  # a band, when it has width
             words = (
-                f"the best grid point's neighbours: {_plain(low)} to {_plain(high)}"
+                f"the best grid point's neighbours: {plain(low)} to {plain(high)}"
                 if seeds == 1
-                else f"the seeds cannot tell {_plain(low)} to {_plain(high)} apart"
+                else f"the seeds cannot tell {plain(low)} to {plain(high)} apart"
             )
             ax.axvspan(low, high, color="gold", alpha=0.25, lw=0, label=words)
         grid_best = next((p for p in self.curve if p.tau_epoch == self.grid_tau_epoch), None)
@@ -493,7 +494,7 @@ class FinderResult:
                 fillstyle="none",
                 markersize=11,
                 markeredgewidth=2,
-                label=f"best on the grid: {_plain(grid_best.tau_epoch)}",
+                label=f"best on the grid: {plain(grid_best.tau_epoch)}",
                 zorder=3,
             )
         finite = [(math.log(t), m) for t, m in zip(taus, means) if math.isfinite(m)]
@@ -507,7 +508,7 @@ class FinderResult:
                 markeredgecolor="black",
                 markersize=16,
                 zorder=4,
-                label=f"suggested τ_epoch: {_plain(self.tau_epoch)}",
+                label=f"suggested τ_epoch: {plain(self.tau_epoch)}",
             )
         diverged = [p.tau_epoch for p in self.curve if not math.isfinite(p.mean)]
         for taus_here, marker, color, label in (
@@ -528,31 +529,31 @@ class FinderResult:
                 )
         ax.set_xscale("log")
         ax.set_xlabel("τ_epoch: the weight decay's timescale, in epochs (B / (η λ N))")
-        ax.set_ylabel(f"{value} {_metric_words(self.monitor)}")
+        ax.set_ylabel(f"{value} {metric_words(self.monitor)}")
         ax.ticklabel_format(axis="y", style="plain", useOffset=False)
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
         ax.set_title(
-            f"Timescale finder: {value} {_metric_words(self.monitor)} against τ_epoch\n"
+            f"Timescale finder: {value} {metric_words(self.monitor)} against τ_epoch\n"
             f"{seeds} seed{'s' if seeds != 1 else ''}, each run on {self.subset_size} of {self.dataset_size} training"
             f" samples for {self.epochs} epochs",
             fontsize="medium",
         )
         caption.axis("off")
-        caption.text(0.0, 1.0, _wrap(self._figure_caption(), 130), va="top", ha="left", fontsize="small")
-        _plain_ticks(ax.xaxis, taus + [p.tau_epoch for p in self.pruned])
+        caption.text(0.0, 1.0, wrap(self._figure_caption(), 130), va="top", ha="left", fontsize="small")
+        plain_ticks(ax.xaxis, taus + [p.tau_epoch for p in self.pruned])
         fig.canvas.draw()
         for axis in (ax.xaxis, ax.yaxis):
-            _thin_ticks(axis)
+            thin_ticks(axis)
         return fig
 
     def _figure_caption(self) -> str:  # pragma: no mutate block (the figure only)
         """The figure's caption: the suggestion, the verdict and the full run's weight decay per group."""
-        decays = ", ".join(f"{_plain(wd)} for '{name}'" for name, wd in self.weight_decay.items())
+        decays = ", ".join(f"{plain(wd)} for '{name}'" for name, wd in self.weight_decay.items())
         return (
-            f"Suggested τ_epoch {_plain(self.tau_epoch)}: {self.verdict}. Full run (N={self.dataset_size},"
+            f"Suggested τ_epoch {plain(self.tau_epoch)}: {self.verdict}. Full run (N={self.dataset_size},"
             f" B={self.batch_size}): weight decay {decays or 'none (no group decays)'}, as"
-            f" TimescaleCallback(tau_epoch={_plain(self.tau_epoch)}) sets it."
+            f" TimescaleCallback(tau_epoch={plain(self.tau_epoch)}) sets it."
         )
 
 
@@ -577,70 +578,3 @@ def _finite_or_none(value: float) -> float | None:
 
 def _fmt(value: float) -> str:
     return f"{value:.4g}" if math.isfinite(value) else "nan"
-
-
-def _plain(value: float) -> str:
-    """A number rounded for people: three significant digits, positional (``0.312``, ``1350``, ``12``), never
-    ``1e-05`` or ``1.23e+03``; ``nan`` and ``inf`` as such.
-
-    Example:
-        >>> _plain(12.0), _plain(10.079368), _plain(1e-5), _plain(1234.5), _plain(float("nan"))
-        ('12', '10.1', '0.00001', '1230', 'nan')
-    """
-    if not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
-
-
-def _metric_words(monitor: str) -> str:  # pragma: no mutate block (the figure only)
-    """A logged metric's name in words: ``hp/val_loss`` and ``val/loss`` -> ``validation loss``, ``val_acc`` ->
-    ``validation accuracy``; another name as it is, with spaces for ``_`` and ``/``.
-
-    Example:
-        >>> _metric_words("val/loss"), _metric_words("hp/val_loss"), _metric_words("val_acc"), _metric_words("bleu")
-        ('validation loss', 'validation loss', 'validation accuracy', 'bleu')
-    """
-    parts = [p for p in monitor.split("/") if p and p != "hp"]
-    words = " ".join(parts).replace("_", " ").split()
-    table = {"val": "validation", "acc": "accuracy", "err": "error", "ppl": "perplexity"}
-    return " ".join(table.get(w, w) for w in words)
-
-
-def _plain_ticks(axis: Any, ticks: Sequence[float]) -> None:  # pragma: no mutate block (drawing)
-    """Major ticks at ``ticks`` written plainly, no minor ticks (a log axis's default labels read 4×10^0 here)."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
-
-    axis.set_major_locator(FixedLocator(sorted(set(ticks))))
-    axis.set_major_formatter(FuncFormatter(lambda value, _: _plain(value)))
-    axis.set_minor_locator(NullLocator())
-    axis.set_minor_formatter(NullFormatter())
-
-
-def _thin_ticks(axis: Any, pad: float = 4.0) -> None:  # pragma: no mutate block (drawing)
-    """Drop tick labels that would touch another (in screen space, with ``pad`` pixels to spare) until none does: the
-    two ends first, then the ticks between in order. Needs a drawn figure."""
-    from matplotlib.ticker import FixedLocator
-
-    ticks = [t for t in axis.get_major_ticks() if t.label1.get_visible() and t.label1.get_text()]
-    if len(ticks) < 2:
-        return
-    vertical = axis.axis_name == "y"
-    boxes = {}
-    for t in ticks:
-        box = t.label1.get_window_extent()
-        boxes[t.get_loc()] = (box.y0, box.y1) if vertical else (box.x0, box.x1)
-    locs = sorted(boxes, key=lambda loc: boxes[loc][0])
-    kept = [locs[0], locs[-1]]
-    for loc in locs[1:-1]:
-        lo, hi = boxes[loc]
-        if all(hi + pad <= boxes[k][0] or boxes[k][1] + pad <= lo for k in kept):
-            kept.append(loc)
-    if boxes[locs[0]][1] + pad > boxes[locs[-1]][0]:  # even the two ends touch: keep one
-        kept = [locs[0]]
-    axis.set_major_locator(FixedLocator(sorted(kept)))
-
-
-def _wrap(text: str, width: int) -> str:  # pragma: no mutate block (the figure's caption only)
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width))
