@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -115,6 +116,19 @@ def test_a_rerun_with_a_new_unseeded_instance_trains_nothing_prints_the_answer_a
     assert capsys.readouterr().out == ""
 
 
+def test_a_rerun_that_trains_nothing_says_nothing_of_capping_its_workers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _fit(_finder(tmp_path, seeds=(0,), trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1}), Net())
+    caplog.clear()
+    again = _finder(tmp_path, seeds=(0,), trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1})
+    again.workers = 2  # set after construction: no workers' server is started for a rerun that trains nothing
+    _fit(again, Net())
+    assert (again.trained_runs, again.reused_runs) == (0, len(GRID))
+    assert f"{len(GRID)} done before." in caplog.text  # the log was captured
+    assert "capped" not in caplog.text and "workers" not in caplog.text, caplog.text
+
+
 class _Threads(Callback):
     def __init__(self) -> None:
         self.seen: list[int] = []
@@ -143,6 +157,28 @@ def test_trials_run_on_cores_over_workers_threads_and_warn_once_per_fit(tmp_path
     assert threads.seen == [cores()] * len(GRID)
     vectors = [w for w in caught if "1-D" in str(w.message) or "decay_vectors" in str(w.message)]
     assert len(vectors) == 1, [str(w.message) for w in vectors]
+
+
+def test_a_trial_warning_shows_once_per_fit_on_its_own_line_beside_the_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    finder = _finder(
+        tmp_path, verbose=False, progress=True, trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1}
+    )
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))  # as Python shows them
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        _fit(finder, Net(decay_vectors=True))  # six trials, each warning of the decaying biases and norm
+    printed = capsys.readouterr().err
+    assert printed.count("1-D parameters") == 1, printed
+    assert "tau finder" in printed  # the bar was drawn
+    # the warning's line holds nothing of the bar: it was cleared before, and drawn again after
+    start = re.split(r"[\r\n]", printed[: printed.index("1-D parameters")])[-1]
+    assert "tau finder" not in start and "epoch" not in start, start
 
 
 # --- the range, pure -------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -368,3 +369,36 @@ def test_a_model_of_the_users_script_with_two_workers_is_one_study_that_each_gri
     assert model["init"] == (
         "an instance initialized afresh per seed" if given == "instance" else "a factory called per seed"
     )
+
+
+#: A user's script with no ``if __name__ == "__main__":``: each worker runs it again as it imports it.
+UNGUARDED = """
+from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
+from lightning_tau.tuner.finder import TimescaleFinder
+
+finder = TimescaleFinder(
+    fraction=0.5, tau_epochs=(2, 4), seeds=(0,), monitor="val/loss", root_dir=".", workers=2,
+    trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1}, progress=False, verbose=False,
+)
+finder.fit(DigitsMLP, datamodule=DigitsDataModule(train_size=400, batch_size=64))
+print("the script went on")
+"""
+
+
+@pytest.mark.slow
+def test_a_script_without_the_main_guard_stops_with_one_line_naming_it(tmp_path: Path) -> None:
+    """Its worker would start the finder again while importing it (multiprocessing's 30-line "bootstrapping phase"
+    traceback): the script stops, non-zero, with one line that shows the guard (400 samples: a start message larger
+    than a pipe's buffer, so a worker that dies importing the script must not break the pipe before its exit code)."""
+    (tmp_path / "sweep.py").write_text(UNGUARDED)
+    env = {k: v for k, v in os.environ.items() if k != START_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1]), env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "sweep.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    printed = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode != 0
+    assert printed == [
+        "`TimescaleFinder(workers=2)`: the worker processes import your script, which starts the finder again at"
+        ' import; put the script\'s code under `if __name__ == "__main__":`.'
+    ], printed

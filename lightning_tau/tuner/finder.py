@@ -22,13 +22,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import multiprocessing
 import os
 import pickle
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, NoReturn, overload
 
 import lightning.pytorch as pl
 import torch
@@ -84,11 +85,14 @@ from lightning_tau.tuner.study import GridStudy, quiet_optuna, study_folder
 from lightning_tau.tuner.study_key import open_studies, study_settings
 from lightning_tau.tuner.trial import pruned_record, run_trial, subset_dataloader, warn_once
 from lightning_tau.tuner.workers import (
+    UNGUARDED_EXIT,
     Workers,
     cores,
+    importing_main,
     sigterm_raises,
     start_server,
     threads_per_process,
+    unguarded_script,
     worker_environ,
 )
 
@@ -96,6 +100,9 @@ __all__ = ["PRUNER_NAMES", "SettingError", "TimescaleFinder", "make_pruner", "su
 
 #: The exit status of a sweep stopped by SIGTERM (128 + 15, as a shell reports a process that signal ended).
 SIGTERM_EXIT = 143
+
+#: The name of the finder's worker processes (numbered from 1).
+WORKER_NAME = "tau-finder-worker"
 
 #: Seconds between looks at the study while waiting for trials that train elsewhere.
 POLL_SECONDS = 1.0
@@ -281,7 +288,9 @@ class TimescaleFinder:
             _checks.non_empty("TimescaleFinder", "study_name", study_name, "use a non-empty name.")
         self.study_name = study_name
         self.workers = _checks.positive_int("TimescaleFinder", "workers", workers)
-        if min(self.workers, cores()) > 1:  # the workers' server imports torch and Lightning while the caller sets up
+        # the workers' server imports torch and Lightning while the caller sets up (not from a worker importing the
+        # user's script: it cannot start processes, and fit stops it)
+        if min(self.workers, cores()) > 1 and not importing_main():
             start_server()
         self.stale_after = _checks.positive_number(
             "TimescaleFinder", "stale_after", stale_after, "use a positive number of seconds."
@@ -297,6 +306,7 @@ class TimescaleFinder:
         #: along an axis: the study of every point, in axis order
         self.studies: list[GridStudy] = []
         self._worker_only = False
+        self._warned: set[tuple[type, str]] = set()
 
     @overload
     def fit(
@@ -371,6 +381,9 @@ class TimescaleFinder:
                 group, or (after the first validation) a ``monitor`` no run logs. A journal file that fills the
                 disk mid-run raises :class:`~lightning_tau.tuner.storage.JournalWriteError` naming it.
         """
+        if importing_main():  # a worker importing the user's script, whose code runs the finder again at import
+            _stop_unguarded_worker(self.workers)
+        self._warned = set()  # warnings the trials of this fit have shown: each once, not once per trial or point
         self.staging = None
         if self.axis != "fraction":
             return self._fit_axis(model, datamodule, train_dataloaders, val_dataloaders, wait=wait)
@@ -526,6 +539,8 @@ class TimescaleFinder:
                 torch.set_num_threads(threads)
                 if procs is not None:
                     procs.join()
+            if procs is not None and procs.unguarded():  # the workers cannot import the script without starting it
+                raise SystemExit(unguarded_script(self.workers))
             for problem in procs.problems() if procs is not None else []:
                 log(problem)
             records = [study.records() for study in studies]
@@ -570,10 +585,11 @@ class TimescaleFinder:
 
         bar = None
         counted: set[tuple[float, int]] = set()  # grid points whose epochs the bar holds
-        warned: set[tuple[type, str]] = set()  # warnings shown in this fit: each once, not once per trial
         told_waiting: set[int] = set()
         try:
             while True:
+                if workers is not None and workers.unguarded():  # stop now: no worker can start with this script
+                    raise SystemExit(unguarded_script(self.workers))
                 study.reclaim()
                 study.enqueue_missing()
                 if bar is not None:  # trials other processes (this fit's workers too) finished: their epochs
@@ -599,7 +615,8 @@ class TimescaleFinder:
                             disable=not self.progress or rank_zero_only.rank != 0,
                         )
                     bar.set_postfix_str(f"tau_epoch={tau:g} seed={seed}")
-                    with study.working_on(trial), warn_once(warned, show=not self._worker_only), quiet_sweep():
+                    shown = warn_once(self._warned, show=not self._worker_only, writing=bar.external_write_mode)
+                    with study.working_on(trial), shown, quiet_sweep():
                         record = run_trial(
                             model_factory,
                             train,
@@ -646,9 +663,10 @@ class TimescaleFinder:
 
     def _workers_for(self, left: int) -> int:
         """The worker processes to run: ``workers``, capped at this machine's cores and at the trials left to train
-        (more only split the cores into slower trials, or wait with nothing to do); a note says when capped."""
+        (more only split the cores into slower trials, or wait with nothing to do); a note says when capped, unless
+        nothing is left to train (a rerun: no worker is started, and none was to be)."""
         workers = max(1, min(self.workers, cores(), left))
-        if workers < self.workers:
+        if workers < self.workers and left > 0:
             why = "the number of trials left to train" if workers == max(1, left) else "this machine's cores"
             self._log(f"workers={self.workers} capped at {workers} ({why}).")
         return workers
@@ -667,15 +685,30 @@ class TimescaleFinder:
     def _start_workers(self, payload: bytes, workers: int) -> Workers:
         """``workers - 1`` worker processes, started in the background while this process trains."""
         threads = threads_per_process(torch.get_num_threads(), workers)
-        return Workers(_worker_main, (payload, threads, dict(os.environ)), workers - 1, "tau-finder-worker")
+        return Workers(_worker_main, (threads, dict(os.environ)), workers - 1, WORKER_NAME, payload=payload)
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
 
 
-def _worker_main(payload: bytes, threads: int, environ: Mapping[str, str]) -> None:
-    """A worker process: train the study's trials until none is left to take, then exit."""
+def _stop_unguarded_worker(workers: int) -> NoReturn:
+    """End this process, which started a fit while importing its starting process's main module: with
+    :data:`~lightning_tau.tuner.workers.UNGUARDED_EXIT`, which the finder's own workers leave for the main process to
+    report in one line (another library's worker says it itself). ``os._exit``: a forkserver's child ends with 1
+    whatever it raises, printing the traceback."""
+    if not multiprocessing.current_process().name.startswith(WORKER_NAME):
+        print(unguarded_script(workers), file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(UNGUARDED_EXIT)
+
+
+def _worker_main(payload: bytes | Any, threads: int, environ: Mapping[str, str]) -> None:
+    """A worker process: train the study's trials until none is left to take, then exit. ``payload``: the pickled
+    finder settings, model and data, or the pipe they come through (:class:`~lightning_tau.tuner.workers.Workers`)."""
     worker_environ(environ)  # the starting process's, as spawn gives it (a fork has its server's)
+    if not isinstance(payload, bytes):
+        payload = payload.recv_bytes()
     kwargs, model_factory, full_train, val, seeds = pickle.loads(payload)
     torch.set_num_threads(threads)
     finder = TimescaleFinder(**kwargs)

@@ -550,17 +550,25 @@ class PruningCallback(Callback):
 
 
 @contextlib.contextmanager
-def warn_once(shown: set[tuple[type, str]], show: bool = True) -> Iterator[None]:
+def warn_once(
+    shown: set[tuple[type, str]],
+    show: bool = True,
+    writing: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> Iterator[None]:
     """Show each warning the block raises only if ``shown`` does not hold one like it yet, the same but for its
     numbers (a finder's trials all warn alike, each with its own weight decay: the user hears it once per fit);
-    ``show=False`` (a worker process; the main one trains too) shows none."""
+    ``show=False`` (a worker process; the main one trains too) shows none. The warnings are shown after the block,
+    inside ``writing()`` (a progress bar's ``external_write_mode``: cleared first, drawn again below them)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
+    fresh = []
     for w in caught:
         key = (w.category, re.sub(r"\d[\d.e+-]*", "#", str(w.message)))  # each trial's own numbers aside
-        if key in shown:
-            continue
-        shown.add(key)
-        if show:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if key not in shown:
+            shown.add(key)
+            fresh.append(w)
+    if show and fresh:
+        with writing():
+            for w in fresh:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

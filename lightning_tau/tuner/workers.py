@@ -35,13 +35,16 @@ from typing import Any, Literal
 __all__ = [
     "PRELOAD",
     "START_ENV",
+    "UNGUARDED_EXIT",
     "Workers",
     "cores",
+    "importing_main",
     "preloaded",
     "sigterm_raises",
     "start_method",
     "start_server",
     "threads_per_process",
+    "unguarded_script",
     "worker_environ",
 ]
 
@@ -51,6 +54,10 @@ StartMethod = Literal["forkserver", "spawn"]
 PRELOAD = ("torch", "lightning.pytorch", "lightning_tau.tuner.finder")
 #: The environment variable that picks the workers' start method: ``forkserver`` (the default on Linux) or ``spawn``.
 START_ENV = "LIGHTNING_TAU_WORKER_START"
+
+#: The exit code of a worker that met the finder while it imported the starting process's main module: a script whose
+#: code is not under ``if __name__ == "__main__":`` (:func:`importing_main`).
+UNGUARDED_EXIT = 87
 
 #: The process that imported this module: in a worker forked from the preloaded server, the server.
 _IMPORTED_IN = os.getpid()
@@ -136,6 +143,31 @@ def preloaded() -> bool:
     return _IMPORTED_IN != os.getpid()
 
 
+def importing_main() -> bool:
+    """Whether this process is still importing its starting process's main module, as a spawned (or forked-server)
+    worker does before it runs anything (``multiprocessing``'s bootstrapping phase): a finder started now is the user's
+    script run again at import, its code not under ``if __name__ == "__main__":``.
+
+    Example:
+        >>> importing_main()
+        False
+    """
+    return bool(getattr(multiprocessing.process.current_process(), "_inheriting", False))
+
+
+def unguarded_script(workers: int) -> str:
+    """The one line for a script that starts the finder at import, which its worker processes do too.
+
+    Example:
+        >>> unguarded_script(2)[:80]
+        '`TimescaleFinder(workers=2)`: the worker processes import your script, which sta'
+    """
+    return (
+        f"`TimescaleFinder(workers={workers})`: the worker processes import your script, which starts the finder again"
+        ' at import; put the script\'s code under `if __name__ == "__main__":`.'
+    )
+
+
 def worker_environ(environ: Mapping[str, str]) -> None:
     """Make this process's environment ``environ`` (the starting process's at the time it started this worker), as
     ``spawn`` would have it: a forked worker inherits the server's, from the time the server started."""
@@ -197,20 +229,27 @@ class Workers:
         args: its arguments (they pickle).
         count: how many workers.
         name: the processes' name, numbered from 1.
+        payload: bytes sent to each worker once it has started, through a pipe that ``target`` gets before ``args``
+            (it calls ``recv_bytes()``): the start message stays small, so a worker that dies while it imports the
+            main module leaves its exit code instead of a broken pipe in the middle of a large start message.
     """
 
-    def __init__(self, target: Callable[..., Any], args: Sequence[Any], count: int, name: str) -> None:
+    def __init__(
+        self, target: Callable[..., Any], args: Sequence[Any], count: int, name: str, payload: bytes | None = None
+    ) -> None:
         self.processes: list[Any] = []
         #: why workers could not be started (one line each)
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._thread = threading.Thread(
-            target=self._start, args=(target, tuple(args), count, name), name=f"{name}-starter", daemon=True
+            target=self._start, args=(target, tuple(args), count, name, payload), name=f"{name}-starter", daemon=True
         )
         self._thread.start()
 
-    def _start(self, target: Callable[..., Any], args: tuple[Any, ...], count: int, name: str) -> None:
+    def _start(
+        self, target: Callable[..., Any], args: tuple[Any, ...], count: int, name: str, payload: bytes | None
+    ) -> None:
         try:
             context = _context()
         except ValueError as err:
@@ -219,16 +258,25 @@ class Workers:
         for i in range(1, count + 1):
             if self._stopped.is_set():
                 return
-            proc = context.Process(target=target, args=args, name=f"{name}-{i}")
+            reader, writer = context.Pipe(duplex=False) if payload is not None else (None, None)
+            proc = context.Process(target=target, args=args if reader is None else (reader, *args), name=f"{name}-{i}")
             try:
                 proc.start()
             except Exception as err:  # e.g. the server died: the caller trains without this worker
+                if writer is not None:
+                    writer.close()
                 self.errors.append(
                     f"could not start worker {i} ({context.get_start_method()}): {type(err).__name__}: {err}"
                 )
                 continue
+            finally:
+                if reader is not None:
+                    reader.close()
             with self._lock:
                 self.processes.append(proc)
+            if writer is not None:
+                with contextlib.suppress(OSError), writer:  # a worker that died first: its exit code says why
+                    writer.send_bytes(payload)  # type: ignore[arg-type]
             if self._stopped.is_set():
                 proc.terminate()
 
@@ -257,6 +305,13 @@ class Workers:
         self._thread.join()
         for proc in self.processes:
             proc.join()
+
+    def unguarded(self) -> bool:
+        """Whether a worker ended with :data:`UNGUARDED_EXIT`: it met the finder while importing the main module (a
+        script whose code is not under ``if __name__ == "__main__":``); the caller stops with
+        :func:`unguarded_script`."""
+        with self._lock:
+            return any(proc.exitcode == UNGUARDED_EXIT for proc in self.processes)
 
     def exit_codes(self) -> list[tuple[int | None, int | None]]:
         """``(pid, exit code)`` of each started worker (after :meth:`join`)."""
