@@ -309,7 +309,11 @@ USAGE_ERRORS = [
     (["find", "0.1"], "find", "unexpected value '0.1' (lightning-tau find takes flags only"),
     (["demo", "--axsi", "width"], "demo", "unknown flag --axsi width; did you mean --axis width?"),
     (["demo", "--sizes", "100", "x"], "demo", "argument --sizes: expected a positive integer, got 'x'"),
-    (["demo", "--task", "txt"], "demo", "invalid choice: 'txt' (choose from 'digits', 'synthetic', 'text'); did you mean text?"),
+    (
+        ["demo", "--task", "txt"],
+        "demo",
+        "invalid choice: 'txt' (choose from 'digits', 'synthetic', 'text'); did you mean text?",
+    ),
     (["demo", "--zzz=3"], "demo", "unknown flag --zzz=3 (lightning-tau demo --help lists the flags)"),
     (["plot"], "plot", "the following arguments are required: logdir"),
     (["plot", "runs", "--metrc", "val/loss"], "plot", "unknown flag --metrc val/loss; did you mean --metric val/loss?"),
