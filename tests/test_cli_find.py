@@ -169,11 +169,15 @@ def test_find_a_timescale_beyond_a_float_is_a_usage_error_before_training(
 
 
 def test_find_reports_a_monitor_the_model_does_not_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = _tiny_config(tmp_path, max_epochs=1)
-    code = main(["find", "--config", str(config), "--tau-epochs", "4", "--seeds", "0", "--out", str(tmp_path / "o")])
-    assert code == 1
-    err = capsys.readouterr().err
-    assert "monitor='val_loss'" in err and "'val/loss'" in err
+    # a usage error (exit 2, one line naming --monitor and what the model logs) at the first trial's first validation
+    config = _tiny_config(tmp_path, max_epochs=3)
+    out = tmp_path / "o"
+    argv = ["find", "--config", str(config), "--tau-epochs", "4", "8", "--seeds", "0", "--out", str(out)]
+    assert main([*argv, "--monitor", "val_los", "--no-progress"]) == 2
+    err = _one_line_error(capsys)
+    assert "argument --monitor: 'val_los' is not a metric the model logs at validation" in err and "val/loss" in err
+    trials = [p for p in (out / "tb").rglob("events.out.tfevents.*")]
+    assert len({p.parent for p in trials}) <= 1  # the first trial only: the rest of the grid never started
 
 
 def test_example_find_config_loads_fresh_models() -> None:

@@ -488,6 +488,7 @@ def _main(args: argparse.Namespace) -> int:
     from lightning_tau.tuner.finder import SIGTERM_EXIT, SettingError, TimescaleFinder
     from lightning_tau.tuner.storage import JournalWriteError, StorageError
     from lightning_tau.tuner.study import StudyMismatchError
+    from lightning_tau.tuner.trial import MonitorError
 
     if args.study is not None:
         try:
@@ -584,6 +585,12 @@ def _main(args: argparse.Namespace) -> int:
         return _error(f"argument --{err.argument.replace('_', '-')}: {err}", 2)
     except StudyMismatchError as err:
         return _error(f"argument --study: {err}", 2)
+    except MonitorError as err:  # at the first validation, before the rest of the grid trained
+        return _error(
+            f"argument --monitor: {err.monitor!r} is not a metric the model logs at validation; it logs"
+            f" {', '.join(err.logged) or 'none'}. Pass one of those as --monitor.",
+            2,
+        )
     except ConfigError as err:
         return _error(f"{err}. Fix the config.", 2)
     except (ValueError, TypeError) as err:
