@@ -298,6 +298,7 @@ def test_cli_and_python_api_give_the_same_answer_for_the_same_study(
     assert data["axis"] == "width" and data["values"] == list(WIDTHS)
     assert data["exponent"] == pytest.approx(0.0, abs=0.15) and data["verdict"] in printed
     assert "Exponent of best lambda_base on width" in printed and (out / "shared" / "tau_finder.png").is_file()
+    assert all(f"Study: shared_width={w} (in {out / 'study.journal'})" in printed for w in WIDTHS)  # what to reopen
 
     finder = _width_finder(tmp_path, storage=out / "study.journal", study_name="shared", root_dir=out, verbose=True)
     result = finder.fit(functools.partial(PlantedWidthModel, exponent=0.0), datamodule=PlantedData())
