@@ -33,6 +33,7 @@ def _find(out: Path, args: argparse.Namespace, fraction: float, workers: int) ->
     command += ["--widths", *map(str, args.widths), "--tau-epochs", *map(str, args.tau_epochs)]
     command += ["--seeds", *map(str, range(args.seeds)), "--epochs", str(args.epochs)]
     command += ["--fraction", str(fraction), "--workers", str(workers), "--no-plot", "--no-progress"]
+    command += ["--json", str(out / "finder.json")]
     start = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     seconds = time.perf_counter() - start

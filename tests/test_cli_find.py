@@ -21,6 +21,7 @@ import optuna  # noqa: E402
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.config import load_config  # noqa: E402
 from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP  # noqa: E402
+from lightning_tau.tuner.study import study_folder  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
 TINY = ["--epochs", "2", "--tau-epochs", "2", "8", "32", "--seeds", "0", "--no-progress"]
@@ -42,22 +43,34 @@ def test_find_on_digits_prints_the_suggestion_and_writes_json_and_plot(
     assert set(data["weight_decay"]) == {"decay"}  # biases and norms (no_decay) stay at 0
     assert data["weight_decay"]["decay"] == pytest.approx(1 / (3e-3 * data["tau_epoch"] * 22))
     assert 2.0 <= data["tau_epoch"] <= 32.0
+    (name,) = [line.split()[1] for line in printed.splitlines() if line.startswith("Study: ")]
+    assert name.startswith("tau_finder_") and f"Study: {name} (in {out / 'study.journal'})" in printed
     for text in (
         "Suggested tau_epoch:",
         "Weight decay for the full run (N=1400, B=64, 22 steps per epoch)",
         "Cost: 36 optimizer steps, 27% of the 132",
         f"JSON: {json_path}",
-        f"Figure: {out / 'tau_finder.png'}",
+        f"Figure: {out / name / 'tau_finder.png'}",  # in the study's own folder
         f"tensorboard --logdir {out / 'tb'}",
     ):
         assert text in printed, text
-    assert (out / "tau_finder.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    figure = (out / name / "tau_finder.png").read_bytes()
+    assert figure[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "study.journal").is_file() and not (out / "runs").exists()
 
-    # again: every trial is reused, the same answer, the JSON by default in OUT/finder.json
+    # again: every trial is reused, the same answer, the JSON by default in OUT/STUDY/finder.json
     assert main(["find", *TINY, "--out", str(out)]) == 0
     assert "(3 of 3 trials were complete in the study before this command.)" in capsys.readouterr().out
-    assert json.loads((out / "finder.json").read_text()) == data
+    assert json.loads((out / name / "finder.json").read_text()) == data
+
+    # another study in the same --out writes beside the first (its name made a plain folder), not over it
+    assert main(["find", *TINY, "--out", str(out), "--study", "../other"]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "Study: ../other (in" in printed and f"Figure: {out / study_folder('../other') / 'tau_finder.png'}" in printed
+    )
+    assert (out / name / "tau_finder.png").read_bytes() == figure and (out / name / "finder.json").is_file()
+    assert sorted(p.parent.parent for p in tmp_path.rglob("tau_finder.png")) == [out, out]
 
 
 def _tiny_config(tmp_path: Path, **trainer: object) -> Path:
@@ -83,7 +96,8 @@ def test_find_with_a_lightning_cli_config(tmp_path: Path, capsys: pytest.Capture
     assert main([*argv, "--seeds", "0", "--out", str(out), "--no-plot", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "Not carried over from" in printed and "trainer.callbacks" in printed
-    data = json.loads((out / "finder.json").read_text())
+    (data_path,) = out.glob("*/finder.json")
+    data = json.loads(data_path.read_text())
     # the config's model and data: N=200, B=32, trainer.max_epochs=2; the subset is half: 100 samples, 4 steps
     assert (data["dataset_size"], data["subset_size"], data["batch_size"], data["epochs"]) == (200, 100, 32, 2)
     assert data["cost"] == 2 * 2 * 4 and data["full_cost"] == 2 * 2 * 7
@@ -92,7 +106,7 @@ def test_find_with_a_lightning_cli_config(tmp_path: Path, capsys: pytest.Capture
     settings = summary.user_attrs["lightning_tau"]["settings"]
     assert settings["model"]["class"] == "lightning_tau.demos.digits.DigitsMLP"
     assert settings["model"]["hparams"]["hidden"] == 16
-    assert not (out / "tau_finder.png").exists()
+    assert not list(out.rglob("tau_finder.png"))
 
 
 def test_find_config_without_max_epochs_and_missing_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,11 +183,15 @@ def test_find_a_timescale_beyond_a_float_is_a_usage_error_before_training(
 
 
 def test_find_reports_a_monitor_the_model_does_not_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = _tiny_config(tmp_path, max_epochs=1)
-    code = main(["find", "--config", str(config), "--tau-epochs", "4", "--seeds", "0", "--out", str(tmp_path / "o")])
-    assert code == 1
-    err = capsys.readouterr().err
-    assert "monitor='val_loss'" in err and "'val/loss'" in err
+    # a usage error (exit 2, one line naming --monitor and what the model logs) at the first trial's first validation
+    config = _tiny_config(tmp_path, max_epochs=3)
+    out = tmp_path / "o"
+    argv = ["find", "--config", str(config), "--tau-epochs", "4", "8", "--seeds", "0", "--out", str(out)]
+    assert main([*argv, "--monitor", "val_los", "--no-progress"]) == 2
+    err = _one_line_error(capsys)
+    assert "argument --monitor: 'val_los' is not a metric the model logs at validation" in err and "val/loss" in err
+    trials = [p for p in (out / "tb").rglob("events.out.tfevents.*")]
+    assert len({p.parent for p in trials}) <= 1  # the first trial only: the rest of the grid never started
 
 
 def test_example_find_config_loads_fresh_models() -> None:

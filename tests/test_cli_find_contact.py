@@ -40,7 +40,8 @@ def test_find_config_imports_the_model_module_from_the_working_directory(
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(tmp_path), os.getcwd())])
     argv = ["find", "--config", "find.yaml", "--monitor", "val/loss", "--tau-epochs", "2", "8", "--seeds", "0"]
     assert main([*argv, "--out", "o", "--no-plot", "--no-progress"]) == 0, capsys.readouterr().err
-    data = json.loads((tmp_path / "o" / "finder.json").read_text())
+    (found,) = (tmp_path / "o").glob("*/finder.json")  # OUT/STUDY/finder.json
+    data = json.loads(found.read_text())
     assert data["dataset_size"] == 200
     assert "contact_cwd_model" in sys.modules
 
@@ -51,14 +52,14 @@ def test_study_name_alone_reopens_the_study_with_its_settings(
     out = tmp_path / "find"
     common = ["--out", str(out), "--no-progress", "--no-plot"]
     assert main(["find", *TINY, "--fraction", "0.2", "--study", "mlp", "--out", str(out)]) == 0
-    first = json.loads((out / "finder.json").read_text())
+    first = json.loads((out / "mlp" / "finder.json").read_text())
     capsys.readouterr()
 
     assert main(["find", "--study", "mlp", *common]) == 0
     printed = capsys.readouterr().out
     assert "Reopening study 'mlp'" in printed and "--tau-epochs" in printed and "--fraction" in printed
     assert "(3 of 3 trials were complete in the study before this command.)" in printed
-    assert json.loads((out / "finder.json").read_text()) == first
+    assert json.loads((out / "mlp" / "finder.json").read_text()) == first
 
     # a setting given that the study does not hold: a usage error naming it
     assert main(["find", "--study", "mlp", "--fraction", "0.5", *common]) == 2

@@ -28,7 +28,7 @@ TINY = ["--epochs", "2", "--tau-epochs", "2", "8", "32", "--seeds", "0", "--no-p
 
 @pytest.fixture(scope="module")
 def done(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished TINY sweep: its ``--out`` folder (``study.journal``, ``finder.json``)."""
+    """A finished TINY sweep: its ``--out`` folder (``study.journal``, ``STUDY/finder.json``)."""
     out = tmp_path_factory.mktemp("done")
     assert main(["find", *TINY, "--out", str(out)]) == 0
     return out
@@ -120,7 +120,8 @@ def test_a_full_disk_mid_run_ends_in_one_line_naming_the_journal_and_the_next_ru
     assert text.endswith(b"\n") and all(json.loads(line)["op_code"] >= 0 for line in text.splitlines())
     # the same command with room to write: the sweep finishes with the answer of the uninterrupted run
     assert main(["find", *TINY, "--out", str(tmp_path / "o"), "--storage", str(after)]) == 0
-    assert json.loads((tmp_path / "o" / "finder.json").read_text()) == json.loads((done / "finder.json").read_text())
+    (again,), (first,) = (tmp_path / "o").glob("*/finder.json"), done.glob("*/finder.json")  # OUT/STUDY/finder.json
+    assert json.loads(again.read_text()) == json.loads(first.read_text())
     assert not list(tmp_path.glob("**/*.corrupt-*"))
 
 

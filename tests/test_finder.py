@@ -17,6 +17,7 @@ from lightning_tau.param_groups import build_param_groups
 from lightning_tau.tuner.curve import log_grid, smoothed_optimum
 from lightning_tau.tuner.finder import TimescaleFinder, subset_dataloader
 from lightning_tau.tuner.result import CurvePoint, FinderResult
+from lightning_tau.tuner.trial import MonitorError
 
 N_TRAIN, BATCH, LR, EPOCHS = 120, 16, 1e-2, 2
 
@@ -226,7 +227,7 @@ def test_finder_with_a_datamodule_and_a_missing_monitor(tmp_path: Path) -> None:
     from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
 
     finder = _finder(tmp_path, fraction=0.5, tau_epochs=(4.0,), trainer_kwargs={"max_epochs": 1, "accelerator": "cpu"})
-    with pytest.raises(ValueError, match=r"monitor='val_loss'\)`: the model logged no such metric.*'val/loss'"):
+    with pytest.raises(MonitorError, match=r"monitor='val_loss'\)`: the model logged no such metric.*'val/loss'"):
         finder.fit(lambda: DigitsMLP(hidden=8, depth=1), datamodule=DigitsDataModule(train_size=100, batch_size=32))
     finder = _finder(tmp_path, fraction=0.5, tau_epochs=(4.0,), monitor="val/loss", trainer_kwargs={"max_epochs": 1})
     result = finder.fit(

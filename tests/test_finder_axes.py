@@ -294,10 +294,11 @@ def test_cli_and_python_api_give_the_same_answer_for_the_same_study(
     argv += ["--tau-epochs", *map(str, TAUS), "--seeds", *map(str, SEEDS), "--out", str(out), "--study", "shared"]
     assert main([*argv, "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    data = json.loads((out / "finder.json").read_text())
+    data = json.loads((out / "shared" / "finder.json").read_text())  # in the study's folder
     assert data["axis"] == "width" and data["values"] == list(WIDTHS)
     assert data["exponent"] == pytest.approx(0.0, abs=0.15) and data["verdict"] in printed
-    assert "Exponent of best lambda_base on width" in printed and (out / "tau_finder.png").is_file()
+    assert "Exponent of best lambda_base on width" in printed and (out / "shared" / "tau_finder.png").is_file()
+    assert all(f"Study: shared_width={w} (in {out / 'study.journal'})" in printed for w in WIDTHS)  # what to reopen
 
     finder = _width_finder(tmp_path, storage=out / "study.journal", study_name="shared", root_dir=out, verbose=True)
     result = finder.fit(functools.partial(PlantedWidthModel, exponent=0.0), datamodule=PlantedData())
@@ -319,7 +320,7 @@ def test_cli_study_name_alone_reopens_an_axis_sweep_with_its_axis_points_and_gri
     argv = ["find", "--axis", "width", "--widths", "8", "16", "--config", str(config), "--fraction", "1"]
     argv += ["--tau-epochs", "2", "8", "--seeds", "0", "--monitor", "val_loss", "--reduce", "best", "--study", "ws"]
     assert main([*argv, *common]) == 0
-    first = json.loads((out / "finder.json").read_text())
+    first = json.loads((out / "ws" / "finder.json").read_text())
     capsys.readouterr()
 
     # the sweep's points are the studies ws_width=8 and ws_width=16: the name alone finds them and their settings
@@ -329,7 +330,7 @@ def test_cli_study_name_alone_reopens_an_axis_sweep_with_its_axis_points_and_gri
     for option in ("--axis", "--widths", "--tau-epochs", "--seeds", "--fraction", "--config", "--reduce"):
         assert option in reopened, option
     assert "(4 of 4 trials were complete in the study before this command.)" in printed
-    assert json.loads((out / "finder.json").read_text()) == first
+    assert json.loads((out / "ws" / "finder.json").read_text()) == first
 
     # a setting given that the studies do not hold: a usage error naming it, as for a single study
     assert main(["find", "--study", "ws", "--seeds", "1", *common]) == 2
@@ -602,7 +603,7 @@ def test_cli_seeds_auto_says_why_it_stopped_and_the_study_name_alone_reopens_it(
     assert main([*argv, "--monitor", "val_loss", "--study", "auto", *common]) == 0
     printed = capsys.readouterr().out
     assert "Seeds (seeds='auto'): reached max_seeds=4 with Fan et al. undetermined (looked at 3, 4 seeds" in printed
-    first = json.loads((out / "finder.json").read_text())
+    first = json.loads((out / "auto" / "finder.json").read_text())
     assert all(len(seeds) == 4 for seeds in first["per_seed_grid_optima"])
 
     # the name alone: the axis, its points and seeds="auto" come from the studies; both stages are reused
@@ -612,4 +613,4 @@ def test_cli_seeds_auto_says_why_it_stopped_and_the_study_name_alone_reopens_it(
     assert "--seeds" in reopened and "--axis" in reopened
     total = 2 * len(TAUS) * 4
     assert f"({total} of {total} trials were complete in the study before this command.)" in printed
-    assert json.loads((out / "finder.json").read_text()) == first
+    assert json.loads((out / "auto" / "finder.json").read_text()) == first

@@ -288,7 +288,7 @@ def test_find_with_a_pruner_keeps_it_in_the_study_and_study_name_alone_reopens_i
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal")))
     study = optuna.load_study(study_name="s", storage=storage)
     assert study.user_attrs["lightning_tau"]["settings"]["pruner"] == "median"
-    assert json.loads((out / "finder.json").read_text())["pruned"] == []  # 2 runs: start-up, none pruned
+    assert json.loads((out / "s" / "finder.json").read_text())["pruned"] == []  # 2 runs: start-up, none pruned
     capsys.readouterr()
     assert main(["find", *tiny, "--study", "s"]) == 0  # the grid, seeds and pruner from the study
     printed = capsys.readouterr().out

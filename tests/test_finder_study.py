@@ -367,3 +367,21 @@ def test_reduce_picks_each_runs_last_or_best_epoch_for_the_curve_and_the_study(t
     assert [p.values[0] for p in result.curve] == pytest.approx(expected, rel=1e-5)
     told = sorted((t.params["tau_epoch"], t.value) for t in journal_study(finder).trials)
     assert [value for _, value in told] == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_docs_python_reuse_recipe_for_an_axis_sweep_trains_nothing_the_second_time(tmp_path: Path) -> None:
+    # docs/finder.rst's recipe as written, on a tiny planted μP model: a named width sweep run twice from Python
+    import functools
+
+    from axes_models import PlantedData, PlantedWidthModel
+
+    make_model, dm = functools.partial(PlantedWidthModel, exponent=0.0), PlantedData()
+    trainer = {"max_epochs": 1, "accelerator": "cpu", "devices": 1}
+    quiet = {"fraction": 1.0, "progress": False, "verbose": False, "root_dir": tmp_path}  # not in the recipe: tiny
+    kwargs = dict(axis="width", widths=(8, 16), tau_epochs=(2, 8), seeds=(0, 1, 2),
+                  trainer_kwargs=trainer, storage=str(tmp_path / "width.journal"), study_name="my_width")  # fmt: skip
+    first = TimescaleFinder(**kwargs, **quiet).fit(make_model, datamodule=dm)
+    again = TimescaleFinder(**kwargs, **quiet)
+    result = again.fit(make_model, datamodule=dm)
+    assert again.trained_runs == 0 and result.exponent == first.exponent
+    assert [s.study.study_name for s in again.studies] == ["my_width_width=8", "my_width_width=16"]  # as the docs say

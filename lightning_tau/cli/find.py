@@ -164,7 +164,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--json",
         type=nonempty_path,
         default=None,
-        help="where to write the JSON summary; when not given: OUT/finder.json",
+        help="where to write the JSON summary; when not given: OUT/STUDY/finder.json",
     )
     parser.add_argument(
         "--storage",
@@ -420,6 +420,18 @@ def _defaults() -> dict[str, object]:
     }
 
 
+def result_folder(finder: Any) -> str:
+    """The folder inside ``--out`` a fit's JSON and figure go to: named after its study
+    (:func:`~lightning_tau.tuner.study.study_folder` of ``study_name``, or of the auto name without its axis point),
+    so a later study with other settings writes beside it, not over it."""
+    from lightning_tau.tuner.study import study_folder
+
+    name = finder.study.study.study_name
+    if finder.axis != "fraction":
+        name = finder.study_name or name.rpartition(f"_{finder.axis}=")[0]
+    return study_folder(name)
+
+
 def _error(message: str, code: int) -> int:
     print(f"lightning-tau find: error: {message}", file=sys.stderr)
     return code
@@ -488,6 +500,7 @@ def _main(args: argparse.Namespace) -> int:
     from lightning_tau.tuner.finder import SIGTERM_EXIT, SettingError, TimescaleFinder
     from lightning_tau.tuner.storage import JournalWriteError, StorageError
     from lightning_tau.tuner.study import StudyMismatchError
+    from lightning_tau.tuner.trial import MonitorError
 
     if args.study is not None:
         try:
@@ -584,6 +597,12 @@ def _main(args: argparse.Namespace) -> int:
         return _error(f"argument --{err.argument.replace('_', '-')}: {err}", 2)
     except StudyMismatchError as err:
         return _error(f"argument --study: {err}", 2)
+    except MonitorError as err:  # at the first validation, before the rest of the grid trained
+        return _error(
+            f"argument --monitor: {err.monitor!r} is not a metric the model logs at validation; it logs"
+            f" {', '.join(err.logged) or 'none'}. Pass one of those as --monitor.",
+            2,
+        )
     except ConfigError as err:
         return _error(f"{err}. Fix the config.", 2)
     except (ValueError, TypeError) as err:
@@ -603,10 +622,14 @@ def _main(args: argparse.Namespace) -> int:
         return 0
     if finder.reused_runs:
         print(f"({finder.reused_runs} of {grid} trials were complete in the study before this command.)")
+    studies = finder.studies if finder.axis != "fraction" else [finder.study]
+    for study in studies:  # the names `--study` and `TimescaleFinder(study_name=...)` reopen
+        print(f"Study: {study.study.study_name} (in {study.shown})")
+    folder = args.out / result_folder(finder)  # each study's files in a folder of its own: none overwrites another's
     try:
-        print(f"JSON: {result.save_json(args.json or args.out / 'finder.json')}")
+        print(f"JSON: {result.save_json(args.json or folder / 'finder.json')}")
         if not args.no_plot:
-            print(f"Figure: {result.plot(args.out / 'tau_finder.png')}")
+            print(f"Figure: {result.plot(folder / 'tau_finder.png')}")
     except OSError as err:
         return _error(f"cannot write the result: {err}. The trials are stored: run the command again to write it.", 1)
     print(f"TensorBoard logs: tensorboard --logdir {args.out / 'tb'}")

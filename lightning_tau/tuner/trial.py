@@ -31,6 +31,7 @@ from lightning_tau.callback import TimescaleCallback
 
 __all__ = [
     "ModelCopies",
+    "MonitorError",
     "PruningCallback",
     "check_record",
     "fresh_callback",
@@ -461,6 +462,29 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+class MonitorError(ValueError):
+    """``monitor`` is not among the metrics the model logged at its first validation (``trainer.callback_metrics``);
+    raised there, before the rest of the grid trains. ``monitor`` and ``logged`` (the names it did log) say which,
+    so the command line can name its ``--monitor``.
+
+    Example:
+        >>> err = MonitorError("val_los", ["val_loss"])
+        >>> str(err).startswith("`TimescaleFinder(monitor='val_los')`: the model logged no such metric")
+        True
+        >>> str(err).endswith("it logged ['val_loss']. Pass one of those as `monitor`.")
+        True
+        >>> isinstance(err, ValueError), err.monitor, err.logged
+        (True, 'val_los', ['val_loss'])
+    """
+
+    def __init__(self, monitor: str, logged: list[str]) -> None:
+        self.monitor, self.logged = monitor, logged
+        super().__init__(
+            f"`TimescaleFinder(monitor={monitor!r})`: the model logged no such metric at validation; it logged"
+            f" {logged}. Pass one of those as `monitor`."
+        )
+
+
 class _RunRecorder(Callback):
     """Records what one finder run saw: ``N``, ``B`` and each param group's lr and final weight decay, as the run's
     ``TimescaleCallback`` read and decided them, and every validation's scalar metrics (raising at the first
@@ -491,11 +515,8 @@ class _RunRecorder(Callback):
                 metrics[key] = float(value.item())
             elif isinstance(value, (int, float)):
                 metrics[key] = float(value)
-        if self.monitor not in metrics:
-            raise ValueError(
-                f"`TimescaleFinder(monitor={self.monitor!r})`: the model logged no such metric at validation; it"
-                f" logged {sorted(metrics)}. Pass one of those as `monitor`."
-            )
+        if self.monitor not in metrics:  # at the first trial's first validation, before the rest of the grid
+            raise MonitorError(self.monitor, sorted(metrics))
         self.history.append(metrics)
 
     @override
