@@ -320,3 +320,46 @@ def test_the_progress_bar_counts_the_workers_trials_too(tmp_path: Path, capsys: 
     assert 0 < finder.trained_runs < len(GRID) * 2  # the worker trained some
     counts = re.findall(r"(\d+)/(\d+) \[", capsys.readouterr().err)
     assert counts and counts[-1] == (str(len(GRID) * 2 * 2),) * 2, counts[-3:]
+
+
+class _RecordThreads(Callback):
+    """Each trial, in whichever process trains it, appends ``pid threads`` to ``path`` (the worker's own
+    ``torch.get_num_threads()``, not the main process's)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        with open(self.path, "a") as out:
+            out.write(f"{os.getpid()} {torch.get_num_threads()}\n")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(cores() < 2, reason="dividing the cores between 2 workers needs 2 cores")
+def test_two_workers_each_train_on_their_share_of_the_cores(tmp_path: Path) -> None:
+    record = tmp_path / "threads.txt"
+    hold = _HoldFirstTrial(tmp_path / "study.journal", "threads")  # so that the worker process trains a trial
+    before = torch.get_num_threads()
+    torch.set_num_threads(2 * cores() + 1)  # more than the cores: each process gets cores // 2
+    try:
+        finder = _finder(
+            tmp_path,
+            seeds=(0,),
+            verbose=False,
+            workers=2,
+            study_name="threads",
+            trainer_kwargs={
+                "max_epochs": 1,
+                "accelerator": "cpu",
+                "devices": 1,
+                "callbacks": [hold, _RecordThreads(record)],
+            },
+        )
+        _fit(finder, Net)
+        assert torch.get_num_threads() == 2 * cores() + 1  # restored
+    finally:
+        torch.set_num_threads(before)
+    seen = [tuple(map(int, line.split())) for line in record.read_text().splitlines()]
+    assert len(seen) == len(GRID)
+    assert len({pid for pid, _ in seen}) == 2 and os.getpid() in {pid for pid, _ in seen}  # both processes trained
+    assert [threads for _, threads in seen] == [cores() // 2] * len(GRID)
