@@ -8,10 +8,21 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import optuna
 import pytest
 
-from lightning_tau.tuner.liveness import HEARTBEAT_ENV, heartbeat_seconds, is_alive, proc_stat, stop_reason, this_worker
+from lightning_tau.tuner.liveness import (
+    HEARTBEAT_ENV,
+    MACHINE,
+    heartbeat_seconds,
+    is_alive,
+    proc_stat,
+    stop_reason,
+    this_worker,
+)
+from lightning_tau.tuner.study import CLAIM_PREFIX, _untagged_dead
 
 
 def test_stop_reason_names_the_signal_or_the_error() -> None:
@@ -58,3 +69,27 @@ def test_a_child_that_exited_and_was_not_reaped_is_dead() -> None:
 def test_this_process_is_alive() -> None:
     me = this_worker()
     assert is_alive(me["pid"], me["started"]) is True
+
+
+def _claims(*pids_started: tuple[int, Any]) -> optuna.trial.FrozenTrial:
+    """A running trial no worker tagged yet, claimed on this machine by each ``(pid, started)``."""
+    attrs = {
+        f"{CLAIM_PREFIX}{k}": {"machine": MACHINE, "pid": pid, "started": started}
+        for k, (pid, started) in enumerate(pids_started)
+    }
+    return optuna.trial.create_trial(state=optuna.trial.TrialState.RUNNING, user_attrs=attrs)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_claimed_trial_is_reclaimed_only_when_every_claimer_is_gone() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    stat = proc_stat(child.pid)
+    child.wait()  # reaped: gone
+    gone = (child.pid, stat[1] if stat else None)
+    me = this_worker()
+    assert _untagged_dead(_claims(gone, (me["pid"], me["started"]))) is None  # one claimer is alive: it may hold it
+    assert _untagged_dead(_claims((me["pid"], me["started"]), gone)) is None
+    assert _untagged_dead(_claims(gone, gone)) == (
+        f"the process that took it (pid {child.pid}, {child.pid} on this machine) is gone before it marked it as its"
+        " own"
+    )
