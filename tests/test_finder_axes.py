@@ -86,6 +86,25 @@ def test_width_axis_measures_the_planted_exponent_and_reuses_its_study(tmp_path:
 
 
 @pytest.mark.slow
+def test_dataset_size_axis_with_one_seed_has_no_interval_and_says_why(tmp_path: Path) -> None:
+    finder = TimescaleFinder(
+        axis="dataset_size",
+        fractions=(0.25, 0.5, 1.0),
+        tau_epochs=TAUS,
+        seeds=(0,),
+        trainer_kwargs=TRAINER,
+        root_dir=tmp_path,
+        progress=False,
+        verbose=False,
+    )
+    result = finder.fit(functools.partial(PlantedSizeModel, exponent=-0.5), datamodule=PlantedData())
+    assert not any(r.at_edge for r in result.results)  # only the seed count stands in the way
+    assert result.exponent_ci is None
+    assert result.ci_reason == "1 seed: an interval needs at least 2 (a spread across seeds)"
+    assert result.exponent == pytest.approx(-0.5, abs=0.1)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("planted", [0.0, -0.5])
 def test_dataset_size_axis_reports_how_the_best_tau_epoch_moves_with_n(tmp_path: Path, planted: float) -> None:
     finder = TimescaleFinder(
@@ -104,9 +123,11 @@ def test_dataset_size_axis_reports_how_the_best_tau_epoch_moves_with_n(tmp_path:
     assert result.exponent == pytest.approx(planted, abs=0.1)
     assert result.width_exponent is None
     assert result.verdict == size_verdict(result.fit, result.rules, monitor=result.results[0].monitor)
-    if result.exponent_ci is not None:
-        # (a seed's planted offset is the same at every N, so at exponent 0 the interval is a point, up to rounding)
-        assert (result.exponent_ci[0] - 1e-9 <= 0 <= result.exponent_ci[1] + 1e-9) == (planted == 0.0)
+    # enough seeds, and the planted optimum inside the grid at every N: the interval must exist
+    assert not any(r.at_edge for r in result.results)
+    assert result.exponent_ci is not None and result.ci_reason is None
+    # (a seed's planted offset is the same at every N, so at exponent 0 the interval is a point, up to rounding)
+    assert (result.exponent_ci[0] - 1e-9 <= 0 <= result.exponent_ci[1] + 1e-9) == (planted == 0.0)
     settings = result.callback_kwargs()  # the largest fraction's best, carried to the full N by the callback
     assert settings["tau_epoch"] == pytest.approx(result.results[-1].tau_epoch)
     assert settings["reference_dataset_size"] == result.results[-1].subset_size
@@ -177,7 +198,14 @@ def test_a_users_own_mup_model_gets_an_exponent_a_verdict_and_a_callback(tmp_pat
     )
     result = finder.fit(make_model, datamodule=DigitsDataModule(train_size=256, batch_size=64))
     assert math.isfinite(result.exponent) and result.verdict
-    assert result.exponent_ci is not None or result.ci_reason
+    # the interval exists unless a width's best is at the grid's edge (enough seeds, the same count at every width)
+    edge = [r.at_edge for r in result.results]
+    assert (result.exponent_ci is None) == any(edge) == (result.ci_reason is not None)
+    if any(edge):
+        width = result.scales[edge.index(True)]
+        assert result.ci_reason == (
+            f"the best x is at the grid's edge at scale {width:g}, so the exponent is capped by the grid: widen it"
+        )
     # MuAdamW gives the hidden matrix lr / s and the callback weight decay s λ_base: λ_base is the same grid everywhere
     assert result.xs == pytest.approx([1 / (3e-3 * 4 * t) for t in (16.0, 4.0, 1.0)])
     callback = result.callback(verbose=False)

@@ -201,10 +201,22 @@ def test_two_identical_noisy_runs_suggest_inside_each_other_s_ranges() -> None:
         runs = [_noisy_run(rng, 0.01, grid) for _ in range(2)]
         taus = [smoothed_optimum(grid, [float(np.mean(v)) for v in run]).tau_epoch for run in runs]
         ranges = [optimum_range(grid, run, resamples=200) for run in runs]
-        for tau, (low, high) in zip(taus, ranges):
-            assert low <= tau <= high
         inside += ranges[0][0] <= taus[1] <= ranges[0][1] and ranges[1][0] <= taus[0] <= ranges[1][1]
     assert inside >= 0.8 * pairs
+
+
+def test_the_range_is_the_grid_points_a_paired_test_cannot_tell_from_the_best_one() -> None:
+    # hand-computed: 3 seeds, best grid point 4; per-seed differences to it, t = t_0.95(2 df) = 2.920:
+    # at 2: [0.01, 0.02, 0.03], mean 0.02 > 2.920 x 0.01 / sqrt(3) = 0.0169: worse;
+    # at 8: [0, 0.01, -0.005], mean 0.0017 < 2.920 x 0.0076 / sqrt(3) = 0.0129: as good; 1 and 16: worse by 1
+    grid = [1.0, 2.0, 4.0, 8.0, 16.0]
+    values = [[1.0] * 3, [0.01, 0.02, 0.03], [0.0] * 3, [0.0, 0.01, -0.005], [1.0] * 3]
+    assert optimum_range(grid, values) == (4.0, 8.0)
+    # each seed shifted by its own offset, the same curve: paired differences have no spread, so only the optimum
+    shifted = [[(math.log(t) - math.log(4.0)) ** 2 + offset for offset in (0.0, 0.5, 1.0)] for t in grid]
+    assert optimum_range(grid, shifted) == pytest.approx((4.0, 4.0))
+    # one seed: the best grid point's neighbours
+    assert optimum_range(grid, [[(math.log(t) - math.log(4.0)) ** 2] for t in grid]) == (2.0, 8.0)
 
 
 def test_the_range_is_in_the_result_its_json_table_and_figure(tmp_path: Path) -> None:
@@ -308,3 +320,46 @@ def test_the_progress_bar_counts_the_workers_trials_too(tmp_path: Path, capsys: 
     assert 0 < finder.trained_runs < len(GRID) * 2  # the worker trained some
     counts = re.findall(r"(\d+)/(\d+) \[", capsys.readouterr().err)
     assert counts and counts[-1] == (str(len(GRID) * 2 * 2),) * 2, counts[-3:]
+
+
+class _RecordThreads(Callback):
+    """Each trial, in whichever process trains it, appends ``pid threads`` to ``path`` (the worker's own
+    ``torch.get_num_threads()``, not the main process's)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        with open(self.path, "a") as out:
+            out.write(f"{os.getpid()} {torch.get_num_threads()}\n")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(cores() < 2, reason="dividing the cores between 2 workers needs 2 cores")
+def test_two_workers_each_train_on_their_share_of_the_cores(tmp_path: Path) -> None:
+    record = tmp_path / "threads.txt"
+    hold = _HoldFirstTrial(tmp_path / "study.journal", "threads")  # so that the worker process trains a trial
+    before = torch.get_num_threads()
+    torch.set_num_threads(2 * cores() + 1)  # more than the cores: each process gets cores // 2
+    try:
+        finder = _finder(
+            tmp_path,
+            seeds=(0,),
+            verbose=False,
+            workers=2,
+            study_name="threads",
+            trainer_kwargs={
+                "max_epochs": 1,
+                "accelerator": "cpu",
+                "devices": 1,
+                "callbacks": [hold, _RecordThreads(record)],
+            },
+        )
+        _fit(finder, Net)
+        assert torch.get_num_threads() == 2 * cores() + 1  # restored
+    finally:
+        torch.set_num_threads(before)
+    seen = [tuple(map(int, line.split())) for line in record.read_text().splitlines()]
+    assert len(seen) == len(GRID)
+    assert len({pid for pid, _ in seen}) == 2 and os.getpid() in {pid for pid, _ in seen}  # both processes trained
+    assert [threads for _, threads in seen] == [cores() // 2] * len(GRID)

@@ -270,16 +270,44 @@ def test_start_warnings_come_in_order_and_only_when_due() -> None:
 
 
 def test_start_summary_is_the_table_with_the_decisions_note_the_width_note_and_the_manual_note_in_order() -> None:
-    hidden = group("hidden", width_mult=4.0, width_exponent=0.5, tau_iter=1000.0, planned_timescales=1.0)
+    # optimizer 1 steps 50 times an epoch (declared), the run's M is 100; the group holds tau_iter = 500 x 4^(1 - 0.5)
+    # = 1000 steps: weight decay 1 / (0.001 x 1000) = 1, and tau_epoch 1000 / 50 = 20 in its optimizer's own steps
+    hidden = GroupTimescale(
+        "hidden",
+        1,
+        0,
+        decays=True,
+        num_params=10,
+        reference_lr=1e-3,
+        weight_decay_before=0.1,
+        weight_decay=1.0,
+        width_mult=4.0,
+        width_exponent=0.5,
+        tau_iter=1000.0,
+        planned_timescales=1.0,
+    )
     shape = RunShape(100, 1000, 10)
     table = dict(tau_iter=500.0, tau_epoch=5.0, shape=shape, planned_steps=500, optimizer_steps_per_epoch={1: 50})
-    width = width_note(0.5, [hidden])
-    manual = manual_note(manual=True, tau_epoch=5.0, steps_per_epoch=100, optimizer_steps_per_epoch={1: 50})
-    assert width is not None and manual is not None
+    rule = "weight decay ∝ s^alpha across widths, so a group at width multiplier s holds tau_iter x s^(1 - alpha)"
+    head = [
+        "TimescaleCallback: tau_epoch=5 (tau_iter=500 steps), M=100 steps/epoch, N=1,000, B=10",
+        "  | Group  | Params | Width mult | Ref lr | Weight decay | tau_iter | tau_epoch | Timescales planned",
+        "-" * 100,
+        "0 | hidden | 10     | 4          | 0.001  | 0.1 -> 1     | 1000     | 20        | 1",
+        "Planned: 500 optimizer steps.",
+    ]
     said = start_summary([hidden], **table, note="A note.", width_exponent=0.5, manual_tau_epoch=5.0)  # type: ignore[arg-type]
-    assert said == format_summary([hidden], **table, notes=["A note.", width, manual])  # type: ignore[arg-type]
+    assert said.splitlines() == [
+        *head,
+        "A note.",
+        f"width_exponent=0.5: {rule}: hidden (s=4, alpha=0.5).",
+        "Manual optimization: tau_epoch is held in each optimizer's own steps per epoch; optimizer 1: M=50 as"
+        " declared, the others assumed to step once per batch (M=100) until an epoch's steps are counted (warned and"
+        " re-decided at the next epoch if they differ).",
+    ]
     said = start_summary([hidden], **table, note=None, width_exponent=1.0, manual_tau_epoch=None)  # type: ignore[arg-type]
-    assert said == format_summary([hidden], **table, notes=[])  # type: ignore[arg-type]
+    assert said == "\n".join(head)
+    assert format_summary([hidden], **table) == said  # type: ignore[arg-type]
 
 
 def test_start_summary_adds_the_plan_and_the_windows_under_the_table() -> None:

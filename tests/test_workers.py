@@ -3,12 +3,13 @@ Lightning's inside one, once only) and why a stopping process hands its trials b
 
 from __future__ import annotations
 
+import os
 import signal
 from typing import Any
 
 import pytest
 
-from lightning_tau.tuner.workers import sigterm_raises
+from lightning_tau.tuner.workers import sigterm_raises, worker_environ
 
 
 class Stopped(Exception):
@@ -52,3 +53,14 @@ def test_a_second_sigterm_while_the_first_is_handled_is_ignored() -> None:
             handled.append(True)
             raise
     assert handled == [True]
+
+
+def test_a_worker_takes_the_starting_processs_environment_without_what_it_removed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TAU_TEST_REMOVED", "inherited from the server")
+    monkeypatch.setenv("TAU_TEST_CHANGED", "old")
+    caller = {k: v for k, v in os.environ.items() if k != "TAU_TEST_REMOVED"} | {"TAU_TEST_CHANGED": "new"}
+    worker_environ(caller)
+    assert "TAU_TEST_REMOVED" not in os.environ
+    assert dict(os.environ) == caller
