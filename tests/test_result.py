@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -170,6 +171,20 @@ def test_verdict_names_the_edge_and_says_which_way_to_widen() -> None:
     assert rising.verdict == (
         "the best tau_epoch is the grid's smallest (16), so the best may lie below it: widen the grid"
     )
+
+
+def test_callback_from_an_edge_value_repeats_the_edge_warning() -> None:
+    edge = _result([2.0, 4.0, 8.0], 50.0)
+    with pytest.warns(
+        UserWarning, match=r"^`FinderResult\.callback\(\)`: the best tau_epoch is the grid's largest \(8\)"
+    ):
+        callback = edge.callback(verbose=False)
+    assert callback.tau_epoch == edge.tau_epoch
+    inside = _result([2.0, 8.0, 32.0], 8.0)
+    assert not inside.at_edge
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning where the suggestion lies inside the grid
+        inside.callback(verbose=False)
 
 
 def _flat_seeds(values: list[tuple[float, float]]) -> FinderResult:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -247,6 +248,8 @@ class FinderResult:
         """The :class:`~lightning_tau.TimescaleCallback` for the full run: ``tau_epoch`` the suggestion.
 
         ``kwargs`` go to the callback (``verbose``, ``monitor``, ...). It writes ``weight_decay`` into the groups.
+        Where the suggestion is at the grid's edge it says so again (a ``UserWarning`` with the :attr:`verdict`): the
+        callback then holds an edge value, and the best may lie beyond it.
 
         Example:
             >>> curve = [CurvePoint(t, [v], [0]) for t, v in [(2.0, 0.4), (8.0, 0.2), (32.0, 0.3)]]
@@ -258,6 +261,8 @@ class FinderResult:
         """
         from lightning_tau.callback import TimescaleCallback  # Lightning only when asked: this module is pure
 
+        if self.at_edge:
+            warnings.warn(f"`FinderResult.callback()`: {self.verdict}.", UserWarning, stacklevel=2)
         return TimescaleCallback(tau_epoch=self.tau_epoch, **kwargs)
 
     @property
