@@ -66,8 +66,9 @@ def check_text_sweep(sweep: Path, printed: str, *, runs: int, batch_size: int, s
     ``1 / (lr M tau_epoch)`` with ``M = N // B`` (the loader drops the last partial batch), the summary's curves are
     the runs' final losses, and its exponent is ``fit_scaling``'s on them."""
     logged: dict[int, dict[float, dict[int, float]]] = {}
-    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*")} - {sweep})
-    assert len(run_dirs) == runs  # the sweep root holds the HParams experiment config only
+    # the sweep root holds the HParams experiment config only; the tensorboard views' links are not runs of their own
+    run_dirs = sorted({p.parent for p in sweep.rglob("events.out.tfevents.*") if not p.is_symlink()} - {sweep})
+    assert len(run_dirs) == runs
     for run_dir in run_dirs:
         hparams, scalars = read_run(run_dir)
         n, b, tau = int(hparams["dataset_size"]), int(hparams["batch_size"]), hparams["tau_epoch"]
