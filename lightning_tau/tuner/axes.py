@@ -32,7 +32,7 @@ import numpy as np
 
 from lightning_tau import _checks
 from lightning_tau._table import table_lines
-from lightning_tau.tuner.plain import metric_words, plain_ticks, thin_ticks, wrap
+from lightning_tau.tuner.plain import metric_words, plain_ticks, save_figure, thin_ticks, wrap
 from lightning_tau.tuner.result import FinderResult, write_json
 from lightning_tau.tuner.rule_costs import rule_cost
 from lightning_tau.tuner.rules import DEFAULT_TOLERANCE, half_width, rules_for
@@ -609,16 +609,7 @@ class AxisResult:
 
     def plot(self, path: str | Path) -> Path:  # pragma: no mutate block (drawing; see benchmarks/mutation_survivors.md)
         """Draw :meth:`figure` into ``path`` (``.png``, ``.svg``, ...); returns it."""
-        import matplotlib.pyplot as plt
-
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig = self.figure()
-        try:
-            fig.savefig(path, dpi=120)
-        finally:
-            plt.close(fig)
-        return path
+        return save_figure(self.figure(), path)
 
     def figure(self) -> Any:  # pragma: no mutate block (drawing; tests/test_axes_figure.py reads it back)
         """The matplotlib figure :meth:`plot` saves (Agg backend).

@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["metric_words", "plain", "plain_ticks", "thin_ticks", "wrap"]
+__all__ = ["metric_words", "plain", "plain_ticks", "save_figure", "thin_ticks", "wrap"]
 
 
 def plain(value: float) -> str:
@@ -88,3 +89,17 @@ def wrap(text: str, width: int) -> str:  # pragma: no mutate block (figure capti
         'the seeds cannot\\ntell 8 from 16 apart'
     """
     return "\n".join(textwrap.wrap(text, width))
+
+
+def save_figure(fig: Any, path: str | Path) -> Path:  # pragma: no mutate block (drawing)
+    """Save a matplotlib figure to ``path`` (parents created; the format from its suffix) at 120 dpi and close it,
+    also when saving fails; returns the path."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
+    return path

@@ -21,7 +21,7 @@ import numpy as np
 from lightning_tau._constants import Goal
 from lightning_tau._table import table_lines
 from lightning_tau.tuner.curve import optimum_range, smoothed_optimum
-from lightning_tau.tuner.plain import metric_words, plain, plain_ticks, thin_ticks, wrap
+from lightning_tau.tuner.plain import metric_words, plain, plain_ticks, save_figure, thin_ticks, wrap
 
 __all__ = ["CurvePoint", "FinderResult", "PrunedPoint", "write_json"]
 
@@ -445,16 +445,7 @@ class FinderResult:
 
     def plot(self, path: str | Path) -> Path:  # pragma: no mutate block (drawing; see benchmarks/mutation_survivors.md)
         """Draw :meth:`figure` into ``path`` (``.png``, ``.svg``, ...); returns it."""
-        import matplotlib.pyplot as plt
-
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig = self.figure()
-        try:
-            fig.savefig(path, dpi=120)
-        finally:
-            plt.close(fig)
-        return path
+        return save_figure(self.figure(), path)
 
     def figure(self) -> Any:  # pragma: no mutate block (drawing; tests/test_result.py reads it back)
         """The matplotlib figure :meth:`plot` saves, in the paper's Figure-1 style (Agg backend).
