@@ -317,7 +317,8 @@ def timescale_metrics(
     sums = (stats_pass or WeightStatsPass())(tensors)
     if sharded:
         all_reduce_sums(sums)
-    rows = group_sums(sums, owner, len(where)).tolist()  # the one host sync
+    # the one host sync: the per-tensor sums come to the host, where they are grouped
+    rows = group_sums(sums.cpu(), owner, len(where)).tolist()
 
     names = group_names(opts)
     unit = [unit_rms_updates(opt) for opt in opts]

@@ -356,10 +356,11 @@ class TimescaleMonitor(Callback):
         sums = self._stats_pass(tensors)
         if self._reduce:
             all_reduce_sums(sums)
+        sums = sums.cpu()  # the one host sync of a logging step; the grouping below runs on the host
         table = group_sums(sums, owner, len(self.groups))
         if self.per_tensor:
             table = torch.cat([table, sums])
-        rows = table.tolist()  # the one host sync of a logging step
+        rows = table.tolist()
         shape = self._dataset_shape(trainer)
         metrics: dict[str, float] = {}
         for k, state in enumerate(self.groups):

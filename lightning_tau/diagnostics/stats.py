@@ -13,10 +13,14 @@ How the pass reads the memory once:
 
 - **CPU**: ``torch._foreach_norm(params, 1)`` reads far slower than the L2 norm (2-25x on the CPUs measured here), and
   ``p.abs().mean()`` allocates a parameter-sized temporary. Instead each tensor is read in chunks of
-  ``chunk_numel`` elements: ``abs`` into one small reused buffer (4 MiB by default, so it stays in cache), then
-  ``sum(buf)`` and ``dot(buf, buf)`` read the cached buffer. The parameters are read from memory once.
-- **other devices (CUDA)**: ``torch._foreach_norm`` with ord 1 and ord 2, fused multi-tensor kernels with no
-  parameter-sized temporaries (two reads of the parameters).
+  ``chunk_numel`` elements: ``abs`` into one small reused buffer (1 MiB by default, so it stays in the core's
+  cache), then ``sum(buf)`` and ``dot(buf, buf)`` read the cached buffer. The parameters are read from memory once.
+- **CUDA, with Triton** (PyTorch's CUDA builds ship it): one multi-tensor kernel launch reads every element once
+  and writes both sums (:mod:`lightning_tau.diagnostics._stats_triton`).
+- **other devices, or CUDA without Triton**: ``torch._foreach_norm`` with ord 1 and ord 2, fused multi-tensor
+  kernels with no parameter-sized temporaries (two reads of the parameters).
+
+``benchmarks/bench_monitor.py`` times the pass against one fused L2 read (``torch._foreach_norm(params, 2)``).
 """
 
 from __future__ import annotations
@@ -50,12 +54,13 @@ SUM_SQUARES = 1
 #: Column holding the number of elements.
 COUNT = 2
 
-#: Elements per chunk on CPU: a 4 MiB float32 scratch buffer (measured fastest of 256K-1M elements on 2 cores).
-DEFAULT_CHUNK_NUMEL = 1 << 20
+#: Elements per chunk on CPU: a 1 MiB float32 scratch buffer, half a core's L2 cache here (64K-1M elements measured,
+#: 256K and 512K fastest on the 2-core Xeon of 2026-11-28; 1M fell out of cache: 1.19x the fused L2 read).
+DEFAULT_CHUNK_NUMEL = 1 << 18
 
 
 class WeightStatsPass:
-    """A reusable statistics pass that keeps its small scratch buffers between calls.
+    """A reusable statistics pass that keeps its small scratch buffers and its plan between calls.
 
     Args:
         chunk_numel: elements per chunk on CPU (the scratch buffer's size). Larger chunks mean fewer kernel
@@ -71,6 +76,7 @@ class WeightStatsPass:
     def __init__(self, chunk_numel: int = DEFAULT_CHUNK_NUMEL) -> None:
         self.chunk_numel = _checks.positive_int("WeightStatsPass", "chunk_numel", chunk_numel, "use a positive int.")
         self._buffers: dict[torch.dtype, Tensor] = {}
+        self._plan: _Plan | None = None
 
     @torch.no_grad()
     def __call__(self, tensors: Sequence[Tensor]) -> Tensor:
@@ -78,32 +84,30 @@ class WeightStatsPass:
 
         DTensors (FSDP2) contribute their local shard (see :func:`local_tensor`), FSDP1's padded ``FlatParameter``
         shards their real elements only (see :func:`real_numel`). The result lives on the first tensor's device
-        (CPU when ``tensors`` is empty).
+        (CPU when ``tensors`` is empty). What moves between the host and the device (the element counts, the
+        tensors' grouping, the CUDA kernel's block table) is made once per list of tensors and kept, so on a GPU
+        later calls only launch kernels.
         """
         local = [local_tensor(t) for t in tensors]
         device = local[0].device if local else torch.device("cpu")
+        key = tuple((t.data_ptr(), t.numel(), t.dtype, t.device, real_numel(t)) for t in local)
+        if self._plan is None or self._plan.key != key:
+            self._plan = _Plan(key, local, device)
+        plan = self._plan
         out = torch.zeros(len(local), 3, dtype=torch.float64, device=device)
-        if not local:
-            return out
-        out[:, COUNT] = torch.tensor([float(real_numel(t)) for t in local], dtype=torch.float64).to(device)
-        buckets: dict[tuple[torch.device, torch.dtype], list[int]] = {}
-        for k, t in enumerate(local):
-            if t.numel() == 0:
-                continue
-            if not t.is_floating_point():
-                raise ValueError(f"`WeightStatsPass` needs floating-point tensors, got tensor {k} of dtype {t.dtype}.")
-            buckets.setdefault((t.device, t.dtype), []).append(k)
-        for (dev, dtype), rows in buckets.items():
+        out[:, COUNT] = plan.counts
+        for (dev, dtype), rows in plan.buckets.items():
             members = [local[k] for k in rows]
             if dev.type == "cpu":
                 partial = self._cpu_sums(members, dtype)
+            elif plan.triton_tables.get((dev, dtype)) is not None:
+                partial = _stats_triton().sums(members, plan.triton_tables[(dev, dtype)])
             else:
                 acc = torch.float64 if dtype == torch.float64 else torch.float32
                 l1 = torch.stack(torch._foreach_norm(members, 1, dtype=acc))
                 l2 = torch.stack(torch._foreach_norm(members, 2, dtype=acc))
                 partial = torch.stack([l1.double(), l2.double().square()], dim=1)
-            index = torch.tensor(rows, dtype=torch.long, device=device)
-            out[:, :2].index_add_(0, index, partial.to(device))
+            out[:, :2].index_add_(0, plan.indices[(dev, dtype)], partial.to(device))
         return out
 
     def _cpu_sums(self, tensors: list[Tensor], dtype: torch.dtype) -> Tensor:
@@ -113,10 +117,10 @@ class WeightStatsPass:
         buffer = self._buffers.get(acc_dtype)
         if buffer is None:
             buffer = self._buffers[acc_dtype] = torch.empty(chunk, dtype=acc_dtype)
-        counts = [math.ceil(t.numel() / chunk) for t in tensors]
-        partial = torch.empty(sum(counts), 2, dtype=acc_dtype)
-        row = 0
-        for t in tensors:
+        abs_sums: list[Tensor] = []
+        square_sums: list[Tensor] = []
+        owner: list[int] = []
+        for k, t in enumerate(tensors):
             flat = t.reshape(-1)  # a view for the contiguous tensors parameters are
             for start in range(0, flat.numel(), chunk):
                 piece = flat[start : start + chunk]
@@ -125,12 +129,46 @@ class WeightStatsPass:
                     torch.abs(piece, out=scratch)
                 else:  # bf16 / fp16: widen while copying, then abs in place
                     scratch.copy_(piece).abs_()
-                torch.sum(scratch, 0, out=partial[row, SUM_ABS])
-                torch.dot(scratch, scratch, out=partial[row, SUM_SQUARES])
-                row += 1
-        owner = torch.repeat_interleave(torch.arange(len(tensors)), torch.tensor(counts))
+                abs_sums.append(scratch.sum())
+                square_sums.append(torch.dot(scratch, scratch))
+                owner.append(k)
+        partial = torch.stack([torch.stack(abs_sums), torch.stack(square_sums)], dim=1).double()
         sums = torch.zeros(len(tensors), 2, dtype=torch.float64)
-        return sums.index_add_(0, owner, partial.double())
+        return sums.index_add_(0, torch.tensor(owner), partial)
+
+
+class _Plan:
+    """What one list of tensors needs on its device, made once: counts, buckets by (device, dtype), their indices."""
+
+    def __init__(self, key: tuple, local: list[Tensor], device: torch.device) -> None:
+        self.key = key
+        self.counts = torch.tensor([float(real_numel(t)) for t in local], dtype=torch.float64).to(device)
+        self.buckets: dict[tuple[torch.device, torch.dtype], list[int]] = {}
+        for k, t in enumerate(local):
+            if t.numel() == 0:
+                continue
+            if not t.is_floating_point():
+                raise ValueError(f"`WeightStatsPass` needs floating-point tensors, got tensor {k} of dtype {t.dtype}.")
+            self.buckets.setdefault((t.device, t.dtype), []).append(k)
+        self.indices = {
+            bucket: torch.tensor(rows, dtype=torch.long).to(device) for bucket, rows in self.buckets.items()
+        }
+        self.triton_tables: dict[tuple[torch.device, torch.dtype], object | None] = {}
+        for (dev, dtype), rows in self.buckets.items():
+            if dev.type == "cuda":
+                triton = _stats_triton()
+                members = [local[k] for k in rows]
+                usable = triton is not None and triton.supported(members)
+                self.triton_tables[(dev, dtype)] = triton.BlockTable(members) if usable else None
+
+
+def _stats_triton():  # noqa: ANN202 - a module or None
+    """:mod:`lightning_tau.diagnostics._stats_triton`, or None where Triton does not import (CPU-only torch)."""
+    try:
+        from lightning_tau.diagnostics import _stats_triton as module
+    except ImportError:
+        return None
+    return module
 
 
 def weight_sums(tensors: Sequence[Tensor], *, chunk_numel: int = DEFAULT_CHUNK_NUMEL) -> Tensor:
