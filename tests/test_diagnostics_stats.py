@@ -49,6 +49,27 @@ def test_diagnostics_group_sums_and_magnitudes():
     assert all(x != x for x in magnitudes([0.0, 0.0, 0.0]))  # NaN for an empty group
 
 
+def test_diagnostics_pass_keeps_its_plan_for_the_same_tensors_and_remakes_it_for_others():
+    """The counts and groupings are made once per list of tensors (no host->device copies on later GPU calls), and a
+    different list (other sizes, a dtype, one tensor more) gets its own, so every call's sums are its tensors'."""
+    g = torch.Generator().manual_seed(2)
+    first = [torch.randn(10, generator=g), torch.randn(3, 4, generator=g)]
+    stats_pass = WeightStatsPass(chunk_numel=5)
+    torch.testing.assert_close(stats_pass(first), reference(first), rtol=1e-6, atol=0)
+    plan = stats_pass._plan
+    first[0].mul_(2)  # new values in the same tensors: the plan stays, the sums follow the values
+    torch.testing.assert_close(stats_pass(first), reference(first), rtol=1e-6, atol=0)
+    assert stats_pass._plan is plan
+    for other in (
+        [torch.randn(7, generator=g), torch.randn(2, 2, generator=g)],
+        [first[0].double(), first[1]],
+        [*first, torch.randn(4, generator=g)],
+        [first[1], first[0]],
+    ):
+        torch.testing.assert_close(stats_pass(other), reference(other), rtol=1e-6, atol=0)
+        assert stats_pass._plan is not plan
+
+
 def test_diagnostics_pass_allocates_nothing_parameter_sized():
     """Total bytes the pass allocates (profiler) stay at its chunk buffer plus small tables, not the params."""
     params = [torch.randn(1 << 18), torch.randn(512, 512), torch.randn(1000)]  # 2 MiB, 1 MiB, 4 KB
