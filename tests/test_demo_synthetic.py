@@ -71,6 +71,8 @@ def test_student_scores_soft_targets_as_expected_loss_and_error() -> None:
         ({"train_size": 0}, "`SyntheticDataModule(train_size=0)` is not valid: use a positive integer."),
         ({"classes": 1}, "`SyntheticDataModule(classes=1)` is not valid: use at least 2 classes."),
         ({"sharpness": 0.0}, "`SyntheticDataModule(sharpness=0.0)` is not valid: use a positive finite number."),
+        ({"classes": 0}, "`SyntheticDataModule(classes=0)` is not valid: use at least 2 classes."),
+        ({"data_seed": 0.5}, "`SyntheticDataModule(data_seed=0.5)` is not valid: use an integer."),
     ],
 )
 def test_datamodule_rejects_bad_arguments(kwargs: dict, message: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -121,6 +122,37 @@ def test_byte_gpt_decays_matrices_only() -> None:
     changed = x.clone()
     changed[0, 5:] = (changed[0, 5:] + 1) % 256
     assert torch.allclose(model(x)[0, :5], model(changed)[0, :5]) and not torch.allclose(model(x), model(changed))
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: TextDataModule(fraction=0.001, max_tokens=20_000, batch_size=8, block_size=32),
+            "`TextDataModule(fraction=0.001)` is not valid: at max_tokens=20,000 it trains on 20 tokens, less than one"
+            " batch of batch_size=8 windows of block_size=32. Use a larger fraction or max_tokens, or a smaller batch"
+            " or block.",
+        ),
+        (
+            lambda: TextDataModule(val_tokens=32, block_size=64),
+            "`TextDataModule(val_tokens=32)` is not valid: it holds no window of block_size=64: use more.",
+        ),
+        (
+            lambda: TextDataModule(fraction=True),
+            "`TextDataModule(fraction=True)` is not valid: use a share of the corpus in (0, 1].",
+        ),
+        (lambda: TextDataModule(block_size=0), "`TextDataModule(block_size=0)` is not valid: use a positive integer."),
+        (
+            lambda: load_stdlib_corpus(1000, 10**12),
+            "`load_stdlib_corpus(val_tokens=1000000000000)` is not valid: the standard library here has",
+        ),
+    ],
+    ids=["one-batch", "val-window", "fraction-bool", "block-size", "corpus-too-small"],
+)
+def test_text_data_rejects_bad_sizes_naming_the_argument(build: Any, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        build()
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
 
 
 def test_byte_gpt_decay_input_false_moves_the_token_embedding_to_no_decay() -> None:

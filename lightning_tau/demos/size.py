@@ -55,6 +55,7 @@ from typing import Any, ClassVar
 
 from lightning.pytorch.callbacks import Callback
 
+from lightning_tau import _checks
 from lightning_tau import timescale as tau_math
 from lightning_tau._constants import SUMMARY_NAME
 from lightning_tau.demos.axis_demo import METRIC, SizeTask, run_axis_demo, size_summary
@@ -121,10 +122,12 @@ class SizeConfig:
         """``sizes`` as the finder's fractions of :attr:`train_size`, increasing (each keeps exactly its ``N``)."""
         too_big = [n for n in self.sizes if n > self.train_size]
         if too_big:
-            raise ValueError(
-                f"`SizeConfig(sizes={list(self.sizes)})` is not valid: {too_big[0]} is more than the {self.train_size}"
-                f" digits left for training (the dataset has {DIGITS_SIZE} images and {self.val_size} are held out):"
-                f" use sizes up to {self.train_size}."
+            raise _checks.invalid(
+                "SizeConfig",
+                "sizes",
+                list(self.sizes),
+                f"{too_big[0]} is more than the {self.train_size} digits left for training (the dataset has"
+                f" {DIGITS_SIZE} images and {self.val_size} are held out): use sizes up to {self.train_size}.",
             )
         return [n / self.train_size for n in sorted(self.sizes)]
 

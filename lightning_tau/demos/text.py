@@ -102,13 +102,7 @@ def load_stdlib_corpus(max_tokens: int, val_tokens: int, split_seed: int = 0) ->
         ...
         ValueError: `load_stdlib_corpus(split_seed=-1)` is not valid: use an integer >= 0 (it picks the held-out files).
     """
-    for name, value, least in (
-        ("max_tokens", max_tokens, 1),
-        ("val_tokens", val_tokens, 1),
-        ("split_seed", split_seed, 0),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"`load_stdlib_corpus({name}={value!r})` is not valid: {_INT_HINT[name]}")
+    _check_sizes("load_stdlib_corpus", max_tokens=max_tokens, val_tokens=val_tokens, split_seed=split_seed)
     files = stdlib_sources()
     order = torch.randperm(len(files), generator=torch.Generator().manual_seed(split_seed)).tolist()
     train, val = bytearray(), bytearray()
@@ -119,21 +113,24 @@ def load_stdlib_corpus(max_tokens: int, val_tokens: int, split_seed: int = 0) ->
         if len(train) >= max_tokens and len(val) >= val_tokens:
             break
     if len(train) < max_tokens or len(val) < val_tokens:
-        raise ValueError(
-            f"The standard library here has {len(train):,} training and {len(val):,} validation bytes; asked for"
-            f" max_tokens={max_tokens:,} and val_tokens={val_tokens:,}. Use smaller values."
+        short = "max_tokens" if len(train) < max_tokens else "val_tokens"
+        raise _checks.invalid(
+            "load_stdlib_corpus",
+            short,
+            max_tokens if short == "max_tokens" else val_tokens,
+            f"the standard library here has {len(train):,} training and {len(val):,} validation bytes; asked for"
+            f" max_tokens={max_tokens:,} and val_tokens={val_tokens:,}. Use smaller values.",
         )
     return _as_uint8(train[:max_tokens]), _as_uint8(val[:val_tokens])
 
 
-#: The fix for a bad integer argument of the text data, by name.
-_INT_HINT = {
-    "max_tokens": "use a positive integer.",
-    "val_tokens": "use a positive integer.",
-    "block_size": "use a positive integer.",
-    "batch_size": "use a positive integer.",
-    "split_seed": "use an integer >= 0 (it picks the held-out files).",
-}
+def _check_sizes(owner: str, **sizes: Any) -> None:
+    """The text data's integer arguments: every one positive but ``split_seed``, an integer >= 0."""
+    for name, value in sizes.items():
+        if name == "split_seed":
+            _checks.integer(owner, name, value, "use an integer >= 0 (it picks the held-out files).", minimum=0)
+        else:
+            _checks.positive_int(owner, name, value)
 
 
 def _as_uint8(data: bytearray) -> torch.Tensor:
@@ -185,29 +182,31 @@ class TextDataModule(pl.LightningDataModule):
         split_seed: int = 0,
     ) -> None:
         super().__init__()
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-            raise ValueError(
-                f"`TextDataModule(fraction={fraction!r})` is not valid: use a share of the corpus in (0, 1]."
-            )
-        for name, value, least in (
-            ("block_size", block_size, 1),
-            ("batch_size", batch_size, 1),
-            ("max_tokens", max_tokens, 1),
-            ("val_tokens", val_tokens, 1),
-            ("split_seed", split_seed, 0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"`TextDataModule({name}={value!r})` is not valid: {_INT_HINT[name]}")
+        owner = "TextDataModule"
+        _checks.in_range(
+            owner, "fraction", fraction, "use a share of the corpus in (0, 1].", low=0, high=1, high_closed=True
+        )
+        _check_sizes(
+            owner,
+            block_size=block_size,
+            batch_size=batch_size,
+            max_tokens=max_tokens,
+            val_tokens=val_tokens,
+            split_seed=split_seed,
+        )
         train_tokens = int(fraction * max_tokens)
         if (train_tokens - 1) // block_size < batch_size:
-            raise ValueError(
-                f"`TextDataModule(fraction={fraction:g}, max_tokens={max_tokens:,})` trains on {train_tokens:,}"
-                f" tokens, less than one batch of batch_size={batch_size} windows of block_size={block_size}."
-                " Use a larger fraction or max_tokens, or a smaller batch or block."
+            raise _checks.invalid(
+                owner,
+                "fraction",
+                fraction,
+                f"at max_tokens={max_tokens:,} it trains on {train_tokens:,} tokens, less than one batch of"
+                f" batch_size={batch_size} windows of block_size={block_size}. Use a larger fraction or max_tokens, or"
+                " a smaller batch or block.",
             )
         if (val_tokens - 1) // block_size < 1:
-            raise ValueError(
-                f"`TextDataModule(val_tokens={val_tokens})` holds no window of block_size={block_size}: use more."
+            raise _checks.invalid(
+                owner, "val_tokens", val_tokens, f"it holds no window of block_size={block_size}: use more."
             )
         self.fraction = float(fraction)
         self.block_size = block_size
@@ -256,7 +255,9 @@ class CausalSelfAttention(nn.Module):
     def __init__(self, n_embd: int, n_head: int) -> None:
         super().__init__()
         if n_embd % n_head:
-            raise ValueError(f"`n_embd={n_embd}` must be a multiple of `n_head={n_head}` (equal head widths).")
+            raise _checks.invalid(
+                "CausalSelfAttention", "n_embd", n_embd, f"use a multiple of n_head={n_head} (equal head widths)."
+            )
         self.n_head = n_head
         self.scale: float | None = None
         self.qkv = nn.Linear(n_embd, 3 * n_embd)

@@ -36,6 +36,7 @@ import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
 
+from lightning_tau import _checks
 from lightning_tau.demos.axis_demo import run_axis_demo, width_summary
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, DigitsDataModule, DigitsMLP
 
@@ -100,20 +101,19 @@ class MuDigitsMLP(pl.LightningModule):
         decay_input: bool = True,
     ) -> None:
         super().__init__()
-        for name, value in (("width", width), ("depth", depth)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`MuDigitsMLP({name}={value!r})` is not valid: use a positive integer.")
-        if depth < 2:
-            raise ValueError(
-                f"`MuDigitsMLP(depth={depth})` has no hidden width x width matrix, the only weights μP's lr / s"
-                " touches: use depth >= 2."
-            )
-        if not (lr > 0 and math.isfinite(lr)):
-            raise ValueError(f"`MuDigitsMLP(lr={lr!r})` is not valid: use a positive learning rate.")
-        if not (weight_decay > 0 and math.isfinite(weight_decay)):
-            raise ValueError(f"`MuDigitsMLP(weight_decay={weight_decay!r})` is not valid: use a positive value.")
-        if schedule not in ("constant", "cosine"):
-            raise ValueError(f"`MuDigitsMLP(schedule={schedule!r})` is not supported. Use 'constant' or 'cosine'.")
+        owner = "MuDigitsMLP"
+        _checks.positive_int(owner, "width", width)
+        hint = (
+            "use depth >= 2: a smaller depth has no hidden width x width matrix, the only weights μP's lr / s touches."
+        )
+        _checks.integer(owner, "depth", depth, hint, minimum=2)
+        _checks.positive_number(owner, "lr", lr, "use a positive learning rate.")
+        _checks.positive_number(owner, "weight_decay", weight_decay, "use a positive value.")
+        _checks.choice(owner, "schedule", schedule, ("constant", "cosine"))
+        for name, value in (("decay_readout", decay_readout), ("decay_input", decay_input)):
+            _checks.flag(owner, name, value)
+        if other_lr is not None:
+            _checks.positive_number(owner, "other_lr", other_lr, "use a positive learning rate, or None for lr.")
         mup = import_mup()
         self.save_hyperparameters()
         layers: list[torch.nn.Module] = []
@@ -243,8 +243,7 @@ class WidthConfig:
     def model(self, width: int, weight_decay: float = 0.01, arm: str = "timescale") -> MuDigitsMLP:
         """``make_model(width)``: the μP model at ``width``, its base shapes set (``weight_decay`` is the value the
         callback replaces; ``arm`` is accepted for old callers and must be ``"timescale"``)."""
-        if arm != "timescale":
-            raise ValueError(f"`WidthConfig.model(arm={arm!r})` is not supported: the width demo has no fixed arm.")
+        _checks.choice("WidthConfig.model", "arm", arm, ("timescale",), "The width demo has no fixed arm.")
         return MuDigitsMLP(
             width=width,
             depth=self.depth,
