@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from lightning_tau.demos.byte_gpt import ByteGPT, Schedule
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO
-from lightning_tau.demos.text import ByteGPT, Schedule, TextDataModule
+from lightning_tau.demos.text import TextDataModule
 from lightning_tau.demos.width import describe_width, run_width_demo
 
 __all__ = ["QUICK_HELD_OUT", "MuByteGPT", "TextWidthConfig", "run_text_width_demo"]
