@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from lightning_tau.cli import build_parser, main
-from lightning_tau.cli.demo import DemoConfig, _too_short_timescale, _width_grid_problem
+from lightning_tau.cli.demo import DemoConfig
+from lightning_tau.cli.demo_checks import too_short_timescale, width_grid_problem
 from lightning_tau.demos.width import WidthConfig
 
 TUNED = ["--lr", "1e-3", "--weight-decay", "0.1", "--dataset-size", "50000", "--batch-size", "100"]
@@ -255,8 +256,8 @@ def test_demo_tau_epoch_of_exactly_one_step_is_refused(tmp_path: Path, capsys: p
     assert "--tau-epochs 0.5: at N=100, B=64 an epoch is 2 optimizer steps" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
     # just above one step is a valid (if useless) timescale: the check lets it through
-    assert _too_short_timescale(DemoConfig(sizes=[100], tau_epochs=[0.5000001, 5.0], batch_size=64)) is None
-    assert _too_short_timescale(DemoConfig(sizes=[100], tau_epochs=[0.5, 5.0], batch_size=64)) is not None
+    assert too_short_timescale(DemoConfig(sizes=[100], tau_epochs=[0.5000001, 5.0], batch_size=64)) is None
+    assert too_short_timescale(DemoConfig(sizes=[100], tau_epochs=[0.5, 5.0], batch_size=64)) is not None
 
 
 def test_width_demo_lr_times_lambda_of_exactly_one_is_refused(
@@ -267,8 +268,8 @@ def test_width_demo_lr_times_lambda_of_exactly_one_is_refused(
     assert main([*argv, "--out", str(tmp_path), "--no-progress", "--no-plot"]) == 2
     assert "--lr-base 0.5 x --weight-decays 2 >= 1" in _one_error_line(capsys.readouterr().err, "demo")
     assert not list(tmp_path.iterdir())
-    assert _width_grid_problem(WidthConfig(widths=[8, 32], weight_decays=[0.5, 1.0, 1.999999], lr=0.5)) is None
-    assert _width_grid_problem(WidthConfig(widths=[8, 32], weight_decays=[0.5, 1.0, 2.0], lr=0.5)) is not None
+    assert width_grid_problem(WidthConfig(widths=[8, 32], weight_decays=[0.5, 1.0, 1.999999], lr=0.5)) is None
+    assert width_grid_problem(WidthConfig(widths=[8, 32], weight_decays=[0.5, 1.0, 2.0], lr=0.5)) is not None
 
 
 def test_transfer_lr_times_weight_decay_of_exactly_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

@@ -127,7 +127,8 @@ def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
     ("text", "expected"),
     [
         ("model:\n  init_args:\n    hiddn: 3\n", "Option 'hiddn' is not accepted"),
-        ("model:\n  init_args:\n    hidden: -3\n", "Trying to create tensor with negative dimension -3"),
+        # DigitsMLP checks hidden now (was torch's "Trying to create tensor with negative dimension -3")
+        ("model:\n  init_args:\n    hidden: -3\n", "`DigitsMLP(hidden=-3)` is not valid: use a positive integer. Fix"),
         ("trainer: [\n", "Problems parsing config"),
     ],
 )

@@ -16,7 +16,8 @@ import torch
 from helpers.tb_events import read_run
 
 from lightning_tau.cli import main
-from lightning_tau.cli.demo import QUICK_SYNTHETIC, _too_short_timescale
+from lightning_tau.cli.demo import QUICK_SYNTHETIC
+from lightning_tau.cli.demo_checks import too_short_timescale
 from lightning_tau.demos.digits import DigitsMLP
 from lightning_tau.demos.synthetic import SyntheticDataModule, SyntheticSizeConfig, teacher_student_tensors
 from lightning_tau.tuner.stats import fit_scaling
@@ -71,6 +72,8 @@ def test_student_scores_soft_targets_as_expected_loss_and_error() -> None:
         ({"train_size": 0}, "`SyntheticDataModule(train_size=0)` is not valid: use a positive integer."),
         ({"classes": 1}, "`SyntheticDataModule(classes=1)` is not valid: use at least 2 classes."),
         ({"sharpness": 0.0}, "`SyntheticDataModule(sharpness=0.0)` is not valid: use a positive finite number."),
+        ({"classes": 0}, "`SyntheticDataModule(classes=0)` is not valid: use at least 2 classes."),
+        ({"data_seed": 0.5}, "`SyntheticDataModule(data_seed=0.5)` is not valid: use an integer."),
     ],
 )
 def test_datamodule_rejects_bad_arguments(kwargs: dict, message: str) -> None:
@@ -82,7 +85,7 @@ def test_datamodule_rejects_bad_arguments(kwargs: dict, message: str) -> None:
 def test_default_config_is_one_the_demo_accepts() -> None:
     """The default grid is more than one optimizer step at every size, and there are at least 5 seeds (issue 28)."""
     config = SyntheticSizeConfig()
-    assert _too_short_timescale(config) is None and _too_short_timescale(QUICK_SYNTHETIC) is None
+    assert too_short_timescale(config) is None and too_short_timescale(QUICK_SYNTHETIC) is None
     assert config.fractions()[-1] == 1.0 and len(config.seeds) >= 5
 
 

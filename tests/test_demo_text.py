@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -13,7 +14,7 @@ from lightning.pytorch.callbacks import Callback
 from lightning_tau._quiet import quiet_sweep
 from lightning_tau.cli import main
 from lightning_tau.demos.size import run_size_demo
-from lightning_tau.demos.text import ByteGPT, TextDataModule, TextDemoConfig, load_stdlib_corpus, stdlib_sources
+from lightning_tau.demos.text import TextDataModule, TextDemoConfig, load_stdlib_corpus, stdlib_sources
 
 #: A sweep that trains in seconds: 2 fractions of an 8,000-byte corpus x 2 timescales x 2 seeds x 2 epochs.
 TINY = [
@@ -105,22 +106,35 @@ def test_corpus_splits_by_document_and_nests_fractions() -> None:
     assert torch.equal(x[:, 1:], y[:, :-1]) and torch.equal(x.flatten()[: 30_000 - 64], train[: 30_000 - 64].long())
 
 
-def test_byte_gpt_decays_matrices_only() -> None:
-    model = ByteGPT(block_size=16, n_layer=1, n_head=2, n_embd=16)
-    groups = {g["name"]: g for g in model.configure_optimizers()["optimizer"].param_groups}
-    names = {id(p): n for n, p in model.named_parameters()}
-    no_decay = {names[id(p)] for p in groups["no_decay"]["params"]}
-    assert "pos" in no_decay and all(n == "pos" or n.endswith(".bias") or ".ln" in n or "ln_f" in n for n in no_decay)
-    assert {names[id(p)] for p in groups["decay"]["params"]} >= {
-        "tok.weight",
-        "head.weight",
-        "blocks.0.attn.qkv.weight",
-    }
-    # causal: the first position's output does not depend on later tokens
-    x = torch.randint(0, 256, (1, 16))
-    changed = x.clone()
-    changed[0, 5:] = (changed[0, 5:] + 1) % 256
-    assert torch.allclose(model(x)[0, :5], model(changed)[0, :5]) and not torch.allclose(model(x), model(changed))
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: TextDataModule(fraction=0.001, max_tokens=20_000, batch_size=8, block_size=32),
+            "`TextDataModule(fraction=0.001)` is not valid: at max_tokens=20,000 it trains on 20 tokens, less than one"
+            " batch of batch_size=8 windows of block_size=32. Use a larger fraction or max_tokens, or a smaller batch"
+            " or block.",
+        ),
+        (
+            lambda: TextDataModule(val_tokens=32, block_size=64),
+            "`TextDataModule(val_tokens=32)` is not valid: it holds no window of block_size=64: use more.",
+        ),
+        (
+            lambda: TextDataModule(fraction=True),
+            "`TextDataModule(fraction=True)` is not valid: use a share of the corpus in (0, 1].",
+        ),
+        (lambda: TextDataModule(block_size=0), "`TextDataModule(block_size=0)` is not valid: use a positive integer."),
+        (
+            lambda: load_stdlib_corpus(1000, 10**12),
+            "`load_stdlib_corpus(val_tokens=1000000000000)` is not valid: the standard library here has",
+        ),
+    ],
+    ids=["one-batch", "val-window", "fraction-bool", "block-size", "corpus-too-small"],
+)
+def test_text_data_rejects_bad_sizes_naming_the_argument(build: Any, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        build()
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize(

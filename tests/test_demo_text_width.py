@@ -27,7 +27,7 @@ from lightning.pytorch.callbacks import Callback  # noqa: E402
 
 from lightning_tau import TimescaleCallback  # noqa: E402
 from lightning_tau.cli import main  # noqa: E402
-from lightning_tau.demos.text import TextDataModule, load_stdlib_corpus, stdlib_sources  # noqa: E402
+from lightning_tau.demos.text import ByteGPT, TextDataModule, load_stdlib_corpus, stdlib_sources  # noqa: E402
 from lightning_tau.demos.text_width import (  # noqa: E402
     QUICK_HELD_OUT,
     MuByteGPT,
@@ -111,8 +111,26 @@ def test_mu_byte_gpt_scales_attention_and_init_with_width() -> None:
     # hidden matrices: std 0.02 / sqrt(s); the token embedding (vector-like) keeps 0.02
     assert float(model.blocks[0].mlp[2].weight.detach().std()) == pytest.approx(0.02 / 2, rel=0.05)
     assert float(model.tok.weight.detach().std()) == pytest.approx(0.02, rel=0.05)
-    with pytest.raises(ValueError, match=r"`MuByteGPT\(width=30, n_head=4\)`: width must be a multiple of n_head"):
+    # the message names the argument as MuByteGPT calls it (was "`MuByteGPT(width=30, n_head=4)`: width must be a
+    # multiple of n_head": now in _checks' form, saying what to pass)
+    with pytest.raises(ValueError, match=r"^`MuByteGPT\(width=30\)` is not valid: use a multiple of n_head=4 "):
         MuByteGPT(width=30, n_head=4)
+
+
+def test_mu_byte_gpt_is_byte_gpt_with_mup_true() -> None:
+    """The width sweep's model is ``ByteGPT(mup=True)``; ``MuByteGPT(width=w)`` is the same model, draw for draw."""
+    shape = {"block_size": 8, "n_layer": 1, "n_head": 2, "decay_input": False}
+    torch.manual_seed(0)
+    alias = MuByteGPT(width=64, **shape).set_base_shapes(base_width=16)
+    torch.manual_seed(0)
+    model = ByteGPT(n_embd=64, mup=True, **shape).set_base_shapes(base_width=16)
+    assert alias.state_dict().keys() == model.state_dict().keys()
+    assert all(torch.equal(a, b) for a, b in zip(alias.state_dict().values(), model.state_dict().values()))
+    groups = [[(g["name"], g["lr"], g["weight_decay"], len(g["params"])) for g in m.build_optimizer().param_groups]
+              for m in (alias, model)]  # fmt: skip
+    assert groups[0] == groups[1] and ("no_decay_vector_like", 0.003, 0.0, 13) in groups[0]  # tok does not decay
+    config = TextWidthConfig(widths=[16, 64], block_size=8, n_layer=1, n_head=2)
+    assert type(config.model(64)) is ByteGPT and config.model(64).mup
 
 
 def test_full_form_fits_the_corpus_and_keeps_lr_times_lambda_below_one() -> None:

@@ -135,10 +135,21 @@ def test_demo_rejects_options_of_the_other_axis(
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"depth": 1}, r"`MuDigitsMLP\(depth=1\)` has no hidden width x width matrix.*use depth >= 2"),
-        ({"weight_decay": 0.0}, r"`MuDigitsMLP\(weight_decay=0\.0\)` is not valid: use a positive value"),
+        # was "`MuDigitsMLP(depth=1)` has no hidden width x width matrix, ...: use depth >= 2": now _checks' form
+        ({"depth": 1}, r"^`MuDigitsMLP\(depth=1\)` is not valid: use depth >= 2: .* no hidden width x width matrix"),
+        ({"weight_decay": 0.0}, r"^`MuDigitsMLP\(weight_decay=0\.0\)` is not valid: use a positive value\.$"),
+        ({"width": 0}, r"^`MuDigitsMLP\(width=0\)` is not valid: use a positive integer\.$"),
+        ({"lr": float("nan")}, r"^`MuDigitsMLP\(lr=nan\)` is not valid: use a positive learning rate\.$"),
+        ({"schedule": "step"}, r"^`MuDigitsMLP\(schedule='step'\)` is not supported\. Use 'constant' or 'cosine'\.$"),
+        ({"decay_input": "no"}, r"^`MuDigitsMLP\(decay_input='no'\)` is not valid: use True or False\.$"),
+        ({"other_lr": -1.0}, r"^`MuDigitsMLP\(other_lr=-1\.0\)` is not valid: use a positive learning rate, or None"),
     ],
 )
 def test_model_rejects_bad_arguments(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         MuDigitsMLP(**kwargs)
+
+
+def test_config_model_has_no_fixed_arm() -> None:
+    with pytest.raises(ValueError, match=r"^`WidthConfig.model\(arm='fixed'\)` is not supported\. The width demo has"):
+        WidthConfig().model(64, arm="fixed")

@@ -1,10 +1,11 @@
 """``lightning-tau demo``: the timescale finder's axes on bundled, offline demo tasks, with figures and TensorBoard.
 
-The command is presets and argparse over a table, :data:`PRESETS`: ``(--task, --axis)`` -> the task's configuration
-of one of :class:`~lightning_tau.tuner.finder.TimescaleFinder`'s axes (:mod:`lightning_tau.demos.size`: the
-dataset-size axis on digits or text; :mod:`lightning_tau.demos.width` and :mod:`lightning_tau.demos.text_width`: the
-μP width axis), what ``--quick`` runs, and which options it reads. On digits ``--sizes`` are training digits,
-converted to the finder's fractions of the 1,400 not held out; on text ``--fractions`` are the fractions.
+The command is argparse over a table, :data:`PRESETS` (:mod:`~lightning_tau.cli.demo_presets`, its usage checks in
+:mod:`~lightning_tau.cli.demo_checks`): ``(--task, --axis)`` -> the task's configuration of one of
+:class:`~lightning_tau.tuner.finder.TimescaleFinder`'s axes (:mod:`lightning_tau.demos.size`: the dataset-size axis on
+digits or text; :mod:`lightning_tau.demos.width` and :mod:`lightning_tau.demos.text_width`: the μP width axis), what
+``--quick`` runs, and which options it reads. On digits ``--sizes`` are training digits, converted to the finder's
+fractions of the 1,400 not held out; on text ``--fractions`` are the fractions.
 
 Every call writes a new ``OUT/sweep_K``: the finder's study journal, every run's TensorBoard log (with an HParams
 record and a :class:`~lightning_tau.diagnostics.TimescaleMonitor`), ``summary.json`` (the finder's
@@ -21,12 +22,10 @@ read from this module.
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lightning_tau.cli._args import (
@@ -37,14 +36,22 @@ from lightning_tau.cli._args import (
     positive_int,
     random_seed,
 )
+from lightning_tau.cli.demo_checks import PLAIN
+from lightning_tau.cli.demo_checks import join_floats as _floats
+from lightning_tau.cli.demo_checks import join_ints as _ints
 
-if TYPE_CHECKING:
-    from lightning_tau.demos.size import SizeConfig
-    from lightning_tau.demos.text import TextDemoConfig
-    from lightning_tau.demos.text_width import TextWidthConfig
-    from lightning_tau.demos.width import WidthConfig
-
-    SUMMARY_NAME: str
+if TYPE_CHECKING:  # the rows' names, read from demo_presets on first use (__getattr__)
+    from lightning_tau.cli.demo_presets import (
+        PRESETS,
+        QUICK,
+        QUICK_SYNTHETIC,
+        QUICK_TEXT,
+        QUICK_TEXT_WIDTH,
+        QUICK_WIDTH,
+        SUMMARY_NAME,
+        DemoConfig,
+        Preset,
+    )
 
 __all__ = [
     "AXES",
@@ -86,262 +93,11 @@ def next_sweep_dir(out: Path) -> Path:
     return out / f"sweep_{max(taken) + 1 if taken else 0}"
 
 
-# --- the table: (task, axis) -> configuration ------------------------------------------------------------------
-
-
-def _run_size(config: Any, sweep_dir: Path, plot: bool, progress: bool) -> None:
-    from lightning_tau.demos.size import run_size_demo, tensorboard_commands
-
-    summary = run_size_demo(config, sweep_dir, plot=plot, progress=progress)
-    if plot:  # Figure 1 of the paper, from the runs' TensorBoard logs
-        from lightning_tau.diagnostics.sweep import plot_sweep
-
-        plot_sweep(sweep_dir, sweep_dir)
-    print(tensorboard_commands(summary["runs"], sweep_dir))
-
-
-def _run_width(config: Any, sweep_dir: Path, plot: bool, progress: bool) -> None:
-    from lightning_tau.demos.width import run_width_demo
-
-    run_width_demo(config, sweep_dir, plot=plot, progress=progress)
-    print(f"Open the runs with:\n  tensorboard --logdir {sweep_dir / 'tb'}")
-
-
-@dataclass(frozen=True)
-class Preset:
-    """One ``(task, axis)`` row: the task's configuration of one of the finder's axes and how argparse fills it.
-
-    Attributes:
-        config: the task's config class; its defaults are the full form.
-        quick: what ``--quick`` runs (the sweep options are then ignored).
-        options: ``(argparse name, config field)`` pairs copied from the command line when given (not ``--quick``).
-        always: ``(argparse name, config field)`` pairs copied even with ``--quick``.
-        rejects: the options of other rows typed for this one, as an error, or ``None``.
-        task_problem: what the task cannot run with this config, or ``None``.
-        load: imports/reads what the task needs (an ``ImportError`` is exit code 1).
-        run: runs the finder's axis on the config into a sweep folder (``config, sweep_dir, plot, progress``).
-    """
-
-    config: type
-    quick: Any
-    options: tuple[tuple[str, str], ...]
-    always: tuple[tuple[str, str], ...]
-    rejects: Callable[[argparse.Namespace], str | None]
-    task_problem: Callable[[Any], str | None]
-    load: Callable[[], None]
-    run: Callable[[Any, Path, bool, bool], None]
-
-
-#: The options only some rows read (typed for another row: an error, see :func:`_typed`).
-TEXT_ONLY = ("fractions", "max_tokens", "val_tokens", "block_size", "n_layer", "n_head", "n_embd", "accelerator")
-SYNTHETIC_REJECTS = ("label_noise",)
-DIGITS_ONLY = ("sizes", "hidden", "norm", "label_noise", "depth")
-WIDTH_ONLY = ("widths", "weight_decays", "lr_base", "no_decay_input")
-DATASET_SIZE_ONLY = ("sizes", "tau_epochs", "lr", "hidden", "norm", "label_noise")
-
-#: Options with a plain default (the digits demo's, the same as the synthetic task's; filled in by :func:`_main`):
-#: typed means another value. The others (``--sizes`` and ``--norm`` among them: their defaults differ by task) are
-#: left out of the namespace unless typed.
-PLAIN = ("lr", "schedule", "hidden", "label_noise")
-
-
-def _flags(names: Sequence[str]) -> str:
-    return " ".join(f"--{name.replace('_', '-')}" for name in names)
-
-
-def _typed(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
-    """Of ``names``, those typed on the command line: given (a ``SUPPRESS`` default), or for an option with a plain
-    default (:data:`PLAIN`) another value than the digits demo's."""
-    d = SizeConfig()
-    return [n for n in names if (getattr(args, n) != getattr(d, n) if n in PLAIN else hasattr(args, n))]
-
-
-def _digits_size_rejects(args: argparse.Namespace) -> str | None:
-    if given := _typed(args, TEXT_ONLY):
-        return f"{_flags(given)} apply to `--task text` only (got --task digits)."
-    if given := _typed(args, WIDTH_ONLY):
-        return f"{_flags(given)} apply to `--axis width` only (got --axis dataset-size)."
-    return None
-
-
-def _digits_size_problem(config: SizeConfig) -> str | None:
-    try:
-        config.fractions()  # the sizes fit in the digits not held out
-    except ValueError as err:
-        return str(err)
-    return _too_short_timescale(config) or _two_points(config.sizes, "--sizes")
-
-
-def _synthetic_size_rejects(args: argparse.Namespace) -> str | None:
-    if given := _typed(args, TEXT_ONLY + SYNTHETIC_REJECTS):
-        return f"{_flags(given)} do not apply to `--task synthetic` (its labels are noisy by construction)."
-    if given := _typed(args, WIDTH_ONLY):
-        return f"{_flags(given)} apply to `--axis width` only (got --axis dataset-size)."
-    return None
-
-
-def _two_points(values: Sequence[Any], flag: str) -> str | None:
-    if len(values) < 2:
-        return f"{flag} {' '.join(f'{v:g}' for v in values)}: give at least two dataset sizes to compare."
-    return None
-
-
-def _too_short_timescale(config: SizeConfig) -> str | None:
-    """The error for a ``tau_epoch`` of one optimizer step or less at some size (``lr * weight_decay >= 1``), or
-    of more optimizer steps than a float holds."""
-    for size in sorted(config.sizes):
-        steps = math.ceil(size / config.batch_size)
-        endless = [tau for tau in config.tau_epochs if not math.isfinite(tau * steps)]
-        if endless:
-            return (
-                f"--tau-epochs {_floats(endless)}: at N={size}, B={config.batch_size} an epoch is {steps} optimizer"
-                f" steps, so tau_epoch={endless[0]:g} is more optimizer steps than a float holds. Use --tau-epochs"
-                f" below {sys.float_info.max / steps:.3g}; good values are several epochs."
-            )
-        short = [tau for tau in config.tau_epochs if tau * steps <= 1]
-        if short:
-            return _short_message(short, f"N={size}, B={config.batch_size}", steps)
-    return None
-
-
-def _short_message(short: Sequence[float], where: str, steps: int) -> str:
-    return (
-        f"--tau-epochs {_floats(short)}: at {where} an epoch is {steps} optimizer step{'s' if steps > 1 else ''},"
-        f" so tau_epoch={short[0]:g} is {short[0] * steps:.3g} steps (lr * weight_decay >= 1 zeroes or flips the"
-        f" weights every step). Use --tau-epochs above {1 / steps:.3g} (one step); good values are several epochs."
-    )
-
-
-def _text_size_rejects(args: argparse.Namespace) -> str | None:
-    given = _typed(args, WIDTH_ONLY) + _typed(args, DIGITS_ONLY)
-    if given:
-        return (
-            f"{_flags(given)} do not apply to `--task text`; it takes --fractions, --max-tokens, --val-tokens,"
-            " --block-size, --n-layer, --n-head, --n-embd and --accelerator."
-        )
-    return None
-
-
-def _text_size_problem(config: TextDemoConfig) -> str | None:
-    if config.n_embd % config.n_head:
-        return f"--n-embd {config.n_embd} must be a multiple of --n-head {config.n_head} (equal head widths)."
-    try:
-        from lightning_tau.demos.text import load_stdlib_corpus
-
-        steps = {}
-        for fraction in config.sizes:  # every size has at least one batch, the validation set one window
-            data = config.datamodule(fraction)
-            steps[fraction] = data.dataset_size // data.tokens_per_step
-        load_stdlib_corpus(config.max_tokens, config.val_tokens)  # the corpus holds that many bytes
-    except (ValueError, FileNotFoundError) as err:
-        return str(err)
-    fraction = min(steps, key=steps.__getitem__)
-    short = [tau for tau in config.tau_epochs if tau * steps[fraction] <= 1]
-    if short:
-        return _short_message(short, f"fraction {fraction:g}", steps[fraction])
-    return _two_points(config.sizes, "--fractions")
-
-
-def _width_grid_problem(config: WidthConfig | TextWidthConfig) -> str | None:
-    """What is wrong with a width sweep's grid (too few widths or λ_base, a step that zeroes the weights), or None."""
-    if len(config.widths) < 2:
-        return f"--widths {_ints(config.widths)}: give at least two widths to compare."
-    if len(config.weight_decays) < 3:
-        return (
-            f"--weight-decays {' '.join(f'{x:g}' for x in config.weight_decays)}: give at least three λ_base values"
-            " (an interior optimum needs a worse neighbour on each side)."
-        )
-    if config.lr * config.weight_decays[-1] >= 1:
-        return (
-            f"--lr-base {config.lr:g} x --weight-decays {config.weight_decays[-1]:g} >= 1: every step would shrink"
-            " the decaying weights to zero or past it (lr_base x λ_base is what the base width and the vector-like"
-            " weights step with). Use a smaller --lr-base or λ_base."
-        )
-    return None
-
-
-def _text_width_rejects(args: argparse.Namespace) -> str | None:
-    """``--task text --axis width``: the options it does not read, typed."""
-    given = _typed(args, ("fractions", "tau_epochs", "n_embd", *DIGITS_ONLY, "lr"))
-    if given:
-        return (
-            f"{_flags(given)} do not apply to `--task text --axis width`; it takes --widths (the n_embd values),"
-            " --weight-decays, --lr-base, --no-decay-input, --seeds, --epochs, --batch-size, --schedule,"
-            " --max-tokens, --val-tokens, --block-size, --n-layer, --n-head and --accelerator."
-        )
-    return None
-
-
-def _text_width_task_problem(config: TextWidthConfig) -> str | None:
-    """``--task text --axis width``: widths the heads do not divide, sizes the corpus does not hold."""
-    odd = [w for w in config.widths if w % config.n_head]
-    if odd or 2 * config.base_width % config.n_head:
-        return (
-            f"--widths {_ints(odd or config.widths)}: every width must be a multiple of --n-head {config.n_head}"
-            " (the heads are the same at every width)."
-        )
-    from lightning_tau.demos.text import load_stdlib_corpus
-
-    try:
-        config.datamodule()  # at least one batch, the validation set one window
-        load_stdlib_corpus(config.max_tokens, config.val_tokens)  # the corpus holds that many bytes
-    except (ValueError, FileNotFoundError) as err:
-        return str(err)
-    return None
-
-
-def _digits_width_rejects(args: argparse.Namespace) -> str | None:
-    """``--axis width`` on digits: the text and dataset-size options, typed."""
-    if given := _typed(args, TEXT_ONLY):
-        return f"{_flags(given)} apply to `--task text` only (got --task digits)."
-    if given := _typed(args, DATASET_SIZE_ONLY):
-        return (
-            f"{_flags(given)} apply to `--axis dataset-size` only; for `--axis width` use --widths,"
-            " --weight-decays and --lr-base."
-        )
-    return None
-
-
-def _digits_width_task_problem(config: WidthConfig) -> str | None:
-    if config.depth < 2:
-        return (
-            f"--depth {config.depth}: the width demo needs depth >= 2 (at least one hidden width x width matrix,"
-            " the only weights μP's lr / s touches)."
-        )
-    return None
-
-
-def _load_digits() -> None:
-    from lightning_tau.demos.digits import load_digits_tensors
-
-    load_digits_tensors()
-
-
-def _load_mup(digits: bool = False) -> None:
-    from lightning_tau.demos.width import import_mup
-
-    if digits:
-        _load_digits()
-    import_mup()
-
-
-#: Options every width row reads: (argparse name, config field).
-_WIDTH_OPTIONS = (("widths", "widths"), ("weight_decays", "weight_decays"), ("lr_base", "lr"), ("seeds", "seeds"))
-_WIDTH_OPTIONS += (("epochs", "epochs"),)
-
-#: Options the MLP dataset-size rows (digits, synthetic) read: (argparse name, config field).
-_MLP_SIZE_OPTIONS = tuple(
-    (name, name)
-    for name in ("sizes", "tau_epochs", "seeds", "epochs", "batch_size", "lr", "schedule", "hidden", "depth", "norm")
-)
-
-#: Options the text rows read beside the sweep's: (argparse name, config field).
-_TEXT_OPTIONS = tuple((name, name) for name in ("max_tokens", "val_tokens", "block_size", "n_layer", "n_head"))
-_TEXT_OPTIONS += (("accelerator", "accelerator"),)
-
-#: The names built from the demo tasks' modules (torch, Lightning): defined by :func:`_load` when first needed.
+#: The names built from the demo tasks' modules (torch, Lightning): :mod:`~lightning_tau.cli.demo_presets`', read from
+#: this module when first needed.
 _LOADED = (
     "DemoConfig",
+    "Preset",
     "QUICK",
     "QUICK_SYNTHETIC",
     "QUICK_WIDTH",
@@ -352,112 +108,18 @@ _LOADED = (
 )
 
 
-def _load() -> None:
-    """Import the demo tasks and define the names built from them (:data:`_LOADED`) in this module: parsing
-    needs none of them, so a usage error comes before torch is imported."""
-    if "PRESETS" in globals():
-        return
-    from lightning_tau.demos.size import SUMMARY_NAME, SizeConfig
-    from lightning_tau.demos.synthetic import SyntheticSizeConfig
-    from lightning_tau.demos.text import TextDemoConfig
-    from lightning_tau.demos.text_width import QUICK_HELD_OUT, TextWidthConfig
-    from lightning_tau.demos.width import WidthConfig
+def _presets() -> ModuleType:
+    """The rows' module, :mod:`~lightning_tau.cli.demo_presets`: importing it imports the demo tasks (torch,
+    Lightning), which parsing needs none of, so a usage error comes before torch is imported."""
+    from lightning_tau.cli import demo_presets
 
-    global DemoConfig, QUICK, QUICK_SYNTHETIC, QUICK_WIDTH, QUICK_TEXT, QUICK_TEXT_WIDTH, PRESETS
-    globals().update(SizeConfig=SizeConfig, TextDemoConfig=TextDemoConfig, SUMMARY_NAME=SUMMARY_NAME)
-    globals().update(SyntheticSizeConfig=SyntheticSizeConfig)
-    globals().update(TextWidthConfig=TextWidthConfig, WidthConfig=WidthConfig)
-
-    #: The digits dataset-size demo's configuration (``lightning-tau demo``), under its old name.
-    DemoConfig = SizeConfig
-
-    #: What ``--quick`` runs: 2 sizes x 3 timescales x 2 epochs, a few seconds (for tests and a first look).
-    QUICK = SizeConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0, 100.0], seeds=[0], epochs=2, hidden=32)
-
-    #: What ``--task synthetic --quick`` runs: 2 sizes x 3 timescales x 2 epochs, one seed, a few seconds.
-    QUICK_SYNTHETIC = SyntheticSizeConfig(
-        sizes=[64, 256], tau_epochs=[2.0, 8.0, 64.0], seeds=[0], epochs=2, hidden=32, val_size=256
-    )
-
-    #: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base (x4 steps) x 3 seeds, 30 epochs:
-    #: the full form's task on a coarser λ_base grid (36 finder trials).
-    QUICK_WIDTH = WidthConfig(weight_decays=[8.0, 32.0, 128.0, 512.0])
-
-    #: What ``--task text --quick`` runs: 3 fractions of a 32,000-byte corpus x 4 timescales (x4 apart) x 32 epochs,
-    #: one seed, validation at the end only; about 5 CPU-minutes (one thread).
-    QUICK_TEXT = TextDemoConfig(
-        sizes=[0.25, 0.5, 1.0], tau_epochs=[0.5, 2.0, 8.0, 32.0], seeds=[0], epochs=32, batch_size=16,
-        warmup_fraction=0.0, block_size=64, n_layer=2, n_head=4, n_embd=64, max_tokens=32_000, val_tokens=32_000,
-        val_every_n_epochs=32, accelerator="cpu",
-    )  # fmt: skip
-
-    #: What ``--task text --axis width --quick`` runs: the held-out-file regime (``demos/text_width.py``).
-    QUICK_TEXT_WIDTH = QUICK_HELD_OUT
-
-    #: The rows of ``lightning-tau demo``: ``(task, axis) -> configuration``.
-    PRESETS = {
-        ("digits", "dataset-size"): Preset(
-            config=SizeConfig,
-            quick=QUICK,
-            options=_MLP_SIZE_OPTIONS + (("label_noise", "label_noise"),),
-            always=(),
-            rejects=_digits_size_rejects,
-            task_problem=_digits_size_problem,
-            load=_load_digits,
-            run=_run_size,
-        ),
-        ("synthetic", "dataset-size"): Preset(
-            config=SyntheticSizeConfig,
-            quick=QUICK_SYNTHETIC,
-            options=_MLP_SIZE_OPTIONS,
-            always=(),
-            rejects=_synthetic_size_rejects,
-            task_problem=lambda config: _too_short_timescale(config) or _two_points(config.sizes, "--sizes"),
-            load=lambda: None,
-            run=_run_size,
-        ),
-        ("text", "dataset-size"): Preset(
-            config=TextDemoConfig,
-            quick=QUICK_TEXT,
-            options=(
-                ("fractions", "sizes"),
-                *((name, name) for name in ("tau_epochs", "seeds", "epochs", "batch_size", "lr", "schedule", "n_embd")),
-                *_TEXT_OPTIONS,
-            ),
-            always=(),
-            rejects=_text_size_rejects,
-            task_problem=_text_size_problem,
-            load=lambda: None,
-            run=_run_size,
-        ),
-        ("digits", "width"): Preset(
-            config=WidthConfig,
-            quick=QUICK_WIDTH,
-            options=(*_WIDTH_OPTIONS, ("depth", "depth")),
-            always=(("batch_size", "batch_size"), ("schedule", "schedule")),
-            rejects=_digits_width_rejects,
-            task_problem=lambda config: _width_grid_problem(config) or _digits_width_task_problem(config),
-            load=lambda: _load_mup(digits=True),
-            run=_run_width,
-        ),
-        ("text", "width"): Preset(
-            config=TextWidthConfig,
-            quick=QUICK_TEXT_WIDTH,
-            options=(*_WIDTH_OPTIONS, ("schedule", "schedule"), ("batch_size", "batch_size"), *_TEXT_OPTIONS),
-            always=(),
-            rejects=_text_width_rejects,
-            task_problem=lambda config: _width_grid_problem(config) or _text_width_task_problem(config),
-            load=_load_mup,
-            run=_run_width,
-        ),
-    }
+    return demo_presets
 
 
 def __getattr__(name: str) -> Any:
-    """The names of :data:`_LOADED`, defined on first use (PEP 562)."""
+    """The names of :data:`_LOADED`, from :mod:`~lightning_tau.cli.demo_presets` on first use (PEP 562)."""
     if name in _LOADED:
-        _load()
-        return globals()[name]
+        return getattr(_presets(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -474,18 +136,18 @@ def run_preset(preset: Preset, config: Any, out: Path, *, plot: bool = True, pro
 
 def _main(args: argparse.Namespace) -> int:
     """Fill the ``(--task, --axis)`` row's configuration from argparse, check it, run the finder's axis."""
-    _load()
-    digits = SizeConfig()
+    presets = _presets()
+    digits = presets.SizeConfig()
     for name in PLAIN:  # not typed: the digits demo's value (the parser leaves them out so as not to import it)
         if not hasattr(args, name):
             setattr(args, name, getattr(digits, name))
     problem = output_dir_problem(args.out, "--out")
     if problem:
         return _error(problem)
-    if (args.task, args.axis) not in PRESETS:
-        axes = " and ".join(f"--axis {a}" for t, a in PRESETS if t == args.task)
+    if (args.task, args.axis) not in presets.PRESETS:
+        axes = " and ".join(f"--axis {a}" for t, a in presets.PRESETS if t == args.task)
         return _error(f"--task {args.task} --axis {args.axis}: the {args.task} task has {axes} only.")
-    preset = PRESETS[(args.task, args.axis)]
+    preset = presets.PRESETS[(args.task, args.axis)]
     problem = preset.rejects(args)
     if problem:
         return _error(problem)
@@ -719,24 +381,16 @@ Help = Any
 
 
 class _Later:
-    """Attributes of one of this module's :data:`_LOADED` names (or of a new instance of a demo config class) read
-    when first asked for: a ``--help`` text shows the demo tasks' defaults without parsing importing them."""
+    """Attributes of one of :mod:`~lightning_tau.cli.demo_presets`' names (or of a new instance of a demo config
+    class) read when first asked for: a ``--help`` text shows the demo tasks' defaults without parsing importing
+    them."""
 
     def __init__(self, name: str) -> None:
         self._name = name
 
     def __getattr__(self, attr: str) -> Any:
-        _load()
-        value = globals()[self._name]
+        value = getattr(_presets(), self._name)
         return getattr(value() if isinstance(value, type) else value, attr)
-
-
-def _ints(values: Sequence[int]) -> str:
-    return " ".join(str(v) for v in values)
-
-
-def _floats(values: Sequence[float]) -> str:
-    return " ".join(f"{v:g}" for v in values)
 
 
 def _error(message: str) -> int:

@@ -15,7 +15,8 @@ moves with ``N``. Both write the same files (JSON, figure) with the axis results
 
 The runs are the trials of an Optuna study (``--storage``, ``--study``): the same command started on several
 machines, or ``--workers K`` on one, shares one grid; every process waits until the grid is complete and prints
-the same suggestion (``--no-wait``: exit as soon as no trial is left for it to take).
+the same suggestion (``--no-wait``: exit as soon as no trial is left for it to take). ``--study NAME`` alone reopens
+a study with the options it was made with (:mod:`lightning_tau.cli.find_reopen`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from lightning_tau.cli._args import (
     random_seed,
 )
 from lightning_tau.cli.config import ConfigError, ConfigWidthModel, DigitsWidthModel, load_config
+from lightning_tau.cli.find_reopen import CONFIG_ATTR, REOPENED, reopen_study
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
 from lightning_tau.tuner.journal import journal_problem
 
@@ -301,121 +303,16 @@ def _writable(path: Path, *, folder: bool) -> str | None:
     return None
 
 
-#: The study's user attribute holding the ``--config`` its model comes from (``None``: the digits task).
-CONFIG_ATTR = "config"
-#: Options ``--study NAME`` takes from the study when left at their defaults: ``(dest, settings key)``.
-_REOPENED = (
-    ("tau_epochs", "tau_epochs"),
-    ("seeds", "seeds"),
-    ("fraction", "fraction"),
-    ("epochs", "epochs"),
-    ("subset_seed", "subset_seed"),
-    ("pruner", "pruner"),
-)
-
-
 def _reopen(args: argparse.Namespace) -> str | None:
-    """With ``--study NAME`` of an existing study: every option left at its default takes the study's value (grid,
-    seeds, fraction, epochs, subset seed, monitor, mode, reduce, config), so the name alone reopens it. Returns a
-    line saying so, or ``None`` for a study that does not exist yet (this command creates it). An axis sweep's
-    points are studies of their own (``NAME_width=64``, ...): ``NAME`` alone reopens them all, with the axis and its
-    points (``--axis``, ``--widths`` or ``--fractions``) taken from them too.
-
-    Raises:
-        StorageError: the storage cannot be opened.
-        ValueError: the study was not made by the finder, or ``NAME`` names sweeps along both axes.
-    """
-    import optuna
-
-    from lightning_tau.tuner.storage import JOURNAL_NAME, open_storage
-    from lightning_tau.tuner.study import SETTINGS_ATTR, quiet_optuna, settled_user_attrs
-
-    journal = args.out / JOURNAL_NAME if args.storage is None else Path(args.storage)
-    if (args.storage is None or "://" not in args.storage) and not journal.is_file():
-        return None  # no storage yet, so no study
-    backend, shown = open_storage(args.storage, args.out)
-    taken = []
-    with quiet_optuna():
-        try:
-            # a study another command created a moment ago may not hold its settings yet: wait for them
-            attrs = settled_user_attrs(optuna.load_study(study_name=args.study, storage=backend))
-        except KeyError:
-            axis = _reopen_axis(args, backend, shown)
-            if axis is None:
-                return None
-            attrs, taken = axis
-    stored = attrs.get(SETTINGS_ATTR)
-    if not isinstance(stored, dict) or not isinstance(stored.get("settings"), dict):
-        raise ValueError(
-            f"argument --study: the study {args.study!r} in {shown} was not made by `lightning-tau find` (it holds no"
-            f" {SETTINGS_ATTR!r} settings). Pass another name, or leave --study out."
-        )
-    settings, finder = stored["settings"], attrs.get("finder") or {}
-    defaults = _defaults()
-    for dest, key in _REOPENED:
-        if dest == "fraction" and args.axis == "dataset_size":
-            continue  # each point's own
-        if getattr(args, dest) == defaults[dest] and key in settings and settings[key] != getattr(args, dest):
-            setattr(args, dest, settings[key])
-            taken.append(dest.replace("_", "-"))
-    for dest in ("monitor", "mode", "reduce"):
-        if getattr(args, dest) == defaults[dest] and dest in finder and finder[dest] != getattr(args, dest):
-            setattr(args, dest, finder[dest])
-            taken.append(dest)
-    config = attrs.get(CONFIG_ATTR)
-    if args.config is None and isinstance(config, str):
-        args.config = Path(config)
-        taken.append("config")
-    if not taken:
-        return None
-    return f"Reopening study {args.study!r} in {shown} with its own {', '.join('--' + t for t in taken)}."
-
-
-def _reopen_axis(args: argparse.Namespace, backend: Any, shown: str) -> tuple[dict[str, Any], list[str]] | None:
-    """For ``--study NAME`` of an axis sweep, whose points are the studies ``NAME_width=64``, ... (or
-    ``NAME_dataset_size=0.1``, ...): the first point's user attributes and the options taken from the points (the
-    axis, and its points where ``--widths`` / ``--fractions`` was not given); ``None`` if there are none."""
-    import optuna
-
-    from lightning_tau.tuner.study import SETTINGS_ATTR, settled_user_attrs
-
-    points: dict[str, list[tuple[float, dict[str, Any]]]] = {}
-    for name in optuna.get_all_study_names(backend):
-        axis, equals, _ = name.removeprefix(f"{args.study}_").partition("=")
-        if not name.startswith(f"{args.study}_") or not equals or axis not in ("width", "dataset_size"):
-            continue
-        attrs = settled_user_attrs(optuna.load_study(study_name=name, storage=backend))
-        stored = attrs.get(SETTINGS_ATTR)
-        point = stored.get("settings", {}).get("axis") if isinstance(stored, dict) else None
-        if isinstance(point, dict) and point.get("axis") == axis and args.axis in ("fraction", axis):
-            points.setdefault(axis, []).append((point["width" if axis == "width" else "fraction"], attrs))
-    if not points:
-        return None
-    if len(points) > 1:
-        raise ValueError(
-            f"argument --study: {args.study!r} in {shown} names a sweep along --axis width and one along --axis"
-            " dataset_size: pass --axis width or --axis dataset_size with it."
-        )
-    ((axis, found),) = points.items()
-    found.sort(key=lambda point: point[0])
-    taken = []
-    if args.axis != axis:
-        args.axis = axis
-        taken.append("axis")
-    if axis == "width" and args.widths is None:
-        args.widths = [int(value) for value, _ in found]
-        taken.append("widths")
-    if axis == "dataset_size" and args.fractions is None:
-        args.fractions = [float(value) for value, _ in found]
-        taken.append("fractions")
-    return found[0][1], taken
+    """:func:`~lightning_tau.cli.find_reopen.reopen_study` against ``find``'s own defaults."""
+    return reopen_study(args, _defaults())
 
 
 def _defaults() -> dict[str, object]:
     """The defaults of ``find``'s options (a parser built for the purpose; nothing heavy is imported)."""
     parser = argparse.ArgumentParser()
     find = add_parser(parser.add_subparsers())
-    return {dest: find.get_default(dest) for dest, _ in _REOPENED} | {
+    return {dest: find.get_default(dest) for dest, _ in REOPENED} | {
         dest: find.get_default(dest) for dest in ("monitor", "mode", "reduce")
     }
 
@@ -430,6 +327,16 @@ def result_folder(finder: Any) -> str:
     if finder.axis != "fraction":
         name = finder.study_name or name.rpartition(f"_{finder.axis}=")[0]
     return study_folder(name)
+
+
+def _sentence(err: Exception) -> str:
+    """``err``'s message ending in one full stop (a checked argument's message has its own).
+
+    Example:
+        >>> _sentence(ValueError("`M(hidden=-3)` is not valid: use a positive integer.")), _sentence(ValueError("bad"))
+        ('`M(hidden=-3)` is not valid: use a positive integer.', 'bad.')
+    """
+    return f"{str(err).rstrip('.')}."
 
 
 def _error(message: str, code: int) -> int:
@@ -517,7 +424,7 @@ def _main(args: argparse.Namespace) -> int:
         try:
             model_factory, datamodule, trainer_kwargs, notes = load_config(args.config)
         except ConfigError as err:
-            return _error(f"{err}. Fix the config (see examples/configs/find_digits.yaml).", 2)
+            return _error(f"{_sentence(err)} Fix the config (see examples/configs/find_digits.yaml).", 2)
         if notes:
             print(f"Not carried over from {args.config} (the finder sets its own): {', '.join(notes)}.")
         if args.epochs is not None:
@@ -604,7 +511,7 @@ def _main(args: argparse.Namespace) -> int:
             2,
         )
     except ConfigError as err:
-        return _error(f"{err}. Fix the config.", 2)
+        return _error(f"{_sentence(err)} Fix the config.", 2)
     except (ValueError, TypeError) as err:
         return _error(str(err), 1)
     if finder.study is not None:  # for `--study NAME` alone: the config this study's model comes from

@@ -11,12 +11,14 @@ Both classes work with ``LightningCLI`` too (every argument is typed); ``python 
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_tau import _checks
 from lightning_tau.param_groups import build_param_groups
 
 __all__ = ["COSINE_FINAL_LR_RATIO", "DIGITS_SIZE", "DigitsDataModule", "DigitsMLP", "load_digits_tensors", "main"]
@@ -88,7 +90,7 @@ class DigitsDataModule(pl.LightningDataModule):
         >>> DigitsDataModule(train_size=1500)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `DigitsDataModule(train_size=1500)` is too large: with val_size=397 at most 1400 digits are left...
+        ValueError: `DigitsDataModule(train_size=1500)` is not valid: with val_size=397 at most 1400 digits of 1797...
     """
 
     def __init__(
@@ -100,16 +102,19 @@ class DigitsDataModule(pl.LightningDataModule):
         label_noise: float = 0.0,
     ) -> None:
         super().__init__()
+        owner = "DigitsDataModule"
         for name, value in (("train_size", train_size), ("val_size", val_size), ("batch_size", batch_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`DigitsDataModule({name}={value!r})` is not valid: use a positive integer.")
+            _checks.positive_int(owner, name, value)
         if train_size + val_size > DIGITS_SIZE:
-            raise ValueError(
-                f"`DigitsDataModule(train_size={train_size})` is too large: with val_size={val_size} at most"
-                f" {DIGITS_SIZE - val_size} digits are left for training. Use a smaller `train_size` or `val_size`."
+            raise _checks.invalid(
+                owner,
+                "train_size",
+                train_size,
+                f"with val_size={val_size} at most {DIGITS_SIZE - val_size} digits of {DIGITS_SIZE} are left for"
+                " training: use a smaller train_size or val_size.",
             )
-        if not 0.0 <= label_noise < 1.0:
-            raise ValueError(f"`DigitsDataModule(label_noise={label_noise!r})` is not valid: use a value in [0, 1).")
+        _checks.integer(owner, "split_seed", split_seed)
+        _checks.in_range(owner, "label_noise", label_noise, "use a value in [0, 1).", low=0, high=1, low_closed=True)
         self.train_size = train_size
         self.val_size = val_size
         self.batch_size = batch_size
@@ -191,17 +196,15 @@ class DigitsMLP(pl.LightningModule):
         classes: int = 10,
     ) -> None:
         super().__init__()
-        if norm not in ("none", "layer"):
-            raise ValueError(f"`DigitsMLP(norm={norm!r})` is not supported. Use 'none' or 'layer'.")
-        if schedule not in ("constant", "cosine"):
-            raise ValueError(f"`DigitsMLP(schedule={schedule!r})` is not supported. Use 'constant' or 'cosine'.")
-        if not lr > 0:
-            raise ValueError(f"`DigitsMLP(lr={lr!r})` is not valid: use a positive learning rate.")
-        if not weight_decay >= 0:
-            raise ValueError(f"`DigitsMLP(weight_decay={weight_decay!r})` is not valid: use a value >= 0.")
-        for name, value in (("inputs", inputs), ("classes", classes)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`DigitsMLP({name}={value!r})` is not valid: use a positive integer.")
+        owner = "DigitsMLP"
+        for name, value in (("hidden", hidden), ("depth", depth), ("inputs", inputs), ("classes", classes)):
+            _checks.positive_int(owner, name, value)
+        _checks.choice(owner, "norm", norm, ("none", "layer"))
+        _checks.choice(owner, "schedule", schedule, ("constant", "cosine"))
+        _checks.positive_number(owner, "lr", lr, "use a positive learning rate.")
+        _checks.in_range(
+            owner, "weight_decay", weight_decay, "use a finite value >= 0.", low=0, high=math.inf, low_closed=True
+        )
         self.save_hyperparameters()
         layers: list[torch.nn.Module] = []
         width = inputs

@@ -4,7 +4,8 @@ Wang & Aitchison (ICML 2025, Sec. 4.1, Figure 1) sweep weight decay at several d
 weight decay falling with ``N`` while the optimal EMA timescale ``tau_epoch`` stays put: "tune on a fraction, train
 on all". This module is a configuration of :class:`~lightning_tau.tuner.finder.TimescaleFinder`'s dataset-size axis
 (``axis="dataset_size"``): each task names its full training set, its model and its grid, and
-:func:`run_size_demo` runs the finder's sweep of ``tau_epoch`` on a subset holding each fraction of that set (one
+:func:`run_size_demo` (the demos' one runner, :func:`~lightning_tau.demos.axis_demo.run_axis_demo`, on this axis)
+runs the finder's sweep of ``tau_epoch`` on a subset holding each fraction of that set (one
 Lightning fit per ``(fraction, tau_epoch, seed)``, with :class:`~lightning_tau.TimescaleCallback` setting the weight
 decay to ``B / (lr N tau_epoch)`` for the subset's ``N``, so one ``tau_epoch`` grid is a different weight-decay
 grid per size). The statistics (the exponent of the best ``tau_epoch`` in ``N``, its interval or the reason there is
@@ -46,61 +47,22 @@ the same runs give -0.69, over 128 to 2048 -0.54 (there the 1/2 rules stay undet
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import time
-import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
-import lightning.pytorch as pl
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.loggers import TensorBoardLogger
-from typing_extensions import override
 
+from lightning_tau import _checks
 from lightning_tau import timescale as tau_math
 from lightning_tau._constants import SUMMARY_NAME
-from lightning_tau.callback import TimescaleCallback
+from lightning_tau.demos.axis_demo import METRIC, SizeTask, run_axis_demo, size_summary
 from lightning_tau.demos.digits import DIGITS_SIZE, DigitsDataModule, DigitsMLP
-from lightning_tau.diagnostics import TimescaleMonitor, dashboards
+from lightning_tau.diagnostics import dashboards
 
 __all__ = ["METRIC", "SUMMARY_NAME", "SizeConfig", "SizeTask", "run_size_demo", "size_summary", "tensorboard_commands"]
-
-#: The metric the finder compares: the validation loss after the last epoch.
-METRIC = "val/loss"
-
-#: File name (without suffix) of the finder's axis figure.
-FIGURE_STEM = "size_sweep"
-
-
-class SizeTask(Protocol):
-    """What :func:`run_size_demo` needs from a task's configuration (:class:`SizeConfig`,
-    :class:`~lightning_tau.demos.text.TextDemoConfig`)."""
-
-    task: ClassVar[str]
-    tau_epochs: list[float]
-    seeds: list[int]
-    epochs: int
-    lr: float
-    schedule: str
-
-    @property
-    def num_runs(self) -> int: ...
-
-    def describe(self) -> str: ...
-
-    def fractions(self) -> list[float]: ...
-
-    def full_datamodule(self) -> pl.LightningDataModule: ...
-
-    def model(self) -> pl.LightningModule: ...
-
-    def trainer_kwargs(self) -> dict[str, Any]: ...
-
-    def task_hparams(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -160,10 +122,12 @@ class SizeConfig:
         """``sizes`` as the finder's fractions of :attr:`train_size`, increasing (each keeps exactly its ``N``)."""
         too_big = [n for n in self.sizes if n > self.train_size]
         if too_big:
-            raise ValueError(
-                f"`SizeConfig(sizes={list(self.sizes)})` is not valid: {too_big[0]} is more than the {self.train_size}"
-                f" digits left for training (the dataset has {DIGITS_SIZE} images and {self.val_size} are held out):"
-                f" use sizes up to {self.train_size}."
+            raise _checks.invalid(
+                "SizeConfig",
+                "sizes",
+                list(self.sizes),
+                f"{too_big[0]} is more than the {self.train_size} digits left for training (the dataset has"
+                f" {DIGITS_SIZE} images and {self.val_size} are held out): use sizes up to {self.train_size}.",
             )
         return [n / self.train_size for n in sorted(self.sizes)]
 
@@ -233,41 +197,6 @@ def demo_weight_decay(lr: float, tau_epoch: float, dataset_size: int, batch_size
     return tau_math.weight_decay_for_tau_iter(lr, tau_epoch * math.ceil(dataset_size / batch_size))
 
 
-class SweepRecord(Callback):
-    """Shared by every finder trial: at each run's end, write its HParams record (the sweep's knobs, what the run's
-    ``TimescaleCallback`` resolved, its seed and the final ``hp/val_loss`` / ``hp/val_error``) into its TensorBoard
-    run, and keep it (with the run's folder) in :attr:`runs`."""
-
-    def __init__(self, config: SizeTask, full_size: int) -> None:
-        self.config = config
-        self.full_size = full_size
-        self.runs: list[dict[str, Any]] = []
-
-    @override
-    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        cb = next(c for c in trainer.callbacks if isinstance(c, TimescaleCallback))  # type: ignore[attr-defined]
-        config = self.config
-        n = int(cb.resolved_dataset_size or 0)
-        hparams: dict[str, Any] = {
-            "dataset_size": n,
-            "fraction": round(n / self.full_size, 6),
-            "batch_size": cb.resolved_batch_size,
-            "lr": config.lr,
-            "schedule": config.schedule,
-            "weight_decay": next(g for g in cb.groups if g.decays).weight_decay,
-            "tau_epoch": cb.resolved_tau_epoch,
-            "tau_iter": cb.resolved_tau_iter,
-            "epochs": config.epochs,
-            "seed": int(os.environ.get("PL_GLOBAL_SEED", -1)),  # set by the finder's seed_everything(seed)
-            **config.task_hparams(),
-        }
-        metrics = {key: float(trainer.callback_metrics[f"val/{key[7:]}"]) for key in ("hp/val_loss", "hp/val_error")}
-        logger = trainer.logger
-        assert isinstance(logger, TensorBoardLogger)  # the finder's
-        dashboards.write_sweep_run_hparams(logger, hparams, metrics, trainer.global_step)
-        self.runs.append({**hparams, **metrics, "path": str(logger.log_dir)})
-
-
 def run_size_demo(
     config: SizeTask,
     sweep_dir: Path,
@@ -276,81 +205,12 @@ def run_size_demo(
     progress: bool = True,
     callbacks: Sequence[Callback] = (),
 ) -> dict[str, Any]:
-    """Run the finder's dataset-size axis on ``config``'s task into ``sweep_dir`` (its study journal and, under
-    ``tb/``, every trial's TensorBoard run), print the result's table and verdict, write ``summary.json`` (see
-    :func:`size_summary`), the HParams tab's config and (unless ``plot=False``) the finder's axis figure
-    (``size_sweep.png`` / ``.svg``); returns the summary. ``lightning-tau plot`` (the demo runs it) draws Figure 1
-    from the TensorBoard runs. ``callbacks`` go to every trial's Trainer."""
-    from lightning_tau.tuner.finder import TimescaleFinder
-
-    print(config.describe())
-    data = config.full_datamodule()
-    data.prepare_data()
-    data.setup("fit")
-    record = SweepRecord(config, len(data.train_dataloader().dataset))  # type: ignore[arg-type]
-    finder = TimescaleFinder(
-        axis="dataset_size",
-        fractions=config.fractions(),
-        tau_epochs=config.tau_epochs,
-        seeds=list(config.seeds),
-        monitor=METRIC,
-        mode="min",
-        reduce="last",
-        # the record writes each run's HParams record; TensorBoard keeps only a run's first, so the monitor logs
-        # its scalars and dashboards but no record of its own
-        trainer_kwargs={
-            **config.trainer_kwargs(),
-            "callbacks": [record, TimescaleMonitor(log_hparams=False), *callbacks],
-        },
-        root_dir=sweep_dir,
-        study_name=config.task,
-        progress=progress,
-        verbose=False,
-    )
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*(does not have many workers|less than one)")
-        result = finder.fit(config.model, datamodule=data)
-    elapsed = time.perf_counter() - start
-    print(f"{finder.trained_runs} runs in {elapsed:.0f} s. TensorBoard logs: {sweep_dir}")
-    summary = size_summary(result, config, record.runs, elapsed)
-    (sweep_dir / SUMMARY_NAME).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-    # the HParams tab's columns: the hparams that vary across the runs first (tau_epoch, weight_decay, ...)
-    metrics = ["hp/val_loss", "hp/val_error"]
-    keys = [key for key in record.runs[0] if key not in metrics and key != "path"]
-    dashboards.write_sweep_hparams_config(sweep_dir, {key: [r[key] for r in record.runs] for key in keys}, metrics)
-    print(result.table())
-    print(f"Summary: {sweep_dir / SUMMARY_NAME}")
-    if plot:
-        for fmt in ("png", "svg"):
-            print(f"Figure: {result.plot(sweep_dir / f'{FIGURE_STEM}.{fmt}')}")
-    return summary
-
-
-def size_summary(
-    result: Any, config: SizeTask, runs: Sequence[dict[str, Any]], seconds: float | None = None
-) -> dict[str, Any]:
-    """The sweep's ``summary.json`` from the finder's :class:`~lightning_tau.tuner.axes.AxisResult`: the task, per
-    dataset size ``N`` the curve (``[tau_epoch, [final metric per seed]]`` rows, ``tau_epoch`` increasing, ``null``
-    for a run that diverged), the result's :meth:`~lightning_tau.tuner.axes.AxisResult.to_json` (the exponent of the
-    best ``tau_epoch`` in ``N``, its interval or ``ci_reason``, per-seed grid optima, the verdict, per size the
-    finder's result), every run's HParams record and folder (``runs``), and the config."""
-    curves = {}
-    for scale, point in zip(result.scales, result.results):
-        rows = [[p.tau_epoch, [v if math.isfinite(v) else None for v in p.values]] for p in point.curve]
-        curves[str(int(scale))] = sorted(rows, key=lambda row: row[0])
-    return {
-        "task": config.task,
-        "sweep": "tau_epoch",
-        "metric": METRIC,
-        "sizes": [int(s) for s in result.scales],
-        "seeds": list(config.seeds),
-        "curves": curves,
-        **result.to_json(),
-        "runs": [dict(r) for r in runs],
-        "config": asdict(config),  # type: ignore[call-overload]
-        **({"seconds": round(seconds, 1)} if seconds is not None else {}),
-    }
+    """:func:`~lightning_tau.demos.axis_demo.run_axis_demo` on the dataset-size axis: run the finder's sweep of
+    ``tau_epoch`` on each of ``config``'s fractions into ``sweep_dir``, print the result's table and verdict, write
+    ``summary.json`` (:func:`~lightning_tau.demos.axis_demo.size_summary`), the HParams tab's config and (unless
+    ``plot=False``) ``size_sweep.png`` / ``.svg``; returns the summary. ``lightning-tau plot`` (the demo runs it)
+    draws Figure 1 from the TensorBoard runs. ``callbacks`` go to every trial's Trainer."""
+    return run_axis_demo("dataset_size", config, sweep_dir, plot=plot, progress=progress, callbacks=callbacks)
 
 
 def tensorboard_commands(runs: Sequence[dict[str, Any]], sweep_dir: Path) -> str:

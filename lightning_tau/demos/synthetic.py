@@ -29,6 +29,7 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
+from lightning_tau import _checks
 from lightning_tau.demos.digits import BatchedTensors, DigitsMLP, as_batch
 
 __all__ = ["SyntheticDataModule", "SyntheticSizeConfig", "teacher_student_tensors"]
@@ -112,16 +113,11 @@ class SyntheticDataModule(pl.LightningDataModule):
             ("batch_size", batch_size),
             ("dim", dim),
             ("teacher_hidden", teacher_hidden),
-            ("classes", classes),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`SyntheticDataModule({name}={value!r})` is not valid: use a positive integer.")
-        if classes < 2:
-            raise ValueError(f"`SyntheticDataModule(classes={classes})` is not valid: use at least 2 classes.")
-        if not (isinstance(sharpness, (int, float)) and math.isfinite(sharpness) and sharpness > 0):
-            raise ValueError(
-                f"`SyntheticDataModule(sharpness={sharpness!r})` is not valid: use a positive finite number."
-            )
+            _checks.positive_int("SyntheticDataModule", name, value)
+        _checks.integer("SyntheticDataModule", "classes", classes, "use at least 2 classes.", minimum=2)
+        _checks.positive_number("SyntheticDataModule", "sharpness", sharpness)
+        _checks.integer("SyntheticDataModule", "data_seed", data_seed)
         self.train_size, self.val_size, self.batch_size = train_size, val_size, batch_size
         self.dim, self.teacher_hidden, self.classes = dim, teacher_hidden, classes
         self.sharpness, self.data_seed = float(sharpness), data_seed

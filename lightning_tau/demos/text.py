@@ -18,26 +18,25 @@ then exactly the optimizer steps the Trainer runs per epoch on one device, so pa
 
 :class:`TextDemoConfig` is what ``lightning-tau demo --task text`` sweeps (fractions of the corpus x
 ``tau_epoch`` x seeds); ``examples/char_gpt.py`` trains one :class:`ByteGPT` on a :class:`TextDataModule` through
-``LightningCLI``.
+``LightningCLI``. The model, :class:`ByteGPT` (standard or μP), is :mod:`~lightning_tau.demos.byte_gpt`'s, re-exported
+here.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import lightning.pytorch as pl
 import torch
-from torch import nn
-from torch.nn import functional as F
 from torch.utils.data import DataLoader
 
-from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, BatchedTensors, as_batch
-from lightning_tau.param_groups import build_param_groups
+from lightning_tau import _checks
+from lightning_tau.demos.byte_gpt import VOCAB_SIZE, Block, ByteGPT
+from lightning_tau.demos.digits import BatchedTensors, as_batch
 
 __all__ = [
     "VAL_EVERY",
@@ -50,13 +49,8 @@ __all__ = [
     "stdlib_sources",
 ]
 
-#: Byte-level vocabulary: every byte value is a token.
-VOCAB_SIZE = 256
-
 #: Every ``VAL_EVERY``-th document (in the fixed shuffled order) is a validation document.
 VAL_EVERY = 10
-
-Schedule = Literal["constant", "cosine"]
 
 
 def stdlib_sources() -> list[Path]:
@@ -97,13 +91,7 @@ def load_stdlib_corpus(max_tokens: int, val_tokens: int, split_seed: int = 0) ->
         ...
         ValueError: `load_stdlib_corpus(split_seed=-1)` is not valid: use an integer >= 0 (it picks the held-out files).
     """
-    for name, value, least in (
-        ("max_tokens", max_tokens, 1),
-        ("val_tokens", val_tokens, 1),
-        ("split_seed", split_seed, 0),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"`load_stdlib_corpus({name}={value!r})` is not valid: {_INT_HINT[name]}")
+    _check_sizes("load_stdlib_corpus", max_tokens=max_tokens, val_tokens=val_tokens, split_seed=split_seed)
     files = stdlib_sources()
     order = torch.randperm(len(files), generator=torch.Generator().manual_seed(split_seed)).tolist()
     train, val = bytearray(), bytearray()
@@ -114,21 +102,24 @@ def load_stdlib_corpus(max_tokens: int, val_tokens: int, split_seed: int = 0) ->
         if len(train) >= max_tokens and len(val) >= val_tokens:
             break
     if len(train) < max_tokens or len(val) < val_tokens:
-        raise ValueError(
-            f"The standard library here has {len(train):,} training and {len(val):,} validation bytes; asked for"
-            f" max_tokens={max_tokens:,} and val_tokens={val_tokens:,}. Use smaller values."
+        short = "max_tokens" if len(train) < max_tokens else "val_tokens"
+        raise _checks.invalid(
+            "load_stdlib_corpus",
+            short,
+            max_tokens if short == "max_tokens" else val_tokens,
+            f"the standard library here has {len(train):,} training and {len(val):,} validation bytes; asked for"
+            f" max_tokens={max_tokens:,} and val_tokens={val_tokens:,}. Use smaller values.",
         )
     return _as_uint8(train[:max_tokens]), _as_uint8(val[:val_tokens])
 
 
-#: The fix for a bad integer argument of the text data, by name.
-_INT_HINT = {
-    "max_tokens": "use a positive integer.",
-    "val_tokens": "use a positive integer.",
-    "block_size": "use a positive integer.",
-    "batch_size": "use a positive integer.",
-    "split_seed": "use an integer >= 0 (it picks the held-out files).",
-}
+def _check_sizes(owner: str, **sizes: Any) -> None:
+    """The text data's integer arguments: every one positive but ``split_seed``, an integer >= 0."""
+    for name, value in sizes.items():
+        if name == "split_seed":
+            _checks.integer(owner, name, value, "use an integer >= 0 (it picks the held-out files).", minimum=0)
+        else:
+            _checks.positive_int(owner, name, value)
 
 
 def _as_uint8(data: bytearray) -> torch.Tensor:
@@ -180,29 +171,31 @@ class TextDataModule(pl.LightningDataModule):
         split_seed: int = 0,
     ) -> None:
         super().__init__()
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-            raise ValueError(
-                f"`TextDataModule(fraction={fraction!r})` is not valid: use a share of the corpus in (0, 1]."
-            )
-        for name, value, least in (
-            ("block_size", block_size, 1),
-            ("batch_size", batch_size, 1),
-            ("max_tokens", max_tokens, 1),
-            ("val_tokens", val_tokens, 1),
-            ("split_seed", split_seed, 0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"`TextDataModule({name}={value!r})` is not valid: {_INT_HINT[name]}")
+        owner = "TextDataModule"
+        _checks.in_range(
+            owner, "fraction", fraction, "use a share of the corpus in (0, 1].", low=0, high=1, high_closed=True
+        )
+        _check_sizes(
+            owner,
+            block_size=block_size,
+            batch_size=batch_size,
+            max_tokens=max_tokens,
+            val_tokens=val_tokens,
+            split_seed=split_seed,
+        )
         train_tokens = int(fraction * max_tokens)
         if (train_tokens - 1) // block_size < batch_size:
-            raise ValueError(
-                f"`TextDataModule(fraction={fraction:g}, max_tokens={max_tokens:,})` trains on {train_tokens:,}"
-                f" tokens, less than one batch of batch_size={batch_size} windows of block_size={block_size}."
-                " Use a larger fraction or max_tokens, or a smaller batch or block."
+            raise _checks.invalid(
+                owner,
+                "fraction",
+                fraction,
+                f"at max_tokens={max_tokens:,} it trains on {train_tokens:,} tokens, less than one batch of"
+                f" batch_size={batch_size} windows of block_size={block_size}. Use a larger fraction or max_tokens, or"
+                " a smaller batch or block.",
             )
         if (val_tokens - 1) // block_size < 1:
-            raise ValueError(
-                f"`TextDataModule(val_tokens={val_tokens})` holds no window of block_size={block_size}: use more."
+            raise _checks.invalid(
+                owner, "val_tokens", val_tokens, f"it holds no window of block_size={block_size}: use more."
             )
         self.fraction = float(fraction)
         self.block_size = block_size
@@ -239,160 +232,6 @@ class TextDataModule(pl.LightningDataModule):
     def val_dataloader(self) -> DataLoader:
         assert self.val_set is not None, "call setup() first"
         return DataLoader(self.val_set, batch_size=4 * self.batch_size, collate_fn=as_batch)
-
-
-class CausalSelfAttention(nn.Module):
-    """Multi-head causal self-attention (``scaled_dot_product_attention`` with ``is_causal=True``).
-
-    ``scale`` multiplies ``q . k``: ``None`` is the standard ``1 / sqrt(head dim)``; μP's is ``1 / head dim``
-    (:class:`~lightning_tau.demos.text_width.MuByteGPT` sets it).
-    """
-
-    def __init__(self, n_embd: int, n_head: int) -> None:
-        super().__init__()
-        if n_embd % n_head:
-            raise ValueError(f"`n_embd={n_embd}` must be a multiple of `n_head={n_head}` (equal head widths).")
-        self.n_head = n_head
-        self.scale: float | None = None
-        self.qkv = nn.Linear(n_embd, 3 * n_embd)
-        self.proj = nn.Linear(n_embd, n_embd)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, c = x.shape
-        q, k, v = self.qkv(x).view(b, t, 3, self.n_head, c // self.n_head).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
-        return self.proj(y.transpose(1, 2).reshape(b, t, c))
-
-
-class Block(nn.Module):
-    """Pre-LayerNorm transformer block: causal self-attention, then a 4x GELU MLP, each with a residual."""
-
-    def __init__(self, n_embd: int, n_head: int) -> None:
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
-        self.attn = CausalSelfAttention(n_embd, n_head)
-        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
-
-
-class ByteGPT(pl.LightningModule):
-    """A small GPT over bytes (vocabulary 256), trained with AdamW.
-
-    Token and position embeddings, ``n_layer`` pre-LayerNorm blocks, a final LayerNorm and a linear head (GPT-2's
-    normal(0, 0.02) init). AdamW's groups come from :func:`~lightning_tau.build_param_groups`: the weight matrices
-    (embeddings, attention, MLP, head) in ``decay``; biases, LayerNorms and the position embedding in
-    ``no_decay``. A :class:`~lightning_tau.TimescaleCallback` on the Trainer overwrites ``decay``'s weight decay
-    from its timescale. The learning rate warms up linearly over ``warmup_fraction`` of the planned steps, then
-    is constant or follows a cosine to ``0.1 x lr`` (the paper's nanoGPT schedule); the callback's ``tau`` is at
-    the peak ``lr``.
-
-    Logs ``train/loss``, ``val/loss`` (cross-entropy in nats per byte) and ``val/error`` (next-byte error rate).
-
-    Args:
-        block_size: context length (the position embedding's size).
-        n_layer: transformer blocks.
-        n_head: attention heads (``n_embd`` must be a multiple).
-        n_embd: embedding width.
-        lr: AdamW's peak learning rate.
-        weight_decay: the ``decay`` group's weight decay (replaced by ``TimescaleCallback`` when it runs).
-        schedule: ``"cosine"`` or ``"constant"`` after the warm-up.
-        warmup_fraction: share of the planned optimizer steps spent warming up, in ``[0, 1)``.
-
-    Example:
-        >>> model = ByteGPT(block_size=16, n_layer=1, n_head=2, n_embd=16)
-        >>> model(torch.zeros(2, 16, dtype=torch.long)).shape
-        torch.Size([2, 16, 256])
-        >>> [(g["name"], g["weight_decay"]) for g in model.configure_optimizers()["optimizer"].param_groups]
-        [('decay', 0.1), ('no_decay', 0.0)]
-    """
-
-    def __init__(
-        self,
-        block_size: int = 64,
-        n_layer: int = 2,
-        n_head: int = 4,
-        n_embd: int = 64,
-        lr: float = 3e-3,
-        weight_decay: float = 0.1,
-        schedule: Schedule = "cosine",
-        warmup_fraction: float = 0.0,
-    ) -> None:
-        super().__init__()
-        for name, value in (("block_size", block_size), ("n_layer", n_layer), ("n_head", n_head), ("n_embd", n_embd)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`ByteGPT({name}={value!r})` is not valid: use a positive integer.")
-        if n_embd % n_head:
-            raise ValueError(f"`ByteGPT(n_embd={n_embd}, n_head={n_head})`: n_embd must be a multiple of n_head.")
-        if not (isinstance(lr, (int, float)) and 0 < lr < math.inf):
-            raise ValueError(f"`ByteGPT(lr={lr!r})` is not valid: use a positive learning rate.")
-        if not (isinstance(weight_decay, (int, float)) and 0 <= weight_decay < math.inf):
-            raise ValueError(f"`ByteGPT(weight_decay={weight_decay!r})` is not valid: use a finite value >= 0.")
-        if schedule not in ("constant", "cosine"):
-            raise ValueError(f"`ByteGPT(schedule={schedule!r})` is not supported. Use 'constant' or 'cosine'.")
-        if not 0 <= warmup_fraction < 1:
-            raise ValueError(f"`ByteGPT(warmup_fraction={warmup_fraction!r})` is not valid: use a value in [0, 1).")
-        self.save_hyperparameters()
-        self.tok = nn.Embedding(VOCAB_SIZE, n_embd)
-        self.pos = nn.Parameter(torch.zeros(block_size, n_embd))
-        self.blocks = nn.Sequential(*(Block(n_embd, n_head) for _ in range(n_layer)))
-        self.ln_f = nn.LayerNorm(n_embd)
-        self.head = nn.Linear(n_embd, VOCAB_SIZE, bias=False)
-        self.apply(self._init_weights)
-        self.lr, self.weight_decay, self.schedule, self.warmup_fraction = lr, weight_decay, schedule, warmup_fraction
-
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, std=0.02)
-            if isinstance(module, nn.Linear) and module.bias is not None:
-                nn.init.zeros_(module.bias)
-
-    def no_weight_decay(self) -> list[str]:
-        """timm's convention, read by ``build_param_groups``: the position embedding does not decay."""
-        return ["pos"]
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        x = self.tok(idx) + self.pos[: idx.shape[1]]
-        return self.head(self.ln_f(self.blocks(x)))
-
-    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        loss = F.cross_entropy(self(x).flatten(0, 1), y.flatten())
-        self.log("train/loss", loss, on_step=True, on_epoch=True)
-        return loss
-
-    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        x, y = batch
-        logits = self(x).flatten(0, 1)
-        self.log("val/loss", F.cross_entropy(logits, y.flatten()))
-        self.log("val/error", (logits.argmax(dim=1) != y.flatten()).float().mean())
-
-    def build_optimizer(self) -> torch.optim.Optimizer:
-        """AdamW (betas 0.9, 0.95) over :func:`~lightning_tau.build_param_groups`'s ``decay`` / ``no_decay``."""
-        groups = build_param_groups(self, weight_decay=self.weight_decay)
-        return torch.optim.AdamW(groups, lr=self.lr, betas=(0.9, 0.95))
-
-    def configure_optimizers(self) -> dict[str, Any]:
-        optimizer = self.build_optimizer()
-        if self._trainer is None:
-            return {"optimizer": optimizer}
-        total = max(1, int(self.trainer.estimated_stepping_batches))
-        warmup = int(self.warmup_fraction * total)
-        cosine = self.schedule == "cosine"
-
-        def factor(step: int) -> float:
-            if step < warmup:
-                return (step + 1) / warmup
-            if not cosine:
-                return 1.0
-            progress = min(1.0, (step - warmup) / max(1, total - warmup))
-            return COSINE_FINAL_LR_RATIO + (1 - COSINE_FINAL_LR_RATIO) * 0.5 * (1 + math.cos(math.pi * progress))
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
 @dataclass

@@ -2,10 +2,11 @@
 
 ``lightning-tau demo --task text --axis width`` runs it: the same design and ``summary.json`` as the digits width
 demo (:mod:`lightning_tau.demos.width`; Wang & Aitchison, ICML 2025, Sec. 4.2; their nanoGPT-μP set-up), with
-:class:`MuByteGPT` on the standard library's sources (:class:`~lightning_tau.demos.text.TextDataModule`, every run
-on all of its training bytes) in place of the μP MLP on digits. :class:`TextWidthConfig` names the model, the data
-and the ``λ_base`` -> ``tau_epoch`` grid; the runs, the statistics, the table, the summary and the figure are
-:class:`~lightning_tau.tuner.finder.TimescaleFinder`'s width axis, through
+:class:`~lightning_tau.demos.text.ByteGPT` in μP (``mup=True``) on the standard library's sources
+(:class:`~lightning_tau.demos.text.TextDataModule`, every run on all of its training bytes) in place of the μP MLP on
+digits. :class:`MuByteGPT` is that model under the width axis's argument name (``width`` for ``n_embd``).
+:class:`TextWidthConfig` names the model, the data and the ``λ_base`` -> ``tau_epoch`` grid; the runs, the statistics,
+the table, the summary and the figure are :class:`~lightning_tau.tuner.finder.TimescaleFinder`'s width axis, through
 :func:`~lightning_tau.demos.width.run_width_demo`.
 
 Width is ``n_embd``. The number of heads is fixed (``n_head``), so the head dimension grows with width and the
@@ -16,57 +17,34 @@ matrices ``s λ_base`` exactly.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import torch
-from typing_extensions import override
-
+from lightning_tau.demos.byte_gpt import ByteGPT, Schedule
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO
-from lightning_tau.demos.text import ByteGPT, Schedule, TextDataModule
-from lightning_tau.demos.width import describe_width, import_mup, run_width_demo
-from lightning_tau.param_groups import build_param_groups
+from lightning_tau.demos.text import TextDataModule
+from lightning_tau.demos.width import describe_width, run_width_demo
 
 __all__ = ["QUICK_HELD_OUT", "MuByteGPT", "TextWidthConfig", "run_text_width_demo"]
 
-#: GPT-2's init std of the weight matrices at the base width (the hidden ones get ``std / sqrt(s)`` under μP).
-INIT_STD = 0.02
-
-
-def _group_name(group: dict[str, Any]) -> str:
-    """``hidden`` for mup's matrix-like (``ninf == 2``) group, ``vector_like`` for the others."""
-    return "hidden" if any(p.infshape.ninf() == 2 for p in group["params"]) else "vector_like"
-
 
 class MuByteGPT(ByteGPT):
-    """:class:`~lightning_tau.demos.text.ByteGPT` in μP: ``n_embd = width``, a zero-initialised ``MuReadout`` head,
-    attention scaled by ``1 / head dim``, ``MuAdamW``; call :meth:`set_base_shapes` (the sweep does) before training.
-
-    The decaying parameters are the weight matrices: the hidden ones (attention and MLP, two widths-dependent
-    dimensions: ``lr / s`` under μP) and the token embedding (vector-like: ``lr``; with ``decay_input=False`` it
-    does not decay). Biases, LayerNorms, the position embedding and the ``MuReadout`` do not decay. A
-    :class:`~lightning_tau.TimescaleCallback` on the Trainer sets each group's decay from its learning rate.
-
-    Args:
-        width: ``n_embd`` (a multiple of ``n_head``).
-        block_size: context length.
-        n_layer: transformer blocks.
-        n_head: attention heads, the same at every width.
-        lr: ``η_base`` (``MuAdamW`` divides it by ``s`` for the hidden matrices).
-        weight_decay: the decaying groups' weight decay before the callback sets it (mup 1.0.0 multiplies it by
-            ``s`` on the hidden matrices).
-        schedule: ``"cosine"`` (to ``0.1 lr``) or ``"constant"`` after the warm-up.
-        warmup_fraction: share of the planned steps spent warming up linearly.
-        decay_input: decay the token embedding.
+    """:class:`~lightning_tau.demos.text.ByteGPT` in μP (``mup=True``) under the width axis's name for ``n_embd``:
+    ``MuByteGPT(width=w, ...)`` is ``ByteGPT(n_embd=w, mup=True, ...)``, for code (a ``--config`` of ``lightning-tau
+    find --axis width``) that builds its model through ``__init__(width=...)``. Call :meth:`set_base_shapes` before
+    training.
 
     Example:
         >>> model = MuByteGPT(width=64, block_size=16, n_layer=1, n_head=2).set_base_shapes(base_width=16)
         >>> [(g["name"], g["lr"], g["weight_decay"]) for g in model.build_optimizer().param_groups if g["params"]]
         [('decay_hidden', 0.00075, 0.4), ('decay_vector_like', 0.003, 0.1), ('no_decay_vector_like', 0.003, 0.0)]
-        >>> model(torch.zeros(2, 16, dtype=torch.long)).shape
-        torch.Size([2, 16, 256])
+        >>> MuByteGPT(width=30, n_head=4)
+        Traceback (most recent call last):
+        ...
+        ValueError: `MuByteGPT(width=30)` is not valid: use a multiple of n_head=4 (every head gets width / n_head).
     """
+
+    _width_name: ClassVar[str] = "width"
 
     def __init__(
         self,
@@ -80,47 +58,18 @@ class MuByteGPT(ByteGPT):
         warmup_fraction: float = 0.0,
         decay_input: bool = True,
     ) -> None:
-        if isinstance(width, int) and isinstance(n_head, int) and n_head > 0 and width % n_head:
-            raise ValueError(f"`MuByteGPT(width={width}, n_head={n_head})`: width must be a multiple of n_head.")
-        if not (isinstance(weight_decay, (int, float)) and 0 < weight_decay < math.inf):
-            raise ValueError(f"`MuByteGPT(weight_decay={weight_decay!r})` is not valid: use a positive value.")
-        super().__init__(block_size, n_layer, n_head, width, lr, weight_decay, schedule, warmup_fraction)
-        mup = import_mup()
-        self.head = mup.MuReadout(width, self.head.out_features, bias=False, readout_zero_init=True)
-        for block in self.blocks:
-            block.attn.scale = 1.0 / (width // n_head)  # μP: 1 / head dim
-        self.width, self.decay_input = width, decay_input
-
-    def set_base_shapes(self, base_width: int) -> MuByteGPT:
-        """``mup.set_base_shapes`` against the same model at ``base_width`` (``2 x base_width`` as the delta), then
-        the weight matrices re-drawn from ``N(0, 0.02^2)``, the hidden ones' variance divided by ``s`` (μP)."""
-        mup = import_mup()
-        shape = {"block_size": self.block_size, "n_layer": len(self.blocks), "n_head": self.blocks[0].attn.n_head}
-        base = MuByteGPT(width=base_width, **shape)
-        delta = MuByteGPT(width=2 * base_width, **shape)
-        mup.set_base_shapes(self, base, delta=delta)
-        for module in self.modules():
-            if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)) and module is not self.head:
-                mup.init.normal_(module.weight, std=INIT_STD)
-        return self
-
-    @property
-    def block_size(self) -> int:
-        return self.pos.shape[0]
-
-    @override
-    def build_optimizer(self) -> torch.optim.Optimizer:
-        mup = import_mup()
-        exempt = ["head", *([] if self.decay_input else ["tok"])]
-        groups = build_param_groups(self, weight_decay=self.weight_decay, no_weight_decay=exempt)
-        # mup 1.0.0 splits each group: hidden (matrix-like) weights get lr / s and weight_decay x s
-        optimizer = mup.MuAdamW(groups, lr=self.lr, betas=(0.9, 0.95))
-        for group in optimizer.param_groups:
-            group["name"] = f"{'decay' if group['weight_decay'] > 0 else 'no_decay'}_{_group_name(group)}"
-            # build_param_groups' `width_mult` key (s = 1) was copied into mup's hidden split: give it that split's s
-            hidden = [p.infshape.width_mult() for p in group["params"] if p.infshape.ninf() == 2]
-            group["width_mult"] = float(max(hidden)) if hidden else 1.0
-        return optimizer
+        super().__init__(
+            block_size,
+            n_layer,
+            n_head,
+            width,
+            lr,
+            weight_decay,
+            schedule,
+            warmup_fraction,
+            mup=True,
+            decay_input=decay_input,
+        )
 
 
 @dataclass
@@ -144,7 +93,7 @@ class TextWidthConfig:
         split_seed: seed of the file order, and so of which files are held out for validation.
         schedule: ``"cosine"`` (to ``0.1 η``) or ``"constant"``; the weight decay is not scheduled.
         warmup_fraction: share of each run's steps spent warming up linearly.
-        decay_input: decay the token embedding (see :class:`MuByteGPT`).
+        decay_input: decay the token embedding (see :class:`~lightning_tau.demos.text.ByteGPT`).
         val_every_n_epochs: validate every this many epochs (the metric is the last validation).
         accelerator: the Trainer's ``accelerator``.
     """
@@ -194,10 +143,11 @@ class TextWidthConfig:
             split_seed=self.split_seed,
         )
 
-    def model(self, width: int) -> MuByteGPT:
+    def model(self, width: int) -> ByteGPT:
         """``make_model(width)``: the μP model at ``width``, its base shapes set."""
-        return MuByteGPT(
-            width=width,
+        return ByteGPT(
+            n_embd=width,
+            mup=True,
             block_size=self.block_size,
             n_layer=self.n_layer,
             n_head=self.n_head,

@@ -12,8 +12,9 @@ This module is a configuration of :class:`~lightning_tau.tuner.finder.TimescaleF
 :class:`~lightning_tau.demos.digits.DigitsDataModule`, nothing downloaded, and :class:`MuDigitsMLP`, a μP MLP with a
 LayerNorm after every linear layer, so the decayed matrices are scale-invariant; the ``MuReadout`` does not decay),
 maps its ``λ_base`` grid to the finder's ``tau_epoch`` grid (``tau_epoch = 1 / (η_base M λ_base)``), and
-:func:`run_width_demo` runs the finder, prints its :class:`~lightning_tau.tuner.axes.AxisResult` table and verdict,
-and writes ``summary.json`` and the figure. The statistics (the exponent, its interval or the reason there is none,
+:func:`run_width_demo` (the demos' one runner, :func:`~lightning_tau.demos.axis_demo.run_axis_demo`, on this axis)
+runs the finder, prints its :class:`~lightning_tau.tuner.axes.AxisResult` table and verdict, and writes
+``summary.json`` and the figure. The statistics (the exponent, its interval or the reason there is none,
 per-seed grid optima, paired interior tests) are :mod:`lightning_tau.tuner.stats`'s, the verdict
 :mod:`lightning_tau.tuner.verdicts`'s.
 
@@ -25,12 +26,9 @@ width`` runs :func:`run_width_demo`; ``docs/width_demo.rst`` shows and discusses
 
 from __future__ import annotations
 
-import json
 import math
-import time
-import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -38,8 +36,9 @@ import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
 
+from lightning_tau import _checks
+from lightning_tau.demos.axis_demo import run_axis_demo, width_summary
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, DigitsDataModule, DigitsMLP
-from lightning_tau.demos.size import SUMMARY_NAME
 
 __all__ = [
     "MuDigitsMLP",
@@ -48,12 +47,6 @@ __all__ = [
     "run_width_demo",
     "width_summary",
 ]
-
-#: The width demo's figure, in its sweep directory (beside ``summary.json``, ``demos.size.SUMMARY_NAME``).
-FIGURE_STEM = "width_sweep"
-
-#: The metric the finder compares: the validation loss after the last epoch.
-METRIC = "val/loss"
 
 
 def import_mup() -> Any:
@@ -108,20 +101,19 @@ class MuDigitsMLP(pl.LightningModule):
         decay_input: bool = True,
     ) -> None:
         super().__init__()
-        for name, value in (("width", width), ("depth", depth)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`MuDigitsMLP({name}={value!r})` is not valid: use a positive integer.")
-        if depth < 2:
-            raise ValueError(
-                f"`MuDigitsMLP(depth={depth})` has no hidden width x width matrix, the only weights μP's lr / s"
-                " touches: use depth >= 2."
-            )
-        if not (lr > 0 and math.isfinite(lr)):
-            raise ValueError(f"`MuDigitsMLP(lr={lr!r})` is not valid: use a positive learning rate.")
-        if not (weight_decay > 0 and math.isfinite(weight_decay)):
-            raise ValueError(f"`MuDigitsMLP(weight_decay={weight_decay!r})` is not valid: use a positive value.")
-        if schedule not in ("constant", "cosine"):
-            raise ValueError(f"`MuDigitsMLP(schedule={schedule!r})` is not supported. Use 'constant' or 'cosine'.")
+        owner = "MuDigitsMLP"
+        _checks.positive_int(owner, "width", width)
+        hint = (
+            "use depth >= 2: a smaller depth has no hidden width x width matrix, the only weights μP's lr / s touches."
+        )
+        _checks.integer(owner, "depth", depth, hint, minimum=2)
+        _checks.positive_number(owner, "lr", lr, "use a positive learning rate.")
+        _checks.positive_number(owner, "weight_decay", weight_decay, "use a positive value.")
+        _checks.choice(owner, "schedule", schedule, ("constant", "cosine"))
+        for name, value in (("decay_readout", decay_readout), ("decay_input", decay_input)):
+            _checks.flag(owner, name, value)
+        if other_lr is not None:
+            _checks.positive_number(owner, "other_lr", other_lr, "use a positive learning rate, or None for lr.")
         mup = import_mup()
         self.save_hyperparameters()
         layers: list[torch.nn.Module] = []
@@ -251,8 +243,7 @@ class WidthConfig:
     def model(self, width: int, weight_decay: float = 0.01, arm: str = "timescale") -> MuDigitsMLP:
         """``make_model(width)``: the μP model at ``width``, its base shapes set (``weight_decay`` is the value the
         callback replaces; ``arm`` is accepted for old callers and must be ``"timescale"``)."""
-        if arm != "timescale":
-            raise ValueError(f"`WidthConfig.model(arm={arm!r})` is not supported: the width demo has no fixed arm.")
+        _checks.choice("WidthConfig.model", "arm", arm, ("timescale",), "The width demo has no fixed arm.")
         return MuDigitsMLP(
             width=width,
             depth=self.depth,
@@ -316,33 +307,6 @@ def describe_width(config: Any) -> str:
     return "\n".join(lines)
 
 
-def width_summary(result: Any, config: Any, seconds: float | None = None) -> dict[str, Any]:
-    """The sweep's ``summary.json`` from the finder's :class:`~lightning_tau.tuner.axes.AxisResult`: the task and
-    its settings, per width the curve (``[λ_base, [final metric per seed]]`` rows, ``λ_base`` increasing, ``null``
-    for a run that diverged), and the result's :meth:`~lightning_tau.tuner.axes.AxisResult.to_json` (the exponent,
-    its interval or ``ci_reason``, per-seed grid optima, the paired interior tests, the verdict, per width the
-    finder's result)."""
-    curves = {}
-    for width, point in zip(result.values, result.results):
-        rows = [
-            [result.x_of_tau(p.tau_epoch), [v if math.isfinite(v) else None for v in p.values]] for p in point.curve
-        ]
-        curves[str(width)] = sorted(rows, key=lambda row: row[0])
-    return {
-        **({"task": config.task} if config.task else {}),
-        "sweep": "lambda_base",
-        "metric": METRIC,
-        "lr_base": config.lr,
-        "widths": sorted(config.widths),
-        "seeds": list(config.seeds),
-        "lambda_base": sorted(config.weight_decays),
-        "curves": curves,
-        **result.to_json(),
-        "config": asdict(config),
-        **({"seconds": round(seconds, 1)} if seconds is not None else {}),
-    }
-
-
 def run_width_demo(
     config: Any,
     sweep_dir: Path,
@@ -351,41 +315,12 @@ def run_width_demo(
     progress: bool = True,
     callbacks: Sequence[Callback] = (),
 ) -> dict[str, Any]:
-    """Run the finder's width axis on ``config``'s task into ``sweep_dir`` (its study journal and, under ``tb/``,
-    every trial's TensorBoard run), print the result's table and verdict, write ``summary.json`` (see
-    :func:`width_summary`) and (unless ``plot=False``) ``width_sweep.png`` / ``.svg``; returns the summary.
+    """:func:`~lightning_tau.demos.axis_demo.run_axis_demo` on the width axis: run the finder's sweep at every width
+    of ``config``'s task into ``sweep_dir`` (its study journal and, under ``tb/``, every trial's TensorBoard run),
+    print the result's table and verdict, write ``summary.json`` (:func:`~lightning_tau.demos.axis_demo.width_summary`)
+    and (unless ``plot=False``) ``width_sweep.png`` / ``.svg``; returns the summary.
 
     ``config`` is a :class:`WidthConfig` or the text task's
     :class:`~lightning_tau.demos.text_width.TextWidthConfig`; ``callbacks`` go to every trial's Trainer.
     """
-    from lightning_tau.tuner.finder import TimescaleFinder
-
-    print(config.describe())
-    finder = TimescaleFinder(
-        axis="width",
-        widths=sorted(config.widths),
-        tau_epochs=config.tau_epochs(),
-        seeds=list(config.seeds),
-        fraction=1.0,
-        monitor=METRIC,
-        mode="min",
-        reduce="last",
-        trainer_kwargs={**config.trainer_kwargs(), "callbacks": list(callbacks)},
-        root_dir=sweep_dir,
-        progress=progress,
-        verbose=False,
-    )
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*(does not have many workers|less than one)")
-        result = finder.fit(config.model, datamodule=config.datamodule())
-    elapsed = time.perf_counter() - start
-    print(f"{finder.trained_runs} runs trained ({finder.reused_runs} reused) in {elapsed:.0f} s.")
-    summary = width_summary(result, config, elapsed)
-    (sweep_dir / SUMMARY_NAME).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-    print(result.table())
-    print(f"Summary: {sweep_dir / SUMMARY_NAME}")
-    if plot:
-        for fmt in ("png", "svg"):
-            print(f"Figure: {result.plot(sweep_dir / f'{FIGURE_STEM}.{fmt}')}")
-    return summary
+    return run_axis_demo("width", config, sweep_dir, plot=plot, progress=progress, callbacks=callbacks)
