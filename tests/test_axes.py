@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.finder_results import finder_result
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.tuner.axes import AxisResult
@@ -39,18 +40,8 @@ def sweep(
         )
         for t in TAUS
     ]
-    return FinderResult.from_curve(
-        curve,
-        lr={"decay": LR},
-        monitor="val_loss",
-        mode="min",
-        reduce="last",
-        fraction=fraction,
-        dataset_size=1000,
-        subset_size=size,
-        batch_size=100,
-        epochs=2,
-        full_cost=full_cost,
+    return finder_result(
+        curve, lr={"decay": LR}, fraction=fraction, subset_size=size, batch_size=100, epochs=2, full_cost=full_cost
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
+from helpers.finder_results import finder_result
 from torch.utils.data import DataLoader, Subset, TensorDataset
 
 from lightning_tau import TimescaleCallback
@@ -286,15 +287,11 @@ def test_curve_point_statistics_and_nan_json() -> None:
     assert point.mean == pytest.approx(0.3) and point.std == pytest.approx(math.sqrt(0.02))
     diverged = CurvePoint(1.0, [0.2, math.nan], [0, 1], {"decay": 1.0}, [5, 5])
     assert diverged.mean == math.inf
-    result = FinderResult.from_curve(
+    result = finder_result(
         [diverged, point, CurvePoint(16.0, [0.5, 0.6], [0, 1], {}, [5, 5])],
         lr={"decay": 0.1},
-        monitor="val_loss",
-        mode="min",
-        reduce="last",
         fraction=0.5,
         dataset_size=100,
-        subset_size=50,
         batch_size=10,
         epochs=1,
         full_cost=60,
