@@ -19,7 +19,7 @@ from lightning_tau.tuner.verdicts import advice, cost_text, signed
 __all__ = ["axis_figure"]
 
 
-def axis_figure(result: AxisData) -> Any:  # pragma: no mutate block (drawing; tests/test_axes_figure.py reads it back)
+def axis_figure(result: AxisData) -> Any:  # pragma: no mutate block (drawing; tests/test_axis_figure.py reads it back)
     """The matplotlib figure :meth:`plot` saves (Agg backend).
 
     Left: the curve per point (seed mean as a line, each seed as a dot, the smoothed optimum dotted). Right: the
