@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.finder_results import finder_result
 
 from lightning_tau.tuner.curve import log_grid, reduce_metric, smoothed_optimum
 from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
@@ -23,20 +24,7 @@ def raises_exactly(message: str) -> pytest.RaisesContext[ValueError]:
 
 
 def result(curve: list[CurvePoint], **kwargs: Any) -> FinderResult:
-    settings: dict[str, Any] = dict(
-        lr={"decay": 1e-3, "other": 2e-3},
-        monitor="val_loss",
-        mode="min",
-        reduce="last",
-        fraction=0.25,
-        dataset_size=1000,
-        subset_size=250,
-        batch_size=50,
-        epochs=10,
-        full_cost=240,
-    )
-    settings.update(kwargs)
-    return FinderResult.from_curve(curve, **settings)
+    return finder_result(curve, **{"lr": {"decay": 1e-3, "other": 2e-3}, "full_cost": 240, **kwargs})
 
 
 def diverged_neighbour_curve() -> list[CurvePoint]:

@@ -10,12 +10,13 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from torch.utils.data import DataLoader, Subset, TensorDataset
+from helpers.finder_results import finder_result
+from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.param_groups import build_param_groups
 from lightning_tau.tuner.curve import log_grid, smoothed_optimum
-from lightning_tau.tuner.finder import TimescaleFinder, subset_dataloader
+from lightning_tau.tuner.finder import TimescaleFinder
 from lightning_tau.tuner.result import CurvePoint, FinderResult
 from lightning_tau.tuner.trial import MonitorError
 
@@ -77,45 +78,6 @@ def _finder(tmp_path: Path, **kwargs: Any) -> TimescaleFinder:
     )
     settings.update(kwargs)
     return TimescaleFinder(**settings)
-
-
-# --- the subset ------------------------------------------------------------------------------------------------
-
-
-def test_subset_dataloader_is_a_fixed_random_subset_with_the_loader_settings() -> None:
-    full = DataLoader(_data(), batch_size=BATCH, shuffle=True, drop_last=True, collate_fn=None)
-    part = subset_dataloader(full, 0.3, seed=3)
-    assert isinstance(part.dataset, Subset) and part.dataset.dataset is full.dataset
-    assert len(part.dataset) == round(0.3 * N_TRAIN) == 36
-    assert part.batch_size == BATCH and part.drop_last and len(part) == 36 // BATCH
-    assert isinstance(part.sampler, torch.utils.data.RandomSampler)
-    assert part.dataset.indices == subset_dataloader(full, 0.3, seed=3).dataset.indices  # fixed by the seed
-    assert part.dataset.indices != subset_dataloader(full, 0.3, seed=4).dataset.indices
-    assert len(set(part.dataset.indices)) == 36
-    sequential = subset_dataloader(DataLoader(_data(), batch_size=BATCH), 1.0)
-    assert isinstance(sequential.sampler, torch.utils.data.SequentialSampler) and len(sequential.dataset) == N_TRAIN
-
-
-@pytest.mark.parametrize(
-    ("loader", "error", "match"),
-    [
-        (DataLoader(_data(), batch_sampler=[[0, 1], [2, 3]]), ValueError, "custom `batch_sampler`"),
-        (
-            DataLoader(_data(), batch_size=4, sampler=torch.utils.data.SubsetRandomSampler(range(10))),
-            ValueError,
-            "custom sampler",
-        ),
-        (type("MyLoader", (DataLoader,), {})(_data(), batch_size=4), TypeError, "plain `torch.utils.data.DataLoader`"),
-    ],
-)
-def test_subset_dataloader_refuses_loaders_it_cannot_rebuild(loader: Any, error: type, match: str) -> None:
-    with pytest.raises(error, match=match):
-        subset_dataloader(loader, 0.5)
-
-
-def test_subset_dataloader_refuses_an_empty_subset() -> None:
-    with pytest.raises(ValueError, match=r"fraction=0.001\)` keeps no sample of the 120"):
-        subset_dataloader(DataLoader(_data(), batch_size=4), 0.001)
 
 
 # --- the finder on a tiny task ---------------------------------------------------------------------------------
@@ -286,15 +248,11 @@ def test_curve_point_statistics_and_nan_json() -> None:
     assert point.mean == pytest.approx(0.3) and point.std == pytest.approx(math.sqrt(0.02))
     diverged = CurvePoint(1.0, [0.2, math.nan], [0, 1], {"decay": 1.0}, [5, 5])
     assert diverged.mean == math.inf
-    result = FinderResult.from_curve(
+    result = finder_result(
         [diverged, point, CurvePoint(16.0, [0.5, 0.6], [0, 1], {}, [5, 5])],
         lr={"decay": 0.1},
-        monitor="val_loss",
-        mode="min",
-        reduce="last",
         fraction=0.5,
         dataset_size=100,
-        subset_size=50,
         batch_size=10,
         epochs=1,
         full_cost=60,

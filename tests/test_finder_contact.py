@@ -17,6 +17,7 @@ import numpy as np
 import optuna
 import pytest
 import torch
+from helpers.finder_results import finder_result
 from lightning.pytorch.callbacks import Callback
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -223,19 +224,7 @@ def test_the_range_is_in_the_result_its_json_table_and_figure(tmp_path: Path) ->
     grid = [2.0, 4.0, 8.0, 16.0, 32.0]
     values = _noisy_run(np.random.default_rng(0), 0.01, grid)
     curve = [CurvePoint(t, v, [0, 1, 2], {"decay": 0.1 / t}, [10, 10, 10]) for t, v in zip(grid, values)]
-    result = FinderResult.from_curve(
-        curve,
-        lr={"decay": 1e-3},
-        monitor="val_loss",
-        mode="min",
-        reduce="last",
-        fraction=0.25,
-        dataset_size=1000,
-        subset_size=250,
-        batch_size=50,
-        epochs=10,
-        full_cost=1500,
-    )
+    result = finder_result(curve, full_cost=1500)
     low, high = result.tau_epoch_range
     assert (low, high) == optimum_range(grid, values)
     assert result.to_json()["tau_epoch_range"] == [low, high] and result.to_json()["verdict"] == result.verdict

@@ -13,6 +13,7 @@ from typing import Any
 
 import optuna
 import pytest
+from helpers.finder_results import finder_result
 from helpers.finder_study import BATCH, TRUE_TAU, CurveModel, N, curve_loaders
 from optuna.trial import TrialState
 
@@ -221,25 +222,13 @@ def test_a_tau_epoch_with_a_pruned_seed_is_never_the_suggestion() -> None:
     # curve, and the curve's first point is not "at the edge" when a pruned tau_epoch lies beyond it
     curve = [CurvePoint(t, [v, v + 0.01], [0, 1], {}, [10, 10]) for t, v in [(8.0, 0.2), (16.0, 0.3), (32.0, 0.4)]]
     stopped = PrunedPoint(4.0, [0, 1], [2, 0], [0.01, math.nan], {}, [2, 0])
-    kwargs: dict[str, Any] = dict(
-        lr={"decay": 1e-3},
-        monitor="val_loss",
-        mode="min",
-        reduce="last",
-        fraction=0.25,
-        dataset_size=1000,
-        subset_size=250,
-        batch_size=50,
-        epochs=10,
-        full_cost=8 * 10 * 20,
-    )
-    result = FinderResult.from_curve(curve, pruned=[stopped], **kwargs)
+    result = finder_result(curve, pruned=[stopped], full_cost=8 * 10 * 20)
     assert (result.tau_epoch, result.grid_tau_epoch, result.at_edge) == (8.0, 8.0, False)
     assert result.tau_epoch_range[0] == 4.0  # the optimum may lie between 8 and the pruned 4
     assert result.cost == 6 * 10 + 2
-    assert FinderResult.from_curve(curve, **kwargs).at_edge  # without the pruned point it is at the edge
+    assert finder_result(curve, full_cost=8 * 10 * 20).at_edge  # without the pruned point it is at the edge
     beyond = PrunedPoint(64.0, [0, 1], [2, 0], [0.01, math.nan], {}, [2, 0])
-    assert FinderResult.from_curve(curve, pruned=[beyond], **kwargs).at_edge  # pruned on the other side
+    assert finder_result(curve, pruned=[beyond], full_cost=8 * 10 * 20).at_edge  # pruned on the other side
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers.finder_results import finder_result
 
 from lightning_tau.tuner.curve import log_grid
 from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
@@ -35,17 +36,11 @@ def _result(
         )
         for t in taus
     ]
-    return FinderResult.from_curve(
+    return finder_result(
         curve,
         lr={"decay": 1e-3, "head": 2e-3},
         monitor=monitor,
-        mode="min",
-        reduce="last",
-        fraction=0.25,
-        dataset_size=1000,
-        subset_size=250,
         batch_size=10,
-        epochs=10,
         full_cost=1200 * len(taus),
         pruned=list(pruned),
     )
@@ -190,18 +185,8 @@ def test_callback_from_an_edge_value_repeats_the_edge_warning() -> None:
 def _flat_seeds(values: list[tuple[float, float]]) -> FinderResult:
     """Two seeds with the same value at every ``(tau_epoch, value)``: no noise, so the range has no width."""
     curve = [CurvePoint(t, [v, v], [0, 1], {}, [3, 3]) for t, v in values]
-    return FinderResult.from_curve(
-        curve,
-        lr={"decay": 1e-3},
-        monitor="val_acc",
-        mode="max",
-        reduce="best",
-        fraction=0.1,
-        dataset_size=1000,
-        subset_size=100,
-        batch_size=10,
-        epochs=3,
-        full_cost=10,
+    return finder_result(
+        curve, monitor="val_acc", mode="max", reduce="best", fraction=0.1, batch_size=10, epochs=3, full_cost=10
     )
 
 

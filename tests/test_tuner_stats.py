@@ -1,5 +1,7 @@
-"""The finder axes' statistics (issues 20 and 28): paired interior test, scaling exponent, its interval's coverage,
-the staging of seeds="auto".
+"""``lightning_tau.tuner.stats``, the finder axes' statistics (issues 20 and 28): the scaling exponent, its interval's
+coverage, and where the staging of seeds="auto" stops. (The paired interior test's tests are
+``tests/test_grid_best.py``, the stages' ``tests/test_staging.py``, Student's t's ``tests/test_tdist.py``; this file
+keeps its package in its name, as ``tests/test_diagnostics_stats.py`` does for ``lightning_tau/diagnostics/stats.py``.)
 
 Pure numpy, no Lightning: exact values on hand-made curves, and a simulation of curves like the digits width
 demo's, asymmetric, V-shaped and with correlated noise, that checks the interval's coverage at every seed count
@@ -26,12 +28,10 @@ from lightning_tau.tuner.stats import (
     _seed_exponents,
     _sign,
     fit_scaling,
-    paired_interior,
-    per_seed_optima,
     seed_stages,
     staged_level,
 )
-from lightning_tau.tuner.tdist import t_quantile, t_sf
+from lightning_tau.tuner.tdist import t_quantile
 
 GRID = [2.0**k for k in range(7)]  # 1 .. 64, one octave apart
 
@@ -41,9 +41,31 @@ def parabolas(best_log2, offsets=(0.0,), curvature=0.1, grid=GRID):
     return [[curvature * (math.log2(x) - best_log2) ** 2 + off for off in offsets] for x in grid]
 
 
+def test_tuner_stats_exports_the_split_modules_names_as_before():
+    """The paired test and the staging moved below stats.py; every name its ``__all__`` had is still importable from
+    it, and is the same object."""
+    from lightning_tau.tuner import grid_best, staging, stats
+
+    assert stats.__all__ == [
+        "MIN_SEEDS_FOR_INTERVAL",
+        "InteriorTest",
+        "ScalingFit",
+        "fit_scaling",
+        "paired_interior",
+        "per_seed_optima",
+        "seed_stages",
+        "staged_level",
+    ]
+    for name in ("InteriorTest", "paired_interior", "per_seed_optima"):
+        assert getattr(stats, name) is getattr(grid_best, name)
+    for name in ("seed_stages", "staged_level"):
+        assert getattr(stats, name) is getattr(staging, name)
+
+
 def test_tuner_stats_imports_without_lightning_or_torch():
     code = (
-        "import sys, lightning_tau.tuner.stats, lightning_tau.tuner.verdicts, lightning_tau.tuner.result;"
+        "import sys, lightning_tau.tuner.stats, lightning_tau.tuner.verdicts, lightning_tau.tuner.result,"
+        " lightning_tau.tuner.grid_best, lightning_tau.tuner.staging;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('lightning', 'torch', 'pytorch_lightning')"
         " or m == 'lightning_tau.tuner.finder');"
         "print(bad); assert not bad"
@@ -58,95 +80,6 @@ def test_tuner_stats_imports_without_lightning_or_torch():
     ]
 
 
-# --- Student's t -------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("p", "df", "expected"),
-    [  # textbook values
-        (0.975, 1, 12.706204736174698),
-        (0.975, 2, 4.302652729911275),
-        (0.975, 3, 3.182446305284263),
-        (0.975, 4, 2.7764451051977934),
-        (0.975, 10, 2.2281388519649385),
-        (0.95, 29, 1.6991270265334972),
-        (0.6, 5, 0.26718086570308856),
-        (0.025, 7, -2.3646242515927844),
-    ],
-)
-def test_tuner_stats_t_quantile_matches_tables(p, df, expected):
-    assert t_quantile(p, df) == pytest.approx(expected, rel=1e-10)
-    assert t_sf(expected, df) == pytest.approx(1 - p, rel=1e-9)
-
-
-def test_tuner_stats_t_sf_closed_forms():
-    for t in (-3.0, -0.4, 0.0, 0.7, 2.5, 40.0):
-        assert t_sf(t, 1) == pytest.approx(0.5 - math.atan(t) / math.pi, abs=1e-14)
-        assert t_sf(t, 2) == pytest.approx(0.5 * (1 - t / math.sqrt(t * t + 2)), abs=1e-14)
-    assert t_sf(math.inf, 4) == 0.0 and t_sf(-math.inf, 4) == 1.0
-    with pytest.raises(ValueError, match=r"`t_quantile\(p=1.0\)` is not valid"):
-        t_quantile(1.0, 3)
-    with pytest.raises(ValueError, match=r"`t_sf\(df=0\)` is not valid: use a positive integer"):
-        t_sf(1.0, 0)
-
-
-# --- paired interior test ----------------------------------------------------------------------------------------
-
-
-def test_tuner_stats_paired_test_sees_a_gap_that_the_seed_spread_hides():
-    """Seeds 0.1 apart everywhere (shared offsets), the middle point 0.02-0.03 better for every seed."""
-    curve = np.array([[0.62, 0.52, 0.43], [0.60, 0.50, 0.40], [0.63, 0.51, 0.42]])
-    test = paired_interior(curve)
-    assert test.interior and test.reason == "beats both neighbours (paired, p<0.05)" and test.level == 0.05
-    # d = (0.02, 0.02, 0.03): t = 7 on 2 df; d = (0.03, 0.01, 0.02): t = 2 sqrt(3)
-    assert test.p_lower == pytest.approx(0.5 * (1 - 7 / math.sqrt(51)), rel=1e-9)
-    assert test.p_upper == pytest.approx(0.5 * (1 - 2 * math.sqrt(3) / math.sqrt(14)), rel=1e-9)
-    # the old rule (mean gap > the larger seed std) calls it flat
-    means, stds = curve.mean(axis=1), curve.std(axis=1, ddof=1)
-    assert not means[0] - means[1] > max(stds[0], stds[1])
-    # the same gaps with the seeds shuffled at one grid point are no longer consistent: not interior
-    shuffled = curve.copy()
-    shuffled[0] = shuffled[0][[2, 0, 1]]
-    assert not paired_interior(shuffled).interior
-
-
-def test_tuner_stats_paired_interior_edges_one_seed_level_and_mode():
-    assert paired_interior([[0.6], [0.5], [0.7]]) == paired_interior([[0.6], [0.5], [0.7]], best_index=1)
-    one = paired_interior([[0.6], [0.5], [0.7]])
-    assert (one.interior, one.p_lower, one.p_upper, one.reason) == (False, None, None, "1 seed: no paired test")
-    edge = paired_interior([[0.4, 0.5], [0.5, 0.6], [0.7, 0.8]])
-    assert (edge.interior, edge.p_lower, edge.reason) == (False, None, "at the grid edge")
-    assert edge.p_upper == pytest.approx(0.0, abs=1e-12)  # every seed 0.1 worse: no spread, p = 0
-    high = paired_interior([[0.5, 0.6], [0.7, 0.8], [0.4, 0.5]])
-    assert high.p_upper is None and high.p_lower == pytest.approx(0.0, abs=1e-12) and high.reason == "at the grid edge"
-    # p = 0.0371 against the upper neighbour: interior at 0.05, not at 0.01
-    curve = [[0.62, 0.52, 0.43], [0.60, 0.50, 0.40], [0.63, 0.51, 0.42]]
-    strict = paired_interior(curve, level=0.01)
-    assert not strict.interior and strict.reason == "does not beat the upper neighbour (paired, p=0.037)"
-    flipped = paired_interior([[-v for v in row] for row in curve], mode="max")
-    assert flipped.interior and flipped.p_lower == pytest.approx(paired_interior(curve).p_lower)
-    neither = paired_interior([[0.5, 0.6], [0.45, 0.62], [0.5, 0.6]], best_index=1)
-    assert neither.reason.startswith("beats neither neighbour (paired, p=")
-
-
-def test_tuner_stats_paired_interior_diverged_runs():
-    nan = math.nan
-    # the upper neighbour diverged on every seed: beaten; the lower one is 0.1 worse for both seeds
-    test = paired_interior([[0.6, 0.7], [0.5, 0.6], [nan, math.inf]], best_index=1)
-    assert test.interior and test.p_upper == 0.0
-    # the best point diverged where its neighbour did not: p = 1
-    assert paired_interior([[0.6, 0.7], [0.5, nan], [0.7, 0.8]], best_index=1).p_lower == 1.0
-    with pytest.raises(ValueError, match="every grid point has a non-finite value"):
-        paired_interior([[nan, 0.5], [0.4, nan]])
-
-
-def test_tuner_stats_per_seed_optima():
-    nan = math.nan  # the third seed diverged everywhere
-    values = [[0.9, 0.5, nan], [0.7, 0.6, nan], [0.8, 0.5, nan]]
-    assert per_seed_optima([8.0, 16.0, 32.0], values) == pytest.approx([16.0, 8.0, nan], nan_ok=True)
-    assert per_seed_optima([8.0, 16.0, 32.0], values, mode="max")[:2] == [8.0, 16.0]
-
-
 SHAPE_HINT = (
     "use one row per grid point and one column per seed (grid x seeds), e.g. [[0.5], [0.4], [0.6]] for 3 grid points"
     " and 1 seed."
@@ -157,65 +90,6 @@ INCREASING = "is not valid: use positive numbers in increasing order."
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (
-            lambda: paired_interior([[0.5, 0.6], [0.4, 0.5]], best_index=2),
-            "`paired_interior(best_index=2)` is not valid: use a row index from 0 to 1.",
-        ),
-        (
-            lambda: paired_interior([[0.5, 0.6], [0.4, 0.5]], best_index=True),
-            "`paired_interior(best_index=True)` is not valid: use a row index from 0 to 1.",
-        ),
-        (
-            lambda: paired_interior([[0.5, 0.6], [0.4, 0.5]], best_index=-1),
-            "`paired_interior(best_index=-1)` is not valid: use a row index from 0 to 1.",
-        ),
-        (
-            lambda: paired_interior([0.5, 0.4, 0.6]),
-            f"`paired_interior(values=...)` is not valid: got shape (3,); {SHAPE_HINT}",
-        ),
-        (lambda: paired_interior([[]]), f"`paired_interior(values=...)` is not valid: got shape (1, 0); {SHAPE_HINT}"),
-        (
-            lambda: paired_interior([[0.5], [0.4]], mode="best"),
-            "`paired_interior(mode='best')` is not valid: use 'min' (a loss) or 'max'.",
-        ),
-        (
-            lambda: paired_interior([[0.5], [0.4]], level=1.5),
-            "`paired_interior(level=1.5)` is not valid: use a number strictly between 0 and 1.",
-        ),
-        (
-            lambda: paired_interior([[0.5]], level=True),
-            "`paired_interior(level=True)` is not valid: use a number strictly between 0 and 1.",
-        ),
-        (
-            lambda: paired_interior([[0.5]], level=0),
-            "`paired_interior(level=0)` is not valid: use a number strictly between 0 and 1.",
-        ),
-        (
-            lambda: paired_interior([[0.5]], level="0.05"),
-            "`paired_interior(level='0.05')` is not valid: use a number strictly between 0 and 1.",
-        ),
-        (
-            lambda: per_seed_optima([1.0, 2.0], [[0.5], [0.4], [0.6]]),
-            "`per_seed_optima(values=...)` is not valid: it has 3 rows for 2 grid points in `xs`.",
-        ),
-        (
-            lambda: per_seed_optima([1.0, 2.0], [[0.5], [0.4]], mode="best"),
-            "`per_seed_optima(mode='best')` is not valid: use 'min' (a loss) or 'max'.",
-        ),
-        (lambda: per_seed_optima([2.0, 1.0], [[0.5], [0.4]]), f"`per_seed_optima(xs=[2.0, 1.0])` {INCREASING}"),
-        (lambda: per_seed_optima([], [[0.5]]), "`per_seed_optima(xs=[])` is not valid: it needs at least 1 values."),
-        (
-            lambda: per_seed_optima(["a"], [[0.5]]),
-            "`per_seed_optima(xs=['a'])` is not valid: use a sequence of positive numbers.",
-        ),
-        (
-            lambda: per_seed_optima([1.0, 2.0], [["a"], [0.4]]),
-            "`per_seed_optima(values=...)` is not valid: use numbers, one row per grid point and one column per seed.",
-        ),
-        (
-            lambda: per_seed_optima([1.0, 2.0], [0.5, 0.4]),
-            f"`per_seed_optima(values=...)` is not valid: got shape (2,); {SHAPE_HINT}",
-        ),
         (
             lambda: fit_scaling([1.0], GRID, [parabolas(3)]),
             "`fit_scaling(scales=[1.0])` is not valid: it needs at least 2 values.",
@@ -285,25 +159,6 @@ INCREASING = "is not valid: use positive numbers in increasing order."
             lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, tolerance="1.25"),
             "`fit_scaling(tolerance='1.25')` is not valid: use a factor above 1, e.g. 1.25.",
         ),
-        (
-            lambda: seed_stages(2),
-            "`seed_stages(max_seeds=2)` is not valid: use an integer of at least 3 (the first stage).",
-        ),
-        (
-            lambda: seed_stages(8.0),
-            "`seed_stages(max_seeds=8.0)` is not valid: use an integer of at least 3 (the first stage).",
-        ),
-        (
-            lambda: staged_level(1.5, 4),
-            "`staged_level(level=1.5)` is not valid: use a number strictly between 0 and 1.",
-        ),
-        (
-            lambda: staged_level(0.95, 0),
-            "`staged_level(looks=0)` is not valid: use the number of looks, e.g. len(seed_stages(12)).",
-        ),
-        (lambda: t_quantile(0.5, 1.5), "`t_quantile(df=1.5)` is not valid: use a positive integer."),
-        (lambda: t_quantile(0.0, 3), "`t_quantile(p=0.0)` is not valid: use a probability strictly between 0 and 1."),
-        (lambda: t_sf(1.0, True), "`t_sf(df=True)` is not valid: use a positive integer."),
     ],
 )
 def test_tuner_stats_bad_input(call, message):
@@ -421,20 +276,6 @@ def test_tuner_stats_tolerance_is_stored_and_sets_the_half_width():
     wide = fit_scaling([1, 4, 16], GRID, curves, tolerance=2)
     assert wide.tolerance == 2.0 and wide.half_width == pytest.approx(0.25)
     assert rules.all_decided(fit.ci, rules.WIDTH_RULES, fit.half_width)  # an exact -1/2: Fan et al. holds
-
-
-def test_tuner_stats_seed_stages_and_staged_level():
-    assert seed_stages(3) == [3]
-    assert seed_stages(4) == [3, 4]
-    assert seed_stages(5) == [3, 5]
-    assert seed_stages(8) == [3, 5, 8]
-    assert seed_stages(12) == [3, 5, 8, 12]
-    assert seed_stages(13) == [3, 5, 8, 12, 13]
-    assert seed_stages(18) == [3, 5, 8, 12, 18]
-    assert seed_stages(40) == [3, 5, 8, 12, 18, 27, 40]  # 27 x 1.5 = 40.5: truncated to 40
-    assert staged_level(0.95, len(seed_stages(12))) == pytest.approx(0.975)  # 4 looks: 1 - 0.05 / 2
-    assert staged_level(0.9, 1) == pytest.approx(0.9)  # one look: no staging, no correction
-    assert staged_level(0.95, 9) == pytest.approx(1 - 0.05 / 3)
 
 
 def test_tuner_stats_no_interval_and_why():
@@ -657,12 +498,6 @@ def test_tuner_stats_interval_reaches_nominal_coverage_at_every_allowed_seed_cou
     assert fit_scaling(WIDTHS, SIM_GRID, curves).ci is None  # below the minimum: no interval
 
 
-def test_tuner_stats_best_index_zero_is_the_low_edge():
-    test = paired_interior([[0.4, 0.5], [0.5, 0.6], [0.7, 0.8]], best_index=0)
-    assert (test.interior, test.p_lower, test.reason) == (False, None, "at the grid edge")
-    assert test.p_upper == pytest.approx(0.0, abs=1e-12)
-
-
 def test_tuner_stats_note_is_none_when_the_grid_and_the_smoothed_optima_stay_put():
     still = ScalingFit(0.0, None, "x", 0.95, [8.0, 8.0], [8.0, 8.0], [[8.0], [8.0]], 0.0, False, [], scales=[1, 4])
     assert still.note() is None
@@ -671,18 +506,3 @@ def test_tuner_stats_note_is_none_when_the_grid_and_the_smoothed_optima_stay_put
     assert moving.note() is None
     with pytest.raises(ValueError, match=r"^`half_width\(scales=\[\]\)` is not valid"):
         _ = moving.half_width
-
-
-def test_tuner_stats_one_grid_point_and_one_comparable_pair():
-    alone = paired_interior([[0.5, 0.6]])
-    assert (alone.interior, alone.p_lower, alone.p_upper, alone.reason) == (
-        False,
-        None,
-        None,
-        "1 grid point: no neighbour",
-    )
-    assert per_seed_optima([4.0], [[0.5, math.nan]]) == pytest.approx([4.0, math.nan], nan_ok=True)
-    # seed 1 diverged at all three points: one pair left to compare on each side, no t-test: p = 1
-    test = paired_interior([[0.6, math.nan], [0.5, math.nan], [0.7, math.nan]], best_index=1)
-    assert (test.p_lower, test.p_upper, test.interior) == (1.0, 1.0, False)
-    assert test.reason == "beats neither neighbour (paired, p=1 and 1)"

@@ -32,14 +32,14 @@ waiting trial (Optuna's atomic WAITING -> RUNNING), trains it, stores its record
   ``(tau_epoch, seed)``: the same whoever computes it and whatever order the trials finished in.
 
 The storage is opened by :mod:`lightning_tau.tuner.storage` (a journal file or a database, with its errors); a
-worker's name on a trial, whether it is alive, and the heartbeat settings are :mod:`lightning_tau.tuner.liveness`'s.
+worker's name on a trial, whether it is alive, and the heartbeat settings are :mod:`lightning_tau.tuner.liveness`'s;
+the SQLite take lock is :mod:`lightning_tau.tuner.take_lock`'s; the folder of a study's logs
+(:func:`~lightning_tau.tuner.study_folder.study_folder`, exported here) is :mod:`lightning_tau.tuner.study_folder`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import re
 import threading
 import time
 import warnings
@@ -63,6 +63,8 @@ from lightning_tau.tuner.liveness import (
     this_worker,
 )
 from lightning_tau.tuner.storage import Log, StorageError, open_storage, redact_message, retry_races
+from lightning_tau.tuner.study_folder import study_folder
+from lightning_tau.tuner.take_lock import file_lock, sqlite_take_lock
 from lightning_tau.tuner.trial import check_record
 
 __all__ = [
@@ -108,36 +110,6 @@ def settled_user_attrs(
         if SETTINGS_ATTR in attrs or study.get_trials(deepcopy=False) or time.monotonic() >= deadline:
             return attrs
         (pause or (lambda: time.sleep(0.1)))()
-
-
-#: The characters a study's folder name keeps as they are (the rest are replaced, see :func:`study_folder`).
-_FOLDER_SAFE = re.compile(r"[A-Za-z0-9_=+,.-]+")
-#: The longest folder name :func:`study_folder` gives (file systems allow 255 bytes).
-_FOLDER_MAX = 100
-
-
-def study_folder(name: str) -> str:
-    """The folder, under ``root_dir/tb``, of study ``name``'s TensorBoard logs: one path component, never outside.
-
-    A study's name is Optuna's and may be anything (it travels in shared configs and job arrays, so it decides where
-    every worker writes); the folder is the name itself where that is one plain component (letters, digits and
-    ``_=+,.-``, not starting with ``.``, at most 100 characters), else the name with every other character replaced by
-    ``_`` and a hash of the whole name after it, so two names never share a folder and none leaves ``tb``.
-
-    Example:
-        >>> study_folder("tau_finder_1a2b_width=64")
-        'tau_finder_1a2b_width=64'
-        >>> study_folder("../escape")
-        '_._escape-1ba7343c'
-        >>> study_folder("/abs"), study_folder(".."), study_folder("a/b")
-        ('_abs-e802dcc0', '_.-5ec1f7e7', 'a_b-c14cddc0')
-    """
-    if _FOLDER_SAFE.fullmatch(name) and not name.startswith(".") and len(name) <= _FOLDER_MAX:
-        return name
-    safe = "".join(c if _FOLDER_SAFE.fullmatch(c) else "_" for c in name[:_FOLDER_MAX])
-    if safe.startswith("."):
-        safe = "_" + safe[1:]
-    return f"{safe}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 class StudyMismatchError(ValueError):
@@ -242,7 +214,7 @@ class GridStudy:
                 stored = study.user_attrs.get(SETTINGS_ATTR)
             return study, stored
 
-        with quiet_optuna(), _file_lock(sqlite_take_lock(backend)):  # SQLite: one opener at a time, as one take
+        with quiet_optuna(), file_lock(sqlite_take_lock(backend)):  # SQLite: one opener at a time, as one take
             try:
                 study, stored = retry_races(create)
             except StorageError:
@@ -365,7 +337,7 @@ class GridStudy:
     def enqueue_missing(self) -> int:
         """Enqueue every grid point with no live trial; returns how many (on SQLite, under the take's lock: two
         processes inserting trials at once there can give two trials one number, and the lowest number decides)."""
-        with _file_lock(self._take_lock):
+        with file_lock(self._take_lock):
             live = {_key(t) for t in self._trials() if self._live(t)}
             missing = [key for key in self.grid if key not in live]
             for tau, seed in missing:
@@ -377,10 +349,10 @@ class GridStudy:
 
         On SQLite, whose WAITING -> RUNNING is not atomic across processes (Optuna's ``SELECT ... FOR UPDATE`` is
         a no-op there: two processes can both take one trial), the take holds a file lock beside the database
-        (:func:`sqlite_take_lock`), so processes on one machine sharing a SQLite file take trials one at a time
-        (processes on several machines need a journal file or a database server).
+        (:func:`~lightning_tau.tuner.take_lock.sqlite_take_lock`), so processes on one machine sharing a SQLite file
+        take trials one at a time (processes on several machines need a journal file or a database server).
         """
-        with _file_lock(self._take_lock):
+        with file_lock(self._take_lock):
             return self._take()
 
     def _take(self) -> tuple[optuna.Trial, Key] | None:
@@ -488,50 +460,6 @@ class GridStudy:
             )
             return False
         return True
-
-
-def sqlite_take_lock(storage: BaseStorage) -> Path | None:
-    """The lock file beside a SQLite database file (``finder.db`` -> ``finder.db.take-lock``) that serializes takes
-    (:meth:`GridStudy.take`); ``None`` for any other storage (a journal file has its own lock, a database server its
-    row locks) and for an in-memory SQLite database.
-
-    Example:
-        >>> import optuna
-        >>> sqlite_take_lock(optuna.storages.RDBStorage("sqlite:///:memory:")) is None
-        True
-    """
-    if not isinstance(storage, RDBStorage):
-        return None
-    from sqlalchemy.engine import make_url
-
-    url = make_url(str(storage.url))
-    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
-        return None
-    return Path(f"{url.database}.take-lock")
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path | None) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the block; nothing for ``None`` or where
-    ``fcntl`` is missing (Windows: SQLite stays one process at a time there, as the docs say)."""
-    try:
-        import fcntl
-    except ImportError:
-        fcntl = None  # type: ignore[assignment]
-    if path is None or fcntl is None:
-        yield
-        return
-    try:
-        handle = open(path, "a+b")  # noqa: SIM115 (closed below)
-    except OSError:  # a folder this process cannot write in: the database cannot be written either, it will say so
-        yield
-        return
-    with handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _grace(storage: RDBStorage) -> int:

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from helpers.finder_results import finder_result
 
 from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.result import CurvePoint, FinderResult
@@ -31,12 +32,9 @@ def _point(size: int, taus: list[float] = TAUS, monitor: str = "val_loss") -> Fi
         )
         for t in taus
     ]
-    return FinderResult.from_curve(
+    return finder_result(
         curve,
-        lr={"decay": 1e-3},
         monitor=monitor,
-        mode="min",
-        reduce="last",
         fraction=size / 1600,
         dataset_size=1600,
         subset_size=size,

@@ -1,0 +1,354 @@
+"""The data of an axis result: the sweep at every point, the fitted exponent, each published rule decided, and the
+numbers the full run takes from them (:meth:`~AxisData.callback_kwargs`, :meth:`~AxisData.to_json`).
+
+No Lightning import (numpy). :class:`~lightning_tau.tuner.axes.AxisResult` is this class with its table
+(:mod:`lightning_tau.tuner.axis_table`), its figure (:mod:`lightning_tau.tuner.axis_figure`) and its callback; the
+axes themselves (what the width and dataset-size exponents mean) are described in :mod:`lightning_tau.tuner.axes`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+
+from lightning_tau import _checks
+from lightning_tau.tuner.result import FinderResult, write_json
+from lightning_tau.tuner.rule_costs import rule_cost
+from lightning_tau.tuner.rules import DEFAULT_TOLERANCE, rules_for
+from lightning_tau.tuner.stats import ScalingFit, fit_scaling
+from lightning_tau.tuner.verdicts import RuleVerdict, judge, rule_to_follow, size_verdict, width_verdict
+
+__all__ = ["AxisData", "AxisName"]
+
+AxisName = Literal["width", "dataset_size"]
+
+_Axis = TypeVar("_Axis", bound="AxisData")
+
+
+@dataclass
+class AxisData:
+    """What the finder found along the width or dataset-size axis, as data: one :class:`FinderResult` per point, the
+    exponent of the best ``λ_base`` (width) or ``tau_epoch`` (dataset size) against the scale, each published rule
+    decided at a tolerance with the loss it costs, the verdict, and the full run's settings. The public class is
+    :class:`~lightning_tau.tuner.axes.AxisResult` (this data with its table, figure and callback).
+
+    Attributes:
+        axis: ``"width"`` or ``"dataset_size"``.
+        values: the axis points as given: widths, or fractions of the training set.
+        scales: what the exponent is fitted against: the widths, or the training samples ``N`` of each point.
+        x_name: the swept quantity the optima are given in: ``"lambda_base"`` (width) or ``"tau_epoch"``.
+        xs: its grid, increasing (for the width axis ``λ_base = 1 / (lr_base * M * tau_epoch)``, so the
+            ``tau_epoch`` grid reversed).
+        results: per point, the :class:`FinderResult` of its ``tau_epoch`` sweep (its curve, suggestion, cost).
+        fit: the statistics (:func:`~lightning_tau.tuner.stats.fit_scaling`) of the best ``x`` against ``scales``.
+        verdict: a sentence per published rule and what to do (:func:`~lightning_tau.tuner.verdicts.width_verdict`
+            or ``size_verdict``).
+        base_width_mult: width axis: the μP width multiplier ``s`` of the smallest width (1 when it is μP's base
+            width); ``result.callback()`` carries the best ``tau_epoch`` there to ``s = 1``.
+        tolerance: the factor by which the best ``x`` may move over the measured range and still follow a rule
+            (:mod:`lightning_tau.tuner.rules`).
+        rules: each published rule of the axis decided at ``tolerance``, with the loss following it costs
+            (:class:`~lightning_tau.tuner.verdicts.RuleVerdict`; the cost is
+            :func:`~lightning_tau.tuner.rule_costs.rule_cost`'s).
+        staging: with ``seeds="auto"``, how the seeds were staged and why it stopped (the finder's
+            :class:`~lightning_tau.tuner.axis_fit.SeedStaging`, set by ``fit``), else ``None``.
+    """
+
+    axis: AxisName
+    values: list[float]
+    scales: list[float]
+    x_name: str
+    xs: list[float]
+    results: list[FinderResult]
+    fit: ScalingFit
+    verdict: str
+    base_width_mult: float = 1.0
+    tolerance: float = DEFAULT_TOLERANCE
+    rules: list[RuleVerdict] = field(default_factory=list)
+    staging: Any = None
+
+    @classmethod
+    def build(
+        cls: type[_Axis],
+        axis: AxisName,
+        values: Sequence[float],
+        results: Sequence[FinderResult],
+        *,
+        lambda_base: Sequence[float] | None = None,
+        base_width_mult: float = 1.0,
+        level: float = 0.95,
+        window: int = 1,
+        tolerance: float = DEFAULT_TOLERANCE,
+    ) -> _Axis:
+        """Fit the exponent over ``results`` (one per axis point, the same ``tau_epoch`` grid and seeds in each),
+        decide each published rule at ``tolerance`` and measure what following it costs.
+
+        Args:
+            axis: ``"width"`` or ``"dataset_size"``.
+            values: the widths, or the fractions.
+            results: one :class:`FinderResult` per value, in the same order.
+            lambda_base: width axis: ``λ_base`` at each ``tau_epoch`` of the grid (grid order).
+            base_width_mult: width axis: μP's ``s`` at the smallest width.
+            level: the interval's level (the exponent's and each rule's loss cost's).
+            window: grid points on each side of the best one that each parabola is fitted to.
+            tolerance: the factor by which the best ``x`` may move over the measured range and still follow a rule
+                (a number above 1; :data:`~lightning_tau.tuner.rules.DEFAULT_TOLERANCE` says why 1.25).
+
+        Raises:
+            ValueError: lengths differ, fewer than 2 points, the points have other grids or seeds, or ``tolerance``
+                is not above 1.
+        """
+        _checks.choice("AxisResult", "axis", axis, ("width", "dataset_size"))
+        tolerance = _checks.in_range(
+            "AxisResult", "tolerance", tolerance, "use a factor above 1, e.g. 1.25.", low=1, high=math.inf
+        )
+        if len(values) != len(results) or len(results) < 2:
+            raise ValueError(
+                f"`AxisResult` needs one result per axis point and at least 2 points, got {len(values)} values and"
+                f" {len(results)} results."
+            )
+        taus = [p.tau_epoch for p in results[0].curve]
+        seeds = results[0].curve[0].seeds
+        for r in results:
+            if [p.tau_epoch for p in r.curve] != taus or any(p.seeds != seeds for p in r.curve):
+                raise ValueError(
+                    "`AxisResult`: every axis point must sweep the same tau_epoch grid with the same seeds."
+                )
+        curves = [np.array([p.values for p in r.curve], dtype=float) for r in results]
+        if axis == "width":
+            if lambda_base is None or len(lambda_base) != len(taus):
+                raise ValueError("`AxisResult(axis='width')` needs `lambda_base`, one per tau_epoch of the grid.")
+            # λ_base falls as tau_epoch grows: reverse the grid so that x increases
+            xs = [float(x) for x in reversed(lambda_base)]
+            curves = [c[::-1] for c in curves]
+            scales = [float(v) for v in values]
+            x_name = "lambda_base"
+        else:
+            xs = [float(t) for t in taus]
+            scales = [float(r.subset_size) for r in results]
+            x_name = "tau_epoch"
+        mode = results[0].mode
+        fit = fit_scaling(scales, xs, curves, mode=mode, level=level, window=window, tolerance=tolerance)
+        costs = [
+            rule_cost(
+                xs,
+                curves[-1],
+                x_from=fit.optima[0],
+                x_best=fit.optima[-1],
+                scale_ratio=scales[-1] / scales[0],
+                exponent=rule.exponent,
+                mode=mode,
+                level=fit.level,
+                x_label="λ_base" if axis == "width" else "tau_epoch",
+            )
+            for rule in rules_for(axis)
+        ]
+        rules = judge(axis, fit, tolerance, costs)
+        say = width_verdict if axis == "width" else size_verdict
+        return cls(
+            axis=axis,
+            values=[float(v) if axis == "dataset_size" else int(v) for v in values],
+            scales=scales,
+            x_name=x_name,
+            xs=xs,
+            results=list(results),
+            fit=fit,
+            verdict=say(fit, rules, monitor=results[0].monitor),
+            base_width_mult=float(base_width_mult),
+            tolerance=tolerance,
+            rules=rules,
+        )
+
+    # --- the numbers ------------------------------------------------------------------------------------------
+
+    @property
+    def exponent(self) -> float:
+        """The exponent of the best ``x`` in the scale (the fit's estimate, the centre of its interval)."""
+        return self.fit.exponent
+
+    @property
+    def curve_exponent(self) -> float:
+        """The slope of the seed-mean curves' smoothed optima on log scale (the fit's ``curve_exponent`` where it has
+        one, else its ``exponent``)."""
+        return float(getattr(self.fit, "curve_exponent", self.fit.exponent))
+
+    @property
+    def exponent_ci(self) -> tuple[float, float] | None:
+        """The exponent's interval at ``fit.level``, or ``None`` (``ci_reason`` says why)."""
+        return self.fit.ci
+
+    @property
+    def ci_reason(self) -> str | None:
+        """Why there is no interval (too few seeds or points), else ``None``."""
+        return self.fit.ci_reason
+
+    @property
+    def width_exponent(self) -> float | None:
+        """Width axis: the measured ``alpha = 1 + exponent`` (``lambda ∝ s ** alpha``); ``None`` on the size axis.
+        The callback's is :attr:`exponent_used`'s (a rule's where one holds)."""
+        return 1.0 + self.exponent if self.axis == "width" else None
+
+    @property
+    def rule_used(self) -> RuleVerdict | None:
+        """The published rule the full run follows: the one that holds (where several do, the one nearest the
+        estimate), or ``None`` when none holds (:func:`~lightning_tau.tuner.verdicts.rule_to_follow`)."""
+        return rule_to_follow(self.rules, self.exponent)
+
+    @property
+    def exponent_used(self) -> float:
+        """The exponent :meth:`callback_kwargs` applies: :attr:`rule_used`'s, else the measured :attr:`exponent`."""
+        rule = self.rule_used
+        return rule.exponent if rule is not None else self.exponent
+
+    @property
+    def tau_epoch(self) -> float:
+        """The ``tau_epoch`` :meth:`callback` uses.
+
+        Width axis: the best ``tau_epoch`` at the smallest width times ``base_width_mult ** exponent_used``, the best
+        ``λ_base`` carried by the rule followed (or the measured exponent) to μP's base width ``s = 1`` (the best
+        ``tau_epoch`` at the smallest width itself when that is μP's base width). Dataset-size axis: the best
+        ``tau_epoch`` at the largest fraction, which the callback carries to the full ``N`` as
+        ``(N / N_ref) ** exponent_used`` (:attr:`full_tau_epoch`).
+        """
+        if self.axis == "width":
+            return self.results[0].tau_epoch * self.base_width_mult**self.exponent_used
+        return self.results[-1].tau_epoch
+
+    @property
+    def full_tau_epoch(self) -> float:
+        """The ``tau_epoch`` the full run holds: on the dataset-size axis :attr:`tau_epoch` carried from the largest
+        fraction's ``N`` to the full ``N`` by :attr:`exponent_used`; on the width axis :attr:`tau_epoch`."""
+        if self.axis == "width":
+            return self.tau_epoch
+        first = self.results[-1]
+        return self.tau_epoch * (first.dataset_size / first.subset_size) ** self.exponent_used
+
+    @property
+    def full_tau_epoch_range(self) -> tuple[float, float] | None:
+        """:attr:`full_tau_epoch` at the ends of the exponent's interval instead of :attr:`exponent_used` (``None``
+        without an interval): how far the full run's ``tau_epoch`` could be from it as far as the seeds tell."""
+        if self.fit.ci is None:
+            return None
+        if self.axis == "width":
+            base, ratio = self.results[0].tau_epoch, self.base_width_mult
+        else:
+            base, ratio = self.tau_epoch, self.results[-1].dataset_size / self.results[-1].subset_size
+        ends = sorted(base * ratio**e for e in self.fit.ci)
+        return (ends[0], ends[1])
+
+    @property
+    def cost(self) -> int:
+        """Optimizer steps every point's runs took in all."""
+        return sum(r.cost for r in self.results)
+
+    @property
+    def full_cost(self) -> int:
+        """Optimizer steps the same sweeps take on the full training set (width: at every width; size: once)."""
+        if self.axis == "width":
+            return sum(r.full_cost for r in self.results)
+        return self.results[-1].full_cost
+
+    def note(self) -> str | None:
+        """The fit's caution about where the exponent comes from (:meth:`ScalingFit.note`), else ``None``."""
+        return self.fit.note()
+
+    def edge_warning(self) -> str | None:
+        """The grid-edge warning of the point the callback's ``tau_epoch`` comes from (the smallest width, or the
+        largest fraction), else ``None``."""
+        i = 0 if self.axis == "width" else len(self.results) - 1
+        point = self.results[i]
+        if not point.at_edge:
+            return None
+        return (
+            f"the best tau_epoch at {self._point_name(i)} ({point.tau_epoch:.3g}) is at the edge of the grid, so the"
+            " callback's tau_epoch comes from an edge value and the best may lie beyond it: widen the grid before"
+            " trusting it."
+        )
+
+    def callback_kwargs(self) -> dict[str, Any]:
+        """The :class:`~lightning_tau.TimescaleCallback` settings for the full run, as the verdict says.
+
+        The exponent is :attr:`exponent_used`: the rule that holds (where several hold, the one nearest the estimate),
+        else the measured exponent. Width axis: ``tau_epoch`` (:attr:`tau_epoch`) and ``width_exponent = 1 +
+        exponent_used`` (``1`` where Wang & Aitchison holds, not ``0.908`` from noise). Dataset-size axis:
+        ``tau_epoch`` (the largest fraction's best), ``size_exponent = exponent_used`` and
+        ``reference_dataset_size`` (the largest fraction's ``N``): the callback holds
+        ``tau_epoch * (N / reference_dataset_size) ** size_exponent``.
+        """
+        if self.axis == "width":
+            return {"tau_epoch": self.tau_epoch, "width_exponent": 1.0 + self.exponent_used}
+        return {
+            "tau_epoch": self.tau_epoch,
+            "size_exponent": float(self.exponent_used),
+            "reference_dataset_size": int(self.results[-1].subset_size),
+        }
+
+    # --- output -----------------------------------------------------------------------------------------------
+
+    def _point_name(self, i: int) -> str:
+        return f"width {self.values[i]:g}" if self.axis == "width" else f"N={int(self.scales[i])}"
+
+    def x_of_tau(self, tau: float) -> float:
+        """The swept quantity at ``tau``, a ``tau_epoch`` of the grid: along width its ``λ_base``, else ``tau``."""
+        taus = [p.tau_epoch for p in self.results[0].curve]
+        if self.axis == "width":
+            return self.xs[len(taus) - 1 - taus.index(tau)]
+        return tau
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict: the axis, the exponent and its interval, the tolerance and each published rule (its
+        decision and loss cost), the verdict, the optima, the callback's settings, the cost, and per point its
+        :meth:`FinderResult.to_json`. Numbers exact (the table rounds them)."""
+        fit = self.fit
+        rule = self.rule_used
+        full_range = self.full_tau_epoch_range
+        return {
+            "axis": self.axis,
+            "values": list(self.values),
+            "scales": list(self.scales),
+            "x_name": self.x_name,
+            "xs": list(self.xs),
+            "exponent": _finite_or_none(fit.exponent),
+            "exponent_ci": list(fit.ci) if fit.ci is not None else None,
+            "ci_reason": fit.ci_reason,
+            "level": fit.level,
+            "curve_exponent": _finite_or_none(self.curve_exponent),
+            "width_exponent": _finite_or_none(self.width_exponent) if self.width_exponent is not None else None,
+            "tolerance": self.tolerance,
+            "rules": [r.to_json() for r in self.rules],
+            "rule_used": rule.name if rule is not None else None,
+            "exponent_used": _finite_or_none(self.exponent_used),
+            "verdict": self.verdict,
+            "note": self.note(),
+            "optima": [_finite_or_none(v) for v in fit.optima],
+            "grid_optima": list(fit.grid_optima),
+            "per_seed_grid_optima": [list(v) for v in fit.per_seed_grid_optima],
+            "grid_exponent": _finite_or_none(fit.grid_exponent),
+            "sign_disagrees": bool(fit.sign_disagrees),
+            "interior": [asdict(t) for t in fit.interior],
+            "tau_epoch": _finite_or_none(self.tau_epoch),
+            "full_tau_epoch": _finite_or_none(self.full_tau_epoch),
+            "full_tau_epoch_range": list(full_range) if full_range is not None else None,
+            "callback": {
+                k: _finite_or_none(v) if isinstance(v, float) else v for k, v in self.callback_kwargs().items()
+            },
+            "edge_warning": self.edge_warning(),
+            "base_width_mult": self.base_width_mult,
+            "cost": self.cost,
+            "full_cost": self.full_cost,
+            "staging": self.staging.to_json() if self.staging is not None else None,
+            "results": [r.to_json() for r in self.results],
+        }
+
+    def save_json(self, path: str | Path) -> Path:
+        """Write :meth:`to_json` to ``path`` (parents created); returns the path."""
+        return write_json(path, self.to_json())
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None

@@ -1,0 +1,132 @@
+"""The figure of an axis result: :meth:`AxisResult.figure <lightning_tau.tuner.axes.AxisResult.figure>`, the curve
+per point beside the best ``x`` against the scale with the fitted exponent and each published rule.
+
+No Lightning import; matplotlib (Agg backend) only when it draws. The numbers it draws are
+:class:`~lightning_tau.tuner.axis_data.AxisData`'s; the text is :mod:`lightning_tau.tuner.axis_table`'s.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from lightning_tau.tuner.axis_data import AxisData
+from lightning_tau.tuner.plain import metric_words, plain_ticks, thin_ticks, wrap
+from lightning_tau.tuner.verdicts import advice, cost_text, signed
+
+__all__ = ["axis_figure"]
+
+
+def axis_figure(result: AxisData) -> Any:  # pragma: no mutate block (drawing; tests/test_axis_figure.py reads it back)
+    """The matplotlib figure :meth:`plot` saves (Agg backend).
+
+    Left: the curve per point (seed mean as a line, each seed as a dot, the smoothed optimum dotted). Right: the
+    best ``x`` against the scale on log axes: the smoothed optima, the grid optima, each seed's grid optimum, the
+    fitted line with its interval as a band, and each published rule carried from the smallest scale's best
+    ``x`` (a dashed line in the band of its tolerance), labelled with its decision and loss cost. Below: what to
+    do (:func:`~lightning_tau.tuner.verdicts.advice`). Tick labels are plain numbers, thinned until none
+    overlaps.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(13, 5.2), layout="constrained")
+    grid = fig.add_gridspec(2, 2, height_ratios=[9, 1], width_ratios=[1, 1.25])
+    left, right = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+    caption = fig.add_subplot(grid[1, :])
+    first = result.results[0]
+    metric = f"{'final' if first.reduce == 'last' else 'best'} {metric_words(first.monitor)}"
+    x_words = "base weight decay λ_base" if result.axis == "width" else "τ_epoch (epochs)"
+    best_words = "best λ_base" if result.axis == "width" else "best τ_epoch"
+    scale_words = "width" if result.axis == "width" else "training samples N"
+
+    colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(result.results)))
+    for i, (r, color) in enumerate(zip(result.results, colors)):
+        xs = [result.x_of_tau(p.tau_epoch) for p in r.curve]
+        for x, p in zip(xs, r.curve):
+            left.plot([x] * len(p.values), p.values, ".", color=color, alpha=0.35, markersize=4)
+        left.plot(xs, [p.mean for p in r.curve], "o-", color=color, markersize=4, label=result._point_name(i))
+        left.axvline(result.fit.optima[i], color=color, linestyle=":", alpha=0.8)
+    left.plot([], [], ".", color="gray", alpha=0.6, label="each seed")
+    left.plot([], [], ":", color="gray", label="smoothed best")
+    left.set_xscale("log")
+    left.set_xlabel(x_words)
+    left.set_ylabel(f"{metric} (seed mean)")
+    left.set_title(f"{metric} at each {'width' if result.axis == 'width' else 'size'}", fontsize="medium")
+    left.grid(True, which="major", alpha=0.3)
+    left.legend(fontsize="small")
+
+    fit = result.fit
+    scales = np.asarray(result.scales, dtype=float)
+    log_s = np.log(scales)
+    centre_x, centre_y = float(log_s.mean()), float(np.mean(np.log(fit.optima)))
+    dense = np.exp(np.linspace(log_s[0], log_s[-1], 50))
+
+    def line(slope: float, at_x: float = centre_x, at_y: float = centre_y) -> np.ndarray:
+        return np.exp(at_y + slope * (np.log(dense) - at_x))
+
+    rule_colors = ["tab:green", "tab:purple", "tab:brown", "tab:pink"]
+    x0 = fit.optima[0]
+    for r, color in zip(result.rules, rule_colors):
+        anchor = (float(log_s[0]), math.log(x0))
+        right.fill_between(dense, line(r.band[0], *anchor), line(r.band[1], *anchor), color=color, alpha=0.1, lw=0)
+        cost = cost_text(r.loss_cost, r.loss_cost_ci, r.loss_cost_reason)
+        if r.loss_cost is None:
+            cost = "cost not measured" + (" (off the grid)" if "grid" in (r.loss_cost_reason or "") else "")
+        right.plot(
+            dense,
+            line(r.exponent, *anchor),
+            "--",
+            color=color,
+            label=f"{r.name} ({r.exponent:g}): {r.decision}; {cost}",
+        )
+    if fit.ci is not None:
+        right.fill_between(
+            dense,
+            np.minimum(line(fit.ci[0]), line(fit.ci[1])),
+            np.maximum(line(fit.ci[0]), line(fit.ci[1])),
+            color="black",
+            alpha=0.15,
+            lw=0,
+            label=f"{fit.level:.0%} interval [{signed(fit.ci[0])}, {signed(fit.ci[1])}]",
+        )
+    right.plot(dense, line(fit.exponent), "-", color="black", label=f"fitted: exponent {signed(fit.exponent)}")
+    for s, seed_optima in zip(scales, fit.per_seed_grid_optima):
+        right.plot([s] * len(seed_optima), seed_optima, ".", color="gray", alpha=0.5)
+    right.plot([], [], ".", color="gray", alpha=0.5, label="grid best per seed")
+    right.plot(scales, fit.grid_optima, "s", color="tab:orange", fillstyle="none", label="grid optimum")
+    right.plot(scales, fit.optima, "o", color="tab:blue", label="smoothed optimum")
+    right.set_xscale("log")
+    right.set_yscale("log")
+    right.set_ylim(min(result.xs) / 1.3, max(result.xs) * 1.3)  # the grid: a rule beyond it is not measured there
+    right.set_xlim(scales[0] / 1.15, scales[-1] * 1.15)
+    right.set_xlabel(scale_words)
+    right.set_ylabel(best_words)
+    right.set_title(
+        f"{best_words} against {'width' if result.axis == 'width' else 'N'}; rules at tolerance x{result.tolerance:g}",
+        fontsize="medium",
+    )
+    right.grid(True, which="major", alpha=0.3)
+    right.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+
+    caption.axis("off")
+    caption.text(0.0, 1.0, wrap(_figure_caption(result), 170), va="top", ha="left", fontsize="small")
+
+    plain_ticks(left.xaxis, result.xs)
+    plain_ticks(right.xaxis, list(scales))
+    plain_ticks(right.yaxis, list(result.xs))
+    fig.canvas.draw()
+    for axis in (left.xaxis, left.yaxis, right.xaxis, right.yaxis):
+        thin_ticks(axis)
+    return fig
+
+
+def _figure_caption(result: AxisData) -> str:  # pragma: no mutate block (the figure only)
+    """The figure's caption: the exponent and what to do."""
+    fit = result.fit
+    ci = f"{fit.level:.0%} interval [{signed(fit.ci[0])}, {signed(fit.ci[1])}]" if fit.ci is not None else "no interval"
+    return f"Exponent {signed(fit.exponent)} ({ci}). {advice(result.axis, fit, result.rules)}"

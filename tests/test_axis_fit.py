@@ -1,0 +1,41 @@
+"""``lightning_tau.tuner.axis_fit``'s pure parts, called directly: which published rules an axis result leaves
+undetermined (what ``seeds="auto"`` adds seeds for), and the record of how the staging went, in words and JSON. (The
+axis fit itself, which trains, is tested through ``TimescaleFinder.fit``: ``tests/test_finder_axes.py``.)"""
+
+from __future__ import annotations
+
+from helpers.axis_results import size_result, width_result
+
+from lightning_tau.tuner.axis_fit import SeedStaging, undetermined_rules
+
+
+def test_undetermined_rules_are_the_results_own_undecided_rules() -> None:
+    width, size = width_result(), size_result()
+    assert undetermined_rules(width, width.tolerance) == []  # Fan et al. holds, the other two are excluded
+    assert undetermined_rules(size, size.tolerance) == ["Wang & Aitchison"]
+    for result in (width, size):
+        undecided = [r.name for r in result.rules if r.decision == "undetermined"]
+        assert undetermined_rules(result, result.tolerance) == undecided
+    # a tolerance of x1.01 is a band of +-0.004 around -1/2, narrower than the interval (-0.59, -0.41)
+    assert undetermined_rules(width, 1.01) == ["Fan et al."]
+
+
+def test_seed_staging_says_why_it_stopped_in_words_and_json() -> None:
+    decided = SeedStaging(8, 12, (3, 5, 8), 0.9875, 1.25, ())
+    assert decided.decided and decided.reason == "stopped at 8 seeds: every published rule decided"
+    stopped = SeedStaging(12, 12, (3, 5, 8, 12), 0.9875, 1.25, ("Fan et al.",))
+    assert not stopped.decided
+    assert stopped.sentence() == (
+        "Seeds (seeds='auto'): reached max_seeds=12 with Fan et al. undetermined (looked at 3, 5, 8, 12 seeds of at"
+        " most 12; each look's interval at 0.9875, tolerance x1.25)."
+    )
+    assert stopped.to_json() == {
+        "seeds": 12,
+        "max_seeds": 12,
+        "stages": [3, 5, 8, 12],
+        "level": 0.9875,
+        "tolerance": 1.25,
+        "undetermined": ["Fan et al."],
+        "decided": False,
+        "reason": "reached max_seeds=12 with Fan et al. undetermined",
+    }
