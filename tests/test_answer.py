@@ -1,9 +1,11 @@
-"""``tuner/answer.py``: the value a trial tells Optuna (what optuna-dashboard and a pruner see)."""
+"""``tuner/answer.py``: the value a trial tells Optuna (what optuna-dashboard and a pruner see), the answer computed
+from a grid's records (no run trains: the records are written here as a worker stores them) and stored on the study."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import optuna
@@ -11,7 +13,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_tau.tuner.answer import finder_result, last_value, store_answer, tell_value
+from lightning_tau.tuner.answer import finder_result, finite, last_value, run_value, store_answer, tell_value
 from lightning_tau.tuner.study import GridStudy
 from tests.helpers.finder_study import make_finder
 
@@ -113,3 +115,131 @@ def test_store_answer_puts_the_answer_on_the_study_and_it_reads_back(tmp_path: P
         "window": finder.window,
         "pruner": finder.pruner_setting,
     }
+
+
+def test_finder_result_takes_the_full_runs_steps_over_devices_and_accumulation_and_the_reduce(tmp_path: Path) -> None:
+    trainer_kwargs = {"max_epochs": 2, "accelerator": "cpu", "devices": 1, "accumulate_grad_batches": 2}
+    finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0), seeds=(0,), reduce="best", trainer_kwargs=trainer_kwargs)
+    records = {(1.0, 0): _run(1.0, 0, [0.5, 0.9]), (4.0, 0): _run(4.0, 0, [0.7, 0.6])}
+    for record in records.values():
+        record["world_size"] = 2
+    full_train = DataLoader(TensorDataset(torch.zeros(80, 1)), batch_size=16)  # 5 batches, 3 per device, 2 steps
+    result = finder_result(finder, records, full_train, dataset_size=80, subset_size=40)
+    assert [p.values for p in result.curve] == [[0.5], [0.6]]  # each run's best epoch
+    assert (result.reduce, result.mode, result.epochs, result.fraction) == ("best", "min", 2, 0.5)
+    assert result.steps_per_epoch == 2 and result.full_cost == 2 * 1 * 2 * 2
+    assert (result.dataset_size, result.subset_size, result.batch_size) == (80, 40, 16)
+
+
+def test_finder_result_keeps_a_curve_with_one_diverged_point(tmp_path: Path) -> None:
+    finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0), seeds=(0,))
+    records = {(1.0, 0): _run(1.0, 0, [math.nan]), (4.0, 0): _run(4.0, 0, [0.5])}
+    full_train = DataLoader(TensorDataset(torch.zeros(80, 1)), batch_size=16)
+    result = finder_result(finder, records, full_train, dataset_size=80, subset_size=40)
+    assert math.isnan(result.curve[0].values[0]) and result.curve[1].values == [0.5]
+
+
+def test_a_pruned_point_no_run_of_which_trained_has_no_weight_decay(tmp_path: Path) -> None:
+    finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0, 16.0), seeds=(0, 1))
+    untrained = {"metrics": [], "steps": 0, "pruned": {"after_epoch": 0}}
+    records = {(tau, seed): _run(tau, seed, [1 / tau]) for tau in (1.0, 4.0) for seed in (0, 1)}
+    records |= {(16.0, 0): dict(untrained), (16.0, 1): _run(16.0, 1, [0.1], pruned_after=0)}
+    records[(16.0, 1)]["groups"]["pg1"]["weight_decay"] = 0.5
+    full_train = DataLoader(TensorDataset(torch.zeros(80, 1)), batch_size=16)
+    [pruned] = finder_result(finder, records, full_train, dataset_size=80, subset_size=40).pruned
+    assert pruned.weight_decay == {"pg1": 0.5} and pruned.steps == [0, 2] and math.isnan(pruned.last_values[0])
+    records[(16.0, 1)] = dict(untrained)
+    [pruned] = finder_result(finder, records, full_train, dataset_size=80, subset_size=40).pruned
+    assert pruned.weight_decay == {} and pruned.pruned_after == [0, 0]
+
+
+def _answer_error(tmp_path: Path, records: dict, **kwargs: Any) -> str:
+    finder = make_finder(tmp_path, **{"tau_epochs": (1.0, 4.0), "seeds": (0,), **kwargs})
+    full_train = DataLoader(TensorDataset(torch.zeros(80, 1)), batch_size=16)
+    with pytest.raises(ValueError) as info:
+        finder_result(finder, records, full_train, dataset_size=80, subset_size=40)
+    return str(info.value)
+
+
+def test_finder_result_says_why_there_is_no_answer(tmp_path: Path) -> None:
+    pruned = {(tau, 0): _run(tau, 0, [1.0], pruned_after=0) for tau in (1.0, 4.0)}
+    assert _answer_error(tmp_path, pruned, pruner="median") == (
+        "`TimescaleFinder(pruner='median')` pruned every tau_epoch of the grid [1.0, 4.0]: there is no curve to"
+        " suggest from. Use a gentler pruner (e.g. more warm-up epochs or start-up trials) or pruner=None."
+    )
+    diverged = {(1.0, 0): _run(1.0, 0, [math.nan]), (4.0, 0): _run(4.0, 0, [0.5, math.inf])}
+    assert _answer_error(tmp_path, diverged) == (
+        "`TimescaleFinder(monitor='val_loss')`: every run diverged (its val_loss is NaN or infinite at every"
+        " tau_epoch of [1.0, 4.0]), so there is no curve to suggest from. Lower the learning rate, or try larger"
+        " tau_epochs (less weight decay)."
+    )
+    no_decay = {(tau, 0): _run(tau, 0, [1 / tau]) for tau in (1.0, 4.0)}
+    for record in no_decay.values():
+        record["groups"]["pg1"]["decays"] = False
+    assert _answer_error(tmp_path, no_decay) == (
+        "`TimescaleFinder`: the model has no AdamW param group with a positive weight decay, so there is no weight"
+        " decay to tune. Give the groups that should decay a positive `weight_decay` in `configure_optimizers`"
+        " (TimescaleCallback replaces the value)."
+    )
+
+
+def test_finder_result_names_the_run_that_never_validated(tmp_path: Path) -> None:
+    records = {(1.0, 0): _run(1.0, 0, [0.5]), (4.0, 0): _run(4.0, 0, [])}
+    assert _answer_error(tmp_path, records).startswith(
+        "`TimescaleFinder`: the run tau_epoch=4, seed=0 never validated."
+    )
+    records = {(1.0, 3): _run(1.0, 3, [0.5]), (4.0, 3): _run(4.0, 3, [])}
+    assert "the run tau_epoch=4, seed=3 never validated" in _answer_error(tmp_path, records, seeds=(3,))
+
+
+def test_run_value_reduces_the_monitor_and_names_a_run_without_it() -> None:
+    run = {"metrics": [{"val_loss": 0.5, "epoch": 0}, {"epoch": 1}, {"val_loss": 0.7, "epoch": 2}]}
+    assert run_value(run, 4.0, 1, "val_loss", "last", "min") == 0.7
+    assert run_value(run, 4.0, 1, "val_loss", "best", "min") == 0.5
+    assert run_value(run, 4.0, 1, "val_loss", "best", "max") == 0.7
+    with pytest.raises(ValueError) as info:
+        run_value({"metrics": []}, 4.0, 1, "val_loss", "last", "min")
+    assert str(info.value) == (
+        "`TimescaleFinder`: the run tau_epoch=4, seed=1 never validated. Check `check_val_every_n_epoch` /"
+        " `val_check_interval` in `trainer_kwargs`."
+    )
+    with pytest.raises(ValueError) as info:
+        run_value({"metrics": [{"val_acc": 1, "epoch": 0}, {"loss": 1, "epoch": 1}]}, 0.5, 2, "val_loss", "last", "min")
+    assert str(info.value) == (
+        "`TimescaleFinder(monitor='val_loss')`: the run tau_epoch=0.5, seed=2 logged no such metric; it logged"
+        " ['epoch', 'loss']. Pass one of those as `monitor`."
+    )
+
+
+def test_finite_keeps_finite_values_only() -> None:
+    assert finite(1.5) == 1.5 and finite(-0.0) == 0.0
+    assert finite(math.nan) is None and finite(math.inf) is None and finite(-math.inf) is None
+
+
+class _Attrs:
+    """Stands in for a GridStudy's ``.study``: its user attributes, the writes made, and a storage that may refuse."""
+
+    def __init__(self, refuse: Exception | None = None) -> None:
+        self.user_attrs: dict[str, Any] = {}
+        self.writes: list[str] = []
+        self.refuse = refuse
+
+    def set_user_attr(self, key: str, value: Any) -> None:
+        if self.refuse is not None:
+            raise self.refuse
+        self.writes.append(key)
+        self.user_attrs[key] = value
+
+
+def test_store_answer_writes_only_what_changed_counts_pruned_trials_and_says_when_it_cannot(tmp_path: Path) -> None:
+    finder, result, _ = _grid_answer(tmp_path)
+    result.pruned[0].pruned_after[1] = 1  # both seeds of tau_epoch=16 pruned
+    study = SimpleNamespace(study=_Attrs())
+    store_answer(study, result, finder, pytest.fail)  # type: ignore[arg-type]
+    assert len(study.study.writes) == 8 and study.study.user_attrs["pruned_trials"] == 2
+    study.study.writes.clear()
+    store_answer(study, result, finder, pytest.fail)  # type: ignore[arg-type]
+    assert study.study.writes == []  # the same answer again: nothing written
+    said: list[str] = []
+    store_answer(SimpleNamespace(study=_Attrs(PermissionError("read-only"))), result, finder, said.append)  # type: ignore[arg-type]
+    assert said == ["could not store the answer on the study (PermissionError)."]

@@ -14,7 +14,6 @@ import lightning.pytorch as pl
 import optuna
 import pytest
 import torch
-from finder_procs import wait_for
 from helpers.finder_study import (
     DROP,
     LR,
@@ -33,7 +32,6 @@ from lightning_tau import TimescaleCallback
 from lightning_tau.tuner import liveness
 from lightning_tau.tuner.finder import SettingError, TimescaleFinder
 from lightning_tau.tuner.storage import StorageError, open_storage, redact_url
-from lightning_tau.tuner.study import GridStudy
 
 # --- the suggestion against the curve it came from -------------------------------------------------------------
 
@@ -206,24 +204,6 @@ def test_a_trial_handed_on_while_training_is_dropped_and_trained_again(
     assert f"trial #{number}: was handed to another worker while this one trained it ({grace})" in caplog.text
     trials = finder.study.study.trials  # type: ignore[union-attr]
     assert trials[number].state == TrialState.FAIL and "record" not in trials[number].user_attrs
-
-
-def test_a_working_trial_keeps_writing_signs_of_life(tmp_path: Path) -> None:
-    # a journal has no heartbeat of its own: the worker writes `alive_at` every `heartbeat` seconds while it trains
-    study = GridStudy.open(tmp_path / "s.journal", tmp_path, "s", {"grid": [1]}, [(1.0, 0)], heartbeat=0.05)
-    study.enqueue_missing()
-    taken = study.take()
-    assert taken is not None
-    trial, _ = taken
-    reader = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(tmp_path / "s.journal")))
-
-    def alive_at() -> float | None:
-        return optuna.load_study(study_name="s", storage=reader).trials[0].user_attrs.get("alive_at")
-
-    with study.working_on(trial):
-        first = wait_for(alive_at, "the first sign of life", timeout=30)
-        second = wait_for(lambda: (alive_at() or first) > first and alive_at(), "a later sign of life", timeout=30)
-        wait_for(lambda: (alive_at() or second) > second, "a third sign of life", timeout=30)
 
 
 def test_a_duplicate_enqueued_point_is_trained_once(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:

@@ -1,20 +1,45 @@
 """``lightning_tau.tuner.study``: the finder's grid study — where a study's name may lead its trials' folders, the
-held trials a stopped process gives back, and a study whose settings are not written yet (real Optuna, real fits)."""
+held trials a stopped process gives back, and a study whose settings are not written yet (real Optuna, real fits);
+and, with nothing trained (trials added in memory, on a journal or on a SQLite file), opening a study and the
+differences of another sweep's settings, the queue (enqueue, take, duplicates, a lost take, finish, records,
+malformed records), signs of life, and reclaiming the trials of dead workers (a gone or reused pid, a stale
+journal trial, a stopped database heartbeat, untagged trials whose claimers are gone)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
+import warnings
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
 from finder_procs import wait_for
 from helpers.finder_study import fit_finder, journal_study, make_finder
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from lightning_tau.cli import main
-from lightning_tau.tuner.study import SETTINGS_ATTR, GridStudy, settled_user_attrs, study_folder
+from lightning_tau.tuner import study as study_module
+from lightning_tau.tuner.liveness import proc_stat, this_worker
+from lightning_tau.tuner.storage import StorageError
+from lightning_tau.tuner.study import (
+    CLAIM_PREFIX,
+    SETTINGS_ATTR,
+    GridStudy,
+    StudyMismatchError,
+    _describe,
+    _differences,
+    _flatten,
+    _key,
+    settled_user_attrs,
+    sqlite_take_lock,
+    study_folder,
+)
+from lightning_tau.tuner.trial import RECORD_FORMAT
 
 #: Study names a shared config or a job array may carry that are not one plain folder name.
 UNSAFE_NAMES = ["../escape", "..", ".", "a/b", "/abs", "a\\b", "tab\there", "nl\nx", ".hidden", "x" * 300, ""]
@@ -32,7 +57,7 @@ def test_a_study_folder_is_one_component_inside_tb(tmp_path: Path, name: str) ->
 def test_study_folders_of_different_names_differ_and_plain_names_stay() -> None:
     folders = [study_folder(name) for name in [*UNSAFE_NAMES, "a_b", "a/b/", "_abs", "abs"]]
     assert len(set(folders)) == len(folders), folders
-    for plain in ["s", "tau_finder_1a2b", "mine_width=64", "t_dataset_size=0.25", "run-3.v2"]:
+    for plain in ["s", "tau_finder_1a2b", "mine_width=64", "t_dataset_size=0.25", "run-3.v2", "x" * 100]:
         assert study_folder(plain) == plain
 
 
@@ -153,7 +178,10 @@ def test_release_fails_the_trials_this_process_holds_and_only_those(tmp_path: Pa
     first, second = study.take(), study.take()
     assert first is not None and second is not None
     study.finish(first[0], {"format": 2}, 1.0)  # finished: not held any more, even if its record is not usable
-    assert study.release("stopped by SIGTERM: handed back") == 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert study.release("stopped by SIGTERM: handed back") == 1
+    assert caught == []  # told FAIL, not left to Optuna's fallback for a trial told without a value (a warning)
     trials = study.study.trials
     assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.FAIL, TrialState.WAITING]
     assert trials[1].user_attrs["error"] == "stopped by SIGTERM: handed back"
@@ -204,3 +232,445 @@ def test_processes_sharing_a_sqlite_file_never_take_one_trial_twice(tmp_path: Pa
     study = optuna.load_study(study_name="s", storage=url)
     finished = [t for t in study.trials if t.state == TrialState.PRUNED]
     assert sorted(t.user_attrs["tau_epoch"] for t in finished) == [float(tau) for tau in range(1, 41)]
+
+
+# --- the grid study in one process: opening, the queue, the records (in memory or on a journal, nothing trains) ------
+
+GRID = [(1.0, 0), (1.0, 1), (4.0, 0), (4.0, 1)]
+
+
+def _complete(loss: float = 1.0) -> dict[str, Any]:
+    """A record :func:`~lightning_tau.tuner.trial.check_record` takes as a trained run's."""
+    return {
+        "format": RECORD_FORMAT,
+        "steps": 4,
+        "epochs_run": 1,
+        "dataset_size_seen": 32,
+        "global_batch_size": 16,
+        "world_size": 1,
+        "groups": {"pg1": {"lr": 0.01, "weight_decay": 0.1, "decays": True}},
+        "metrics": [{"val_loss": loss, "epoch": 0}],
+    }
+
+
+PRUNED = {"format": RECORD_FORMAT, "steps": 0, "epochs_run": 0, "metrics": [], "pruned": {"after_epoch": 0}}
+
+
+def _open(grid: list[tuple[float, int]] = GRID, **kwargs: Any) -> tuple[GridStudy, list[str]]:
+    said: list[str] = []
+    study = GridStudy.open(
+        optuna.storages.InMemoryStorage(), Path("unused"), "s", {"seeds": [0, 1]}, grid, log=said.append, **kwargs
+    )
+    return study, said
+
+
+def _add(study: GridStudy, state: TrialState, started: datetime | None = None, **attrs: Any) -> int:
+    """Add a trial in ``state`` with user attributes ``attrs`` (``tau_epoch``, ``seed``, ``record``, ``worker``)."""
+    frozen = FrozenTrial(
+        number=0,
+        state=state,
+        value=1.0 if state == TrialState.COMPLETE else None,
+        datetime_start=started or datetime.now(),
+        datetime_complete=datetime.now() if state.is_finished() else None,
+        params={},
+        distributions={},
+        user_attrs=attrs,
+        system_attrs={},
+        intermediate_values={},
+        trial_id=0,
+    )
+    study.study.add_trial(frozen)
+    return study.study.trials[-1].number
+
+
+def _gone_pid() -> tuple[int, Any]:
+    """A process of this machine that has exited and been reaped: its pid and start time."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    stat = proc_stat(child.pid)
+    child.wait()
+    return child.pid, stat[1] if stat else None
+
+
+def test_open_creates_the_study_with_its_settings_direction_pruner_and_timings() -> None:
+    storage = optuna.storages.InMemoryStorage()
+    pruner = optuna.pruners.MedianPruner()
+    study = GridStudy.open(
+        storage,
+        Path("unused"),
+        "s",
+        {"seeds": [0]},
+        GRID,
+        direction="maximize",
+        stale_after=5,
+        heartbeat=2,
+        pruner=pruner,
+        seeds_grow=True,
+    )
+    assert study.storage is storage and study.shown == "InMemoryStorage" and study.grid == GRID
+    assert study.study.study_name == "s" and study.study.direction == optuna.study.StudyDirection.MAXIMIZE
+    assert study.study.pruner is pruner and isinstance(study.study.sampler, optuna.samplers.RandomSampler)
+    assert study.study.user_attrs == {SETTINGS_ATTR: {"format": 2, "settings": {"seeds": [0]}}}
+    assert (study.stale_after, study.heartbeat, study.grace, study.seeds_grow) == (5.0, 2.0, 5.0, True)
+    assert type(study.stale_after) is float and type(study.heartbeat) is float
+    again = GridStudy.open(storage, Path("unused"), "s", {"seeds": [0]}, GRID)  # the same sweep: opened as it is
+    assert again.study._study_id == study.study._study_id and again.seeds_grow is False
+
+
+def test_open_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIGHTNING_TAU_HEARTBEAT", "7")
+    study, _ = _open()
+    assert study.study.direction == optuna.study.StudyDirection.MINIMIZE
+    assert isinstance(study.study.pruner, optuna.pruners.NopPruner)
+    assert (study.heartbeat, study.stale_after, study.grace, study.seeds_grow) == (7.0, 600.0, 600.0, False)
+    assert study.log("anything") is None and GridStudy(study.study, study.storage, "x", GRID).log("a") is None
+
+
+def test_open_on_a_database_gives_its_heartbeat_and_grace(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'finder.db'}"
+    study = GridStudy.open(url, tmp_path, "s", {"seeds": [0]}, GRID, heartbeat=2.6)
+    assert study.storage.get_heartbeat_interval() == 3 and study._beats  # type: ignore[attr-defined]
+    assert study.grace == 4 * 3 and study.heartbeat == 2.6
+    assert sqlite_take_lock(study.storage) == Path(f"{tmp_path / 'finder.db'}.take-lock")
+    assert GridStudy.open(url, tmp_path, "t", {"seeds": [0]}, GRID, heartbeat=0.2).storage.get_heartbeat_interval() == 1  # type: ignore[attr-defined]
+    bare = optuna.storages.RDBStorage(url, heartbeat_interval=5)
+    assert GridStudy(optuna.load_study(study_name="s", storage=bare), bare, "b", GRID).grace == 10  # Optuna's 2 beats
+    no_beat = optuna.storages.RDBStorage(url)
+    plain = GridStudy(optuna.load_study(study_name="s", storage=no_beat), no_beat, "b", GRID, stale_after=9)
+    assert not plain._beats and plain.grace == 9.0
+
+
+def test_only_a_sqlite_file_has_a_take_lock(tmp_path: Path) -> None:
+    assert sqlite_take_lock(optuna.storages.InMemoryStorage()) is None
+    journal = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(tmp_path / "j.journal")))
+    assert sqlite_take_lock(journal) is None
+    assert sqlite_take_lock(optuna.storages.RDBStorage("sqlite://")) is None
+
+
+def test_open_names_each_difference_of_another_sweeps_settings() -> None:
+    storage = optuna.storages.InMemoryStorage()
+    mine = {"seeds": [0, 1], "model": {"width": 64, "depth": 2}, "lr": 0.1}
+    GridStudy.open(storage, Path("unused"), "s", mine, GRID)
+    other = {"seeds": [0, 1], "model": {"width": 128}, "lr": 0.1, "epochs": 3}
+    with pytest.raises(StudyMismatchError) as info:
+        GridStudy.open(storage, Path("unused"), "s", other, GRID)
+    assert str(info.value) == (
+        "`TimescaleFinder(study_name='s')`: the study in InMemoryStorage holds a sweep with other settings: epochs is"
+        " '(none)' there, 3 here; model.depth is 2 there, '(none)' here; model.width is 64 there, 128 here. Use"
+        " another study name (the default is named after the settings), or the study's settings."
+    )
+
+
+def test_the_differences_of_settings_name_the_first_four_keys_and_count_the_rest() -> None:
+    here = {"format": 2, "settings": {k: 1 for k in "abcdef"}}
+    there = {"format": 2, "settings": {**{k: 2 for k in "abcdef"}, "nested": {}}}
+    assert _differences(there, here) == (
+        "a is 2 there, 1 here; b is 2 there, 1 here; c is 2 there, 1 here; d is 2 there, 1 here; and 3 more"
+    )
+    assert _differences({"format": 1, "settings": {}}, here) == "its format is 1, this version writes 2"
+    assert _differences({"format": 2}, here) == (
+        "it was not made by this version of lightning_tau (its 'lightning_tau' is {'format': 2})"
+    )
+    assert (
+        _differences("x" * 100, here)
+        == f"it was not made by this version of lightning_tau (its 'lightning_tau' is '{'x' * 79})"
+    )
+    assert _flatten({"a": {"b": {"c": 1}, "d": {}}, "e": 2}) == {"a.b.c": 1, "a.d": {}, "e": 2}
+
+
+class _Refusing(optuna.storages.InMemoryStorage):
+    """A storage whose study cannot be created: ``error`` is raised."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def create_new_study(self, *args: Any, **kwargs: Any) -> int:
+        raise self.error
+
+
+def test_a_study_that_cannot_be_opened_is_a_storage_error_in_one_line() -> None:
+    with pytest.raises(StorageError) as info:
+        GridStudy.open(_Refusing(RuntimeError("refused " + "x" * 400)), Path("unused"), "s", {}, GRID)
+    assert (
+        str(info.value)
+        == f"`TimescaleFinder(storage='_Refusing')`: cannot open the study 's': RuntimeError: refused {'x' * 292}."
+    )
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    given = StorageError("there", "full")
+    with pytest.raises(StorageError) as info:
+        GridStudy.open(_Refusing(given), Path("unused"), "s", {}, GRID)
+    assert info.value is given
+
+
+def test_the_queue_enqueues_takes_in_order_and_finishes_each_point_once() -> None:
+    study, said = _open()
+    assert study.enqueue_missing() == 4 and study.enqueue_missing() == 0
+    taken = [study.take() for _ in range(4)]
+    assert [key for _, key in taken] == GRID and study.take() is None  # type: ignore[misc]
+    assert [t.params for t, _ in taken] == [{"tau_epoch": tau, "seed": seed} for tau, seed in GRID]  # type: ignore[misc]
+    trial, _ = taken[1]  # type: ignore[misc]
+    frozen = study.study.trials[1]
+    assert frozen.distributions["tau_epoch"].choices == (1.0, 4.0) and frozen.distributions["seed"].choices == (0, 1)
+    assert [t.number for t in study.running_elsewhere()] == [0, 1, 2, 3]  # taken, not yet marked as this process's
+    with study.working_on(trial):
+        assert [t.number for t in study.running_elsewhere()] == [0, 2, 3]
+    assert study.finish(trial, _complete(0.5), 0.5) and study.finish(taken[2][0], PRUNED, 0.0)  # type: ignore[index]
+    states = [t.state for t in study.study.trials]
+    assert states == [TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING]
+    assert study.study.trials[1].value == 0.5 and study.study.trials[1].user_attrs["record"] == _complete(0.5)
+    assert study.records() == {(1.0, 1): _complete(0.5), (4.0, 0): PRUNED}
+    assert sorted(study._held) == [0, 3] and study.release("stopped") == 2 and said == []
+    assert study.enqueue_missing() == 2  # the failed ones' points, again
+    assert [key for _, key in [study.take(), study.take()]] == [(1.0, 0), (4.0, 1)]  # type: ignore[misc]
+
+
+def test_a_study_whose_seeds_grow_records_the_seed_as_an_integer() -> None:
+    study, _ = _open(seeds_grow=True)
+    study.enqueue_missing()
+    study.take()
+    assert study.study.trials[0].distributions["seed"] == optuna.distributions.IntDistribution(0, 2**32 - 1)
+
+
+def test_a_second_trial_of_a_point_is_failed_as_a_duplicate_when_taken() -> None:
+    study, _ = _open([(1.0, 0), (4.0, 0)])
+    for tau in (1.0, 1.0, 4.0):  # two processes enqueued (1, 0) at once
+        study.study.enqueue_trial({"tau_epoch": tau, "seed": 0}, user_attrs={"tau_epoch": tau, "seed": 0})
+    _add(study, TrialState.WAITING, tau_epoch=16.0, seed=0)  # not of this grid: never taken
+    first, second = study.take(), study.take()
+    assert first is not None and first[0].number == 0 and second is not None and second[1] == (4.0, 0)
+    duplicate = study.study.trials[1]
+    assert duplicate.state == TrialState.FAIL and duplicate.user_attrs["duplicate_of"] == 0
+    assert study.take() is None and sorted(study._held) == [0, 2] and study.study.trials[3].state == TrialState.WAITING
+
+
+def test_a_take_lost_to_another_process_marks_the_claim_lost_and_takes_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    study, _ = _open([(1.0, 0), (4.0, 0)])
+    study.enqueue_missing()
+    other = GridStudy(study.study, study.storage, "the same storage", study.grid)  # another process's view
+    real_pop = study_module._pop
+
+    def raced(optuna_study: optuna.Study, frozen: FrozenTrial) -> bool:
+        if frozen.number == 0:  # the other process takes trial 0 between this one's look and its take
+            monkeypatch.setattr(study_module, "_pop", real_pop)
+            assert other.take() is not None
+        return real_pop(optuna_study, frozen)
+
+    monkeypatch.setattr(study_module, "_pop", raced)
+    taken = study.take()
+    assert taken is not None and taken[1] == (4.0, 0) and list(study._held) == [1]
+    [(name, claim)] = [(k, v) for k, v in study.study.trials[0].user_attrs.items() if k.startswith(CLAIM_PREFIX)]
+    assert claim == {**this_worker(), "lost": True}
+
+
+def test_a_malformed_record_is_reported_once_and_its_point_enqueued_again() -> None:
+    study, said = _open([(1.0, 0), (4.0, 0), (16.0, 0)])
+    _add(study, TrialState.COMPLETE, tau_epoch=1.0, seed=0, record={"format": 1})
+    _add(study, TrialState.PRUNED, tau_epoch=4.0, seed=0, record=_complete())
+    _add(study, TrialState.COMPLETE, tau_epoch=16.0, seed=0, record=_complete(0.3))
+    _add(study, TrialState.COMPLETE, tau_epoch=16.0, seed=0, record=_complete(0.9))  # a later one: not the point's
+    _add(study, TrialState.COMPLETE, tau_epoch=64.0, seed=0, record=_complete())  # not of this grid
+    assert study.records() == {(16.0, 0): _complete(0.3)}
+    assert study.records() == {(16.0, 0): _complete(0.3)}
+    assert said == [
+        "trial #0 (tau_epoch=1, seed=0) is complete but its stored result is not usable (its format is 1, not 2);"
+        " training that grid point again.",
+        "trial #1 (tau_epoch=4, seed=0) is complete but its stored result is not usable (it is pruned, and its record"
+        " says otherwise); training that grid point again.",
+    ]
+    assert study.enqueue_missing() == 2
+
+
+def test_grid_keys_and_their_descriptions() -> None:
+    def trial(**attrs: Any) -> FrozenTrial:
+        return optuna.trial.create_trial(state=TrialState.COMPLETE, value=1.0, user_attrs=attrs)
+
+    assert _key(trial(tau_epoch=4, seed=1)) == (4.0, 1) and type(_key(trial(tau_epoch=4, seed=1))[0]) is float  # type: ignore[index]
+    for bad in [
+        dict(tau_epoch=True, seed=1),
+        dict(tau_epoch="4", seed=1),
+        dict(tau_epoch=4.0, seed=1.0),
+        dict(seed=1),
+        {},
+    ]:
+        assert _key(trial(**bad)) is None
+    assert _describe(trial(tau_epoch=0.5, seed=3)) == "tau_epoch=0.5, seed=3"
+    assert _describe(trial(seed=3)) == "not a grid point"
+
+
+def test_a_working_trial_keeps_writing_signs_of_life(tmp_path: Path) -> None:
+    # a journal has no heartbeat of its own: the worker writes `alive_at` every `heartbeat` seconds while it trains
+    study = GridStudy.open(tmp_path / "s.journal", tmp_path, "s", {"grid": [1]}, [(1.0, 0)], heartbeat=0.05)
+    study.enqueue_missing()
+    taken = study.take()
+    assert taken is not None
+    trial, _ = taken
+    reader = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(tmp_path / "s.journal")))
+
+    def alive_at() -> float | None:
+        return optuna.load_study(study_name="s", storage=reader).trials[0].user_attrs.get("alive_at")
+
+    with study.working_on(trial):
+        first = wait_for(alive_at, "the first sign of life", timeout=30)
+        second = wait_for(lambda: (alive_at() or first) > first and alive_at(), "a later sign of life", timeout=30)
+        wait_for(lambda: (alive_at() or second) > second, "a third sign of life", timeout=30)
+
+
+# --- dead workers: reclaim ------------------------------------------------------------------------------------------
+
+
+def test_reclaim_fails_a_running_trial_whose_worker_on_this_machine_is_gone(tmp_path: Path) -> None:
+    study, said = _open()
+    pid, started = _gone_pid()
+    me = this_worker()
+    gone = _add(study, TrialState.RUNNING, tau_epoch=1.0, seed=0, worker={**me, "pid": pid, "started": started})
+    mine = _add(
+        study, TrialState.RUNNING, tau_epoch=1.0, seed=1, worker=me, alive_at=0.0
+    )  # alive: time does not decide
+    assert [t.number for t in study.running_elsewhere()] == [gone]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert study.reclaim() == 1 and study.reclaim() == 0
+    assert caught == []  # told FAIL, not left to Optuna's fallback for a trial told without a value (a warning)
+    assert [t.state for t in study.study.trials] == [TrialState.FAIL, TrialState.RUNNING] and mine == 1
+    assert said == [
+        f"trial #0 (tau_epoch=1, seed=0): its worker (pid {pid} on this machine) is gone; handing it to another worker."
+    ]
+
+
+def test_reclaim_fails_a_trial_of_another_machine_after_stale_after_without_a_sign_of_life() -> None:
+    study, said = _open(stale_after=100)
+    elsewhere = {"host": "h2", "machine": "h2/boot", "pid": 5, "started": "1"}
+    now = time.time()
+    _add(study, TrialState.RUNNING, tau_epoch=1.0, seed=0, worker=elsewhere, alive_at=now - 150)
+    _add(study, TrialState.RUNNING, tau_epoch=1.0, seed=1, worker=elsewhere, alive_at=now - 50)
+    _add(study, TrialState.RUNNING, datetime.now() - timedelta(seconds=150), tau_epoch=4.0, seed=0, worker={"pid": "x"})
+    _add(study, TrialState.RUNNING, datetime.now() - timedelta(seconds=50), tau_epoch=4.0, seed=1)  # untagged, recent
+    assert study.reclaim() == 2
+    assert [t.state for t in study.study.trials] == [
+        TrialState.FAIL,
+        TrialState.RUNNING,
+        TrialState.FAIL,
+        TrialState.RUNNING,
+    ]
+    assert said[0].startswith("trial #0 (tau_epoch=1, seed=0): no sign of life from its worker (h2, pid 5) for 15")
+    assert said[0].endswith(" s (> 100 s); handing it to another worker.")
+    assert said[1].startswith("trial #2 (tau_epoch=4, seed=0): no sign of life from its worker (?, pid x) for 15")
+    assert [t.number for t in study.running_elsewhere()] == [1, 3]  # another machine's, and one untagged
+
+
+def test_reclaim_fails_an_untagged_trial_once_every_claimer_on_this_machine_is_gone() -> None:
+    study, said = _open([*GRID, (16.0, 0)])
+    (pid, started), (pid2, started2) = _gone_pid(), _gone_pid()
+    me = this_worker()
+    gone = {"machine": me["machine"], "pid": pid, "started": started}
+    gone2 = {"machine": me["machine"], "pid": pid2, "started": started2}
+    _add(study, TrialState.RUNNING, tau_epoch=1.0, seed=0, **{f"{CLAIM_PREFIX}a": gone, f"{CLAIM_PREFIX}b": gone2})
+    _add(study, TrialState.RUNNING, tau_epoch=1.0, seed=1, **{f"{CLAIM_PREFIX}a": gone, f"{CLAIM_PREFIX}b": me})
+    lost = {**me, "lost": True}  # the one alive lost the take: it does not hold the trial
+    _add(study, TrialState.RUNNING, tau_epoch=4.0, seed=0, **{f"{CLAIM_PREFIX}a": gone, f"{CLAIM_PREFIX}b": lost})
+    elsewhere = {**me, "machine": "m2"}
+    _add(study, TrialState.RUNNING, tau_epoch=4.0, seed=1, **{f"{CLAIM_PREFIX}a": gone, f"{CLAIM_PREFIX}b": elsewhere})
+    # claimed on another machine only, by a pid that is gone here (another process there): time decides
+    _add(study, TrialState.RUNNING, tau_epoch=16.0, seed=0, **{f"{CLAIM_PREFIX}a": {**gone, "machine": "m2"}})
+    assert study.reclaim() == 2
+    states = [t.state for t in study.study.trials]
+    assert states == [TrialState.FAIL, TrialState.RUNNING, TrialState.FAIL, TrialState.RUNNING, TrialState.RUNNING]
+    assert said[0] == (
+        f"trial #0 (tau_epoch=1, seed=0): the process that took it (pid {pid}, {pid2} on this machine) is gone before"
+        " it marked it as its own; handing it to another worker."
+    )
+
+
+def test_finish_on_a_trial_handed_on_meanwhile_drops_the_result() -> None:
+    study, said = _open([(1.0, 0)], stale_after=30)
+    study.enqueue_missing()
+    taken = study.take()
+    assert taken is not None
+    study.study.tell(taken[0].number, state=TrialState.FAIL)  # another process reclaimed it
+    assert study.finish(taken[0], _complete(), 1.0) is False and study._held == {}
+    assert said == [
+        "trial #0: was handed to another worker while this one trained it (no sign of life for 30 s); its result is"
+        " dropped."
+    ]
+
+
+def test_reclaim_on_a_database_fails_a_trial_whose_heartbeat_stopped(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'finder.db'}"
+    GridStudy.open(url, tmp_path, "s", {"seeds": [0]}, GRID[:2])
+    storage = optuna.storages.RDBStorage(url, heartbeat_interval=1, grace_period=1)
+    said: list[str] = []
+    study = GridStudy(optuna.load_study(study_name="s", storage=storage), storage, "db", GRID[:2], log=said.append)
+    study.enqueue_missing()
+    taken = study.take()
+    assert taken is not None and study.reclaim() == 0  # no heartbeat recorded yet: Optuna does not judge it
+    storage.record_heartbeat(taken[0]._trial_id)  # then none: the worker stopped
+    assert wait_for(study.reclaim, "the heartbeat to go stale", timeout=60) == 1
+    assert study.study.trials[0].state == TrialState.FAIL and study.study.trials[1].state == TrialState.WAITING
+    assert said == ["trial #0 (tau_epoch=1, seed=0): its worker's heartbeat stopped (none for 1 s); handing it on."]
+    assert study.finish(taken[0], _complete(), 1.0) is False
+    assert said[1] == (
+        "trial #0: was handed to another worker while this one trained it (no heartbeat for 1 s); its result is"
+        " dropped."
+    )
+
+
+def test_a_pid_reused_by_another_process_is_a_dead_worker_and_a_dead_claimer() -> None:
+    study, said = _open()
+    parent = os.getppid()  # alive, on this machine; with another start time it is a process that reused the pid
+    reused = {**this_worker(), "pid": parent, "started": "0"}
+    _add(study, TrialState.RUNNING, tau_epoch=1.0, seed=0, worker=reused)
+    _add(study, TrialState.RUNNING, tau_epoch=1.0, seed=1, **{f"{CLAIM_PREFIX}a": reused})
+    _add(study, TrialState.RUNNING, tau_epoch=4.0, seed=0, worker={"host": "h3", "machine": "m3"}, alive_at=0.0)
+    alive = {**reused, "started": proc_stat(parent)[1]}  # type: ignore[index]
+    _add(study, TrialState.RUNNING, tau_epoch=4.0, seed=1, worker=alive, alive_at=0.0)
+    assert study.reclaim() == 3
+    gone = "on this machine) is gone"
+    assert said[0] == f"trial #0 (tau_epoch=1, seed=0): its worker (pid {parent} {gone}; handing it to another worker."
+    assert said[1].startswith(f"trial #1 (tau_epoch=1, seed=1): the process that took it (pid {parent} {gone} before")
+    assert said[2].startswith("trial #2 (tau_epoch=4, seed=0): no sign of life from its worker (h3, pid ?) for ")
+
+
+def test_the_take_lock_of_a_sqlite_file_is_held_by_takes_and_enqueues(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'finder.db'}"
+    study = GridStudy.open(url, tmp_path, "s", {"seeds": [0]}, GRID)
+    lock = tmp_path / "finder.db.take-lock"
+    assert lock.exists()  # opened under it
+    lock.unlink()
+    study.enqueue_missing()
+    assert lock.exists()
+    lock.unlink()
+    assert study.take() is not None and lock.exists()
+    assert sqlite_take_lock(optuna.storages.RDBStorage("sqlite:///")) is None  # a temporary database
+
+
+def test_open_says_through_its_log_that_a_journals_cut_last_line_was_moved_aside(tmp_path: Path) -> None:
+    journal = tmp_path / "j.journal"
+    GridStudy.open(journal, tmp_path, "s", {"seeds": [0]}, GRID)
+    with journal.open("a") as f:
+        f.write('{"op_code": 5, "worker_id"')  # a write cut short
+    said: list[str] = []
+    GridStudy.open(journal, tmp_path, "s", {"seeds": [0]}, GRID, log=said.append)
+    assert len(said) == 1 and said[0].startswith(f"the journal {journal} ended in a half-written line")
+
+
+def test_open_without_a_storage_uses_the_journal_in_root_dir(tmp_path: Path) -> None:
+    study = GridStudy.open(None, tmp_path, "s", {"seeds": [0]}, GRID)
+    assert study.shown == str(tmp_path / "study.journal") and (tmp_path / "study.journal").is_file()
+    assert GridStudy(study.study, study.storage, "j", GRID).seeds_grow is False
+
+
+def test_differences_of_a_missing_key_and_a_none_and_of_five_keys() -> None:
+    def differ(there: dict[str, Any], here: dict[str, Any]) -> str:
+        return _differences({"format": 2, "settings": there}, {"format": 2, "settings": here})
+
+    assert differ({"y": 1}, {"y": 1, "x": None}) == "x is '(none)' there, None here"
+    assert differ({"y": 1, "x": None}, {"y": 1}) == "x is None there, '(none)' here"
+    five = differ({k: 1 for k in "abcd"}, {"f": None})  # five keys differ
+    assert five.endswith("d is 1 there, '(none)' here; and 1 more") and "f is" not in five
+
+
+def test_a_study_name_that_is_not_valid_unicode_still_has_a_folder() -> None:
+    folder = study_folder("a\ud800b")  # a lone surrogate, as a file-system name decoded with surrogateescape gives
+    assert folder.startswith("a_b-") and len(folder) == len("a_b-") + 8 and folder != study_folder("a\ud801b")

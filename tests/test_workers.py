@@ -1,15 +1,33 @@
 """``lightning_tau.tuner.workers``: the sweep's SIGTERM handling (raised at once outside a Lightning fit, left to
-Lightning's inside one, once only) and why a stopping process hands its trials back (real signals, in-process)."""
+Lightning's inside one, once only) and why a stopping process hands its trials back (real signals, in-process); the
+parts that start no process: the start method, the cores and threads per worker, the environment a worker takes,
+and what :class:`Workers` reports (its processes stood in for by objects with a process's ``pid``, ``exitcode``,
+``is_alive`` and ``terminate``). Workers started for real: ``test_finder_workers.py``."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
+import sys
 from typing import Any
 
 import pytest
 
-from lightning_tau.tuner.workers import sigterm_raises, worker_environ
+from lightning_tau.tuner import workers
+from lightning_tau.tuner.workers import (
+    START_ENV,
+    UNGUARDED_EXIT,
+    Workers,
+    cores,
+    importing_main,
+    preloaded,
+    sigterm_raises,
+    start_method,
+    threads_per_process,
+    unguarded_script,
+    worker_environ,
+)
 
 
 class Stopped(Exception):
@@ -64,3 +82,175 @@ def test_a_worker_takes_the_starting_processs_environment_without_what_it_remove
     worker_environ(caller)
     assert "TAU_TEST_REMOVED" not in os.environ
     assert dict(os.environ) == caller
+
+
+# --- the start method ----------------------------------------------------------------------------------------------
+
+
+def test_the_start_method_is_forkserver_on_linux_else_spawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(START_ENV, raising=False)
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["fork", "spawn", "forkserver"])
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert start_method() == "forkserver"
+    monkeypatch.setenv(START_ENV, "  ")  # blank: the default
+    assert start_method() == "forkserver"
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert start_method() == "spawn"
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["fork", "spawn"])
+    assert start_method() == "spawn"
+
+
+def test_the_start_method_variable_is_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["fork", "spawn", "forkserver"])
+    monkeypatch.setenv(START_ENV, " spawn ")
+    assert start_method() == "spawn"
+    monkeypatch.setenv(START_ENV, "forkserver")
+    assert start_method() == "forkserver"
+    monkeypatch.setenv(START_ENV, "fork")
+    with pytest.raises(ValueError) as info:
+        start_method()
+    assert str(info.value) == (
+        "`LIGHTNING_TAU_WORKER_START=fork` is not valid: use 'spawn', or 'forkserver' where this platform has it"
+        " (it has spawn, forkserver)."
+    )
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])  # no forkserver here
+    monkeypatch.setenv(START_ENV, "forkserver")
+    with pytest.raises(
+        ValueError, match=r"^`LIGHTNING_TAU_WORKER_START=forkserver` is not valid: .* \(it has spawn\)\.$"
+    ):
+        start_method()
+
+
+def test_the_context_has_the_start_method_and_a_forkserver_preloads_the_finder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from multiprocessing import forkserver
+
+    monkeypatch.setenv(START_ENV, "spawn")
+    assert workers._context().get_start_method() == "spawn"
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        monkeypatch.setattr(forkserver._forkserver, "_preload_modules", ["__main__"])  # what it holds unset
+        monkeypatch.setenv(START_ENV, "forkserver")
+        assert workers._context().get_start_method() == "forkserver"
+        # the server's preload list: private to multiprocessing, read here only to see that it was set
+        assert forkserver._forkserver._preload_modules == ["torch", "lightning.pytorch", "lightning_tau.tuner.finder"]
+
+
+# --- cores and threads ---------------------------------------------------------------------------------------------
+
+
+def test_cores_are_the_affinity_else_the_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert cores() == 3
+    monkeypatch.delattr(os, "sched_getaffinity")  # not Linux
+    assert cores() == 16
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert cores() == 1
+
+
+@pytest.mark.parametrize(
+    ("current", "count", "threads"), [(16, 2, 4), (3, 2, 3), (16, 3, 2), (16, 8, 1), (16, 16, 1), (0, 1, 1)]
+)
+def test_threads_per_worker_divide_the_cores_capped_by_the_current_setting(
+    monkeypatch: pytest.MonkeyPatch, current: int, count: int, threads: int
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert threads_per_process(current, count) == threads
+
+
+# --- what a worker process knows about itself ----------------------------------------------------------------------
+
+
+def test_preloaded_is_whether_another_process_imported_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert preloaded() is False
+    monkeypatch.setattr(workers, "_IMPORTED_IN", os.getpid() + 1)  # as in a fork of the server
+    assert preloaded() is True
+
+
+def test_importing_main_is_multiprocessings_inheriting_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    process = multiprocessing.process.current_process()
+    assert not hasattr(process, "_inheriting") and importing_main() is False
+    monkeypatch.setattr(process, "_inheriting", 1, raising=False)  # set by multiprocessing while a worker bootstraps
+    assert importing_main() is True
+    monkeypatch.setattr(process, "_inheriting", 0)
+    assert importing_main() is False
+
+
+def test_the_unguarded_script_line_names_the_worker_count_and_the_guard() -> None:
+    assert unguarded_script(3) == (
+        "`TimescaleFinder(workers=3)`: the worker processes import your script, which starts the finder again at"
+        ' import; put the script\'s code under `if __name__ == "__main__":`.'
+    )
+
+
+# --- what Workers reports ------------------------------------------------------------------------------------------
+
+
+class Ended:
+    """Stands in for a started worker process: its pid, exit code and liveness, and whether it was terminated."""
+
+    def __init__(self, pid: int, exitcode: int | None, alive: bool = False, refuse: Exception | None = None) -> None:
+        self.pid, self.exitcode, self._alive, self.terminated, self.refuse = pid, exitcode, alive, False, refuse
+
+    def is_alive(self) -> bool:
+        return self._alive
+
+    def terminate(self) -> None:
+        if self.refuse is not None:
+            raise self.refuse
+        self.terminated = True
+
+    def join(self) -> None:
+        pass
+
+
+def _no_workers(monkeypatch: pytest.MonkeyPatch) -> Workers:
+    """Workers whose start fails at once (an invalid start method): a starting thread and no process."""
+    monkeypatch.setenv(START_ENV, "fork")
+    started = Workers(print, (), count=2, name="tau-worker")
+    started.join()
+    return started
+
+
+def test_workers_that_cannot_start_are_reported_and_nothing_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    started = _no_workers(monkeypatch)
+    [error] = started.errors
+    assert error.startswith("`LIGHTNING_TAU_WORKER_START=fork` is not valid")
+    assert started.processes == [] and started.exit_codes() == [] and not started.alive() and not started.unguarded()
+    assert started.problems() == [f"{error}; trained without it."]
+
+
+def test_workers_report_nonzero_exit_codes_and_an_unguarded_script(monkeypatch: pytest.MonkeyPatch) -> None:
+    started = _no_workers(monkeypatch)
+    started.errors.clear()
+    started.processes += [Ended(11, 0), Ended(12, 1), Ended(13, -15)]
+    assert started.exit_codes() == [(11, 0), (12, 1), (13, -15)]
+    assert started.problems() == [
+        "worker process 12 ended with exit code 1.",
+        "worker process 13 ended with exit code -15.",
+    ]
+    assert not started.unguarded()
+    started.processes.append(Ended(14, UNGUARDED_EXIT))
+    assert started.unguarded()
+
+
+def test_workers_are_alive_while_one_runs_and_terminate_signals_only_those(monkeypatch: pytest.MonkeyPatch) -> None:
+    started = _no_workers(monkeypatch)
+    done, running = Ended(11, 0), Ended(12, None, alive=True)
+    started.processes.append(done)
+    assert not started.alive()
+    started.processes.append(running)
+    assert started.alive()
+    started.terminate()
+    assert running.terminated and not done.terminated and started._stopped.is_set()
+
+
+@pytest.mark.parametrize("refuse", [ProcessLookupError("gone meanwhile"), ValueError("process object is closed")])
+def test_terminate_goes_on_past_a_worker_that_ended_meanwhile(
+    monkeypatch: pytest.MonkeyPatch, refuse: Exception
+) -> None:
+    started = _no_workers(monkeypatch)
+    last = Ended(13, None, alive=True)
+    started.processes += [Ended(12, None, alive=True, refuse=refuse), last]
+    started.terminate()
+    assert last.terminated
