@@ -5,11 +5,15 @@ The harness starts every rank itself, as ``torchrun`` does: each gets ``LOCAL_RA
 job instead of launching its own ranks, and the harness sees each rank's own exit status: a rank that dies from a
 signal is named ("rank 1 died with SIGABRT"), where Lightning's launcher would report only that rank zero was
 killed. Distributed variables from any outer launcher are stripped first. Every script ends with
-:func:`end_process_group`, so no rank tears down a live gloo group at interpreter exit (which can abort).
+:func:`end_process_group`, which ends gloo's worker threads before the interpreter exits: a worker thread that is
+still alive then may take the GIL while the interpreter finalizes, and that aborts the rank (SIGABRT, "terminate
+called without an active exception") after all its work is done.
 """
 
 from __future__ import annotations
 
+import gc
+import logging
 import os
 import signal
 import socket
@@ -37,16 +41,61 @@ def clean_env() -> dict[str, str]:
 
 
 def end_process_group() -> None:
-    """Destroy the default process group, after a barrier so that no rank closes it while another still uses it.
+    """Destroy the default process group and end its gloo threads before the interpreter exits.
 
-    Call it last in every script the harness runs: gloo's threads left running at interpreter exit can abort the
-    process ("terminate called without an active exception", SIGABRT) after all its work is done.
+    Call it last in every script the harness runs. It waits at a barrier (no rank closes the group while another
+    still uses it), destroys the group, then collects garbage: Lightning's trainer sits in reference cycles that
+    hold the DDP model and a ``ZeroRedundancyOptimizer``, and those hold the group, so without a collection the group
+    outlives :func:`torch.distributed.destroy_process_group` and its threads run on into interpreter exit. Freeing
+    the group joins its threads, and the join lets a worker finish what it was doing with the GIL available.
+
+    Where a gloo thread is still alive after that, something still holds the group (a trainer or a ZeRO optimizer
+    at module level, DTensor's caches after FSDP2's ``fully_shard``), and its threads cannot be joined: the process
+    then ends here without finalizing the interpreter (``os._exit(0)`` after flushing the output), and says so on
+    stderr: ``end_process_group: gloo threads [...] still alive``.
+
+    Why it matters: a gloo worker thread frees each finished collective itself (``~AsyncWork`` in
+    ``ProcessGroupGloo::runLoop``), and freeing it can drop the last reference to a Python object (a broadcast
+    tensor's preserved ``PyObject``, a ``SafePyObject`` of the captured thread-local state), which takes the GIL.
+    A thread that asks for the GIL once the interpreter has begun to finalize is ended by ``pthread_exit``; its
+    unwinding passes through that ``noexcept`` destructor, so ``std::terminate`` aborts the process ("terminate
+    called without an active exception", SIGABRT). That needs the worker to be still freeing a collective when the
+    main thread reaches exit: rare, and more likely on a loaded machine.
     """
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+    gc.collect()
+    left = gloo_threads()
+    if left:
+        print(
+            f"end_process_group: gloo threads {left} still alive after the process group was destroyed (something "
+            "still holds the group); exiting without finalizing the interpreter",
+            file=sys.stderr,
+        )
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def gloo_threads() -> list[str]:
+    """Names of this process's native gloo threads that are alive (``pt_gloo_runloop``, ``gloo_tcp_loop``, ...).
+
+    They are C++ threads, invisible to :func:`threading.enumerate`; Linux lists every thread in ``/proc/self/task``.
+    Elsewhere there is nothing to read, and the list is empty.
+    """
+    names = []
+    for comm in Path("/proc/self/task").glob("*/comm"):
+        try:
+            name = comm.read_text().strip()
+        except OSError:  # the thread ended while we looked
+            continue
+        if "gloo" in name:
+            names.append(name)
+    return sorted(names)
 
 
 def run_script(

@@ -158,7 +158,9 @@ def test_zero_redundancy_optimizer_keeps_every_mid_fit_re_decision(tmp_path) -> 
     # ZeRO syncs its shard optimizer's groups back over its own after each step: a re-decision written into the
     # wrapper alone inside the shard's step pre-hook was lost (4.0 kept throughout). 100 samples / 2 ranks / 10 per
     # batch = 5 batches per rank; tau_epoch 5 at lr 0.01 is wd 1 / (0.01 * 5 * M).
-    run_script(ZERO_CHANGES, tmp_path)
+    proc = run_script(ZERO_CHANGES, tmp_path)  # fails on a rank's exit status, SIGABRT included
+    # C++ std::terminate at exit (a gloo thread alive then): the trainers' cycles must not keep the group alive
+    assert "end_process_group:" not in proc.stderr and "terminate called" not in proc.stderr, proc.stderr
 
     def wd(m, lr=1e-2):
         return pytest.approx(1 / (lr * 5.0 * m), rel=1e-9)
@@ -178,3 +180,56 @@ def test_zero_redundancy_optimizer_keeps_every_mid_fit_re_decision(tmp_path) -> 
         assert [(e, len(groups)) for e, groups in rows] == [(0, 1)] * 5 + [(1, 2)] * 5, rank
         assert [groups[0][1] for _, groups in rows] == [wd(5)] * 10, rank
         assert [groups[1] for e, groups in rows if e == 1] == [[0.005, wd(5, lr=0.005)]] * 5, rank
+
+
+HELD_IN_A_CYCLE = """
+import sys
+import torch
+import torch.distributed as dist
+from torch.distributed.optim import ZeroRedundancyOptimizer
+from ddp_harness import end_process_group, gloo_threads
+
+
+class Holder:
+    pass
+
+
+def fit():
+    # Like Lightning's trainer: a reference cycle that holds a DDP model and a ZeRO optimizer, which hold the group.
+    dist.init_process_group("gloo")
+    h = Holder()
+    h.me = h
+    h.model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+    h.opt = ZeroRedundancyOptimizer(h.model.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-2)
+    h.model(torch.ones(3, 4)).sum().backward()
+    h.opt.step()
+    return h
+
+
+if __name__ == "__main__":
+    held = fit()
+    if sys.argv[1] == "drop":
+        del held  # the cycle alone still holds the group
+    print("before:", gloo_threads())
+    end_process_group()
+    print("after:", gloo_threads())
+"""
+
+
+@pytest.mark.slow
+def test_end_process_group_ends_gloo_threads_a_cycle_holds(tmp_path) -> None:
+    # ZeRO's abort at exit (issue 29, finding 10): gloo's worker threads, kept alive by the trainer's cycles past
+    # destroy_process_group, can take the GIL while the interpreter finalizes -> SIGABRT. They must be gone before.
+    proc = run_script(HELD_IN_A_CYCLE, tmp_path, "drop")
+    assert proc.stdout.count("before: ['gloo_tcp_loop', 'pt_gloo_runloop', 'pt_gloo_runloop']") == 2, proc.stdout
+    assert proc.stdout.count("after: []") == 2, proc.stdout
+    assert "end_process_group:" not in proc.stderr and "terminate called" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow
+def test_end_process_group_exits_at_once_when_the_group_is_still_held(tmp_path) -> None:
+    # Threads that cannot be joined must not meet a finalizing interpreter: the process ends without finalizing.
+    proc = run_script(HELD_IN_A_CYCLE, tmp_path, "keep")
+    assert "after:" not in proc.stdout, proc.stdout
+    note = "end_process_group: gloo threads ['gloo_tcp_loop', 'pt_gloo_runloop', 'pt_gloo_runloop'] still alive"
+    assert proc.stderr.count(note) == 2, proc.stderr
