@@ -144,7 +144,8 @@ def report_start(
 def follow(monitors: Sequence[TimescaleMonitor], shapes: RunShapeReader, decision: Decision, target: Target) -> None:
     """Give each monitor of the run the shape reader, the decision's targets and the size rule."""
     shape, held, m = decision.shape, decision.tau_epoch, decision.optimizer_steps_per_epoch
-    if held is None and shape.steps_per_epoch:  # a target in steps: the tau_epoch it is at this M
+    targets = group_targets(decision.groups, decision.tau_iters, held, m, shape.steps_per_epoch)
+    if held is None and shape.steps_per_epoch:  # a target in steps: the tau_epoch it is at the run's M
         held = decision.tau_iter / shape.steps_per_epoch
     size_rule = None
     if target.size_exponent != 0.0:
@@ -158,10 +159,8 @@ def follow(monitors: Sequence[TimescaleMonitor], shapes: RunShapeReader, decisio
         monitor.follow(
             shapes,
             tau_iter=decision.tau_iter,
-            tau_epoch=held
-            if held is not None
-            else (decision.tau_iter / shape.steps_per_epoch if shape.steps_per_epoch else None),
-            group_targets=group_targets(decision.groups, decision.tau_iters, held, m, shape.steps_per_epoch),
+            tau_epoch=held,
+            group_targets=targets,
             optimizer_steps_per_epoch=m,
             size_rule=size_rule,
         )
