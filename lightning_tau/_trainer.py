@@ -125,7 +125,7 @@ def plan_timescales(
     )
     out: dict[tuple[int, int], Plan] = {}
     for g in groups:
-        if not g.decays or g.tau_iter is None:
+        if not g.managed or g.tau_iter is None:
             continue
         key = (g.optimizer_index, g.group_index)
         if key in plans:
@@ -181,7 +181,7 @@ def plan_couplings(
         if lrs is None:
             continue
         for g in groups:
-            if g.optimizer_index != i or not g.decays or g.tau_iter is None or g.reference_lr <= 0:
+            if g.optimizer_index != i or not g.managed or g.tau_iter is None or g.reference_lr <= 0:
                 continue
             lr_key = tuple(lrs[g.group_index])
             plans = {}

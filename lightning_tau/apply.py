@@ -2,13 +2,14 @@
 
 Imports torch only (no Lightning): plain PyTorch loops and Lightning Fabric call :func:`apply_timescale`;
 ``TimescaleCallback`` calls the same :func:`gather_groups` and :func:`write_weight_decays` with the shape it
-reads from the Trainer, so every loop decides through :mod:`lightning_tau.decide`.
+reads from the Trainer (through :func:`lightning_tau.callback_decision.decide_and_write`), so every loop decides
+through :mod:`lightning_tau.decide`.
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,14 +23,9 @@ from lightning_tau.decide import (
     GroupInput,
     GroupTimescale,
     RunShape,
-    WidthExponent,
-    check_size_rule,
     decide_groups,
     held_tau_epoch,
-    optimizer_tau_iters,
     resolve_tau_iter,
-    run_tau_iter,
-    size_scaling_text,
     step_writes,
 )
 from lightning_tau.optim import (
@@ -42,16 +38,13 @@ from lightning_tau.optim import (
     unsupported_message,
     unwrap_optimizer,
 )
-from lightning_tau.optimizer_steps import optimizer_steps_per_epoch
+from lightning_tau.target import check_size_rule, size_scaling_text
 from lightning_tau.width import group_width_problem
 
 __all__ = [
     "AppliedTimescale",
-    "Decision",
     "adam_beta2s",
     "apply_timescale",
-    "decide_and_write",
-    "decoupled_groups",
     "gather_groups",
     "resolve_coupling",
     "write_beta2",
@@ -106,7 +99,7 @@ def write_weight_decays(optimizers: Sequence[torch.optim.Optimizer], groups: Seq
     wrapper that keeps groups of its own (torch's ``ZeroRedundancyOptimizer`` syncs its shard optimizer's groups back
     over its own after each step, so a value written into the wrapper alone during a step would be lost)."""
     for g in groups:
-        if g.decays:
+        if g.managed:
             for param_groups in param_group_layers(optimizers[g.optimizer_index]):
                 param_groups[g.group_index]["weight_decay"] = g.weight_decay
 
@@ -187,169 +180,6 @@ def resolve_coupling(owner: str, mode: object, coupling: object) -> Coupling:
             f" give only `coupling={chosen!r}`."
         )
     return chosen
-
-
-def decoupled_groups(
-    optimizers: Sequence[torch.optim.Optimizer], *, skip_unsupported: bool, warn: Callable[[str], object]
-) -> tuple[set[int], dict[tuple[int, int], float]]:
-    """The optimizers ``TimescaleCallback`` manages, and each of their groups' ``weight_decay`` as configured.
-
-    Args:
-        optimizers: the run's optimizers, in order.
-        skip_unsupported: leave an optimizer with coupled (or unknown) decay alone, saying so through ``warn``,
-            instead of refusing it.
-        warn: how to warn (``rank_zero_warn``).
-
-    Returns:
-        The indices of the optimizers with decoupled decay, and ``(optimizer, group) -> weight_decay`` of theirs.
-
-    Raises:
-        ValueError: an optimizer with coupled or unknown decay (unless skipped), or no group with
-            ``weight_decay > 0`` in any optimizer managed.
-    """
-    decoupled: set[int] = set()
-    before: dict[tuple[int, int], float] = {}
-    supported = 0
-    for i, optimizer in enumerate(optimizers):
-        kind = decay_kind(optimizer)
-        if kind in ("coupled", "unknown"):
-            if not skip_unsupported:
-                raise ValueError(unsupported_message(optimizer, i))
-            why = "coupled (L2)" if kind == "coupled" else "not known to be decoupled (see `register_decay_kind`)"
-            warn(
-                f"`TimescaleCallback(skip_unsupported_optimizers=True)` leaves optimizer {i}"
-                f" ({type(optimizer).__name__}) alone: its weight decay is {why}."
-            )
-            continue
-        if kind != "decoupled":
-            continue
-        decoupled.add(i)
-        for j, group in enumerate(optimizer.param_groups):
-            wd = float(group.get("weight_decay", 0.0))
-            before[(i, j)] = wd
-            supported += wd > 0
-    if supported == 0:
-        raise ValueError(
-            "`TimescaleCallback` found no AdamW param group with `weight_decay > 0` to manage (optimizers:"
-            f" {[type(o).__name__ for o in optimizers]}). Use `torch.optim.AdamW` and give the"
-            " groups that should decay a positive `weight_decay` (any value: the callback replaces it)."
-        )
-    return decoupled, before
-
-
-@dataclass
-class Decision:
-    """One decision of ``TimescaleCallback``'s, as :func:`decide_and_write` took and wrote it.
-
-    Attributes:
-        shape: the run's shape it was decided with.
-        tau_iter: the run's target in optimizer steps.
-        note: how the power law picked ``tau_iter`` (``None`` for a given target).
-        inputs: every param group as the decision saw it.
-        groups: the decision per param group.
-        optimizer_steps_per_epoch: optimizer index -> its own ``M`` where it is not the run's.
-        tau_iters: the ``tau_iter`` each optimizer holds: one for all, or one per optimizer index.
-        tau_epoch: the ``tau_epoch`` held at this shape's ``N`` (the given one times
-            ``(N / reference_dataset_size) ** size_exponent``); ``None`` for a target in steps.
-    """
-
-    shape: RunShape
-    tau_iter: float
-    note: str | None
-    inputs: list[GroupInput]
-    groups: list[GroupTimescale]
-    optimizer_steps_per_epoch: dict[int, float]
-    tau_iters: float | dict[int, float]
-    tau_epoch: float | None = None
-
-
-def decide_and_write(
-    optimizers: Sequence[torch.optim.Optimizer],
-    shape: RunShape,
-    *,
-    tau_epoch: float | None,
-    tau_iter: float | None,
-    power_law: Callable[[], tuple[float, str]] | None = None,
-    width_exponent: WidthExponent = 1.0,
-    size_exponent: float = 0.0,
-    reference_dataset_size: float | None = None,
-    weight_decay_before: dict[tuple[int, int], float],
-    managed_optimizers: set[int],
-    scheduled: set[int],
-    pinned_lrs: dict[tuple[int, int], float],
-    measured: Mapping[int, tuple[int, int]],
-    declared_steps_per_epoch: Mapping[int, float] | None,
-    epoch: int | None = None,
-) -> Decision:
-    """``TimescaleCallback``'s decision, in one call: the target, each group's weight decay, written.
-
-    Args:
-        optimizers: the run's optimizers, in order.
-        shape: the run's shape, just read.
-        tau_epoch: the target in epochs, or ``None``.
-        tau_iter: the target in optimizer steps, or ``None``.
-        power_law: when given, picks ``tau_iter`` instead (``token_budget.power_law_tau_iter`` with its arguments).
-        width_exponent: ``alpha`` of ``weight_decay ∝ s ** alpha`` (see ``decide.decide_groups``).
-        size_exponent: ``e`` of ``tau_epoch ∝ N ** e``: the ``tau_epoch`` held is
-            ``tau_epoch * (N / reference_dataset_size) ** e`` at this shape's ``N`` (see ``decide.held_tau_epoch``).
-        reference_dataset_size: the ``N`` at which ``tau_epoch`` is the given one.
-        weight_decay_before: the user's own ``weight_decay`` per ``(optimizer, group)``; a group added since is
-            noted here with its value now.
-        managed_optimizers: indices of the optimizers with decoupled decay.
-        scheduled: ``id`` of every optimizer an lr scheduler drives.
-        pinned_lrs: reference lrs held fixed per ``(optimizer, group)``: a group with no ``initial_lr`` /
-            ``max_lr`` under a scheduler that moves its ``lr`` (``ReduceLROnPlateau``) keeps the lr it had when
-            first seen, so the schedule is not undone; groups seen for the first time are added here.
-        measured: optimizer index -> ``(steps, batches)`` of its last full epoch (manual optimization).
-        declared_steps_per_epoch: optimizer index -> ``M`` the user declared.
-        epoch: the epoch of a decision mid-fit, for the messages; ``None`` at train start.
-
-    Raises:
-        ValueError: a target that cannot be held (see ``decide.run_tau_iter``, ``decide.decide_groups``), with
-            ``TimescaleCallback`` named.
-    """
-    held = held_tau_epoch(
-        shape, tau_epoch, size_exponent=size_exponent, reference_dataset_size=reference_dataset_size, epoch=epoch
-    )
-    scaled = (
-        None
-        if tau_epoch is None
-        else size_scaling_text(
-            tau_epoch, shape.dataset_size, size_exponent=size_exponent, reference_dataset_size=reference_dataset_size
-        )
-    )
-    try:
-        if power_law is not None:
-            steps, note = power_law()
-        else:
-            steps, note = run_tau_iter(shape, tau_epoch=held, tau_iter=tau_iter, epoch=epoch), None
-    except ValueError as err:
-        if scaled is None:
-            raise
-        raise ValueError(f"{err} (The tau_epoch held at this N: {scaled}.)") from None
-    for i, optimizer in enumerate(optimizers):
-        if id(optimizer) in scheduled:
-            for j, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group and "max_lr" not in group:
-                    pinned_lrs.setdefault((i, j), reference_lr(group))
-    inputs = gather_groups(
-        optimizers,
-        weight_decay_before=weight_decay_before,
-        managed_optimizers=managed_optimizers,
-        reference_lrs=pinned_lrs,
-    )
-    for g in inputs:  # a group added since: its value now is the user's own
-        weight_decay_before.setdefault((g.optimizer_index, g.group_index), g.weight_decay_before)
-    optimizer_m = optimizer_steps_per_epoch(
-        len(optimizers), shape.steps_per_epoch, measured=measured, declared=declared_steps_per_epoch
-    )
-    tau_iters = optimizer_tau_iters(len(optimizers), steps, tau_epoch=held, optimizer_m=optimizer_m, epoch=epoch)
-    try:
-        groups = decide_groups(inputs, tau_iters, width_exponent=width_exponent)
-    except ValueError as err:
-        raise ValueError(f"`TimescaleCallback`: {err}") from None
-    write_weight_decays(optimizers, groups)
-    return Decision(shape, steps, note, inputs, groups, optimizer_m, tau_iters, held)
 
 
 @dataclass

@@ -7,54 +7,30 @@ writes the weight decay :mod:`lightning_tau.timescale` computes.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 from typing import Any
 
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
+from lightning.pytorch.utilities import rank_zero_warn
 from torch.utils.hooks import RemovableHandle
 from typing_extensions import override
 
 from lightning_tau import _checks, timescale
 from lightning_tau._constants import WriteMode
-from lightning_tau._trainer import RunShapeReader, model_ema_windows, plan_timescales
-from lightning_tau.apply import (
-    Decision,
-    adam_beta2s,
-    check_size,
-    decide_and_write,
-    decoupled_groups,
-    resolve_coupling,
-    write_beta2,
-    write_coupled,
-)
-from lightning_tau.couplings import Coupling, Plan, beta_for_epochs, ema_window_steps
-from lightning_tau.decide import (
-    GroupTimescale,
-    RunShape,
-    check_size_rule,
-    check_target,
-    check_width_exponent,
-    group_targets,
-    resume_changes,
-    size_scaling_text,
-    step_writes,
-)
+from lightning_tau._trainer import RunShapeReader, plan_timescales
+from lightning_tau.apply import adam_beta2s, check_size, resolve_coupling, write_coupled
+from lightning_tau.callback_decision import Decision, decide_and_write, decoupled_groups, hold_beta2
+from lightning_tau.callback_report import ema_windows, follow, report_change, report_start
+from lightning_tau.changes import miscounted_steps_warning, resume_changes
+from lightning_tau.couplings import Coupling, Plan
+from lightning_tau.decide import GroupTimescale, RunShape, step_writes
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
 from lightning_tau.optim import unwrap_optimizer
 from lightning_tau.optimizer_steps import StepCounter, check_optimizer_indices, check_steps_per_epoch
-from lightning_tau.summary import (
-    Window,
-    change_line,
-    change_parts,
-    describe_target,
-    miscounted_steps_warning,
-    size_note,
-    start_summary,
-    start_warnings,
-    two_callbacks_message,
-)
+from lightning_tau.summary import describe_target, two_callbacks_message
+from lightning_tau.target import Target, check_size_rule, check_target, check_width_exponent
 from lightning_tau.token_budget import check_power_law, check_token_budget, power_law_num_params, power_law_tau_iter
 from lightning_tau.transfer import TunedRun
 from lightning_tau.width import FixedLambdaPitfall
@@ -186,12 +162,9 @@ class TimescaleCallback(Callback):
     ) -> None:
         #: The diagnostics this callback logs itself (``None`` with ``monitor=False``).
         self.monitor: TimescaleMonitor | None = _checked_monitor(monitor)
-        self._own_monitor: TimescaleMonitor | None = None  # `self.monitor`, unless the Trainer has its own
         self.token_budget = check_token_budget(token_budget, tau_epoch=tau_epoch, tau_iter=tau_iter)
         self.num_params = None if num_params is None else check_size("TimescaleCallback", "num_params", num_params)
         self.power_law_coefficient, self.power_law_exponent = check_power_law(power_law_coefficient, power_law_exponent)
-        self.resolved_num_params: float | None = None
-        self.fixed_lambda_pitfalls: list[FixedLambdaPitfall] = []
         self.tau_epoch, self.tau_iter = check_target(tau_epoch, tau_iter, token_budget=token_budget)
         self.size_exponent, self.reference_dataset_size = check_size_rule(
             size_exponent, reference_dataset_size, tau_iter=tau_iter, token_budget=token_budget
@@ -218,32 +191,63 @@ class TimescaleCallback(Callback):
                 "TimescaleCallback", "beta2_epochs", beta2_epochs, "use a positive number of epochs, or None."
             )
         )
-        #: The ``β₂`` written per ``(optimizer, group)`` at the last decision (``beta2_epochs`` given).
-        self.beta2: dict[tuple[int, int], float] = {}
-
-        # decided at train start, and again whenever the run changes
-        self.shape: RunShape | None = None
-        self.groups: list[GroupTimescale] = []
-        self.resolved_tau_iter: float | None = None
-        self.resolved_tau_epoch: float | None = None
-        #: The ``tau_epoch`` held at the run's current ``N`` (``tau_epoch`` at ``size_exponent=0``; ``None`` before
-        #: train start or for a target in steps).
-        self.held_tau_epoch: float | None = None
-        self._before: dict[tuple[int, int], float] = {}  # the user's own weight decay per (optimizer, group)
-        self._decoupled: set[int] = set()  # indices of the optimizers this callback manages
-        self._pinned_lr: dict[tuple[int, int], float] = {}
-        # id(optimizer) -> (group index, weight decay at the reference lr, reference lr), for the per-step writes
-        self._managed: dict[int, list[tuple[int, float, float]]] = {}
-        self._optimizer_m: dict[int, float] = {}  # optimizer index -> the M it was decided with, where not the run's
-        self._steps = StepCounter()  # manual optimization: each optimizer's steps per epoch, counted
-        self._group_counts: dict[int, int] = {}  # id(optimizer) -> len(param_groups) when last decided
-        self._decided_epoch: int | None = None
-        self._step_hooks: list[RemovableHandle] = []  # the step pre-hooks of the fit in progress
-        #: The plan of each managed group ``(optimizer, group)`` under the coupling, from the last decision to the end
-        #: of the run (:class:`~lightning_tau.couplings.Plan`; groups whose schedule cannot be looked ahead: none).
-        self.plans: dict[tuple[int, int], Plan] = {}
-        self._restored: dict[str, Any] | None = None
+        # what one fit holds, its last decision among it: replaced at every fit start
+        self._fit = _Fit(RunShapeReader(dataset_size=self.dataset_size, batch_size=self.batch_size))
+        self._restored: dict[str, Any] | None = None  # the checkpoint's callback state (loaded before fit start)
         self._state_key: str | None = None
+
+    @property
+    def shape(self) -> RunShape | None:
+        """The run's shape at the last decision (``None`` before train start)."""
+        return None if self._fit.decision is None else self._fit.decision.shape
+
+    @property
+    def groups(self) -> list[GroupTimescale]:
+        """The last decision per param group (empty before train start)."""
+        return [] if self._fit.decision is None else self._fit.decision.groups
+
+    @property
+    def resolved_tau_iter(self) -> float | None:
+        """The run's ``tau_iter`` at the last decision (``None`` before train start)."""
+        return None if self._fit.decision is None else self._fit.decision.tau_iter
+
+    @property
+    def resolved_tau_epoch(self) -> float | None:
+        """``resolved_tau_iter / M`` (``None`` before train start or when ``M`` is unknown)."""
+        m = self.resolved_steps_per_epoch
+        return None if self._fit.decision is None or not m else self._fit.decision.tau_iter / m
+
+    @property
+    def held_tau_epoch(self) -> float | None:
+        """The ``tau_epoch`` held at the run's current ``N`` (``tau_epoch`` at ``size_exponent=0``; ``None`` before
+        train start or for a target in steps)."""
+        return None if self._fit.decision is None else self._fit.decision.tau_epoch
+
+    @property
+    def resolved_num_params(self) -> float | None:
+        """The parameter count of a ``token_budget`` target, fixed at fit start (``None`` without one)."""
+        return self._fit.num_params
+
+    @property
+    def beta2(self) -> dict[tuple[int, int], float]:
+        """The ``β₂`` written per ``(optimizer, group)`` at the last decision (``beta2_epochs`` given)."""
+        return self._fit.beta2
+
+    @property
+    def plans(self) -> dict[tuple[int, int], Plan]:
+        """The plan of each managed group ``(optimizer, group)`` under the coupling, from the last decision to the end
+        of the run (:class:`~lightning_tau.couplings.Plan`; groups whose schedule cannot be looked ahead: none)."""
+        return self._fit.plans
+
+    @property
+    def fixed_lambda_pitfalls(self) -> list[FixedLambdaPitfall]:
+        """The muP groups whose ``configure_optimizers`` kept λ fixed across widths, found at train start."""
+        return self._fit.fixed_lambda_pitfalls
+
+    @property
+    def _optimizer_m(self) -> dict[int, float]:
+        """Optimizer index -> the ``M`` it was decided with, where not the run's (``lightning-tau plan`` reads it)."""
+        return {} if self._fit.decision is None else self._fit.decision.optimizer_steps_per_epoch
 
     @property
     def resolved_dataset_size(self) -> float | None:
@@ -318,46 +322,43 @@ class TimescaleCallback(Callback):
             raise ValueError(
                 two_callbacks_message([describe_target(c.tau_epoch, c.tau_iter, c.token_budget) for c in others])
             )
-        self._before, self._decoupled, self._pinned_lr = {}, set(), {}
-        self.shape, self._decided_epoch = None, None
-        self._shapes = RunShapeReader(dataset_size=self.dataset_size, batch_size=self.batch_size)  # monitors share it
-        self._optimizer_m = {}
-        self._steps.restore(self._restored)  # a checkpoint's callback state is loaded before fit start
+        self._remove_step_hooks()
+        fit = self._fit = _Fit(RunShapeReader(dataset_size=self.dataset_size, batch_size=self.batch_size))
+        fit.steps.restore(self._restored)  # a checkpoint's callback state is loaded before fit start
         check_optimizer_indices(self.steps_per_epoch, len(trainer.optimizers))
         prefixes = {cb.prefix for cb in trainer.callbacks if isinstance(cb, TimescaleMonitor)}  # type: ignore[attr-defined]
         # a monitor of the Trainer's with the same prefix logs the same keys: this callback's own stands down
-        self._own_monitor = None if self.monitor is None or self.monitor.prefix in prefixes else self.monitor
+        fit.own_monitor = None if self.monitor is None or self.monitor.prefix in prefixes else self.monitor
         if self.token_budget is not None:
             counted = sum(p.numel() for p in pl_module.parameters() if p.requires_grad)
-            self.resolved_num_params = power_law_num_params(self.token_budget, self.num_params, counted)
-        self._decoupled, self._before = decoupled_groups(
+            fit.num_params = power_law_num_params(self.token_budget, self.num_params, counted)
+        fit.managed_optimizers, fit.weight_decay_before = decoupled_groups(
             trainer.optimizers, skip_unsupported=self.skip_unsupported_optimizers, warn=rank_zero_warn
         )
-        if self.beta2_epochs is not None and not adam_beta2s(trainer.optimizers, self._decoupled):
+        if self.beta2_epochs is not None and not adam_beta2s(trainer.optimizers, fit.managed_optimizers):
             raise ValueError(
                 f"`TimescaleCallback(beta2_epochs={self.beta2_epochs!r})` found no Adam-like param group (one with a"
                 " `betas` pair) in the optimizers it manages; leave `beta2_epochs` out for an optimizer without"
                 " a second-moment EMA."
             )
-        if self._own_monitor is not None:
-            self._own_monitor.on_fit_start(trainer, pl_module)
+        if fit.own_monitor is not None:
+            fit.own_monitor.on_fit_start(trainer, pl_module)
 
     @override
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Read the run's shape, decide each managed group's ``weight_decay``, write it and print the summary."""
-        self._steps.resume(trainer.current_epoch)
-        self.shape = None
+        self._fit.steps.resume(trainer.current_epoch)
         self._decide(trainer)
         self._hook_optimizers(trainer)
-        if self._own_monitor is not None:
-            self._own_monitor.on_train_start(trainer, pl_module)
+        if self._fit.own_monitor is not None:
+            self._fit.own_monitor.on_train_start(trainer, pl_module)
 
     def _hook_optimizers(self, trainer: pl.Trainer) -> None:
         """Register this callback's step pre-hook on every optimizer (on the one that steps, inside any wrapper), so
         it runs however the loop steps it (automatic or manual optimization, ``use_pl_optimizer=False`` included).
         Hooks of an earlier fit are removed first: a second fit or a resume never writes twice."""
         self._remove_step_hooks()
-        self._step_hooks = [
+        self._fit.step_hooks = [
             unwrap_optimizer(optimizer).register_step_pre_hook(
                 functools.partial(self._before_optimizer_step, trainer, i)
             )
@@ -365,9 +366,9 @@ class TimescaleCallback(Callback):
         ]
 
     def _remove_step_hooks(self) -> None:
-        for handle in self._step_hooks:
+        for handle in self._fit.step_hooks:
             handle.remove()
-        self._step_hooks = []
+        self._fit.step_hooks = []
 
     def _before_optimizer_step(
         self, trainer: pl.Trainer, index: int, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any
@@ -375,49 +376,48 @@ class TimescaleCallback(Callback):
         """Before every optimizer step: re-decide at an epoch's first step or when a group was added; under every
         coupling but ``"constant"`` write this step's decay into ``optimizer`` (the one that steps: its groups are
         read)."""
-        stepped = trainer.optimizers[index]
-        if trainer.current_epoch != self._decided_epoch or len(stepped.param_groups) != self._group_counts.get(
-            id(stepped)
-        ):
+        fit, stepped = self._fit, trainer.optimizers[index]
+        if trainer.current_epoch != fit.decided_epoch or len(stepped.param_groups) != fit.group_counts.get(id(stepped)):
             self._decide(trainer)
         if not trainer.lightning_module.automatic_optimization:  # count its real steps (see `steps_per_epoch`)
-            self._steps.step(index)
+            fit.steps.step(index)
         if self.coupling != "constant":
-            write_coupled(optimizer, self.coupling, self._managed.get(id(stepped), ()))
+            write_coupled(optimizer, self.coupling, fit.step_writes.get(id(stepped), ()))
 
     @override
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Start counting the epoch's steps (Lightning does not call this for an epoch resumed inside)."""
-        self._steps.start_epoch(trainer.current_epoch)
+        self._fit.steps.start_epoch(trainer.current_epoch)
 
     @override
     def on_train_batch_end(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
-        self._steps.end_batch()
-        if self._own_monitor is not None:
-            self._own_monitor.on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+        self._fit.steps.end_batch()
+        if self._fit.own_monitor is not None:
+            self._fit.own_monitor.on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
 
     @override
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Manual optimization: compare each optimizer's steps this epoch with the ``M`` it was decided with."""
-        if pl_module.automatic_optimization or self.shape is None:
+        decision = self._fit.decision
+        if pl_module.automatic_optimization or decision is None:
             return
-        wrong = self._steps.end_epoch(
-            self._decoupled,
+        wrong = self._fit.steps.end_epoch(
+            self._fit.managed_optimizers,
             planned=trainer.num_training_batches,
             stopped=trainer.should_stop,
-            optimizer_m=self._optimizer_m,
-            steps_per_epoch=self.shape.steps_per_epoch,
+            optimizer_m=decision.optimizer_steps_per_epoch,
+            steps_per_epoch=decision.shape.steps_per_epoch,
         )
         for i, counted, used in wrong:
-            rank_zero_warn(miscounted_steps_warning(i, counted, trainer.current_epoch, self._steps.batches, used))
+            rank_zero_warn(miscounted_steps_warning(i, counted, trainer.current_epoch, self._fit.steps.batches, used))
 
     @override
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._remove_step_hooks()
-        if self._own_monitor is not None:
-            self._own_monitor.on_train_end(trainer, pl_module)
+        if self._fit.own_monitor is not None:
+            self._fit.own_monitor.on_train_end(trainer, pl_module)
 
     @override
     def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
@@ -426,8 +426,8 @@ class TimescaleCallback(Callback):
     @override
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         self._remove_step_hooks()
-        if self._own_monitor is not None:
-            self._own_monitor.teardown(trainer, pl_module, stage)
+        if self._fit.own_monitor is not None:
+            self._fit.own_monitor.teardown(trainer, pl_module, stage)
 
     @override
     def state_dict(self) -> dict[str, Any]:
@@ -441,7 +441,7 @@ class TimescaleCallback(Callback):
             "mode": self.mode,
             "coupling": self.coupling,
             "weight_decay": {g.name: g.weight_decay for g in self.groups},
-            **self._steps.state_dict(),  # manual optimization: "measured_steps" and "epoch_counts"
+            **self._fit.steps.state_dict(),  # manual optimization: "measured_steps" and "epoch_counts"
             "monitor": None if self.monitor is None else self.monitor.state_dict(),
         }
 
@@ -453,122 +453,65 @@ class TimescaleCallback(Callback):
 
     # --- read -> decide -> apply -> report ------------------------------------------------------------------
 
+    def _target(self) -> Target:
+        """The target as given; a ``token_budget``'s ``tau_iter`` as the power law picked it at train start."""
+        return Target(
+            tau_epoch=self.tau_epoch,
+            tau_iter=self.tau_iter if self.token_budget is None else self.resolved_tau_iter,
+            width_exponent=self.width_exponent,
+            size_exponent=self.size_exponent,
+            reference_dataset_size=self.reference_dataset_size,
+        )
+
     def _decide(self, trainer: pl.Trainer) -> None:
         """The one path for the start and for every change: read the shape, decide and write, then report."""
-        first = self.shape is None
+        fit, old = self._fit, self._fit.decision
         power_law = None
-        if self.token_budget is not None and (first or self.resolved_tau_iter is None):  # fixed at train start
-            assert self.resolved_num_params is not None
+        if self.token_budget is not None and old is None:  # the power law's tau_iter is fixed at train start
+            assert fit.num_params is not None
             power_law = functools.partial(
                 power_law_tau_iter,
                 self.token_budget,
-                self.resolved_num_params,
+                fit.num_params,
                 coefficient=self.power_law_coefficient,
                 exponent=self.power_law_exponent,
                 planned_steps=trainer.estimated_stepping_batches,
             )
-        shape = self._shapes.read(trainer)
+        target = self._target()
         decision = decide_and_write(
             trainer.optimizers,
-            shape,
-            tau_epoch=self.tau_epoch,
-            tau_iter=self.tau_iter if self.token_budget is None else self.resolved_tau_iter,
+            fit.shapes.read(trainer),
+            target,
             power_law=power_law,
-            width_exponent=self.width_exponent,
-            size_exponent=self.size_exponent,
-            reference_dataset_size=self.reference_dataset_size,
-            weight_decay_before=self._before,
-            managed_optimizers=self._decoupled,
+            managed_optimizers=fit.managed_optimizers,
+            weight_decay_before=fit.weight_decay_before if old is None else old.weight_decay_before,
+            pinned_lrs={} if old is None else old.pinned_lrs,
             scheduled={id(getattr(c.scheduler, "optimizer", None)) for c in trainer.lr_scheduler_configs},
-            pinned_lrs=self._pinned_lr,
-            measured=self._steps.measured,
+            measured=fit.steps.measured,
             declared_steps_per_epoch=self.steps_per_epoch,
-            epoch=None if first else trainer.current_epoch,
+            epoch=None if old is None else trainer.current_epoch,
         )
-        groups = decision.groups
-        previous = {(g.optimizer_index, g.group_index): g for g in self.groups}
-        for g in groups:  # the look-ahead is re-run only when something changed (see `_report_change`)
-            old = previous.get((g.optimizer_index, g.group_index))
-            if old is not None and old.weight_decay == g.weight_decay:
-                g.planned_timescales = old.planned_timescales
-        old_shape, old_groups, old_tau_iter = self.shape, self.groups, self.resolved_tau_iter
-        self.shape, self.groups, self.resolved_tau_iter = shape, groups, decision.tau_iter
-        self.held_tau_epoch = decision.tau_epoch
-        self.resolved_tau_epoch = decision.tau_iter / shape.steps_per_epoch if shape.steps_per_epoch else None
-        self._optimizer_m = decision.optimizer_steps_per_epoch
-        self._managed = {id(trainer.optimizers[i]): writes for i, writes in step_writes(groups).items()}
-        self._group_counts = {id(o): len(o.param_groups) for o in trainer.optimizers}
-        self._decided_epoch = trainer.current_epoch
+        previous = {} if old is None else {(g.optimizer_index, g.group_index): g for g in old.groups}
+        for g in decision.groups:  # the look-ahead is re-run only when something changed (see `report_change`)
+            before = previous.get((g.optimizer_index, g.group_index))
+            if before is not None and before.weight_decay == g.weight_decay:
+                g.planned_timescales = before.planned_timescales
+        fit.decision, fit.decided_epoch = decision, trainer.current_epoch
+        fit.step_writes = {id(trainer.optimizers[i]): w for i, w in step_writes(decision.groups).items()}
+        fit.group_counts = {id(o): len(o.param_groups) for o in trainer.optimizers}
         if self.beta2_epochs is not None:
-            self._hold_beta2(trainer, shape)
-        held = decision.tau_epoch
-        targets = group_targets(groups, decision.tau_iters, held, self._optimizer_m, shape.steps_per_epoch)
-        size_rule = None
-        if self.size_exponent != 0.0:
-            assert self.tau_epoch is not None and self.reference_dataset_size is not None
-            size_rule = {
-                "size_exponent": self.size_exponent,
-                "reference_dataset_size": float(self.reference_dataset_size),
-                "tau_epoch_at_reference_size": self.tau_epoch,
-            }
-        for monitor in self._monitors(trainer):  # one shape, and each group's own target, for the monitor
-            monitor.follow(
-                self._shapes,
-                tau_iter=decision.tau_iter,
-                tau_epoch=held if held is not None else self.resolved_tau_epoch,
-                group_targets=targets,
-                optimizer_steps_per_epoch=self._optimizer_m,
-                size_rule=size_rule,
-            )
-        if first:
+            fit.beta2 = hold_beta2(trainer.optimizers, decision, fit.managed_optimizers, self.beta2_epochs)
+        monitors = [cb for cb in trainer.callbacks if isinstance(cb, TimescaleMonitor)]  # type: ignore[attr-defined]
+        follow(monitors + ([fit.own_monitor] if fit.own_monitor is not None else []), fit.shapes, decision, target)
+        if old is None:
             self._report_start(trainer, decision)
-        else:
-            assert old_shape is not None and old_tau_iter is not None
-            self._report_change(trainer, old_shape, old_groups, old_tau_iter)
-
-    def _hold_beta2(self, trainer: pl.Trainer, shape: RunShape) -> None:
-        """Write ``β₂ = 1 - 1 / (beta2_epochs · M)`` into every Adam-like managed group, ``M`` its optimizer's."""
-        assert self.beta2_epochs is not None
-        beta2 = {}
-        for i, j in adam_beta2s(trainer.optimizers, self._decoupled):
-            m = self._optimizer_m.get(i, shape.steps_per_epoch)
-            if not m:
-                raise ValueError(
-                    f"`TimescaleCallback(beta2_epochs={self.beta2_epochs!r})` needs the epoch length in optimizer"
-                    " steps, which could not be read: give `dataset_size` (or `batch_size`), or leave `beta2_epochs`"
-                    " out."
-                )
-            try:
-                beta2[(i, j)] = beta_for_epochs(self.beta2_epochs, m)
-            except ValueError as err:
-                raise ValueError(f"`TimescaleCallback(beta2_epochs={self.beta2_epochs!r})`: {err}") from None
-        write_beta2(trainer.optimizers, beta2)
-        self.beta2 = beta2
-
-    def _windows(self, trainer: pl.Trainer) -> list[Window]:
-        """Every EMA window of the run, in optimizer steps: AdamW's ``tau`` per managed group, Adam's ``β₂`` window
-        per value (the groups holding it named), and each model-EMA callback's."""
-        windows = [Window(f"AdamW tau ({g.name})", g.tau_iter) for g in self.groups if g.decays and g.tau_iter]
-        names = {(g.optimizer_index, g.group_index): g.name for g in self.groups}
-        by_value: dict[float, list[str]] = {}
-        for key, beta2 in adam_beta2s(trainer.optimizers, self._decoupled).items():
-            by_value.setdefault(beta2, []).append(names.get(key, f"pg{key[1] + 1}"))
-        for beta2, held in by_value.items():
-            if beta2 < 1:
-                source = f"betas[1]={beta2:.6g}" + (f" (beta2_epochs={self.beta2_epochs:g})" if self.beta2 else "")
-                windows.append(Window(f"Adam beta2 ({', '.join(held)})", ema_window_steps(beta2), source))
-        windows += [Window(f"model EMA ({name})", steps, source) for name, steps, source in model_ema_windows(trainer)]
-        return windows
-
-    def _monitors(self, trainer: pl.Trainer) -> list[TimescaleMonitor]:
-        """The monitors of this run: this callback's own, and any ``TimescaleMonitor`` in the Trainer."""
-        found = [cb for cb in trainer.callbacks if isinstance(cb, TimescaleMonitor)]  # type: ignore[attr-defined]
-        return found + ([self._own_monitor] if self._own_monitor is not None else [])
+        elif report_change(trainer, old, decision, target):
+            self._plan(trainer)
 
     def _plan(self, trainer: pl.Trainer) -> int | None:
         """Plan each managed group's timescales under the coupling over the steps left (``plans``); return those
         steps."""
-        remaining, self.plans = plan_timescales(
+        remaining, self._fit.plans = plan_timescales(
             trainer,
             self.groups,
             steps_per_epoch=self.resolved_steps_per_epoch,
@@ -579,76 +522,42 @@ class TimescaleCallback(Callback):
 
     def _report_start(self, trainer: pl.Trainer, decision: Decision) -> None:
         """Say, on rank zero and before training, what was decided and what looks wrong (text: ``summary.py``)."""
-        assert self.shape is not None and self.resolved_tau_iter is not None
         planned_steps = self._plan(trainer)
-        module = trainer.lightning_module
-        self.fixed_lambda_pitfalls, warnings = start_warnings(
-            self.groups,
-            decision.inputs,
-            resume=resume_changes(self._restored, self.shape, self.resolved_tau_iter) if self._restored else [],
-            width_exponent=self.width_exponent,
-            param_groups=None if self.decay_vectors else [o.param_groups for o in trainer.optimizers],
-            names={id(p): n for n, p in module.named_parameters()},
+        self._fit.fixed_lambda_pitfalls = report_start(
+            trainer,
+            decision,
+            self._target(),
+            resume=resume_changes(self._restored, decision.shape, decision.tau_iter) if self._restored else [],
+            decay_vectors=self.decay_vectors,
+            summary=self.verbose,
+            planned_steps=planned_steps,
+            plans=self._fit.plans,
+            coupling=self.coupling,
+            windows=lambda: ema_windows(trainer, decision.groups, self._fit.managed_optimizers, self.beta2_epochs),
+            sample_unit="tokens" if self.token_budget is not None else "samples or tokens",
         )
-        for message in warnings:
-            rank_zero_warn(message)
-        mults = {f"timescale/width_mult/{g.name}": g.width_mult for g in self.groups if g.width_mult is not None}
-        if mults and trainer.is_global_zero:  # at train start; a monitor logs them again at its (later) logging steps
-            for logger in trainer.loggers:
-                logger.log_metrics(mults, step=trainer.global_step)
-        if self.verbose:
-            rank_zero_info(
-                start_summary(
-                    self.groups,
-                    tau_iter=self.resolved_tau_iter,
-                    tau_epoch=self.resolved_tau_epoch,
-                    shape=self.shape,
-                    planned_steps=planned_steps,
-                    optimizer_steps_per_epoch=self._optimizer_m,
-                    note=decision.note,
-                    width_exponent=self.width_exponent,
-                    manual_tau_epoch=None if module.automatic_optimization else self.held_tau_epoch,
-                    size_scaling=size_note(
-                        self.tau_epoch,
-                        self.shape.dataset_size,
-                        size_exponent=self.size_exponent,
-                        reference_dataset_size=self.reference_dataset_size,
-                    ),
-                    coupling=self.coupling,
-                    plans={
-                        g.name: self.plans[(g.optimizer_index, g.group_index)]
-                        for g in self.groups
-                        if (g.optimizer_index, g.group_index) in self.plans
-                    },
-                    windows=self._windows(trainer),
-                    sample_unit="tokens" if self.token_budget is not None else "samples or tokens",
-                )
-            )
 
-    def _report_change(
-        self, trainer: pl.Trainer, old_shape: RunShape, old_groups: list[GroupTimescale], old_tau_iter: float
-    ) -> None:
-        """Say once, on rank zero, what changed mid-fit and the weight decay now in force (nothing if nothing did)."""
-        assert self.shape is not None and self.resolved_tau_iter is not None
-        parts = change_parts(old_shape, self.shape, old_tau_iter, self.resolved_tau_iter, old_groups, self.groups)
-        if parts:
-            self._plan(trainer)
-            when = {"epoch": trainer.current_epoch, "step": trainer.global_step}
-            scaled = (
-                None
-                if self.tau_epoch is None
-                else size_scaling_text(
-                    self.tau_epoch,
-                    self.shape.dataset_size,
-                    size_exponent=self.size_exponent,
-                    reference_dataset_size=self.reference_dataset_size,
-                )
-            )
-            rank_zero_info(
-                change_line(
-                    parts, tau_epoch=self.held_tau_epoch, tau_iter=self.resolved_tau_iter, size_scaling=scaled, **when
-                )
-            )
+
+@dataclass
+class _Fit:
+    """What one fit holds: created with the callback and replaced at every fit start, so nothing of a fit carries
+    into the next (a checkpoint's state comes through ``load_state_dict`` instead)."""
+
+    shapes: RunShapeReader  # reads the run's shape at each decision; the run's monitors share it
+    steps: StepCounter = field(default_factory=StepCounter)  # manual optimization: each optimizer's steps, counted
+    own_monitor: TimescaleMonitor | None = None  # the callback's own monitor, unless the Trainer has one
+    managed_optimizers: set[int] = field(default_factory=set)  # indices of the optimizers this callback manages
+    weight_decay_before: dict[tuple[int, int], float] = field(default_factory=dict)  # the user's own, at fit start
+    num_params: float | None = None  # a token budget's parameter count
+    decision: Decision | None = None  # the last one (its `weight_decay_before` and `pinned_lrs` go to the next)
+    decided_epoch: int | None = None
+    # id(optimizer) -> (group index, weight decay at the reference lr, reference lr), for the per-step writes
+    step_writes: dict[int, list[tuple[int, float, float]]] = field(default_factory=dict)
+    group_counts: dict[int, int] = field(default_factory=dict)  # id(optimizer) -> len(param_groups) when decided
+    step_hooks: list[RemovableHandle] = field(default_factory=list)  # the step pre-hooks of the fit in progress
+    beta2: dict[tuple[int, int], float] = field(default_factory=dict)
+    plans: dict[tuple[int, int], Plan] = field(default_factory=dict)
+    fixed_lambda_pitfalls: list[FixedLambdaPitfall] = field(default_factory=list)
 
 
 def _checked_monitor(monitor: object) -> TimescaleMonitor | None:

@@ -12,7 +12,9 @@ The callback, :func:`lightning_tau.apply_timescale` and the monitor share this o
    group of width multiplier ``s`` under a width exponent ``alpha != 1``);
 3. *apply* the values to the optimizer and *report* them.
 
-A change mid-fit (accumulation, reloaded data, a new param group) takes the same path again.
+A change mid-fit (accumulation, reloaded data, a new param group) takes the same path again. The target's argument
+checks and its size rule are :mod:`lightning_tau.target`'s; what changed between two shapes,
+:mod:`lightning_tau.changes`'.
 """
 
 from __future__ import annotations
@@ -21,35 +23,24 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from lightning_tau import _checks, timescale
+from lightning_tau import timescale
+from lightning_tau.target import WidthExponent, size_scaled_tau_epoch
 from lightning_tau.width import NO_MUP
 
 __all__ = [
     "GroupInput",
     "GroupTimescale",
     "RunShape",
-    "SIZE_EXPONENT_LIMIT",
-    "WidthExponent",
     "NO_MUP",
-    "check_size_rule",
-    "check_target",
-    "check_width_exponent",
     "decide_groups",
     "group_targets",
     "held_tau_epoch",
     "optimizer_tau_iters",
     "resolve_tau_iter",
-    "resume_changes",
     "run_tau_iter",
-    "shape_changes",
-    "size_scaled_tau_epoch",
-    "size_scaling_text",
     "step_writes",
     "uses_mup",
 ]
-
-#: One exponent ``alpha`` for every group (``lambda ∝ s ** alpha``), or one per group name (others keep 1).
-WidthExponent = float | Mapping[str, float]
 
 
 @dataclass(frozen=True)
@@ -122,7 +113,8 @@ class GroupTimescale:
         reference_lr: learning rate the timescale is defined at (the scheduler's base or peak lr).
         weight_decay_before: the group's ``weight_decay`` as ``configure_optimizers`` set it.
         weight_decay: the value to write (equal to ``weight_decay_before`` for groups left alone).
-        decays: whether this group is managed (decoupled optimizer, ``weight_decay_before > 0``).
+        managed: whether this callback sets the group's decay (decoupled optimizer, ``weight_decay_before > 0``);
+            :attr:`decays` is its older name.
         width_mult: muP width multiplier, if the parameters or the group carry one.
         planned_timescales: ``sum_t lr_t * weight_decay`` from this decision to the end of the planned run, if it
             could be estimated.
@@ -138,11 +130,16 @@ class GroupTimescale:
     reference_lr: float
     weight_decay_before: float
     weight_decay: float
-    decays: bool
+    managed: bool
     width_mult: float | None = None
     planned_timescales: float | None = None
     tau_iter: float | None = None
     width_exponent: float = 1.0
+
+    @property
+    def decays(self) -> bool:
+        """The older name of :attr:`managed`."""
+        return self.managed
 
 
 def resolve_tau_iter(
@@ -251,7 +248,7 @@ def decide_groups(
                 reference_lr=g.reference_lr,
                 weight_decay_before=g.weight_decay_before,
                 weight_decay=weight_decay,
-                decays=g.managed,
+                managed=g.managed,
                 width_mult=g.width_mult,
                 tau_iter=group_tau_iter,
                 width_exponent=alpha,
@@ -273,134 +270,6 @@ def uses_mup(groups: Sequence[GroupInput]) -> bool:
     return any((g.width_mult or 1.0) != 1.0 for g in groups) or any(
         g.width_problem is not None and g.width_problem != NO_MUP for g in groups
     )
-
-
-def check_target(tau_epoch: object, tau_iter: object, *, token_budget: object) -> tuple[float | None, float | None]:
-    """``TimescaleCallback(tau_epoch=..., tau_iter=...)``: exactly one of them, or neither with a ``token_budget``;
-    a positive finite number; ``tau_iter`` more than one optimizer step.
-
-    Returns ``(tau_epoch, tau_iter)`` as floats (``None`` where not given).
-
-    Example:
-        >>> check_target(5, None, token_budget=None), check_target(None, 100, token_budget=None)
-        ((5.0, None), (None, 100.0))
-        >>> check_target(None, 1, token_budget=None)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: `TimescaleCallback(tau_iter=1)` is not valid: a timescale of one optimizer step or less makes ...
-    """
-    if token_budget is None and (tau_epoch is None) == (tau_iter is None):
-        raise ValueError(
-            "`TimescaleCallback` takes exactly one of `tau_epoch`, `tau_iter` and `token_budget`,"
-            f" got tau_epoch={tau_epoch!r} and tau_iter={tau_iter!r}."
-        )
-    epochs = None if tau_epoch is None else _positive("tau_epoch", tau_epoch)
-    steps = None if tau_iter is None else _positive("tau_iter", tau_iter)
-    if steps is not None and steps <= 1:
-        raise _checks.invalid(
-            "TimescaleCallback",
-            "tau_iter",
-            tau_iter,
-            "a timescale of one optimizer step or less makes `lr * weight_decay >= 1`, which zeroes or flips the"
-            " weights every step. Use `tau_iter > 1`.",
-        )
-    return epochs, steps
-
-
-#: The largest ``|size_exponent|`` accepted (:data:`lightning_tau._checks.SIZE_EXPONENT_LIMIT`).
-SIZE_EXPONENT_LIMIT = _checks.SIZE_EXPONENT_LIMIT
-
-
-def check_size_rule(
-    size_exponent: object,
-    reference_dataset_size: object,
-    *,
-    owner: str = "TimescaleCallback",
-    tau_iter: object = None,
-    token_budget: object = None,
-) -> tuple[float, int | None]:
-    """``size_exponent`` and ``reference_dataset_size``: how the held ``tau_epoch`` moves with ``N``.
-
-    ``size_exponent`` is a finite number in ``[-2, 2]`` (:data:`SIZE_EXPONENT_LIMIT`); a nonzero one needs a
-    ``reference_dataset_size`` (a positive whole number, the ``N`` the given ``tau_epoch`` was measured at, in the
-    unit of the run's ``N``: samples, or tokens when ``dataset_size`` is given in tokens) and a ``tau_epoch``
-    target: a ``tau_iter`` target is in steps, not epochs, and a ``token_budget`` already picks the timescale from
-    the tokens per parameter, so scaling it with ``N`` as well would count the data twice. At exponent 0 (the
-    paper's rule, the default) ``reference_dataset_size`` is optional and changes nothing.
-
-    Returns ``(size_exponent, reference_dataset_size)`` as a float and an int (or ``None``).
-
-    Example:
-        >>> check_size_rule(-0.5, 12_500), check_size_rule(0, None)
-        ((-0.5, 12500), (0.0, None))
-        >>> check_size_rule(-0.5, None)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: `TimescaleCallback(size_exponent=-0.5)` is not valid: a nonzero `size_exponent` needs ...
-    """
-    exponent = _checks.size_exponent(owner, size_exponent)
-    reference = None
-    if reference_dataset_size is not None:
-        ok = (
-            isinstance(reference_dataset_size, (int, float))
-            and not isinstance(reference_dataset_size, bool)
-            and timescale.is_positive_integer(reference_dataset_size)
-        )
-        if not ok:
-            raise _checks.invalid(
-                owner,
-                "reference_dataset_size",
-                reference_dataset_size,
-                "use a positive whole number: the dataset size N (samples, or tokens when the run's dataset_size"
-                " is in tokens) the given tau_epoch was measured at.",
-            )
-        reference = int(reference_dataset_size)
-    if exponent == 0.0:
-        return 0.0, reference
-    if reference is None:
-        raise _checks.invalid(
-            owner,
-            "size_exponent",
-            size_exponent,
-            "a nonzero `size_exponent` needs `reference_dataset_size`, the dataset size N the given tau_epoch"
-            " was measured at (the finder's `AxisResult.callback()` passes both).",
-        )
-    if token_budget is not None:
-        raise _checks.invalid(
-            owner,
-            "size_exponent",
-            size_exponent,
-            f"`token_budget={token_budget!r}` already picks the timescale from the tokens per parameter; scaling it"
-            " with N as well would count the data twice. Use `tau_epoch` with `size_exponent`, or `token_budget`"
-            " alone.",
-        )
-    if tau_iter is not None:
-        raise _checks.invalid(
-            owner,
-            "size_exponent",
-            size_exponent,
-            f"`size_exponent` scales a `tau_epoch` target with N, and `tau_iter={tau_iter!r}` is in optimizer steps."
-            " Give the target as `tau_epoch`.",
-        )
-    return exponent, reference
-
-
-def size_scaled_tau_epoch(
-    tau_epoch: float, dataset_size: float, *, size_exponent: float, reference_dataset_size: float | None
-) -> float:
-    r"""The ``tau_epoch`` held at dataset size ``N``: :math:`\tau_{epoch} (N / N_{ref})^{e}` (``tau_epoch`` at
-    ``e = 0``).
-
-    Example:
-        >>> size_scaled_tau_epoch(8.0, 50_000, size_exponent=-0.5, reference_dataset_size=12_500)
-        4.0
-        >>> size_scaled_tau_epoch(8.0, 50_000, size_exponent=0.0, reference_dataset_size=None)
-        8.0
-    """
-    if size_exponent == 0.0:
-        return tau_epoch
-    assert reference_dataset_size is not None  # check_size_rule refuses a nonzero exponent without it
-    return tau_epoch * (dataset_size / reference_dataset_size) ** size_exponent
 
 
 def held_tau_epoch(
@@ -442,69 +311,6 @@ def held_tau_epoch(
     )
 
 
-def size_scaling_text(
-    tau_epoch: float, dataset_size: float | None, *, size_exponent: float, reference_dataset_size: float | None
-) -> str | None:
-    """How the held ``tau_epoch`` came from the given one, as the summary says it (``None`` at exponent 0).
-
-    Example:
-        >>> size_scaling_text(8.0, 50_000, size_exponent=-0.5, reference_dataset_size=12_500)
-        'tau_epoch 8 x (50000/12500)^-0.5 = 4'
-    """
-    if size_exponent == 0.0 or dataset_size is None or reference_dataset_size is None:
-        return None
-    held = size_scaled_tau_epoch(
-        tau_epoch, dataset_size, size_exponent=size_exponent, reference_dataset_size=reference_dataset_size
-    )
-    return (
-        f"tau_epoch {tau_epoch:.4g} x ({dataset_size:.10g}/{reference_dataset_size:.10g})^{size_exponent:g}"
-        f" = {held:.4g}"
-    )
-
-
-def _positive(name: str, value: object) -> float:
-    """A positive finite number, with the callback's name in the message."""
-    return _checks.positive_number("TimescaleCallback", name, value, f"`{name}` must be a positive finite number.")
-
-
-def check_width_exponent(value: object, owner: str = "TimescaleCallback") -> WidthExponent:
-    """Validate a width exponent: a finite number, or a mapping from group name (str) to a finite number.
-
-    Returns a float, or a new ``dict`` of floats.
-
-    Raises:
-        ValueError: naming ``owner``, the argument and the bad value.
-
-    Example:
-        >>> check_width_exponent(0.5), check_width_exponent({"hidden": 0})
-        (0.5, {'hidden': 0.0})
-        >>> check_width_exponent("half")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: `TimescaleCallback(width_exponent='half')` is not valid: use a finite number alpha ...
-    """
-    usage = (
-        " use a finite number alpha (weight decay ∝ s ** alpha across widths; 1 is the paper's muP rule) or a"
-        " mapping from param group name to alpha, e.g. {'hidden': 0.5}."
-    )
-    if isinstance(value, Mapping):
-        out = {}
-        for name, alpha in value.items():
-            if not isinstance(name, str) or not _finite_number(alpha):
-                raise ValueError(
-                    f"`{owner}(width_exponent={dict(value)!r})` is not valid: entry {name!r}: {alpha!r};" + usage
-                )
-            out[name] = float(alpha)
-        return out
-    if not _finite_number(value):
-        raise ValueError(f"`{owner}(width_exponent={value!r})` is not valid:" + usage)
-    return float(value)  # type: ignore[arg-type]
-
-
-def _finite_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _group_exponents(groups: Sequence[GroupInput], width_exponent: WidthExponent) -> dict[str, float]:
     """``alpha`` per group name; a mapping naming a group the run does not have is an error."""
     if not isinstance(width_exponent, Mapping):
@@ -544,26 +350,6 @@ def _width_scaled_tau_iter(g: GroupInput, tau_iter: float, alpha: float) -> floa
             + " Use a longer target timescale or an exponent nearer 1."
         )
     return scaled
-
-
-def shape_changes(old: RunShape, new: RunShape) -> list[str]:
-    """What differs between two shapes, as ``"name old -> new"`` phrases (empty when nothing that matters did).
-
-    Example:
-        >>> shape_changes(RunShape(10, 100, 10), RunShape(3, 100, 40, accumulation=4))
-        ['steps per epoch 10 -> 3', 'global batch 10 -> 40', 'accumulation 1 -> 4']
-    """
-    out = []
-    for label, a, b in (
-        ("steps per epoch", old.steps_per_epoch, new.steps_per_epoch),
-        ("dataset size", old.dataset_size, new.dataset_size),
-        ("global batch", old.global_batch_size, new.global_batch_size),
-        ("world size", old.world_size, new.world_size),
-        ("accumulation", old.accumulation, new.accumulation),
-    ):
-        if a != b and not (a is not None and b is not None and math.isclose(a, b, rel_tol=1e-12)):
-            out.append(f"{label} {_num(a)} -> {_num(b)}")
-    return out
 
 
 def run_tau_iter(
@@ -662,7 +448,7 @@ def group_targets(
     """
     out: dict[tuple[int, int], tuple[float, float | None]] = {}
     for g in groups:
-        if not g.decays or g.tau_iter is None:
+        if not g.managed or g.tau_iter is None:
             continue
         if tau_epoch is not None:
             held = tau_iters[g.optimizer_index] if isinstance(tau_iters, Mapping) else tau_iters
@@ -687,32 +473,9 @@ def step_writes(groups: Sequence[GroupTimescale]) -> dict[int, list[tuple[int, f
     """
     out: dict[int, list[tuple[int, float, float]]] = {}
     for g in groups:
-        if g.decays:
+        if g.managed:
             out.setdefault(g.optimizer_index, []).append((g.group_index, g.weight_decay, g.reference_lr))
     return out
-
-
-def resume_changes(restored: Mapping[str, float | None], shape: RunShape, tau_iter: float | None) -> list[str]:
-    """What differs between a checkpoint's run (its callback state) and the resumed run, as phrases.
-
-    Keys the checkpoint does not hold, or values unknown now, are not compared.
-
-    Example:
-        >>> resume_changes({"dataset_size": 100, "world_size": 1, "tau_iter": 500.0},
-        ...                RunShape(10, 200, 10, world_size=2), 500.0)
-        ['dataset_size 100 -> 200', 'world_size 1 -> 2']
-    """
-    return [
-        f"{key} {restored.get(key)!r} -> {new!r}"
-        for key, new in (
-            ("dataset_size", shape.dataset_size),
-            ("world_size", shape.world_size),
-            ("global_batch_size", shape.global_batch_size),
-            ("steps_per_epoch", shape.steps_per_epoch),
-            ("tau_iter", tau_iter),
-        )
-        if restored.get(key) is not None and new is not None and not math.isclose(restored[key], new, rel_tol=1e-12)  # type: ignore[arg-type]
-    ]
 
 
 def _too_short(what: str, steps: float) -> str:
@@ -720,7 +483,3 @@ def _too_short(what: str, steps: float) -> str:
         f"{what} so `lr * weight_decay = {1 / steps:.4g}` (>= 1): every step would shrink the weights to zero or past"
         " it, and training diverges."
     )
-
-
-def _num(value: float | None) -> str:
-    return "?" if value is None else f"{value:.4g}"

@@ -124,7 +124,7 @@ class PlannedGroup(Protocol):
 
     optimizer_index: int
     group_index: int
-    decays: bool
+    managed: bool
     reference_lr: float
     weight_decay: float
     tau_iter: float | None
@@ -187,7 +187,7 @@ def planned_timescales(
     out: dict[tuple[int, int], float | None] = {}
     if per_step:
         for g in groups:
-            if g.decays:
+            if g.managed:
                 assert g.tau_iter is not None
                 steps = optimizer_remaining(remaining, steps_per_epoch, optimizer_m.get(g.optimizer_index))
                 out[(g.optimizer_index, g.group_index)] = steps / g.tau_iter
@@ -198,7 +198,7 @@ def planned_timescales(
         m_i = optimizer_m.get(i, steps_per_epoch) or float("nan")
         sums = planned_lr_sums(optimizer, specs, steps_i, m_i) if specs else None
         for g in groups:
-            if g.optimizer_index != i or not g.decays:
+            if g.optimizer_index != i or not g.managed:
                 continue
             lr_sum = sums[g.group_index] if sums is not None else (None if specs else steps_i * g.reference_lr)
             out[(g.optimizer_index, g.group_index)] = None if lr_sum is None else lr_sum * g.weight_decay

@@ -2,13 +2,12 @@
 
 The pre-flight table (:func:`format_summary`) and the notes under it, the warnings it gives before training (1-D
 parameters that decay, a run shorter than one timescale, a width exponent with no effect, a changed shape on
-resume, fixed-λ muP groups) and the line it prints when the run changes mid-fit. The callback decides *when* to
-say something; these functions decide *what*.
+resume, fixed-λ muP groups). The callback decides *when* to say something; these functions decide *what*. What
+it says when the run changes mid-fit is :mod:`lightning_tau.changes`'.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,28 +15,17 @@ from typing import Any
 from lightning_tau import timescale
 from lightning_tau._table import table_lines
 from lightning_tau.couplings import Plan
-from lightning_tau.decide import (
-    NO_MUP,
-    GroupInput,
-    GroupTimescale,
-    RunShape,
-    WidthExponent,
-    shape_changes,
-    size_scaling_text,
-    uses_mup,
-)
+from lightning_tau.decide import NO_MUP, GroupInput, GroupTimescale, RunShape, uses_mup
+from lightning_tau.target import WidthExponent, size_scaling_text
 from lightning_tau.width import FixedLambdaPitfall, GroupRate, find_fixed_lambda_pitfall, format_fixed_lambda_pitfall
 
 __all__ = [
     "GroupTimescale",
     "Window",
-    "change_line",
-    "change_parts",
     "describe_target",
     "fixed_lambda_warning",
     "format_summary",
     "manual_note",
-    "miscounted_steps_warning",
     "plan_lines",
     "resume_warning",
     "short_run_warning",
@@ -95,7 +83,7 @@ def format_summary(
     rows = []
     own_m = optimizer_steps_per_epoch or {}
     for i, g in enumerate(groups):
-        if g.decays:
+        if g.managed:
             wd = f"{_num(g.weight_decay_before)} -> {_num(g.weight_decay)}"
             g_tau_iter = _num(timescale.tau_iter(g.reference_lr, g.weight_decay))
             m = own_m.get(g.optimizer_index, steps_per_epoch)
@@ -112,7 +100,7 @@ def format_summary(
                 wd,
                 g_tau_iter,
                 g_tau_epoch,
-                _num(g.planned_timescales) if g.decays else "-",
+                _num(g.planned_timescales) if g.managed else "-",
             ]
         )
     out = [head, *table_lines(columns, rows)]
@@ -314,7 +302,7 @@ def start_warnings(
 ) -> tuple[list[FixedLambdaPitfall], list[str]]:
     """The warnings before training, in the order they are given, and the fixed-λ muP groups found.
 
-    A changed shape on resume (``resume``: ``decide.resume_changes``), a width exponent with no muP multiplier to
+    A changed shape on resume (``resume``: ``changes.resume_changes``), a width exponent with no muP multiplier to
     act on, fixed-λ muP groups, decaying 1-D parameters (not checked with ``param_groups=None``: the user said
     ``decay_vectors=True``), a run shorter than one timescale (``groups``' ``planned_timescales``).
 
@@ -383,7 +371,7 @@ def short_run_warning(groups: Sequence[GroupTimescale]) -> str | None:
         '`TimescaleCallback`: the run covers less than one EMA timescale for'
         >>> short_run_warning([GroupTimescale("pg1", 0, 0, 10, 1e-3, 0.1, 2.0, True, planned_timescales=1.0)])
     """
-    short = [g for g in groups if g.decays and g.planned_timescales is not None and g.planned_timescales < 1]
+    short = [g for g in groups if g.managed and g.planned_timescales is not None and g.planned_timescales < 1]
     if not short:
         return None
     return (
@@ -407,7 +395,7 @@ tau_iter x s^(1 - alpha): hidden (s=4, alpha=0.5).'
     """
     if width_exponent == 1.0 or not width_exponent:
         return None
-    scaled = [g for g in groups if g.decays and g.width_exponent != 1.0 and (g.width_mult or 1.0) != 1.0]
+    scaled = [g for g in groups if g.managed and g.width_exponent != 1.0 and (g.width_mult or 1.0) != 1.0]
     rule = (
         f"width_exponent={width_exponent:g}"
         if isinstance(width_exponent, float)
@@ -471,7 +459,7 @@ def vectors_warning(
     """
     parts = []
     for g in groups:
-        if not g.decays:
+        if not g.managed:
             continue
         group = param_groups[g.optimizer_index][g.group_index]
         vectors = [p for p in group["params"] if p.ndim <= 1]
@@ -505,7 +493,7 @@ def fixed_lambda_warning(groups: Sequence[GroupTimescale]) -> tuple[list[FixedLa
         ([], None)
     """
     rates = [GroupRate(g.name, g.reference_lr, g.weight_decay_before, g.width_mult) for g in groups]
-    pitfalls = find_fixed_lambda_pitfall([r for r, g in zip(rates, groups) if g.decays and g.width_exponent == 1.0])
+    pitfalls = find_fixed_lambda_pitfall([r for r, g in zip(rates, groups) if g.managed and g.width_exponent == 1.0])
     if not pitfalls:
         return pitfalls, None
     written = {g.name: g.weight_decay for g in groups}
@@ -527,7 +515,7 @@ def width_exponent_unused_warning(width_exponent: WidthExponent) -> str:
 
 
 def resume_warning(changes: Sequence[str]) -> str:
-    """The warning for a resumed run whose shape changed since the checkpoint (see ``decide.resume_changes``).
+    """The warning for a resumed run whose shape changed since the checkpoint (``changes.resume_changes``).
 
     Example:
         >>> resume_warning(["world_size 1 -> 2"])
@@ -538,84 +526,6 @@ decay is recomputed for the new values.'
         "`TimescaleCallback` resumed a run whose shape changed since the checkpoint: "
         + ", ".join(changes)
         + ". Weight decay is recomputed for the new values."
-    )
-
-
-def change_parts(
-    old_shape: RunShape,
-    shape: RunShape,
-    old_tau_iter: float,
-    tau_iter: float,
-    old_groups: Sequence[GroupTimescale],
-    groups: Sequence[GroupTimescale],
-) -> list[str]:
-    """What changed mid-fit between two decisions, as phrases (empty when nothing that matters did).
-
-    Example:
-        >>> old = [GroupTimescale("pg1", 0, 0, 10, 1e-3, 0.1, 2.0, True)]
-        >>> new = [GroupTimescale("pg1", 0, 0, 10, 1e-3, 0.1, 0.5, True),
-        ...        GroupTimescale("head", 0, 1, 10, 1e-2, 0.1, 0.05, True)]
-        >>> change_parts(RunShape(10), RunShape(40), 500.0, 2000.0, old, new)  # doctest: +NORMALIZE_WHITESPACE
-        ['steps per epoch 10 -> 40', 'tau_iter 500 -> 2000 steps', 'pg1 weight decay 2 -> 0.5',
-         "new param group 'head' (managed at lr 0.01): weight decay 0.1 -> 0.05"]
-    """
-    parts = shape_changes(old_shape, shape)
-    if not math.isclose(old_tau_iter, tau_iter, rel_tol=1e-12):
-        parts.append(f"tau_iter {old_tau_iter:.4g} -> {tau_iter:.4g} steps")
-    previous = {(g.optimizer_index, g.group_index): g for g in old_groups}
-    for g in groups:
-        old = previous.get((g.optimizer_index, g.group_index))
-        if old is None:
-            how = f"managed at lr {g.reference_lr:.4g}" if g.decays else "not managed"
-            wd = f"{g.weight_decay_before:.4g} -> {g.weight_decay:.4g}" if g.decays else f"{g.weight_decay:.4g}"
-            parts.append(f"new param group {g.name!r} ({how}): weight decay {wd}")
-        elif g.decays and not math.isclose(old.weight_decay, g.weight_decay, rel_tol=1e-12):
-            if not math.isclose(old.reference_lr, g.reference_lr, rel_tol=1e-12):
-                parts.append(f"{g.name} reference lr {old.reference_lr:.4g} -> {g.reference_lr:.4g}")
-            parts.append(f"{g.name} weight decay {old.weight_decay:.4g} -> {g.weight_decay:.4g}")
-    return parts
-
-
-def change_line(
-    parts: Sequence[str],
-    *,
-    tau_epoch: float | None,
-    tau_iter: float,
-    epoch: int,
-    step: int,
-    size_scaling: str | None = None,
-) -> str:
-    """The one line the callback prints when the run changed mid-fit (``parts`` from :func:`change_parts`).
-
-    ``tau_epoch`` is the one held; ``size_scaling`` says how a dataset-size exponent gave it at the new ``N``.
-
-    Example:
-        >>> change_line(["accumulation 1 -> 4"], tau_epoch=5.0, tau_iter=500.0, epoch=2, step=30)
-        '`TimescaleCallback` at epoch 2, step 30: accumulation 1 -> 4 (tau_epoch=5 held).'
-        >>> change_line(["dataset size 100 -> 400"], tau_epoch=2.5, tau_iter=100.0, epoch=1, step=10,
-        ...             size_scaling="tau_epoch 5 x (400/100)^-0.5 = 2.5")
-        '`TimescaleCallback` at epoch 1, step 10: dataset size 100 -> 400 (tau_epoch 5 x (400/100)^-0.5 = 2.5 held).'
-    """
-    if size_scaling is not None:
-        held = size_scaling
-    else:
-        held = f"tau_epoch={tau_epoch:g}" if tau_epoch is not None else f"tau_iter={tau_iter:.4g}"
-    return f"`TimescaleCallback` at epoch {epoch}, step {step}: {'; '.join(parts)} ({held} held)."
-
-
-def miscounted_steps_warning(index: int, counted: int, epoch: int, batches: int, assumed: float) -> str:
-    """Manual optimization: an optimizer took ``counted`` steps in a full epoch, not the ``assumed`` ``M``.
-
-    Example:
-        >>> miscounted_steps_warning(1, 50, 0, 100, 100.0)[:92]
-        '`TimescaleCallback`: optimizer 1 took 50 steps in epoch 0 (100 batches), but its weight deca'
-    """
-    return (
-        f"`TimescaleCallback`: optimizer {index} took {counted} steps in epoch {epoch}"
-        f" ({batches} batches), but its weight decay assumed M={assumed:g} steps per epoch,"
-        f" so its tau_epoch there was {assumed / counted:.4g} times the target. From the next epoch its M"
-        " is the count (counted again every epoch). Pass"
-        f" `TimescaleCallback(steps_per_epoch={{{index}: {counted}}})` to have it right from the first step."
     )
 
 

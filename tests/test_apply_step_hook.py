@@ -177,7 +177,7 @@ def test_apply_timescale_manages_a_group_added_later_from_its_first_step(mode: s
     expected = {"net": 1 / (LR * TAU_ITER), "extra": 2 / (LR * TAU_ITER), "norm": 0.0}
     assert applied.weight_decay == pytest.approx(expected, rel=1e-12)
     assert [g.name for g in applied.groups] == ["net", "extra", "norm"]
-    assert [g.decays for g in applied.groups] == [True, True, False]
+    assert [g.managed for g in applied.groups] == [True, True, False]
     applied.remove()
     opt.add_param_group({"params": [torch.nn.Parameter(torch.ones(2))], "name": "late", "weight_decay": 0.3})
     opt.step()

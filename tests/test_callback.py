@@ -94,7 +94,7 @@ def test_groups_with_zero_weight_decay_stay_zero_and_each_group_uses_its_own_lr(
     assert wd0 == pytest.approx(10 / (1e-2 * 120 * 2.0))
     assert wd1 == 0.0
     assert [g.name for g in cb.groups] == ["matrices", "pg2"]
-    assert [g.decays for g in cb.groups] == [True, False]
+    assert [g.managed for g in cb.groups] == [True, False]
     assert cb.groups[0].weight_decay_before == 0.3
 
 
@@ -285,7 +285,7 @@ def test_skip_unsupported_optimizers_leaves_them_alone() -> None:
     adam, sgd = trainer.optimizers
     assert adam.param_groups[0]["weight_decay"] == pytest.approx(10 / (1e-2 * 120 * 2.0))
     assert sgd.param_groups[0]["weight_decay"] == 0.5
-    assert [(g.name, g.decays) for g in cb.groups] == [("optimizer0/pg1", True), ("optimizer1/pg1", False)]
+    assert [(g.name, g.managed) for g in cb.groups] == [("optimizer0/pg1", True), ("optimizer1/pg1", False)]
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ def test_callback_and_monitor_in_one_trainer_log_each_key_once_per_step(order: s
     logger = fit([monitor, callback] if order == "monitor_first" else [callback, monitor])
     assert logger.keys(), "nothing was logged"
     assert max(logger.calls.values()) == 1, [k for k, n in logger.calls.items() if n > 1]
-    assert callback._own_monitor is None  # the Trainer's monitor logs; the callback's stood down
+    assert callback._fit.own_monitor is None  # the Trainer's monitor logs; the callback's stood down
     assert len(logger.hparams) == 1
     assert {"timescale/tau_iter_target/pg1", "timescale/tau_epoch/pg1"} <= logger.keys()  # the user's monitor got them
 

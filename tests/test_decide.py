@@ -14,19 +14,12 @@ from lightning_tau.decide import (
     GroupInput,
     GroupTimescale,
     RunShape,
-    check_size_rule,
-    check_target,
-    check_width_exponent,
     decide_groups,
     group_targets,
     held_tau_epoch,
     optimizer_tau_iters,
     resolve_tau_iter,
-    resume_changes,
     run_tau_iter,
-    shape_changes,
-    size_scaled_tau_epoch,
-    size_scaling_text,
     step_writes,
     uses_mup,
 )
@@ -164,50 +157,10 @@ def test_width_exponent_errors_name_the_group_and_what_to_do() -> None:
         decide_groups([group(width_mult=4.0)], 4.0, width_exponent=2.0)
 
 
-def test_check_target_takes_exactly_one_target_of_more_than_one_step() -> None:
-    assert check_target(5, None, token_budget=None) == (5.0, None)
-    assert check_target(None, 1.5, token_budget=None) == (None, 1.5)
-    assert check_target(None, None, token_budget=2e9) == (None, None)  # the token budget is the target
-    for tau_epoch, tau_iter in ((None, None), (5.0, 100)):
-        with raises_exactly(
-            "`TimescaleCallback` takes exactly one of `tau_epoch`, `tau_iter` and `token_budget`,"
-            f" got tau_epoch={tau_epoch!r} and tau_iter={tau_iter!r}."
-        ):
-            check_target(tau_epoch, tau_iter, token_budget=None)
-    with raises_exactly("`TimescaleCallback(tau_epoch=0)` is not valid: `tau_epoch` must be a positive finite number."):
-        check_target(0, None, token_budget=None)
-    with raises_exactly("`TimescaleCallback(tau_iter='x')` is not valid: `tau_iter` must be a positive finite number."):
-        check_target(None, "x", token_budget=None)
-    with raises_exactly(
-        "`TimescaleCallback(tau_iter=1)` is not valid: a timescale of one optimizer step or less makes"
-        " `lr * weight_decay >= 1`, which zeroes or flips the weights every step. Use `tau_iter > 1`."
-    ):
-        check_target(None, 1, token_budget=None)
-
-
-def test_check_width_exponent_messages() -> None:
-    assert check_width_exponent(1) == 1.0 and check_width_exponent({"a": 1}) == {"a": 1.0}
-    with raises_exactly("`TimescaleCallback(width_exponent={3: 1.0})` is not valid: entry 3: 1.0;" + USAGE):
-        check_width_exponent({3: 1.0})
-    with raises_exactly("`Owner(width_exponent={'h': 'x'})` is not valid: entry 'h': 'x';" + USAGE):
-        check_width_exponent({"h": "x"}, owner="Owner")
-    with raises_exactly("`TimescaleCallback(width_exponent=True)` is not valid:" + USAGE):
-        check_width_exponent(True)
-
-
-def test_shape_changes_names_each_changed_fact_and_ignores_rounding() -> None:
-    old = RunShape(10, 100, 10)
-    assert shape_changes(old, RunShape(10, 200, 10, world_size=2)) == ["dataset size 100 -> 200", "world size 1 -> 2"]
-    assert shape_changes(old, RunShape(10.0 * (1 + 1e-15), 100, 10)) == []  # the same M up to float rounding
-    assert shape_changes(old, RunShape(10.0 * (1 + 1e-10), 100, 10)) == ["steps per epoch 10 -> 10"]
-    assert shape_changes(RunShape(None), RunShape(None)) == []
-    assert shape_changes(RunShape(None), RunShape(3)) == ["steps per epoch ? -> 3"]
-
-
 def decided(
-    name: str = "pg1", *, optimizer: int = 0, index: int = 0, tau_iter: float | None = 500.0, decays: bool = True
+    name: str = "pg1", *, optimizer: int = 0, index: int = 0, tau_iter: float | None = 500.0, managed: bool = True
 ) -> GroupTimescale:
-    return GroupTimescale(name, optimizer, index, 10, 1e-3, 0.1, 2.0, decays, tau_iter=tau_iter)
+    return GroupTimescale(name, optimizer, index, 10, 1e-3, 0.1, 2.0, managed, tau_iter=tau_iter)
 
 
 def test_run_tau_iter_names_the_callback_and_mid_fit_the_epoch_and_where_m_came_from() -> None:
@@ -258,7 +211,7 @@ def test_optimizer_tau_iters_names_the_optimizer_and_mid_fit_the_epoch() -> None
 def test_group_targets_give_each_managed_group_its_own_timescale() -> None:
     wide = GroupTimescale("wide", 0, 0, 10, 1e-3, 0.1, 1.0, True, tau_iter=1000.0)  # s ** (1 - alpha) = 2
     second = decided("gen", optimizer=1, tau_iter=250.0)
-    skipped = [decided("bias", index=1, decays=False, tau_iter=300.0), decided("odd", index=2, tau_iter=None)]
+    skipped = [decided("bias", index=1, managed=False, tau_iter=300.0), decided("odd", index=2, tau_iter=None)]
     groups = [wide, second, *skipped]
     # a tau_epoch target: tau_epoch times the group's share of its optimizer's tau_iter
     assert group_targets(groups, 500.0, 5.0, {}, 100.0) == {(0, 0): (1000.0, 10.0), (1, 0): (250.0, 2.5)}
@@ -274,7 +227,7 @@ def test_group_targets_give_each_managed_group_its_own_timescale() -> None:
 def test_step_writes_list_each_optimizers_managed_groups_with_their_reference() -> None:
     groups = [
         decided("a", index=0, tau_iter=500.0),
-        decided("b", index=1, decays=False, tau_iter=None),
+        decided("b", index=1, managed=False, tau_iter=None),
         decided("c", index=2, tau_iter=250.0),
         decided("e", optimizer=1, index=0, tau_iter=500.0),
     ]
@@ -284,21 +237,6 @@ def test_step_writes_list_each_optimizers_managed_groups_with_their_reference() 
         1: [(0, e.weight_decay, e.reference_lr)],
     }
     assert step_writes([groups[1]]) == {}
-
-
-def test_resume_changes_compare_what_both_runs_know() -> None:
-    restored = {"dataset_size": 100, "world_size": 1, "global_batch_size": 10, "steps_per_epoch": 10, "tau_iter": 50.0}
-    same = RunShape(10, 100, 10, world_size=1)
-    assert resume_changes(restored, same, 50.0 * (1 + 1e-13)) == []
-    assert resume_changes(restored, RunShape(20, 200, 20, world_size=2), 100.0) == [
-        "dataset_size 100 -> 200",
-        "world_size 1 -> 2",
-        "global_batch_size 10 -> 20",
-        "steps_per_epoch 10 -> 20",
-        "tau_iter 50.0 -> 100.0",
-    ]
-    assert resume_changes(restored, RunShape(None, None, None, world_size=1), None) == []  # unknown now
-    assert resume_changes({"dataset_size": None}, RunShape(10, 200, 10), 50.0) == []  # unknown then
 
 
 def test_a_width_exponent_scales_only_mup_runs_and_asks_every_group_of_one_for_its_multiplier() -> None:
@@ -337,14 +275,6 @@ def test_group_targets_skip_a_group_that_does_not_decay_and_go_on() -> None:
     assert group_targets([off, hidden], 500.0, 5.0, {}, 100) == {(0, 1): (1000.0, 10.0)}
 
 
-def test_resume_changes_compare_at_a_relative_tolerance_of_1e_12() -> None:
-    shape = RunShape(10, 100, 10)
-    assert resume_changes({"tau_iter": 500.0}, shape, 500.0 * (1 + 1e-10)) == [
-        f"tau_iter 500.0 -> {500.0 * (1 + 1e-10)!r}"
-    ]
-    assert resume_changes({"tau_iter": 500.0}, shape, 500.0 * (1 + 1e-14)) == []
-
-
 def test_run_tau_iter_names_every_source_of_m_in_its_mid_fit_error() -> None:
     shape = RunShape(1, sources=("M = 1 from the loader.", "B = 64."))
     with pytest.raises(ValueError, match=re.escape("at epoch 3 (M = 1 from the loader. B = 64.): `tau_epoch=0.5`")):
@@ -352,22 +282,6 @@ def test_run_tau_iter_names_every_source_of_m_in_its_mid_fit_error() -> None:
 
 
 # --- the dataset-size exponent: tau_epoch * (N / N_ref) ** e ---------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("exponent", "n", "expected"),
-    [
-        (0.0, 50_000, 8.0),  # Wang & Aitchison: tau_epoch at every N
-        (-0.5, 50_000, 4.0),  # the 1/2 rules: 8 x 4^-0.5
-        (-1.0, 50_000, 2.0),  # a fixed weight decay: 8 / 4
-        (0.5, 3_125, 4.0),  # a quarter of the reference N, a positive exponent: 8 x 0.25^0.5
-        (-0.5, 3_125, 16.0),
-    ],
-)
-def test_size_scaled_tau_epoch_is_the_closed_form(exponent: float, n: float, expected: float) -> None:
-    held = size_scaled_tau_epoch(8.0, n, size_exponent=exponent, reference_dataset_size=12_500)
-    assert held == pytest.approx(expected, rel=1e-12)
-    assert held == pytest.approx(8.0 * (n / 12_500) ** exponent, rel=1e-12)
 
 
 def test_held_tau_epoch_follows_each_shapes_n_and_leaves_steps_targets_alone() -> None:
@@ -391,71 +305,5 @@ def test_held_tau_epoch_without_a_readable_n_says_why_and_what_to_pass() -> None
         )
 
 
-def test_size_scaling_text_shows_the_arithmetic() -> None:
-    text = size_scaling_text(8.0, 50_000, size_exponent=-0.5, reference_dataset_size=12_500)
-    assert text == "tau_epoch 8 x (50000/12500)^-0.5 = 4"
-    assert size_scaling_text(8.0, 50_000, size_exponent=0.0, reference_dataset_size=12_500) is None
-
-
-def test_check_size_rule_accepts_numbers_and_whole_sizes() -> None:
-    assert check_size_rule(-0.5, 12_500) == (-0.5, 12_500)
-    assert check_size_rule(-1, 12_500.0) == (-1.0, 12_500)
-    assert check_size_rule(2, 10) == (2.0, 10) and check_size_rule(-2, 10) == (-2.0, 10)  # the ends are in
-    assert check_size_rule(0, None) == (0.0, None)
-    assert check_size_rule(0.0, 5) == (0.0, 5)  # given at exponent 0: checked, changes nothing
-
-
-RANGE = (
-    "use a finite number in [-2, 2], e of tau_epoch ∝ N ** e (0 Wang & Aitchison, -0.5 the 1/2 rules, -1 a fixed"
-    " weight decay); beyond ±2 a 4-fold N moves tau_epoch over 16-fold, which no published rule does."
-)
-SIZE = (
-    "use a positive whole number: the dataset size N (samples, or tokens when the run's dataset_size is in tokens)"
-    " the given tau_epoch was measured at."
-)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"size_exponent": float("nan")}, f"`TimescaleCallback(size_exponent=nan)` is not valid: {RANGE}"),
-        ({"size_exponent": float("inf")}, f"`TimescaleCallback(size_exponent=inf)` is not valid: {RANGE}"),
-        ({"size_exponent": "-0.5"}, f"`TimescaleCallback(size_exponent='-0.5')` is not valid: {RANGE}"),
-        ({"size_exponent": True}, f"`TimescaleCallback(size_exponent=True)` is not valid: {RANGE}"),
-        ({"size_exponent": 2.01}, f"`TimescaleCallback(size_exponent=2.01)` is not valid: {RANGE}"),
-        ({"size_exponent": -2.01}, f"`TimescaleCallback(size_exponent=-2.01)` is not valid: {RANGE}"),
-        (
-            {"size_exponent": -0.5},
-            "`TimescaleCallback(size_exponent=-0.5)` is not valid: a nonzero `size_exponent` needs"
-            " `reference_dataset_size`, the dataset size N the given tau_epoch was measured at (the finder's"
-            " `AxisResult.callback()` passes both).",
-        ),
-        (
-            {"size_exponent": -0.5, "reference_dataset_size": 0},
-            f"`TimescaleCallback(reference_dataset_size=0)` is not valid: {SIZE}",
-        ),
-        (
-            {"size_exponent": -0.5, "reference_dataset_size": 12.5},
-            f"`TimescaleCallback(reference_dataset_size=12.5)` is not valid: {SIZE}",
-        ),
-        (
-            {"size_exponent": 0.0, "reference_dataset_size": "big"},
-            f"`TimescaleCallback(reference_dataset_size='big')` is not valid: {SIZE}",
-        ),
-        (
-            {"size_exponent": -0.5, "reference_dataset_size": 100, "tau_iter": 300.0},
-            "`TimescaleCallback(size_exponent=-0.5)` is not valid: `size_exponent` scales a `tau_epoch` target with"
-            " N, and `tau_iter=300.0` is in optimizer steps. Give the target as `tau_epoch`.",
-        ),
-        (
-            {"size_exponent": -0.5, "reference_dataset_size": 100, "token_budget": 2e9},
-            "`TimescaleCallback(size_exponent=-0.5)` is not valid: `token_budget=2000000000.0` already picks the"
-            " timescale from the tokens per parameter; scaling it with N as well would count the data twice. Use"
-            " `tau_epoch` with `size_exponent`, or `token_budget` alone.",
-        ),
-    ],
-)
-def test_check_size_rule_refuses_bad_values_in_one_line(kwargs: dict, message: str) -> None:
-    kwargs = {"reference_dataset_size": None, **kwargs}
-    with raises_exactly(message):
-        check_size_rule(kwargs.pop("size_exponent"), kwargs.pop("reference_dataset_size"), **kwargs)
+def test_group_timescale_decays_is_the_older_name_of_managed() -> None:
+    assert [decided(managed=m).decays for m in (True, False)] == [True, False]

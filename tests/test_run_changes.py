@@ -151,7 +151,7 @@ def test_param_group_added_mid_fit_is_managed_with_its_own_lr(mode: str, caplog:
         if epoch >= 1:
             assert groups[1] == (0.005, pytest.approx(closed_form(10, lr=0.005)))  # 4.0, from its very first step
     assert "new param group 'head' (managed at lr 0.005): weight decay 0.1 -> 4" in caplog.text
-    assert [g.name for g in cb.groups] == ["pg1", "head"] and cb.groups[1].decays
+    assert [g.name for g in cb.groups] == ["pg1", "head"] and cb.groups[1].managed
 
 
 def test_param_group_added_at_zero_decay_stays_zero() -> None:
@@ -297,6 +297,25 @@ def test_reduce_lr_on_plateau_is_not_undone() -> None:
     lrs = [groups[0][0] for _, groups in log.steps]
     assert lrs[-1] < lrs[0]  # the plateau scheduler really lowered the lr
     assert log.weight_decays() == pytest.approx([closed_form(10)] * 30)  # held at the starting lr, as the paper does
+
+
+def test_a_second_fit_of_the_same_callback_decides_afresh() -> None:
+    # what one fit holds is replaced at the next fit start: the first fit's plateau-pinned lr does not carry over
+    def make(lr: float) -> Any:
+        def build(m: TinyModel) -> dict[str, Any]:
+            opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=0.1)
+            sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=0, threshold=1e9)
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "monitor": "train_loss"}}
+
+        return build
+
+    callback = TimescaleCallback(tau_epoch=TAU, verbose=False)
+    for lr in (LR, 4 * LR):
+        log = StepLog()
+        quiet_trainer(callbacks=[callback, log], max_epochs=1).fit(
+            TinyModel(make(lr)), make_loader(n=100, batch_size=10)
+        )
+        assert log.weight_decays() == pytest.approx([closed_form(10, lr=lr)] * 10)
 
 
 def test_manual_optimization_with_declared_steps_per_epoch_holds_each_optimizers_tau_from_the_first_step() -> None:

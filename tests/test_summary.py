@@ -6,13 +6,10 @@ import torch
 
 from lightning_tau.decide import NO_MUP, GroupInput, GroupTimescale, RunShape
 from lightning_tau.summary import (
-    change_line,
-    change_parts,
     describe_target,
     fixed_lambda_warning,
     format_summary,
     manual_note,
-    miscounted_steps_warning,
     resume_warning,
     short_run_warning,
     size_note,
@@ -25,10 +22,10 @@ from lightning_tau.summary import (
 )
 
 
-def group(name: str = "pg1", index: int = 0, *, decays: bool = True, **fields: object) -> GroupTimescale:
+def group(name: str = "pg1", index: int = 0, *, managed: bool = True, **fields: object) -> GroupTimescale:
     values: dict = dict(num_params=10, reference_lr=1e-3, weight_decay_before=0.1, weight_decay=2.0)
     values.update(fields)
-    return GroupTimescale(name, 0, index, decays=decays, **values)
+    return GroupTimescale(name, 0, index, managed=managed, **values)
 
 
 def test_describe_target_names_the_first_target_given() -> None:
@@ -49,7 +46,7 @@ def test_short_run_warning_names_each_decaying_group_under_one_timescale() -> No
         group("short", planned_timescales=0.5),
         group("just", 1, planned_timescales=1.0),
         group("unknown", 2, planned_timescales=None),
-        group("off", 3, decays=False, planned_timescales=0.1),
+        group("off", 3, managed=False, planned_timescales=0.1),
         group("tiny", 4, planned_timescales=0.004),
     ]
     assert short_run_warning(groups) == (
@@ -64,7 +61,7 @@ def test_width_note_lists_the_groups_the_exponent_scales() -> None:
     scaled = group("hidden", width_mult=4.0, width_exponent=0.5)
     at_one = group("embed", 1, width_mult=1.0, width_exponent=0.5)
     unscaled = group("head", 2, width_mult=4.0, width_exponent=1.0)
-    off = group("bias", 3, decays=False, width_mult=4.0, width_exponent=0.5)
+    off = group("bias", 3, managed=False, width_mult=4.0, width_exponent=0.5)
     rule = "weight decay ∝ s^alpha across widths, so a group at width multiplier s holds tau_iter x s^(1 - alpha): "
     assert width_note(0.5, [scaled, at_one, unscaled, off]) == f"width_exponent=0.5: {rule}hidden (s=4, alpha=0.5)."
     assert (
@@ -96,7 +93,7 @@ def test_manual_note_says_what_each_optimizer_is_assumed_to_take() -> None:
 def test_vectors_warning_names_the_decaying_1d_parameters() -> None:
     matrix, bias = torch.zeros(2, 2), torch.zeros(2)
     vectors = [torch.zeros(3) for _ in range(8)]
-    groups = [group("mixed", weight_decay=1.5), group("many", 1), group("off", 2, decays=False)]
+    groups = [group("mixed", weight_decay=1.5), group("many", 1), group("off", 2, managed=False)]
     param_groups = [[{"params": [matrix, bias]}, {"params": vectors}, {"params": [torch.zeros(4)]}]]
     names = {id(bias): "net.bias", **{id(v): f"v{k}" for k, v in enumerate(vectors[:5])}}
     assert vectors_warning(groups, param_groups, names) == (
@@ -112,7 +109,7 @@ def test_vectors_warning_names_the_decaying_1d_parameters() -> None:
     scalar = [[{"params": [torch.tensor(1.0)]}]]
     assert "(1 of 1: <() tensor>;" in str(vectors_warning([group()], scalar, {}))
     assert vectors_warning([group()], [[{"params": [matrix]}]], names) is None
-    assert vectors_warning([group(decays=False)], [[{"params": [bias]}]], names) is None
+    assert vectors_warning([group(managed=False)], [[{"params": [bias]}]], names) is None
 
 
 def test_fixed_lambda_warning_checks_only_groups_that_follow_the_mup_rule() -> None:
@@ -124,7 +121,7 @@ def test_fixed_lambda_warning_checks_only_groups_that_follow_the_mup_rule() -> N
     assert message is not None and "'hidden'" in message and "0.2" in message
     chosen = group("hidden", 1, reference_lr=2.5e-3, weight_decay_before=0.1, width_mult=4.0, width_exponent=0.5)
     assert fixed_lambda_warning([base, chosen]) == ([], None)
-    off = group("hidden", 1, decays=False, reference_lr=2.5e-3, weight_decay_before=0.1, width_mult=4.0)
+    off = group("hidden", 1, managed=False, reference_lr=2.5e-3, weight_decay_before=0.1, width_mult=4.0)
     assert fixed_lambda_warning([base, off]) == ([], None)
 
 
@@ -137,64 +134,6 @@ def test_the_one_line_warnings() -> None:
     assert resume_warning(["world_size 1 -> 2", "tau_iter 50.0 -> 100.0"]) == (
         "`TimescaleCallback` resumed a run whose shape changed since the checkpoint: world_size 1 -> 2, tau_iter"
         " 50.0 -> 100.0. Weight decay is recomputed for the new values."
-    )
-    assert miscounted_steps_warning(1, 40, 3, 100, 50.0) == (
-        "`TimescaleCallback`: optimizer 1 took 40 steps in epoch 3 (100 batches), but its weight decay assumed M=50"
-        " steps per epoch, so its tau_epoch there was 1.25 times the target. From the next epoch its M is the count"
-        " (counted again every epoch). Pass `TimescaleCallback(steps_per_epoch={1: 40})` to have it right from the"
-        " first step."
-    )
-
-
-def test_change_parts_name_what_changed_and_skip_what_did_not() -> None:
-    old = [
-        group("same"),
-        group("lr", 1, reference_lr=1e-3, weight_decay=2.0),
-        group("wd", 2, weight_decay=2.0),
-        group("off", 3, decays=False, weight_decay=0.3),
-    ]
-    new = [
-        group("same", weight_decay=2.0 * (1 + 1e-13)),
-        group("lr", 1, reference_lr=2e-3, weight_decay=1.0),
-        group("wd", 2, weight_decay=0.5),
-        group("off", 3, decays=False, weight_decay=0.7),
-        group("added", 4, weight_decay_before=0.1, weight_decay=0.05),
-        group("added_off", 5, decays=False, weight_decay=0.0),
-    ]
-    assert change_parts(RunShape(10), RunShape(10), 500.0, 500.0 * (1 + 1e-13), old, old) == []
-    assert change_parts(RunShape(10), RunShape(5, accumulation=2), 500.0, 250.0, old, new) == [
-        "steps per epoch 10 -> 5",
-        "accumulation 1 -> 2",
-        "tau_iter 500 -> 250 steps",
-        "lr reference lr 0.001 -> 0.002",
-        "lr weight decay 2 -> 1",
-        "wd weight decay 2 -> 0.5",
-        "new param group 'added' (managed at lr 0.001): weight decay 0.1 -> 0.05",
-        "new param group 'added_off' (not managed): weight decay 0",
-    ]
-
-
-def test_change_line_says_which_target_is_held() -> None:
-    parts = ["accumulation 1 -> 4", "pg1 weight decay 2 -> 0.5"]
-    assert change_line(parts, tau_epoch=5.0, tau_iter=500.0, epoch=2, step=30) == (
-        "`TimescaleCallback` at epoch 2, step 30: accumulation 1 -> 4; pg1 weight decay 2 -> 0.5 (tau_epoch=5 held)."
-    )
-    assert change_line(parts[:1], tau_epoch=None, tau_iter=1234.567, epoch=0, step=7) == (
-        "`TimescaleCallback` at epoch 0, step 7: accumulation 1 -> 4 (tau_iter=1235 held)."
-    )
-
-
-def test_change_line_under_a_size_exponent_says_how_the_held_tau_epoch_came() -> None:
-    assert (
-        change_line(
-            ["dataset size 100 -> 400"],
-            tau_epoch=2.5,
-            tau_iter=100.0,
-            epoch=1,
-            step=10,
-            size_scaling="tau_epoch 5 x (400/100)^-0.5 = 2.5",
-        )
-        == "`TimescaleCallback` at epoch 1, step 10: dataset size 100 -> 400 (tau_epoch 5 x (400/100)^-0.5 = 2.5 held)."
     )
 
 
@@ -276,7 +215,7 @@ def test_start_summary_is_the_table_with_the_decisions_note_the_width_note_and_t
         "hidden",
         1,
         0,
-        decays=True,
+        managed=True,
         num_params=10,
         reference_lr=1e-3,
         weight_decay_before=0.1,

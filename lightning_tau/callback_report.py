@@ -1,0 +1,166 @@
+"""How ``TimescaleCallback`` reports each decision: what it says on rank zero, logs and hands its monitors.
+
+At train start the warnings and the pre-flight summary (:func:`report_start`), mid-fit the line saying what changed
+(:func:`report_change`), at every decision the monitors' targets (:func:`follow`). The text is built by the pure
+modules (:mod:`lightning_tau.summary`, :mod:`lightning_tau.changes`); this module gathers what they need from the
+Trainer (every EMA window of the run, the loggers) and says it. The callback decides *when*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import lightning.pytorch as pl
+from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
+
+from lightning_tau._trainer import RunShapeReader, model_ema_windows
+from lightning_tau.apply import adam_beta2s
+from lightning_tau.callback_decision import Decision
+from lightning_tau.changes import change_line, change_parts
+from lightning_tau.couplings import Plan, ema_window_steps
+from lightning_tau.decide import GroupTimescale, group_targets
+from lightning_tau.diagnostics.monitor import TimescaleMonitor
+from lightning_tau.summary import Window, size_note, start_summary, start_warnings
+from lightning_tau.target import Target
+from lightning_tau.width import FixedLambdaPitfall
+
+__all__ = ["ema_windows", "follow", "report_change", "report_start"]
+
+
+def ema_windows(
+    trainer: pl.Trainer, groups: Sequence[GroupTimescale], managed_optimizers: set[int], beta2_epochs: float | None
+) -> list[Window]:
+    """Every EMA window of the run, in optimizer steps: AdamW's ``tau`` per managed group, Adam's ``β₂`` window per
+    value (the groups holding it named; ``beta2_epochs`` when the callback holds it) and each model-EMA callback's."""
+    windows = [Window(f"AdamW tau ({g.name})", g.tau_iter) for g in groups if g.managed and g.tau_iter]
+    names = {(g.optimizer_index, g.group_index): g.name for g in groups}
+    by_value: dict[float, list[str]] = {}
+    for key, beta2 in adam_beta2s(trainer.optimizers, managed_optimizers).items():
+        by_value.setdefault(beta2, []).append(names.get(key, f"pg{key[1] + 1}"))
+    for beta2, held in by_value.items():
+        if beta2 < 1:
+            held_by = "" if beta2_epochs is None else f" (beta2_epochs={beta2_epochs:g})"
+            windows.append(
+                Window(f"Adam beta2 ({', '.join(held)})", ema_window_steps(beta2), f"betas[1]={beta2:.6g}{held_by}")
+            )
+    windows += [Window(f"model EMA ({name})", steps, source) for name, steps, source in model_ema_windows(trainer)]
+    return windows
+
+
+def report_change(trainer: pl.Trainer, old: Decision, new: Decision, target: Target) -> bool:
+    """Say once, on rank zero, what changed mid-fit between two decisions and the weight decay now in force; return
+    whether anything did (nothing is said when nothing did)."""
+    parts = change_parts(old.shape, new.shape, old.tau_iter, new.tau_iter, old.groups, new.groups)
+    if parts:
+        rank_zero_info(
+            change_line(
+                parts,
+                tau_epoch=new.tau_epoch,
+                tau_iter=new.tau_iter,
+                size_scaling=target.scaling_text(new.shape.dataset_size),
+                epoch=trainer.current_epoch,
+                step=trainer.global_step,
+            )
+        )
+    return bool(parts)
+
+
+def report_start(
+    trainer: pl.Trainer,
+    decision: Decision,
+    target: Target,
+    *,
+    resume: Sequence[str],
+    decay_vectors: bool,
+    summary: bool,
+    planned_steps: int | None,
+    plans: Mapping[tuple[int, int], Plan],
+    coupling: str,
+    windows: Callable[[], list[Window]],
+    sample_unit: str,
+) -> list[FixedLambdaPitfall]:
+    """Say, on rank zero and before training, what was decided and what looks wrong; return the fixed-λ muP groups.
+
+    Args:
+        trainer: the run.
+        decision: the decision at train start, its groups planned.
+        target: the target as given.
+        resume: what changed since the checkpoint (``changes.resume_changes``).
+        decay_vectors: the user said decaying 1-D parameters are meant (no warning).
+        summary: print the pre-flight summary (``verbose``).
+        planned_steps: the optimizer steps planned.
+        plans: each group's plan under ``coupling``.
+        coupling: how the weight decay follows the lr schedule.
+        windows: every EMA window of the run (:func:`ema_windows`), read only for the summary.
+        sample_unit: what ``N`` counts.
+    """
+    module, shape = trainer.lightning_module, decision.shape
+    pitfalls, warnings = start_warnings(
+        decision.groups,
+        decision.inputs,
+        resume=resume,
+        width_exponent=target.width_exponent,
+        param_groups=None if decay_vectors else [o.param_groups for o in trainer.optimizers],
+        names={id(p): n for n, p in module.named_parameters()},
+    )
+    for message in warnings:
+        rank_zero_warn(message)
+    mults = {f"timescale/width_mult/{g.name}": g.width_mult for g in decision.groups if g.width_mult is not None}
+    if mults and trainer.is_global_zero:  # at train start; a monitor logs them again at its (later) logging steps
+        for logger in trainer.loggers:
+            logger.log_metrics(mults, step=trainer.global_step)
+    if summary:
+        m = shape.steps_per_epoch
+        rank_zero_info(
+            start_summary(
+                decision.groups,
+                tau_iter=decision.tau_iter,
+                tau_epoch=decision.tau_iter / m if m else None,
+                shape=shape,
+                planned_steps=planned_steps,
+                optimizer_steps_per_epoch=decision.optimizer_steps_per_epoch,
+                note=decision.note,
+                width_exponent=target.width_exponent,
+                manual_tau_epoch=None if module.automatic_optimization else decision.tau_epoch,
+                size_scaling=size_note(
+                    target.tau_epoch,
+                    shape.dataset_size,
+                    size_exponent=target.size_exponent,
+                    reference_dataset_size=target.reference_dataset_size,
+                ),
+                coupling=coupling,
+                plans={
+                    g.name: plans[(g.optimizer_index, g.group_index)]
+                    for g in decision.groups
+                    if (g.optimizer_index, g.group_index) in plans
+                },
+                windows=windows(),
+                sample_unit=sample_unit,
+            )
+        )
+    return pitfalls
+
+
+def follow(monitors: Sequence[TimescaleMonitor], shapes: RunShapeReader, decision: Decision, target: Target) -> None:
+    """Give each monitor of the run the shape reader, the decision's targets and the size rule."""
+    shape, held, m = decision.shape, decision.tau_epoch, decision.optimizer_steps_per_epoch
+    targets = group_targets(decision.groups, decision.tau_iters, held, m, shape.steps_per_epoch)
+    if held is None and shape.steps_per_epoch:  # a target in steps: the tau_epoch it is at the run's M
+        held = decision.tau_iter / shape.steps_per_epoch
+    size_rule = None
+    if target.size_exponent != 0.0:
+        assert target.tau_epoch is not None and target.reference_dataset_size is not None
+        size_rule = {
+            "size_exponent": target.size_exponent,
+            "reference_dataset_size": float(target.reference_dataset_size),
+            "tau_epoch_at_reference_size": target.tau_epoch,
+        }
+    for monitor in monitors:
+        monitor.follow(
+            shapes,
+            tau_iter=decision.tau_iter,
+            tau_epoch=held,
+            group_targets=targets,
+            optimizer_steps_per_epoch=m,
+            size_rule=size_rule,
+        )
