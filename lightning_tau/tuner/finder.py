@@ -20,12 +20,10 @@ module map in ``docs/architecture.rst``.
 from __future__ import annotations
 
 import dataclasses
-import math
 import multiprocessing
 import os
 import pickle
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NoReturn, overload
@@ -39,8 +37,6 @@ from optuna.storages import BaseStorage
 from torch.utils.data import DataLoader
 
 from lightning_tau._constants import Goal
-from lightning_tau._quiet import quiet_sweep
-from lightning_tau.tuner.answer import tell_value
 from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.axis_fit import (
     SeedStaging,
@@ -55,7 +51,7 @@ from lightning_tau.tuner.axis_fit import (
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
 from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.liveness import STALE_SECONDS, stop_reason
-from lightning_tau.tuner.pruning import make_pruner, pruned_sibling
+from lightning_tau.tuner.pruning import make_pruner
 from lightning_tau.tuner.result import FinderResult
 from lightning_tau.tuner.settings import (
     Axis,
@@ -64,11 +60,11 @@ from lightning_tau.tuner.settings import (
     SettingError,
     model_factory,
     resolve_data,
-    tau_name,
 )
-from lightning_tau.tuner.study import GridStudy, quiet_optuna, study_folder
+from lightning_tau.tuner.study import GridStudy, quiet_optuna
 from lightning_tau.tuner.study_key import open_studies
-from lightning_tau.tuner.trial import pruned_record, run_trial, subset_dataloader, warn_once
+from lightning_tau.tuner.trial import subset_dataloader
+from lightning_tau.tuner.trial_loop import work_study
 from lightning_tau.tuner.workers import (
     UNGUARDED_EXIT,
     Workers,
@@ -88,9 +84,6 @@ SIGTERM_EXIT = 143
 
 #: The name of the finder's worker processes (numbered from 1).
 WORKER_NAME = "tau-finder-worker"
-
-#: Seconds between looks at the study while waiting for trials that train elsewhere.
-POLL_SECONDS = 1.0
 
 
 def _setting(name: str) -> Any:
@@ -446,9 +439,9 @@ class TimescaleFinder:
                     )
                 if len(studies) > 1:  # every point's free trials first, then wait
                     for study, point in zip(studies, points):
-                        self._work(study, point.factory, point.train, val, wait=False)
+                        self._work(study, point, val, wait=False)
                 for study, point in zip(studies, points):
-                    self._work(study, point.factory, point.train, val, wait=wait, workers=procs)
+                    self._work(study, point, val, wait=wait, workers=procs)
             except BaseException as err:
                 if procs is not None and isinstance(err, SIGTERMException):  # each worker hands its trial back
                     procs.terminate()
@@ -486,98 +479,27 @@ class TimescaleFinder:
         if self.verbose:
             rank_zero_info(f"TimescaleFinder: {message}")
 
-    # --- the trials ------------------------------------------------------------------------------------------
-
     def _work(
-        self,
-        study: GridStudy,
-        model_factory: Callable[[], pl.LightningModule],
-        train: DataLoader,
-        val: Any,
-        *,
-        wait: bool,
-        workers: Workers | None = None,
+        self, study: GridStudy, point: StudyPoint, val: Any, *, wait: bool, workers: Workers | None = None
     ) -> None:
-        """Take and train trials until none is left to take; with ``wait``, then until the grid is complete."""
-        from tqdm.auto import tqdm
+        """Take and train ``study``'s trials in this process (:func:`~lightning_tau.tuner.trial_loop.work_study`)."""
 
-        bar = None
-        counted: set[tuple[float, int]] = set()  # grid points whose epochs the bar holds
-        told_waiting: set[int] = set()
-        try:
-            while True:
-                if workers is not None and workers.unguarded():  # stop now: no worker can start with this script
-                    raise SystemExit(unguarded_script(self.workers))
-                study.reclaim()
-                study.enqueue_missing()
-                if bar is not None:  # trials other processes (this fit's workers too) finished: their epochs
-                    finished = study.records()
-                    done = set(finished) - counted
-                    bar.update(sum(int(finished[key].get("epochs_run", self.epochs)) for key in done))
-                    counted |= done
-                taken = study.take()
-                if taken is not None:
-                    trial, (tau, seed) = taken
-                    sibling = pruned_sibling(study.records(), tau, seed) if self.pruner is not None else None
-                    if sibling is not None:  # a tau_epoch with a pruned seed has no place on the paired curve
-                        study.finish(trial, pruned_record(*sibling), math.nan)
-                        counted.add((tau, seed))
-                        continue
-                    if bar is None:
-                        counted = set(study.records())
-                        left = len(study.grid) - len(counted)
-                        bar = tqdm(
-                            total=max(1, left) * self.epochs,
-                            unit="epoch",
-                            desc="tau finder",
-                            disable=not self.progress or rank_zero_only.rank != 0,
-                        )
-                    bar.set_postfix_str(f"tau_epoch={tau:g} seed={seed}")
-                    shown = warn_once(self._warned, show=not self._worker_only, writing=bar.external_write_mode)
-                    with study.working_on(trial), shown, quiet_sweep():
-                        record = run_trial(
-                            model_factory,
-                            train,
-                            val,
-                            tau_epoch=tau,
-                            seed=seed,
-                            monitor=self.monitor,
-                            trainer_kwargs=self.trainer_kwargs,
-                            log_dir=self.root_dir / "tb" / study_folder(study.study.study_name),
-                            log_name=f"tau_epoch={tau_name(tau)}_seed{seed}_trial{trial.number}",
-                            bar=bar,
-                            # the pruner judges a tau_epoch by its first seed's run (against the first seed's runs
-                            # at the other tau_epochs); the other seeds of a tau_epoch it kept train in full
-                            trial=trial if self.pruner is not None and seed == self.seeds[0] else None,
-                        )
-                    minimize = study.study.direction.name == "MINIMIZE"
-                    value = tell_value(record, self.monitor, self.reduce, self.mode, minimize)
-                    if study.finish(trial, record, value):
-                        self.trained_runs += 1
-                    counted.add((tau, seed))  # its epochs ticked as it trained
-                    continue
-                if len(study.records()) == len(study.grid):
-                    return
-                if not wait:
-                    if workers is not None and workers.alive():  # this command's own workers: theirs is ours
-                        time.sleep(POLL_SECONDS)
-                        continue
-                    return
-                running = study.running_elsewhere()
-                new = [t for t in running if t.number not in told_waiting]
-                if new:
-                    told_waiting.update(t.number for t in new)
-                    where = ", ".join(
-                        f"#{t.number} on {t.user_attrs.get('worker', {}).get('host', '?')}"
-                        f" pid {t.user_attrs.get('worker', {}).get('pid', '?')}"
-                        for t in new[:4]
-                    )
-                    self._log(f"waiting for {len(running)} trials training elsewhere ({where}).")
-                time.sleep(POLL_SECONDS)
-        finally:
-            if bar is not None:
-                bar.total = bar.n
-                bar.close()
+        def trained() -> None:
+            self.trained_runs += 1
+
+        show = not self._worker_only
+        work_study(
+            study,
+            self.settings,
+            point,
+            val,
+            wait=wait,
+            log=self._log,
+            trained=trained,
+            warned=self._warned,
+            show_warnings=show,
+            workers=workers,
+        )
 
     def _workers_for(self, left: int) -> int:
         """The worker processes to run: ``workers``, capped at this machine's cores and at the trials left to train
