@@ -66,7 +66,7 @@ def _grid_answer(tmp_path: Path) -> tuple[Any, Any, dict]:
         (16.0, 1): _run(16.0, 1, [1.4, 1.2]),
     }
     full_train = DataLoader(TensorDataset(torch.zeros(80, 1)), batch_size=16)  # 5 batches: M = 5 in the full run
-    return finder, finder_result(finder, records, full_train, dataset_size=80, subset_size=32), records
+    return finder, finder_result(finder.settings, records, full_train, dataset_size=80, subset_size=32), records
 
 
 def test_finder_result_builds_the_curve_the_pruned_points_and_the_full_runs_weight_decay(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ def test_store_answer_puts_the_answer_on_the_study_and_it_reads_back(tmp_path: P
     grid = [(tau, seed) for tau in finder.tau_epochs for seed in finder.seeds]
     study = GridStudy.open(tmp_path / "j.journal", tmp_path, "s", {"seeds": [0, 1]}, grid)
     said: list[str] = []
-    store_answer(study, result, finder, said.append)
+    store_answer(study, result, finder.settings, said.append)
     attrs = optuna.load_study(study_name="s", storage=study.storage).user_attrs
     assert said == []
     assert attrs["suggested_tau_epoch"] == 4.0 and attrs["tau_epoch_range"] == list(result.tau_epoch_range)

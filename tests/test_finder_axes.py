@@ -3,6 +3,7 @@ model with real mup on digits, the CLI and the Python API on one study, and ever
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -599,7 +600,7 @@ def test_a_worker_sent_a_stage_trains_its_seeds_into_the_same_studies(tmp_path: 
     # what the main process sends a worker at the 5-seed stage, run here: the worker's finder is built with
     # seeds="auto" and told the stage's seeds, so it opens the main process's studies and trains all 5 seeds there
     finder = _width_finder(tmp_path, widths=(8, 32), seeds="auto", max_seeds=5, tolerance=1.01)
-    finder.seeds = (0, 1, 2, 3, 4)
+    finder.settings = dataclasses.replace(finder.settings, seeds=(0, 1, 2, 3, 4))
     data = PlantedData()
     payload = finder._worker_payload(PlantedWidthModel, data.train_dataloader(), data.val_dataloader())
     threads = torch.get_num_threads()

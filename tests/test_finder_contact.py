@@ -3,6 +3,7 @@ threads, one warning per fit, the answer on the study, and the range on simulate
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -123,7 +124,8 @@ def test_a_rerun_that_trains_nothing_says_nothing_of_capping_its_workers(
     _fit(_finder(tmp_path, seeds=(0,), trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1}), Net())
     caplog.clear()
     again = _finder(tmp_path, seeds=(0,), trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1})
-    again.workers = 2  # set after construction: no workers' server is started for a rerun that trains nothing
+    # set after construction: no workers' server is started for a rerun that trains nothing
+    again.settings = dataclasses.replace(again.settings, workers=2)
     _fit(again, Net())
     assert (again.trained_runs, again.reused_runs) == (0, len(GRID))
     assert f"{len(GRID)} done before." in caplog.text  # the log was captured

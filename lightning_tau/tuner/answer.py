@@ -2,40 +2,40 @@
 
 Every process that finishes a study computes the same answer from its records (:func:`finder_result`) and stores it
 on the study as user attributes, with what it was computed with, for ``optuna-dashboard`` (:func:`store_answer`).
+Both read the finder's :class:`~lightning_tau.tuner.finder_settings.FinderSettings`, not the finder.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torch.utils.data import DataLoader
 
 from lightning_tau._constants import Goal
 from lightning_tau.tuner.curve import reduce_metric
+from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
 from lightning_tau.tuner.settings import Reduce
 from lightning_tau.tuner.study import GridStudy
-
-if TYPE_CHECKING:
-    from lightning_tau.tuner.finder import TimescaleFinder
 
 __all__ = ["finder_result", "finite", "last_value", "run_value", "store_answer", "tell_value"]
 
 
 def finder_result(
-    finder: TimescaleFinder,
+    settings: FinderSettings,
     records: dict[tuple[float, int], dict[str, Any]],
     full_train: DataLoader,
     dataset_size: int,
     subset_size: int,
 ) -> FinderResult:
-    """``finder``'s :class:`FinderResult` from a complete grid's ``records``, for the full run on ``full_train``: the
-    curve of the ``tau_epoch`` values whose every seed completed, the pruned ones listed apart."""
+    """The :class:`FinderResult` of the finder with ``settings`` from a complete grid's ``records``, for the full
+    run on ``full_train``: the curve of the ``tau_epoch`` values whose every seed completed, the pruned
+    ones listed apart."""
     curve, pruned = [], []
-    for tau in finder.tau_epochs:
-        runs = [records[(tau, seed)] for seed in finder.seeds]
+    for tau in settings.tau_epochs:
+        runs = [records[(tau, seed)] for seed in settings.seeds]
         trained = [r for r in runs if "groups" in r]
         weight_decay = (
             {name: g["weight_decay"] for name, g in trained[0]["groups"].items() if g["decays"]} if trained else {}
@@ -44,9 +44,9 @@ def finder_result(
             pruned.append(
                 PrunedPoint(
                     tau_epoch=tau,
-                    seeds=list(finder.seeds),
+                    seeds=list(settings.seeds),
                     pruned_after=[r["pruned"]["after_epoch"] if "pruned" in r else None for r in runs],
-                    last_values=[last_value(r, finder.monitor) for r in runs],
+                    last_values=[last_value(r, settings.monitor) for r in runs],
                     weight_decay=weight_decay,
                     steps=[int(r["steps"]) for r in runs],
                 )
@@ -56,23 +56,23 @@ def finder_result(
             CurvePoint(
                 tau_epoch=tau,
                 values=[
-                    run_value(r, tau, seed, finder.monitor, finder.reduce, finder.mode)
-                    for r, seed in zip(runs, finder.seeds)
+                    run_value(r, tau, seed, settings.monitor, settings.reduce, settings.mode)
+                    for r, seed in zip(runs, settings.seeds)
                 ],
-                seeds=list(finder.seeds),
+                seeds=list(settings.seeds),
                 weight_decay=weight_decay,
                 steps=[int(r["steps"]) for r in runs],
             )
         )
     if not curve:
         raise ValueError(
-            f"`TimescaleFinder(pruner={finder.pruner_setting!r})` pruned every tau_epoch of the grid"
-            f" {list(finder.tau_epochs)!r}: there is no curve to suggest from. Use a gentler pruner (e.g. more"
+            f"`TimescaleFinder(pruner={settings.pruner_setting!r})` pruned every tau_epoch of the grid"
+            f" {list(settings.tau_epochs)!r}: there is no curve to suggest from. Use a gentler pruner (e.g. more"
             " warm-up epochs or start-up trials) or pruner=None."
         )
     if not any(math.isfinite(math.fsum(point.values)) for point in curve):  # the seed mean is finite nowhere
         raise ValueError(
-            f"`TimescaleFinder(monitor={finder.monitor!r})`: every run diverged (its {finder.monitor} is NaN or"
+            f"`TimescaleFinder(monitor={settings.monitor!r})`: every run diverged (its {settings.monitor} is NaN or"
             f" infinite at every tau_epoch of {[p.tau_epoch for p in curve]!r}), so there is no curve to suggest"
             " from. Lower the learning rate, or try larger tau_epochs (less weight decay)."
         )
@@ -85,22 +85,22 @@ def finder_result(
             " `configure_optimizers` (TimescaleCallback replaces the value)."
         )
     world = int(first["world_size"])
-    accumulate = int(finder.trainer_kwargs.get("accumulate_grad_batches", 1))
+    accumulate = int(settings.trainer_kwargs.get("accumulate_grad_batches", 1))
     full_steps_per_epoch = math.ceil(math.ceil(len(full_train) / world) / accumulate)
     return FinderResult.from_curve(
         curve,
         lr=lrs,
-        monitor=finder.monitor,
-        mode=finder.mode,
-        reduce=finder.reduce,
-        fraction=finder.fraction,
+        monitor=settings.monitor,
+        mode=settings.mode,
+        reduce=settings.reduce,
+        fraction=settings.fraction,
         dataset_size=dataset_size,
         subset_size=subset_size,
         batch_size=int(first["global_batch_size"]),
-        epochs=finder.epochs,
-        full_cost=len(finder.tau_epochs) * len(finder.seeds) * finder.epochs * full_steps_per_epoch,
+        epochs=settings.epochs,
+        full_cost=len(settings.tau_epochs) * len(settings.seeds) * settings.epochs * full_steps_per_epoch,
         steps_per_epoch=full_steps_per_epoch,
-        window=finder.window,
+        window=settings.window,
         pruned=pruned,
     )
 
@@ -128,7 +128,7 @@ def last_value(record: Mapping[str, Any], monitor: str) -> float:
     return values[-1] if values else math.nan
 
 
-def store_answer(study: GridStudy, result: FinderResult, finder: TimescaleFinder, log: Callable[[str], None]) -> None:
+def store_answer(study: GridStudy, result: FinderResult, settings: FinderSettings, log: Callable[[str], None]) -> None:
     """Put the finder's answer on the study as user attributes (``optuna-dashboard`` shows them): the curve, the
     suggestion, its range and the verdict, and what the answer was computed with (``monitor``, ``mode``, ...)."""
     answer = {
@@ -140,11 +140,11 @@ def store_answer(study: GridStudy, result: FinderResult, finder: TimescaleFinder
         "pruned_tau_epochs": [p.tau_epoch for p in result.pruned],
         "pruned_trials": sum(e is not None for p in result.pruned for e in p.pruned_after),
         "finder": {
-            "monitor": finder.monitor,
-            "mode": finder.mode,
-            "reduce": finder.reduce,
-            "window": finder.window,
-            "pruner": finder.pruner_setting,
+            "monitor": settings.monitor,
+            "mode": settings.mode,
+            "reduce": settings.reduce,
+            "window": settings.window,
+            "pruner": settings.pruner_setting,
         },
     }
     try:

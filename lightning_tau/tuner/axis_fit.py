@@ -1,10 +1,13 @@
-"""The finder's width and dataset-size axes: the study of each axis point, and the axis's result from their answers.
+"""The finder's axes: the study of each axis point, and the fit's result from their records.
 
-Along ``axis="width"`` or ``"dataset_size"``, :meth:`~lightning_tau.tuner.finder.TimescaleFinder.fit` runs the same
-sweep at every point of the axis, each point a study of its own: :func:`axis_points` builds the points
-(a model factory, a training subset and the study's settings each, checked before any training), :func:`axis_intro`
-says what they are, and :func:`axis_result` turns the points' records into their answers and the
-:class:`~lightning_tau.tuner.axes.AxisResult`. The trials themselves run as on the fraction axis (one study).
+:meth:`~lightning_tau.tuner.finder.TimescaleFinder.fit` reads points -> runs -> answer on every axis: the fraction
+axis is an axis of one point (one study on one subset), the width and dataset-size axes one point per width or
+fraction, each a study of its own. :func:`axis_points` builds the points (a model factory, a training subset and the
+study's settings each, checked before any training), :func:`axis_intro` says what they are, and :func:`axis_result`
+turns the points' records into their answers (each stored on its study) and the fit's result: the one point's
+:class:`~lightning_tau.tuner.result.FinderResult` on the fraction axis, else the
+:class:`~lightning_tau.tuner.axes.AxisResult`. Every function takes the finder's
+:class:`~lightning_tau.tuner.finder_settings.FinderSettings`, not the finder. The module map: ``docs/architecture.rst``.
 """
 
 from __future__ import annotations
@@ -12,23 +15,21 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
-import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
 from lightning_tau.tuner import rules
 from lightning_tau.tuner.answer import finder_result, store_answer
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.settings import check_subset, made_model
+from lightning_tau.tuner.finder_settings import FinderSettings
+from lightning_tau.tuner.result import FinderResult
+from lightning_tau.tuner.settings import check_subset, check_subset_size, made_model
 from lightning_tau.tuner.stats import seed_stages, staged_level
 from lightning_tau.tuner.study import GridStudy
-from lightning_tau.tuner.study_key import study_settings
+from lightning_tau.tuner.study_key import StudyPoint, study_settings
 from lightning_tau.tuner.trial import ModelCopies, subset_dataloader
 from lightning_tau.tuner.width_probe import check_mup, probe_width, record_lambda_base
-
-if TYPE_CHECKING:
-    from lightning_tau.tuner.finder import TimescaleFinder
 
 __all__ = [
     "SeedStaging",
@@ -42,91 +43,106 @@ __all__ = [
 ]
 
 
-class StudyPoint(NamedTuple):
-    """One study of a fit: the fraction axis has one, the width and dataset-size axes one per point."""
-
-    #: the axis value (a width or a fraction; on the fraction axis, ``fraction``)
-    value: float
-    #: what makes each trial's model
-    factory: Callable[[], pl.LightningModule]
-    #: the training subset's loader
-    train: DataLoader
-    #: the study's settings (:func:`~lightning_tau.tuner.study_key.study_settings`)
-    settings: dict[str, Any]
-
-
 def axis_points(
-    finder: TimescaleFinder, model: Any, full_train: DataLoader, copies: ModelCopies | None
+    settings: FinderSettings, model: Any, full_train: DataLoader, copies: ModelCopies | None
 ) -> list[StudyPoint]:
-    """The points of ``finder``'s axis, in axis order, each checked before any training: along ``"width"``, the
-    model at every width (:func:`~lightning_tau.tuner.width_probe.check_mup`) on one subset; along
-    ``"dataset_size"``, one model on the subset of every fraction."""
-    dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
-    accumulate = int(finder.trainer_kwargs.get("accumulate_grad_batches", 1))
-    points: list[StudyPoint] = []
-    if finder.axis == "width":
-        assert finder.widths is not None
-        train = subset_dataloader(full_train, finder.fraction, finder.subset_seed)
-        check_subset(train, "fraction", finder.fraction, finder.tau_epochs, accumulate)
-        probes = {w: probe_width(model, w) for w in finder.widths}
+    """The points of the finder's axis, in axis order, each checked before any training: every subset holds a full
+    batch and lets the callback set every ``tau_epoch``; along ``"width"``, the model at every width
+    (:func:`~lightning_tau.tuner.width_probe.check_mup`) on one subset; along ``"dataset_size"``, one model on the
+    subset of every fraction; along ``"fraction"``, one model on one subset. ``model`` is what makes each trial's
+    model (``make_model`` along ``"width"``)."""
+    if settings.axis != "fraction":  # the whole set as a subset: a loader the finder cannot subset is refused first
+        subset_dataloader(full_train, 1.0)
+    for fraction in settings.fractions or ():
+        check_subset_size(full_train, fraction, "fractions", list(settings.fractions or ()))
+    if not settings.fractions:
+        check_subset_size(full_train, settings.fraction, "fraction", settings.fraction)
+    if settings.axis == "width":
+        assert settings.widths is not None
+        train = subset_dataloader(full_train, settings.fraction, settings.subset_seed)
+        check_subset(train, "fraction", settings.fraction, settings.tau_epochs, settings.accumulate)
+        dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
+        probes = {w: probe_width(model, w) for w in settings.widths}
         check_mup(probes)
+        points = []
         for w, probe in probes.items():
-            settings = study_settings(finder, probe, dataset_size, len(train.dataset), train, None)  # type: ignore[arg-type]
-            settings["axis"] = {"axis": "width", "width": w}
-            points.append(StudyPoint(w, functools.partial(model, w), train, settings))
+            key = study_settings(settings, probe, dataset_size, len(train.dataset), train, None)  # type: ignore[arg-type]
+            key["axis"] = {"axis": "width", "width": w}
+            points.append(StudyPoint(w, functools.partial(model, w), train, key))
         return points
-    assert finder.fractions is not None
-    factory: Callable[[], pl.LightningModule] = copies if copies is not None else model
-    probe = made_model(factory)
-    for f in finder.fractions:
-        train = subset_dataloader(full_train, f, finder.subset_seed)
-        check_subset(train, "fractions", list(finder.fractions), finder.tau_epochs, accumulate)
-        settings = study_settings(finder, probe, dataset_size, len(train.dataset), train, copies)  # type: ignore[arg-type]
-        settings["fraction"] = f
-        settings["axis"] = {"axis": "dataset_size", "fraction": f}
-        points.append(StudyPoint(f, factory, train, settings))
+    # the fraction axis: the dataset-size axis's points with one fraction, keyed without an "axis" (its studies' names)
+    along = settings.axis == "dataset_size"
+    fractions = settings.fractions if settings.fractions is not None else (settings.fraction,)
+    argument, value = ("fractions", list(fractions)) if along else ("fraction", settings.fraction)
+    trains = []
+    probe = made_model(model) if along else None
+    for f in fractions:
+        train = subset_dataloader(full_train, f, settings.subset_seed)
+        check_subset(train, argument, value, settings.tau_epochs, settings.accumulate)
+        trains.append(train)
+    probe = probe if probe is not None else made_model(model)
+    dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
+    points = []
+    for f, train in zip(fractions, trains):
+        key = study_settings(settings, probe, dataset_size, len(train.dataset), train, copies)  # type: ignore[arg-type]
+        if along:
+            key["fraction"] = f
+            key["axis"] = {"axis": "dataset_size", "fraction": f}
+        points.append(StudyPoint(f, model, train, key))
     return points
 
 
-def axis_intro(finder: TimescaleFinder, studies: Sequence[GridStudy], dataset_size: int) -> str:
-    """What an axis fit runs, for its first log line: the studies, the axis values and the trials of each."""
+def axis_intro(
+    settings: FinderSettings, points: Sequence[StudyPoint], studies: Sequence[GridStudy], dataset_size: int
+) -> str:
+    """What a fit runs, for its first log line: the studies, the axis values and the trials of each."""
+    trials = f"({len(settings.tau_epochs)} tau_epochs x {len(settings.seeds)} seeds)"
+    if settings.axis == "fraction":
+        return (
+            f"study {studies[0].study.study_name!r} in {studies[0].shown}: {len(settings.grid_order())} trials"
+            f" {trials} on {len(points[0].train.dataset)} of {dataset_size}"  # type: ignore[arg-type]
+            f" training samples for {settings.epochs} epochs"
+        )
     what = (
-        f"widths {', '.join(str(w) for w in finder.widths or ())}"
-        if finder.axis == "width"
-        else f"fractions {', '.join(f'{f:g}' for f in finder.fractions or ())} of {dataset_size} samples"
+        f"widths {', '.join(str(w) for w in settings.widths or ())}"
+        if settings.axis == "width"
+        else f"fractions {', '.join(f'{f:g}' for f in settings.fractions or ())} of {dataset_size} samples"
     )
     return (
-        f"{finder.axis} axis: {len(studies)} studies in {studies[0].shown} ({what}),"
-        f" {len(finder.tau_epochs) * len(finder.seeds)} trials each ({len(finder.tau_epochs)} tau_epochs x"
-        f" {len(finder.seeds)} seeds) for {finder.epochs} epochs"
+        f"{settings.axis} axis: {len(studies)} studies in {studies[0].shown} ({what}),"
+        f" {len(settings.tau_epochs) * len(settings.seeds)} trials each {trials} for {settings.epochs} epochs"
     )
 
 
 def axis_result(
-    finder: TimescaleFinder,
+    settings: FinderSettings,
     points: Sequence[StudyPoint],
     records: Sequence[dict[tuple[float, int], dict[str, Any]]],
+    studies: Sequence[GridStudy],
     full_train: DataLoader,
     log: Callable[[str], None],
     level: float | None = None,
-) -> AxisResult:
-    """The :class:`~lightning_tau.tuner.axes.AxisResult` of ``finder``'s axis from every point's records (each
-    point's answer stored on its study, :attr:`TimescaleFinder.studies`); along ``"width"`` with the ``λ_base`` of
-    each ``tau_epoch`` (read from the first seed's trials at the largest width) and the smallest width's multiplier."""
+) -> FinderResult | AxisResult:
+    """The fit's result from every point's records, each point's answer stored on its study: on the fraction axis
+    the one point's :class:`~lightning_tau.tuner.result.FinderResult`; else the
+    :class:`~lightning_tau.tuner.axes.AxisResult`, along ``"width"`` with the ``λ_base`` of each ``tau_epoch`` (read
+    from the first seed's trials at the largest width) and the smallest width's multiplier."""
     dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
     results = []
-    for point, point_records, study in zip(points, records, finder.studies):
-        result = finder_result(finder, point_records, full_train, dataset_size, len(point.train.dataset))  # type: ignore[arg-type]
-        if finder.axis == "dataset_size":
+    for point, point_records, study in zip(points, records, studies):
+        result = finder_result(settings, point_records, full_train, dataset_size, len(point.train.dataset))  # type: ignore[arg-type]
+        if settings.axis == "dataset_size":
             result = dataclasses.replace(result, fraction=float(point.value))
-        store_answer(study, result, finder, log)  # each point's answer, and what it was computed with, on its study
+        store_answer(study, result, settings, log)  # each point's answer, and what it was computed with, on its study
         results.append(result)
+    if settings.axis == "fraction":
+        return results[0]
     values = [p.value for p in points]
-    level = finder.level if level is None else level
-    if finder.axis == "width":
-        seed = finder.seeds[0]
-        lambda_base = [record_lambda_base(records[-1][(tau, seed)])[0] for tau in finder.tau_epochs]
-        base_mult = record_lambda_base(records[0][(finder.tau_epochs[0], seed)])[1]
+    level = settings.level if level is None else level
+    if settings.axis == "width":
+        seed = settings.seeds[0]
+        lambda_base = [record_lambda_base(records[-1][(tau, seed)])[0] for tau in settings.tau_epochs]
+        base_mult = record_lambda_base(records[0][(settings.tau_epochs[0], seed)])[1]
         return AxisResult.build(
             "width",
             values,
@@ -134,11 +150,11 @@ def axis_result(
             lambda_base=lambda_base,
             base_width_mult=base_mult,
             level=level,
-            window=finder.window,
-            tolerance=finder.tolerance,
+            window=settings.window,
+            tolerance=settings.tolerance,
         )
     return AxisResult.build(
-        "dataset_size", values, results, level=level, window=finder.window, tolerance=finder.tolerance
+        "dataset_size", values, results, level=level, window=settings.window, tolerance=settings.tolerance
     )
 
 

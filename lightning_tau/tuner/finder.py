@@ -11,22 +11,19 @@ journal file ``root_dir/study.journal``: any number of processes, on one machine
 share its grid, and a later ``fit`` with the same settings trains nothing. Each trial is a fresh Lightning fit with
 :class:`~lightning_tau.TimescaleCallback` (:mod:`lightning_tau.tuner.trial`), logging to TensorBoard in a folder of
 its own under ``root_dir/tb``. The pure parts (grid, smoothing, result) live in :mod:`lightning_tau.tuner.curve`;
-the finder's argument checks in :mod:`lightning_tau.tuner.settings`, its pruners in :mod:`lightning_tau.tuner.pruning`,
-what keys and names a study in :mod:`lightning_tau.tuner.study_key`, the answer from a study's records in
-:mod:`lightning_tau.tuner.answer`, and the width and dataset-size axes' points in :mod:`lightning_tau.tuner.axis_fit`
-(the width axis's model probes in :mod:`lightning_tau.tuner.width_probe`).
+the finder's checked arguments in :class:`~lightning_tau.tuner.finder_settings.FinderSettings` (``finder.settings``),
+which every module below it takes instead of the finder; :meth:`TimescaleFinder.fit` reads points -> runs -> answer
+(:mod:`lightning_tau.tuner.axis_fit`) on every axis, the fraction axis one of one point. Where each part lives: the
+module map in ``docs/architecture.rst``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 import multiprocessing
 import os
 import pickle
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NoReturn, overload
@@ -39,10 +36,7 @@ from optuna.pruners import BasePruner
 from optuna.storages import BaseStorage
 from torch.utils.data import DataLoader
 
-from lightning_tau import _checks
-from lightning_tau._constants import GOALS, Goal
-from lightning_tau._quiet import quiet_sweep
-from lightning_tau.tuner.answer import finder_result, store_answer, tell_value
+from lightning_tau._constants import Goal
 from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.axis_fit import (
     SeedStaging,
@@ -55,35 +49,22 @@ from lightning_tau.tuner.axis_fit import (
     undetermined_rules,
 )
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
+from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.liveness import STALE_SECONDS, stop_reason
-from lightning_tau.tuner.pruning import make_pruner, pruned_sibling, pruner_setting
+from lightning_tau.tuner.pruning import make_pruner
 from lightning_tau.tuner.result import FinderResult
 from lightning_tau.tuner.settings import (
-    DEFAULT_FRACTION,
     Axis,
     PrunerName,
     Reduce,
     SettingError,
-    check_axis,
-    check_fractions,
-    check_grid,
-    check_pruner,
-    check_root_dir,
-    check_seed_count,
-    check_storage,
-    check_subset,
-    check_subset_size,
-    check_tolerance,
-    check_trainer_kwargs,
-    check_widths,
-    made_model,
     model_factory,
     resolve_data,
-    tau_name,
 )
-from lightning_tau.tuner.study import GridStudy, quiet_optuna, study_folder
-from lightning_tau.tuner.study_key import open_studies, study_settings
-from lightning_tau.tuner.trial import pruned_record, run_trial, subset_dataloader, warn_once
+from lightning_tau.tuner.study import GridStudy, quiet_optuna
+from lightning_tau.tuner.study_key import open_studies
+from lightning_tau.tuner.trial import subset_dataloader
+from lightning_tau.tuner.trial_loop import work_study
 from lightning_tau.tuner.workers import (
     UNGUARDED_EXIT,
     Workers,
@@ -104,8 +85,12 @@ SIGTERM_EXIT = 143
 #: The name of the finder's worker processes (numbered from 1).
 WORKER_NAME = "tau-finder-worker"
 
-#: Seconds between looks at the study while waiting for trials that train elsewhere.
-POLL_SECONDS = 1.0
+
+def _setting(name: str) -> Any:
+    """A read-only attribute of the finder that is its settings' ``name`` (:class:`FinderSettings`)."""
+    return property(
+        lambda finder: getattr(finder.settings, name), doc=f"``settings.{name}`` (:class:`FinderSettings`)."
+    )
 
 
 class TimescaleFinder:
@@ -190,6 +175,16 @@ class TimescaleFinder:
             every point. The curve, the suggestion and its range use the ``tau_epoch`` values whose every seed
             completed; the pruned ones are listed as such (:attr:`FinderResult.pruned`).
 
+    Attributes:
+        settings: the checked arguments (:class:`~lightning_tau.tuner.finder_settings.FinderSettings`); the finder's
+            attributes of the same names (``tau_epochs``, ``seeds``, ``axis``, ...) read them.
+        staging: with ``seeds="auto"``, after :meth:`fit`: how many seeds it used and why it stopped.
+        trained_runs: trials this process trained in the last :meth:`fit`.
+        reused_runs: trials that were complete in the study when the last :meth:`fit` started.
+        pending_runs: trials still training elsewhere when the last :meth:`fit` returned (``wait=False`` only).
+        study: the study the last :meth:`fit` used (name and printable storage); along an axis, the first point's.
+        studies: along an axis: the study of every point, in axis order.
+
     Raises:
         ValueError: at construction for a bad argument, naming it and its value; in :meth:`fit` for data, a
             model or a storage the finder cannot use, before any training.
@@ -236,77 +231,45 @@ class TimescaleFinder:
         max_seeds: int | None = None,
     ) -> None:
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
-        self.axis: Axis = check_axis(axis, fraction, widths, fractions)
-        #: ``axis="width"``: the widths ``make_model`` is called with, increasing
-        self.widths: tuple[int, ...] | None = check_widths(widths) if axis == "width" else None
-        #: ``axis="dataset_size"``: the fractions of the training set, increasing
-        self.fractions: tuple[float, ...] | None = check_fractions(fractions) if axis == "dataset_size" else None
-        self.level = _checks.in_range(
-            "TimescaleFinder", "level", level, "use the exponent interval's level in (0, 1), e.g. 0.95.", low=0, high=1
-        )
-        check_pruner(pruner, axis)
-        if fraction is None:
-            fraction = self.fractions[-1] if self.fractions is not None else DEFAULT_FRACTION
-        self.fraction = _checks.in_range(
-            "TimescaleFinder",
-            "fraction",
-            fraction,
-            "use a number in (0, 1], the share of the training set each run trains on (e.g. 0.25).",
-            low=0,
-            high=1,
-            high_closed=True,
-        )
-        self.tau_epochs = check_grid(tau_epochs)
-        #: the seeds of the sweep (with ``seeds="auto"``: of the last stage trained, ``0 .. n - 1``)
-        self.seeds: tuple[int, ...]
-        #: whether ``seeds="auto"``: seeds added in stages up to ``max_seeds`` until every published rule is decided
-        self.auto_seeds: bool
-        self.seeds, self.auto_seeds, self.max_seeds = check_seed_count(seeds, max_seeds, self.axis)
-        #: along an axis: the factor by which the best value may move over the axis's range and still follow a
-        #: published rule (:mod:`lightning_tau.tuner.rules`)
-        self.tolerance = check_tolerance(tolerance, self.axis)
-        #: with ``seeds="auto"``, after :meth:`fit`: how many seeds it used and why it stopped
-        self.staging: SeedStaging | None = None
-        self.monitor = _checks.non_empty(
-            "TimescaleFinder", "monitor", monitor, "use the name of a logged validation metric."
-        )
-        self.mode: Goal = _checks.choice("TimescaleFinder", "mode", mode, GOALS)
-        self.reduce: Reduce = _checks.choice("TimescaleFinder", "reduce", reduce, ("last", "best"))
-        self.trainer_kwargs = check_trainer_kwargs(trainer_kwargs)
-        self.epochs: int = self.trainer_kwargs["max_epochs"]
-        #: the Optuna pruner the trials report to (``None``: no pruning)
-        self.pruner: BasePruner | None = make_pruner(pruner, self.epochs) if isinstance(pruner, str) else pruner
-        #: the pruner as the study's settings hold it: its name, or an instance's class and attributes
-        self.pruner_setting: Any = pruner_setting(pruner)
-        self.root_dir = check_root_dir(root_dir)
-        self.subset_seed = _checks.integer("TimescaleFinder", "subset_seed", subset_seed)
-        self.window = _checks.positive_int("TimescaleFinder", "window", window, "use an integer >= 1.")
-        self.progress = bool(progress)
-        self.verbose = bool(verbose)
-        self.storage = check_storage(storage)
-        if study_name is not None:
-            _checks.non_empty("TimescaleFinder", "study_name", study_name, "use a non-empty name.")
-        self.study_name = study_name
-        self.workers = _checks.positive_int("TimescaleFinder", "workers", workers)
+        self.settings: FinderSettings = FinderSettings.build(**self._init_kwargs)
         # the workers' server imports torch and Lightning while the caller sets up (not from a worker importing the
         # user's script: it cannot start processes, and fit stops it)
         if min(self.workers, cores()) > 1 and not importing_main():
             start_server()
-        self.stale_after = _checks.positive_number(
-            "TimescaleFinder", "stale_after", stale_after, "use a positive number of seconds."
-        )
-        #: trials this process trained in the last :meth:`fit`
-        self.trained_runs = 0
-        #: trials that were complete in the study when the last :meth:`fit` started
-        self.reused_runs = 0
-        #: trials still training elsewhere when the last :meth:`fit` returned (``wait=False`` only)
-        self.pending_runs = 0
-        #: the study the last :meth:`fit` used (name and printable storage); along an axis, the first point's
+        self.staging: SeedStaging | None = None
+        self.trained_runs = self.reused_runs = self.pending_runs = 0
         self.study: GridStudy | None = None
-        #: along an axis: the study of every point, in axis order
         self.studies: list[GridStudy] = []
         self._worker_only = False
         self._warned: set[tuple[type, str]] = set()
+
+    # the settings, read as the finder's attributes (documented at FinderSettings and in the arguments above)
+    axis = _setting("axis")
+    fraction = _setting("fraction")
+    widths = _setting("widths")
+    fractions = _setting("fractions")
+    tau_epochs = _setting("tau_epochs")
+    seeds = _setting("seeds")
+    auto_seeds = _setting("auto_seeds")
+    max_seeds = _setting("max_seeds")
+    monitor = _setting("monitor")
+    mode = _setting("mode")
+    reduce = _setting("reduce")
+    trainer_kwargs = _setting("trainer_kwargs")
+    epochs = _setting("epochs")
+    root_dir = _setting("root_dir")
+    subset_seed = _setting("subset_seed")
+    window = _setting("window")
+    progress = _setting("progress")
+    verbose = _setting("verbose")
+    storage = _setting("storage")
+    study_name = _setting("study_name")
+    workers = _setting("workers")
+    stale_after = _setting("stale_after")
+    level = _setting("level")
+    tolerance = _setting("tolerance")
+    pruner = _setting("pruner")
+    pruner_setting = _setting("pruner_setting")
 
     @overload
     def fit(
@@ -385,62 +348,14 @@ class TimescaleFinder:
             _stop_unguarded_worker(self.workers)
         self._warned = set()  # warnings the trials of this fit have shown: each once, not once per trial or point
         self.staging = None
-        if self.axis != "fraction":
-            return self._fit_axis(model, datamodule, train_dataloaders, val_dataloaders, wait=wait)
         factory, copies = model_factory(model, self.axis)
         full_train, val = resolve_data(datamodule, train_dataloaders, val_dataloaders)
-        check_subset_size(full_train, self.fraction, "fraction", self.fraction)
-        train = subset_dataloader(full_train, self.fraction, self.subset_seed)
-        accumulate = int(self.trainer_kwargs.get("accumulate_grad_batches", 1))
-        check_subset(train, "fraction", self.fraction, self.tau_epochs, accumulate)
+        points = axis_points(self.settings, factory, full_train, copies)  # one on the fraction axis
         dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
-        subset_size = len(train.dataset)  # type: ignore[arg-type]
-        probe = made_model(factory)
-        settings = study_settings(self, probe, dataset_size, subset_size, train, copies)
-        del probe
-        payload = None
-        if self.workers > 1:  # checked before the study is opened: nothing written for a model that cannot travel
-            payload = self._worker_payload(model, full_train, val)  # an instance travels as itself: the same study
 
-        def intro(studies: Sequence[GridStudy]) -> str:
-            return (
-                f"study {studies[0].study.study_name!r} in {studies[0].shown}: {len(self._grid_order())} trials"
-                f" ({len(self.tau_epochs)} tau_epochs x {len(self.seeds)} seeds) on {subset_size} of {dataset_size}"
-                f" training samples for {self.epochs} epochs"
-            )
+        def intro(studies: Sequence[GridStudy]) -> str:  # the seeds of the stage now
+            return axis_intro(self.settings, points, studies, dataset_size)
 
-        point = StudyPoint(self.fraction, factory, train, settings)
-        records = self._run([point], val, payload, wait=wait, intro=intro, answer="suggestion")
-        if records is None:
-            return None
-        assert self.study is not None
-        result = finder_result(self, records[0], full_train, dataset_size, subset_size)
-        store_answer(self.study, result, self, self._log)
-        if self.verbose and rank_zero_only.rank == 0:
-            print(result.table())
-        return result
-
-    def _fit_axis(
-        self,
-        model: Any,
-        datamodule: pl.LightningDataModule | None,
-        train_dataloaders: DataLoader | None,
-        val_dataloaders: Any,
-        *,
-        wait: bool,
-    ) -> AxisResult | None:
-        """:meth:`fit` along ``axis``: one study per axis point (the point's settings name it), all in the same
-        storage; this process and its workers take the trials of every point in turn."""
-        _, copies = model_factory(model, self.axis)
-        full_train, val = resolve_data(datamodule, train_dataloaders, val_dataloaders)
-        # the whole set as a subset: a loader the finder cannot subset (an IterableDataset) is refused as on one axis
-        dataset_size = len(subset_dataloader(full_train, 1.0).dataset)  # type: ignore[arg-type]
-        for fraction in self.fractions or ():
-            check_subset_size(full_train, fraction, "fractions", list(self.fractions or ()))
-        if not self.fractions:
-            check_subset_size(full_train, self.fraction, "fraction", self.fraction)
-        points = axis_points(self, model, full_train, copies)
-        intro = functools.partial(axis_intro, self, dataset_size=dataset_size)
         # seeds="auto": one look per stage, each stage's seeds added to the same studies (their key holds "auto")
         auto = self.auto_seeds and not self._worker_only  # a worker trains the stage it was sent
         stages = seed_stages(self.max_seeds) if auto else [len(self.seeds)]
@@ -448,9 +363,12 @@ class TimescaleFinder:
         trained = reused = done = 0
         for looked, count in enumerate(stages, 1):
             if auto:
-                self.seeds = tuple(range(count))
+                self.settings = dataclasses.replace(self.settings, seeds=tuple(range(count)))
+            # checked before the studies are opened: nothing written for a model that cannot travel (an instance
+            # travels as itself: the same study)
             payload = self._worker_payload(model, full_train, val) if self.workers > 1 else None
-            records = self._run(points, val, payload, wait=wait, intro=intro, answer="result")
+            answer = "suggestion" if self.axis == "fraction" else "result"
+            records = self._run(points, val, payload, wait=wait, intro=intro, answer=answer)
             # this fit's counts over its stages: trials complete before it (a later stage's new seeds' only: the
             # earlier stages' grid was complete when it ended), and those this process trained in it
             reused += self.reused_runs - done
@@ -459,10 +377,11 @@ class TimescaleFinder:
             if records is None:
                 return None
             done = len(points) * len(self.tau_epochs) * count
-            result_of_axis = axis_result(self, points, records, full_train, self._log, level=level)
-            if not auto:
+            studies = self.studies or [self.study]
+            result = axis_result(self.settings, points, records, studies, full_train, self._log, level=level)
+            if not auto or not isinstance(result, AxisResult):
                 break
-            undetermined = undetermined_rules(result_of_axis, self.tolerance)
+            undetermined = undetermined_rules(result, self.tolerance)
             if not undetermined or looked == len(stages):
                 self.staging = SeedStaging(
                     count, self.max_seeds, tuple(stages[:looked]), level, self.tolerance, tuple(undetermined)
@@ -472,11 +391,11 @@ class TimescaleFinder:
                 f"{count} seeds: {', '.join(undetermined)} undetermined at tolerance x{self.tolerance:g}; adding seeds"
                 f" up to {stages[looked]}."
             )
-        if self.staging is not None:
-            result_of_axis = dataclasses.replace(result_of_axis, staging=self.staging)  # in its table and JSON
+        if self.staging is not None and isinstance(result, AxisResult):
+            result = dataclasses.replace(result, staging=self.staging)  # in its table and JSON
         if self.verbose and rank_zero_only.rank == 0:
-            print(result_of_axis.table())
-        return result_of_axis
+            print(result.table())
+        return result
 
     def _run(
         self,
@@ -492,11 +411,11 @@ class TimescaleFinder:
         free trials of every point first, so no process idles while another point has some), and return each
         study's records; ``None`` when this is a worker, or when some trials are still not complete (``wait=False``),
         ``log`` then saying so and what ``answer`` waits on them."""
-        grid = self._grid_order()
+        grid = self.settings.grid_order()
         log = self._log
         # SIGTERM anywhere in here (waiting on a trial elsewhere, between trials) ends the sweep as inside a fit
         with quiet_optuna(), sigterm_raises(lambda: SIGTERMException(SIGTERM_EXIT)):
-            studies = open_studies(self, points, grid, log)
+            studies = open_studies(self.settings, points, grid, log)
             self.study = studies[0]
             if self.axis != "fraction":
                 self.studies = studies
@@ -520,9 +439,9 @@ class TimescaleFinder:
                     )
                 if len(studies) > 1:  # every point's free trials first, then wait
                     for study, point in zip(studies, points):
-                        self._work(study, point.factory, point.train, val, wait=False)
+                        self._work(study, point, val, wait=False)
                 for study, point in zip(studies, points):
-                    self._work(study, point.factory, point.train, val, wait=wait, workers=procs)
+                    self._work(study, point, val, wait=wait, workers=procs)
             except BaseException as err:
                 if procs is not None and isinstance(err, SIGTERMException):  # each worker hands its trial back
                     procs.terminate()
@@ -556,110 +475,31 @@ class TimescaleFinder:
             return None
         return records
 
-    def _grid_order(self) -> list[tuple[float, int]]:
-        """The grid in the order its trials are enqueued: ``tau_epoch`` by ``tau_epoch``; with a pruner, seed by
-        seed (every ``tau_epoch`` of the first seed first), so that the pruner compares a run with the other
-        ``tau_epoch`` values early and a pruned ``tau_epoch``'s other seeds are not trained at all."""
-        if self.pruner is not None:
-            return [(tau, seed) for seed in self.seeds for tau in self.tau_epochs]
-        return [(tau, seed) for tau in self.tau_epochs for seed in self.seeds]
-
     def _log(self, message: str) -> None:
         if self.verbose:
             rank_zero_info(f"TimescaleFinder: {message}")
 
-    # --- the trials ------------------------------------------------------------------------------------------
-
     def _work(
-        self,
-        study: GridStudy,
-        model_factory: Callable[[], pl.LightningModule],
-        train: DataLoader,
-        val: Any,
-        *,
-        wait: bool,
-        workers: Workers | None = None,
+        self, study: GridStudy, point: StudyPoint, val: Any, *, wait: bool, workers: Workers | None = None
     ) -> None:
-        """Take and train trials until none is left to take; with ``wait``, then until the grid is complete."""
-        from tqdm.auto import tqdm
+        """Take and train ``study``'s trials in this process (:func:`~lightning_tau.tuner.trial_loop.work_study`)."""
 
-        bar = None
-        counted: set[tuple[float, int]] = set()  # grid points whose epochs the bar holds
-        told_waiting: set[int] = set()
-        try:
-            while True:
-                if workers is not None and workers.unguarded():  # stop now: no worker can start with this script
-                    raise SystemExit(unguarded_script(self.workers))
-                study.reclaim()
-                study.enqueue_missing()
-                if bar is not None:  # trials other processes (this fit's workers too) finished: their epochs
-                    finished = study.records()
-                    done = set(finished) - counted
-                    bar.update(sum(int(finished[key].get("epochs_run", self.epochs)) for key in done))
-                    counted |= done
-                taken = study.take()
-                if taken is not None:
-                    trial, (tau, seed) = taken
-                    sibling = pruned_sibling(study.records(), tau, seed) if self.pruner is not None else None
-                    if sibling is not None:  # a tau_epoch with a pruned seed has no place on the paired curve
-                        study.finish(trial, pruned_record(*sibling), math.nan)
-                        counted.add((tau, seed))
-                        continue
-                    if bar is None:
-                        counted = set(study.records())
-                        left = len(study.grid) - len(counted)
-                        bar = tqdm(
-                            total=max(1, left) * self.epochs,
-                            unit="epoch",
-                            desc="tau finder",
-                            disable=not self.progress or rank_zero_only.rank != 0,
-                        )
-                    bar.set_postfix_str(f"tau_epoch={tau:g} seed={seed}")
-                    shown = warn_once(self._warned, show=not self._worker_only, writing=bar.external_write_mode)
-                    with study.working_on(trial), shown, quiet_sweep():
-                        record = run_trial(
-                            model_factory,
-                            train,
-                            val,
-                            tau_epoch=tau,
-                            seed=seed,
-                            monitor=self.monitor,
-                            trainer_kwargs=self.trainer_kwargs,
-                            log_dir=self.root_dir / "tb" / study_folder(study.study.study_name),
-                            log_name=f"tau_epoch={tau_name(tau)}_seed{seed}_trial{trial.number}",
-                            bar=bar,
-                            # the pruner judges a tau_epoch by its first seed's run (against the first seed's runs
-                            # at the other tau_epochs); the other seeds of a tau_epoch it kept train in full
-                            trial=trial if self.pruner is not None and seed == self.seeds[0] else None,
-                        )
-                    minimize = study.study.direction.name == "MINIMIZE"
-                    value = tell_value(record, self.monitor, self.reduce, self.mode, minimize)
-                    if study.finish(trial, record, value):
-                        self.trained_runs += 1
-                    counted.add((tau, seed))  # its epochs ticked as it trained
-                    continue
-                if len(study.records()) == len(study.grid):
-                    return
-                if not wait:
-                    if workers is not None and workers.alive():  # this command's own workers: theirs is ours
-                        time.sleep(POLL_SECONDS)
-                        continue
-                    return
-                running = study.running_elsewhere()
-                new = [t for t in running if t.number not in told_waiting]
-                if new:
-                    told_waiting.update(t.number for t in new)
-                    where = ", ".join(
-                        f"#{t.number} on {t.user_attrs.get('worker', {}).get('host', '?')}"
-                        f" pid {t.user_attrs.get('worker', {}).get('pid', '?')}"
-                        for t in new[:4]
-                    )
-                    self._log(f"waiting for {len(running)} trials training elsewhere ({where}).")
-                time.sleep(POLL_SECONDS)
-        finally:
-            if bar is not None:
-                bar.total = bar.n
-                bar.close()
+        def trained() -> None:
+            self.trained_runs += 1
+
+        show = not self._worker_only
+        work_study(
+            study,
+            self.settings,
+            point,
+            val,
+            wait=wait,
+            log=self._log,
+            trained=trained,
+            warned=self._warned,
+            show_warnings=show,
+            workers=workers,
+        )
 
     def _workers_for(self, left: int) -> int:
         """The worker processes to run: ``workers``, capped at this machine's cores and at the trials left to train
@@ -713,7 +553,7 @@ def _worker_main(payload: bytes | Any, threads: int, environ: Mapping[str, str])
     torch.set_num_threads(threads)
     finder = TimescaleFinder(**kwargs)
     finder._worker_only = True
-    finder.seeds = seeds  # with seeds="auto": the stage the main process trains now
+    finder.settings = dataclasses.replace(finder.settings, seeds=seeds)  # seeds="auto": the stage trained now
     try:
         finder.fit(model_factory, train_dataloaders=full_train, val_dataloaders=val, wait=False)
     except Exception as err:

@@ -2,10 +2,13 @@
 
 With a pruner (``TimescaleFinder(pruner=...)``, ``axis="fraction"`` only) the finder judges each ``tau_epoch`` by its
 first seed's run; the other seeds of a pruned ``tau_epoch`` are not trained (:func:`pruned_sibling` says so).
+:func:`jsonable` writes a pruner (and the rest of a study's key, :mod:`lightning_tau.tuner.study_key`) as JSON.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,9 +16,8 @@ from optuna.pruners import BasePruner
 
 from lightning_tau.tuner.curve import PRUNER_NAMES
 from lightning_tau.tuner.settings import PrunerName
-from lightning_tau.tuner.study_key import jsonable
 
-__all__ = ["make_pruner", "pruned_sibling", "pruner_setting"]
+__all__ = ["jsonable", "make_pruner", "pruned_sibling", "pruner_setting"]
 
 
 def make_pruner(name: PrunerName, epochs: int) -> BasePruner:
@@ -61,3 +63,22 @@ def pruned_sibling(
         if other_tau == tau and other_seed != seed and "pruned" in record and "groups" in record:
             return other_seed, int(record["pruned"]["after_epoch"])
     return None
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON-ready data: containers recursively, numbers and strings as they are, the rest as repr.
+
+    Example:
+        >>> jsonable({"a": (1, float("inf")), 2: None})
+        {'a': [1, 'inf'], '2': None}
+    """
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    # the same in every process: no address, and the starting script's objects named as its own (`__main__`)
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value)).replace("__mp_main__.", "__main__.")

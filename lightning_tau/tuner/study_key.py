@@ -2,33 +2,44 @@
 
 Two processes share a study when their :func:`study_settings` match (the grid, the subset, the model, the Trainer
 settings: not the model's initial weights); without a ``study_name``, a hash of them names it (:func:`study_name`).
+Both read the finder's :class:`~lightning_tau.tuner.finder_settings.FinderSettings`, not the finder. :func:`jsonable`
+lives in :mod:`lightning_tau.tuner.pruning` (the pruner's setting needs it too) and is re-exported here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
+from lightning_tau.tuner.finder_settings import FinderSettings
+from lightning_tau.tuner.pruning import jsonable
 from lightning_tau.tuner.study import GridStudy
 from lightning_tau.tuner.trial import ModelCopies
 
-if TYPE_CHECKING:
-    from lightning_tau.tuner.axis_fit import StudyPoint
-    from lightning_tau.tuner.finder import TimescaleFinder
+__all__ = ["StudyPoint", "jsonable", "open_studies", "shapes_digest", "study_name", "study_settings"]
 
-__all__ = ["jsonable", "open_studies", "shapes_digest", "study_name", "study_settings"]
+
+class StudyPoint(NamedTuple):
+    """One study of a fit: the fraction axis has one, the width and dataset-size axes one per point."""
+
+    #: the axis value (a width or a fraction; on the fraction axis, ``fraction``)
+    value: float
+    #: what makes each trial's model
+    factory: Callable[[], pl.LightningModule]
+    #: the training subset's loader
+    train: DataLoader
+    #: the study's settings (:func:`study_settings`)
+    settings: dict[str, Any]
 
 
 def study_settings(
-    finder: TimescaleFinder,
+    settings: FinderSettings,
     model: pl.LightningModule,
     dataset_size: int,
     subset_size: int,
@@ -36,8 +47,8 @@ def study_settings(
     copies: ModelCopies | None,
 ) -> dict[str, Any]:
     """What must match for two processes to share a study (JSON round-tripped, so it compares equal to a stored
-    one): the grid, the subset, the model, the Trainer settings of ``finder``'s sweep on a subset of ``subset_size``
-    of the ``dataset_size`` training samples.
+    one): the grid, the subset, the model, the Trainer settings of the sweep of ``settings`` on a subset of
+    ``subset_size`` of the ``dataset_size`` training samples.
 
     The model is its class, hparams and parameter names and shapes, and whether the trials initialize an instance
     afresh per seed (:class:`~lightning_tau.tuner.trial.ModelCopies`) or call a factory per seed: not an instance's
@@ -48,13 +59,13 @@ def study_settings(
     the same study and adds its new seeds' trials to it (the grid a process works on is its own, so earlier stages'
     trials are reused, not trained again).
     """
-    kwargs = {k: v for k, v in finder.trainer_kwargs.items() if k != "callbacks"}
-    settings = {
-        "tau_epochs": list(finder.tau_epochs),
-        "seeds": "auto" if finder.auto_seeds else list(finder.seeds),
-        "epochs": finder.epochs,
-        "fraction": finder.fraction,
-        "subset_seed": finder.subset_seed,
+    kwargs = {k: v for k, v in settings.trainer_kwargs.items() if k != "callbacks"}
+    key = {
+        "tau_epochs": list(settings.tau_epochs),
+        "seeds": "auto" if settings.auto_seeds else list(settings.seeds),
+        "epochs": settings.epochs,
+        "fraction": settings.fraction,
+        "subset_seed": settings.subset_seed,
         "dataset_size": dataset_size,
         "subset_size": subset_size,
         "batch_size": train.batch_size,
@@ -70,11 +81,11 @@ def study_settings(
             "init": "an instance initialized afresh per seed" if copies is not None else "a factory called per seed",
         },
         "trainer": jsonable(kwargs),
-        "callbacks": [type(c).__qualname__ for c in finder.trainer_kwargs.get("callbacks", None) or []],
+        "callbacks": [type(c).__qualname__ for c in settings.trainer_kwargs.get("callbacks", None) or []],
     }
-    if finder.pruner_setting is not None:  # only with one: the studies of unpruned sweeps keep their names
-        settings["pruner"] = finder.pruner_setting
-    return json.loads(json.dumps(settings))
+    if settings.pruner_setting is not None:  # only with one: the studies of unpruned sweeps keep their names
+        key["pruner"] = settings.pruner_setting
+    return json.loads(json.dumps(key))
 
 
 def study_name(settings: Mapping[str, Any], given: str | None, point: str = "") -> str:
@@ -89,20 +100,6 @@ def study_name(settings: Mapping[str, Any], given: str | None, point: str = "") 
     """
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
     return (given or f"tau_finder_{digest}") + point
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` as JSON-ready data: containers recursively, numbers and strings as they are, the rest as repr."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    # the same in every process: no address, and the starting script's objects named as its own (`__main__`)
-    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value)).replace("__mp_main__.", "__main__.")
 
 
 def class_name(cls: type) -> str:
@@ -129,26 +126,30 @@ def shapes_digest(model: torch.nn.Module) -> str:
 
 
 def open_studies(
-    finder: TimescaleFinder, points: Sequence[StudyPoint], grid: Sequence[tuple[float, int]], log: Callable[[str], None]
+    settings: FinderSettings,
+    points: Sequence[StudyPoint],
+    grid: Sequence[tuple[float, int]],
+    log: Callable[[str], None],
 ) -> list[GridStudy]:
-    """The study of each of ``finder``'s points, in its storage: named after ``finder.study_name`` or the point's
-    settings (:func:`study_name`), with ``_<axis>=<value>`` after it along a width or dataset-size axis."""
+    """The study of each of ``points`` in the storage of ``settings`` (the finder's): named after its
+    ``study_name`` or the point's settings (:func:`study_name`), with ``_<axis>=<value>`` after it along a width or
+    dataset-size axis."""
     return [
         GridStudy.open(
-            finder.storage,
-            finder.root_dir,
+            settings.storage,
+            settings.root_dir,
             study_name(
                 point.settings,
-                finder.study_name,
-                "" if finder.axis == "fraction" else f"_{finder.axis}={point.value:g}",
+                settings.study_name,
+                "" if settings.axis == "fraction" else f"_{settings.axis}={point.value:g}",
             ),
             point.settings,
             grid,
-            direction="minimize" if finder.mode == "min" else "maximize",
-            stale_after=finder.stale_after,
+            direction="minimize" if settings.mode == "min" else "maximize",
+            stale_after=settings.stale_after,
             log=log,
-            pruner=finder.pruner,
-            seeds_grow=finder.auto_seeds,
+            pruner=settings.pruner,
+            seeds_grow=settings.auto_seeds,
         )
         for point in points
     ]

@@ -1,0 +1,64 @@
+"""``tuner/finder_settings.py``: the finder's arguments, checked once into a frozen ``FinderSettings``."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from pathlib import Path
+
+import pytest
+
+from lightning_tau.tuner.finder import TimescaleFinder
+from lightning_tau.tuner.finder_settings import FinderSettings
+
+EPOCHS = {"max_epochs": 4}
+
+
+def test_build_takes_the_finders_arguments_with_the_same_defaults() -> None:
+    finder = list(inspect.signature(TimescaleFinder.__init__).parameters.values())[1:]
+    build = list(inspect.signature(FinderSettings.build).parameters.values())
+    assert [(p.name, p.default) for p in build] == [(p.name, p.default) for p in finder]
+
+
+def test_the_finder_holds_its_settings_and_reads_its_attributes_from_them(tmp_path: Path) -> None:
+    finder = TimescaleFinder(tau_epochs=(2, 8), seeds=(3,), trainer_kwargs=EPOCHS, root_dir=tmp_path, pruner="median")
+    settings = finder.settings
+    again = FinderSettings.build(tau_epochs=(2, 8), seeds=(3,), trainer_kwargs=EPOCHS, root_dir=tmp_path)
+    assert settings == dataclasses.replace(again, pruner=settings.pruner, pruner_setting="median")
+    assert (finder.tau_epochs, finder.seeds, finder.epochs, finder.root_dir) == ((2.0, 8.0), (3,), 4, tmp_path)
+    assert finder.pruner is settings.pruner and type(finder.pruner).__name__ == "MedianPruner"
+    for field in dataclasses.fields(FinderSettings):
+        assert getattr(finder, field.name) is getattr(settings, field.name), field.name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.seeds = (0,)  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        finder.seeds = (0,)  # type: ignore[misc]
+
+
+def test_the_first_bad_argument_in_the_constructors_order_is_the_one_named() -> None:
+    # the axis step before the metric step before the trainer step before the study step
+    with pytest.raises(ValueError, match=r"`TimescaleFinder\(level=2\)`"):
+        FinderSettings.build(level=2, monitor="", trainer_kwargs=None, workers=0)
+    with pytest.raises(ValueError, match=r"`TimescaleFinder\(tau_epochs="):
+        FinderSettings.build(tau_epochs=(), monitor="", trainer_kwargs=None)
+    with pytest.raises(ValueError, match=r"`TimescaleFinder\(monitor=''\)`"):
+        FinderSettings.build(monitor="", trainer_kwargs=None, workers=0)
+    with pytest.raises(ValueError, match=r"`TimescaleFinder\(trainer_kwargs=None\)`"):
+        FinderSettings.build(trainer_kwargs=None, workers=0)
+    with pytest.raises(ValueError, match=r"`TimescaleFinder\(workers=0\)`"):
+        FinderSettings.build(trainer_kwargs=EPOCHS, workers=0, stale_after=-1)
+
+
+def test_derived_settings_follow_from_the_arguments() -> None:
+    size = FinderSettings.build(axis="dataset_size", fractions=(0.2, 0.6), trainer_kwargs=EPOCHS)
+    assert (size.fraction, size.fractions, size.seeds, size.widths) == (0.6, (0.2, 0.6), (0, 1, 2, 3, 4), None)
+    auto = FinderSettings.build(axis="width", widths=(8, 16), seeds="auto", max_seeds=5, trainer_kwargs=EPOCHS)
+    assert (auto.seeds, auto.auto_seeds, auto.max_seeds) == ((0, 1, 2), True, 5)
+    accumulated = FinderSettings.build(trainer_kwargs={**EPOCHS, "accumulate_grad_batches": 3})
+    assert (accumulated.accumulate, FinderSettings.build(trainer_kwargs=EPOCHS).accumulate) == (3, 1)
+
+
+def test_a_pruned_grid_goes_seed_by_seed_an_unpruned_one_tau_by_tau() -> None:
+    grid = {"tau_epochs": (2, 8), "seeds": (0, 1), "trainer_kwargs": EPOCHS}
+    assert FinderSettings.build(**grid).grid_order() == [(2.0, 0), (2.0, 1), (8.0, 0), (8.0, 1)]
+    assert FinderSettings.build(**grid, pruner="median").grid_order() == [(2.0, 0), (8.0, 0), (2.0, 1), (8.0, 1)]
