@@ -164,6 +164,7 @@ def test_find_help_and_usage_errors_import_no_heavy_package(tmp_path: Path) -> N
             " record); nothing was written to it. Pass a new file path",
         ),
         ([*out, "--workers", "0"], 2, "argument --workers: expected a positive integer, got '0'"),
+        ([*out, "--threads", "all"], 2, "argument --threads: expected a positive integer or auto, got 'all'"),
         ([*out, "--config", str(tmp_path / "no.yaml")], 2, f"--config '{tmp_path / 'no.yaml'}' is not a file."),
     ]
     argvs = [["find", *argv] + (fast if argv != ["--help"] else []) for argv, _, _ in cases]

@@ -17,23 +17,27 @@ pytest.importorskip("jsonargparse")
 yaml = pytest.importorskip("yaml")
 
 import optuna  # noqa: E402
+import torch  # noqa: E402
 
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.config import load_config  # noqa: E402
 from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP  # noqa: E402
 from lightning_tau.tuner.study import study_folder  # noqa: E402
+from lightning_tau.tuner.workers import cores  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
 TINY = ["--epochs", "2", "--tau-epochs", "2", "8", "32", "--seeds", "0", "--no-progress"]
 
 
 def test_find_on_digits_prints_the_suggestion_and_writes_json_and_plot(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     out, json_path = tmp_path / "find", tmp_path / "result.json"
-    assert main(["find", *TINY, "--out", str(out), "--json", str(json_path)]) == 0
+    assert main(["find", *TINY, "--out", str(out), "--json", str(json_path), "--threads", "auto"]) == 0
     printed = capsys.readouterr().out
     data = json.loads(json_path.read_text())
+    auto = min(torch.get_num_threads(), cores())  # cores // 1 worker, at most what torch was set to
+    assert f"torch threads per process: {auto} (threads='auto': {cores()} cores // 1 worker" in caplog.text
     # the demo's task: N=1400, B=64, lr=3e-3; the subset is a quarter of it: 350 samples, ceil(350/64)=6 steps
     assert (data["dataset_size"], data["subset_size"], data["batch_size"], data["epochs"]) == (1400, 350, 64, 2)
     assert data["fraction"] == 0.25 and data["monitor"] == "val/loss" and data["reduce"] == "last"

@@ -140,7 +140,10 @@ class _Threads(Callback):
         self.seen.append(torch.get_num_threads())
 
 
-def test_trials_run_on_cores_over_workers_threads_and_warn_once_per_fit(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("setting", "expected"), [(None, 1), ("auto", "cores"), (3, 3)])
+def test_trials_run_on_the_threads_setting_and_warn_once_per_fit(tmp_path: Path, setting, expected) -> None:
+    """One torch thread per process by default (benchmarks/bench_threads.py: all threads ran 5-30x slower on a busy
+    machine), ``threads="auto"`` for cores // workers, a number as given; torch's own setting restored after."""
     threads = _Threads()
     before = torch.get_num_threads()
     torch.set_num_threads(2 * cores() + 1)
@@ -150,6 +153,7 @@ def test_trials_run_on_cores_over_workers_threads_and_warn_once_per_fit(tmp_path
             seeds=(0,),
             verbose=False,
             trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1, "callbacks": [threads]},
+            **({} if setting is None else {"threads": setting}),
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -157,7 +161,7 @@ def test_trials_run_on_cores_over_workers_threads_and_warn_once_per_fit(tmp_path
         assert torch.get_num_threads() == 2 * cores() + 1  # restored
     finally:
         torch.set_num_threads(before)
-    assert threads.seen == [cores()] * len(GRID)
+    assert threads.seen == [cores() if expected == "cores" else expected] * len(GRID)
     vectors = [w for w in caught if "1-D" in str(w.message) or "decay_vectors" in str(w.message)]
     assert len(vectors) == 1, [str(w.message) for w in vectors]
 
@@ -338,6 +342,7 @@ def test_two_workers_each_train_on_their_share_of_the_cores(tmp_path: Path) -> N
             seeds=(0,),
             verbose=False,
             workers=2,
+            threads="auto",
             study_name="threads",
             trainer_kwargs={
                 "max_epochs": 1,

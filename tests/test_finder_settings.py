@@ -49,6 +49,15 @@ def test_the_first_bad_argument_in_the_constructors_order_is_the_one_named() -> 
         FinderSettings.build(trainer_kwargs=EPOCHS, workers=0, stale_after=-1)
 
 
+@pytest.mark.parametrize("threads", [0, -1, 1.5, True, "all"])
+def test_threads_is_a_positive_int_or_auto(threads) -> None:
+    with pytest.raises(ValueError, match=r"`TimescaleFinder\(threads=.*\)` is not valid: use a positive number"):
+        FinderSettings.build(trainer_kwargs=EPOCHS, threads=threads)
+    assert FinderSettings.build(trainer_kwargs=EPOCHS).threads == 1
+    assert FinderSettings.build(trainer_kwargs=EPOCHS, threads="auto").threads == "auto"
+    assert FinderSettings.build(trainer_kwargs=EPOCHS, threads=4).threads == 4
+
+
 def test_derived_settings_follow_from_the_arguments() -> None:
     size = FinderSettings.build(axis="dataset_size", fractions=(0.2, 0.6), trainer_kwargs=EPOCHS)
     assert (size.fraction, size.fractions, size.seeds, size.widths) == (0.6, (0.2, 0.6), (0, 1, 2, 3, 4), None)

@@ -24,7 +24,9 @@ from lightning_tau.tuner.workers import (
     preloaded,
     sigterm_raises,
     start_method,
+    threads_line,
     threads_per_process,
+    torch_threads,
     unguarded_script,
     worker_environ,
 )
@@ -156,6 +158,26 @@ def test_threads_per_worker_divide_the_cores_capped_by_the_current_setting(
 ) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     assert threads_per_process(current, count) == threads
+
+
+def test_the_threads_setting_a_number_as_given_auto_the_cores_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert torch_threads(1, current=16, workers=1) == 1  # the default: one thread whatever the cores
+    assert torch_threads(3, current=1, workers=4) == 3  # a number is the user's, not capped
+    assert torch_threads("auto", current=16, workers=2) == 4
+    assert torch_threads("auto", current=2, workers=1) == 2
+
+
+def test_the_threads_line_names_the_setting_and_the_other_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert threads_line(1, 1, 2) == (
+        "torch threads per process: 1 (threads=1; one is the default: a small model's trials train about as fast on"
+        " one, and on a busy machine more threads ran 5-30x slower; threads='auto' would give 4 here)."
+    )
+    assert threads_line("auto", 8, 1) == (
+        "torch threads per process: 8 (threads='auto': 8 cores // 1 worker, at most what torch was set to)."
+    )
+    assert "8 cores // 2 workers" in threads_line("auto", 4, 2)
 
 
 # --- what a worker process knows about itself ----------------------------------------------------------------------

@@ -215,6 +215,22 @@ def positive_int(text: str) -> int:
     return int(_number(text, int, lambda v: v >= 1, "a positive integer"))
 
 
+def threads_setting(text: str) -> int | str:
+    """Torch threads per process: a positive integer, or ``auto``.
+
+    Example:
+        >>> threads_setting("auto"), threads_setting("2")
+        ('auto', 2)
+        >>> threads_setting("0")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected a positive integer or auto, got '0'
+    """
+    if text == "auto":
+        return text
+    return int(_number(text, int, lambda v: v >= 1, "a positive integer or auto"))
+
+
 def random_seed(text: str) -> int:
     """A random seed: an integer from 0 to 2**32 - 1 (what numpy, and so ``seed_everything``, accepts).
 

@@ -37,6 +37,7 @@ from lightning_tau.cli._args import (
     positive_float,
     positive_int,
     random_seed,
+    threads_setting,
 )
 from lightning_tau.cli.config import ConfigError, ConfigWidthModel, DigitsWidthModel, load_config
 from lightning_tau.cli.find_reopen import CONFIG_ATTR, REOPENED, reopen_study
@@ -186,8 +187,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--workers",
         type=positive_int,
         default=1,
-        help="worker processes on this machine (each cores/K threads); more than the machine's cores or the trials"
-        " left to train is capped, with a note",
+        help="worker processes on this machine (each with --threads torch threads); more than the machine's cores"
+        " or the trials left to train is capped, with a note",
+    )
+    parser.add_argument(
+        "--threads",
+        type=threads_setting,
+        default=1,
+        metavar="N|auto",
+        help="torch threads in each process that trains trials: a number, or auto for cores // workers (a small"
+        " model trains about as fast on one, and a busy machine slows more 5-30x)",
     )
     parser.add_argument(
         "--no-wait",
@@ -355,6 +364,7 @@ _OPTIONS = {
     "monitor": "--monitor",
     "study_name": "--study",
     "workers": "--workers",
+    "threads": "--threads",
     "pruner": "--pruner",
     "storage": "--storage",
 }
@@ -401,7 +411,6 @@ def _main(args: argparse.Namespace) -> int:
         except ValueError as err:
             return _error(str(err), 2)
 
-    import torch
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     from lightning_tau.tuner.finder import SIGTERM_EXIT, SettingError, TimescaleFinder
@@ -461,8 +470,6 @@ def _main(args: argparse.Namespace) -> int:
             model_factory = DigitsWidthModel(min(args.widths))
             datamodule = DigitsDataModule(train_size=demo.train_size, batch_size=demo.batch_size)
             trainer_kwargs["max_epochs"] = args.epochs or demo.epochs
-        # a tiny MLP gains nothing from intra-op threads, and on a busy machine their hand-offs cost a lot
-        torch.set_num_threads(1)
     try:
         finder = TimescaleFinder(
             fraction=args.fraction,
@@ -480,6 +487,7 @@ def _main(args: argparse.Namespace) -> int:
             storage=args.storage,
             study_name=args.study,
             workers=args.workers,
+            threads=args.threads,
             axis=args.axis,
             widths=args.widths,
             fractions=args.fractions,

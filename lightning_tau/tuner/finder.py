@@ -72,7 +72,8 @@ from lightning_tau.tuner.workers import (
     importing_main,
     sigterm_raises,
     start_server,
-    threads_per_process,
+    threads_line,
+    torch_threads,
     unguarded_script,
     worker_environ,
 )
@@ -142,11 +143,15 @@ class TimescaleFinder:
             settings join the same study and other settings start another. A named study opened with other
             settings is an error naming the difference.
         workers: processes that train trials at once on this machine: this one and ``workers - 1`` worker processes,
-            each with ``cores // workers`` torch threads, or fewer if torch was set to fewer before :meth:`fit` (the
-            model and the data must pickle: a class or an instance, not a lambda). On Linux the workers are forks of a
+            each with ``threads`` torch threads (the model and the data must pickle: a class or an instance, not a
+            lambda). On Linux the workers are forks of a
             server that has imported torch and Lightning, started when the finder is built, so they start training
             at once; elsewhere they are spawned (:mod:`lightning_tau.tuner.workers`). Capped, with a note, at the
             machine's cores and at the trials left to train.
+        threads: torch threads in each process that trains trials (this one's are restored after :meth:`fit`): 1
+            by default, because a small model's trials train about as fast on one thread and a busy machine slows
+            more threads 5-30x (``benchmarks/bench_threads.py``); use ``workers`` for the other cores. ``"auto"``:
+            ``cores // workers``, at most what torch was set to.
         stale_after: seconds without a sign of life (written every 30 s) after which a trial running on another
             machine of a journal-file study is handed to another worker (same machine: as soon as its process is
             gone; database storages: Optuna's heartbeat).
@@ -221,6 +226,7 @@ class TimescaleFinder:
         storage: str | Path | BaseStorage | None = None,
         study_name: str | None = None,
         workers: int = 1,
+        threads: int | Literal["auto"] = 1,
         stale_after: float = STALE_SECONDS,
         axis: Axis = "fraction",
         widths: Sequence[int] | None = None,
@@ -265,6 +271,7 @@ class TimescaleFinder:
     storage = _setting("storage")
     study_name = _setting("study_name")
     workers = _setting("workers")
+    threads = _setting("threads")
     stale_after = _setting("stale_after")
     level = _setting("level")
     tolerance = _setting("tolerance")
@@ -430,13 +437,10 @@ class TimescaleFinder:
             procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else None
             threads = torch.get_num_threads()
             try:
-                torch.set_num_threads(threads_per_process(threads, workers))
+                per_process = torch_threads(self.threads, threads, workers)
+                torch.set_num_threads(per_process)
                 if self.reused_runs < total:
-                    log(
-                        f"torch threads per process: {threads_per_process(threads, workers)} ({cores()} cores //"
-                        f" {workers} {'worker' if workers == 1 else 'workers'}, at most the {threads} torch"
-                        " was set to; torch.set_num_threads(n) before fit for fewer)."
-                    )
+                    log(threads_line(self.threads, per_process, workers))
                 if len(studies) > 1:  # every point's free trials first, then wait
                     for study, point in zip(studies, points):
                         self._work(study, point, val, wait=False)
@@ -524,7 +528,7 @@ class TimescaleFinder:
 
     def _start_workers(self, payload: bytes, workers: int) -> Workers:
         """``workers - 1`` worker processes, started in the background while this process trains."""
-        threads = threads_per_process(torch.get_num_threads(), workers)
+        threads = torch_threads(self.threads, torch.get_num_threads(), workers)
         return Workers(_worker_main, (threads, dict(os.environ)), workers - 1, WORKER_NAME, payload=payload)
 
 

@@ -84,6 +84,8 @@ class FinderSettings:
     storage: str | Path | BaseStorage | None
     study_name: str | None
     workers: int
+    #: torch threads in each process that trains trials: a number, or ``"auto"`` (``cores // workers``)
+    threads: int | Literal["auto"]
     stale_after: float
     level: float
     #: along an axis: the factor by which the best value may move over the axis's range and still follow a
@@ -112,6 +114,7 @@ class FinderSettings:
         storage: str | Path | BaseStorage | None = None,
         study_name: str | None = None,
         workers: int = 1,
+        threads: int | Literal["auto"] = 1,
         stale_after: float = STALE_SECONDS,
         axis: Axis = "fraction",
         widths: Sequence[int] | None = None,
@@ -137,7 +140,7 @@ class FinderSettings:
         )
         monitor, mode, reduce = _metric_step(monitor, mode, reduce)
         trainer, epochs, pruner_, setting = _trainer_step(trainer_kwargs, pruner)
-        places = _study_step(root_dir, subset_seed, window, storage, study_name, workers, stale_after)
+        places = _study_step(root_dir, subset_seed, window, storage, study_name, workers, threads, stale_after)
         return cls(
             axis=axis,
             fraction=fraction,
@@ -230,7 +233,14 @@ def _trainer_step(trainer_kwargs: Any, pruner: Any) -> tuple[dict[str, Any], int
 
 
 def _study_step(
-    root_dir: Any, subset_seed: Any, window: Any, storage: Any, study_name: Any, workers: Any, stale_after: Any
+    root_dir: Any,
+    subset_seed: Any,
+    window: Any,
+    storage: Any,
+    study_name: Any,
+    workers: Any,
+    threads: Any,
+    stale_after: Any,
 ) -> dict[str, Any]:
     """Where the study and the logs live, the subset's seed, the fit's window, and who trains the trials."""
     root = check_root_dir(root_dir)
@@ -240,6 +250,10 @@ def _study_step(
     if study_name is not None:
         _checks.non_empty("TimescaleFinder", "study_name", study_name, "use a non-empty name.")
     workers = _checks.positive_int("TimescaleFinder", "workers", workers)
+    if threads != "auto":
+        threads = _checks.positive_int(
+            "TimescaleFinder", "threads", threads, "use a positive number of torch threads per process, or 'auto'."
+        )
     stale_after = _checks.positive_number(
         "TimescaleFinder", "stale_after", stale_after, "use a positive number of seconds."
     )
@@ -250,5 +264,6 @@ def _study_step(
         "storage": storage,
         "study_name": study_name,
         "workers": workers,
+        "threads": threads,
         "stale_after": stale_after,
     }

@@ -44,6 +44,8 @@ __all__ = [
     "start_method",
     "start_server",
     "threads_per_process",
+    "threads_line",
+    "torch_threads",
     "unguarded_script",
     "worker_environ",
 ]
@@ -119,6 +121,39 @@ def threads_per_process(current: int, workers: int) -> int:
         1
     """
     return max(1, min(current, cores() // workers))
+
+
+def torch_threads(setting: int | str, current: int, workers: int) -> int:
+    """Torch threads for each process training trials: ``setting`` when it is a number
+    (``TimescaleFinder(threads=...)``, 1 by default), else (``"auto"``) :func:`threads_per_process`.
+
+    Example:
+        >>> torch_threads(1, current=16, workers=1)
+        1
+        >>> torch_threads(3, current=1, workers=2)
+        3
+    """
+    return threads_per_process(current, workers) if setting == "auto" else int(setting)
+
+
+def threads_line(setting: int | str, per_process: int, workers: int) -> str:
+    """The one line a fit prints about its torch threads: how many, from which setting, and the other choice.
+
+    Example:
+        >>> threads_line("auto", 2, 1).startswith("torch threads per process: 2 (threads='auto':")
+        True
+    """
+    plural = "worker" if workers == 1 else "workers"
+    if setting == "auto":
+        return (
+            f"torch threads per process: {per_process} (threads='auto': {cores()} cores // {workers} {plural}, at most"
+            " what torch was set to)."
+        )
+    return (
+        f"torch threads per process: {per_process} (threads={setting}; one is the default: a small model's trials train"
+        " about as fast on one, and on a busy machine more threads ran 5-30x slower; threads='auto' would give"
+        f" {threads_per_process(cores(), workers)} here)."
+    )
 
 
 def start_server() -> None:
