@@ -12,10 +12,8 @@ from typing import Any
 import optuna
 import pytest
 from helpers.finder_study import copy_study, fit_finder, journal_study, make_finder
-from optuna.storages.journal._storage import JournalOperation
 from optuna.trial import TrialState
 
-from lightning_tau.tuner.journal import OP_CODES
 from lightning_tau.tuner.storage import StorageError
 
 
@@ -24,10 +22,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
     """An uninterrupted sweep (test_finder_study's) and its result."""
     finder = make_finder(tmp_path_factory.mktemp("reference"))
     return finder, fit_finder(finder)
-
-
-def test_the_op_codes_are_optunas() -> None:
-    assert {op.value for op in JournalOperation} == OP_CODES
 
 
 @pytest.mark.parametrize("text", ["my notes\n", "my notes", "line one\nline two\n", '{"a": 1}\n{"b": 2}\n'])

@@ -31,7 +31,7 @@ from optuna.trial import TrialState
 from lightning_tau import TimescaleCallback
 from lightning_tau.tuner import liveness
 from lightning_tau.tuner.finder import SettingError, TimescaleFinder
-from lightning_tau.tuner.storage import StorageError, open_storage, redact_url
+from lightning_tau.tuner.storage import StorageError
 
 # --- the suggestion against the curve it came from -------------------------------------------------------------
 
@@ -247,45 +247,6 @@ def test_bad_storages_fail_before_training_and_never_show_a_password(tmp_path: P
             fit_finder(make_finder(tmp_path, storage=storage))
         assert secret not in str(info.value) and "\n" not in str(info.value)
     assert not (tmp_path / "finder").exists()  # nothing trained
-    assert redact_url("mysql+pymysql://u:p%40ss@h/db") == "mysql+pymysql://u:***@h/db"
-
-
-@pytest.mark.parametrize(
-    ("url", "shown", "secrets"),
-    [
-        ("postgresql+psycopg2://u:ab/cd9@host/db", "postgresql+psycopg2://u:***@host/db", ["ab/cd9", "cd9"]),
-        ("postgresql+psycopg2://user:s3c@ret@host/db", "postgresql+psycopg2://user:***@host/db", ["s3c", "ret"]),
-        (
-            "postgresql+psycopg2://u@host/db?password=x7q&sslmode=require",
-            "postgresql+psycopg2://u@host/db?password=***&sslmode=require",
-            ["x7q"],
-        ),
-        ("postgresql+psycopg2://u:p%2Fw%40d@host/db", "postgresql+psycopg2://u:***@host/db", ["p%2Fw%40d", "p/w@d"]),
-        ("sqlite:///tau_runs/finder.db", "sqlite:///tau_runs/finder.db", []),
-    ],
-)
-def test_urls_are_shown_without_their_passwords(url: str, shown: str, secrets: list[str]) -> None:
-    assert redact_url(url) == shown
-    assert all(secret not in redact_url(url) for secret in secrets)
-
-
-def test_a_drivers_error_that_echoes_the_password_is_scrubbed(tmp_path: Path) -> None:
-    # an "@" in the password, not URL-encoded: SQLAlchemy takes "s3c" for the password and "ret@127.0.0.1" for the
-    # host, and the driver's error echoes that host
-    with pytest.raises(StorageError, match=r"could not translate host name \"\*\*\*@127.0.0.1\"") as info:
-        open_storage("postgresql+psycopg2://tau:s3c@ret@127.0.0.1:1/finder", tmp_path)
-    assert "s3c" not in str(info.value) and "ret@" not in str(info.value)
-
-
-def test_the_driver_hint_names_psycopg2_for_this_sqlalchemy(tmp_path: Path) -> None:
-    import sqlalchemy
-
-    # SQLAlchemy 2.1 reads postgresql:// as psycopg 3 (2.0: psycopg2); the finder's tests and docs use psycopg2
-    driver = "psycopg" if sqlalchemy.__version__.startswith("2.1") else "psycopg2"
-    with pytest.raises(StorageError) as info:
-        open_storage("postgresql://tau:pa55w0rd@127.0.0.1:1/finder", tmp_path)
-    assert f"this URL uses the {driver!r} driver; for psycopg2 write postgresql+psycopg2://" in str(info.value)
-    assert "pip install psycopg2-binary" in str(info.value) and "pa55w0rd" not in str(info.value)
 
 
 def test_a_bad_heartbeat_setting_is_refused_before_any_training(

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import optuna
 import pytest
 
+from lightning_tau.tuner import liveness
 from lightning_tau.tuner.liveness import (
     HEARTBEAT_ENV,
     MACHINE,
+    _machine,
+    claim_token,
     heartbeat_seconds,
     is_alive,
     proc_stat,
@@ -93,3 +98,134 @@ def test_a_claimed_trial_is_reclaimed_only_when_every_claimer_is_gone() -> None:
         f"the process that took it (pid {child.pid}, {child.pid} on this machine) is gone before it marked it as its"
         " own"
     )
+
+
+def test_a_long_error_is_cut_to_a_thousand_characters() -> None:
+    assert stop_reason(ValueError("x" * 2000)) == "ValueError: " + "x" * 988
+
+
+def test_a_long_heartbeat_setting_is_shown_cut_to_forty_characters(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(HEARTBEAT_ENV, "9" * 39 + "x" * 11)
+    with pytest.raises(ValueError, match=rf"^`{HEARTBEAT_ENV}='9{{39}}x'` is not valid: use a positive whole number"):
+        heartbeat_seconds()
+
+
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+@pytest.mark.skipif(not BOOT_ID.exists(), reason="reads the boot id (Linux)")
+def test_the_machine_is_the_host_name_and_the_boot_id() -> None:
+    assert _machine() == MACHINE == f"{socket.gethostname()}/{BOOT_ID.read_text().strip()}"
+
+
+def test_without_a_boot_id_the_machine_is_the_host_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(liveness, "Path", lambda _: tmp_path / "no_boot_id")  # not Linux: no such file
+    assert _machine() == socket.gethostname()
+
+
+def test_a_claim_token_is_sixteen_hex_digits_kept_for_the_process_and_new_in_a_child() -> None:
+    token = claim_token()
+    assert re.fullmatch(r"[0-9a-f]{16}", token) and claim_token() == token
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a forked worker inherits the parent's tokens: it must make its own
+        try:
+            os.write(write, f"{claim_token()} {claim_token()}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        first, second = pipe.read().split()
+    os.waitpid(pid, 0)
+    assert first == second != token and re.fullmatch(r"[0-9a-f]{16}", first)
+    assert claim_token() == token
+
+
+def test_this_worker_names_the_host_machine_pid_and_start_time() -> None:
+    stat = proc_stat(os.getpid())
+    assert stat is not None or not Path("/proc/self/stat").exists()
+    assert this_worker() == {
+        "host": socket.gethostname(),
+        "machine": MACHINE,
+        "pid": os.getpid(),
+        "started": stat[1] if stat else None,
+    }
+
+
+@pytest.fixture
+def sleeper() -> Iterator[tuple[subprocess.Popen[str], float]]:
+    """A live child that renamed itself ``a) b c d`` (a command name with a parenthesis and spaces, as /proc shows
+    it) and waits on its stdin; and the machine's uptime just before it started."""
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; open('/proc/self/comm', 'w').write('a) b c d'); print('ready', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        yield child, uptime
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_proc_stat_reads_the_state_and_start_time_past_a_command_name_with_parentheses(
+    sleeper: tuple[subprocess.Popen[str], float],
+) -> None:
+    child, uptime_before = sleeper
+    assert Path(f"/proc/{child.pid}/comm").read_text() == "a) b c d\n"
+    stat = proc_stat(child.pid)
+    assert stat is not None
+    state, started = stat
+    assert state in ("R", "S")  # on its way to its stdin, or asleep on it (not a word of its command name)
+    # the start time, in clock ticks after boot: between the uptime before the child started and now
+    seconds = int(started) / os.sysconf("SC_CLK_TCK")
+    assert uptime_before - 1 <= seconds <= float(Path("/proc/uptime").read_text().split()[0]) + 1
+    assert proc_stat(2**22 + 1) is None  # above the kernel's largest pid: no such process
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_live_process_is_alive_unless_its_pid_now_names_another(
+    sleeper: tuple[subprocess.Popen[str], float],
+) -> None:
+    child, _ = sleeper
+    stat = proc_stat(child.pid)
+    assert stat is not None
+    assert is_alive(child.pid, stat[1]) is True
+    assert is_alive(child.pid, None) is True  # no start time to compare: alive
+    assert is_alive(child.pid, str(int(stat[1]) + 1)) is False  # another process took the pid
+    assert child.stdin is not None
+    child.stdin.close()
+    assert child.wait() == 0  # asking did not signal it
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_process_that_exists_is_alive_without_proc_and_dead_in_state_x(
+    sleeper: tuple[subprocess.Popen[str], float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    child, _ = sleeper
+    monkeypatch.setattr(liveness, "proc_stat", lambda pid: None)  # no /proc (macOS): the signal test decides
+    assert is_alive(child.pid, "123") is True
+    monkeypatch.setattr(liveness, "proc_stat", lambda pid: ("X", "123"))  # dead, being torn down
+    assert is_alive(child.pid, "123") is False
+    monkeypatch.setattr(liveness, "proc_stat", lambda pid: ("R", "123"))
+    assert is_alive(child.pid, "123") is True
+
+
+def test_on_windows_liveness_is_left_to_the_time_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        monkeypatch.setattr(liveness.os, "name", "nt")  # os.kill(pid, 0) would kill the process there
+        assert is_alive(child.pid, None) is None
+        monkeypatch.undo()
+        assert is_alive(child.pid, None) is True
+    finally:
+        child.kill()
+        child.wait()
