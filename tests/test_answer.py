@@ -124,7 +124,7 @@ def test_finder_result_takes_the_full_runs_steps_over_devices_and_accumulation_a
     for record in records.values():
         record["world_size"] = 2
     full_train = DataLoader(TensorDataset(torch.zeros(80, 1)), batch_size=16)  # 5 batches, 3 per device, 2 steps
-    result = finder_result(finder, records, full_train, dataset_size=80, subset_size=40)
+    result = finder_result(finder.settings, records, full_train, dataset_size=80, subset_size=40)
     assert [p.values for p in result.curve] == [[0.5], [0.6]]  # each run's best epoch
     assert (result.reduce, result.mode, result.epochs, result.fraction) == ("best", "min", 2, 0.5)
     assert result.steps_per_epoch == 2 and result.full_cost == 2 * 1 * 2 * 2
@@ -135,7 +135,7 @@ def test_finder_result_keeps_a_curve_with_one_diverged_point(tmp_path: Path) -> 
     finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0), seeds=(0,))
     records = {(1.0, 0): _run(1.0, 0, [math.nan]), (4.0, 0): _run(4.0, 0, [0.5])}
     full_train = DataLoader(TensorDataset(torch.zeros(80, 1)), batch_size=16)
-    result = finder_result(finder, records, full_train, dataset_size=80, subset_size=40)
+    result = finder_result(finder.settings, records, full_train, dataset_size=80, subset_size=40)
     assert math.isnan(result.curve[0].values[0]) and result.curve[1].values == [0.5]
 
 
@@ -146,10 +146,10 @@ def test_a_pruned_point_no_run_of_which_trained_has_no_weight_decay(tmp_path: Pa
     records |= {(16.0, 0): dict(untrained), (16.0, 1): _run(16.0, 1, [0.1], pruned_after=0)}
     records[(16.0, 1)]["groups"]["pg1"]["weight_decay"] = 0.5
     full_train = DataLoader(TensorDataset(torch.zeros(80, 1)), batch_size=16)
-    [pruned] = finder_result(finder, records, full_train, dataset_size=80, subset_size=40).pruned
+    [pruned] = finder_result(finder.settings, records, full_train, dataset_size=80, subset_size=40).pruned
     assert pruned.weight_decay == {"pg1": 0.5} and pruned.steps == [0, 2] and math.isnan(pruned.last_values[0])
     records[(16.0, 1)] = dict(untrained)
-    [pruned] = finder_result(finder, records, full_train, dataset_size=80, subset_size=40).pruned
+    [pruned] = finder_result(finder.settings, records, full_train, dataset_size=80, subset_size=40).pruned
     assert pruned.weight_decay == {} and pruned.pruned_after == [0, 0]
 
 
@@ -157,7 +157,7 @@ def _answer_error(tmp_path: Path, records: dict, **kwargs: Any) -> str:
     finder = make_finder(tmp_path, **{"tau_epochs": (1.0, 4.0), "seeds": (0,), **kwargs})
     full_train = DataLoader(TensorDataset(torch.zeros(80, 1)), batch_size=16)
     with pytest.raises(ValueError) as info:
-        finder_result(finder, records, full_train, dataset_size=80, subset_size=40)
+        finder_result(finder.settings, records, full_train, dataset_size=80, subset_size=40)
     return str(info.value)
 
 
