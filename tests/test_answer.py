@@ -14,7 +14,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau.tuner.answer import finder_result, finite, last_value, run_value, store_answer, tell_value
-from lightning_tau.tuner.study import GridStudy
+from lightning_tau.tuner.study.grid_study import GridStudy
 from tests.helpers.finder_study import make_finder
 
 

@@ -22,7 +22,7 @@ import torch  # noqa: E402
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.config import load_config  # noqa: E402
 from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP  # noqa: E402
-from lightning_tau.tuner.study import study_folder  # noqa: E402
+from lightning_tau.tuner.study.grid_study import study_folder  # noqa: E402
 from lightning_tau.tuner.workers import cores  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"

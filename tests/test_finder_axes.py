@@ -457,7 +457,7 @@ def test_along_an_axis_a_process_trains_every_points_free_trials_before_it_waits
     from helpers.finder_study import DROP, with_attrs
     from optuna.trial import TrialState
 
-    from lightning_tau.tuner.study import SETTINGS_ATTR
+    from lightning_tau.tuner.study.grid_study import SETTINGS_ATTR
 
     kwargs: dict[str, Any] = dict(
         axis="dataset_size", fractions=(0.5, 1.0), tau_epochs=(2.0, 8.0), seeds=(0,), trainer_kwargs=TRAINER

@@ -14,7 +14,7 @@ import pytest
 from helpers.finder_study import copy_study, fit_finder, journal_study, make_finder
 from optuna.trial import TrialState
 
-from lightning_tau.tuner.storage import StorageError
+from lightning_tau.tuner.study.storage import StorageError
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_a_half_written_last_line_is_moved_aside_and_its_trial_trained_again(
 _TAKE = """
 import sys
 import optuna
-from lightning_tau.tuner.study import GridStudy
+from lightning_tau.tuner.study.grid_study import GridStudy
 path, name = sys.argv[1], sys.argv[2]
 storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(path))
 grid = [(1.0, 0), (4.0, 0), (16.0, 0), (64.0, 0)]

@@ -22,7 +22,7 @@ from finder_procs import KEYS, command, finish, overlapping, run, stop_inside_a_
 from optuna.trial import TrialState
 from pg_server import PostgresServer
 
-from lightning_tau.tuner.storage import StorageError, open_storage
+from lightning_tau.tuner.study.storage import StorageError, open_storage
 
 pytest.importorskip("sklearn")
 
@@ -30,7 +30,7 @@ pytest.importorskip("sklearn")
 OPENER = """
 import sys, time
 from pathlib import Path
-from lightning_tau.tuner.study import GridStudy
+from lightning_tau.tuner.study.grid_study import GridStudy
 url, ready, go, root = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
 ready.touch()
 while not go.exists():

@@ -29,9 +29,9 @@ from helpers.finder_study import (
 from optuna.trial import TrialState
 
 from lightning_tau import TimescaleCallback
-from lightning_tau.tuner import liveness
 from lightning_tau.tuner.finder import SettingError, TimescaleFinder
-from lightning_tau.tuner.storage import StorageError
+from lightning_tau.tuner.study import liveness
+from lightning_tau.tuner.study.storage import StorageError
 
 # --- the suggestion against the curve it came from -------------------------------------------------------------
 

@@ -305,7 +305,7 @@ def test_workers_start_from_a_forkserver_on_linux_spawn_on_request_and_a_bad_cho
 
 def _report_token(folder: str) -> None:
     """A worker's body for the test below: write this process's claim token."""
-    from lightning_tau.tuner import liveness
+    from lightning_tau.tuner.study import liveness
 
     (Path(folder) / f"{os.getpid()}.json").write_text(json.dumps({"pid": os.getpid(), "token": liveness.claim_token()}))
 
@@ -314,7 +314,7 @@ def _report_token(folder: str) -> None:
 def test_each_forked_worker_claims_trials_under_a_token_of_its_own(tmp_path: Path) -> None:
     """Forks of one server share what it made at import: a claim token made then would be every worker's, and one
     worker's lost take would mark another's claim lost (its trial then waits out ``stale_after`` if it dies)."""
-    from lightning_tau.tuner import liveness
+    from lightning_tau.tuner.study import liveness
 
     procs = Workers(_report_token, (str(tmp_path),), 2, "token-probe")
     procs.join()

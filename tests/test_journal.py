@@ -1,4 +1,5 @@
-"""``lightning_tau.tuner.journal``: which files are Optuna journals, which line is damaged and why, the repair of a
+"""``lightning_tau.tuner.study.journal``: which files are Optuna journals, which line is damaged and why, the repair
+of a
 half-written last line, and appends that a failing write leaves whole (the finder-level journal tests, which train,
 are in ``tests/test_finder_journal.py``)."""
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lightning_tau.tuner.journal import (
+from lightning_tau.tuner.study.journal import (
     DAMAGED_HINT,
     OP_CODES,
     _last_newline_end,

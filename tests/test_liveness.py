@@ -1,4 +1,4 @@
-"""``lightning_tau.tuner.liveness``: the heartbeat setting, who is alive, and why a stopping process hands its
+"""``lightning_tau.tuner.study.liveness``: the heartbeat setting, who is alive, and why a stopping process hands its
 trials back."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import Any
 import optuna
 import pytest
 
-from lightning_tau.tuner import liveness
-from lightning_tau.tuner.liveness import (
+from lightning_tau.tuner.study import liveness
+from lightning_tau.tuner.study.grid_study import CLAIM_PREFIX, _untagged_dead
+from lightning_tau.tuner.study.liveness import (
     HEARTBEAT_ENV,
     MACHINE,
     _machine,
@@ -27,7 +28,6 @@ from lightning_tau.tuner.liveness import (
     stop_reason,
     this_worker,
 )
-from lightning_tau.tuner.study import CLAIM_PREFIX, _untagged_dead
 
 
 def test_stop_reason_names_the_signal_or_the_error() -> None:

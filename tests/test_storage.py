@@ -1,4 +1,5 @@
-"""``lightning_tau.tuner.storage``: storage URLs shown without their passwords, journal files opened, checked, repaired
+"""``lightning_tau.tuner.study.storage``: storage URLs shown without their passwords, journal files opened, checked,
+repaired
 and written whole, databases opened with a heartbeat, and the retry of a table-creation race (the finder-level
 storage tests, which train, are in ``tests/test_finder_study.py`` and ``tests/test_finder_journal.py``)."""
 
@@ -21,9 +22,9 @@ from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileSymlinkLock
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from lightning_tau.tuner.journal import DAMAGED_HINT, journal_problem
-from lightning_tau.tuner.liveness import GRACE_BEATS
-from lightning_tau.tuner.storage import (
+from lightning_tau.tuner.study.journal import DAMAGED_HINT, journal_problem
+from lightning_tau.tuner.study.liveness import GRACE_BEATS
+from lightning_tau.tuner.study.storage import (
     JOURNAL_NAME,
     RACE_TRIES,
     JournalWriteError,

@@ -38,7 +38,9 @@ def _settings(finder: TimescaleFinder, model: pl.LightningModule, **kwargs: Any)
     """``study_settings`` of ``finder`` over ``model`` on 5 of 10 samples (the keyword arguments change the rest)."""
     args: dict[str, Any] = {"dataset_size": 10, "subset_size": 5, "train": _loader(batch_size=2), "copies": None}
     args.update(kwargs)
-    return study_settings(finder.settings, model, args["dataset_size"], args["subset_size"], args["train"], args["copies"])
+    return study_settings(
+        finder.settings, model, args["dataset_size"], args["subset_size"], args["train"], args["copies"]
+    )
 
 
 def test_the_study_settings_are_the_grid_subset_model_and_trainer(tmp_path: Path) -> None:

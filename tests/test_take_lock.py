@@ -1,4 +1,5 @@
-"""``lightning_tau.tuner.take_lock``: the lock file beside a SQLite database, and the exclusive ``flock`` held on it
+"""``lightning_tau.tuner.study.take_lock``: the lock file beside a SQLite database, and the exclusive ``flock`` held
+on it
 while a process takes a trial (another open file on it cannot lock it until the block ends)."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from lightning_tau.tuner.take_lock import file_lock, sqlite_take_lock
+from lightning_tau.tuner.study.take_lock import file_lock, sqlite_take_lock
 
 
 def _locked_elsewhere(path: Path) -> bool:

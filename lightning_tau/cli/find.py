@@ -42,7 +42,7 @@ from lightning_tau.cli._args import (
 from lightning_tau.cli.config import ConfigError, ConfigWidthModel, DigitsWidthModel, load_config
 from lightning_tau.cli.find_reopen import CONFIG_ATTR, REOPENED, reopen_study
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
-from lightning_tau.tuner.journal import journal_problem
+from lightning_tau.tuner.study.journal import journal_problem
 
 __all__ = ["DIGITS_EPOCHS", "add_parser"]
 
@@ -328,9 +328,10 @@ def _defaults() -> dict[str, object]:
 
 def result_folder(finder: Any) -> str:
     """The folder inside ``--out`` a fit's JSON and figure go to: named after its study
-    (:func:`~lightning_tau.tuner.study.study_folder` of ``study_name``, or of the auto name without its axis point),
+    (:func:`~lightning_tau.tuner.study.grid_study.study_folder` of ``study_name``, or of the auto name without its
+    axis point),
     so a later study with other settings writes beside it, not over it."""
-    from lightning_tau.tuner.study import study_folder
+    from lightning_tau.tuner.study.grid_study import study_folder
 
     name = finder.study.study.study_name
     if finder.axis != "fraction":
@@ -414,8 +415,8 @@ def _main(args: argparse.Namespace) -> int:
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     from lightning_tau.tuner.finder import SIGTERM_EXIT, SettingError, TimescaleFinder
-    from lightning_tau.tuner.storage import JournalWriteError, StorageError
-    from lightning_tau.tuner.study import StudyMismatchError
+    from lightning_tau.tuner.study.grid_study import StudyMismatchError
+    from lightning_tau.tuner.study.storage import JournalWriteError, StorageError
     from lightning_tau.tuner.trial import MonitorError
 
     if args.study is not None:

@@ -4,7 +4,8 @@
 (``finder_settings``) and hands those down, never itself; the other modules, on the floors of the layering contract
 that ``lint-imports`` checks, are mapped once in ``docs/architecture.rst`` ("Inside tuner/: the finder's floors").
 The public names below are imported on first use (PEP 562), so that importing the pure modules
-(``lightning_tau.tuner.curve``, ``lightning_tau.tuner.stats``, ``lightning_tau.tuner.journal``; ``lightning-tau find
+(``lightning_tau.tuner.curve``, ``lightning_tau.tuner.stats``, ``lightning_tau.tuner.study.journal``; ``lightning-tau
+find
 --help``) does not import Lightning, torch and Optuna.
 """
 

@@ -18,7 +18,7 @@ from lightning_tau.tuner.curve import reduce_metric
 from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
 from lightning_tau.tuner.settings import Reduce
-from lightning_tau.tuner.study import GridStudy
+from lightning_tau.tuner.study.grid_study import GridStudy
 
 __all__ = ["finder_result", "finite", "last_value", "run_value", "store_answer", "tell_value"]
 

@@ -26,7 +26,7 @@ from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.result import FinderResult
 from lightning_tau.tuner.settings import check_subset, check_subset_size, made_model
 from lightning_tau.tuner.stats import seed_stages, staged_level
-from lightning_tau.tuner.study import GridStudy
+from lightning_tau.tuner.study.grid_study import GridStudy
 from lightning_tau.tuner.study_key import StudyPoint, study_settings
 from lightning_tau.tuner.trial import ModelCopies, subset_dataloader
 from lightning_tau.tuner.width_probe import check_mup, probe_width, record_lambda_base

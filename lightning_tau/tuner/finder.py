@@ -6,7 +6,8 @@ the ``tau_epoch`` for the full run at about ``fraction`` of the cost of the same
 run's weight decay is then ``B / (lr * N * tau_epoch)`` with the full ``N``. Keeping the subset's best *weight
 decay* instead would make the full run's timescale ``1 / fraction`` times too short.
 
-Each ``(tau_epoch, seed)`` is one trial of an Optuna study (:mod:`lightning_tau.tuner.study`), by default in the
+Each ``(tau_epoch, seed)`` is one trial of an Optuna study (:mod:`lightning_tau.tuner.study.grid_study`), by default
+in the
 journal file ``root_dir/study.journal``: any number of processes, on one machine or many, that open the same study
 share its grid, and a later ``fit`` with the same settings trains nothing. Each trial is a fresh Lightning fit with
 :class:`~lightning_tau.TimescaleCallback` (:mod:`lightning_tau.tuner.trial`), logging to TensorBoard in a folder of
@@ -50,7 +51,6 @@ from lightning_tau.tuner.axis_fit import (
 )
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
 from lightning_tau.tuner.finder_settings import FinderSettings
-from lightning_tau.tuner.liveness import STALE_SECONDS, stop_reason
 from lightning_tau.tuner.pruning import make_pruner
 from lightning_tau.tuner.result import FinderResult
 from lightning_tau.tuner.settings import (
@@ -61,7 +61,8 @@ from lightning_tau.tuner.settings import (
     model_factory,
     resolve_data,
 )
-from lightning_tau.tuner.study import GridStudy, quiet_optuna
+from lightning_tau.tuner.study.grid_study import GridStudy, quiet_optuna
+from lightning_tau.tuner.study.liveness import STALE_SECONDS, stop_reason
 from lightning_tau.tuner.study_key import open_studies
 from lightning_tau.tuner.trial import subset_dataloader
 from lightning_tau.tuner.trial_loop import work_study
@@ -349,7 +350,7 @@ class TimescaleFinder:
             ValueError: data given both or neither way, no validation data, a loader the finder cannot subset,
                 a storage that cannot be opened or a study with other settings, a model with no decaying AdamW
                 group, or (after the first validation) a ``monitor`` no run logs. A journal file that fills the
-                disk mid-run raises :class:`~lightning_tau.tuner.storage.JournalWriteError` naming it.
+                disk mid-run raises :class:`~lightning_tau.tuner.study.storage.JournalWriteError` naming it.
         """
         if importing_main():  # a worker importing the user's script, whose code runs the finder again at import
             _stop_unguarded_worker(self.workers)

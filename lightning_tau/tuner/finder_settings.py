@@ -23,7 +23,6 @@ from optuna.storages import BaseStorage
 from lightning_tau import _checks
 from lightning_tau._constants import GOALS, Goal
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS
-from lightning_tau.tuner.liveness import STALE_SECONDS
 from lightning_tau.tuner.pruning import make_pruner, pruner_setting
 from lightning_tau.tuner.settings import (
     DEFAULT_FRACTION,
@@ -41,6 +40,7 @@ from lightning_tau.tuner.settings import (
     check_trainer_kwargs,
     check_widths,
 )
+from lightning_tau.tuner.study.liveness import STALE_SECONDS
 
 __all__ = ["FinderSettings"]
 

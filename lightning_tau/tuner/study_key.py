@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader, RandomSampler
 
 from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.pruning import jsonable
-from lightning_tau.tuner.study import GridStudy
+from lightning_tau.tuner.study.grid_study import GridStudy
 from lightning_tau.tuner.trial import ModelCopies
 
 __all__ = ["StudyPoint", "jsonable", "open_studies", "shapes_digest", "study_name", "study_settings"]

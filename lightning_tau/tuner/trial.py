@@ -5,7 +5,7 @@
 decay, the metrics after every validation); :func:`check_record` says what is wrong with a stored one. With a
 pruner, the trial reports the monitored metric to its Optuna trial after every validation and stops when Optuna says
 to prune (:class:`PruningCallback`); its record then says after which epoch. The Optuna side, which hands the
-trials out, is :mod:`lightning_tau.tuner.study`.
+trials out, is :mod:`lightning_tau.tuner.study.grid_study`.
 """
 
 from __future__ import annotations

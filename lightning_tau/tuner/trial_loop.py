@@ -19,7 +19,7 @@ from lightning_tau.tuner.answer import tell_value
 from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.pruning import pruned_sibling
 from lightning_tau.tuner.settings import tau_name
-from lightning_tau.tuner.study import GridStudy, study_folder
+from lightning_tau.tuner.study.grid_study import GridStudy, study_folder
 from lightning_tau.tuner.study_key import StudyPoint
 from lightning_tau.tuner.trial import pruned_record, run_trial, warn_once
 from lightning_tau.tuner.workers import Workers, unguarded_script

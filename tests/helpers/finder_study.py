@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau.param_groups import build_param_groups
 from lightning_tau.tuner.finder import TimescaleFinder
-from lightning_tau.tuner.study import SETTINGS_ATTR
+from lightning_tau.tuner.study.grid_study import SETTINGS_ATTR
 
 N, BATCH, LR, TRUE_TAU = 64, 16, 1e-2, 6.0
 

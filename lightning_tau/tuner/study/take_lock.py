@@ -1,7 +1,7 @@
 """The file lock that makes processes on one machine take a SQLite database's trials one at a time.
 
 SQLite's WAITING -> RUNNING is not atomic across processes (Optuna's ``SELECT ... FOR UPDATE`` is a no-op there), so
-:meth:`~lightning_tau.tuner.study.GridStudy.take` holds an exclusive ``flock`` on a file beside the database
+:meth:`~lightning_tau.tuner.study.grid_study.GridStudy.take` holds an exclusive ``flock`` on a file beside the database
 (:func:`sqlite_take_lock`) while it takes a trial. Other storages need none: a journal file has its own lock, a
 database server its row locks.
 """
@@ -19,7 +19,8 @@ __all__ = ["file_lock", "sqlite_take_lock"]
 
 def sqlite_take_lock(storage: BaseStorage) -> Path | None:
     """The lock file beside a SQLite database file (``finder.db`` -> ``finder.db.take-lock``) that serializes takes
-    (:meth:`GridStudy.take <lightning_tau.tuner.study.GridStudy.take>`); ``None`` for any other storage (a journal
+    (:meth:`GridStudy.take <lightning_tau.tuner.study.grid_study.GridStudy.take>`); ``None`` for any other storage (a
+    journal
     file has its own lock, a database server its row locks) and for an in-memory SQLite database.
 
     Example:

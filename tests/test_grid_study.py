@@ -1,4 +1,5 @@
-"""``lightning_tau.tuner.study``: the finder's grid study — where a study's name may lead its trials' folders, the
+"""``lightning_tau.tuner.study.grid_study``: the finder's grid study — where a study's name may lead its trials'
+folders, the
 held trials a stopped process gives back, and a study whose settings are not written yet (real Optuna, real fits);
 and, with nothing trained (trials added in memory, on a journal or on a SQLite file), opening a study and the
 differences of another sweep's settings, the queue (enqueue, take, duplicates, a lost take, finish, records,
@@ -23,10 +24,8 @@ from helpers.finder_study import fit_finder, journal_study, make_finder
 from optuna.trial import FrozenTrial, TrialState
 
 from lightning_tau.cli import main
-from lightning_tau.tuner import study as study_module
-from lightning_tau.tuner.liveness import proc_stat, this_worker
-from lightning_tau.tuner.storage import StorageError
-from lightning_tau.tuner.study import (
+from lightning_tau.tuner.study import grid_study as study_module
+from lightning_tau.tuner.study.grid_study import (
     CLAIM_PREFIX,
     SETTINGS_ATTR,
     GridStudy,
@@ -39,6 +38,8 @@ from lightning_tau.tuner.study import (
     sqlite_take_lock,
     study_folder,
 )
+from lightning_tau.tuner.study.liveness import proc_stat, this_worker
+from lightning_tau.tuner.study.storage import StorageError
 from lightning_tau.tuner.trial import RECORD_FORMAT
 
 #: Study names a shared config or a job array may carry that are not one plain folder name.
@@ -126,7 +127,7 @@ import sys, time
 from pathlib import Path
 from lightning_tau.cli import build_parser
 from lightning_tau.cli.find import _reopen
-from lightning_tau.tuner.study import GridStudy
+from lightning_tau.tuner.study.grid_study import GridStudy
 storage, go, root, ready = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
 ready.touch()
 while not go.exists():
@@ -194,7 +195,7 @@ def test_release_fails_the_trials_this_process_holds_and_only_those(tmp_path: Pa
 TAKER = """
 import sys, time
 from pathlib import Path
-from lightning_tau.tuner.study import GridStudy
+from lightning_tau.tuner.study.grid_study import GridStudy
 from lightning_tau.tuner.trial import RECORD_FORMAT
 url, go, ready = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 done = {"format": RECORD_FORMAT, "steps": 0, "epochs_run": 0, "metrics": [], "pruned": {"after_epoch": 0}}

@@ -2,7 +2,7 @@
 outside it, and never one folder for two names.
 
 Pure (the standard library only). The finder (:mod:`lightning_tau.tuner.finder`) and ``lightning-tau find`` name a
-study's folder with :func:`study_folder`; the study itself is :mod:`lightning_tau.tuner.study`'s.
+study's folder with :func:`study_folder`; the study itself is :mod:`lightning_tau.tuner.study.grid_study`'s.
 """
 
 from __future__ import annotations

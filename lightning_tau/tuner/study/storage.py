@@ -2,12 +2,13 @@
 
 :func:`open_storage` turns ``TimescaleFinder(storage=...)`` into an Optuna storage: ``None`` or a path is a journal
 file, checked and repaired before anything is written to it (the byte-level checks are
-:mod:`lightning_tau.tuner.journal`'s) and written through a backend that never leaves a half-written line behind; a
+:mod:`lightning_tau.tuner.study.journal`'s) and written through a backend that never leaves a half-written line
+behind; a
 URL is Optuna's ``RDBStorage`` with a heartbeat. Processes that open a new database at the same moment race to create
 its tables; the loser tries again (:func:`retry_races`). Every error is a :class:`StorageError` whose message names
 the storage without its password (:func:`redact_url`, :func:`redact_message`).
 
-The study in the storage, and its trials, are :mod:`lightning_tau.tuner.study`'s.
+The study in the storage, and its trials, are :mod:`lightning_tau.tuner.study.grid_study`'s.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ import optuna
 from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
-from lightning_tau.tuner.journal import DAMAGED_HINT, OP_CODES, append_lines, journal_problem, repair_tail
-from lightning_tau.tuner.liveness import GRACE_BEATS, HEARTBEAT_SECONDS
+from lightning_tau.tuner.study.journal import DAMAGED_HINT, OP_CODES, append_lines, journal_problem, repair_tail
+from lightning_tau.tuner.study.liveness import GRACE_BEATS, HEARTBEAT_SECONDS
 
 __all__ = [
     "JOURNAL_NAME",
@@ -154,7 +155,8 @@ def open_storage(
     (``postgresql://...``, ``mysql+pymysql://...``, ``sqlite:///...``): Optuna's ``RDBStorage`` with a heartbeat
     every ``heartbeat`` seconds. An Optuna storage object: itself.
 
-    A journal file is checked before anything is written to it (:mod:`lightning_tau.tuner.journal`): a file that is
+    A journal file is checked before anything is written to it (:mod:`lightning_tau.tuner.study.journal`): a file
+    that is
     not an Optuna journal, or one with a damaged line, is an error; a half-written last line (a write cut short) is
     moved to a backup file next to it, and ``log`` says so.
 
@@ -210,7 +212,8 @@ class _JournalFile(JournalFileBackend):
     """Optuna's journal file that never leaves a half-written line behind and names the file in its errors.
 
     Every append runs under Optuna's lock: it first moves aside a half-written last line another process left
-    (:func:`~lightning_tau.tuner.journal.repair_tail`), and a write that fails (a full disk) is undone by truncating
+    (:func:`~lightning_tau.tuner.study.journal.repair_tail`), and a write that fails (a full disk) is undone by
+    truncating
     the file back to its size before it, then raised as :class:`JournalWriteError`. Reading a damaged line raises
     :class:`StorageError` naming the file and the line instead of Optuna's ``JSONDecodeError`` or assertion.
     """

@@ -22,7 +22,7 @@ waiting trial (Optuna's atomic WAITING -> RUNNING), trains it, stores its record
   is 30 s (``$LIGHTNING_TAU_HEARTBEAT`` sets it); a database's grace is 4 beats (120 s).
 - **Many first openers.** Processes that open a new database or study at the same moment race to create its tables,
   study and settings; the loser of a race tries again
-  (:func:`~lightning_tau.tuner.storage.retry_races`) and finds them made.
+  (:func:`~lightning_tau.tuner.study.storage.retry_races`) and finds them made.
 - **Same sweep.** The study's user attribute ``lightning_tau`` holds the sweep's settings; opening the study with
   other settings is an error naming the difference.
 - **Pruned trials** (a study opened with a pruner) are told PRUNED with a record that says after which epoch
@@ -31,10 +31,11 @@ waiting trial (Optuna's atomic WAITING -> RUNNING), trains it, stores its record
 - **The answer** is computed from the lowest-numbered valid complete or pruned trial of every grid point, sorted by
   ``(tau_epoch, seed)``: the same whoever computes it and whatever order the trials finished in.
 
-The storage is opened by :mod:`lightning_tau.tuner.storage` (a journal file or a database, with its errors); a
-worker's name on a trial, whether it is alive, and the heartbeat settings are :mod:`lightning_tau.tuner.liveness`'s;
-the SQLite take lock is :mod:`lightning_tau.tuner.take_lock`'s; the folder of a study's logs
-(:func:`~lightning_tau.tuner.study_folder.study_folder`, exported here) is :mod:`lightning_tau.tuner.study_folder`'s.
+The storage is opened by :mod:`lightning_tau.tuner.study.storage` (a journal file or a database, with its errors); a
+worker's name on a trial, whether it is alive, and the heartbeat settings are
+:mod:`lightning_tau.tuner.study.liveness`'s;
+the SQLite take lock is :mod:`lightning_tau.tuner.study.take_lock`'s; the folder of a study's logs
+(:func:`~lightning_tau.tuner.study.folder.study_folder`, exported here) is :mod:`lightning_tau.tuner.study.folder`'s.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ from optuna.exceptions import UpdateFinishedTrialError
 from optuna.storages import BaseStorage, RDBStorage
 from optuna.trial import FrozenTrial, TrialState
 
-from lightning_tau.tuner.liveness import (
+from lightning_tau.tuner.study.folder import study_folder
+from lightning_tau.tuner.study.liveness import (
     HEARTBEAT_SECONDS,
     MACHINE,
     STALE_SECONDS,
@@ -62,9 +64,8 @@ from lightning_tau.tuner.liveness import (
     stop_reason,
     this_worker,
 )
-from lightning_tau.tuner.storage import Log, StorageError, open_storage, redact_message, retry_races
-from lightning_tau.tuner.study_folder import study_folder
-from lightning_tau.tuner.take_lock import file_lock, sqlite_take_lock
+from lightning_tau.tuner.study.storage import Log, StorageError, open_storage, redact_message, retry_races
+from lightning_tau.tuner.study.take_lock import file_lock, sqlite_take_lock
 from lightning_tau.tuner.trial import check_record
 
 __all__ = [
@@ -349,7 +350,8 @@ class GridStudy:
 
         On SQLite, whose WAITING -> RUNNING is not atomic across processes (Optuna's ``SELECT ... FOR UPDATE`` is
         a no-op there: two processes can both take one trial), the take holds a file lock beside the database
-        (:func:`~lightning_tau.tuner.take_lock.sqlite_take_lock`), so processes on one machine sharing a SQLite file
+        (:func:`~lightning_tau.tuner.study.take_lock.sqlite_take_lock`), so processes on one machine sharing a SQLite
+        file
         take trials one at a time (processes on several machines need a journal file or a database server).
         """
         with file_lock(self._take_lock):
