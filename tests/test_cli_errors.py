@@ -165,9 +165,15 @@ def test_find_help_and_usage_errors_import_no_heavy_package(tmp_path: Path) -> N
         ),
         ([*out, "--workers", "0"], 2, "argument --workers: expected a positive integer, got '0'"),
         ([*out, "--threads", "all"], 2, "argument --threads: expected a positive integer or auto, got 'all'"),
+        (
+            [*out, "--tau-epochs", "4", "4"],
+            2,
+            "argument --tau-epochs: `TimescaleFinder(tau_epochs=[4.0, 4.0])` repeats a value (to 6 significant",
+        ),
+        ([*out, "--seeds", "0", "0"], 2, "argument --seeds: `TimescaleFinder(seeds=[0, 0])` repeats a seed"),
         ([*out, "--config", str(tmp_path / "no.yaml")], 2, f"--config '{tmp_path / 'no.yaml'}' is not a file."),
     ]
-    argvs = [["find", *argv] + (fast if argv != ["--help"] else []) for argv, _, _ in cases]
+    argvs = [["find", *(fast if argv != ["--help"] else []), *argv] for argv, _, _ in cases]  # argv wins
     proc = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(argvs)], capture_output=True, text=True, cwd=tmp_path, timeout=600
     )

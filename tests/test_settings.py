@@ -18,18 +18,15 @@ from lightning_tau.tuner.settings import (
     SettingError,
     check_axis,
     check_fractions,
-    check_grid,
     check_pruner,
     check_root_dir,
     check_seed_count,
-    check_seeds,
     check_storage,
     check_subset,
     check_subset_size,
     check_timescales,
     check_tolerance,
     check_widths,
-    tau_name,
 )
 
 F = "`TimescaleFinder"
@@ -44,86 +41,6 @@ def _error(call: Callable[..., Any], *args: Any, kind: type[Exception] = ValueEr
 
 def _loader(samples: int, batch_size: int | None, drop_last: bool = False) -> DataLoader:
     return DataLoader(TensorDataset(torch.zeros(samples)), batch_size=batch_size, drop_last=drop_last)
-
-
-# --- the grid and the seeds ----------------------------------------------------------------------------------------
-
-
-def test_tau_name_keeps_six_significant_digits() -> None:
-    assert tau_name(1234567.89) == "1.23457e+06" and tau_name(4.0) == "4" and tau_name(0.125) == "0.125"
-
-
-def test_check_grid_sorts_the_timescales_as_floats() -> None:
-    grid = check_grid([8, 2, 4])
-    assert grid == (2.0, 4.0, 8.0) and all(type(t) is float for t in grid)
-    assert check_grid((2, 2.00001)) == (2.0, 2.00001)  # distinct at 6 significant digits
-
-
-@pytest.mark.parametrize("tau_epochs", ["abc", b"x", {1: 2}, (), []])
-def test_check_grid_refuses_what_is_not_a_sequence_of_timescales(tau_epochs: Any) -> None:
-    hint = "use a non-empty sequence of positive numbers (epochs), e.g. (2, 4, 8, 16, 32, 64, 128)."
-    assert _error(check_grid, tau_epochs) == f"{F}(tau_epochs={tau_epochs!r})` is not valid: {hint}"
-
-
-def test_check_grid_names_the_bad_timescale_and_a_repeat() -> None:
-    assert (
-        _error(check_grid, (2, 0))
-        == f"{F}(tau_epochs=[2, 0])` is not valid: 0 is not a positive finite number of epochs."
-    )
-    assert _error(check_grid, (2, math.inf)).endswith(
-        "(tau_epochs=[2, inf])` is not valid: inf is not a positive finite number of epochs."
-    )
-    assert _error(check_grid, (2, 2.0000001)) == (
-        f"{F}(tau_epochs=[2, 2.0000001])` repeats a value (to 6 significant digits): give each tau_epoch once."
-    )
-
-
-def test_check_seeds_keeps_the_order_and_reaches_numpys_largest_seed() -> None:
-    assert check_seeds([2**32 - 1, 0]) == (4294967295, 0)
-    assert check_seeds((3, 1, 2)) == (3, 1, 2)
-
-
-@pytest.mark.parametrize("seeds", ["0", b"0", {0}, []])
-def test_check_seeds_refuses_what_is_not_a_sequence_of_seeds(seeds: Any) -> None:
-    assert _error(check_seeds, seeds) == f"{F}(seeds={seeds!r})` is not valid: use a non-empty sequence of integers."
-
-
-def test_check_seeds_names_the_bad_seed() -> None:
-    assert _error(check_seeds, [0, True]) == f"{F}(seeds=[0, True])` is not valid: True is not an integer."
-    assert _error(check_seeds, [0, 1.0]) == f"{F}(seeds=[0, 1.0])` is not valid: 1.0 is not an integer."
-    numpy = "is not a seed numpy accepts; use integers from 0 to 4294967295."
-    assert _error(check_seeds, [-1]) == f"{F}(seeds=[-1])` is not valid: -1 {numpy}"
-    assert _error(check_seeds, [2**32]) == f"{F}(seeds=[4294967296])` is not valid: 4294967296 {numpy}"
-    assert _error(check_seeds, [1, 0, 1]) == f"{F}(seeds=[1, 0, 1])` repeats a seed: give each seed once."
-
-
-def test_check_seed_count_defaults_per_axis_and_the_auto_stages() -> None:
-    assert check_seed_count(None, None, "fraction") == ((0, 1, 2), False, 3)
-    assert check_seed_count(None, None, "dataset_size") == ((0, 1, 2, 3, 4), False, 5)
-    assert check_seed_count([5, 3], None, "width") == ((5, 3), False, 2)
-    assert check_seed_count("auto", None, "width") == ((0, 1, 2), True, 12)
-    assert check_seed_count("auto", 3, "dataset_size") == ((0, 1, 2), True, 3)
-    assert check_seed_count("auto", 2**32 - 1, "width") == ((0, 1, 2), True, 4294967295)
-
-
-def test_check_seed_count_refuses_auto_where_it_is_not_used_and_max_seeds_without_it() -> None:
-    assert _error(check_seed_count, "auto", None, "fraction") == (
-        f"{F}(seeds='auto')` is only used with axis='width' or 'dataset_size' (axis is 'fraction'): it adds seeds"
-        " until the axis's published rules are decided. Give the seeds, e.g. seeds=(0, 1, 2)."
-    )
-    alone = "pass seeds='auto', or leave `max_seeds` out."
-    assert _error(check_seed_count, (0,), 5, "width") == (
-        f"{F}(max_seeds=5)` is only used with seeds='auto' (seeds is (0,)): {alone}"
-    )
-    assert _error(check_seed_count, None, 3, "width") == (
-        f"{F}(max_seeds=3)` is only used with seeds='auto' (seeds is None): {alone}"
-    )
-    hint = "use an integer >= 3 (the first stage trains 3 seeds), e.g. 12."
-    assert _error(check_seed_count, "auto", 2, "width") == f"{F}(max_seeds=2)` is not valid: {hint}"
-    assert _error(check_seed_count, "auto", 2**32, "width") == f"{F}(max_seeds=4294967296)` is not valid: {hint}"
-    assert _error(check_seed_count, "AUTO", None, "width") == (
-        f"{F}(seeds='AUTO')` is not valid: use a non-empty sequence of integers."
-    )
 
 
 # --- the axes ------------------------------------------------------------------------------------------------------
@@ -325,3 +242,35 @@ def test_check_subset_needs_a_full_batch_and_settable_timescales() -> None:
         check_subset, _loader(40, 8), "fraction", 0.05, (0.1,), 1, kind=SettingError
     )
     assert "at M=3 steps" in _error(check_subset, _loader(40, 8), "fraction", 0.05, (0.3,), 2, kind=SettingError)
+
+
+# --- the seeds' count along an axis ----------------------------------------------------------------------------
+
+
+def test_check_seed_count_defaults_per_axis_and_the_auto_stages() -> None:
+    assert check_seed_count(None, None, "fraction") == ((0, 1, 2), False, 3)
+    assert check_seed_count(None, None, "dataset_size") == ((0, 1, 2, 3, 4), False, 5)
+    assert check_seed_count([5, 3], None, "width") == ((5, 3), False, 2)
+    assert check_seed_count("auto", None, "width") == ((0, 1, 2), True, 12)
+    assert check_seed_count("auto", 3, "dataset_size") == ((0, 1, 2), True, 3)
+    assert check_seed_count("auto", 2**32 - 1, "width") == ((0, 1, 2), True, 4294967295)
+
+
+def test_check_seed_count_refuses_auto_where_it_is_not_used_and_max_seeds_without_it() -> None:
+    assert _error(check_seed_count, "auto", None, "fraction") == (
+        f"{F}(seeds='auto')` is only used with axis='width' or 'dataset_size' (axis is 'fraction'): it adds seeds"
+        " until the axis's published rules are decided. Give the seeds, e.g. seeds=(0, 1, 2)."
+    )
+    alone = "pass seeds='auto', or leave `max_seeds` out."
+    assert _error(check_seed_count, (0,), 5, "width") == (
+        f"{F}(max_seeds=5)` is only used with seeds='auto' (seeds is (0,)): {alone}"
+    )
+    assert _error(check_seed_count, None, 3, "width") == (
+        f"{F}(max_seeds=3)` is only used with seeds='auto' (seeds is None): {alone}"
+    )
+    hint = "use an integer >= 3 (the first stage trains 3 seeds), e.g. 12."
+    assert _error(check_seed_count, "auto", 2, "width") == f"{F}(max_seeds=2)` is not valid: {hint}"
+    assert _error(check_seed_count, "auto", 2**32, "width") == f"{F}(max_seeds=4294967296)` is not valid: {hint}"
+    assert _error(check_seed_count, "AUTO", None, "width") == (
+        f"{F}(seeds='AUTO')` is not valid: use a non-empty sequence of integers."
+    )

@@ -42,6 +42,7 @@ from lightning_tau.cli._args import (
 from lightning_tau.cli.config import ConfigError, ConfigWidthModel, DigitsWidthModel, load_config
 from lightning_tau.cli.find_reopen import CONFIG_ATTR, REOPENED, reopen_study
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
+from lightning_tau.tuner.grid_args import check_grid, check_seeds
 from lightning_tau.tuner.study.journal import journal_problem
 
 __all__ = ["DIGITS_EPOCHS", "add_parser"]
@@ -288,6 +289,19 @@ def _seed_options(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _grid_options(args: argparse.Namespace) -> str | None:
+    """A repeated ``--tau-epochs`` or ``--seeds`` value, in ``TimescaleFinder``'s words under the flag (the same
+    checks, :mod:`lightning_tau.tuner.grid_args`, run here before torch is imported), or ``None``."""
+    try:
+        if args.tau_epochs is not None:
+            check_grid(list(args.tau_epochs))
+        if isinstance(args.seeds, list):
+            check_seeds(list(args.seeds))
+    except ValueError as err:
+        return _option_error(str(err))
+    return None
+
+
 def _writable(path: Path, *, folder: bool) -> str | None:
     """Why ``path`` (a folder, or a file to write) cannot be written, or ``None``; creates nothing."""
     if folder and path.exists() and not path.is_dir():
@@ -400,6 +414,8 @@ def _main(args: argparse.Namespace) -> int:
     if args.config is not None and not args.config.is_file():
         return _error(f"--config {str(args.config)!r} is not a file.", 2)
     if args.study is None and (problem := _seed_options(args)) is not None:
+        return _error(problem, 2)
+    if (problem := _grid_options(args)) is not None:
         return _error(problem, 2)
     journal = args.out / "study.journal" if args.storage is None else Path(args.storage)
     if "://" not in str(args.storage) and journal.is_file() and (problem := journal_problem(journal)) is not None:

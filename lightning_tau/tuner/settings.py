@@ -26,6 +26,7 @@ from torch.utils.data import DataLoader
 from lightning_tau import _checks
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.tuner.curve import PRUNER_NAMES
+from lightning_tau.tuner.grid_args import MAX_SEED, check_grid, check_seeds, tau_name
 from lightning_tau.tuner.rules import DEFAULT_TOLERANCE
 from lightning_tau.tuner.trial import ModelCopies, fresh_callback, has_run_state
 
@@ -68,8 +69,6 @@ PrunerName = Literal["median", "successive_halving", "hyperband"]
 
 #: The subset's share of the training set when ``fraction`` is not given (``axis="fraction"`` or ``"width"``).
 DEFAULT_FRACTION = 0.25
-#: The largest seed ``seed_everything`` (numpy) accepts.
-MAX_SEED = 2**32 - 1
 #: The seeds when ``seeds`` is not given: the fraction axis's sweep.
 DEFAULT_SEEDS = (0, 1, 2)
 #: The seeds when ``seeds`` is not given along the width and dataset-size axes: an interval over 3 seeds is erratic
@@ -101,60 +100,6 @@ FORBIDDEN_TRAINER_KWARGS = {
     "overfit_batches": "the finder subsets the dataset itself (`fraction`)",
     "fast_dev_run": "a finder trial must train for `max_epochs`",
 }
-
-
-def tau_name(tau: float) -> str:
-    """``tau`` as the grid compares and names it: 6 significant digits."""
-    return f"{tau:.6g}"
-
-
-def check_grid(tau_epochs: Sequence[float]) -> tuple[float, ...]:
-    """A ``tau_epochs`` argument: positive, finite and distinct (to 6 significant digits), as a sorted tuple."""
-    if isinstance(tau_epochs, (str, bytes)) or not isinstance(tau_epochs, Sequence) or not tau_epochs:
-        raise _checks.invalid(
-            "TimescaleFinder",
-            "tau_epochs",
-            tau_epochs,
-            "use a non-empty sequence of positive numbers (epochs), e.g. (2, 4, 8, 16, 32, 64, 128).",
-        )
-    for tau in tau_epochs:
-        _checks.positive_number(
-            "TimescaleFinder",
-            "tau_epochs",
-            tau,
-            f"{tau!r} is not a positive finite number of epochs.",
-            shown=repr(list(tau_epochs)),
-        )
-    grid = tuple(sorted(float(t) for t in tau_epochs))
-    names = [tau_name(t) for t in grid]
-    if len(set(names)) != len(names):
-        raise ValueError(
-            f"`TimescaleFinder(tau_epochs={list(tau_epochs)!r})` repeats a value (to 6 significant digits):"
-            " give each tau_epoch once."
-        )
-    return grid
-
-
-def check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
-    """A ``seeds`` argument: distinct integers that numpy accepts as seeds."""
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
-        raise _checks.invalid("TimescaleFinder", "seeds", seeds, "use a non-empty sequence of integers.")
-    for seed in seeds:
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise _checks.invalid(
-                "TimescaleFinder", "seeds", seeds, f"{seed!r} is not an integer.", shown=repr(list(seeds))
-            )
-        if not 0 <= seed <= MAX_SEED:
-            raise _checks.invalid(
-                "TimescaleFinder",
-                "seeds",
-                seeds,
-                f"{seed} is not a seed numpy accepts; use integers from 0 to {MAX_SEED}.",
-                shown=repr(list(seeds)),
-            )
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"`TimescaleFinder(seeds={list(seeds)!r})` repeats a seed: give each seed once.")
-    return tuple(seeds)
 
 
 def check_seed_count(seeds: Any, max_seeds: Any, axis: Axis) -> tuple[tuple[int, ...], bool, int]:
