@@ -1,7 +1,7 @@
 """One multi-tensor Triton kernel that reads every parameter once for ``sum |w|`` and ``sum w**2`` (CUDA only).
 
-Imported by :mod:`lightning_tau.diagnostics.stats` only when the tensors live on a CUDA device and Triton imports
-(it ships with PyTorch's CUDA builds); anywhere else the pass never loads this module.
+Used by :mod:`lightning_tau.diagnostics.stats` when the tensors live on a CUDA device and Triton imports (it ships
+with PyTorch's CUDA builds: :data:`AVAILABLE`). The module imports anywhere; without Triton it defines no kernel.
 
 The kernel runs over a table of blocks built once per parameter list and kept on the device: block ``b`` reads
 ``BLOCK * ITERS`` consecutive elements of tensor ``tensor_of_block[b]`` from ``start_of_block[b]``, through the
@@ -15,42 +15,57 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-import triton
-import triton.language as tl
 from torch import Tensor
 
+try:  # Triton ships with PyTorch's CUDA builds; a CPU-only install has none
+    import triton
+    import triton.language as tl
+except ImportError:
+    triton = tl = None
+
+#: Whether Triton imported, so that the kernel exists.
+AVAILABLE = triton is not None
 #: Elements one block reads per loop iteration, and the iterations per block (16K elements per block).
 BLOCK = 1024
 ITERS = 16
-_TRITON_DTYPES = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+#: The dtypes the kernel reads (it sums in float32).
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
+if AVAILABLE:
+    _TRITON_DTYPES = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 
-@triton.jit
-def _sums_kernel(addresses, numels, tensor_of_block, start_of_block, out, DTYPE: tl.constexpr,
-                 BLOCK: tl.constexpr, ITERS: tl.constexpr):  # fmt: skip
-    block = tl.program_id(0)
-    tensor = tl.load(tensor_of_block + block)
-    start = tl.load(start_of_block + block)
-    numel = tl.load(numels + tensor)
-    base = tl.load(addresses + tensor).to(tl.pointer_type(DTYPE))
-    abs_sum = tl.zeros([BLOCK], dtype=tl.float32)
-    square_sum = tl.zeros([BLOCK], dtype=tl.float32)
-    for i in range(ITERS):
-        offsets = start + i * BLOCK + tl.arange(0, BLOCK)
-        x = tl.load(base + offsets, mask=offsets < numel, other=0.0).to(tl.float32)
-        abs_sum += tl.abs(x)
-        square_sum += x * x
-    tl.store(out + 2 * block, tl.sum(abs_sum, axis=0))
-    tl.store(out + 2 * block + 1, tl.sum(square_sum, axis=0))
+    @triton.jit
+    def _sums_kernel(addresses, numels, tensor_of_block, start_of_block, out, DTYPE: tl.constexpr,
+                     BLOCK: tl.constexpr, ITERS: tl.constexpr):  # fmt: skip
+        block = tl.program_id(0)
+        tensor = tl.load(tensor_of_block + block)
+        start = tl.load(start_of_block + block)
+        numel = tl.load(numels + tensor)
+        base = tl.load(addresses + tensor).to(tl.pointer_type(DTYPE))
+        abs_sum = tl.zeros([BLOCK], dtype=tl.float32)
+        square_sum = tl.zeros([BLOCK], dtype=tl.float32)
+        for i in range(ITERS):
+            offsets = start + i * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(base + offsets, mask=offsets < numel, other=0.0).to(tl.float32)
+            abs_sum += tl.abs(x)
+            square_sum += x * x
+        tl.store(out + 2 * block, tl.sum(abs_sum, axis=0))
+        tl.store(out + 2 * block + 1, tl.sum(square_sum, axis=0))
 
 
 def supported(tensors: Sequence[Tensor]) -> bool:
-    """Whether the kernel takes ``tensors``: contiguous, on one CUDA device, of one float32/float16/bfloat16 dtype."""
+    """Whether the kernel takes ``tensors``: contiguous, on one CUDA device, of one float32/float16/bfloat16 dtype.
+
+    Example:
+        >>> supported([torch.zeros(3)])  # a CPU tensor
+        False
+    """
     return (
-        len(tensors) > 0
+        AVAILABLE
+        and len(tensors) > 0
         and all(t.is_cuda and t.is_contiguous() for t in tensors)
         and len({t.dtype for t in tensors}) == 1
-        and tensors[0].dtype in _TRITON_DTYPES
+        and tensors[0].dtype in DTYPES
         and len({t.device for t in tensors}) == 1
     )
 

@@ -164,11 +164,9 @@ class _Plan:
 
 def _stats_triton():  # noqa: ANN202 - a module or None
     """:mod:`lightning_tau.diagnostics._stats_triton`, or None where Triton does not import (CPU-only torch)."""
-    try:
-        from lightning_tau.diagnostics import _stats_triton as module
-    except ImportError:
-        return None
-    return module
+    from lightning_tau.diagnostics import _stats_triton as module
+
+    return module if module.AVAILABLE else None
 
 
 def weight_sums(tensors: Sequence[Tensor], *, chunk_numel: int = DEFAULT_CHUNK_NUMEL) -> Tensor:
