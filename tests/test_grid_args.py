@@ -67,3 +67,6 @@ def test_check_seeds_names_the_bad_seed() -> None:
     assert _error(check_seeds, [-1]) == f"{F}(seeds=[-1])` is not valid: -1 {numpy}"
     assert _error(check_seeds, [2**32]) == f"{F}(seeds=[4294967296])` is not valid: 4294967296 {numpy}"
     assert _error(check_seeds, [1, 0, 1]) == f"{F}(seeds=[1, 0, 1])` repeats a seed: give each seed once."
+    # a tuple (the CLI and LightningCLI pass lists, Python users often tuples) is shown as the list it checks
+    assert _error(check_seeds, (0, 1.0)) == f"{F}(seeds=[0, 1.0])` is not valid: 1.0 is not an integer."
+    assert _error(check_seeds, (0, -1)) == f"{F}(seeds=[0, -1])` is not valid: -1 {numpy}"
