@@ -22,6 +22,13 @@ KEYS = [(2.0, 0), (4.0, 0), (8.0, 0)]
 POLL = 0.02
 
 
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that a test interrupts with SIGINT: the default handler, as a terminal's Ctrl-C finds
+    it. A job started with ``&`` from a non-interactive shell inherits SIGINT ignored, and Python then installs no
+    ``KeyboardInterrupt`` handler: the test must not depend on how pytest itself was launched."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # exec keeps SIG_IGN, resets anything else to the default
+
+
 def command(out: Path, json_path: Path, *extra: str) -> list[str]:
     argv = [*GRID, "--study", "s", "--out", str(out), "--json", str(json_path), "--no-plot", "--no-progress"]
     return [sys.executable, "-m", "lightning_tau", "find", *argv, *extra]

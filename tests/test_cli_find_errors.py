@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from finder_procs import default_sigint
 
 from lightning_tau.cli import main
 
@@ -100,6 +101,7 @@ def _signal_while_importing_torch(tmp_path: Path, signum: int) -> subprocess.Com
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     maps = Path(f"/proc/{proc.pid}/maps")
     deadline = time.monotonic() + 120

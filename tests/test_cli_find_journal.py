@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 
 pytest.importorskip("sklearn")
 
+from finder_procs import default_sigint  # noqa: E402
 from helpers.finder_study import DROP, copy_study, with_attrs  # noqa: E402
 
 from lightning_tau.cli import main  # noqa: E402
@@ -135,7 +136,12 @@ def test_ctrl_c_while_waiting_for_a_trial_elsewhere_is_one_line_and_exit_130(tmp
 
     copy_study(_study(done / "study.journal"), journal, {(32.0, 0): elsewhere})
     proc = subprocess.Popen(
-        _command(tmp_path / "o", journal), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        _command(tmp_path / "o", journal),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        preexec_fn=default_sigint,
     )
     assert proc.stdout is not None
     seen = []

@@ -295,7 +295,7 @@ def _grid_options(args: argparse.Namespace) -> str | None:
     try:
         if args.tau_epochs is not None:
             check_grid(list(args.tau_epochs))
-        if isinstance(args.seeds, list):
+        if isinstance(args.seeds, list) and "auto" not in args.seeds:  # 'auto': _seed_options' to check
             check_seeds(list(args.seeds))
     except ValueError as err:
         return _option_error(str(err))
