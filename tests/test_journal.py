@@ -9,13 +9,12 @@ import calendar
 import errno
 import os
 import re
-import resource
-import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from helpers.file_limit import with_file_size_limit
 
 from lightning_tau.tuner.study.journal import (
     DAMAGED_HINT,
@@ -238,32 +237,10 @@ def test_the_offset_past_the_last_newline(tmp_path: Path) -> None:
 
 
 def _with_file_size_limit(limit: int, action: Callable[[], object]) -> str:
-    """``action()`` run in a forked child whose files cannot grow past ``limit`` bytes (writes past it fail with
-    EFBIG, as on a full disk): ``"ok"`` or the error's ``errno`` name."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 0
-        try:
-            os.close(read)
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
-            try:
-                action()
-                answer = "ok"
-            except OSError as err:
-                answer = errno.errorcode.get(err.errno or 0, repr(err))
-            os.write(write, answer.encode())
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        answer = pipe.read().decode()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return answer
+    """``action()`` in a forked child whose files cannot grow past ``limit`` bytes: ``"ok"`` or the error, described."""
+    return with_file_size_limit(
+        limit, action, lambda err: errno.errorcode.get(getattr(err, "errno", None) or 0, repr(err))
+    )
 
 
 def test_an_append_writes_whole_lines_and_creates_the_file(tmp_path: Path) -> None:

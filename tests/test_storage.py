@@ -6,10 +6,7 @@ storage tests, which train, are in ``tests/test_finder_study.py`` and ``tests/te
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import resource
-import signal
 import sqlite3
 import time
 from collections.abc import Callable
@@ -18,6 +15,7 @@ from typing import Any
 
 import optuna
 import pytest
+from helpers.file_limit import with_file_size_limit
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileSymlinkLock
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
@@ -292,28 +290,8 @@ def test_the_journal_backend_travels_without_its_log_and_locks_like_optuna(tmp_p
 
 
 def _in_child_with_file_size_limit(limit: int, action: Callable[[], object]) -> str:
-    """``action()`` in a forked child whose files cannot grow past ``limit`` bytes: ``"ok"`` or the error's type
-    and message."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(read)
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
-            try:
-                action()
-                answer = "ok"
-            except Exception as err:
-                answer = f"{type(err).__name__}: {err}"
-            os.write(write, answer.encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        answer = pipe.read()
-    os.waitpid(pid, 0)
-    return answer
+    """``action()`` in a forked child whose files cannot grow past ``limit`` bytes: ``"ok"`` or the error, described."""
+    return with_file_size_limit(limit, action, lambda err: f"{type(err).__name__}: {err}")
 
 
 def test_an_append_that_fails_is_undone_and_named(tmp_path: Path) -> None:
