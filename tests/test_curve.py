@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from helpers.finder_results import finder_result
 
-from lightning_tau.tuner.curve import log_grid, reduce_metric, smoothed_optimum
+from lightning_tau.tuner.curve import LONG_TIMESCALE, log_grid, plateau, reduce_metric, smoothed_optimum
 from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
 
 
@@ -346,3 +346,48 @@ def test_a_best_point_at_the_curves_low_end_reaches_the_nearest_pruned_point_bel
     below = [PrunedPoint(t, [0, 1], [2, 0], [0.9, math.nan], {}, [2, 0]) for t in (2.0, 4.0)]
     found = result(curve, pruned=below)
     assert (found.grid_tau_epoch, found.at_edge, found.tau_epoch_range[0]) == (8.0, False, 4.0)
+
+
+# --- plateau: where weight decay stops mattering ---------------------------------------------------------------------
+
+_FLAT_TOP = [0.20, 0.17, 0.155, 0.1492, 0.1491, 0.149]
+_GRID6 = [4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
+
+
+def _seeded(means: list[float], spread: float = 0.002) -> list[list[float]]:
+    return [[m - spread, m, m + spread] for m in means]
+
+
+def test_plateau_is_the_start_of_the_flat_top_within_one_seed_sd():
+    assert plateau(_GRID6, _seeded(_FLAT_TOP), epochs=20) == 32.0
+    # a wider seed spread makes more of the top flat: 16 is within 0.006 of the best
+    assert plateau(_GRID6, _seeded(_FLAT_TOP, 0.006), epochs=20) == 16.0
+    # mode="max": the same curve negated
+    assert plateau(_GRID6, [[-v for v in row] for row in _seeded(_FLAT_TOP)], "max", epochs=20) == 32.0
+
+
+def test_plateau_needs_a_top_longer_than_the_run():
+    assert plateau(_GRID6, _seeded(_FLAT_TOP), epochs=128 / LONG_TIMESCALE) == 32.0
+    assert plateau(_GRID6, _seeded(_FLAT_TOP), epochs=128 / LONG_TIMESCALE + 1) is None
+    assert plateau(_GRID6, _seeded(_FLAT_TOP)) == 32.0  # epochs not given: not checked
+
+
+def test_plateau_is_none_for_an_edge_an_interior_optimum_or_one_seed():
+    falling = [0.20, 0.17, 0.155, 0.14, 0.12, 0.10]  # still falling: an edge to widen, not a plateau
+    assert plateau(_GRID6, _seeded(falling), epochs=20) is None
+    interior = [0.20, 0.15, 0.12, 0.15, 0.18, 0.20]
+    assert plateau(_GRID6, _seeded(interior), epochs=20) is None
+    # the best below a rise that comes back down: the top is flat with itself but the best lies outside it
+    dip = [0.20, 0.149, 0.17, 0.1495, 0.1494, 0.1493]
+    assert plateau(_GRID6, _seeded(dip), epochs=20) is None
+    assert plateau(_GRID6, [[m] for m in _FLAT_TOP], epochs=20) is None
+    diverged = _seeded(_FLAT_TOP)
+    diverged[-1][0] = math.nan
+    assert plateau(_GRID6, diverged, epochs=20) is None
+
+
+def test_plateau_bad_input():
+    with pytest.raises(ValueError, match=r"plateau\(mode='up'\)"):
+        plateau(_GRID6, _seeded(_FLAT_TOP), "up")
+    with pytest.raises(ValueError, match="6 tau_epochs and 5 lists"):
+        plateau(_GRID6, _seeded(_FLAT_TOP)[:5])

@@ -257,6 +257,33 @@ def test_tuner_stats_interval_is_the_widened_envelope_of_the_windows_intervals()
     assert set(fit_scaling(scales, GRID, curves, window=2).window_cis) == {2, 3}
 
 
+def test_tuner_stats_interval_parts_split_the_interval_into_seeds_and_shape():
+    """The shape part is centre ± 1.5 x the smoothers' spread (no seed count shrinks it), the seeds part the rest:
+    their half-widths add up to the interval's, both around its centre; exact parabolas have no shape part."""
+    rng = np.random.default_rng(7)
+    scales, seeds = [1.0, 4.0, 16.0], 4
+    log_grid = np.log2(GRID)
+    curves = []
+    for s in scales:
+        d = log_grid[:, None] - (3.4 - 0.4 * math.log2(s))
+        curves.append(np.where(d < 0, 0.09, 0.01) * d**2 + 0.004 * rng.standard_normal((len(GRID), seeds)))
+    fit = fit_scaling(scales, GRID, curves)
+    assert fit.ci is not None and fit.interval_parts is not None
+    means = _seed_exponents(scales, GRID, curves, "min", (1, 2)).mean(axis=1)
+    spread = float(abs(means[0] - means[1]))
+    centre, half = (fit.ci[0] + fit.ci[1]) / 2, (fit.ci[1] - fit.ci[0]) / 2
+    shape, seeds_part = fit.interval_parts["shape"], fit.interval_parts["seeds"]
+    assert shape == pytest.approx((centre - 1.5 * spread, centre + 1.5 * spread), abs=1e-12)
+    assert (seeds_part[1] - seeds_part[0]) / 2 + (shape[1] - shape[0]) / 2 == pytest.approx(half, abs=1e-12)
+    assert (seeds_part[0] + seeds_part[1]) / 2 == pytest.approx(centre, abs=1e-12)
+    exact = fit_scaling([1, 4], GRID, [[[(math.log2(x / b)) ** 2 + o for o in (0.0, 0.1, 0.3)] for x in GRID]
+                                       for b in (8.0, 4.0)])
+    assert exact.interval_parts is not None
+    assert exact.interval_parts["shape"][1] - exact.interval_parts["shape"][0] == pytest.approx(0.0, abs=1e-12)
+    no_ci = fit_scaling(scales, GRID, [c[:, :1] for c in curves])
+    assert no_ci.ci is None and no_ci.interval_parts is None
+
+
 def test_tuner_stats_envelope_is_vectorized_over_runs():
     """_envelope over a batch of runs equals it run by run (the coverage simulation relies on it)."""
     rng = np.random.default_rng(11)

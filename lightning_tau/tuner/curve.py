@@ -24,10 +24,12 @@ from lightning_tau.tuner.tdist import t_quantile
 
 __all__ = [
     "DEFAULT_TAU_EPOCHS",
+    "LONG_TIMESCALE",
     "PRUNER_NAMES",
     "SmoothedOptimum",
     "log_grid",
     "optimum_range",
+    "plateau",
     "reduce_metric",
     "smoothed_optimum",
 ]
@@ -38,6 +40,9 @@ DEFAULT_TAU_EPOCHS: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
 #: The pruners ``TimescaleFinder(pruner=...)`` and ``lightning-tau find --pruner`` name (here, where the command's
 #: parser reads them without importing Optuna; :func:`lightning_tau.tuner.finder.make_pruner` builds them).
 PRUNER_NAMES: tuple[str, ...] = ("median", "successive_halving", "hyperband")
+#: A ``tau_epoch`` at least this many times the run's epochs is longer than the run: the weights cover at most half a
+#: timescale, so they keep most of their initialisation (``exp(-1/2) = 61 %``) and weight decay has little to act on.
+LONG_TIMESCALE: float = 2.0
 
 
 def reduce_metric(values: Sequence[float], reduce: Literal["last", "best"], mode: Goal) -> float:
@@ -278,3 +283,63 @@ def optimum_range(
         if diffs.mean() <= t * diffs.std(ddof=1) / math.sqrt(n_seeds):
             low, high = min(low, tau), max(high, tau)
     return max(low, taus[0]), min(high, taus[-1])  # the grid is all the data can speak for
+
+
+def plateau(
+    tau_epochs: Sequence[float], values: Sequence[Sequence[float]], mode: Goal = "min", epochs: float | None = None
+) -> float | None:
+    """Where weight decay stops mattering: the smallest grid ``tau_epoch`` X from which every larger grid point's
+    seed mean is within one seed standard deviation of the best, when the best point lies in that flat top and the
+    top of the grid is longer than the run; else ``None``.
+
+    A timescale much longer than the run leaves the weights near their initialisation memory, so the curve is flat
+    at its top: any ``tau_epoch >= X`` is as good, and the best grid point sitting on the top edge is a plateau,
+    not an edge to widen (``../THEORY.md`` §13). The seed standard deviation is the best point's, over seeds
+    (``ddof=1``); with one seed there is none and the answer is ``None``.
+
+    Args:
+        tau_epochs: the grid, strictly increasing, positive.
+        values: per grid point, the metric of each seed (the same seeds at every point).
+        mode: ``"min"`` or ``"max"``.
+        epochs: the run's epochs: the top of the grid must be at least :data:`LONG_TIMESCALE` times it; ``None``
+            skips that condition.
+
+    Raises:
+        ValueError: the grid and the values do not match, or ``mode`` is invalid.
+
+    Example:
+        A loss that falls to a floor of 0.149 from ``tau_epoch`` 32 on, with a seed spread of about 0.002, in a
+        20-epoch run:
+
+        >>> grid = [4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
+        >>> seeds = [[m + d for d in (-0.002, 0.0, 0.002)] for m in (0.20, 0.17, 0.155, 0.1492, 0.1491, 0.149)]
+        >>> plateau(grid, seeds, epochs=20)
+        32.0
+        >>> plateau(grid, seeds, epochs=100) is None  # the top, 128, is not twice the run's 100 epochs
+        True
+        >>> plateau(grid[:4], seeds[:4], epochs=5) is None  # the best, 32, alone at the top: an edge, not a plateau
+        True
+    """
+    if mode not in GOALS:
+        raise ValueError(f"`plateau(mode={mode!r})` is not supported. Use 'min' or 'max'.")
+    taus = [float(t) for t in tau_epochs]
+    if len(taus) != len(values) or not taus:
+        raise ValueError(
+            f"`plateau` needs the seeds' values at every grid point, got {len(taus)} tau_epochs and {len(values)}"
+            " lists of values."
+        )
+    table = np.asarray([[float(v) for v in row] for row in values], dtype=float)
+    if table.ndim != 2 or table.shape[1] < 2 or not np.all(np.isfinite(table)):
+        return None  # one seed (no spread to judge by), or a diverged run: nothing to call flat
+    if epochs is not None and taus[-1] < LONG_TIMESCALE * float(epochs):
+        return None
+    scores = table if mode == "min" else -table
+    means = scores.mean(axis=1)
+    best = int(np.argmin(means))
+    sd = float(scores[best].std(ddof=1))
+    start = len(taus) - 1
+    while start > 0 and means[start - 1] - means[best] <= sd:
+        start -= 1
+    if means[-1] - means[best] > sd or start > best or start == len(taus) - 1:
+        return None  # the top is not within one s.d. of the best, the best lies below the flat top, or one point
+    return taus[start]

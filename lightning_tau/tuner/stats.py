@@ -117,6 +117,11 @@ class ScalingFit:
             same rule (:mod:`lightning_tau.tuner.rules`); :attr:`half_width` is it in exponent units.
         window_cis: per smoothing window, the t-interval of that window's per-seed exponents; ``ci`` is their
             envelope widened by the spread of their centres (empty without an interval).
+        interval_parts: ``ci`` split into the part the seeds make and the part the curve's shape makes, each an
+            interval around ``ci``'s centre whose half-widths add up to ``ci``'s: ``{"seeds": (lo, hi), "shape":
+            (lo, hi)}`` (``None`` without an interval). Only the seeds part shrinks as ``1/sqrt(seeds)``; when the
+            shape part alone straddles a rule's band edge, more seeds cannot decide the rule, points nearer the
+            optimum can (``../THEORY.md`` §13).
     """
 
     exponent: float
@@ -136,6 +141,7 @@ class ScalingFit:
     curve_exponent: float = math.nan
     tolerance: float = DEFAULT_TOLERANCE
     window_cis: dict[int, tuple[float, float]] = field(default_factory=dict)
+    interval_parts: dict[str, tuple[float, float]] | None = None
 
     @property
     def half_width(self) -> float:
@@ -327,6 +333,7 @@ def fit_scaling(
     seed_table: np.ndarray | None = None
     ci: tuple[float, float] | None = None
     window_cis: dict[int, tuple[float, float]] = {}
+    parts: dict[str, tuple[float, float]] | None = None
     counts = [t.shape[1] for t in tables]
     k = counts[0]
     if len(set(counts)) > 1:
@@ -349,6 +356,7 @@ def fit_scaling(
             low, high, lows, highs = _envelope(seed_table, level)
             ci = (float(low), float(high))
             window_cis = {w: (float(lo), float(hi)) for w, lo, hi in zip(windows, lows, highs)}
+            parts = _interval_parts(ci, seed_table)
     if ci is not None:
         exponent = (ci[0] + ci[1]) / 2
     elif seed_table is not None:
@@ -374,7 +382,28 @@ def fit_scaling(
         curve_exponent=curve_exponent,
         tolerance=tolerance,
         window_cis=window_cis,
+        interval_parts=parts,
     )
+
+
+def _interval_parts(ci: tuple[float, float], seed_table: np.ndarray) -> dict[str, tuple[float, float]]:
+    """``ci`` split into its seeds part and its shape part (:attr:`ScalingFit.interval_parts`).
+
+    ``ci`` is the envelope of the smoothers' t-intervals widened by the spread of their means on each side: with
+    equal t half-widths ``h`` its half-width is ``h + 1.5 * spread`` (half the spread between the means, plus the
+    spread on each side). The shape part is ``centre ± 1.5 * spread``, which no number of seeds shrinks; the seeds
+    part the rest of the half-width, ``centre ± (half - 1.5 * spread)``.
+
+    Example:
+        >>> table = np.array([[0.1, 0.2, 0.3], [0.2, 0.3, 0.4]])  # two smoothers' exponents of three seeds
+        >>> {k: tuple(round(v, 3) for v in part) for k, part in _interval_parts((-0.3, 0.8), table).items()}
+        {'seeds': (-0.15, 0.65), 'shape': (0.1, 0.4)}
+    """
+    means = seed_table.mean(axis=1)
+    shape_half = 1.5 * float(means.max() - means.min())
+    centre, half = (ci[0] + ci[1]) / 2, (ci[1] - ci[0]) / 2
+    seeds_half = max(0.0, half - shape_half)
+    return {"seeds": (centre - seeds_half, centre + seeds_half), "shape": (centre - shape_half, centre + shape_half)}
 
 
 def _seed_exponents(
