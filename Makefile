@@ -1,5 +1,6 @@
 # Two commands do everything on a fresh machine: `make demo` and `make test`.
-# Both create .venv and install the package with every extra the first time.
+# Both create .venv the first time: `make demo` installs what the demo needs (torch, the package, its `cli` and
+# `demo` extras), `make test` everything (every extra, the test, docs and mutation tools).
 PYTHON ?= python3
 VENV ?= .venv
 # Where torch comes from. Empty (the default): pip's configured index. With pip's defaults (PyPI) that is, on
@@ -10,15 +11,22 @@ VENV ?= .venv
 # PyPI's 2.13.0 there, so the default gets the CPU build on them without network access to download.pytorch.org.
 TORCH_INDEX ?=
 PY := $(VENV)/bin/python
+# Two stamps: the demo's install (torch, the package with its `cli` and `demo` extras: what `make demo` needs) and the
+# full one (every extra, the test, docs and mutation tools, mup, the optimizer families: what `make test` needs).
+DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test install docs clean mutation
 
-$(STAMP): setup.cfg pyproject.toml
+$(DEMO_STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	# torch first, from TORCH_INDEX when given (see above), so that nothing below pulls another build
 	$(PY) -m pip install $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==2.13.0
+	$(PY) -m pip install -e '.[cli,demo]'
+	touch $(DEMO_STAMP)
+
+$(STAMP): $(DEMO_STAMP)
 	$(PY) -m pip install -e '.[cli,demo,optuna,test,docs,mutation]'
 	# mup imports only torch and PyYAML; its declared requirements pull a torchvision that breaks CPU torch
 	$(PY) -m pip install --no-deps 'mup>=1.0.0'
@@ -32,7 +40,7 @@ install: $(STAMP)
 
 # the dataset-size demo on the synthetic teacher-student task (lightning_tau/demos/synthetic.py), sized so that its
 # interval decides every published dataset-size rule; `lightning-tau demo` alone runs the digits task
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/lightning-tau demo --task synthetic
 
 test: $(STAMP)
