@@ -37,6 +37,7 @@ __all__ = [
     "load_runs",
     "plot_sweep",
     "setting",
+    "shown_metric",
 ]
 
 
@@ -228,6 +229,16 @@ def _sort_key(group: Any) -> tuple[int, Any]:
     return (0, float(group)) if isinstance(group, (int, float)) else (1, str(group))
 
 
+def shown_metric(metric: str) -> str:
+    """A logged metric's name as a figure shows it: without the ``hp/`` prefix of the HParams record.
+
+    Example:
+        >>> shown_metric("hp/val_loss"), shown_metric("val/loss")
+        ('val_loss', 'val/loss')
+    """
+    return metric.removeprefix("hp/")
+
+
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
@@ -400,6 +411,25 @@ def _draw(
     out: Path,
     formats: Sequence[str],
 ) -> dict[str, Path]:
+    import matplotlib.pyplot as plt
+
+    fig = sweep_figure(curves, optima, metric, group_by)
+    paths = {}
+    for fmt in formats:
+        path = out / f"{FIGURE_STEM}.{fmt}"
+        fig.savefig(path, dpi=120)
+        paths[fmt] = path
+    plt.close(fig)
+    return paths
+
+
+def sweep_figure(
+    curves: dict[Any, list[tuple[float, float, list[float]]]], optima: Sequence[Optimum], metric: str, group_by: str
+) -> Any:
+    """The figure :func:`plot_sweep` saves: the seed-mean curves against the weight decay and against
+    ``tau_epoch``, single seeds as small dots, each group's best grid point as a star (the legend says so), the
+    metric named without its ``hp/`` prefix (:func:`shown_metric`). ``curves``: per group, ``(tau_epoch,
+    weight_decay, values)`` per grid point."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -425,7 +455,7 @@ def _draw(
     for ax, xlabel in ((axes[0], "AdamW weight decay λ"), (axes[1], "τ_epoch = B / (η λ N)  [epochs]")):
         ax.set_xscale("log")
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(metric)
+        ax.set_ylabel(shown_metric(metric))
         ax.grid(True, which="both", alpha=0.3)
     if all(v > 0 for points in curves.values() for _, _, values in points for v in values):
         plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
@@ -436,12 +466,6 @@ def _draw(
     axes[0].set_title("against weight decay")
     axes[1].set_title("against the EMA timescale in epochs")
     handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, title="★ optimum", fontsize="small", loc="outside right upper")
-    fig.suptitle(f"final {metric}: mean over seeds (small dots: single seeds)", fontsize="medium")
-    paths = {}
-    for fmt in formats:
-        path = out / f"{FIGURE_STEM}.{fmt}"
-        fig.savefig(path, dpi=120)
-        paths[fmt] = path
-    plt.close(fig)
-    return paths
+    fig.legend(handles, labels, title="★ best grid point\n(seed mean)", fontsize="small", loc="outside right upper")
+    fig.suptitle(f"final {shown_metric(metric)}: mean over seeds (small dots: single seeds)", fontsize="medium")
+    return fig
