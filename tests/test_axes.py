@@ -76,9 +76,10 @@ def test_axes_width_build_reverses_the_grid_into_lambda_base() -> None:
     # the best tau_epoch at the smallest width, carried by the rule to s = 1 from s = 0.5
     assert result.tau_epoch == pytest.approx(result.results[0].tau_epoch * 0.5**-0.5, rel=1e-15)
     assert result.tau_epoch == pytest.approx(8.61070, abs=1e-5) and result.full_tau_epoch == result.tau_epoch
-    low, high = result.full_tau_epoch_range  # the interval's ends instead of the rule's exponent
-    assert (low, high) == pytest.approx(sorted(result.results[0].tau_epoch * 0.5**e for e in result.fit.ci))
-    assert low < result.tau_epoch < high
+    low, high = result.full_tau_epoch_range  # the prediction interval at μP's base width, 64 / 0.5 = 128
+    assert result.full_scale == 128.0 and (low, high) == (result.predict(128).low, result.predict(128).high)
+    exponent_only = sorted(result.results[0].tau_epoch * 0.5**e for e in result.fit.ci)
+    assert low < exponent_only[0] < result.tau_epoch < exponent_only[1] < high  # the exponent's interval and more
     assert (result.cost, result.full_cost) == (450, 1500)
     assert result.note() is None
     assert [result.x_of_tau(t) for t in TAUS] == LAMBDA_BASE
@@ -138,8 +139,8 @@ def test_axes_callback_uses_the_measured_exponent_when_no_rule_holds() -> None:
     assert result.rule_used is None and result.exponent_used == result.exponent
     assert result.callback_kwargs()["width_exponent"] == 1 + result.exponent
     assert (
-        "Full run: TimescaleCallback(tau_epoch=6, width_exponent=0.792): no published rule holds, so the measured α."
-        in (result.table())
+        "Full run: TimescaleCallback(tau_epoch=6, width_exponent=0.792): no published rule holds, so the measured α"
+        " (95% prediction interval 5.71 to 8 at μP's base width 64)." in (result.table())
     )
 
 
@@ -154,12 +155,25 @@ def test_axes_dataset_size_extrapolates_to_the_full_n() -> None:
     }
     # the callback's arithmetic at the full N = 1000: tau_epoch (N / N_ref)^e, and the interval's ends
     assert result.full_tau_epoch == pytest.approx(points[-1].tau_epoch * 2**e, rel=1e-12)
-    assert result.full_tau_epoch_range == pytest.approx((points[-1].tau_epoch * 2**lo, points[-1].tau_epoch * 2**hi))
-    assert result.full_tau_epoch_range[0] < result.full_tau_epoch < result.full_tau_epoch_range[1]
+    # the prediction interval there holds the exponent's interval's ends and the anchor's own range (2 scales: no
+    # lack of fit to measure)
+    prediction = result.predict(1000)
+    assert result.full_tau_epoch_range == (prediction.low, prediction.high)
+    assert prediction.tau_epoch == pytest.approx(result.full_tau_epoch, rel=1e-12) and prediction.extrapolation == 2
+    low, high = result.full_tau_epoch_range
+    assert low < points[-1].tau_epoch * 2**lo < result.full_tau_epoch < points[-1].tau_epoch * 2**hi < high
+    assert prediction.parts["lack_of_fit"] == 0.0 and "2 scales give no lack-of-fit information" in prediction.notes
+    lines = result.table().splitlines()
     assert (
         "Full run: TimescaleCallback(tau_epoch=5.4, size_exponent=0.089, reference_dataset_size=500): no rule holds"
-        " yet, so the measured exponent; at the full N = 1000 that is tau_epoch 5.74 (the interval gives 3.92 to 8.4)."
-    ) in result.table().splitlines()
+        " yet, so the measured exponent; at the full N = 1000 that is tau_epoch 5.74 (95% prediction interval 3.02 to"
+        " 12.5, x2 beyond the measured range)."
+    ) in lines
+    assert (
+        "  The prediction interval holds the exponent's interval and the seeds' range of the best at N=500, both"
+        " grown with the distance, and the lack of fit of one power law. 2 scales give no lack-of-fit information:"
+        " the interval assumes one power law across and beyond them."
+    ) in lines
 
 
 def test_axes_dataset_size_callback_follows_the_rule_that_holds() -> None:
@@ -176,8 +190,8 @@ def test_axes_dataset_size_callback_follows_the_rule_that_holds() -> None:
     assert result.full_tau_epoch == points[-1].tau_epoch  # held from N = 800 to the full 1000
     assert (
         "Full run: TimescaleCallback(tau_epoch=5.2, size_exponent=0, reference_dataset_size=800): Wang & Aitchison"
-        " holds, so its exponent 0 rather than the measured +0.02; at the full N = 1000 that is tau_epoch 5.2 (the"
-        " interval gives 5.18 to 5.26)."
+        " holds, so its exponent 0 rather than the measured +0.02; at the full N = 1000 that is tau_epoch 5.2 (95%"
+        " prediction interval 3.94 to 5.35, x1.25 beyond the measured range)."
     ) in result.table().splitlines()
     # the callback itself: it holds tau_epoch x (N / 800)^0, and a measured exponent reaches it the same way
     callback = result.callback(verbose=False)
@@ -285,6 +299,13 @@ def test_axes_to_json_and_save_json(tmp_path: Path) -> None:
         "tau_epoch": result.tau_epoch,
         "full_tau_epoch": result.tau_epoch,
         "full_tau_epoch_range": list(result.full_tau_epoch_range),
+        "prediction": result.predict(128).to_json(),
+        "local_exponent": pytest.approx(math.log(fit.optima[2] / fit.optima[1]) / math.log(2), rel=1e-12),
+        "interval_parts": {"seeds": list(fit.interval_parts["seeds"]), "shape": list(fit.interval_parts["shape"])},
+        "shape_undetermined": [],
+        "unbacked": None,
+        "flat_range": list(result.flat_range()),
+        "plateau": None,
         "callback": {"tau_epoch": result.tau_epoch, "width_exponent": 0.5},
         "edge_warning": None,
         "base_width_mult": 0.5,

@@ -188,11 +188,16 @@ def test_verdict_without_an_interval_says_why_once_with_the_costs():
     assert size_verdict(fit, rules, monitor="val_loss") == (
         "Following each rule from N = 150 to N = 1350 costs (val_loss): Wang & Aitchison +0.010; the 1/2 rules +0.20;"
         " fixed λ not measured: beyond the grid. No rule is decided without an interval (1 seed: an interval needs at"
-        " least 2): result.callback() uses the measured size_exponent = +0.30, which nothing here backs yet."
+        " least 2): result.callback() follows the paper's rule, Wang & Aitchison (size_exponent = 0), as nothing here"
+        " backs the measured size_exponent = +0.30."
     )
     assert size_verdict(fit) == (
-        "No rule is decided without an interval (1 seed: an interval needs at least 2): result.callback() uses the"
-        " measured size_exponent = +0.30, which nothing here backs yet."
+        "No rule is decided without an interval (1 seed: an interval needs at least 2): result.callback() follows the"
+        " paper's rule, Wang & Aitchison (size_exponent = 0), as nothing here backs the measured size_exponent = +0.30."
+    )
+    assert width_verdict(fit).endswith(
+        "result.callback() follows the paper's rule, Wang & Aitchison (width_exponent = 1), as nothing here backs the"
+        " measured width_exponent = 1.30 (exponent +0.30)."
     )
 
 
