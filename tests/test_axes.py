@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 from helpers.axis_results import LAMBDA_BASE, TAUS, size_result, sweep, width_result
+from helpers.finder_results import finder_result
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.result import FinderResult
+from lightning_tau.tuner.result import CurvePoint, FinderResult
 from lightning_tau.tuner.rule_costs import rule_cost
 from lightning_tau.tuner.stats import fit_scaling
 
@@ -354,3 +355,62 @@ def test_axes_the_half_rules_hold_in_plural_and_set_the_callback() -> None:
     assert result.callback_kwargs()["size_exponent"] == -0.5
     full_run = next(line for line in result.table().splitlines() if line.startswith("Full run:"))
     assert "): the 1/2 rules hold, so its exponent -0.5 rather than the measured" in full_run
+
+
+def test_axes_callback_applies_no_unbacked_exponent() -> None:
+    # one seed: the measured exponent has no interval, so the callback follows the paper's rule and says why
+    size = AxisResult.build("dataset_size", [0.5, 1.0], [sweep(5.0, (1,), size=500), sweep(6.0, (1,))])
+    assert size.fit.ci is None and size.exponent != 0 and size.exponent_used == 0.0
+    assert size.unbacked == f"the measured exponent {size.exponent:+.2f} has no interval ({size.fit.ci_reason})"
+    assert size.callback_kwargs()["size_exponent"] == 0.0
+    message = (
+        f"`AxisResult.callback()`: {size.unbacked}, so the callback follows the paper's rule, Wang & Aitchison"
+        " (size_exponent=0), not the measured exponent."
+    )
+    with pytest.warns(UserWarning, match=f"^{re.escape(message)}$"):
+        assert size.callback(verbose=False).size_exponent == 0.0
+    assert size.to_json()["unbacked"] == size.unbacked and size.to_json()["callback"]["size_exponent"] == 0.0
+    # the width axis: unequal seed counts leave no interval; width_exponent 1, the paper's α
+    width = AxisResult.build("width", [64, 128], [sweep(6.0, (1,)), sweep(9.0, (1,))], lambda_base=LAMBDA_BASE)
+    assert width.unbacked is not None and width.callback_kwargs()["width_exponent"] == 1.0
+    with pytest.warns(UserWarning, match="Wang & Aitchison \\(width_exponent=1\\)"):
+        assert width.callback(verbose=False).width_exponent == 1.0
+    assert width_result().unbacked is None  # a rule holds: nothing to say
+
+
+def test_axes_snap_to_a_rule_whose_exponent_the_interval_excludes_says_its_cost() -> None:
+    # the best tau_epoch moves x1.1 over N = 100 to 800: the interval excludes 0 itself but lies in its band (±0.107)
+    points = [sweep(5.0, (1, 1.01, 0.99), size=100, fraction=0.125), sweep(5.5, (1, 0.995, 1.005), size=800)]
+    result = AxisResult.build("dataset_size", [0.125, 1.0], points)
+    lo, hi = result.fit.ci
+    assert 0 < lo < hi < result.rules[0].band[1]
+    assert result.snap_excludes is result.rule_used and result.rule_used.name == "Wang & Aitchison"
+    wa = result.rules[0]
+    from lightning_tau.tuner.verdicts import cost_text, signed
+
+    assert (
+        f"  Wang & Aitchison's band holds the interval [{signed(lo)}, {signed(hi)}], which excludes its exponent 0"
+        f" itself: following it over the measured range, from N=100 to N=800, costs"
+        f" {cost_text(wa.loss_cost, wa.loss_cost_ci)} val_loss."
+    ) in result.table().splitlines()
+    assert width_result().snap_excludes is None  # Fan et al.'s -1/2 lies inside the interval
+
+
+def test_axes_plateau_of_the_callbacks_point_and_no_widen_the_grid() -> None:
+    # N=1000's loss falls to a floor from tau_epoch 8 on, flat within one seed s.d. (0.02), 2 epochs per run
+    flat = [0.5, 0.3, 0.201, 0.2005, 0.2]
+    curve = [
+        CurvePoint(t, [m + d for d in (-0.02, 0.0, 0.02)], [0, 1, 2], {"decay": 1.0}, [10] * 3)
+        for t, m in zip(TAUS, flat)
+    ]
+    top = finder_result(curve, lr={"decay": 0.01}, fraction=1.0, subset_size=1000, batch_size=100, epochs=2)
+    assert top.plateau == 8.0 and top.tau_epoch == 8.0 and top.at_edge
+    result = AxisResult.build("dataset_size", [0.25, 1.0], [sweep(5.0, (1, 1.1, 0.95), size=250, fraction=0.25), top])
+    assert result.plateau == 8.0 and result.tau_epoch == 8.0 and result.callback_kwargs()["tau_epoch"] == 8.0
+    assert result.edge_warning() is None and "widen the grid" not in result.table()  # stats.py's ci_reason aside
+    assert (
+        "Plateau at N=1000: weight decay has no measurable effect on this model at this run length; any tau_epoch >= 8"
+        " is as good (the callback uses 8)."
+    ) in result.table().splitlines()
+    data = result.to_json()
+    assert data["plateau"] == 8.0 and [r["plateau"] for r in data["results"]] == [None, 8.0]
