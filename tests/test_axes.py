@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 from helpers.axis_results import LAMBDA_BASE, TAUS, size_result, sweep, width_result
+from helpers.finder_results import finder_result
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.result import FinderResult
+from lightning_tau.tuner.result import CurvePoint, FinderResult
 from lightning_tau.tuner.rule_costs import rule_cost
 from lightning_tau.tuner.stats import fit_scaling
 
@@ -76,9 +77,10 @@ def test_axes_width_build_reverses_the_grid_into_lambda_base() -> None:
     # the best tau_epoch at the smallest width, carried by the rule to s = 1 from s = 0.5
     assert result.tau_epoch == pytest.approx(result.results[0].tau_epoch * 0.5**-0.5, rel=1e-15)
     assert result.tau_epoch == pytest.approx(8.61070, abs=1e-5) and result.full_tau_epoch == result.tau_epoch
-    low, high = result.full_tau_epoch_range  # the interval's ends instead of the rule's exponent
-    assert (low, high) == pytest.approx(sorted(result.results[0].tau_epoch * 0.5**e for e in result.fit.ci))
-    assert low < result.tau_epoch < high
+    low, high = result.full_tau_epoch_range  # the prediction interval at μP's base width, 64 / 0.5 = 128
+    assert result.full_scale == 128.0 and (low, high) == (result.predict(128).low, result.predict(128).high)
+    exponent_only = sorted(result.results[0].tau_epoch * 0.5**e for e in result.fit.ci)
+    assert low < exponent_only[0] < result.tau_epoch < exponent_only[1] < high  # the exponent's interval and more
     assert (result.cost, result.full_cost) == (450, 1500)
     assert result.note() is None
     assert [result.x_of_tau(t) for t in TAUS] == LAMBDA_BASE
@@ -138,8 +140,8 @@ def test_axes_callback_uses_the_measured_exponent_when_no_rule_holds() -> None:
     assert result.rule_used is None and result.exponent_used == result.exponent
     assert result.callback_kwargs()["width_exponent"] == 1 + result.exponent
     assert (
-        "Full run: TimescaleCallback(tau_epoch=6, width_exponent=0.792): no published rule holds, so the measured α."
-        in (result.table())
+        "Full run: TimescaleCallback(tau_epoch=6, width_exponent=0.792): no published rule holds, so the measured α"
+        " (95% prediction interval 5.71 to 8 at μP's base width 64)." in (result.table())
     )
 
 
@@ -154,12 +156,25 @@ def test_axes_dataset_size_extrapolates_to_the_full_n() -> None:
     }
     # the callback's arithmetic at the full N = 1000: tau_epoch (N / N_ref)^e, and the interval's ends
     assert result.full_tau_epoch == pytest.approx(points[-1].tau_epoch * 2**e, rel=1e-12)
-    assert result.full_tau_epoch_range == pytest.approx((points[-1].tau_epoch * 2**lo, points[-1].tau_epoch * 2**hi))
-    assert result.full_tau_epoch_range[0] < result.full_tau_epoch < result.full_tau_epoch_range[1]
+    # the prediction interval there holds the exponent's interval's ends and the anchor's own range (2 scales: no
+    # lack of fit to measure)
+    prediction = result.predict(1000)
+    assert result.full_tau_epoch_range == (prediction.low, prediction.high)
+    assert prediction.tau_epoch == pytest.approx(result.full_tau_epoch, rel=1e-12) and prediction.extrapolation == 2
+    low, high = result.full_tau_epoch_range
+    assert low < points[-1].tau_epoch * 2**lo < result.full_tau_epoch < points[-1].tau_epoch * 2**hi < high
+    assert prediction.parts["lack_of_fit"] == 0.0 and "2 scales give no lack-of-fit information" in prediction.notes
+    lines = result.table().splitlines()
     assert (
         "Full run: TimescaleCallback(tau_epoch=5.4, size_exponent=0.089, reference_dataset_size=500): no rule holds"
-        " yet, so the measured exponent; at the full N = 1000 that is tau_epoch 5.74 (the interval gives 3.92 to 8.4)."
-    ) in result.table().splitlines()
+        " yet, so the measured exponent; at the full N = 1000 that is tau_epoch 5.74 (95% prediction interval 3.02 to"
+        " 12.5, x2 beyond the measured range)."
+    ) in lines
+    assert (
+        "  The prediction interval holds the exponent's interval and the seeds' range of the best at N=500, both"
+        " grown with the distance, and the lack of fit of one power law. 2 scales give no lack-of-fit information:"
+        " the interval assumes one power law across and beyond them."
+    ) in lines
 
 
 def test_axes_dataset_size_callback_follows_the_rule_that_holds() -> None:
@@ -176,8 +191,8 @@ def test_axes_dataset_size_callback_follows_the_rule_that_holds() -> None:
     assert result.full_tau_epoch == points[-1].tau_epoch  # held from N = 800 to the full 1000
     assert (
         "Full run: TimescaleCallback(tau_epoch=5.2, size_exponent=0, reference_dataset_size=800): Wang & Aitchison"
-        " holds, so its exponent 0 rather than the measured +0.02; at the full N = 1000 that is tau_epoch 5.2 (the"
-        " interval gives 5.18 to 5.26)."
+        " holds, so its exponent 0 rather than the measured +0.02; at the full N = 1000 that is tau_epoch 5.2 (95%"
+        " prediction interval 3.94 to 5.35, x1.25 beyond the measured range)."
     ) in result.table().splitlines()
     # the callback itself: it holds tau_epoch x (N / 800)^0, and a measured exponent reaches it the same way
     callback = result.callback(verbose=False)
@@ -285,6 +300,13 @@ def test_axes_to_json_and_save_json(tmp_path: Path) -> None:
         "tau_epoch": result.tau_epoch,
         "full_tau_epoch": result.tau_epoch,
         "full_tau_epoch_range": list(result.full_tau_epoch_range),
+        "prediction": result.predict(128).to_json(),
+        "local_exponent": pytest.approx(math.log(fit.optima[2] / fit.optima[1]) / math.log(2), rel=1e-12),
+        "interval_parts": {"seeds": list(fit.interval_parts["seeds"]), "shape": list(fit.interval_parts["shape"])},
+        "shape_undetermined": [],
+        "unbacked": None,
+        "flat_range": list(result.flat_range()),
+        "plateau": None,
         "callback": {"tau_epoch": result.tau_epoch, "width_exponent": 0.5},
         "edge_warning": None,
         "base_width_mult": 0.5,
@@ -333,3 +355,62 @@ def test_axes_the_half_rules_hold_in_plural_and_set_the_callback() -> None:
     assert result.callback_kwargs()["size_exponent"] == -0.5
     full_run = next(line for line in result.table().splitlines() if line.startswith("Full run:"))
     assert "): the 1/2 rules hold, so its exponent -0.5 rather than the measured" in full_run
+
+
+def test_axes_callback_applies_no_unbacked_exponent() -> None:
+    # one seed: the measured exponent has no interval, so the callback follows the paper's rule and says why
+    size = AxisResult.build("dataset_size", [0.5, 1.0], [sweep(5.0, (1,), size=500), sweep(6.0, (1,))])
+    assert size.fit.ci is None and size.exponent != 0 and size.exponent_used == 0.0
+    assert size.unbacked == f"the measured exponent {size.exponent:+.2f} has no interval ({size.fit.ci_reason})"
+    assert size.callback_kwargs()["size_exponent"] == 0.0
+    message = (
+        f"`AxisResult.callback()`: {size.unbacked}, so the callback follows the paper's rule, Wang & Aitchison"
+        " (size_exponent=0), not the measured exponent."
+    )
+    with pytest.warns(UserWarning, match=f"^{re.escape(message)}$"):
+        assert size.callback(verbose=False).size_exponent == 0.0
+    assert size.to_json()["unbacked"] == size.unbacked and size.to_json()["callback"]["size_exponent"] == 0.0
+    # the width axis: unequal seed counts leave no interval; width_exponent 1, the paper's α
+    width = AxisResult.build("width", [64, 128], [sweep(6.0, (1,)), sweep(9.0, (1,))], lambda_base=LAMBDA_BASE)
+    assert width.unbacked is not None and width.callback_kwargs()["width_exponent"] == 1.0
+    with pytest.warns(UserWarning, match="Wang & Aitchison \\(width_exponent=1\\)"):
+        assert width.callback(verbose=False).width_exponent == 1.0
+    assert width_result().unbacked is None  # a rule holds: nothing to say
+
+
+def test_axes_snap_to_a_rule_whose_exponent_the_interval_excludes_says_its_cost() -> None:
+    # the best tau_epoch moves x1.1 over N = 100 to 800: the interval excludes 0 itself but lies in its band (±0.107)
+    points = [sweep(5.0, (1, 1.01, 0.99), size=100, fraction=0.125), sweep(5.5, (1, 0.995, 1.005), size=800)]
+    result = AxisResult.build("dataset_size", [0.125, 1.0], points)
+    lo, hi = result.fit.ci
+    assert 0 < lo < hi < result.rules[0].band[1]
+    assert result.snap_excludes is result.rule_used and result.rule_used.name == "Wang & Aitchison"
+    wa = result.rules[0]
+    from lightning_tau.tuner.verdicts import cost_text, signed
+
+    assert (
+        f"  Wang & Aitchison's band holds the interval [{signed(lo)}, {signed(hi)}], which excludes its exponent 0"
+        f" itself: following it over the measured range, from N=100 to N=800, costs"
+        f" {cost_text(wa.loss_cost, wa.loss_cost_ci)} val_loss."
+    ) in result.table().splitlines()
+    assert width_result().snap_excludes is None  # Fan et al.'s -1/2 lies inside the interval
+
+
+def test_axes_plateau_of_the_callbacks_point_and_no_widen_the_grid() -> None:
+    # N=1000's loss falls to a floor from tau_epoch 8 on, flat within one seed s.d. (0.02), 2 epochs per run
+    flat = [0.5, 0.3, 0.201, 0.2005, 0.2]
+    curve = [
+        CurvePoint(t, [m + d for d in (-0.02, 0.0, 0.02)], [0, 1, 2], {"decay": 1.0}, [10] * 3)
+        for t, m in zip(TAUS, flat)
+    ]
+    top = finder_result(curve, lr={"decay": 0.01}, fraction=1.0, subset_size=1000, batch_size=100, epochs=2)
+    assert top.plateau == 8.0 and top.tau_epoch == 8.0 and top.at_edge
+    result = AxisResult.build("dataset_size", [0.25, 1.0], [sweep(5.0, (1, 1.1, 0.95), size=250, fraction=0.25), top])
+    assert result.plateau == 8.0 and result.tau_epoch == 8.0 and result.callback_kwargs()["tau_epoch"] == 8.0
+    assert result.edge_warning() is None and "widen the grid" not in result.table()  # stats.py's ci_reason aside
+    assert (
+        "Plateau at N=1000: weight decay has no measurable effect on this model at this run length; any tau_epoch >= 8"
+        " is as good (the callback uses 8)."
+    ) in result.table().splitlines()
+    data = result.to_json()
+    assert data["plateau"] == 8.0 and [r["plateau"] for r in data["results"]] == [None, 8.0]

@@ -80,9 +80,10 @@ def test_axes_figure_draws_each_curve_its_optima_the_fitted_line_and_its_band() 
         by_label = {line.get_label(): line for line in right.get_lines()}
         np.testing.assert_allclose(by_label["smoothed optimum"].get_ydata(), result.fit.optima)
         np.testing.assert_allclose(by_label["grid optimum"].get_ydata(), result.fit.grid_optima)
-        fitted = by_label[f"fitted: exponent {result.exponent:+.2f}"]
+        fitted = by_label[f"the interval's centre: exponent {result.exponent:+.2f}"]
         x, y = np.log(fitted.get_xdata()), np.log(fitted.get_ydata())
         assert (y[-1] - y[0]) / (x[-1] - x[0]) == pytest.approx(result.exponent, rel=1e-9)
+        assert (y[-1] - y[0]) / (x[-1] - x[0]) == pytest.approx(sum(result.fit.ci) / 2, rel=1e-9)  # labelled as it is
         assert fitted.get_xdata()[0] == pytest.approx(SIZES[0]) and fitted.get_xdata()[-1] == pytest.approx(SIZES[-1])
         # the interval as a band around the fitted line: its edges at the largest N follow the interval's ends
         lo, hi = result.fit.ci

@@ -37,12 +37,14 @@ def test_axis_table_width_table_whole() -> None:
             "  (p: the chance of differences this consistent across seeds if the two were equally good; the seeds"
             " tell them apart below 0.05)",
             "Exponent of best lambda_base on width: -0.50, 95% interval [-0.59, -0.41] (the estimate is its centre);"
-            " the grid optima give -0.50.",
+            " the grid optima give -0.50; between the last two (width 128 and width 256) the optima move as -0.55.",
+            "  The interval's parts: the seeds' [-0.59, -0.41] (shrinks with more seeds) and the curve's shape [-0.50,"
+            " -0.50] (the smoothers' spread: more seeds do not shrink it; grid points nearer the optimum do).",
             *([str(result.note())] if result.note() else []),  # the fit's caution (tuner/stats.py)
             "Published rules at tolerance x1.25 (a rule holds when the best λ_base stays within x1.25 of it over"
             " widths 64 to 256, i.e. an exponent within ±0.16 of the rule's):",
-            "  rule             | exponent | α   | decision | cost at width 256 if followed from width 64 (how much"
-            " worse val_loss is; mean, 95% interval over seeds)",
+            "  rule             | exponent | α   | decision | cost over the measured range: at width 256 if followed"
+            " from width 64 (how much worse val_loss is; mean, 95% interval over seeds)",
             "  Wang & Aitchison | 0        | 1   | excluded | +0.60 [+0.50, +0.69]",
             "  Fan et al.       | -0.5     | 0.5 | holds    | +0.0000 [-0.0002, +0.0002]",
             "  Qiu et al.       | -1       | 0   | excluded | +0.48 [+0.38, +0.58]",
@@ -56,7 +58,9 @@ def test_axis_table_width_table_whole() -> None:
             " more than x1.25 of the rule's factor of 0.25 away; following it from width 64 to width 256 costs"
             " +0.48 [+0.38, +0.58] val_loss. Follow Fan et al.: result.callback() uses width_exponent = 1/2 (α).",
             "Full run: TimescaleCallback(tau_epoch=8.61, width_exponent=0.5): Fan et al. holds, so its α = 0.5 rather"
-            " than the measured 0.499.",
+            " than the measured 0.499 (95% prediction interval 5.5 to 11.8 at μP's base width 128).",
+            "At width 256 the choice barely matters: moving tau_epoch x1.25 from its best costs less than one seed"
+            " s.d.; tau_epoch 8.88 to 16.7 is within one seed s.d. of the best there.",
             "Cost: 450 optimizer steps, 30% of the 1,500 the same sweeps take on the full data.",
         ]
     )
@@ -84,11 +88,13 @@ def test_axis_table_dataset_size_table_whole() -> None:
             " tell them apart below 0.05)",
             "Exponent of best tau_epoch on N: +0.04, 95% interval [-0.23, +0.32] (the estimate is its centre); the"
             " grid optima give +0.00.",
+            "  The interval's parts: the seeds' [-0.23, +0.32] (shrinks with more seeds) and the curve's shape [+0.04,"
+            " +0.04] (the smoothers' spread: more seeds do not shrink it; grid points nearer the optimum do).",
             *([str(result.note())] if result.note() else []),  # the fit's caution (tuner/stats.py)
             "Published rules at tolerance x1.25 (a rule holds when the best tau_epoch stays within x1.25 of it over N"
             " = 250 to 1000, i.e. an exponent within ±0.16 of the rule's):",
-            "  rule             | exponent | decision     | cost at N=1000 if followed from N=250 (how much worse"
-            " val_loss is; mean, 95% interval over seeds)",
+            "  rule             | exponent | decision     | cost over the measured range: at N=1000 if followed from"
+            " N=250 (how much worse val_loss is; mean, 95% interval over seeds)",
             "  Wang & Aitchison | 0        | undetermined | +0.00 [-0.02, +0.03]",
             "  the 1/2 rules    | -0.5     | excluded     | +0.6 [+0.3, +0.9]",
             "  fixed λ          | -1       | excluded     | not measured: the rule puts tau_epoch at 1.27, below the"
@@ -106,7 +112,9 @@ def test_axis_table_dataset_size_table_whole() -> None:
             " the measured size_exponent = +0.04.",
             "Full run: TimescaleCallback(tau_epoch=5.4, size_exponent=0.045, reference_dataset_size=1000): no rule"
             " holds yet, so the measured exponent; at the full N = 1000 (the largest fraction) that is tau_epoch 5.4"
-            " as found.",
+            " as found (95% prediction interval 4 to 8).",
+            "At N=1000 the choice barely matters: moving tau_epoch x1.25 from its best costs less than one seed s.d.;"
+            " tau_epoch 3.81 to 7.67 is within one seed s.d. of the best there.",
             "Cost: 300 optimizer steps for the sweeps at the 2 sizes, 15% of one sweep at the full N (2,000 steps),"
             " which would give the best tau_epoch at one N but not how it moves with N.",
         ]
@@ -130,9 +138,11 @@ def test_axis_table_table_without_an_interval_nan_values_or_a_full_cost() -> Non
     assert lines[-3:-1] == [
         "Verdict: Following each rule from N = 500 to N = 1000 costs (val_loss): Wang & Aitchison +0.083; the 1/2 rules"
         " +0.40; fixed λ +1.1. No rule is decided without an interval (1 seed: an interval needs at least 2 (a spread"
-        " across seeds)): result.callback() uses the measured size_exponent = +0.21, which nothing here backs yet.",
-        "Full run: TimescaleCallback(tau_epoch=8, size_exponent=0.208, reference_dataset_size=1000): no rule is decided"
-        " without an interval, so the measured exponent; at the full N = 1000 (the largest fraction) that is tau_epoch"
-        " 8 as found.",
+        " across seeds)): result.callback() follows the paper's rule, Wang & Aitchison (size_exponent = 0), as nothing"
+        " here backs the measured size_exponent = +0.21.",
+        "Full run: TimescaleCallback(tau_epoch=8, size_exponent=0, reference_dataset_size=1000): the measured exponent"
+        " +0.21 has no interval (1 seed: an interval needs at least 2 (a spread across seeds)), so the paper's rule,"
+        " Wang & Aitchison's exponent 0; at the full N = 1000 (the largest fraction) that is tau_epoch 8 as found (no"
+        " prediction interval).",
     ]
     assert lines[-1] == "Cost: 100 optimizer steps."

@@ -213,3 +213,23 @@ def test_a_range_without_width_is_said_so_and_drawn_without_a_band() -> None:
             assert fig.axes[0].get_ylabel() == "best validation accuracy"
         finally:
             plt.close(fig)
+
+
+def test_a_flat_top_longer_than_the_run_is_a_plateau_not_an_edge() -> None:
+    # a 10-epoch run whose loss falls to a floor of 0.149 from tau_epoch 32 on (seed spread 0.002), grid up to 128
+    values = [0.20, 0.17, 0.155, 0.1492, 0.1491, 0.149]
+    curve = [CurvePoint(t, [m + d for d in (-0.002, 0.0, 0.002)], [0, 1, 2], {}, [10] * 3)
+             for t, m in zip([4.0, 8.0, 16.0, 32.0, 64.0, 128.0], values)]
+    result = finder_result(curve, epochs=10)
+    assert result.at_edge and result.plateau == 32.0 and result.tau_epoch == 32.0
+    assert result.verdict == (
+        "weight decay has no measurable effect on this model at this run length; any tau_epoch >= 32 is as good"
+    )
+    assert "widen" not in result.table() and result.to_json()["plateau"] == 32.0
+    assert "Suggested tau_epoch: 32 (where the curve's flat top starts" in result.table()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no edge warning: a plateau is no edge to widen
+        assert result.callback(verbose=False).tau_epoch == 32.0
+    # the same curve in a 100-epoch run: the top (128) is not longer than the run, so an edge to widen
+    edge = finder_result(curve, epochs=100)
+    assert edge.plateau is None and "widen the grid" in edge.verdict and edge.to_json()["plateau"] is None

@@ -15,6 +15,7 @@ from lightning_tau.tuner.verdicts import (
     cost_text,
     judge,
     rule_to_follow,
+    shape_undetermined,
     signed,
     size_verdict,
     width_verdict,
@@ -188,11 +189,16 @@ def test_verdict_without_an_interval_says_why_once_with_the_costs():
     assert size_verdict(fit, rules, monitor="val_loss") == (
         "Following each rule from N = 150 to N = 1350 costs (val_loss): Wang & Aitchison +0.010; the 1/2 rules +0.20;"
         " fixed λ not measured: beyond the grid. No rule is decided without an interval (1 seed: an interval needs at"
-        " least 2): result.callback() uses the measured size_exponent = +0.30, which nothing here backs yet."
+        " least 2): result.callback() follows the paper's rule, Wang & Aitchison (size_exponent = 0), as nothing here"
+        " backs the measured size_exponent = +0.30."
     )
     assert size_verdict(fit) == (
-        "No rule is decided without an interval (1 seed: an interval needs at least 2): result.callback() uses the"
-        " measured size_exponent = +0.30, which nothing here backs yet."
+        "No rule is decided without an interval (1 seed: an interval needs at least 2): result.callback() follows the"
+        " paper's rule, Wang & Aitchison (size_exponent = 0), as nothing here backs the measured size_exponent = +0.30."
+    )
+    assert width_verdict(fit).endswith(
+        "result.callback() follows the paper's rule, Wang & Aitchison (width_exponent = 1), as nothing here backs the"
+        " measured width_exponent = 1.30 (exponent +0.30)."
     )
 
 
@@ -231,3 +237,28 @@ def test_advice_follows_one_rule_several_or_the_measured_exponent():
     assert advice("dataset_size", none, judge("dataset_size", none)) == (
         "None of the published rules holds: result.callback() uses the measured size_exponent = -0.25."
     )
+
+
+def test_undetermined_by_the_shape_alone_asks_for_points_nearer_the_optimum_not_seeds():
+    # the shape part alone [+0.00, +0.20] crosses Wang & Aitchison's band edge +0.1016: seeds cannot decide it
+    fit = ScalingFit(0.1, (-0.05, 0.25), None, 0.95, [], [], [], 0.0, False, [], scales=SIZES,
+                     interval_parts={"seeds": (0.05, 0.15), "shape": (0.0, 0.2)})
+    rules = judge("dataset_size", fit)
+    assert [r.decision for r in rules] == ["undetermined", "excluded", "excluded"]
+    assert shape_undetermined(fit, rules) == ["Wang & Aitchison"]
+    verdict = size_verdict(fit, rules)
+    assert "more seeds would decide it" not in verdict and "(more seeds" not in verdict
+    assert (
+        "reaching both within and beyond x1.25 of the rule's factor of 1 (the curve's shape alone reaches both, so more"
+        " seeds would not decide it: grid points nearer the optimum would)." in verdict
+    )
+    assert advice("dataset_size", fit, rules) == (
+        "No rule holds yet: grid points nearer the optimum (not more seeds: the curve's shape alone leaves it open)"
+        " would decide it; meanwhile result.callback() uses the measured size_exponent = +0.10."
+    )
+    # a shape part inside the band: seeds can decide it, and the words say so
+    seeds_fit = ScalingFit(0.1, (-0.05, 0.25), None, 0.95, [], [], [], 0.0, False, [], scales=SIZES,
+                           interval_parts={"seeds": (-0.05, 0.25), "shape": (0.09, 0.09)})
+    assert shape_undetermined(seeds_fit, judge("dataset_size", seeds_fit)) == []
+    assert "(more seeds would decide it)" in size_verdict(seeds_fit)
+    assert shape_undetermined(hand_fit(0.3, None, "1 seed"), judge("dataset_size", hand_fit(0.3, None, "1 seed"))) == []

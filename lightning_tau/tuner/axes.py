@@ -71,12 +71,22 @@ class AxisResult(AxisData):
     def callback(self, **kwargs: Any) -> Any:
         """The :class:`~lightning_tau.TimescaleCallback` for the full run: :meth:`callback_kwargs`, with ``kwargs``
         added or put in their place. Warns (``UserWarning``) when its ``tau_epoch`` comes from a grid-edge value
-        (:meth:`edge_warning`)."""
+        (:meth:`edge_warning`), and when it follows the paper's rule because the measured exponent has no interval
+        (:attr:`unbacked`)."""
         from lightning_tau.callback import TimescaleCallback  # Lightning only when asked: this module is pure
 
         edge = self.edge_warning()
         if edge is not None:
             warnings.warn(f"`AxisResult.callback()`: {edge}", UserWarning, stacklevel=2)
+        unbacked = self.unbacked
+        if unbacked is not None:
+            setting = "width_exponent=1" if self.axis == "width" else "size_exponent=0"
+            warnings.warn(
+                f"`AxisResult.callback()`: {unbacked}, so the callback follows the paper's rule, Wang & Aitchison"
+                f" ({setting}), not the measured exponent.",
+                UserWarning,
+                stacklevel=2,
+            )
         return TimescaleCallback(**{**self.callback_kwargs(), **kwargs})
 
     # --- output -----------------------------------------------------------------------------------------------

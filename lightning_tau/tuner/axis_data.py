@@ -17,11 +17,20 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 
 from lightning_tau import _checks
+from lightning_tau.tuner.curve import smoothed_optimum
+from lightning_tau.tuner.prediction import Prediction, predict_tau_epoch
 from lightning_tau.tuner.result import FinderResult, write_json
-from lightning_tau.tuner.rule_costs import rule_cost
-from lightning_tau.tuner.rules import DEFAULT_TOLERANCE, rules_for
+from lightning_tau.tuner.rule_costs import read_curve, rule_cost
+from lightning_tau.tuner.rules import DEFAULT_TOLERANCE, decide, rules_for
 from lightning_tau.tuner.stats import ScalingFit, fit_scaling
-from lightning_tau.tuner.verdicts import RuleVerdict, judge, rule_to_follow, size_verdict, width_verdict
+from lightning_tau.tuner.verdicts import (
+    RuleVerdict,
+    judge,
+    rule_to_follow,
+    shape_undetermined,
+    size_verdict,
+    width_verdict,
+)
 
 __all__ = ["AxisData", "AxisName"]
 
@@ -201,9 +210,31 @@ class AxisData:
 
     @property
     def exponent_used(self) -> float:
-        """The exponent :meth:`callback_kwargs` applies: :attr:`rule_used`'s, else the measured :attr:`exponent`."""
+        """The exponent :meth:`callback_kwargs` applies: :attr:`rule_used`'s; else the measured :attr:`exponent` when it
+        has an interval; else 0, the paper's rule (Wang & Aitchison: ``size_exponent = 0``, ``width_exponent = 1``),
+        as nothing backs the measured one (:attr:`unbacked`)."""
         rule = self.rule_used
-        return rule.exponent if rule is not None else self.exponent
+        if rule is not None:
+            return rule.exponent
+        return self.exponent if self.fit.ci is not None else 0.0
+
+    @property
+    def unbacked(self) -> str | None:
+        """Why the measured exponent is not applied (it has no interval: :attr:`ci_reason`), else ``None``."""
+        if self.rule_used is None and self.fit.ci is None:
+            return f"the measured exponent {self.exponent:+.2f} has no interval ({self.fit.ci_reason})"
+        return None
+
+    @property
+    def snap_excludes(self) -> RuleVerdict | None:
+        """The rule followed when its band holds the interval although the interval excludes the rule's exponent
+        itself (the callback snaps to it; its ``loss_cost`` is what that costs over the measured range), else
+        ``None``."""
+        rule = self.rule_used
+        ci = self.fit.ci
+        if rule is None or ci is None or ci[0] <= rule.exponent <= ci[1]:
+            return None
+        return rule
 
     @property
     def tau_epoch(self) -> float:
@@ -222,24 +253,136 @@ class AxisData:
     @property
     def full_tau_epoch(self) -> float:
         """The ``tau_epoch`` the full run holds: on the dataset-size axis :attr:`tau_epoch` carried from the largest
-        fraction's ``N`` to the full ``N`` by :attr:`exponent_used`; on the width axis :attr:`tau_epoch`."""
+        fraction's ``N`` to the full ``N`` by :attr:`exponent_used` (:meth:`predict` at the full ``N``); on the width
+        axis :attr:`tau_epoch`."""
         if self.axis == "width":
             return self.tau_epoch
         first = self.results[-1]
         return self.tau_epoch * (first.dataset_size / first.subset_size) ** self.exponent_used
 
     @property
-    def full_tau_epoch_range(self) -> tuple[float, float] | None:
-        """:attr:`full_tau_epoch` at the ends of the exponent's interval instead of :attr:`exponent_used` (``None``
-        without an interval): how far the full run's ``tau_epoch`` could be from it as far as the seeds tell."""
-        if self.fit.ci is None:
-            return None
+    def full_scale(self) -> float:
+        """The scale of the full run: the full ``N`` (dataset size), or μP's base width ``widths[0] /
+        base_width_mult`` (width), where :attr:`full_tau_epoch` applies."""
         if self.axis == "width":
-            base, ratio = self.results[0].tau_epoch, self.base_width_mult
+            return self.scales[0] / self.base_width_mult
+        return float(self.results[-1].dataset_size)
+
+    @property
+    def full_tau_epoch_range(self) -> tuple[float, float] | None:
+        """The prediction interval of :attr:`full_tau_epoch` (:meth:`predict` at :attr:`full_scale`), or ``None``
+        without one: the exponent's interval, the lack of fit of one power law and the distance beyond the measured
+        range (:mod:`lightning_tau.tuner.prediction`)."""
+        p = self.predict(self.full_scale)
+        return None if p.low is None or p.high is None else (p.low, p.high)
+
+    def predict(self, scale: float) -> Prediction:
+        """The best ``tau_epoch`` at ``scale`` with its prediction interval (:func:`~lightning_tau.tuner.prediction.
+        predict_tau_epoch`): a dataset size ``N`` on the dataset-size axis, a width on the width axis.
+
+        The centre is what the callback applies there: the largest fraction's best ``tau_epoch`` carried by
+        :attr:`exponent_used` (size), or the ``tau_epoch`` a trial at that width uses with ``width_exponent=1``,
+        ``tau_epoch(S) = tau_at_s1 * S ** -exponent_used`` with ``S = base_width_mult * width / widths[0]`` (width).
+
+        Raises:
+            ValueError: ``scale`` is not a positive number.
+        """
+        scale = _checks.positive_number("AxisResult.predict", "scale", scale)
+        taus = [p.tau_epoch for p in self.results[0].curve]
+        width = self.axis == "width"
+        to_tau = (lambda x: self.xs[-1] * taus[0] / x) if width else (lambda x: x)  # λ_base · tau_epoch is fixed
+        seed_optima = []
+        for r in self.results:
+            table = np.array([p.values for p in r.curve], dtype=float)
+            row = []
+            for j in range(table.shape[1]):
+                column = table[:, j]
+                if np.any(np.isfinite(column)):
+                    row.append(smoothed_optimum(taus, list(column), r.mode).tau_epoch)
+            seed_optima.append(row)
+        ci = self.fit.ci
+        sign = -1.0 if width else 1.0
+        anchor = 0 if width else len(self.results) - 1
+        rule = self.rule_used
+        if rule is not None:
+            basis = f"{rule.name} (exponent {rule.exponent:g})"
+        elif ci is not None:
+            basis = f"the measured exponent {self.exponent:+.2f}"
         else:
-            base, ratio = self.tau_epoch, self.results[-1].dataset_size / self.results[-1].subset_size
-        ends = sorted(base * ratio**e for e in self.fit.ci)
-        return (ends[0], ends[1])
+            basis = "Wang & Aitchison (exponent 0), the paper's rule: the measured exponent has no interval"
+        return predict_tau_epoch(
+            self.scales,
+            [to_tau(x) for x in self.fit.optima],
+            seed_optima,
+            anchor=anchor,
+            anchor_tau=self.results[anchor].tau_epoch,
+            exponent=sign * self.exponent_used,
+            exponent_ci=None if ci is None else tuple(sorted((sign * ci[0], sign * ci[1]))),  # type: ignore[arg-type]
+            target=scale,
+            level=self.fit.level,
+            anchor_range=self.results[anchor].tau_epoch_range,
+            basis=basis,
+            sign=sign,
+            no_interval=self.fit.ci_reason,
+        )
+
+    @property
+    def local_exponent(self) -> float:
+        """The exponent between the last two scales (slope of log optimum on log scale there), beside the global
+        :attr:`exponent`: how the best moved where the measured range ends."""
+        optima, scales = self.fit.optima, self.scales
+        return math.log(optima[-1] / optima[-2]) / math.log(scales[-1] / scales[-2])
+
+    def flat_range(self) -> tuple[float, float] | None:
+        """At the largest scale, where moving ``tau_epoch`` by :attr:`tolerance` either way from the optimum costs less
+        than one seed standard deviation (the choice barely matters there): the ``tau_epoch`` range around the optimum
+        over which the seed-mean curve (read as :func:`~lightning_tau.tuner.rule_costs.read_curve` reads it) stays
+        within one seed s.d. of its value there, within the grid; else ``None`` (also with one seed). The seed s.d. is
+        the best grid point's, over seeds."""
+        point = self.results[-1]
+        taus = [p.tau_epoch for p in point.curve]
+        sign = 1.0 if point.mode == "min" else -1.0
+        means = [sign * p.mean for p in point.curve]
+        if len(point.curve[0].values) < 2 or not all(math.isfinite(m) for m in means):
+            return None
+        best = int(np.argmin(means))
+        sd = point.curve[best].std
+        if not sd > 0:
+            return None
+        opt = self.fit.optima[-1]
+        opt = min(max(self.xs[-1] * taus[0] / opt if self.axis == "width" else opt, taus[0]), taus[-1])
+        at_opt = read_curve(taus, means, opt, best)
+        sides = [opt * self.tolerance, opt / self.tolerance]
+        costs = [read_curve(taus, means, x, best) - at_opt for x in sides if taus[0] <= x <= taus[-1]]
+        if not costs or max(costs) >= sd:
+            return None
+        dense = np.exp(np.linspace(math.log(taus[0]), math.log(taus[-1]), 401))
+        within = [read_curve(taus, means, min(max(float(t), taus[0]), taus[-1]), best) - at_opt <= sd for t in dense]
+        i = int(np.argmin(np.abs(np.log(dense) - math.log(opt))))
+        lo = hi = i
+        while lo > 0 and within[lo - 1]:
+            lo -= 1
+        while hi < len(dense) - 1 and within[hi + 1]:
+            hi += 1
+        return (float(dense[lo]) if lo > 0 else taus[0], float(dense[hi]) if hi < len(dense) - 1 else taus[-1])
+
+    @property
+    def interval_parts(self) -> dict[str, tuple[float, float]] | None:
+        """The exponent's interval split into the part the seeds make and the part the curve's shape makes
+        (:attr:`ScalingFit.interval_parts`; only the seeds part shrinks with more seeds), or ``None``."""
+        return getattr(self.fit, "interval_parts", None)
+
+    def shape_undetermined(self) -> list[str]:
+        """The rules left undetermined that only the curve's shape leaves so: the shape part of the interval alone
+        straddles the rule's band edge, so more seeds cannot decide them (points nearer the optimum can). Empty
+        without an interval. ``seeds="auto"`` stops adding seeds when every undetermined rule is here."""
+        return shape_undetermined(self.fit, self.rules)
+
+    @property
+    def plateau(self) -> float | None:
+        """The plateau of the point the callback's ``tau_epoch`` comes from (the smallest width, or the largest
+        fraction): :attr:`FinderResult.plateau`, any ``tau_epoch`` at or above it as good; else ``None``."""
+        return self.results[0 if self.axis == "width" else -1].plateau
 
     @property
     def cost(self) -> int:
@@ -262,7 +405,7 @@ class AxisData:
         largest fraction), else ``None``."""
         i = 0 if self.axis == "width" else len(self.results) - 1
         point = self.results[i]
-        if not point.at_edge:
+        if not point.at_edge or point.plateau is not None:  # a flat top longer than the run is no edge to widen
             return None
         return (
             f"the best tau_epoch at {self._point_name(i)} ({point.tau_epoch:.3g}) is at the edge of the grid, so the"
@@ -274,7 +417,8 @@ class AxisData:
         """The :class:`~lightning_tau.TimescaleCallback` settings for the full run, as the verdict says.
 
         The exponent is :attr:`exponent_used`: the rule that holds (where several hold, the one nearest the estimate),
-        else the measured exponent. Width axis: ``tau_epoch`` (:attr:`tau_epoch`) and ``width_exponent = 1 +
+        else the measured exponent where it has an interval, else the paper's rule (exponent 0: :attr:`unbacked`
+        says why). Width axis: ``tau_epoch`` (:attr:`tau_epoch`) and ``width_exponent = 1 +
         exponent_used`` (``1`` where Wang & Aitchison holds, not ``0.908`` from noise). Dataset-size axis:
         ``tau_epoch`` (the largest fraction's best), ``size_exponent = exponent_used`` and
         ``reference_dataset_size`` (the largest fraction's ``N``): the callback holds
@@ -306,7 +450,10 @@ class AxisData:
         :meth:`FinderResult.to_json`. Numbers exact (the table rounds them)."""
         fit = self.fit
         rule = self.rule_used
-        full_range = self.full_tau_epoch_range
+        full = self.predict(self.full_scale)
+        full_range = None if full.low is None or full.high is None else [full.low, full.high]
+        parts = self.interval_parts
+        flat = self.flat_range()
         return {
             "axis": self.axis,
             "values": list(self.values),
@@ -333,7 +480,14 @@ class AxisData:
             "interior": [asdict(t) for t in fit.interior],
             "tau_epoch": _finite_or_none(self.tau_epoch),
             "full_tau_epoch": _finite_or_none(self.full_tau_epoch),
-            "full_tau_epoch_range": list(full_range) if full_range is not None else None,
+            "full_tau_epoch_range": full_range,
+            "prediction": full.to_json(),
+            "local_exponent": _finite_or_none(self.local_exponent),
+            "interval_parts": {k: list(v) for k, v in parts.items()} if parts is not None else None,
+            "shape_undetermined": self.shape_undetermined(),
+            "unbacked": self.unbacked,
+            "flat_range": list(flat) if flat is not None else None,
+            "plateau": self.plateau,
             "callback": {
                 k: _finite_or_none(v) if isinstance(v, float) else v for k, v in self.callback_kwargs().items()
             },

@@ -94,7 +94,8 @@ def axis_figure(result: AxisData) -> Any:  # pragma: no mutate block (drawing; t
             lw=0,
             label=f"{fit.level:.0%} interval [{signed(fit.ci[0])}, {signed(fit.ci[1])}]",
         )
-    right.plot(dense, line(fit.exponent), "-", color="black", label=f"fitted: exponent {signed(fit.exponent)}")
+    centre = "the interval's centre" if fit.ci is not None else "the estimate (no interval)"
+    right.plot(dense, line(fit.exponent), "-", color="black", label=f"{centre}: exponent {signed(fit.exponent)}")
     for s, seed_optima in zip(scales, fit.per_seed_grid_optima):
         right.plot([s] * len(seed_optima), seed_optima, ".", color="gray", alpha=0.5)
     right.plot([], [], ".", color="gray", alpha=0.5, label="grid best per seed")

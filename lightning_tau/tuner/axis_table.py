@@ -83,10 +83,24 @@ def axis_table(result: AxisData) -> str:
         ci = f"no interval: {fit.ci_reason}"
     curve = signed(result.curve_exponent)
     curve = f"; the seed-mean curves' optima give {curve}" if curve != signed(fit.exponent) else ""
+    local = ""
+    if len(result.scales) > 2:
+        local = (
+            f"; between the last two ({result._point_name(len(result.scales) - 2)} and"
+            f" {result._point_name(len(result.scales) - 1)}) the optima move as {signed(result.local_exponent)}"
+        )
     lines.append(
         f"Exponent of best {x_label} on {scale}: {signed(fit.exponent)}, {ci}{curve}; the grid optima give"
-        f" {signed(fit.grid_exponent)}."
+        f" {signed(fit.grid_exponent)}{local}."
     )
+    parts = result.interval_parts
+    if parts is not None:
+        seeds_part, shape_part = parts["seeds"], parts["shape"]
+        lines.append(
+            f"  The interval's parts: the seeds' [{signed(seeds_part[0])}, {signed(seeds_part[1])}] (shrinks with more"
+            f" seeds) and the curve's shape [{signed(shape_part[0])}, {signed(shape_part[1])}] (the smoothers'"
+            " spread: more seeds do not shrink it; grid points nearer the optimum do)."
+        )
     if result.note():
         lines.append(str(result.note()))
     lines += _rules_lines(result)
@@ -146,8 +160,8 @@ def _rules_lines(result: AxisData) -> list[str]:
             "exponent",
             *(["α"] if result.axis == "width" else []),
             "decision",
-            f"cost at {last} if followed from {first} (how much worse {monitor} is; mean, {fit.level:.0%}"
-            " interval over seeds)",
+            f"cost over the measured range: at {last} if followed from {first} (how much worse {monitor} is; mean,"
+            f" {fit.level:.0%} interval over seeds)",
         ],
         rows,
         rule=False,
@@ -157,9 +171,11 @@ def _rules_lines(result: AxisData) -> list[str]:
 
 
 def _full_run_lines(result: AxisData) -> list[str]:
-    """The callback for the full run, which exponent it uses and why, and the grid-edge warning."""
+    """The callback for the full run, which exponent it uses and why, its prediction interval, what a snap to a rule
+    costs, whether the choice matters at the largest scale, a plateau, and the grid-edge warning."""
     rule = result.rule_used
     kwargs = result.callback_kwargs()
+    unbacked = result.unbacked
     if rule is not None:
         holding = [r for r in result.rules if r.decision == "holds"]
         verb = "hold" if rule.name.endswith("rules") else "holds"  # "the 1/2 rules hold"
@@ -168,37 +184,81 @@ def _full_run_lines(result: AxisData) -> list[str]:
             if len(holding) == 1
             else f"{rule.name} {verb} and {'are' if verb == 'hold' else 'is'} the nearest to the estimate"
         )
-    elif result.fit.ci is None:
-        why = "no rule is decided without an interval"
+    elif unbacked is not None:
+        why = unbacked
     elif all(r.decision == "excluded" for r in result.rules):
         why = "no published rule holds"
     else:
         why = "no rule holds yet"
+    full = result.predict(result.full_scale)
+    interval = (
+        f"{full.level:.0%} prediction interval {full.low:.3g} to {full.high:.3g}"
+        if full.low is not None and full.high is not None
+        else "no prediction interval"
+    )
+    if full.extrapolation > 1:
+        interval += f", x{full.extrapolation:.3g} beyond the measured range"
     if result.axis == "width":
         w = _short(kwargs["width_exponent"])
-        which = f"its α = {w} rather than the measured {_short(1 + result.exponent)}" if rule else "the measured α"
+        if rule:
+            which = f"its α = {w} rather than the measured {_short(1 + result.exponent)}"
+        elif unbacked is not None:
+            which = "the paper's rule, Wang & Aitchison's α = 1"
+        else:
+            which = "the measured α"
         lines = [
-            f"Full run: TimescaleCallback(tau_epoch={kwargs['tau_epoch']:.3g}, width_exponent={w}): {why}, so {which}."
+            f"Full run: TimescaleCallback(tau_epoch={kwargs['tau_epoch']:.3g}, width_exponent={w}): {why}, so {which}"
+            f" ({interval} at μP's base width {result.full_scale:g})."
         ]
     else:
         e_text = _short(kwargs["size_exponent"])
-        which = (
-            f"its exponent {e_text} rather than the measured {signed(result.exponent)}"
-            if rule
-            else "the measured exponent"
-        )
-        last = result.results[-1]
-        full = f"at the full N = {last.dataset_size}"
-        if last.dataset_size == last.subset_size:
-            there = f"{full} (the largest fraction) that is tau_epoch {result.full_tau_epoch:.3g} as found"
+        if rule:
+            which = f"its exponent {e_text} rather than the measured {signed(result.exponent)}"
+        elif unbacked is not None:
+            which = "the paper's rule, Wang & Aitchison's exponent 0"
         else:
-            span = result.full_tau_epoch_range
-            implied = f" (the interval gives {span[0]:.3g} to {span[1]:.3g})" if span is not None else ""
-            there = f"{full} that is tau_epoch {result.full_tau_epoch:.3g}{implied}"
+            which = "the measured exponent"
+        last = result.results[-1]
+        at_full = f"at the full N = {last.dataset_size}"
+        if last.dataset_size == last.subset_size:
+            there = (
+                f"{at_full} (the largest fraction) that is tau_epoch {result.full_tau_epoch:.3g} as found ({interval})"
+            )
+        else:
+            there = f"{at_full} that is tau_epoch {result.full_tau_epoch:.3g} ({interval})"
         lines = [
             f"Full run: TimescaleCallback(tau_epoch={kwargs['tau_epoch']:.3g}, size_exponent={e_text},"
             f" reference_dataset_size={kwargs['reference_dataset_size']}): {why}, so {which}; {there}."
         ]
+    if full.extrapolation > 1 and full.low is not None:
+        anchor = result._point_name(0 if result.axis == "width" else len(result.results) - 1)
+        lines.append(
+            f"  The prediction interval holds the exponent's interval and the seeds' range of the best at {anchor},"
+            f" both grown with the distance, and the lack of fit of one power law. {full.notes}"
+        )
+    snap = result.snap_excludes
+    if snap is not None and result.fit.ci is not None:
+        lo, hi = result.fit.ci
+        first, end = result._point_name(0), result._point_name(len(result.results) - 1)
+        cost = cost_text(snap.loss_cost, snap.loss_cost_ci, snap.loss_cost_reason)
+        lines.append(
+            f"  {snap.name}'s band holds the interval [{signed(lo)}, {signed(hi)}], which excludes its exponent"
+            f" {snap.exponent:g} itself: following it over the measured range, from {first} to {end}, costs {cost}"
+            f" {result.results[0].monitor}."
+        )
+    flat = result.flat_range()
+    if flat is not None:
+        lines.append(
+            f"At {result._point_name(len(result.results) - 1)} the choice barely matters: moving tau_epoch"
+            f" x{result.tolerance:g} from its best costs less than one seed s.d.; tau_epoch {flat[0]:.3g} to"
+            f" {flat[1]:.3g} is within one seed s.d. of the best there."
+        )
+    if result.plateau is not None:
+        i = 0 if result.axis == "width" else len(result.results) - 1
+        lines.append(
+            f"Plateau at {result._point_name(i)}: weight decay has no measurable effect on this model at this run"
+            f" length; any tau_epoch >= {result.plateau:.3g} is as good (the callback uses {result.plateau:.3g})."
+        )
     edge = result.edge_warning()
     if edge is not None:
         lines.append(f"Warning: {edge}")

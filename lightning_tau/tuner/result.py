@@ -21,6 +21,7 @@ import numpy as np
 from lightning_tau._constants import Goal
 from lightning_tau._table import table_lines
 from lightning_tau.tuner.curve import optimum_range, smoothed_optimum
+from lightning_tau.tuner.curve import plateau as flat_top
 from lightning_tau.tuner.plain import metric_words, plain, plain_ticks, save_figure, thin_ticks, wrap
 
 __all__ = ["CurvePoint", "FinderResult", "PrunedPoint", "write_json"]
@@ -135,6 +136,11 @@ class FinderResult:
             (:func:`~lightning_tau.tuner.curve.optimum_range`); a rerun with other seeds may suggest anything in it.
         pruned: the ``tau_epoch`` values a pruner stopped (:class:`PrunedPoint`), in grid order: not on the curve,
             never the suggestion; their runs' steps count in ``cost``.
+        plateau: where the curve is flat at its top and the top is longer than the run
+            (:func:`~lightning_tau.tuner.curve.plateau`): the smallest ``tau_epoch`` from which every larger one is as
+            good, within one seed s.d. of the best. Weight decay has no measurable effect there; ``tau_epoch`` (the
+            suggestion) is then this value, and a best point on the grid's top edge is no edge to widen. ``None``
+            otherwise.
 
     Example:
         >>> points = [(2.0, 0.4), (8.0, 0.2), (32.0, 0.3)]
@@ -173,6 +179,7 @@ class FinderResult:
     smoothed: bool = False
     tau_epoch_range: tuple[float, float] = (math.nan, math.nan)
     pruned: list[PrunedPoint] = field(default_factory=list)
+    plateau: float | None = None
 
     @classmethod
     def from_curve(
@@ -218,12 +225,16 @@ class FinderResult:
             low = min(low, max(p.tau_epoch for p in stopped if p.tau_epoch < best.tau_epoch))
         if opt.grid_index == len(points) - 1 and any(p.tau_epoch > best.tau_epoch for p in stopped):
             high = max(high, min(p.tau_epoch for p in stopped if p.tau_epoch > best.tau_epoch))
+        flat = None if stopped else flat_top([p.tau_epoch for p in points], [p.values for p in points], mode, epochs)
+        suggested = opt.tau_epoch if flat is None else flat  # on a plateau: its start, as good as any larger one
+        if flat is not None:
+            low = min(low, flat)
         return cls(
-            tau_epoch=opt.tau_epoch,
+            tau_epoch=suggested,
             grid_tau_epoch=best.tau_epoch,
             at_edge=at_edge,
             weight_decay={
-                name: weight_decay_for_tau_iter(group_lr, opt.tau_epoch * m) for name, group_lr in lr.items()
+                name: weight_decay_for_tau_iter(group_lr, suggested * m) for name, group_lr in lr.items()
             },
             lr=dict(lr),
             subset_weight_decay=dict(best.weight_decay),
@@ -239,9 +250,10 @@ class FinderResult:
             cost=sum(sum(p.steps) for p in points) + sum(sum(p.steps) for p in stopped),
             full_cost=full_cost,
             curve=list(points),
-            smoothed=opt.smoothed,
+            smoothed=opt.smoothed and flat is None,
             tau_epoch_range=(low, high),
             pruned=stopped,
+            plateau=flat,
         )
 
     def callback(self, **kwargs: Any) -> Any:
@@ -261,7 +273,7 @@ class FinderResult:
         """
         from lightning_tau.callback import TimescaleCallback  # Lightning only when asked: this module is pure
 
-        if self.at_edge:
+        if self.at_edge and self.plateau is None:
             warnings.warn(f"`FinderResult.callback()`: {self.verdict}.", UserWarning, stacklevel=2)
         return TimescaleCallback(tau_epoch=self.tau_epoch, **kwargs)
 
@@ -286,6 +298,11 @@ class FinderResult:
         taus = [p.tau_epoch for p in self.curve]
         if len(taus) + len(self.pruned) == 1:
             return f"a grid of one tau_epoch ({plain(taus[0])}) compares it with nothing: give several"
+        if self.plateau is not None:
+            return (
+                "weight decay has no measurable effect on this model at this run length; any tau_epoch >="
+                f" {plain(self.plateau)} is as good"
+            )
         if self.at_edge:
             smallest = bool(taus) and self.grid_tau_epoch == taus[0]
             return (
@@ -389,7 +406,12 @@ class FinderResult:
             ),
         ]
         suggested, grid_best = plain(self.tau_epoch), plain(self.grid_tau_epoch)
-        if self.smoothed:
+        if self.plateau is not None:
+            how = (
+                "where the curve's flat top starts: every larger tau_epoch is within one seed s.d. of the best, and"
+                " the longest is longer than the run"
+            )
+        elif self.smoothed:
             how = (
                 f"where a smooth curve through the best grid point ({grid_best}) and its neighbours is"
                 f" {'lowest' if self.mode == 'min' else 'highest'}"

@@ -20,7 +20,15 @@ from lightning_tau.tuner.rule_costs import RuleCost
 from lightning_tau.tuner.rules import DEFAULT_TOLERANCE, Decision, decide, half_width, rules_for
 from lightning_tau.tuner.stats import ScalingFit
 
-__all__ = ["RuleVerdict", "advice", "judge", "rule_to_follow", "size_verdict", "width_verdict"]
+__all__ = [
+    "RuleVerdict",
+    "advice",
+    "judge",
+    "rule_to_follow",
+    "shape_undetermined",
+    "size_verdict",
+    "width_verdict",
+]
 
 Axis = Literal["width", "dataset_size"]
 
@@ -151,6 +159,28 @@ def rule_to_follow(rules: Sequence[RuleVerdict], estimate: float) -> RuleVerdict
     return min(holding, key=lambda r: abs(r.exponent - estimate))
 
 
+def shape_undetermined(fit: ScalingFit, rules: Sequence[RuleVerdict]) -> list[str]:
+    """The names of the undetermined rules whose band edge the interval's shape part alone straddles
+    (:attr:`ScalingFit.interval_parts`): more seeds shrink only the seeds part, so they cannot decide these; points
+    nearer the optimum can. Empty without an interval or its parts.
+
+    Example:
+        >>> fit = ScalingFit(0.1, (-0.05, 0.25), None, 0.95, [], [], [], 0.0, False, [], scales=[100, 800],
+        ...     interval_parts={"seeds": (0.05, 0.15), "shape": (0.0, 0.2)})
+        >>> shape_undetermined(fit, judge("dataset_size", fit))  # the shape part crosses 0's band edge +0.107
+        ['Wang & Aitchison']
+    """
+    parts = getattr(fit, "interval_parts", None)
+    if fit.ci is None or not parts:
+        return []
+    shape = parts["shape"]
+    return [
+        r.name
+        for r in rules
+        if r.decision == "undetermined" and decide(shape, r.exponent, (r.band[1] - r.band[0]) / 2) == "undetermined"
+    ]
+
+
 # --- sentences ------------------------------------------------------------------------------------------------------
 
 
@@ -227,6 +257,12 @@ def _rule_sentence(axis: Axis, fit: ScalingFit, rule: RuleVerdict, monitor: str)
         body = f"{head} {'hold' if plural else 'holds'}: {moves}, within {target}"
     elif rule.decision == "excluded":
         body = f"{head} {'are' if plural else 'is'} excluded: {moves}, more than {target} away"
+    elif rule.name in shape_undetermined(fit, [rule]):
+        body = (
+            f"{head} {'are' if plural else 'is'} undetermined: {moves}, reaching both within and beyond {target}"
+            " (the curve's shape alone reaches both, so more seeds would not decide it: grid points nearer the"
+            " optimum would)"
+        )
     else:
         body = (
             f"{head} {'are' if plural else 'is'} undetermined: {moves}, reaching both within and beyond {target}"
@@ -277,17 +313,26 @@ def advice(axis: Axis, fit: ScalingFit, rules: Sequence[RuleVerdict]) -> str:
         else f"size_exponent = {signed(fit.exponent)}"
     )
     if fit.ci is None:
+        paper = "width_exponent = 1" if axis == "width" else "size_exponent = 0"
         return (
-            f"No rule is decided without an interval ({fit.ci_reason}): result.callback() uses the measured"
-            f" {measured}, which nothing here backs yet."
+            f"No rule is decided without an interval ({fit.ci_reason}): result.callback() follows the paper's rule,"
+            f" Wang & Aitchison ({paper}), as nothing here backs the measured {measured}."
         )
     if all(r.decision == "excluded" for r in rules):
         return f"None of the published rules holds: result.callback() uses the measured {measured}."
     wider = "widths" if axis == "width" else "N"
-    return (
-        f"No rule holds yet: more seeds (or a wider range of {wider}) would decide it; meanwhile result.callback()"
-        f" uses the measured {measured}."
-    )
+    undetermined = [r.name for r in rules if r.decision == "undetermined"]
+    shape = shape_undetermined(fit, rules)
+    if shape and len(shape) == len(undetermined):
+        what = "grid points nearer the optimum (not more seeds: the curve's shape alone leaves it open) would decide it"
+    elif shape:
+        what = (
+            f"more seeds would decide {_join([n for n in undetermined if n not in shape])}, grid points nearer the"
+            f" optimum {_join(shape)} (the curve's shape alone leaves it open)"
+        )
+    else:
+        what = f"more seeds (or a wider range of {wider}) would decide it"
+    return f"No rule holds yet: {what}; meanwhile result.callback() uses the measured {measured}."
 
 
 def _join(items: list[str]) -> str:
@@ -358,6 +403,6 @@ def size_verdict(
         >>> none = ScalingFit(0.3, None, "1 seed: an interval needs at least 2", 0.95, [], [], [], 0.0, False, [],
         ...     scales=[150, 1350])
         >>> size_verdict(none)
-        'No rule is decided without an interval (1 seed: an interval needs at least 2): result.callback() uses the measured size_exponent = +0.30, which nothing here backs yet.'
+        "No rule is decided without an interval (1 seed: an interval needs at least 2): result.callback() follows the paper's rule, Wang & Aitchison (size_exponent = 0), as nothing here backs the measured size_exponent = +0.30."
     """  # noqa: E501
     return _verdict("dataset_size", fit, rules, tolerance, monitor)

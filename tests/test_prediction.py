@@ -1,0 +1,157 @@
+"""The prediction interval of the best tau_epoch beyond the measured range (lightning_tau/tuner/prediction.py): its
+parts, how it widens with the distance, and its coverage of the true best on simulated curved log-log paths."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from lightning_tau.tuner.prediction import Prediction, predict_tau_epoch
+from lightning_tau.tuner.tdist import t_quantile
+
+SIZES = [500.0, 1000.0, 2000.0, 4000.0]
+HELD_OUT = [17.0, 13.3, 10.4, 8.65]  # a held-out task's optima (8 seeds); the realized best at N = 8000 was near 9.5
+
+
+def straight(k: int = 4, spread: float = 0.1, seeds: int = 3) -> tuple[list[float], list[float], list[list[float]]]:
+    """Optima on tau_epoch = 20 (N / 1000)^-0.3 at k sizes doubling from 1000, each seed x exp(spread * z)."""
+    sizes = [1000.0 * 2**i for i in range(k)]
+    optima = [20.0 * (n / 1000) ** -0.3 for n in sizes]
+    zs = np.linspace(-1, 1, seeds)
+    return sizes, optima, [[o * math.exp(spread * z) for z in zs] for o in optima]
+
+
+def test_prediction_at_the_largest_scale_is_its_own_range() -> None:
+    sizes, optima, seeds = straight()
+    p = predict_tau_epoch(sizes, optima, seeds, anchor=3, anchor_tau=optima[3], exponent=-0.3,
+                          exponent_ci=(-0.4, -0.2), target=sizes[-1], anchor_range=(6.0, 16.0))
+    assert (p.tau_epoch, p.low, p.high, p.extrapolation) == (pytest.approx(optima[3]), pytest.approx(6.0),
+                                                             pytest.approx(16.0), 1.0)
+    assert p.parts["exponent"] == (0.0, 0.0) and p.parts["lack_of_fit"] == 0.0
+
+
+def test_prediction_widens_with_the_distance_beyond_the_range() -> None:
+    sizes, optima, seeds = straight()
+    last = None
+    for factor in (1, 2, 4, 8, 16):
+        p = predict_tau_epoch(sizes, optima, seeds, anchor=3, anchor_tau=optima[3], exponent=-0.3,
+                              exponent_ci=(-0.32, -0.28), target=sizes[-1] * factor, level=0.9)
+        assert p.extrapolation == factor
+        if last is not None:
+            assert p.factor > last.factor
+            # the anchor's own part grows as a regression prediction interval's does, beyond the exponent's
+            assert p.parts["anchor"][0] > last.parts["anchor"][0]
+        last = p
+    # the anchor part's growth: sqrt of the variance ratio 1 + 1/k + (u - mean)^2 / Suu, 1 at the largest scale
+    u = np.log(sizes)
+    ratio = (1 + 1 / 4 + (math.log(sizes[-1] * 16) - u.mean()) ** 2 / ((u - u.mean()) ** 2).sum()) / (
+        1 + 1 / 4 + (u[-1] - u.mean()) ** 2 / ((u - u.mean()) ** 2).sum()
+    )
+    at_largest = predict_tau_epoch(sizes, optima, seeds, anchor=3, anchor_tau=optima[3], exponent=-0.3,
+                                   exponent_ci=(-0.32, -0.28), target=sizes[-1], level=0.9).parts["anchor"][0]
+    assert last.parts["anchor"][0] == pytest.approx(at_largest * math.sqrt(ratio), rel=1e-12)
+
+
+def test_prediction_lack_of_fit_from_the_curvature_through_the_optima() -> None:
+    sizes, optima, seeds = straight()
+    line = predict_tau_epoch(sizes, optima, seeds, anchor=3, anchor_tau=optima[3], exponent=-0.3,
+                             exponent_ci=(-0.32, -0.28), target=16000.0)
+    bent = [o * math.exp(0.05 * i**2) for i, o in enumerate(optima)]  # the same seeds' spread, a curved path
+    bent_seeds = [[v * b / o for v in row] for row, b, o in zip(seeds, bent, optima)]
+    curved = predict_tau_epoch(sizes, bent, bent_seeds, anchor=3, anchor_tau=bent[3], exponent=-0.3,
+                               exponent_ci=(-0.32, -0.28), target=16000.0)
+    assert curved.parts["lack_of_fit"] > line.parts["lack_of_fit"] > 0  # the noise's share, then the curvature's
+    assert curved.factor > line.factor
+    # a curvature c of 0.05 per (octave index)^2 is c / ln2^2 in log N; carried one octave beyond N = 8000 the line
+    # misses the path by c |D (u* + u_a - 2 mean u)| = 0.05 * 1 * (4 + 3 - 3) = 0.2 in log tau_epoch
+    assert curved.parts["lack_of_fit"] > 0.2
+    two = predict_tau_epoch(sizes[:2], optima[:2], seeds[:2], anchor=1, anchor_tau=optima[1], exponent=-0.3,
+                            exponent_ci=(-0.32, -0.28), target=4000.0)
+    assert two.parts["lack_of_fit"] == 0.0 and two.notes.startswith("2 scales give no lack-of-fit information")
+    three = predict_tau_epoch(sizes[:3], optima[:3], seeds[:3], anchor=2, anchor_tau=optima[2], exponent=-0.3,
+                              exponent_ci=(-0.32, -0.28), target=8000.0)
+    assert "through the 3 optima (it passes through them" in three.notes
+
+
+def test_prediction_the_held_out_task_covers_its_realized_best() -> None:
+    # the held-out dataset-size task: the exponent's interval alone gave about [6.6, 7.4] at N = 8000, excluding the
+    # realized best near 9.5. With the seeds' optima spread 0.2 in log at each size (assumed: the curves were flat
+    # there, 0.690 to 0.695 over tau_epoch 5.7 to 16 at N = 8000), the 90 % interval holds it.
+    zs = np.linspace(-1.5, 1.5, 8)
+    seeds = [[o * math.exp(0.2 * z / zs.std(ddof=1)) for z in zs] for o in HELD_OUT]
+    p = predict_tau_epoch(SIZES, HELD_OUT, seeds, anchor=3, anchor_tau=8.65, exponent=-0.313,
+                          exponent_ci=(-0.34, -0.28), target=8000.0, level=0.9)
+    only_exponent = sorted(8.65 * 2**e for e in (-0.34, -0.28))
+    assert 6.5 < only_exponent[0] < only_exponent[1] < 7.5 < 9.5
+    assert p.low < only_exponent[0] and p.high > 9.5
+    assert p.local_exponent == pytest.approx(math.log(8.65 / 10.4) / math.log(2))
+
+
+def simulate(family: str, k: int, seeds: int, octaves: list[int], runs: int, level: float, rng) -> np.ndarray:
+    """Coverage of the true best tau_epoch, per distance beyond the largest of k scales an octave apart."""
+    covered = np.zeros(len(octaves))
+    u = np.arange(k) * math.log(2)
+    grid = np.arange(k + max(octaves)) * math.log(2)
+    for _ in range(runs):
+        slope = rng.uniform(-1.0, 0.2)
+        if family == "quadratic":  # a constant curvature, up to about 0.1 per octave^2
+            path = slope * grid + rng.normal(0, 0.06) / math.log(2) ** 2 * (grid - u.mean()) ** 2
+        else:  # the local exponent drifts by a random walk from one octave to the next
+            steps = slope * math.log(2) + np.cumsum(np.r_[0.0, rng.normal(0, 0.06, len(grid) - 2)])
+            path = np.r_[0.0, np.cumsum(steps)]
+        path = path + math.log(10.0)
+        noise = rng.uniform(0.05, 0.3)
+        logs = path[:k, None] + rng.normal(0, noise, (k, seeds))
+        slopes = np.polyfit(u, logs, 1)[0]
+        half = t_quantile((1 + level) / 2, seeds - 1) * slopes.std(ddof=1) / math.sqrt(seeds)
+        centre = float(slopes.mean())
+        optima = np.exp(logs.mean(axis=1))
+        for i, d in enumerate(octaves):
+            p = predict_tau_epoch(np.exp(u) * 1000, optima, np.exp(logs), anchor=k - 1, anchor_tau=optima[-1],
+                                  exponent=centre, exponent_ci=(centre - half, centre + half),
+                                  target=1000 * 2.0 ** (k - 1 + d), level=level)
+            covered[i] += p.low <= math.exp(path[k - 1 + d]) <= p.high
+    return covered / runs
+
+
+@pytest.mark.parametrize("family", ["quadratic", "random walk"])
+@pytest.mark.parametrize("k, seeds", [(3, 3), (4, 8), (5, 8)])
+def test_prediction_covers_the_true_best_on_curved_paths(family: str, k: int, seeds: int) -> None:
+    # nominal 90 %; measured on 1000 runs per case 89-100 % at 1-3 octaves beyond (the module's text); 250 runs here,
+    # so 84 % is 1.5 binomial s.d. below 90 %. The exponent's interval and the anchor alone covered 37-66 % at 3
+    # octaves in these regimes.
+    coverage = simulate(family, k, seeds, [1, 2, 3], runs=250, level=0.9, rng=np.random.default_rng(k * 10 + seeds))
+    assert np.all(coverage >= 0.84), coverage
+
+
+def test_prediction_without_an_interval_says_why_and_json() -> None:
+    sizes, optima, seeds = straight()
+    p = predict_tau_epoch(sizes, optima, seeds, anchor=3, anchor_tau=optima[3], exponent=0.0, exponent_ci=None,
+                          target=16000.0, basis="Wang & Aitchison (exponent 0)", no_interval="1 seed")
+    assert (p.low, p.high, p.factor, p.notes) == (None, None, None, "No interval: 1 seed.")
+    assert p.tau_epoch == pytest.approx(optima[3], rel=1e-12)
+    data = p.to_json()
+    assert data["basis"] == "Wang & Aitchison (exponent 0)" and data["parts"] == {} and data["scale"] == 16000.0
+    width = predict_tau_epoch([64.0, 256.0], [1.0, 0.5], [[1.0, 1.1], [0.5, 0.55]], anchor=0, anchor_tau=8.0,
+                              exponent=0.5, exponent_ci=(0.4, 0.6), target=1024.0, sign=-1.0)
+    assert isinstance(width, Prediction) and width.exponent == -0.5 and width.local_exponent == pytest.approx(0.5)
+    assert width.tau_epoch == pytest.approx(8.0 * 16**0.5)
+    assert width.to_json()["parts"]["exponent"] == list(width.parts["exponent"])
+
+
+def test_prediction_bad_input_messages() -> None:
+    sizes, optima, seeds = straight()
+    kw = dict(anchor=3, anchor_tau=optima[3], exponent=-0.3, exponent_ci=(-0.32, -0.28), target=16000.0)
+    with pytest.raises(ValueError, match=re.escape("`predict_tau_epoch(scales=[1000.0])` is not valid: use at")):
+        predict_tau_epoch(sizes[:1], optima[:1], seeds[:1], **kw)
+    with pytest.raises(ValueError, match="one optimum and one list of seed optima per scale: got 4 scales, 3 optima"):
+        predict_tau_epoch(sizes, optima[:3], seeds, **kw)
+    with pytest.raises(ValueError, match=re.escape("`predict_tau_epoch(anchor=4)` is not valid")):
+        predict_tau_epoch(sizes, optima, seeds, **{**kw, "anchor": 4})
+    with pytest.raises(ValueError, match=re.escape("`predict_tau_epoch(target=0)`")):
+        predict_tau_epoch(sizes, optima, seeds, **{**kw, "target": 0})
+    with pytest.raises(ValueError, match=re.escape("`predict_tau_epoch(optima=")):
+        predict_tau_epoch(sizes, [0.0, *optima[1:]], seeds, **kw)
