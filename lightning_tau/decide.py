@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from lightning_tau import timescale
+from lightning_tau import timescale, width
 from lightning_tau.target import WidthExponent, size_scaled_tau_epoch
 from lightning_tau.width import NO_MUP
 
@@ -285,11 +285,7 @@ def uses_mup(groups: Sequence[GroupInput]) -> bool:
 
 def model_width_mult(groups: Sequence[GroupInput] | Sequence[GroupTimescale]) -> float:
     """``S``, the model's muP width multiplier: the largest ``width_mult`` other than 1 among ``groups``; 1 when no
-    group has one.
-
-    Under Adam-style muP the hidden (matrix-like) groups carry ``S`` (mup's ``p.infshape.width_mult()``, the fan-in
-    ratio, read by :func:`lightning_tau.optim.group_width_mult`); vector-like groups carry 1 or nothing. Groups at 1
-    do not count, so a model narrower than the base (``S = 0.5``) is read as such.
+    group has one (:func:`lightning_tau.width.model_width_mult`, the one definition the transfer table shares).
 
     Raises:
         ValueError: a group whose multiplier is not positive and finite (named).
@@ -298,20 +294,8 @@ def model_width_mult(groups: Sequence[GroupInput] | Sequence[GroupTimescale]) ->
         >>> model_width_mult([GroupInput("embed", 0, 0, 8, 1e-3, 0.1, True, width_mult=1.0),
         ...                   GroupInput("hidden", 0, 1, 64, 2.5e-4, 0.1, True, width_mult=4.0)])
         4.0
-        >>> model_width_mult([GroupInput("narrow", 0, 0, 64, 2e-3, 0.1, True, width_mult=0.5)])
-        0.5
     """
-    mults = []
-    for g in groups:
-        s = g.width_mult
-        if s is None or s == 1.0:
-            continue
-        if not (s > 0 and math.isfinite(s)):
-            raise ValueError(
-                f"Param group {g.name!r} has width multiplier {s!r}; `width_exponent` needs a positive one."
-            )
-        mults.append(float(s))
-    return max(mults) if mults else 1.0
+    return width.model_width_mult((g.name, g.width_mult) for g in groups)
 
 
 def held_tau_epoch(

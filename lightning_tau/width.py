@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -30,6 +30,7 @@ __all__ = [
     "format_fixed_lambda_pitfall",
     "group_width_problem",
     "has_infshape",
+    "model_width_mult",
     "param_width_mult",
 ]
 
@@ -64,6 +65,34 @@ def param_width_mult(param: Tensor) -> float:
     if infshape is None or infshape.ninf() != 2:
         return 1.0
     return float(infshape.width_mult())
+
+
+def model_width_mult(mults: Iterable[tuple[str, float | None]]) -> float:
+    """``S``, a model's muP width multiplier, from its param groups' ``(name, s)``: the largest ``s`` other than 1;
+    1 when no group has one (``s = None`` reads as 1).
+
+    Under Adam-style muP the hidden (matrix-like) groups carry ``S`` (:func:`param_width_mult`, mup's fan-in ratio);
+    vector-like groups carry 1 or nothing. Groups at 1 do not count, so a model narrower than the base (``S = 0.5``)
+    is read as such. A ``width_exponent`` ``alpha`` scales every decaying group's timescale by ``S ** (1 - alpha)``
+    (:func:`lightning_tau.decide.decide_groups`, :func:`lightning_tau.transfer.transfer_groups`).
+
+    Raises:
+        ValueError: a group whose multiplier is not positive and finite (named).
+
+    Example:
+        >>> model_width_mult([("embed", 1.0), ("hidden", 4.0), ("bias", None)])
+        4.0
+        >>> model_width_mult([("narrow", 0.5)]), model_width_mult([("plain", None)])
+        (0.5, 1.0)
+    """
+    found = []
+    for name, s in mults:
+        if s is None or s == 1.0:
+            continue
+        if not (s > 0 and math.isfinite(s)):
+            raise ValueError(f"Param group {name!r} has width multiplier {s!r}; `width_exponent` needs a positive one.")
+        found.append(float(s))
+    return max(found) if found else 1.0
 
 
 def group_width_problem(group: Mapping[str, Any]) -> str | None:
