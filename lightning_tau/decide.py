@@ -477,7 +477,7 @@ def group_targets(
             continue
         if tau_epoch is not None:
             held = tau_iters[g.optimizer_index] if isinstance(tau_iters, Mapping) else tau_iters
-            epochs: float | None = tau_epoch * (g.tau_iter / held)  # times s ** (1 - alpha)
+            epochs: float | None = tau_epoch * (g.tau_iter / held)  # times S ** (1 - alpha)
         else:
             m = optimizer_m.get(g.optimizer_index, steps_per_epoch)
             epochs = g.tau_iter / m if m else None

@@ -8,8 +8,9 @@ hidden weights average over ``s`` times more steps than the rest of the model: t
 
 Width multipliers come from mup's ``p.infshape`` (set by ``mup.set_base_shapes``) for parameters with two
 infinite dimensions (``p.infshape.ninf() == 2``); the multiplier is ``fan_in / fan_in_base``. Vector-like
-parameters (biases, norms, input embeddings, mup's ``MuReadout`` weight) have multiplier 1: Adam-style muP leaves
-their learning rate alone.
+parameters (biases, norms, input embeddings, mup's ``MuReadout`` weight) have multiplier 1 here: Adam-style muP
+leaves their learning rate alone (mup's own ``p.infshape.width_mult()`` of such a parameter is the ratio of its one
+infinite dimension, the model's width multiplier, but ``MuAdamW`` does not use it).
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def group_width_problem(group: Mapping[str, Any]) -> str | None:
 
     A group has one when it carries a ``width_mult`` key, or when mup's ``set_base_shapes`` annotated every one of
     its parameters and they share one multiplier (:func:`param_width_mult`: 1 for vector-like ones). A width
-    exponent other than 1 scales a group's weight decay by ``s ** (alpha - 1)``, so it needs that ``s``.
+    exponent other than 1 scales every group's weight decay by ``S ** (alpha - 1)``, ``S`` the largest group's
+    multiplier (:func:`model_width_mult`), so it needs every group's ``s``.
 
     Example:
         >>> import torch
