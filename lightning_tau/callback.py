@@ -89,11 +89,11 @@ class TimescaleCallback(Callback):
             parameters, counted at fit start. Pass your own (e.g. non-embedding) count to match another convention.
         power_law_coefficient: ``a`` of the power law (default 1.084, Bergsma et al. 2025).
         power_law_exponent: ``b`` of the power law (default -0.527).
-        width_exponent: ``alpha`` of ``lambda ∝ s ** alpha`` across the muP width multiplier ``s`` of a group, at
-            fixed ``tau_epoch`` (:doc:`/mup`). ``1`` (default) is Wang & Aitchison's rule, which every group's own lr
-            gives; Fan et al. 2025 argue for ``0.5``; ``0`` fixes ``lambda`` across widths. ``s`` is the group's
-            ``width_mult`` key or mup's ``p.infshape``. A mapping from group name to ``alpha`` (e.g.
-            ``{"hidden": 0.5}``) sets it per group (the others keep 1).
+        width_exponent: ``alpha``: every decaying group holds ``tau_iter * S ** (1 - alpha)``, ``S`` the model's muP
+            width multiplier (the largest group's: ``width_mult`` key or mup's ``p.infshape``), so a hidden group
+            gets ``lambda ∝ S ** alpha`` at fixed ``tau_epoch`` (:doc:`/mup`), as the finder's width axis measures.
+            ``1`` (default): Wang & Aitchison; Fan et al. 2025 ``0.5``; ``0`` fixes ``lambda`` across widths. A
+            mapping from group name to ``alpha`` (e.g. ``{"hidden": 0.5}``) sets it per group (others keep 1).
         size_exponent: ``e`` of ``tau_epoch ∝ N ** e``, what the finder's dataset-size axis measures: the callback
             holds ``tau_epoch * (N / reference_dataset_size) ** e`` at the run's ``N`` (as read, or
             ``dataset_size``; tokens when that is given in tokens), re-decided whenever ``N`` changes mid-fit.

@@ -28,7 +28,12 @@ from lightning_tau.optim import decay_kind, reference_lr, unsupported_message
 from lightning_tau.optimizer_steps import optimizer_steps_per_epoch
 from lightning_tau.target import Target
 
-__all__ = ["Decision", "decide_and_write", "decoupled_groups", "hold_beta2"]
+__all__ = ["MAX_BETA2_STEPS", "Decision", "checked_beta2", "decide_and_write", "decoupled_groups", "hold_beta2"]
+
+#: The longest ``β₂`` window, in optimizer steps, that a float64 ``β₂`` below 1 expresses: ``1 - 2**-53`` is the largest
+#: double under 1. A window of ``2**54`` steps or more rounds ``β₂ = 1 - 1 / steps`` to exactly 1, which torch's Adam
+#: refuses at construction and which, written later, turns the weights non-finite (``1 - β₂**t = 0``).
+MAX_BETA2_STEPS = 2.0**53
 
 
 def decoupled_groups(
@@ -97,6 +102,7 @@ class Decision:
             decision included (with its value then): what the next decision is given.
         pinned_lrs: the reference lrs held fixed per ``(optimizer, group)``, the groups first seen in this decision
             included: what the next decision is given.
+        epoch: the epoch of a decision mid-fit (``None`` at train start), for the messages of what follows it.
     """
 
     shape: RunShape
@@ -109,6 +115,7 @@ class Decision:
     tau_epoch: float | None = None
     weight_decay_before: dict[tuple[int, int], float] = field(default_factory=dict)
     pinned_lrs: dict[tuple[int, int], float] = field(default_factory=dict)
+    epoch: int | None = None
 
 
 def decide_and_write(
@@ -189,14 +196,15 @@ def decide_and_write(
     except ValueError as err:
         raise ValueError(f"`TimescaleCallback`: {err}") from None
     write_weight_decays(optimizers, groups)
-    return Decision(shape, steps, note, inputs, groups, optimizer_m, tau_iters, held, before, pinned)
+    return Decision(shape, steps, note, inputs, groups, optimizer_m, tau_iters, held, before, pinned, epoch)
 
 
 def hold_beta2(
     optimizers: Sequence[torch.optim.Optimizer], decision: Decision, managed_optimizers: set[int], beta2_epochs: float
 ) -> dict[tuple[int, int], float]:
     """Write ``β₂ = 1 - 1 / (beta2_epochs · M)`` into every Adam-like group of the managed optimizers, ``M`` its
-    optimizer's at ``decision``; return the values written per ``(optimizer, group)``.
+    optimizer's at ``decision``; return the values written per ``(optimizer, group)``. Every value is checked
+    (:func:`checked_beta2`) before any is written.
 
     Example:
         >>> opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters())
@@ -208,6 +216,7 @@ def hold_beta2(
         ValueError: an epoch length that could not be read, or a ``β₂`` window that cannot be held.
     """
     beta2 = {}
+    when = "" if decision.epoch is None else f" at epoch {decision.epoch} ({' '.join(decision.shape.sources)})"
     for i, j in adam_beta2s(optimizers, managed_optimizers):
         m = decision.optimizer_steps_per_epoch.get(i, decision.shape.steps_per_epoch)
         if not m:
@@ -216,9 +225,48 @@ def hold_beta2(
                 " steps, which could not be read: give `dataset_size` (or `batch_size`), or leave `beta2_epochs`"
                 " out."
             )
-        try:
-            beta2[(i, j)] = beta_for_epochs(beta2_epochs, m)
-        except ValueError as err:
-            raise ValueError(f"`TimescaleCallback(beta2_epochs={beta2_epochs!r})`: {err}") from None
+        own = f", optimizer {i}" if i in decision.optimizer_steps_per_epoch else ""
+        beta2[(i, j)] = checked_beta2(beta2_epochs, m, where=when + own)
     write_beta2(optimizers, beta2)
     return beta2
+
+
+def checked_beta2(beta2_epochs: float, steps_per_epoch: float, *, where: str = "") -> float:
+    """``β₂ = 1 - 1 / (beta2_epochs · M)``, refused unless it lies in ``(0, 1)`` in float64: a window of one step or
+    less gives ``β₂ <= 0``; one past :data:`MAX_BETA2_STEPS` steps may round ``β₂`` to exactly 1.
+
+    Args:
+        beta2_epochs: the window in epochs.
+        steps_per_epoch: ``M``, the optimizer's steps per epoch.
+        where: said after the argument in the message (the epoch of a decision mid-fit, the optimizer).
+
+    Raises:
+        ValueError: one line naming ``beta2_epochs``, its value, the window in steps at this ``M`` and the largest
+            (smallest) ``beta2_epochs`` that works at this ``M``.
+
+    Example:
+        >>> checked_beta2(1.0, 12)
+        0.9166666666666666
+        >>> checked_beta2(1e20, 12)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleCallback(beta2_epochs=1e+20)` is 1.2e+21 optimizer steps at M=12 steps per epoch, so ...
+    """
+    steps = beta2_epochs * steps_per_epoch
+    beta2 = beta_for_epochs(beta2_epochs, steps_per_epoch) if steps > 1 else 1.0 - 1.0 / steps
+    if 0.0 < beta2 < 1.0:
+        return beta2
+    head = (
+        f"`TimescaleCallback(beta2_epochs={beta2_epochs!r})`{where} is {steps:.4g} optimizer steps at"
+        f" M={steps_per_epoch:.4g} steps per epoch, so β₂ = 1 - 1/(beta2_epochs·M)"
+    )
+    if beta2 >= 1.0:
+        raise ValueError(
+            f"{head} rounds to 1 in float64: torch's Adam refuses β₂ = 1 and its steps would turn the weights"
+            f" non-finite. Use `beta2_epochs` of at most {MAX_BETA2_STEPS / steps_per_epoch:.4g} at this M (2^53"
+            " steps, the longest window a float64 β₂ below 1 expresses)."
+        )
+    raise ValueError(
+        f"{head} = {beta2:.4g} (<= 0: no average at all). Use `beta2_epochs` above {1 / steps_per_epoch:.4g} at this M"
+        " (one optimizer step)."
+    )

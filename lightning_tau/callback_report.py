@@ -8,6 +8,7 @@ Trainer (every EMA window of the run, the loggers) and says it. The callback dec
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 import lightning.pytorch as pl
@@ -31,18 +32,18 @@ def ema_windows(
     trainer: pl.Trainer, groups: Sequence[GroupTimescale], managed_optimizers: set[int], beta2_epochs: float | None
 ) -> list[Window]:
     """Every EMA window of the run, in optimizer steps: AdamW's ``tau`` per managed group, Adam's ``β₂`` window per
-    value (the groups holding it named; ``beta2_epochs`` when the callback holds it) and each model-EMA callback's."""
+    value, always (the groups holding it named; ``beta2_epochs`` when the callback holds it; a ``β₂`` within 1e-5 of
+    1 shown as ``1-x``; ``β₂ = 1`` as an endless window) and each model-EMA callback's."""
     windows = [Window(f"AdamW tau ({g.name})", g.tau_iter) for g in groups if g.managed and g.tau_iter]
     names = {(g.optimizer_index, g.group_index): g.name for g in groups}
     by_value: dict[float, list[str]] = {}
     for key, beta2 in adam_beta2s(trainer.optimizers, managed_optimizers).items():
         by_value.setdefault(beta2, []).append(names.get(key, f"pg{key[1] + 1}"))
     for beta2, held in by_value.items():
-        if beta2 < 1:
-            held_by = "" if beta2_epochs is None else f" (beta2_epochs={beta2_epochs:g})"
-            windows.append(
-                Window(f"Adam beta2 ({', '.join(held)})", ema_window_steps(beta2), f"betas[1]={beta2:.6g}{held_by}")
-            )
+        held_by = "" if beta2_epochs is None else f" (beta2_epochs={beta2_epochs:g})"
+        value = f"{beta2:.6g}" if 1 - beta2 >= 1e-5 or beta2 >= 1 else f"1-{1 - beta2:.4g}"  # 0.99999999 is not 1
+        steps = ema_window_steps(beta2) if beta2 < 1 else math.inf
+        windows.append(Window(f"Adam beta2 ({', '.join(held)})", steps, f"betas[1]={value}{held_by}"))
     windows += [Window(f"model EMA ({name})", steps, source) for name, steps, source in model_ema_windows(trainer)]
     return windows
 

@@ -8,8 +8,8 @@ The callback, :func:`lightning_tau.apply_timescale` and the monitor share this o
 2. *decide* (:func:`held_tau_epoch`, :func:`resolve_tau_iter`, then :func:`decide_groups`): the ``tau_epoch`` held
    at this ``N`` (``tau_epoch * (N / reference_dataset_size) ** size_exponent``; the given one at exponent 0),
    ``tau_iter = tau_epoch * M`` and
-   ``weight_decay = 1 / (lr_ref * tau_iter)`` for every managed group (``tau_iter * s ** (1 - alpha)`` for a muP
-   group of width multiplier ``s`` under a width exponent ``alpha != 1``);
+   ``weight_decay = 1 / (lr_ref * tau_iter)`` for every managed group (``tau_iter * S ** (1 - alpha)`` under a width
+   exponent ``alpha != 1``, ``S`` the model's muP width multiplier: :func:`model_width_mult`);
 3. *apply* the values to the optimizer and *report* them.
 
 A change mid-fit (accumulation, reloaded data, a new param group) takes the same path again. The target's argument
@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from lightning_tau import timescale
+from lightning_tau import timescale, width
 from lightning_tau.target import WidthExponent, size_scaled_tau_epoch
 from lightning_tau.width import NO_MUP
 
@@ -35,6 +35,7 @@ __all__ = [
     "decide_groups",
     "group_targets",
     "held_tau_epoch",
+    "model_width_mult",
     "optimizer_tau_iters",
     "resolve_tau_iter",
     "run_tau_iter",
@@ -119,8 +120,10 @@ class GroupTimescale:
         planned_timescales: ``sum_t lr_t * weight_decay`` from this decision to the end of the planned run, if it
             could be estimated.
         tau_iter: the timescale this group holds, in its optimizer's steps (``None`` for groups left alone): the
-            run's ``tau_iter``, times ``s ** (1 - width_exponent)`` for a muP group of width multiplier ``s``.
-        width_exponent: the exponent ``alpha`` of ``weight_decay ∝ s ** alpha`` this group was decided with.
+            run's ``tau_iter``, times ``S ** (1 - width_exponent)`` in a muP model of width multiplier ``S``
+            (:func:`model_width_mult`), whatever the group's own ``width_mult``.
+        width_exponent: the exponent ``alpha`` this group was decided with (``weight_decay ∝ S ** alpha`` across
+            widths for a hidden group, whose lr is ``lr_base / S``).
     """
 
     name: str
@@ -192,38 +195,45 @@ def decide_groups(
 
     Each group uses its own reference lr, so muP groups at ``lr / s`` get ``weight_decay * s``: with
     ``width_exponent=1`` (the default, Wang & Aitchison's Eq. improved_mup) every group holds the same ``tau_iter``.
-    Another exponent ``alpha`` gives a group of width multiplier ``s`` the weight decay ``s ** (alpha - 1)`` times
-    that, so ``weight_decay ∝ s ** alpha`` across widths, and its timescale is ``s ** (1 - alpha)`` times the
-    run's:
+    Another exponent ``alpha`` scales *every* decaying group's timescale by ``S ** (1 - alpha)``, ``S`` the model's
+    width multiplier (:func:`model_width_mult`: the largest muP multiplier among the run's groups, 1 without one):
 
-    .. math:: \lambda_{group} = \frac{s^{\alpha - 1}}{\eta_{group} \, \tau_{iter}}
-        \quad (= s^{\alpha} \lambda_{base} \text{ when } \eta_{group} = \eta_{base} / s)
+    .. math:: \lambda_{group} = \frac{S^{\alpha - 1}}{\eta_{group} \, \tau_{iter}}
+        \quad (= S^{\alpha} \lambda_{base} \text{ for a hidden group, } \eta_{group} = \eta_{base} / S;
+        \ S^{\alpha - 1} \lambda_{base} \text{ for a group at } \eta_{base})
 
-    Groups at ``s = 1`` are unaffected by the exponent.
+    That is what the finder's width axis measures: it trains each width at ``width_exponent=1``, where sweeping
+    ``tau_epoch`` moves every decaying group's ``λ_base`` together, so the exponent it reports (``alpha = 1 + e``)
+    moves every group the same way; it is also Qiu et al.'s independent decay ``∝ 1/width`` (``η λ ∝ S^(alpha - 1)``
+    for every parameter) at ``alpha = 0``. A group at ``s = 1`` (biases, norms, embeddings, mup's ``MuReadout``) moves
+    with the model. In a model at ``S = 1`` the exponent changes nothing.
 
     Args:
         groups: every param group of the run.
         tau_iter: the target timescale in optimizer steps, one for every optimizer or one per optimizer index
             (optimizers stepped a different number of times per epoch hold the same ``tau_epoch``).
         width_exponent: ``alpha``, one number for every group or a mapping from group name to ``alpha`` (groups it
-            does not name keep 1). See :func:`check_width_exponent`.
+            does not name keep 1), each at the model's ``S``. See :func:`check_width_exponent`.
 
     Raises:
         ValueError: a managed group whose reference lr is not positive and finite; a ``width_exponent`` mapping
             that names a group the run does not have; a group with ``alpha != 1`` whose width multiplier cannot be
-            read (``width_problem``); or a group timescale of one step or less.
+            read (``width_problem``), or a multiplier that is not positive and finite; or a group timescale of one
+            step or less.
 
     Example:
-        >>> groups = [GroupInput("hidden", 0, 0, 64, 1e-3, 0.1, True, width_mult=4.0),
-        ...           GroupInput("bias", 0, 1, 8, 4e-3, 0.0, False)]
+        >>> groups = [GroupInput("hidden", 0, 0, 64, 1e-3 / 4, 0.1, True, width_mult=4.0),
+        ...           GroupInput("embed", 0, 1, 64, 1e-3, 0.1, True, width_mult=1.0),
+        ...           GroupInput("bias", 0, 2, 8, 1e-3, 0.0, False)]
         >>> [(g.name, round(g.weight_decay, 6)) for g in decide_groups(groups, tau_iter=500.0)]
-        [('hidden', 2.0), ('bias', 0.0)]
-        >>> # lambda ∝ sqrt(s) (Fan et al. 2025): half of the muP rule's 2.0 at s = 4
+        [('hidden', 8.0), ('embed', 2.0), ('bias', 0.0)]
+        >>> # lambda ∝ sqrt(S) (Fan et al. 2025) in a model at S = 4: every decaying group's tau_iter x 2
         >>> [(g.name, round(g.weight_decay, 6)) for g in decide_groups(groups, 500.0, width_exponent=0.5)]
-        [('hidden', 1.0), ('bias', 0.0)]
+        [('hidden', 4.0), ('embed', 1.0), ('bias', 0.0)]
     """
     exponents = _group_exponents(groups, width_exponent)
     mup = uses_mup(groups)  # without it every group is at s = 1, unannotated ones too: the exponent changes nothing
+    model_s: float | None = None  # S, read once when a group needs it
     decided = []
     for g in groups:
         weight_decay = g.weight_decay_before
@@ -237,7 +247,8 @@ def decide_groups(
                 )
             group_tau_iter = tau_iter if isinstance(tau_iter, (int, float)) else tau_iter[g.optimizer_index]
             if alpha != 1.0 and (mup or g.width_problem != NO_MUP):
-                group_tau_iter = _width_scaled_tau_iter(g, group_tau_iter, alpha)
+                model_s = model_width_mult(groups) if model_s is None else model_s
+                group_tau_iter = _width_scaled_tau_iter(g, group_tau_iter, alpha, model_s)
             weight_decay = timescale.weight_decay_for_tau_iter(g.reference_lr, group_tau_iter)
         decided.append(
             GroupTimescale(
@@ -270,6 +281,21 @@ def uses_mup(groups: Sequence[GroupInput]) -> bool:
     return any((g.width_mult or 1.0) != 1.0 for g in groups) or any(
         g.width_problem is not None and g.width_problem != NO_MUP for g in groups
     )
+
+
+def model_width_mult(groups: Sequence[GroupInput] | Sequence[GroupTimescale]) -> float:
+    """``S``, the model's muP width multiplier: the largest ``width_mult`` other than 1 among ``groups``; 1 when no
+    group has one (:func:`lightning_tau.width.model_width_mult`, the one definition the transfer table shares).
+
+    Raises:
+        ValueError: a group whose multiplier is not positive and finite (named).
+
+    Example:
+        >>> model_width_mult([GroupInput("embed", 0, 0, 8, 1e-3, 0.1, True, width_mult=1.0),
+        ...                   GroupInput("hidden", 0, 1, 64, 2.5e-4, 0.1, True, width_mult=4.0)])
+        4.0
+    """
+    return width.model_width_mult((g.name, g.width_mult) for g in groups)
 
 
 def held_tau_epoch(
@@ -325,8 +351,9 @@ def _group_exponents(groups: Sequence[GroupInput], width_exponent: WidthExponent
     return {name: float(alpha) for name, alpha in width_exponent.items()}
 
 
-def _width_scaled_tau_iter(g: GroupInput, tau_iter: float, alpha: float) -> float:
-    """``tau_iter * s ** (1 - alpha)`` for the group's width multiplier ``s``; an error when ``s`` is unknown."""
+def _width_scaled_tau_iter(g: GroupInput, tau_iter: float, alpha: float, model_s: float) -> float:
+    """``tau_iter * S ** (1 - alpha)`` for the model's width multiplier ``S``; an error when the group's own
+    multiplier is unknown (``S`` is the largest of the groups', so one unread could be it)."""
     if g.width_problem is not None:
         raise ValueError(
             f"`width_exponent={alpha:g}` for param group {g.name!r} needs its muP width multiplier s, but"
@@ -335,16 +362,14 @@ def _width_scaled_tau_iter(g: GroupInput, tau_iter: float, alpha: float) -> floa
             " exponent 1 with"
             f" `width_exponent={{..., {g.name!r}: 1.0}}`."
         )
-    s = 1.0 if g.width_mult is None else g.width_mult
-    if s == 1.0:
+    if model_s == 1.0:
         return tau_iter
-    if not (s > 0 and math.isfinite(s)):
-        raise ValueError(f"Param group {g.name!r} has width multiplier {s!r}; `width_exponent` needs a positive one.")
-    scaled = tau_iter * s ** (1.0 - alpha)
+    scaled = tau_iter * model_s ** (1.0 - alpha)
     if scaled <= 1:
         raise ValueError(
             _too_short(
-                f"`width_exponent={alpha:g}` gives param group {g.name!r} (s={s:g}) a timescale of {scaled:.4g} steps,",
+                f"`width_exponent={alpha:g}` gives param group {g.name!r} (model S={model_s:g}) a timescale of"
+                f" {scaled:.4g} steps,",
                 scaled,
             )
             + " Use a longer target timescale or an exponent nearer 1."
@@ -452,7 +477,7 @@ def group_targets(
             continue
         if tau_epoch is not None:
             held = tau_iters[g.optimizer_index] if isinstance(tau_iters, Mapping) else tau_iters
-            epochs: float | None = tau_epoch * (g.tau_iter / held)  # times s ** (1 - alpha)
+            epochs: float | None = tau_epoch * (g.tau_iter / held)  # times S ** (1 - alpha)
         else:
             m = optimizer_m.get(g.optimizer_index, steps_per_epoch)
             epochs = g.tau_iter / m if m else None

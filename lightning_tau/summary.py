@@ -15,7 +15,7 @@ from typing import Any
 from lightning_tau import timescale
 from lightning_tau._table import table_lines
 from lightning_tau.couplings import Plan
-from lightning_tau.decide import NO_MUP, GroupInput, GroupTimescale, RunShape, uses_mup
+from lightning_tau.decide import NO_MUP, GroupInput, GroupTimescale, RunShape, model_width_mult, uses_mup
 from lightning_tau.target import WidthExponent, size_scaling_text
 from lightning_tau.width import FixedLambdaPitfall, GroupRate, find_fixed_lambda_pitfall, format_fixed_lambda_pitfall
 
@@ -383,30 +383,41 @@ def short_run_warning(groups: Sequence[GroupTimescale]) -> str | None:
 
 
 def width_note(width_exponent: WidthExponent, groups: Sequence[GroupTimescale]) -> str | None:
-    """A summary line for a width exponent other than 1 (the table's tau_iter column shows each group's).
+    """A summary line for a width exponent other than 1: the model's width multiplier ``S`` and each decaying group
+    it moved, with its ``alpha`` and the factor ``S^(1 - alpha)`` on its timescale (the table's tau_iter column shows
+    each group's).
 
     Example:
         >>> g = GroupTimescale("hidden", 0, 0, 10, 1e-3, 0.1, 2.0, True, width_mult=4.0, width_exponent=0.5)
-        >>> width_note(0.5, [g])
-        'width_exponent=0.5: weight decay ∝ s^alpha across widths, so a group at width multiplier s holds \
-tau_iter x s^(1 - alpha): hidden (s=4, alpha=0.5).'
+        >>> e = GroupTimescale("embed", 0, 1, 10, 4e-3, 0.1, 0.5, True, width_mult=1.0, width_exponent=0.5)
+        >>> print(width_note(0.5, [g, e]))  # doctest: +NORMALIZE_WHITESPACE
+        width_exponent=0.5 at the model's width multiplier S=4 (the largest muP multiplier of its groups): each
+        decaying group holds tau_iter x S^(1 - alpha), so weight decay ∝ S^alpha for a hidden group (lr / S):
+        hidden (s=4, alpha=0.5: x2), embed (s=1, alpha=0.5: x2).
         >>> width_note(1.0, [g]) is None, width_note({}, [g]) is None
         (True, True)
     """
     if width_exponent == 1.0 or not width_exponent:
         return None
-    scaled = [g for g in groups if g.managed and g.width_exponent != 1.0 and (g.width_mult or 1.0) != 1.0]
     rule = (
         f"width_exponent={width_exponent:g}"
         if isinstance(width_exponent, float)
         else f"width_exponent={width_exponent!r}"
     )
-    if not scaled:
-        return f"{rule}: no decaying group has a width multiplier other than 1, so it changes nothing."
+    model_s = model_width_mult(groups)
+    if model_s == 1.0:
+        return f"{rule}: no param group has a width multiplier other than 1 (S = 1), so it changes nothing."
+    moved = [g for g in groups if g.managed and g.width_exponent != 1.0]
+    if not moved:
+        return f"{rule}: every decaying group keeps exponent 1, so it changes nothing."
+    parts = []
+    for g in moved:
+        factor = model_s ** (1.0 - g.width_exponent)
+        parts.append(f"{g.name} (s={g.width_mult or 1.0:g}, alpha={g.width_exponent:g}: x{factor:.4g})")
     return (
-        f"{rule}: weight decay ∝ s^alpha across widths, so a group at width multiplier s holds"
-        " tau_iter x s^(1 - alpha): "
-        + ", ".join(f"{g.name} (s={g.width_mult:g}, alpha={g.width_exponent:g})" for g in scaled)
+        f"{rule} at the model's width multiplier S={model_s:g} (the largest muP multiplier of its groups): each"
+        " decaying group holds tau_iter x S^(1 - alpha), so weight decay ∝ S^alpha for a hidden group (lr / S): "
+        + ", ".join(parts)
         + "."
     )
 

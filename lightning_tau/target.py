@@ -26,7 +26,7 @@ __all__ = [
     "size_scaling_text",
 ]
 
-#: One exponent ``alpha`` for every group (``lambda ∝ s ** alpha``), or one per group name (others keep 1).
+#: One exponent ``alpha`` for every group (``tau_iter x S ** (1 - alpha)``), or one per group name (others keep 1).
 WidthExponent = float | Mapping[str, float]
 
 
@@ -37,7 +37,8 @@ class Target:
     Attributes:
         tau_epoch: the target in epochs, at ``reference_dataset_size`` under a size rule (``None``: a target in steps).
         tau_iter: the target in optimizer steps (``None``: a target in epochs).
-        width_exponent: ``alpha`` of ``weight_decay ∝ s ** alpha`` across muP widths, one for every group or one per
+        width_exponent: ``alpha``: each decaying group holds ``tau_iter * S ** (1 - alpha)`` at the model's muP
+            width multiplier ``S`` (``weight_decay ∝ S ** alpha`` for a hidden group), one for every group or one per
             group name (:func:`check_width_exponent`).
         size_exponent: ``e`` of ``tau_epoch ∝ N ** e`` (:func:`check_size_rule`; 0 holds ``tau_epoch`` at every ``N``).
         reference_dataset_size: the ``N`` at which ``tau_epoch`` is the given one (needed where ``e != 0``).

@@ -6,7 +6,8 @@ width: a matrix-like group of a model ``s`` times wider than the base gets ``lr 
 ``weight_decay * s``. This module turns a :class:`TunedRun` and a :class:`TargetRun` into the target's
 per-group learning rate and weight decay, by those rules or by measured ones: a dataset-size exponent ``e``
 (``tau_epoch ∝ N ** e``, what the finder's dataset-size axis measures; 0 is the paper's rule) and a width exponent
-``alpha`` (``weight_decay ∝ s ** alpha`` across muP widths; 1 is the paper's rule).
+``alpha`` (every group's timescale x ``S ** (1 - alpha)`` at the target's muP width multiplier ``S``, so
+``weight_decay ∝ S ** alpha`` for hidden weights; 1 is the paper's rule), as ``TimescaleCallback`` applies it.
 
 No Lightning, no torch: plain numbers in, plain numbers out. ``lightning-tau transfer`` prints the same table.
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 from lightning_tau import _checks, timescale
 from lightning_tau._table import table_lines
+from lightning_tau.width import model_width_mult
 
 __all__ = [
     "GroupTransfer",
@@ -106,9 +108,9 @@ class GroupTransfer:
         lr: its learning rate, ``lr_target / s``.
         weight_decay: its weight decay, ``B' / (lr * N' * tau_epoch)``.
         tau_iter: its timescale in steps (the same for every group at ``width_exponent=1``; else times
-            ``s ** (1 - width_exponent)``).
+            ``S ** (1 - width_exponent)``, ``S`` the target's width multiplier, for every group).
         tau_epoch: its timescale in epochs: the tuned run's, times ``(N' / N) ** size_exponent`` (and
-            ``s ** (1 - width_exponent)``).
+            ``S ** (1 - width_exponent)``).
     """
 
     name: str
@@ -130,11 +132,14 @@ def transfer_groups(
 ) -> list[GroupTransfer]:
     """The target run's per-group learning rate and weight decay at the tuned run's ``tau_epoch``.
 
-    .. math:: \\lambda'_g = \\frac{B' \\, s_g^{\\alpha - 1}}{\\eta'_g N' \\tau_{epoch} (N'/N)^{e}}
-        = \\frac{B' \\, s_g^{\\alpha}}{\\eta' N' \\tau_{epoch} (N'/N)^{e}},
+    .. math:: \\lambda'_g = \\frac{B' \\, S^{\\alpha - 1}}{\\eta'_g N' \\tau_{epoch} (N'/N)^{e}}
+        = \\frac{B' \\, s_g \\, S^{\\alpha - 1}}{\\eta' N' \\tau_{epoch} (N'/N)^{e}},
         \\qquad \\eta'_g = \\eta' / s_g
 
-    At the paper's rules (``e = 0``, ``alpha = 1``) every group holds the tuned ``tau_epoch``.
+    ``S`` is the target's width multiplier, the largest ``s_g`` (:func:`lightning_tau.width.model_width_mult`, as
+    ``TimescaleCallback`` reads it): every group's timescale moves by ``S ** (1 - alpha)``, the hidden ones
+    (``s_g = S``) to ``λ ∝ S ** alpha``, the vector-like ones with them, which is what the finder's width axis
+    measures. At the paper's rules (``e = 0``, ``alpha = 1``) every group holds the tuned ``tau_epoch``.
 
     Groups: ``width_mults`` when given (name -> the target's multiplier ``s``); else, when ``target.width`` is
     given, ``"vector-like"`` (``s = 1``: embeddings, biases, norms, mup's readout) and ``"matrix-like"``
@@ -148,7 +153,7 @@ def transfer_groups(
         width_mults: explicit groups and their multipliers in the target.
         size_exponent: ``e`` of ``tau_epoch ∝ N ** e`` from the tuned ``N`` to the target's (0 keeps ``tau_epoch``;
             -0.5 the 1/2 rules; -1 keeps the weight decay at fixed lr and ``B``), a finite number in [-2, 2].
-        width_exponent: ``alpha`` of ``weight_decay ∝ s ** alpha`` across muP width multipliers ``s`` (1 the
+        width_exponent: ``alpha`` of ``weight_decay ∝ S ** alpha`` for hidden weights (1 the
             paper's rule; 0.5 Fan et al.; 0 a fixed weight decay), a finite number.
 
     Raises:
@@ -163,11 +168,11 @@ def transfer_groups(
         >>> rows = transfer_groups(tuned, TargetRun(width=1024))
         >>> [(g.name, g.width_mult, g.lr, round(g.weight_decay, 12), g.tau_iter) for g in rows]
         [('vector-like', 1.0, 0.001, 0.1, 10000.0), ('matrix-like', 4.0, 0.00025, 0.4, 10000.0)]
-        >>> # four times the data by the 1/2 rules (tau_epoch x 4^-0.5), 4x wider by Fan et al. (wd x 4^0.5)
+        >>> # four times the data by the 1/2 rules (tau_epoch x 4^-0.5), 4x wider by Fan et al. (tau x 4^0.5)
         >>> rows = transfer_groups(tuned, TargetRun(dataset_size=200_000, width=1024), size_exponent=-0.5,
         ...                        width_exponent=0.5)
         >>> [(g.name, round(g.weight_decay, 12), g.tau_epoch) for g in rows]
-        [('vector-like', 0.05, 10.0), ('matrix-like', 0.1, 20.0)]
+        [('vector-like', 0.025, 20.0), ('matrix-like', 0.1, 20.0)]
     """
     size_exponent, width_exponent = check_exponents(size_exponent, width_exponent)
     target = TargetRun() if target is None else target
@@ -191,14 +196,15 @@ def transfer_groups(
         mults = {"vector-like": 1.0, "matrix-like": target.width / base}
     else:
         mults = {"all": 1.0}
+    factor = model_width_mult(mults.items()) ** (1.0 - width_exponent)  # S ** (1 - alpha), every group
     return [
         GroupTransfer(
             name=name,
             width_mult=s,
             lr=lr / s,
-            weight_decay=timescale.weight_decay_for_tau_iter(lr / s, tau_iter * s ** (1.0 - width_exponent)),
-            tau_iter=tau_iter * s ** (1.0 - width_exponent),
-            tau_epoch=tau_epoch * s ** (1.0 - width_exponent),
+            weight_decay=timescale.weight_decay_for_tau_iter(lr / s, tau_iter * factor),
+            tau_iter=tau_iter * factor,
+            tau_epoch=tau_epoch * factor,
         )
         for name, s in mults.items()
     ]
@@ -289,9 +295,10 @@ def format_transfer_table(
         f" (tau_iter={_num(tau_iter)} steps)",
     ]
     if width_exponent != 1.0:
+        s = model_width_mult((r.name, r.width_mult) for r in rows)
         lines.append(
-            f"width_exponent={width_exponent:g}: weight decay ∝ s^{width_exponent:g} across widths, so a group at"
-            f" width multiplier s holds tau_iter x s^{1 - width_exponent:g}."
+            f"width_exponent={width_exponent:g} at the target's width multiplier S={s:g}: every group holds tau_iter x"
+            f" S^{1 - width_exponent:g} (weight decay ∝ S^{width_exponent:g} for the hidden weights)."
         )
     columns = ["Group", "Width mult", "lr", "Weight decay", "tau_iter", "tau_epoch"]
     cells = [

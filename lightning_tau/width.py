@@ -8,15 +8,16 @@ hidden weights average over ``s`` times more steps than the rest of the model: t
 
 Width multipliers come from mup's ``p.infshape`` (set by ``mup.set_base_shapes``) for parameters with two
 infinite dimensions (``p.infshape.ninf() == 2``); the multiplier is ``fan_in / fan_in_base``. Vector-like
-parameters (biases, norms, input embeddings, mup's ``MuReadout`` weight) have multiplier 1: Adam-style muP leaves
-their learning rate alone.
+parameters (biases, norms, input embeddings, mup's ``MuReadout`` weight) have multiplier 1 here: Adam-style muP
+leaves their learning rate alone (mup's own ``p.infshape.width_mult()`` of such a parameter is the ratio of its one
+infinite dimension, the model's width multiplier, but ``MuAdamW`` does not use it).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -30,6 +31,7 @@ __all__ = [
     "format_fixed_lambda_pitfall",
     "group_width_problem",
     "has_infshape",
+    "model_width_mult",
     "param_width_mult",
 ]
 
@@ -66,12 +68,41 @@ def param_width_mult(param: Tensor) -> float:
     return float(infshape.width_mult())
 
 
+def model_width_mult(mults: Iterable[tuple[str, float | None]]) -> float:
+    """``S``, a model's muP width multiplier, from its param groups' ``(name, s)``: the largest ``s`` other than 1;
+    1 when no group has one (``s = None`` reads as 1).
+
+    Under Adam-style muP the hidden (matrix-like) groups carry ``S`` (:func:`param_width_mult`, mup's fan-in ratio);
+    vector-like groups carry 1 or nothing. Groups at 1 do not count, so a model narrower than the base (``S = 0.5``)
+    is read as such. A ``width_exponent`` ``alpha`` scales every decaying group's timescale by ``S ** (1 - alpha)``
+    (:func:`lightning_tau.decide.decide_groups`, :func:`lightning_tau.transfer.transfer_groups`).
+
+    Raises:
+        ValueError: a group whose multiplier is not positive and finite (named).
+
+    Example:
+        >>> model_width_mult([("embed", 1.0), ("hidden", 4.0), ("bias", None)])
+        4.0
+        >>> model_width_mult([("narrow", 0.5)]), model_width_mult([("plain", None)])
+        (0.5, 1.0)
+    """
+    found = []
+    for name, s in mults:
+        if s is None or s == 1.0:
+            continue
+        if not (s > 0 and math.isfinite(s)):
+            raise ValueError(f"Param group {name!r} has width multiplier {s!r}; `width_exponent` needs a positive one.")
+        found.append(float(s))
+    return max(found) if found else 1.0
+
+
 def group_width_problem(group: Mapping[str, Any]) -> str | None:
     """Why a param group has no single width multiplier ``s`` (``None`` when it has one).
 
     A group has one when it carries a ``width_mult`` key, or when mup's ``set_base_shapes`` annotated every one of
     its parameters and they share one multiplier (:func:`param_width_mult`: 1 for vector-like ones). A width
-    exponent other than 1 scales a group's weight decay by ``s ** (alpha - 1)``, so it needs that ``s``.
+    exponent other than 1 scales every group's weight decay by ``S ** (alpha - 1)``, ``S`` the largest group's
+    multiplier (:func:`model_width_mult`), so it needs every group's ``s``.
 
     Example:
         >>> import torch

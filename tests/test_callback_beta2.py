@@ -14,7 +14,7 @@ import lightning.pytorch as pl
 import pytest
 import torch
 from conftest import TinyModel, make_loader, quiet_trainer
-from lightning.pytorch.callbacks import BatchSizeFinder
+from lightning.pytorch.callbacks import BatchSizeFinder, GradientAccumulationScheduler
 from torch.utils.data import DataLoader
 
 from lightning_tau import TimescaleCallback
@@ -105,15 +105,86 @@ def test_bad_beta2_epochs_is_a_one_line_error(value: Any, message: str) -> None:
         TimescaleCallback(tau_epoch=2.0, beta2_epochs=value)
 
 
-def test_a_beta2_window_under_one_step_is_refused_before_any_step() -> None:
+TOO_LONG = (
+    r" rounds to 1 in float64: torch's Adam refuses β₂ = 1 and its steps would turn the weights non-finite\. Use"
+    r" `beta2_epochs` of at most {most} at this M \(2\^53 steps, the longest window a float64 β₂ below 1 expresses\)\.$"
+)
+TOO_SHORT = (
+    r" = {beta2} \(<= 0: no average at all\)\. Use `beta2_epochs` above 0\.08333 at this M \(one optimizer step\)\.$"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (1e20, r"1e\+20\)` is 1\.2e\+21 optimizer steps.*" + TOO_LONG.format(most=r"7\.506e\+14")),
+        (1e300, r"1e\+300\)` is 1\.2e\+301 optimizer steps.*" + TOO_LONG.format(most=r"7\.506e\+14")),
+        (2**54 / 12, r"1501199875790165\.2\)` is 1\.801e\+16 optimizer steps.*" + TOO_LONG.format(most=r"7\.506e\+14")),
+        (0.05, r"0\.05\)` is 0\.6 optimizer steps" + r".*" + TOO_SHORT.format(beta2=r"-0\.6667")),
+        (1 / 12, r"0\.08333333333333333\)` is 1 optimizer steps" + r".*" + TOO_SHORT.format(beta2="0")),
+    ],
+)
+def test_a_beta2_that_is_not_below_one_or_not_above_zero_is_refused_before_any_step(value: float, message: str) -> None:
     model = TinyModel(adamw)
     before = [p.detach().clone() for p in model.parameters()]
-    cb = TimescaleCallback(tau_epoch=2.0, beta2_epochs=0.05, verbose=False, monitor=False)  # 0.6 of M = 12 steps
-    with pytest.raises(
-        ValueError, match=r"^`TimescaleCallback\(beta2_epochs=0.05\)`: `beta_for_epochs\(epochs=0.05\)`"
-    ):
+    cb = TimescaleCallback(tau_epoch=2.0, beta2_epochs=value, verbose=False, monitor=False)  # M = 12 steps of B = 10
+    with pytest.raises(ValueError, match=r"^`TimescaleCallback\(beta2_epochs=" + message) as err:
         quiet_trainer(callbacks=[cb], max_epochs=1).fit(model, make_loader(n=N))
+    assert "at M=12 steps per epoch, so β₂ = 1 - 1/(beta2_epochs·M)" in str(err.value) and "\n" not in str(err.value)
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert model.trainer.optimizers[0].param_groups[0]["betas"] == (0.9, 0.95)  # nothing written
+
+
+def test_the_longest_window_the_message_names_is_held() -> None:
+    log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, beta2_epochs=7.506e14, verbose=False, monitor=False)
+    model = TinyModel(adamw)
+    quiet_trainer(callbacks=[cb, log], max_epochs=1).fit(model, make_loader(n=N))
+    assert {beta2 for _, (_, beta2) in log.steps} == {1 - 2**-53}  # the largest double below 1
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+class WeightsAtEpochEnd(pl.Callback):
+    def __init__(self) -> None:
+        self.weights: list[list[torch.Tensor]] = []
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.weights.append([p.detach().clone() for p in pl_module.parameters()])
+
+
+class GrowingM(TinyModel):
+    """Batches of 40 in epoch 0, then 10 (reloaded every epoch): M = 3, then 12."""
+
+    def train_dataloader(self) -> DataLoader:
+        return make_loader(n=N, batch_size=40 if self.trainer.current_epoch == 0 else 10)
+
+
+@pytest.mark.parametrize(
+    ("beta2_epochs", "model_class", "extra", "message"),
+    [
+        # 1.2 steps at M = 12, 0.3 once accumulation 4 makes M = 3: beta2 would fall below 0
+        (0.1, TinyModel, [GradientAccumulationScheduler({1: 4})], r"0\.1\)` at epoch 1 \(.*\) is 0\.3 optimizer"
+         r" steps at M=3 steps per epoch, so β₂ = 1 - 1/\(beta2_epochs·M\) = -2\.333 \(<= 0: no average at all\)\. Use"
+         r" `beta2_epochs` above 0\.3333 at this M \(one optimizer step\)\.$"),
+        # 2^53 steps at M = 3 (beta2 = 1 - 2^-53), 2^55 at M = 12: beta2 would round to 1
+        (2**53 / 3, GrowingM, [], r"3002399751580330\.5\)` at epoch 1 \(.*\) is 3\.603e\+16 optimizer steps at"
+         r" M=12 steps per epoch, so β₂ = 1 - 1/\(beta2_epochs·M\) rounds to 1 in float64.* Use `beta2_epochs` of at"
+         r" most 7\.506e\+14 at this M"),
+    ],
+    ids=["accumulation", "reloaded-dataloader"],
+)
+def test_a_change_mid_fit_that_pushes_beta2_out_of_range_stops_before_the_step(
+    beta2_epochs: float, model_class: type[TinyModel], extra: list[Any], message: str
+) -> None:
+    model, log, weights = model_class(adamw), BetaLog(), WeightsAtEpochEnd()
+    cb = TimescaleCallback(tau_epoch=2.0, beta2_epochs=beta2_epochs, verbose=False, monitor=False)
+    trainer = quiet_trainer(callbacks=[cb, log, weights, *extra], max_epochs=2, reload_dataloaders_every_n_epochs=1)
+    with pytest.raises(ValueError, match=r"^`TimescaleCallback\(beta2_epochs=" + message):
+        trainer.fit(model, None if model_class is GrowingM else make_loader(n=N))  # GrowingM has its own
+    m0 = len(log.steps)
+    assert m0 in (3, 12) and [epoch for epoch, _ in log.steps] == [0] * m0  # no step of epoch 1 ran
+    assert all(0 < beta2 < 1 for _, (_, beta2) in log.steps)
+    (after_epoch_0,) = weights.weights
+    assert all(torch.equal(a, b) for a, b in zip(after_epoch_0, model.parameters()))
 
 
 def test_the_pre_flight_lists_the_held_beta2_window(caplog: pytest.LogCaptureFixture) -> None:
@@ -124,3 +195,34 @@ def test_the_pre_flight_lists_the_held_beta2_window(caplog: pytest.LogCaptureFix
     # M = 12 steps of B = 10: beta2 = 1 - 1/12 averages over 12 steps, one epoch, 120 samples
     assert rows["Adam beta2 (pg1)"] == ["12", "1", "120", "betas[1]=0.916667 (beta2_epochs=1)"]
     assert rows["AdamW tau (pg1)"] == ["24", "2", "240", ""]
+
+
+def preflight_rows(caplog: pytest.LogCaptureFixture, model: TinyModel, **callback_kwargs: Any) -> dict[str, list[str]]:
+    cb = TimescaleCallback(tau_epoch=2.0, monitor=False, **callback_kwargs)
+    with caplog.at_level("INFO"):
+        quiet_trainer(callbacks=[cb], max_epochs=1).fit(model, make_loader(n=N))
+    return {line.split("|")[0].strip(): [c.strip() for c in line.split("|")[1:]] for line in caplog.text.splitlines()}
+
+
+def test_the_pre_flight_shows_a_long_but_valid_beta2_window_and_its_beta2_unrounded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # 1e14 epochs of M = 12 steps: 1 - 1/1.2e15 rounds to the double 1 - 8 * 2^-53 = 1 - 8.882e-16, whose window is
+    # 2^50 = 1.126e15 steps: the table shows the window float64 holds (9.382e13 epochs), not the one asked for
+    rows = preflight_rows(caplog, TinyModel(adamw), beta2_epochs=1e14)
+    assert rows["Adam beta2 (pg1)"] == [
+        "1.126e+15",
+        "9.382e+13",
+        "11,258,999,068,426,240",  # samples: 10 per step
+        "betas[1]=1-8.882e-16 (beta2_epochs=1e+14)",
+    ]
+
+
+def test_the_pre_flight_shows_a_users_own_beta2_of_one_as_an_endless_window(caplog: pytest.LogCaptureFixture) -> None:
+    def beta2_one(m: torch.nn.Module) -> torch.optim.Optimizer:
+        opt = adamw(m)
+        opt.param_groups[0]["betas"] = (0.9, 1.0)  # torch refuses it in the constructor, not afterwards
+        return opt
+
+    rows = preflight_rows(caplog, TinyModel(beta2_one))  # the callback does not hold beta2 here: it only reports it
+    assert rows["Adam beta2 (pg1)"] == ["inf", "inf", "inf", "betas[1]=1"]

@@ -17,6 +17,7 @@ from lightning_tau.decide import (
     decide_groups,
     group_targets,
     held_tau_epoch,
+    model_width_mult,
     optimizer_tau_iters,
     resolve_tau_iter,
     run_tau_iter,
@@ -126,6 +127,46 @@ def test_width_exponent_scales_a_groups_timescale_by_s_to_one_minus_alpha(
     assert decided.weight_decay == pytest.approx(1 / (1e-3 * tau_iter))
 
 
+@pytest.mark.parametrize("alpha", [0.5, 0.0, 2.0])
+def test_a_group_at_s_one_in_a_model_at_s_four_moves_with_the_model(alpha: float) -> None:
+    """The one definition the finder's width axis measures: every decaying group's ``tau_iter`` scales as
+    ``S ** (1 - alpha)``, ``S`` the model's multiplier, so a vector group at ``s = 1`` gets ``4 ** (alpha - 1)`` times
+    its weight decay at exponent 1, as the hidden group does."""
+    groups = [
+        group("hidden", 4.0, reference_lr=2.5e-4),
+        group("vectors", 1.0, group_index=1),  # a declared s = 1 (build_param_groups)
+        group("readout", None, group_index=2),  # mup's vector-like group: no multiplier read, s = 1
+        group("bias", 1.0, group_index=3, managed=False, weight_decay_before=0.0),
+    ]
+    at_one = decide_groups(groups, 1000.0)
+    moved = decide_groups(groups, 1000.0, width_exponent=alpha)
+    assert [g.weight_decay for g in at_one] == pytest.approx([4.0, 1.0, 1.0, 0.0], rel=1e-12)  # 1 / (lr * 1000)
+    for before, after in zip(at_one[:3], moved[:3]):
+        assert after.weight_decay == pytest.approx(before.weight_decay * 4.0 ** (alpha - 1), rel=1e-12), after.name
+        assert after.tau_iter == pytest.approx(1000.0 * 4.0 ** (1 - alpha), rel=1e-12)
+    assert moved[3].weight_decay == 0.0 and moved[3].tau_iter is None  # left alone
+    # exponent 1 changes nothing, written as a number or as a mapping
+    assert decide_groups(groups, 1000.0, width_exponent=1.0) == at_one
+    assert decide_groups(groups, 1000.0, width_exponent={"vectors": 1.0}) == at_one
+
+
+def test_a_mapping_moves_a_named_group_at_s_one_by_the_models_s() -> None:
+    groups = [group("hidden", 4.0, reference_lr=2.5e-4), group("vectors", 1.0, group_index=1)]
+    hidden, vectors = decide_groups(groups, 1000.0, width_exponent={"vectors": 0.0})
+    assert (hidden.width_exponent, hidden.tau_iter) == (1.0, 1000.0)  # not named: exponent 1
+    assert (vectors.width_exponent, vectors.tau_iter) == (0.0, pytest.approx(4000.0))  # S ** (1 - 0) with S = 4
+    assert vectors.weight_decay == pytest.approx(1 / (1e-3 * 4000.0))
+
+
+def test_model_width_mult_is_the_largest_multiplier_other_than_one() -> None:
+    assert model_width_mult([group("a", None), group("b", 1.0)]) == 1.0
+    assert model_width_mult([group("a", 2.0), group("b", 8.0), group("c", 1.0)]) == 8.0
+    assert model_width_mult([group("a", 0.5), group("b", 1.0)]) == 0.5  # narrower than the base: S = 0.5
+    for s in (0.0, -2.0, float("inf")):
+        with raises_exactly(f"Param group 'b' has width multiplier {s!r}; `width_exponent` needs a positive one."):
+            model_width_mult([group("a", 4.0), group("b", s)])
+
+
 def test_a_width_exponent_mapping_sets_named_groups_and_others_keep_one() -> None:
     decided = decide_groups(
         [group("hidden", 4.0), group("out", 4.0, group_index=1)], 100.0, width_exponent={"hidden": 0}
@@ -151,8 +192,9 @@ def test_width_exponent_errors_name_the_group_and_what_to_do() -> None:
             decide_groups([group(width_mult=s)], 100.0, width_exponent=0.5)
     assert decide_groups([group(width_mult=4.0)], 6.0, width_exponent=2.0)[0].tau_iter == 1.5
     with raises_exactly(
-        "`width_exponent=2` gives param group 'hidden' (s=4) a timescale of 1 steps," + TOO_SHORT + " Use a longer"
-        " target timescale or an exponent nearer 1."
+        "`width_exponent=2` gives param group 'hidden' (model S=4) a timescale of 1 steps,"
+        + TOO_SHORT
+        + " Use a longer target timescale or an exponent nearer 1."
     ):
         decide_groups([group(width_mult=4.0)], 4.0, width_exponent=2.0)
 

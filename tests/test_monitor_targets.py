@@ -1,9 +1,9 @@
 """The monitor logs each param group's own target and ``tau_epoch`` in its own optimizer's steps per epoch.
 
-A ``TimescaleCallback`` decides per group: with ``width_exponent=alpha`` a muP group of width multiplier ``s`` holds
-``tau_iter * s ** (1 - alpha)``, and under manual optimization an optimizer that steps less than once per batch is
-decided with its own ``M``. The logged view (read back from the TensorBoard event file) must show what each group
-holds, not the run's base-width, one-step-per-batch values.
+A ``TimescaleCallback`` decides per group: with ``width_exponent=alpha`` every decaying group of a muP model of
+width multiplier ``S`` holds ``tau_iter * S ** (1 - alpha)``, and under manual optimization an optimizer that steps
+less than once per batch is decided with its own ``M``. The logged view (read back from the TensorBoard event file)
+must show what each group holds, not the run's base-width, one-step-per-batch values.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def test_width_exponent_each_group_logs_its_own_target(tmp_path: Path, width: in
     events = load_events(fit_logged(tmp_path, Module(mup_mlp(width), mu_adamw), [callback]))  # its own monitor
     s = width / BASE_WIDTH
     m = N / B
-    # MuAdamW: the hidden matrix (s = width / base) is pg1, the vector-like parameters (s = 1) pg2
-    expected = {"pg1": TAU_EPOCH * m * s ** (1 - alpha), "pg2": TAU_EPOCH * m}
+    # MuAdamW: the hidden matrix (s = width / base) is pg1, the vector-like parameters (s = 1) pg2; both move with
+    # the model's S = width / base
+    expected = {"pg1": TAU_EPOCH * m * s ** (1 - alpha), "pg2": TAU_EPOCH * m * s ** (1 - alpha)}
     assert set(scalar_series(events, "timescale/width_mult/pg1").values()) == {s}
     steps = list(range(INTERVAL, 2 * N // B + 1, INTERVAL))
     for name, tau_iter in expected.items():

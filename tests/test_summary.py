@@ -57,18 +57,28 @@ def test_short_run_warning_names_each_decaying_group_under_one_timescale() -> No
     assert short_run_warning(groups[1:4]) is None
 
 
-def test_width_note_lists_the_groups_the_exponent_scales() -> None:
+def test_width_note_names_the_models_s_and_every_group_it_moved() -> None:
     scaled = group("hidden", width_mult=4.0, width_exponent=0.5)
-    at_one = group("embed", 1, width_mult=1.0, width_exponent=0.5)
-    unscaled = group("head", 2, width_mult=4.0, width_exponent=1.0)
-    off = group("bias", 3, managed=False, width_mult=4.0, width_exponent=0.5)
-    rule = "weight decay ∝ s^alpha across widths, so a group at width multiplier s holds tau_iter x s^(1 - alpha): "
-    assert width_note(0.5, [scaled, at_one, unscaled, off]) == f"width_exponent=0.5: {rule}hidden (s=4, alpha=0.5)."
-    assert (
-        width_note({"hidden": 0.5}, [scaled]) == "width_exponent={'hidden': 0.5}: " + rule + "hidden (s=4, alpha=0.5)."
+    at_one = group("embed", 1, width_mult=1.0, width_exponent=0.5)  # s = 1, moved with the model's S = 4
+    vector = group("readout", 2, width_mult=None, width_exponent=0.0)  # mup's vector-like group: no multiplier read
+    unscaled = group("head", 3, width_mult=4.0, width_exponent=1.0)
+    off = group("bias", 4, managed=False, width_mult=8.0, width_exponent=0.5)  # S = 8 even though it does not decay
+    head = (
+        "at the model's width multiplier S={S} (the largest muP multiplier of its groups): each decaying group holds"
+        " tau_iter x S^(1 - alpha), so weight decay ∝ S^alpha for a hidden group (lr / S): "
     )
-    assert width_note(0.5, [at_one, unscaled, off, group("none", 4, width_exponent=0.5)]) == (
-        "width_exponent=0.5: no decaying group has a width multiplier other than 1, so it changes nothing."
+    assert width_note(0.5, [scaled, at_one, vector, unscaled]) == (
+        "width_exponent=0.5 " + head.format(S=4) + "hidden (s=4, alpha=0.5: x2), embed (s=1, alpha=0.5: x2),"
+        " readout (s=1, alpha=0: x4)."
+    )
+    assert width_note({"embed": 0.5}, [unscaled, at_one, off]) == (
+        "width_exponent={'embed': 0.5} " + head.format(S=8) + "embed (s=1, alpha=0.5: x2.828)."
+    )
+    assert width_note(0.5, [at_one, group("none", 4, width_exponent=0.5)]) == (
+        "width_exponent=0.5: no param group has a width multiplier other than 1 (S = 1), so it changes nothing."
+    )
+    assert width_note({"head": 1.0}, [unscaled]) == (
+        "width_exponent={'head': 1.0}: every decaying group keeps exponent 1, so it changes nothing."
     )
     assert width_note(1.0, [scaled]) is None
     assert width_note({}, [scaled]) is None
@@ -227,7 +237,10 @@ def test_start_summary_is_the_table_with_the_decisions_note_the_width_note_and_t
     )
     shape = RunShape(100, 1000, 10)
     table = dict(tau_iter=500.0, tau_epoch=5.0, shape=shape, planned_steps=500, optimizer_steps_per_epoch={1: 50})
-    rule = "weight decay ∝ s^alpha across widths, so a group at width multiplier s holds tau_iter x s^(1 - alpha)"
+    rule = (
+        "at the model's width multiplier S=4 (the largest muP multiplier of its groups): each decaying group holds"
+        " tau_iter x S^(1 - alpha), so weight decay ∝ S^alpha for a hidden group (lr / S)"
+    )
     head = [
         "TimescaleCallback: tau_epoch=5 (tau_iter=500 steps), M=100 steps/epoch, N=1,000, B=10",
         "  | Group  | Params | Width mult | Ref lr | Weight decay | tau_iter | tau_epoch | Timescales planned",
@@ -239,7 +252,7 @@ def test_start_summary_is_the_table_with_the_decisions_note_the_width_note_and_t
     assert said.splitlines() == [
         *head,
         "A note.",
-        f"width_exponent=0.5: {rule}: hidden (s=4, alpha=0.5).",
+        f"width_exponent=0.5 {rule}: hidden (s=4, alpha=0.5: x2).",
         "Manual optimization: tau_epoch is held in each optimizer's own steps per epoch; optimizer 1: M=50 as"
         " declared, the others assumed to step once per batch (M=100) until an epoch's steps are counted (warned and"
         " re-decided at the next epoch if they differ).",

@@ -15,6 +15,7 @@ from conftest import TinyModel, make_loader, quiet_trainer
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.cli import main
+from lightning_tau.decide import GroupInput, decide_groups
 from lightning_tau.timescale import power_lines_tau_epoch
 from lightning_tau.transfer import TargetRun, TunedRun, format_transfer_table, transfer_groups
 
@@ -53,11 +54,13 @@ def test_transfer_groups_exponents_closed_form(size_exponent: float, width_expon
     tau_epoch = 128 / (3e-3 * 0.05 * 60_000)
     rows = transfer_groups(tuned, target, size_exponent=size_exponent, width_exponent=width_exponent)
     held = tau_epoch * (240_000 / 60_000) ** size_exponent
+    big_s = 8.0  # the target's S: every group's timescale x S^(1 - alpha), as TimescaleCallback holds it
     for row, s in zip(rows, (1.0, 8.0)):
-        # wd_g = B' s^alpha / (lr' N' tau_epoch (N'/N)^e), at lr' / s
-        assert row.weight_decay == pytest.approx(512 * s**width_exponent / (2e-3 * 240_000 * held), rel=1e-12)
+        # wd_g = B' s_g S^(alpha - 1) / (lr' N' tau_epoch (N'/N)^e), at lr' / s_g
+        expected = 512 * s * big_s ** (width_exponent - 1) / (2e-3 * 240_000 * held)
+        assert row.weight_decay == pytest.approx(expected, rel=1e-12)
         assert row.lr == pytest.approx(2e-3 / s) and row.lr * row.weight_decay * row.tau_iter == pytest.approx(1.0)
-        assert row.tau_epoch == pytest.approx(held * s ** (1 - width_exponent), rel=1e-12)
+        assert row.tau_epoch == pytest.approx(held * big_s ** (1 - width_exponent), rel=1e-12)
 
 
 def test_transfer_exponents_reproduce_the_named_rules() -> None:
@@ -66,9 +69,20 @@ def test_transfer_exponents_reproduce_the_named_rules() -> None:
     (fixed,) = transfer_groups(tuned, TargetRun(dataset_size=400_000), size_exponent=-1.0)
     (paper,) = transfer_groups(tuned, TargetRun(dataset_size=400_000))
     assert fixed.weight_decay == pytest.approx(0.1) and paper.weight_decay == pytest.approx(0.1 / 8)
-    # width exponent 0 (Qiu et al. / fixed lambda under muP): every group keeps the base weight decay
+    # width exponent 0 (Qiu et al.: lr * lambda ∝ 1/width for every parameter): the hidden weights keep the base
+    # weight decay, the vector-like ones (lr kept) get a quarter of it at 4x the width
     vector, matrix = transfer_groups(tuned, TargetRun(width=1024), width_exponent=0.0)
-    assert vector.weight_decay == pytest.approx(0.1) and matrix.weight_decay == pytest.approx(0.1)
+    assert vector.weight_decay == pytest.approx(0.1 / 4) and matrix.weight_decay == pytest.approx(0.1)
+    assert vector.lr * vector.weight_decay == pytest.approx(matrix.lr * matrix.weight_decay)
+
+
+@pytest.mark.parametrize("width_exponent", [1.0, 0.5, 0.0, 1.5])
+def test_transfer_and_the_callback_move_every_group_by_the_same_s(width_exponent: float) -> None:
+    tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100, width=256)
+    rows = transfer_groups(tuned, TargetRun(width=2048), width_exponent=width_exponent)
+    groups = [GroupInput(r.name, 0, j, 64, r.lr, 0.1, True, width_mult=r.width_mult) for j, r in enumerate(rows)]
+    decided = decide_groups(groups, tuned.tau_iter, width_exponent=width_exponent)  # what TimescaleCallback writes
+    assert [g.weight_decay for g in decided] == pytest.approx([r.weight_decay for r in rows], rel=1e-12)
 
 
 def test_transfer_table_shows_the_exponents_arithmetic() -> None:
@@ -79,11 +93,11 @@ def test_transfer_table_shows_the_exponents_arithmetic() -> None:
         "Tuned:  lr=0.001, weight_decay=0.1, N=12,500, B=100, width=256 -> tau_epoch=80 (tau_iter=10000 steps)",
         "Target: lr=0.001, N=50,000, B=100, width=1024, M=N/B=500 steps/epoch -> tau_epoch 80 x (50000/12500)^-0.5 ="
         " 40 (tau_iter=20000 steps)",
-        "width_exponent=0.5: weight decay ∝ s^0.5 across widths, so a group at width multiplier s holds tau_iter x"
-        " s^0.5.",
+        "width_exponent=0.5 at the target's width multiplier S=4: every group holds tau_iter x S^0.5 (weight decay ∝"
+        " S^0.5 for the hidden weights).",
         "Group       | Width mult | lr      | Weight decay | tau_iter | tau_epoch",
         "------------------------------------------------------------------------",
-        "vector-like | 1          | 0.001   | 0.05         | 20000    | 40",
+        "vector-like | 1          | 0.001   | 0.025        | 40000    | 80",
         "matrix-like | 4          | 0.00025 | 0.1          | 40000    | 80",
     ]
 
@@ -270,7 +284,7 @@ def test_cli_size_and_width_exponents(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert "-> tau_epoch 80 x (50000/12500)^-0.5 = 40 (tau_iter=20000 steps)" in out
     assert table_rows(out) == {
-        "vector-like": ["1", "0.001", "0.05", "20000", "40"],
+        "vector-like": ["1", "0.001", "0.025", "40000", "80"],
         "matrix-like": ["4", "0.00025", "0.1", "40000", "80"],
     }
     assert main(["transfer", *args, "--json"]) == 0  # the defaults are the paper's rules: 0 and 1
@@ -294,9 +308,9 @@ def test_cli_exponent_errors_name_the_flag(flags: list[str], message: str, capsy
 
 
 def test_cli_refuses_a_group_the_width_exponent_takes_below_one_step() -> None:
-    # tau_iter 100 at s = 1; alpha = 3 at s = 1000 gives the matrix group tau_iter 100 x 1000^-2 = 1e-4 steps
+    # tau_iter 100 at S = 1; alpha = 3 at S = 1000 gives every group tau_iter 100 x 1000^-2 = 1e-4 steps
     flags = ["--target-dataset-size", "0.01x", "--width", "1", "--target-width", "1000", "--width-exponent", "3"]
-    with pytest.raises(SystemExit, match=r"tau_iter=0.0001 optimizer steps, .* \(>= 1\) in group 'matrix-like'"):
+    with pytest.raises(SystemExit, match=r"tau_iter=0.0001 optimizer steps, .* \(>= 1\) in every group"):
         main(["transfer", *TUNED, *flags])
 
 

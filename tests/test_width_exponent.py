@@ -1,8 +1,10 @@
-"""``TimescaleCallback(width_exponent=alpha)``: weight decay ∝ s ** alpha across muP widths (issue 16, part 3).
+"""``TimescaleCallback(width_exponent=alpha)``: every decaying group's timescale x ``S ** (1 - alpha)`` across muP
+widths, ``S`` the model's width multiplier (issue 16, part 3; issue 36: one definition with the finder's width axis).
 
 Real mup (``set_base_shapes``, ``MuReadout``, ``MuAdamW``) at two widths. A torch step post-hook reads every
-group's weight decay as each optimizer step used it; at every step a group of width multiplier ``s`` must hold
-``s ** alpha * lambda_base``, with ``lambda_base = 1 / (lr_base * tau_iter)`` the base width's weight decay.
+group's weight decay as each optimizer step used it; at every step a group of width multiplier ``s`` in a model at
+``S`` must hold ``s * S ** (alpha - 1) * lambda_base`` (``S ** alpha * lambda_base`` for the hidden group, ``s = S``),
+with ``lambda_base = 1 / (lr_base * tau_iter)`` the base width's weight decay.
 """
 
 from __future__ import annotations
@@ -75,25 +77,28 @@ def test_alpha_one_is_todays_rule_bit_for_bit() -> None:
 
 
 @pytest.mark.parametrize("alpha", [0.5, 0.0])
-def test_alpha_scales_weight_decay_as_s_to_the_alpha_at_every_step(alpha: float) -> None:
-    matrix_wd = {}
+def test_alpha_scales_every_groups_weight_decay_by_the_models_s_at_every_step(alpha: float) -> None:
+    matrix_wd, vector_wd = {}, {}
     for width in (BASE_WIDTH, 4 * BASE_WIDTH):
         log, callback = fit(mup_mlp(width), width_exponent=alpha)
-        s = width / BASE_WIDTH
+        s = width / BASE_WIDTH  # the model's S: the hidden group's multiplier
         for step in log.steps:
             assert [group_s for group_s, _, _ in step] == [s, 1.0]  # MuAdamW: matrix-like, then vector-like
             for group_s, lr, wd in step:
-                assert wd == pytest.approx(group_s**alpha * LAMBDA_BASE, rel=1e-12), (width, group_s, wd)
-                # each group's tau_iter is s ** (1 - alpha) times the base width's (unchanged at s = 1)
-                assert 1 / (lr * wd) == pytest.approx(group_s ** (1 - alpha) * TAU_ITER, rel=1e-12)
+                assert wd == pytest.approx(group_s * s ** (alpha - 1) * LAMBDA_BASE, rel=1e-12), (width, group_s, wd)
+                # every group's tau_iter is S ** (1 - alpha) times the base width's, the vector group's too
+                assert 1 / (lr * wd) == pytest.approx(s ** (1 - alpha) * TAU_ITER, rel=1e-12)
         hidden, vector = callback.groups
         assert (vector.width_exponent, hidden.width_exponent) == (alpha, alpha)
-        assert hidden.tau_iter == pytest.approx(s ** (1 - alpha) * TAU_ITER) and vector.tau_iter == TAU_ITER
-        matrix_wd[width] = log.steps[-1][0][2]
-    if alpha == 0.0:  # direct muP: lambda fixed across widths
+        assert hidden.tau_iter == pytest.approx(s ** (1 - alpha) * TAU_ITER) == vector.tau_iter
+        matrix_wd[width], vector_wd[width] = log.steps[-1][0][2], log.steps[-1][1][2]
+    if alpha == 0.0:  # direct muP: lambda fixed across widths for the hidden matrix, eta * lambda ∝ 1/S everywhere
         assert matrix_wd[4 * BASE_WIDTH] == pytest.approx(matrix_wd[BASE_WIDTH], rel=1e-12) == LAMBDA_BASE
+        assert vector_wd[4 * BASE_WIDTH] == pytest.approx(LAMBDA_BASE / 4, rel=1e-12)
     else:
         assert matrix_wd[4 * BASE_WIDTH] == pytest.approx(2 * LAMBDA_BASE, rel=1e-12)  # sqrt(4)
+        assert vector_wd[4 * BASE_WIDTH] == pytest.approx(LAMBDA_BASE / 2, rel=1e-12)  # 4 ** (0.5 - 1)
+    assert vector_wd[BASE_WIDTH] == LAMBDA_BASE  # at the base width S = 1: nothing moves
 
 
 def test_alpha_in_per_step_mode_holds_each_groups_own_timescale() -> None:
@@ -104,8 +109,8 @@ def test_alpha_in_per_step_mode_holds_each_groups_own_timescale() -> None:
 
     log, _ = fit(mup_mlp(4 * BASE_WIDTH), cosine, mode="per_step", width_exponent=0.5)
     for step in log.steps:
-        for group_s, lr, wd in step:  # lr_t * wd_t = 1 / (tau_iter * s ** (1 - alpha)) at every step
-            assert lr * wd == pytest.approx(1 / (TAU_ITER * group_s**0.5), rel=1e-12)
+        for _, lr, wd in step:  # lr_t * wd_t = 1 / (tau_iter * S ** (1 - alpha)) at every step, S = 4
+            assert lr * wd == pytest.approx(1 / (TAU_ITER * 4**0.5), rel=1e-12)
 
 
 def test_a_mapping_sets_alpha_per_group_and_others_keep_one() -> None:
@@ -177,9 +182,9 @@ def test_build_param_groups_declares_every_width() -> None:
         lambda net: torch.optim.AdamW(build_param_groups(net, WD, LR, width_mult={"hidden": 4.0}), lr=LR),
         width_exponent=0.5,
     )
-    for step in log.steps:
+    for step in log.steps:  # the model is at S = 4: the s = 1 'decay' group moves by 4 ** (0.5 - 1) too
         decay, hidden, no_decay = (wd for _, _, wd in step)
-        assert (decay, hidden, no_decay) == (pytest.approx(LAMBDA_BASE), pytest.approx(2 * LAMBDA_BASE), 0.0)
+        assert (decay, hidden, no_decay) == (pytest.approx(LAMBDA_BASE / 2), pytest.approx(2 * LAMBDA_BASE), 0.0)
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ examples:
   # muP model 4x wider: hidden (matrix-like) weights get lr / 4 and weight decay x 4
   lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 50000 --batch-size 100 --width 256 \\
       --target-width 1024
-  # 4x the data by the exponent the finder measured (tau_epoch x 4^-0.5), 4x wider by Fan et al. (wd x 4^0.5)
+  # 4x the data by the exponent the finder measured (tau_epoch x 4^-0.5), 4x wider by Fan et al. (hidden wd x 4^0.5)
   lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 12500 --batch-size 100 --width 256 \\
       --target-dataset-size 4x --target-width 4x --size-exponent -0.5 --width-exponent 0.5
 """
@@ -54,8 +54,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
             "Tune small, train big: from a tuned AdamW run (lr, weight decay, dataset size N, global batch B,"
             " optionally width) compute tau_epoch = B / (lr * wd * N) and print the target run's per-group lr and"
             " weight decay at the same tau_epoch (muP: matrix-like groups get lr / s and weight decay x s), or by"
-            " measured exponents: --size-exponent e (tau_epoch ∝ N^e) and --width-exponent alpha (weight decay ∝"
-            " s^alpha across widths)."
+            " measured exponents: --size-exponent e (tau_epoch ∝ N^e) and --width-exponent alpha (every group's"
+            " timescale x S^(1-alpha) at the target's width multiplier S: hidden weight decay ∝ S^alpha)."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -97,8 +97,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         type=_exponent("width_exponent"),
         default=1.0,
         metavar="ALPHA",
-        help="weight decay ∝ s^ALPHA across muP width multipliers s (default 1: Wang & Aitchison; 0.5 Fan et al.;"
-        " 0 a fixed weight decay)",
+        help="every group's timescale x S^(1-ALPHA) at the target's muP width multiplier S, so the hidden weights'"
+        " weight decay ∝ S^ALPHA (default 1: Wang & Aitchison; 0.5 Fan et al.; 0 a fixed hidden weight decay)",
     )
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     parser.set_defaults(func=run)

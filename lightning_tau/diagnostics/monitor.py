@@ -80,7 +80,7 @@ class TimescaleMonitor(Callback):
 
     ``N`` and ``B`` come from a :class:`~lightning_tau.TimescaleCallback` in the same Trainer when there is one,
     else from the train dataloaders; when neither works the ``tau_epoch`` keys are left out. The callback also
-    pushes, after each decision, what each group holds (``tau_iter * s ** (1 - width_exponent)`` for a muP group)
+    pushes, after each decision, what each group holds (``tau_iter * S ** (1 - width_exponent)`` in a muP model)
     and each optimizer's own steps per epoch under manual optimization, so every group's ``tau_epoch`` and targets
     are in its own optimizer's steps. Its place in
     ``callbacks`` does not matter: it reads each step's lr and weight decay in an optimizer step hook, after every
