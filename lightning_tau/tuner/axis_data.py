@@ -419,7 +419,9 @@ class AxisData:
         The exponent is :attr:`exponent_used`: the rule that holds (where several hold, the one nearest the estimate),
         else the measured exponent where it has an interval, else the paper's rule (exponent 0: :attr:`unbacked`
         says why). Width axis: ``tau_epoch`` (:attr:`tau_epoch`) and ``width_exponent = 1 +
-        exponent_used`` (``1`` where Wang & Aitchison holds, not ``0.908`` from noise). Dataset-size axis:
+        exponent_used`` (``1`` where Wang & Aitchison holds, not ``0.908`` from noise); the callback applies it to
+        every decaying group, each group's timescale times ``S ** (1 - width_exponent)`` with ``S`` the model's μP
+        width multiplier: what the axis measured at ``width_exponent=1``. Dataset-size axis:
         ``tau_epoch`` (the largest fraction's best), ``size_exponent = exponent_used`` and
         ``reference_dataset_size`` (the largest fraction's ``N``): the callback holds
         ``tau_epoch * (N / reference_dataset_size) ** size_exponent``.
