@@ -23,13 +23,16 @@ safe to fork without exec), and wherever ``$LIGHTNING_TAU_WORKER_START`` (:data:
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import linecache
 import multiprocessing
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import FrameType
 from typing import Any, Literal
 
 __all__ = [
@@ -40,12 +43,16 @@ __all__ = [
     "cores",
     "importing_main",
     "preloaded",
+    "runs_at_import",
+    "sigint_held",
+    "sigint_raises",
     "sigterm_raises",
     "start_method",
     "start_server",
     "threads_per_process",
     "threads_line",
     "torch_threads",
+    "unguarded_call",
     "unguarded_script",
     "worker_environ",
 ]
@@ -159,12 +166,85 @@ def threads_line(setting: int | str, per_process: int, workers: int) -> str:
 def start_server() -> None:
     """Start the forkserver now, without waiting for it, so that it imports :data:`PRELOAD` while this process does
     other work; nothing where the workers are spawned, or where the server runs already. Cheap: imports nothing
-    heavy in this process."""
+    heavy in this process.
+
+    The server starts with SIGINT held (:func:`sigint_held`), and so does every worker forked from it: a Ctrl-C
+    while it imports torch is the command's to report (in one line), not the server's to print as a traceback;
+    the worker lets it through once it can hand its trials back (``finder._worker_main``)."""
     _context()
     if start_method() == "forkserver":
         from multiprocessing import forkserver
 
-        forkserver.ensure_running()
+        with sigint_held():
+            forkserver.ensure_running()
+
+
+@contextlib.contextmanager
+def sigint_held() -> Iterator[None]:
+    """Within the block, SIGINT is blocked in the calling thread (held pending, not lost: it arrives when the block
+    ends), and a process started from this thread starts with it blocked: CPython's own ``resource_tracker`` starts
+    that way, so that a Ctrl-C meant for the command does not end its helper process with a traceback. Where the
+    platform cannot block signals, the block runs as it is.
+
+    Example:
+        >>> with sigint_held():
+        ...     signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        True
+        >>> signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        False
+    """
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+@contextlib.contextmanager
+def sigint_raises() -> Iterator[None]:
+    """Within the block, the first SIGINT (Ctrl-C) raises ``KeyboardInterrupt`` where this process is, as Python's
+    default does, and later ones are ignored until the block ends, so that the hand-back of the trials it held
+    finishes and the command still ends in one line (a second Ctrl-C is common). Inside a Lightning fit, Lightning
+    catches the ``KeyboardInterrupt`` (and sets SIGINT ignored; ``run_trial`` puts this handler back). Only where
+    Python's own handler is in place (not where SIGINT is ignored, as in a background job, or where the caller
+    handles it), and only in the main thread.
+
+    Example:
+        >>> with sigint_raises():
+        ...     try:
+        ...         signal.raise_signal(signal.SIGINT)
+        ...     except KeyboardInterrupt:
+        ...         print("interrupted")
+        ...     signal.raise_signal(signal.SIGINT)  # a second one: ignored
+        interrupted
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired = False
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal fired
+        if fired:
+            return
+        fired = True
+        raise KeyboardInterrupt
+
+    try:
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            yield
+            return
+        previous = signal.signal(signal.SIGINT, handler)
+    except (ValueError, OSError):  # not the main interpreter
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def preloaded() -> bool:
@@ -201,6 +281,78 @@ def unguarded_script(workers: int) -> str:
         f"`TimescaleFinder(workers={workers})`: the worker processes import your script, which starts the finder again"
         ' at import; put the script\'s code under `if __name__ == "__main__":`.'
     )
+
+
+def runs_at_import(source: str, line: int) -> bool:
+    r"""Whether the top-level statement of module ``source`` that holds ``line`` runs whenever the module is imported:
+    it is reached through no ``if``, loop, ``match`` or ``except`` (only ``with`` blocks and a ``try``'s body and
+    ``finally``). ``False`` where that cannot be told (the source does not parse, the line is in no statement), so a
+    caller claims a re-run only when it is sure.
+
+    Example:
+        >>> runs_at_import("import x\nx.fit()\n", 2)
+        True
+        >>> runs_at_import("def main():\n    x.fit()\n\nif __name__ == '__main__':\n    main()\n", 5)
+        False
+        >>> runs_at_import("with open('f') as f:\n    main()\n", 2)
+        True
+    """
+    try:
+        body: list[ast.stmt] = ast.parse(source).body
+    except (SyntaxError, ValueError):
+        return False
+    while True:
+        node = next((n for n in body if n.lineno <= line <= (n.end_lineno or n.lineno)), None)
+        if node is None:
+            return False
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            body = node.body
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            inner = [*node.body, *node.finalbody]  # type: ignore[attr-defined]
+            if not any(n.lineno <= line <= (n.end_lineno or n.lineno) for n in inner):
+                return False  # in an except or else clause: conditional
+            body = inner
+        else:
+            compound = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Match, ast.FunctionDef, ast.AsyncFunctionDef)
+            return not isinstance(node, (*compound, ast.ClassDef))
+
+
+def _main_imported_by_workers() -> bool:
+    """Whether the worker processes import this process's main module before they run (as ``multiprocessing``'s
+    ``spawn`` and ``forkserver`` prepare them): a script run by path or a module run with ``-m``, but not a package's
+    ``__main__`` (``python -m pkg``), ``-c`` code, an interactive session or IPython."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name is not None:
+        return not (name == "__main__" or name.endswith(".__main__"))
+    path = getattr(main, "__file__", None)
+    return path is not None and os.path.splitext(os.path.basename(path))[0] != "ipython"
+
+
+def unguarded_call(frame: FrameType | None = None) -> bool:
+    """Whether the call being made here (``frame``: the caller's, by default) comes from the main module's top-level
+    code at a statement that runs on every import (:func:`runs_at_import`), in a script the worker processes import:
+    each worker would run it again as it imports the script. Read from the call stack and the script's source, in
+    this process, before any worker starts; ``False`` where it cannot be told (no source): then the workers' own
+    check (:data:`UNGUARDED_EXIT`) is what stops such a script.
+
+    Example:
+        >>> unguarded_call()  # a doctest runs in no script's top-level code
+        False
+    """
+    if not _main_imported_by_workers():
+        return False
+    main_globals = vars(sys.modules["__main__"])
+    frame = frame if frame is not None else sys._getframe(1)
+    top = None
+    while frame is not None:  # the outermost frame of the main module's own top-level code
+        if frame.f_code.co_name == "<module>" and frame.f_globals is main_globals:
+            top = frame
+        frame = frame.f_back
+    if top is None:
+        return False
+    source = "".join(linecache.getlines(top.f_code.co_filename, main_globals))
+    return bool(source) and runs_at_import(source, top.f_lineno)
 
 
 def worker_environ(environ: Mapping[str, str]) -> None:
@@ -285,6 +437,8 @@ class Workers:
     def _start(
         self, target: Callable[..., Any], args: tuple[Any, ...], count: int, name: str, payload: bytes | None
     ) -> None:
+        if hasattr(signal, "pthread_sigmask"):  # what this thread starts starts with SIGINT held (`sigint_held`)
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             context = _context()
         except ValueError as err:
@@ -321,12 +475,21 @@ class Workers:
 
     def terminate(self) -> None:
         """Start no more workers and SIGTERM the running ones (each hands its trial back and exits)."""
+        self._signal(signal.SIGTERM)
+
+    def interrupt(self) -> None:
+        """Start no more workers and SIGINT the running ones, as a Ctrl-C to the whole terminal does (each hands its
+        trial back as interrupted and exits with 130; one that got the terminal's own ignores this second one): a
+        SIGINT to this process alone (``kill -INT``) ends them too."""
+        self._signal(signal.SIGINT)
+
+    def _signal(self, signum: int) -> None:
         self.stop()
         with self._lock:
             for proc in self.processes:
                 if proc.is_alive():
                     with contextlib.suppress(OSError, ValueError):
-                        proc.terminate()
+                        proc.terminate() if signum == signal.SIGTERM else os.kill(proc.pid, signum)
 
     def alive(self) -> bool:
         """Whether a worker is still starting or running."""
