@@ -562,7 +562,7 @@ def _worker_main(payload: bytes | Any, threads: int, environ: Mapping[str, str])
     """A worker process: train the study's trials until none is left to take, then exit. ``payload``: the pickled
     finder settings, model and data, or the pipe they come through (:class:`~lightning_tau.tuner.workers.Workers`).
 
-    The worker starts with SIGINT held (:func:`~lightning_tau.tuner.workers.sigint_held`: a Ctrl-C while it
+    The worker starts with SIGINT held (:func:`~lightning_tau.tuner.workers.start_server`: a Ctrl-C while it
     started is pending, not a traceback); it lets it through here, where a Ctrl-C ends it with 130 and nothing
     printed (the main process says what to do), and holds SIGINT and SIGTERM again once its trials are handed back
     or done, so that a signal while it exits cannot end it with a traceback."""

@@ -44,7 +44,6 @@ __all__ = [
     "importing_main",
     "preloaded",
     "runs_at_import",
-    "sigint_held",
     "sigint_raises",
     "sigterm_raises",
     "start_method",
@@ -59,8 +58,9 @@ __all__ = [
 
 StartMethod = Literal["forkserver", "spawn"]
 
-#: What the forkserver imports before it forks any worker: everything a worker needs to train a trial.
-PRELOAD = ("torch", "lightning.pytorch", "lightning_tau.tuner.finder")
+#: What the forkserver imports before it forks any worker: everything a worker needs to train a trial; this module
+#: first, which holds SIGINT in the server (:func:`start_server`).
+PRELOAD = ("lightning_tau.tuner.workers", "torch", "lightning.pytorch", "lightning_tau.tuner.finder")
 #: The environment variable that picks the workers' start method: ``forkserver`` (the default on Linux) or ``spawn``.
 START_ENV = "LIGHTNING_TAU_WORKER_START"
 
@@ -168,39 +168,47 @@ def start_server() -> None:
     other work; nothing where the workers are spawned, or where the server runs already. Cheap: imports nothing
     heavy in this process.
 
-    The server starts with SIGINT held (:func:`sigint_held`), and so does every worker forked from it: a Ctrl-C
-    while it imports torch is the command's to report (in one line), not the server's to print as a traceback;
-    the worker lets it through once it can hand its trials back (``finder._worker_main``)."""
+    A Ctrl-C must not end the server with a traceback while it imports torch (it is the command's to report, in one
+    line), nor be lost by a worker it forks before the worker can hand its trials back. So the server starts with
+    SIGINT ignored (set in this process for the moment it takes to start it: a blocked mask would not pass through
+    ``multiprocessing``'s exec, an ignored signal does); the first module it imports (this one, :data:`PRELOAD`)
+    puts Python's handler back and blocks SIGINT (:func:`_hold_sigint_in_server`), and every worker forked from it
+    starts so: a Ctrl-C while it starts is pending, and arrives once ``finder._worker_main`` lets it through."""
     _context()
     if start_method() == "forkserver":
         from multiprocessing import forkserver
 
-        with sigint_held():
+        with _sigint_ignored():
             forkserver.ensure_running()
 
 
 @contextlib.contextmanager
-def sigint_held() -> Iterator[None]:
-    """Within the block, SIGINT is blocked in the calling thread (held pending, not lost: it arrives when the block
-    ends), and a process started from this thread starts with it blocked: CPython's own ``resource_tracker`` starts
-    that way, so that a Ctrl-C meant for the command does not end its helper process with a traceback. Where the
-    platform cannot block signals, the block runs as it is.
-
-    Example:
-        >>> with sigint_held():
-        ...     signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
-        True
-        >>> signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
-        False
-    """
-    if not hasattr(signal, "pthread_sigmask"):
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process for the block (the main thread only; elsewhere the block runs as it is)."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError):  # not the main thread
         yield
         return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        signal.signal(signal.SIGINT, previous)
+
+
+def _hold_sigint_in_server() -> None:
+    """In the workers' server (this module imported by ``multiprocessing.forkserver.main``'s preload, and only
+    there): Python's SIGINT handler back in place of the ignored one it started with, and SIGINT blocked, which the
+    workers it forks inherit (:func:`start_server`)."""
+    from multiprocessing import forkserver
+
+    frame: FrameType | None = sys._getframe()
+    while frame is not None and frame.f_code is not forkserver.main.__code__:
+        frame = frame.f_back
+    if frame is None or not hasattr(signal, "pthread_sigmask"):
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @contextlib.contextmanager
@@ -437,8 +445,6 @@ class Workers:
     def _start(
         self, target: Callable[..., Any], args: tuple[Any, ...], count: int, name: str, payload: bytes | None
     ) -> None:
-        if hasattr(signal, "pthread_sigmask"):  # what this thread starts starts with SIGINT held (`sigint_held`)
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             context = _context()
         except ValueError as err:
@@ -520,3 +526,6 @@ class Workers:
         a nonzero exit code (their trials are handed on or trained by the others)."""
         ended = [f"worker process {pid} ended with exit code {code}." for pid, code in self.exit_codes() if code != 0]
         return [f"{error}; trained without it." for error in self.errors] + ended
+
+
+_hold_sigint_in_server()  # nothing outside the workers' server
