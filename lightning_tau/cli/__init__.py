@@ -70,36 +70,37 @@ class _Terminated(SystemExit):
     """SIGTERM outside the finder's sweep (which says itself what its study kept)."""
 
 
+#: SIGINT and SIGTERM that came after the command's work ended (:func:`hold_signals`), for :func:`main` to read.
+_HELD: list[int] = []
+
+
 def hold_signals() -> None:
-    """Hold (block) SIGINT and SIGTERM in this thread from now on: the command is ending and says so in its one
-    line, which a second Ctrl-C or a SIGTERM must not cut short with a traceback or a second line. :func:`main`
-    reads a signal held this way when the command ends (nothing where the platform cannot block signals).
+    """From now on SIGINT and SIGTERM are noted, not raised: the command is ending and says so in its one line, which a
+    second Ctrl-C or a SIGTERM must not cut short with a traceback or a second line. :func:`main` reads them when the
+    command ends. A handler, not a blocked mask: a mask holds a signal from one thread only, and the process has
+    others (heartbeats, TensorBoard) that would take it. Main thread only (elsewhere nothing).
 
     Example:
         >>> import signal
-        >>> before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        >>> before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
         >>> hold_signals()
-        >>> {signal.SIGINT, signal.SIGTERM} <= signal.pthread_sigmask(signal.SIG_BLOCK, [])
-        True
-        >>> _ = signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        >>> signal.raise_signal(signal.SIGINT)  # noted, nothing raised
+        >>> _HELD.pop()
+        <Signals.SIGINT: 2>
+        >>> _ = signal.signal(signal.SIGINT, before[0]), signal.signal(signal.SIGTERM, before[1])
     """
     import signal
+    import threading
 
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    if threading.current_thread() is not threading.main_thread():
+        return
 
+    def note(signum: int, frame: object) -> None:
+        _HELD.append(signal.Signals(signum))
 
-def _held_signal() -> int | None:
-    """The first SIGINT or SIGTERM held (:func:`hold_signals`) and not yet delivered, taken off: it is not delivered
-    later; ``None`` if none (or where the platform cannot tell)."""
-    import signal
-
-    if not hasattr(signal, "sigtimedwait"):
-        return None
-    held = None
-    while (info := signal.sigtimedwait({signal.SIGINT, signal.SIGTERM}, 0)) is not None:
-        held = held if held is not None else info.si_signo
-    return held
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, note)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -107,10 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Ctrl-C and SIGTERM anywhere (importing torch, reading a config, writing the results) end the command with one
     line and the shell's codes for them, 130 and 143, instead of a traceback or a death by the signal. From the
-    command's last line on both are held (:func:`hold_signals`): one that came after the results were written, while
-    they were printed, still ends the command with its line and code; one that comes while the interpreter shuts down
-    (threads, workers' clean-up: the run is complete and said so) is dropped with the process, which exits with its
-    own code. Called with ``argv`` (embedded), the signals are let through again on return.
+    command's last line on both are noted, not raised (:func:`hold_signals`): one that came after the results were
+    written, while they were printed, still ends the command with its line and code; one that comes while the
+    interpreter shuts down (threads, workers' clean-up: the run is complete and said so) is ignored, and the process
+    exits with its own code. Called with ``argv`` (embedded), the handlers are put back on return.
     """
     import signal
     import sys
@@ -126,12 +127,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise _Terminated(143)
 
     previous = signal.getsignal(signal.SIGTERM)
+    previous_int = signal.getsignal(signal.SIGINT)
     main_thread = threading.current_thread() is threading.main_thread()
     # only in the main thread, and where nobody (a caller embedding main) handles SIGTERM already
     ours = previous in (signal.SIG_DFL, None) and main_thread
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, []) if hasattr(signal, "pthread_sigmask") else None
     if ours:
         signal.signal(signal.SIGTERM, terminated)
+    _HELD.clear()
     code: int | None = None
     try:
         args = build_parser(command).parse_args(argv)
@@ -147,11 +149,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = 143
     finally:
         hold_signals()  # also on the way out of a SystemExit (a usage error, --help)
-        held = _held_signal() if main_thread else None
-        if ours:
-            signal.signal(signal.SIGTERM, previous)
-        if embedded and mask is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if main_thread:
+            # the command's own process shuts down ignoring both (the run is over and said so; ignored, not
+            # handled: Python puts a handled signal back to its default late in its shutdown); embedded: as before
+            for signum, handler in ((signal.SIGINT, previous_int), (signal.SIGTERM, previous)):
+                if handler is not None:
+                    signal.signal(signum, signal.SIG_IGN if not embedded else handler)
+        held = _HELD[0] if _HELD else None
     if held is not None and code == 0:  # after the work, before the end: the command was stopped all the same
         print(f"{prog}: {'interrupted' if held == signal.SIGINT else 'stopped by SIGTERM'}.", file=sys.stderr)
         code = 130 if held == signal.SIGINT else 143

@@ -564,8 +564,8 @@ def _worker_main(payload: bytes | Any, threads: int, environ: Mapping[str, str])
 
     The worker starts with SIGINT held (:func:`~lightning_tau.tuner.workers.start_server`: a Ctrl-C while it
     started is pending, not a traceback); it lets it through here, where a Ctrl-C ends it with 130 and nothing
-    printed (the main process says what to do), and holds SIGINT and SIGTERM again once its trials are handed back
-    or done, so that a signal while it exits cannot end it with a traceback."""
+    printed (the main process says what to do), and ignores SIGINT and SIGTERM once its trials are handed back or
+    done, so that a signal while it exits cannot end it with a traceback."""
     code: int | str | None = 0
     try:
         if hasattr(signal, "pthread_sigmask"):
@@ -586,9 +586,9 @@ def _worker_main(payload: bytes | Any, threads: int, environ: Mapping[str, str])
         code = 130
     except SystemExit as err:  # SIGTERM (143), handed back
         code = err.code
-    finally:
-        if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    finally:  # ignored, not blocked: a blocked mask holds a signal from this thread only, not from the others
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.stdout.flush()
     sys.stderr.flush()
     sys.exit(code)
