@@ -134,3 +134,40 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = 240) -> A
             return value
         time.sleep(POLL)
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def own_group() -> None:
+    """``preexec_fn`` for a child signalled as a terminal signals its job: SIGINT at its default
+    (:func:`default_sigint`), in a process group of its own that ``os.killpg(child.pid, ...)`` reaches whole (the
+    command, its worker server and its workers), and nothing else."""
+    default_sigint()
+    os.setpgid(0, 0)
+
+
+def children(pid: int) -> list[int]:
+    """The pids of ``pid``'s child processes (Linux ``/proc``; none once it has exited)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return found
+
+
+def importing_torch(pid: int) -> bool:
+    """Whether process ``pid`` has torch's library mapped (it is importing torch, or has imported it)."""
+    try:
+        return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def logged_a_scalar(run: Path) -> bool:
+    """Whether the TensorBoard folder of one trial holds a scalar: its fit has run an epoch, and is inside
+    Lightning's fit (``run_trial``) as long as the trial is not complete."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(run))
+    accumulator.Reload()
+    return bool(accumulator.Tags()["scalars"])

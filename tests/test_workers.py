@@ -9,7 +9,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import subprocess
 import sys
+import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,11 +25,14 @@ from lightning_tau.tuner.workers import (
     cores,
     importing_main,
     preloaded,
+    runs_at_import,
+    sigint_raises,
     sigterm_raises,
     start_method,
     threads_line,
     threads_per_process,
     torch_threads,
+    unguarded_call,
     unguarded_script,
     worker_environ,
 )
@@ -73,6 +79,31 @@ def test_a_second_sigterm_while_the_first_is_handled_is_ignored() -> None:
             handled.append(True)
             raise
     assert handled == [True]
+
+
+def test_sigint_inside_the_block_raises_once_then_is_ignored_and_the_handler_is_restored() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    if before is not signal.default_int_handler:
+        pytest.skip("SIGINT is not at Python's default here (ignored, or another handler)")
+    raised = 0
+    with sigint_raises():
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            raised += 1
+        signal.raise_signal(signal.SIGINT)  # while the first is handled: ignored
+    assert raised == 1 and signal.getsignal(signal.SIGINT) is before
+
+
+def test_sigint_ignored_when_the_block_starts_stays_ignored() -> None:
+    """A background job starts with SIGINT ignored: the sweep does not start hearing it."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with sigint_raises():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_a_worker_takes_the_starting_processs_environment_without_what_it_removed(
@@ -134,7 +165,8 @@ def test_the_context_has_the_start_method_and_a_forkserver_preloads_the_finder(m
         monkeypatch.setenv(START_ENV, "forkserver")
         assert workers._context().get_start_method() == "forkserver"
         # the server's preload list: private to multiprocessing, read here only to see that it was set
-        assert forkserver._forkserver._preload_modules == ["torch", "lightning.pytorch", "lightning_tau.tuner.finder"]
+        assert forkserver._forkserver._preload_modules == list(workers.PRELOAD)
+        assert workers.PRELOAD[0] == "lightning_tau.tuner.workers"  # first: it holds SIGINT in the server
 
 
 # --- cores and threads ---------------------------------------------------------------------------------------------
@@ -276,3 +308,78 @@ def test_terminate_goes_on_past_a_worker_that_ended_meanwhile(
     started.processes += [Ended(12, None, alive=True, refuse=refuse), last]
     started.terminate()
     assert last.terminated
+
+
+# --- the main-guard check, made in the main process before any trial trains ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "runs"),
+    [
+        ("import x\nx.fit()\n", 2, True),
+        ("def main():\n    x.fit()\n\nmain()\n", 4, True),  # the call in a function the module calls
+        ("with x:\n    try:\n        x.fit()\n    finally:\n        pass\n", 3, True),
+        ("if __name__ == '__main__':\n    x.fit()\n", 2, False),
+        ("def main():\n    x.fit()\n\nif __name__ == '__main__':\n    main()\n", 5, False),
+        ("if RANK == 0:\n    x.fit()\n", 2, False),  # another condition: not sure, not claimed
+        ("for i in range(2):\n    x.fit()\n", 2, False),
+        ("try:\n    pass\nexcept E:\n    x.fit()\n", 4, False),
+        ("x.fit(\n", 1, False),  # does not parse
+        ("import x\n", 5, False),  # no such line
+    ],
+)
+def test_a_statement_runs_at_import_only_through_no_condition(source: str, line: int, runs: bool) -> None:
+    assert runs_at_import(source, line) is runs
+
+
+def test_a_call_is_unguarded_only_from_a_main_module_the_workers_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The call site is read from the stack: the main module's top-level frame and the script's source."""
+    script = "import sys\nframe = sys._getframe()\n"
+    main = types.ModuleType("__main__")
+    main.__file__ = "/nowhere/sweep.py"
+    main.__spec__ = None
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    monkeypatch.setattr(workers.linecache, "getlines", lambda path, module_globals=None: script.splitlines(True))
+    exec(compile(script, "/nowhere/sweep.py", "exec"), vars(main))
+    assert unguarded_call(vars(main)["frame"]) is True
+    main.__spec__ = types.SimpleNamespace(name="pkg.__main__")  # `python -m pkg`: the workers do not import it
+    assert unguarded_call(vars(main)["frame"]) is False
+    main.__spec__ = types.SimpleNamespace(name="pkg.sweep")  # `python -m pkg.sweep`: they do
+    assert unguarded_call(vars(main)["frame"]) is True
+    guarded = "import sys\nif __name__ == '__main__':\n    frame = sys._getframe()\n"
+    monkeypatch.setattr(workers.linecache, "getlines", lambda path, module_globals=None: guarded.splitlines(True))
+    exec(compile(guarded, "/nowhere/sweep.py", "exec"), vars(main))
+    assert unguarded_call(vars(main)["frame"]) is False
+    assert unguarded_call() is False  # this test is called by pytest, not by a main module's top-level code
+
+
+#: A user's script with no ``if __name__ == "__main__":`` and ``workers=2``: each worker would run it again as it
+#: imports it.
+UNGUARDED = """
+from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
+from lightning_tau.tuner.finder import TimescaleFinder
+
+finder = TimescaleFinder(
+    fraction=0.5, tau_epochs=(2, 4), seeds=(0,), monitor="val/loss", root_dir="out", workers=2,
+    trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1}, progress=False, verbose=False,
+)
+finder.fit(DigitsMLP, datamodule=DigitsDataModule(train_size=400, batch_size=64))
+print("the script went on")
+"""
+
+
+@pytest.mark.slow
+def test_a_script_without_the_main_guard_stops_before_any_trial_trains(tmp_path: Path) -> None:
+    """It used to train the grid in the main process while its worker found the finder at import, and only then
+    stop: here it stops with the one line and no trial was trained (no study written, no TensorBoard run)."""
+    pytest.importorskip("sklearn")
+    (tmp_path / "sweep.py").write_text(UNGUARDED)
+    env = {k: v for k, v in os.environ.items() if k != START_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1]), env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "sweep.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    printed = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 1
+    assert printed == [unguarded_script(2)], printed
+    assert not (tmp_path / "out" / "tb").exists() and not (tmp_path / "out" / "study.journal").exists()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from lightning_tau.cli._args import CommandParser
 
-__all__ = ["SUBCOMMANDS", "build_parser", "main"]
+__all__ = ["SUBCOMMANDS", "build_parser", "hold_signals", "main"]
 
 #: Subcommand modules, in the order ``--help`` lists them, with their one-line help and aliases (each module's
 #: ``add_parser`` registers the same; ``tests/test_first_contact.py`` checks they agree).
@@ -70,16 +70,54 @@ class _Terminated(SystemExit):
     """SIGTERM outside the finder's sweep (which says itself what its study kept)."""
 
 
+#: SIGINT and SIGTERM that came after the command's work ended (:func:`hold_signals`), for :func:`main` to read.
+_HELD: list[int] = []
+
+
+def hold_signals() -> None:
+    """From now on SIGINT and SIGTERM are noted, not raised: the command is ending and says so in its one line, which a
+    second Ctrl-C or a SIGTERM must not cut short with a traceback or a second line. :func:`main` reads them when the
+    command ends. A handler, not a blocked mask: a mask holds a signal from one thread only, and the process has
+    others (heartbeats, TensorBoard) that would take it. Main thread only (elsewhere nothing).
+
+    Example:
+        >>> import signal
+        >>> before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+        >>> hold_signals()
+        >>> signal.raise_signal(signal.SIGINT)  # noted, nothing raised
+        >>> _HELD.pop()
+        <Signals.SIGINT: 2>
+        >>> _ = signal.signal(signal.SIGINT, before[0]), signal.signal(signal.SIGTERM, before[1])
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def note(signum: int, frame: object) -> None:
+        _HELD.append(signal.Signals(signum))
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, note)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lightning-tau`` console script.
 
     Ctrl-C and SIGTERM anywhere (importing torch, reading a config, writing the results) end the command with one
-    line and the shell's codes for them, 130 and 143, instead of a traceback or a death by the signal.
+    line and the shell's codes for them, 130 and 143, instead of a traceback or a death by the signal. From the
+    command's last line on both are noted, not raised (:func:`hold_signals`): one that came after the results were
+    written, while they were printed, still ends the command with its line and code; one that comes while the
+    interpreter shuts down (threads, workers' clean-up: the run is complete and said so) is ignored, and the process
+    exits with its own code. Called with ``argv`` (embedded), the handlers are put back on return.
     """
     import signal
     import sys
     import threading
 
+    embedded = argv is not None
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _command(argv)
     prog = f"lightning-tau {command}" if command else "lightning-tau"
@@ -89,19 +127,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise _Terminated(143)
 
     previous = signal.getsignal(signal.SIGTERM)
+    previous_int = signal.getsignal(signal.SIGINT)
+    main_thread = threading.current_thread() is threading.main_thread()
     # only in the main thread, and where nobody (a caller embedding main) handles SIGTERM already
-    ours = previous in (signal.SIG_DFL, None) and threading.current_thread() is threading.main_thread()
+    ours = previous in (signal.SIG_DFL, None) and main_thread
     if ours:
         signal.signal(signal.SIGTERM, terminated)
+    _HELD.clear()
+    code: int | None = None
     try:
         args = build_parser(command).parse_args(argv)
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        hold_signals()
     except KeyboardInterrupt:
+        hold_signals()
         print(f"{prog}: interrupted.", file=sys.stderr)
-        return 130
+        code = 130
     except _Terminated:
+        hold_signals()
         print(f"{prog}: stopped by SIGTERM.", file=sys.stderr)
-        return 143
+        code = 143
     finally:
-        if ours:
-            signal.signal(signal.SIGTERM, previous)
+        hold_signals()  # also on the way out of a SystemExit (a usage error, --help)
+        if main_thread:
+            # the command's own process shuts down ignoring both (the run is over and said so; ignored, not
+            # handled: Python puts a handled signal back to its default late in its shutdown); embedded: as before
+            for signum, handler in ((signal.SIGINT, previous_int), (signal.SIGTERM, previous)):
+                if handler is not None:
+                    signal.signal(signum, signal.SIG_IGN if not embedded else handler)
+        held = _HELD[0] if _HELD else None
+    if held is not None and code == 0:  # after the work, before the end: the command was stopped all the same
+        print(f"{prog}: {'interrupted' if held == signal.SIGINT else 'stopped by SIGTERM'}.", file=sys.stderr)
+        code = 130 if held == signal.SIGINT else 143
+    assert code is not None  # set on every way here
+    return code

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lightning_tau._constants import GOALS
+from lightning_tau.cli import hold_signals
 from lightning_tau.cli._args import (
     MAX_SEED,
     fraction_above_zero,
@@ -515,6 +516,7 @@ def _main(args: argparse.Namespace) -> int:
     try:
         result = finder.fit(model_factory, datamodule=datamodule, wait=not args.no_wait)
     except (KeyboardInterrupt, SIGTERMException) as err:
+        hold_signals()  # a second Ctrl-C or SIGTERM while this says what the study kept: held (`main` reads it)
         kept = ""
         with contextlib.suppress(Exception):
             if finder.study is not None:

@@ -24,6 +24,7 @@ import dataclasses
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -71,10 +72,12 @@ from lightning_tau.tuner.workers import (
     Workers,
     cores,
     importing_main,
+    sigint_raises,
     sigterm_raises,
     start_server,
     threads_line,
     torch_threads,
+    unguarded_call,
     unguarded_script,
     worker_environ,
 )
@@ -354,6 +357,10 @@ class TimescaleFinder:
         """
         if importing_main():  # a worker importing the user's script, whose code runs the finder again at import
             _stop_unguarded_worker(self.workers)
+        # the same script seen from this process, before any trial trains: this call is made by the script's
+        # top-level code where every import runs it, so each worker would start it again as it imports the script
+        if self.workers > 1 and not self._worker_only and unguarded_call(sys._getframe(1)):
+            raise SystemExit(unguarded_script(self.workers))
         self._warned = set()  # warnings the trials of this fit have shown: each once, not once per trial or point
         self.staging = None
         factory, copies = model_factory(model, self.axis)
@@ -421,8 +428,9 @@ class TimescaleFinder:
         ``log`` then saying so and what ``answer`` waits on them."""
         grid = self.settings.grid_order()
         log = self._log
-        # SIGTERM anywhere in here (waiting on a trial elsewhere, between trials) ends the sweep as inside a fit
-        with quiet_optuna(), sigterm_raises(lambda: SIGTERMException(SIGTERM_EXIT)):
+        # SIGTERM anywhere in here (waiting on a trial elsewhere, between trials) ends the sweep as inside a fit; a
+        # Ctrl-C raises KeyboardInterrupt once (inside a fit too: `run_trial`), a second one lets the hand-back finish
+        with quiet_optuna(), sigterm_raises(lambda: SIGTERMException(SIGTERM_EXIT)), sigint_raises():
             studies = open_studies(self.settings, points, grid, log)
             self.study = studies[0]
             if self.axis != "fraction":
@@ -450,7 +458,9 @@ class TimescaleFinder:
             except BaseException as err:
                 if procs is not None and isinstance(err, SIGTERMException):  # each worker hands its trial back
                     procs.terminate()
-                elif procs is not None:  # Ctrl-C or an error: start no worker that would not hear of it
+                elif procs is not None and isinstance(err, KeyboardInterrupt):  # Ctrl-C to this process alone too
+                    procs.interrupt()
+                elif procs is not None:  # an error: start no worker that would not hear of it
                     procs.stop()
                 for study in studies:  # the trials this process held: to the next worker at once
                     study.release(stop_reason(err))
@@ -550,19 +560,35 @@ def _stop_unguarded_worker(workers: int) -> NoReturn:
 
 def _worker_main(payload: bytes | Any, threads: int, environ: Mapping[str, str]) -> None:
     """A worker process: train the study's trials until none is left to take, then exit. ``payload``: the pickled
-    finder settings, model and data, or the pipe they come through (:class:`~lightning_tau.tuner.workers.Workers`)."""
-    worker_environ(environ)  # the starting process's, as spawn gives it (a fork has its server's)
-    if not isinstance(payload, bytes):
-        payload = payload.recv_bytes()
-    kwargs, model_factory, full_train, val, seeds = pickle.loads(payload)
-    torch.set_num_threads(threads)
-    finder = TimescaleFinder(**kwargs)
-    finder._worker_only = True
-    finder.settings = dataclasses.replace(finder.settings, seeds=seeds)  # seeds="auto": the stage trained now
+    finder settings, model and data, or the pipe they come through (:class:`~lightning_tau.tuner.workers.Workers`).
+
+    The worker starts with SIGINT held (:func:`~lightning_tau.tuner.workers.start_server`: a Ctrl-C while it
+    started is pending, not a traceback); it lets it through here, where a Ctrl-C ends it with 130 and nothing
+    printed (the main process says what to do), and ignores SIGINT and SIGTERM once its trials are handed back or
+    done, so that a signal while it exits cannot end it with a traceback."""
+    code: int | str | None = 0
     try:
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        worker_environ(environ)  # the starting process's, as spawn gives it (a fork has its server's)
+        if not isinstance(payload, bytes):
+            payload = payload.recv_bytes()
+        kwargs, model_factory, full_train, val, seeds = pickle.loads(payload)
+        torch.set_num_threads(threads)
+        finder = TimescaleFinder(**kwargs)
+        finder._worker_only = True
+        finder.settings = dataclasses.replace(finder.settings, seeds=seeds)  # seeds="auto": the stage trained now
         finder.fit(model_factory, train_dataloaders=full_train, val_dataloaders=val, wait=False)
     except Exception as err:
         print(f"TimescaleFinder worker (pid {os.getpid()}): error: {err}", file=sys.stderr)
-        sys.exit(1)
+        code = 1
     except KeyboardInterrupt:  # Ctrl-C reaches every process of the command: the main one says what to do
-        sys.exit(130)
+        code = 130
+    except SystemExit as err:  # SIGTERM (143), handed back
+        code = err.code
+    finally:  # ignored, not blocked: a blocked mask holds a signal from this thread only, not from the others
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(code)

@@ -15,6 +15,8 @@ import copy
 import math
 import numbers
 import re
+import signal
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -325,13 +327,15 @@ def run_trial(
     user_callbacks = [fresh_callback(c) if has_run_state(c) else c for c in kwargs.pop("callbacks", None) or []]
     pruning = [PruningCallback(trial, monitor)] if trial is not None else []
     kwargs.setdefault("log_every_n_steps", max(1, len(train) // int(kwargs.get("accumulate_grad_batches", 1))))
+    interrupted = _Interrupted()
     trainer = pl.Trainer(
         logger=logger,
         default_root_dir=str(log_dir),
-        callbacks=[callback, recorder, *pruning, *user_callbacks],
+        callbacks=[callback, recorder, *pruning, *user_callbacks, interrupted],
         **kwargs,
     )
-    trainer.fit(model, train_dataloaders=train, val_dataloaders=val)
+    with interrupted.raised():
+        trainer.fit(model, train_dataloaders=train, val_dataloaders=val)
     record = {
         "format": RECORD_FORMAT,
         "steps": int(trainer.global_step),
@@ -532,6 +536,39 @@ class _RunRecorder(Callback):
                 "decays": g.decays,
                 "width_mult": g.width_mult,  # the μP s the callback read (None: 1 or unknown)
             }
+
+
+class _Interrupted(Callback):
+    """A Ctrl-C inside the fit, given back as the ``KeyboardInterrupt`` it was.
+
+    Lightning (2.x, ``trainer/call.py``'s ``_call_and_handle_interrupt``) catches a ``KeyboardInterrupt`` raised in
+    a fit, sets SIGINT ignored, calls the callbacks' ``on_exception``, tears the fit down and ends with
+    ``sys.exit(1)``: the finder would see an error (exit 1, the trial FAIL with ``SystemExit: 1``), not a Ctrl-C.
+    This callback notes the interrupt in ``on_exception``; :meth:`raised`, around the fit, turns the ``SystemExit``
+    that follows back into ``KeyboardInterrupt`` (the trial is then handed back as interrupted and the command
+    exits 130) and puts back the SIGINT handler the fit started with."""
+
+    def __init__(self) -> None:
+        self.interrupt: KeyboardInterrupt | None = None
+
+    @override
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        if isinstance(exception, KeyboardInterrupt):
+            self.interrupt = exception
+
+    @contextlib.contextmanager
+    def raised(self) -> Iterator[None]:
+        main = threading.current_thread() is threading.main_thread()
+        handler = signal.getsignal(signal.SIGINT) if main else None
+        try:
+            yield
+        except SystemExit:
+            if self.interrupt is None:
+                raise
+            raise KeyboardInterrupt from None
+        finally:
+            if main and handler is not None and signal.getsignal(signal.SIGINT) is not handler:
+                signal.signal(signal.SIGINT, handler)
 
 
 class PruningCallback(Callback):

@@ -23,13 +23,16 @@ safe to fork without exec), and wherever ``$LIGHTNING_TAU_WORKER_START`` (:data:
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import linecache
 import multiprocessing
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import FrameType
 from typing import Any, Literal
 
 __all__ = [
@@ -40,20 +43,24 @@ __all__ = [
     "cores",
     "importing_main",
     "preloaded",
+    "runs_at_import",
+    "sigint_raises",
     "sigterm_raises",
     "start_method",
     "start_server",
     "threads_per_process",
     "threads_line",
     "torch_threads",
+    "unguarded_call",
     "unguarded_script",
     "worker_environ",
 ]
 
 StartMethod = Literal["forkserver", "spawn"]
 
-#: What the forkserver imports before it forks any worker: everything a worker needs to train a trial.
-PRELOAD = ("torch", "lightning.pytorch", "lightning_tau.tuner.finder")
+#: What the forkserver imports before it forks any worker: everything a worker needs to train a trial; this module
+#: first, which holds SIGINT in the server (:func:`start_server`).
+PRELOAD = ("lightning_tau.tuner.workers", "torch", "lightning.pytorch", "lightning_tau.tuner.finder")
 #: The environment variable that picks the workers' start method: ``forkserver`` (the default on Linux) or ``spawn``.
 START_ENV = "LIGHTNING_TAU_WORKER_START"
 
@@ -159,12 +166,93 @@ def threads_line(setting: int | str, per_process: int, workers: int) -> str:
 def start_server() -> None:
     """Start the forkserver now, without waiting for it, so that it imports :data:`PRELOAD` while this process does
     other work; nothing where the workers are spawned, or where the server runs already. Cheap: imports nothing
-    heavy in this process."""
+    heavy in this process.
+
+    A Ctrl-C must not end the server with a traceback while it imports torch (it is the command's to report, in one
+    line), nor be lost by a worker it forks before the worker can hand its trials back. So the server starts with
+    SIGINT ignored (set in this process for the moment it takes to start it: a blocked mask would not pass through
+    ``multiprocessing``'s exec, an ignored signal does); the first module it imports (this one, :data:`PRELOAD`)
+    puts Python's handler back and blocks SIGINT (:func:`_hold_sigint_in_server`), and every worker forked from it
+    starts so: a Ctrl-C while it starts is pending, and arrives once ``finder._worker_main`` lets it through."""
     _context()
     if start_method() == "forkserver":
         from multiprocessing import forkserver
 
-        forkserver.ensure_running()
+        with _sigint_ignored():
+            forkserver.ensure_running()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process for the block (the main thread only; elsewhere the block runs as it is)."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError):  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _hold_sigint_in_server() -> None:
+    """In the workers' server (this module imported by ``multiprocessing.forkserver.main``'s preload, and only
+    there): Python's SIGINT handler back in place of the ignored one it started with, and SIGINT blocked, which the
+    workers it forks inherit (:func:`start_server`)."""
+    from multiprocessing import forkserver
+
+    frame: FrameType | None = sys._getframe()
+    while frame is not None and frame.f_code is not forkserver.main.__code__:
+        frame = frame.f_back
+    if frame is None or not hasattr(signal, "pthread_sigmask"):
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@contextlib.contextmanager
+def sigint_raises() -> Iterator[None]:
+    """Within the block, the first SIGINT (Ctrl-C) raises ``KeyboardInterrupt`` where this process is, as Python's
+    default does, and later ones are ignored until the block ends, so that the hand-back of the trials it held
+    finishes and the command still ends in one line (a second Ctrl-C is common). Inside a Lightning fit, Lightning
+    catches the ``KeyboardInterrupt`` (and sets SIGINT ignored; ``run_trial`` puts this handler back). Only where
+    Python's own handler is in place (not where SIGINT is ignored, as in a background job, or where the caller
+    handles it), and only in the main thread.
+
+    Example:
+        >>> with sigint_raises():
+        ...     try:
+        ...         signal.raise_signal(signal.SIGINT)
+        ...     except KeyboardInterrupt:
+        ...         print("interrupted")
+        ...     signal.raise_signal(signal.SIGINT)  # a second one: ignored
+        interrupted
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired = False
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal fired
+        if fired:
+            return
+        fired = True
+        raise KeyboardInterrupt
+
+    try:
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            yield
+            return
+        previous = signal.signal(signal.SIGINT, handler)
+    except (ValueError, OSError):  # not the main interpreter
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def preloaded() -> bool:
@@ -201,6 +289,78 @@ def unguarded_script(workers: int) -> str:
         f"`TimescaleFinder(workers={workers})`: the worker processes import your script, which starts the finder again"
         ' at import; put the script\'s code under `if __name__ == "__main__":`.'
     )
+
+
+def runs_at_import(source: str, line: int) -> bool:
+    r"""Whether the top-level statement of module ``source`` that holds ``line`` runs whenever the module is imported:
+    it is reached through no ``if``, loop, ``match`` or ``except`` (only ``with`` blocks and a ``try``'s body and
+    ``finally``). ``False`` where that cannot be told (the source does not parse, the line is in no statement), so a
+    caller claims a re-run only when it is sure.
+
+    Example:
+        >>> runs_at_import("import x\nx.fit()\n", 2)
+        True
+        >>> runs_at_import("def main():\n    x.fit()\n\nif __name__ == '__main__':\n    main()\n", 5)
+        False
+        >>> runs_at_import("with open('f') as f:\n    main()\n", 2)
+        True
+    """
+    try:
+        body: list[ast.stmt] = ast.parse(source).body
+    except (SyntaxError, ValueError):
+        return False
+    while True:
+        node = next((n for n in body if n.lineno <= line <= (n.end_lineno or n.lineno)), None)
+        if node is None:
+            return False
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            body = node.body
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            inner = [*node.body, *node.finalbody]  # type: ignore[attr-defined]
+            if not any(n.lineno <= line <= (n.end_lineno or n.lineno) for n in inner):
+                return False  # in an except or else clause: conditional
+            body = inner
+        else:
+            compound = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Match, ast.FunctionDef, ast.AsyncFunctionDef)
+            return not isinstance(node, (*compound, ast.ClassDef))
+
+
+def _main_imported_by_workers() -> bool:
+    """Whether the worker processes import this process's main module before they run (as ``multiprocessing``'s
+    ``spawn`` and ``forkserver`` prepare them): a script run by path or a module run with ``-m``, but not a package's
+    ``__main__`` (``python -m pkg``), ``-c`` code, an interactive session or IPython."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name is not None:
+        return not (name == "__main__" or name.endswith(".__main__"))
+    path = getattr(main, "__file__", None)
+    return path is not None and os.path.splitext(os.path.basename(path))[0] != "ipython"
+
+
+def unguarded_call(frame: FrameType | None = None) -> bool:
+    """Whether the call being made here (``frame``: the caller's, by default) comes from the main module's top-level
+    code at a statement that runs on every import (:func:`runs_at_import`), in a script the worker processes import:
+    each worker would run it again as it imports the script. Read from the call stack and the script's source, in
+    this process, before any worker starts; ``False`` where it cannot be told (no source): then the workers' own
+    check (:data:`UNGUARDED_EXIT`) is what stops such a script.
+
+    Example:
+        >>> unguarded_call()  # a doctest runs in no script's top-level code
+        False
+    """
+    if not _main_imported_by_workers():
+        return False
+    main_globals = vars(sys.modules["__main__"])
+    frame = frame if frame is not None else sys._getframe(1)
+    top = None
+    while frame is not None:  # the outermost frame of the main module's own top-level code
+        if frame.f_code.co_name == "<module>" and frame.f_globals is main_globals:
+            top = frame
+        frame = frame.f_back
+    if top is None:
+        return False
+    source = "".join(linecache.getlines(top.f_code.co_filename, main_globals))
+    return bool(source) and runs_at_import(source, top.f_lineno)
 
 
 def worker_environ(environ: Mapping[str, str]) -> None:
@@ -321,12 +481,21 @@ class Workers:
 
     def terminate(self) -> None:
         """Start no more workers and SIGTERM the running ones (each hands its trial back and exits)."""
+        self._signal(signal.SIGTERM)
+
+    def interrupt(self) -> None:
+        """Start no more workers and SIGINT the running ones, as a Ctrl-C to the whole terminal does (each hands its
+        trial back as interrupted and exits with 130; one that got the terminal's own ignores this second one): a
+        SIGINT to this process alone (``kill -INT``) ends them too."""
+        self._signal(signal.SIGINT)
+
+    def _signal(self, signum: int) -> None:
         self.stop()
         with self._lock:
             for proc in self.processes:
                 if proc.is_alive():
                     with contextlib.suppress(OSError, ValueError):
-                        proc.terminate()
+                        proc.terminate() if signum == signal.SIGTERM else os.kill(proc.pid, signum)
 
     def alive(self) -> bool:
         """Whether a worker is still starting or running."""
@@ -357,3 +526,6 @@ class Workers:
         a nonzero exit code (their trials are handed on or trained by the others)."""
         ended = [f"worker process {pid} ended with exit code {code}." for pid, code in self.exit_codes() if code != 0]
         return [f"{error}; trained without it." for error in self.errors] + ended
+
+
+_hold_sigint_in_server()  # nothing outside the workers' server
