@@ -84,7 +84,7 @@ def axis(tmp_path_factory: pytest.TempPathFactory) -> AxisResult:
         axis="width",
         widths=(2 * BASE_WIDTH, 8 * BASE_WIDTH),
         tau_epochs=(4.0, 8.0, 16.0, 32.0),
-        seeds=(0,),
+        seeds=(0, 1),  # two seeds: an interval, so the callback applies the measured exponent (none without one)
         fraction=1.0,
         trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1},
         root_dir=tmp_path_factory.mktemp("axis"),
