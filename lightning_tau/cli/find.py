@@ -326,6 +326,29 @@ def _writable(path: Path, *, folder: bool) -> str | None:
     return None
 
 
+def _output_problem(args: argparse.Namespace) -> str | None:
+    """Why a file ``find`` would write must not be written (:func:`lightning_tau.outputs.output_problem`: the
+    study's storage, another study's folder, a file the package did not write), in ``--json``'s terms, or ``None``.
+
+    Checked before torch is imported: ``--json``, and with ``--study`` the study folder's JSON and figure (without
+    it the folder's name is known only once the model is built; :func:`_write_results` checks those again).
+    """
+    from lightning_tau.outputs import output_problem, study_files
+    from lightning_tau.tuner.study.folder import study_folder
+
+    storage = args.storage if args.storage is not None else args.out / "study.journal"
+    own = study_folder(args.study) if args.study is not None else None
+    where: list[tuple[str, Path]] = [("--json", args.json)] if args.json is not None else []
+    if own is not None:
+        where += [("--out", args.out / own / "finder.json")] * (args.json is None)
+        where += [("--out", args.out / own / "tau_finder.png")] * (not args.no_plot)
+    for option, path in where:
+        problem = output_problem(path, studies=[study_files(storage)], out=args.out, own_folder=own)
+        if problem is not None:
+            return f"argument {option}: will not write {str(path)!r}: {problem}"
+    return None
+
+
 def _reopen(args: argparse.Namespace) -> str | None:
     """:func:`~lightning_tau.cli.find_reopen.reopen_study` against ``find``'s own defaults."""
     return reopen_study(args, _defaults())
@@ -411,6 +434,8 @@ def _main(args: argparse.Namespace) -> int:
     for option, where, folder in (("--out", args.out, True), ("--json", args.json, False)):
         if where is not None and (why := _writable(where, folder=folder)) is not None:
             return _error(f"argument {option}: cannot write to {str(where)!r}: {why}. Pass a writable path.", 2)
+    if (problem := _output_problem(args)) is not None:
+        return _error(problem, 2)
     if args.config is not None and not args.config.is_file():
         return _error(f"--config {str(args.config)!r} is not a file.", 2)
     if args.study is None and (problem := _seed_options(args)) is not None:
@@ -557,12 +582,25 @@ def _main(args: argparse.Namespace) -> int:
     studies = finder.studies if finder.axis != "fraction" else [finder.study]
     for study in studies:  # the names `--study` and `TimescaleFinder(study_name=...)` reopen
         print(f"Study: {study.study.study_name} (in {study.shown})")
-    folder = args.out / result_folder(finder)  # each study's files in a folder of its own: none overwrites another's
+    code = _write_results(args, result, args.out / result_folder(finder))
+    if code == 0:
+        print(f"TensorBoard logs: tensorboard --logdir {args.out / 'tb'}")
+    return code
+
+
+def _write_results(args: argparse.Namespace, result: Any, folder: Path) -> int:
+    """Write the JSON summary and the figure (into the study's ``folder`` under ``--out``, each study's own: none
+    overwrites another's), each through :mod:`lightning_tau.outputs`' check; the exit code."""
+    from lightning_tau.outputs import OutputError
+
+    kept = "The trials are stored: run the command again to write it."
     try:
         print(f"JSON: {result.save_json(args.json or folder / 'finder.json')}")
         if not args.no_plot:
             print(f"Figure: {result.plot(folder / 'tau_finder.png')}")
+    except OutputError as err:
+        option = "--json" if args.json is not None and err.path == args.json else "--out"
+        return _error(f"argument {option}: {err} {kept}", 2)
     except OSError as err:
-        return _error(f"cannot write the result: {err}. The trials are stored: run the command again to write it.", 1)
-    print(f"TensorBoard logs: tensorboard --logdir {args.out / 'tb'}")
+        return _error(f"cannot write the result: {err}. {kept}", 1)
     return 0
