@@ -1,11 +1,14 @@
 """``lightning-tau find`` errors that name the option, and stops that say one line: a repeated grid value, a fraction
 that leaves less than a batch, a subset seed out of range, a damaged default journal (not blamed on --storage),
-Ctrl-C and SIGTERM while the command is still importing (real processes and signals for the latter)."""
+Ctrl-C and SIGTERM while the command is still importing (real processes and signals for the latter); ``--json`` at a
+study's files, inside another study's folder or at a user's file refused before torch; cross-flag mistakes in flag
+terms before torch; the note on a password in ``--storage`` and the safe form on a real PostgreSQL server."""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -14,7 +17,8 @@ from pathlib import Path
 
 import optuna
 import pytest
-from finder_procs import default_sigint
+from finder_procs import command, default_sigint, finish, run
+from pg_server import PostgresServer
 
 from lightning_tau.cli import main
 
@@ -163,6 +167,15 @@ def _probe(tmp_path: Path, argvs: list[list[str]]) -> list[tuple[int, str, list[
     return results  # type: ignore[return-value]
 
 
+def _user_db(postgres: PostgresServer) -> tuple[str, str, str]:
+    """A new role with a password holding ``/`` and ``@``, and an empty database it owns: (role, password, db)."""
+    role = f"tau_{secrets.token_hex(3)}"
+    password = f"s3c/r@t-{secrets.token_hex(6)}"
+    postgres.create_role(role, password)
+    postgres.create_database(role, owner=role)
+    return role, password, role
+
+
 def _journal_with_a_study(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
@@ -220,7 +233,8 @@ def test_json_at_a_finished_studys_journal_keeps_every_trial_and_our_json_is_rep
     summary.write_text(first + "\n")  # our own JSON, touched
     assert main([*tiny, "--json", str(summary)]) == 0  # replaced; nothing trained again
     assert "2 of 2 trials were complete in the study before this command" in capsys.readouterr().out
-    assert json.loads(summary.read_text()) == json.loads(first) and journal.read_bytes() == before
+    assert json.loads(summary.read_text()) == json.loads(first)
+    assert journal.read_bytes().startswith(before)  # every trial kept (the rerun only appends)
 
 
 def test_cross_flag_mistakes_are_one_line_in_flag_terms_before_torch(tmp_path: Path) -> None:
@@ -273,3 +287,26 @@ def test_find_without_config_says_it_trains_the_digits_task_and_how_many_trials(
         "No --config: training the built-in digits task (about 4 trials: 2 tau_epochs x 2 seeds). Pass --config for"
         " your own model."
     )
+
+
+@pytest.mark.slow
+def test_postgres_without_the_password_on_the_command_line_pgpass_or_pgpassword(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    # the safe form docs/finder.rst shows: a URL without the password, the password in a .pgpass file or PGPASSWORD
+    role, password, db = _user_db(postgres)
+    url = postgres.url(db, role)  # no password: nothing for ps to show
+    assert password not in url
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"*:*:*:{role}:{password}\n")
+    pgpass.chmod(0o600)  # libpq ignores a .pgpass others can read
+    first = finish(run(command(tmp_path / "out", tmp_path / "a.json", "--storage", url), PGPASSFILE=str(pgpass)))
+    again = finish(run(command(tmp_path / "out", tmp_path / "b.json", "--storage", url), PGPASSWORD=password))
+    assert json.loads((tmp_path / "a.json").read_text()) == json.loads((tmp_path / "b.json").read_text())
+    assert "trials were complete in the study before this command" in again[0]  # the same study, reopened
+    assert all("note:" not in err and password not in out + err for out, err in (first, again))
+    refused = subprocess.run(
+        command(tmp_path / "out", tmp_path / "c.json", "--storage", url),
+        capture_output=True, text=True, env={**os.environ, "PGPASSFILE": str(tmp_path / "none")}, timeout=300,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "password" in refused.stderr  # no password anywhere: the server says so
