@@ -96,9 +96,15 @@ def _main(args: argparse.Namespace) -> int:
         " (epochs)."
     )
     print("\n".join(plan_table(plans, m)))
-    path = draw_plan(
-        plans, lrs, m, args.out / FIGURE_NAME, title=f"{', '.join(p.name for p in args.config)}: group {name}"
-    )
+    from lightning_tau.outputs import OutputError
+
+    try:
+        path = draw_plan(
+            plans, lrs, m, args.out / FIGURE_NAME, title=f"{', '.join(p.name for p in args.config)}: group {name}"
+        )
+    except OutputError as err:  # a file put there since the check before torch
+        print(f"lightning-tau plan: error: --out: {err}", file=sys.stderr)
+        return 2
     print(f"Wrote {path} and {path.with_suffix('.svg')}.")
     return 0
 
