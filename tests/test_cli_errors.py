@@ -5,7 +5,10 @@ Usage errors exit with 2, as argparse's own do; nothing is trained and no sweep 
 
 from __future__ import annotations
 
+import argparse
+import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -368,3 +371,41 @@ def test_find_help_shows_one_default_per_option(capsys: pytest.CaptureFixture[st
     fraction = text[text.index("--fraction FRACTION share") :].split(" --axis ")[0]
     assert fraction.count("default") == 1, fraction
     assert "(default: None)" not in text and "(default: False)" not in text
+
+
+@pytest.mark.parametrize("bad", ["-5", "3.5", "1e308"])
+def test_transfer_width_exponent_outside_its_documented_range_is_a_usage_error(
+    bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transfer", *TUNED, "--width", "64", "--target-width", "4x", "--width-exponent", bad])
+    assert exit_info.value.code == 2
+    line = _one_error_line(capsys.readouterr().err, "transfer")
+    assert f"argument --width-exponent: got {bad!r}: use a number in [-1, 3]" in line
+    assert main(["transfer", *TUNED, "--width", "64", "--target-width", "4x", "--width-exponent", "3"]) == 0
+    assert main(["transfer", *TUNED, "--width", "64", "--target-width", "4x", "--width-exponent", "-1"]) == 0
+
+
+def test_transfer_target_width_out_of_float_range_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["transfer", *TUNED, "--width", "64", "--target-width", "1e308", "--width-exponent", "3"]
+    assert main(argv) == 2
+    line = _one_error_line(capsys.readouterr().err, "transfer")
+    assert line.startswith("lightning-tau transfer: error: argument --target-width: 1e+308 with --width-exponent 3")
+    assert "tau_iter" not in line
+
+
+def test_no_help_text_gives_its_default_twice() -> None:
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    doubled = []
+    for name, sub in commands.choices.items():
+        formatter = sub._get_formatter()
+        for action in sub._actions:
+            action = copy.copy(action)
+            action.help = action.help() if callable(action.help) else action.help  # demo's: computed for --help
+            shown = formatter._get_help_string(action) or ""  # the help with the formatter's "(default: ...)"
+            if "when not given" in shown and "(default:" in shown:
+                doubled.append(f"{name} {action.option_strings}: {shown}")
+    assert doubled == []
+    find_help = " ".join(commands.choices["find"].format_help().split())
+    assert "suggested) (default: none)" in find_help  # --pruner's default, said once

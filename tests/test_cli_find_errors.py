@@ -1,22 +1,30 @@
 """``lightning-tau find`` errors that name the option, and stops that say one line: a repeated grid value, a fraction
 that leaves less than a batch, a subset seed out of range, a damaged default journal (not blamed on --storage),
-Ctrl-C and SIGTERM while the command is still importing (real processes and signals for the latter)."""
+Ctrl-C and SIGTERM while the command is still importing (real processes and signals for the latter); ``--json`` at a
+study's files, inside another study's folder or at a user's file refused before torch; cross-flag mistakes in flag
+terms before torch; the note on a password in ``--storage`` and the safe form on a real PostgreSQL server."""
 
 from __future__ import annotations
 
+import json
+import os
+import secrets
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import optuna
 import pytest
-from finder_procs import default_sigint
+from finder_procs import command, default_sigint, finish, run
+from pg_server import PostgresServer
 
 from lightning_tau.cli import main
 
 pytest.importorskip("sklearn")
 
+ROOT = Path(__file__).resolve().parents[1]
 QUICK = ["--epochs", "1", "--no-progress", "--no-plot"]
 
 
@@ -129,3 +137,176 @@ def test_a_signal_in_the_first_seconds_is_one_line_and_the_shells_exit_code(
     done = _signal_while_importing_torch(tmp_path, signum)
     assert done.returncode == code, done.stderr[-3000:]
     assert done.stderr.strip().splitlines() == [line], done.stderr[-3000:]
+
+
+# --- outputs that are not ours, and cross-flag mistakes: one line, exit 2, before torch ----------------------------
+
+#: Runs ``lightning-tau`` argument lists in one process; prints, for each, its exit code, what it wrote to stderr and
+#: which heavy packages had been imported by then.
+_PROBE = """
+import contextlib, io, json, sys
+from lightning_tau.cli import main
+HEAVY = ("torch", "lightning", "optuna", "matplotlib")
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv)
+    print(json.dumps([code, err.getvalue(), sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY))]))
+"""
+
+
+def _probe(tmp_path: Path, argvs: list[list[str]]) -> list[tuple[int, str, list[str]]]:
+    """Each of ``argvs`` run by ``main`` in one fresh process: (exit code, stderr, the heavy packages imported)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's package, from any working directory
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(argvs)], capture_output=True, text=True, cwd=tmp_path, env=env,
+        timeout=600,
+    )
+    results = [tuple(json.loads(line)) for line in proc.stdout.splitlines() if line.startswith("[")]
+    assert len(results) == len(argvs), proc.stderr[-3000:]
+    return results  # type: ignore[return-value]
+
+
+def _user_db(postgres: PostgresServer) -> tuple[str, str, str]:
+    """A new role with a password holding ``/`` and ``@``, and an empty database it owns: (role, password, db)."""
+    role = f"tau_{secrets.token_hex(3)}"
+    password = f"s3c/r@t-{secrets.token_hex(6)}"
+    postgres.create_role(role, password)
+    postgres.create_database(role, owner=role)
+    return role, password, role
+
+
+def _journal_with_a_study(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
+    optuna.create_study(study_name="kept", storage=storage)
+    return path
+
+
+def test_json_at_a_studys_files_or_a_users_file_is_refused_before_torch(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    journal = _journal_with_a_study(out / "study.journal")
+    database = out / "finder.db"
+    optuna.create_study(study_name="kept", storage=f"sqlite:///{database}")
+    (out / "tb" / "tau_finder_other" / "version_0").mkdir(parents=True)
+    (out / "tau_finder_other").mkdir()
+    ours = {"tau_epoch": 8, "curve": [], "verdict": "", "tau_epoch_range": []}  # another study's summary
+    (out / "tau_finder_other" / "finder.json").write_text(json.dumps(ours))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    kept = {p: p.read_bytes() for p in (journal, database, notes, out / "tau_finder_other" / "finder.json")}
+    base = ["find", *QUICK, "--tau-epochs", "2", "8", "--seeds", "0", "--out", str(out)]
+    cases = [
+        (journal, [], "it is the study's journal file"),
+        (Path(f"{journal}.lock"), [], "it is the study's journal file"),
+        (database, ["--storage", f"sqlite:///{database}"], "it is the study's SQLite database"),
+        (Path(f"{database}.take-lock"), ["--storage", f"sqlite:///{database}"], "it is the study's SQLite database"),
+        (out / "tau_finder_other" / "finder.json", [], "the folder of study 'tau_finder_other'"),
+        (out / "tb" / "mine.json", [], "the studies' TensorBoard logs"),
+        (notes, [], "it is a file the package did not write"),
+    ]
+    results = _probe(tmp_path, [[*base, *extra, "--json", str(path)] for path, extra, _ in cases])
+    for (code, err, heavy), (path, _, why) in zip(results, cases):
+        line = _one_line(err)
+        assert code == 2 and heavy == [], (path, err, heavy)
+        assert line.startswith(f"lightning-tau find: error: argument --json: will not write {str(path)!r}: "), line
+        assert why in line, line
+    assert {p: p.read_bytes() for p in kept} == kept  # byte for byte
+    assert not (out / "study.journal.lock").exists() and not (out / "finder.db.take-lock").exists()
+
+
+@pytest.mark.slow
+def test_json_at_a_finished_studys_journal_keeps_every_trial_and_our_json_is_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    tiny = ["find", *QUICK, "--tau-epochs", "2", "8", "--seeds", "0", "--out", str(out)]
+    summary = tmp_path / "summary.json"
+    assert main([*tiny, "--json", str(summary)]) == 0
+    first = summary.read_text()
+    journal = out / "study.journal"
+    before = journal.read_bytes()
+    capsys.readouterr()
+    assert main([*tiny, "--json", str(journal)]) == 2  # the issue's command: it used to exit 0 and wipe the journal
+    assert "argument --json: will not write" in _one_line(capsys.readouterr().err)
+    assert journal.read_bytes() == before
+    summary.write_text(first + "\n")  # our own JSON, touched
+    assert main([*tiny, "--json", str(summary)]) == 0  # replaced; nothing trained again
+    assert "2 of 2 trials were complete in the study before this command" in capsys.readouterr().out
+    assert json.loads(summary.read_text()) == json.loads(first)
+    assert journal.read_bytes().startswith(before)  # every trial kept (the rerun only appends)
+
+
+def test_cross_flag_mistakes_are_one_line_in_flag_terms_before_torch(tmp_path: Path) -> None:
+    base = ["find", *QUICK, "--out", str(tmp_path / "o")]
+    long_name = "s" * 600
+    cases = [
+        (["--widths", "16", "64"], "argument --widths: 16 64 is only used with --axis width (the axis is fraction)"),
+        (["--fractions", "0.1", "0.5"], "argument --fractions: 0.1 0.5 is only used with --axis dataset_size"),
+        (
+            ["--axis", "dataset_size", "--fractions", "0.1", "0.5", "--fraction", "0.3"],
+            "argument --fraction: 0.3 is not used with --axis dataset_size",
+        ),
+        (["--tolerance", "1.5"], "argument --tolerance: 1.5 is only used with --axis width or dataset_size"),
+        (
+            ["--study", long_name, "--storage", "postgresql+psycopg2://tau@127.0.0.1:1/db"],
+            "argument --study: the name is 600 characters long; a database storage holds at most 512",
+        ),
+        (
+            ["--study", "s" * 505, "--storage", "postgresql://tau@127.0.0.1:1/db", "--axis", "width", "--widths", "16",
+             "64"],
+            "argument --study: the name is 514 characters long with the axis point (_width=...) added",
+        ),
+    ]  # fmt: skip
+    for (code, err, heavy), (argv, start) in zip(_probe(tmp_path, [[*base, *argv] for argv, _ in cases]), cases):
+        assert code == 2 and heavy == [], (argv, err, heavy)
+        assert _one_line(err).startswith(f"lightning-tau find: error: {start}"), err
+        assert "TimescaleFinder" not in err
+    assert not (tmp_path / "o" / "study.journal").exists()
+
+
+def test_a_password_in_storage_gets_a_one_line_note_naming_the_safe_form(tmp_path: Path) -> None:
+    base = ["find", *QUICK, "--out", str(tmp_path / "o"), "--widths", "16"]  # --widths: stops before torch
+    with_password = ["--storage", "postgresql+psycopg2://tau:s3cret@127.0.0.1:1/db"]
+    without = ["--storage", "postgresql+psycopg2://tau@127.0.0.1:1/db"]
+    (code, err, _), (_, plain, _) = _probe(tmp_path, [[*base, *with_password], [*base, *without]])
+    notes = [line for line in err.splitlines() if line.startswith("lightning-tau find: note:")]
+    assert code == 2 and len(notes) == 1, err
+    assert "visible to every user of this machine" in notes[0] and "~/.pgpass or PGPASSWORD" in notes[0]
+    assert "s3cret" not in err
+    assert "note:" not in plain
+
+
+def test_find_without_config_says_it_trains_the_digits_task_and_how_many_trials(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --fraction 0.01 is refused once the data is known: after the line, before the first trial
+    argv = ["find", "--fraction", "0.01", "--tau-epochs", "2", "8", "--seeds", "0", "1", *QUICK, "--out", str(tmp_path)]
+    assert main(argv) == 2
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "No --config: training the built-in digits task (about 4 trials: 2 tau_epochs x 2 seeds). Pass --config for"
+        " your own model."
+    )
+
+
+@pytest.mark.slow
+def test_postgres_without_the_password_on_the_command_line_pgpass_or_pgpassword(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    # the safe form docs/finder.rst shows: a URL without the password, the password in a .pgpass file or PGPASSWORD
+    role, password, db = _user_db(postgres)
+    url = postgres.url(db, role)  # no password: nothing for ps to show
+    assert password not in url
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"*:*:*:{role}:{password}\n")
+    pgpass.chmod(0o600)  # libpq ignores a .pgpass others can read
+    first = finish(run(command(tmp_path / "out", tmp_path / "a.json", "--storage", url), PGPASSFILE=str(pgpass)))
+    again = finish(run(command(tmp_path / "out", tmp_path / "b.json", "--storage", url), PGPASSWORD=password))
+    assert json.loads((tmp_path / "a.json").read_text()) == json.loads((tmp_path / "b.json").read_text())
+    assert "trials were complete in the study before this command" in again[0]  # the same study, reopened
+    assert all("note:" not in err and password not in out + err for out, err in (first, again))
+    refused = subprocess.run(
+        command(tmp_path / "out", tmp_path / "c.json", "--storage", url),
+        capture_output=True, text=True, env={**os.environ, "PGPASSFILE": str(tmp_path / "none")}, timeout=300,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "password" in refused.stderr  # no password anywhere: the server says so

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -80,5 +81,61 @@ def test_plan_says_in_one_line_when_the_config_has_no_model_class(
 ) -> None:
     assert main(["plan", "--config", str(CONFIGS / "digits_timescale.yaml"), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("lightning-tau plan: error: --config: ") and "\n" not in err
-    assert err.endswith("(a `model:` without class_path needs --model, a `data:` one --data)")
+    assert err.startswith(f"lightning-tau plan: error: --config {CONFIGS / 'digits_timescale.yaml'}: ")
+    assert "\n" not in err
+    assert err.endswith("(a `model:` without class_path needs --model)")  # the hint that fits, only
+
+
+def test_plan_names_the_bad_callback_argument_without_an_unrelated_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (CONFIGS / "digits_timescale.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("tau_epoch: 10.0", "tau_epoch: -3"))
+    assert main(["plan", "--config", str(bad), *DIGITS, "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"lightning-tau plan: error: --config {bad}: trainer.callbacks[0] (TimescaleCallback): `TimescaleCallback("
+        "tau_epoch=-3)` is not valid: `tau_epoch` must be a positive finite number."
+    )
+    bad.write_text(text.replace("coupling: constant", "coupling: constant\n        bogus: 3"))
+    assert main(["plan", "--config", str(bad), "--out", str(tmp_path)]) == 2  # no --model: the hint does not fit
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"lightning-tau plan: error: --config {bad}: trainer.callbacks[0] (TimescaleCallback): ")
+    assert "'bogus'" in err and "--model" not in err and "\n" not in err
+
+
+#: Runs ``lightning-tau`` argument lists in one process; prints, for each, its exit code, stderr and the heavy
+#: packages imported by then.
+_PROBE = """
+import contextlib, io, json, sys
+from lightning_tau.cli import main
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv)
+    print(json.dumps([code, err.getvalue(), sorted({m.split(".")[0] for m in sys.modules} & {"torch", "lightning"})]))
+"""
+
+
+def test_plan_refuses_a_missing_config_and_a_figure_it_did_not_write_before_torch(tmp_path: Path) -> None:
+    (tmp_path / "tau_plan.svg").write_text("<svg>my drawing</svg>")
+    config = str(CONFIGS / "digits_timescale.yaml")
+    argvs = [
+        ["plan", "--config", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "new")],
+        ["plan", "--config", config, *DIGITS, "--out", str(tmp_path)],
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(argvs)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(code, heavy) for code, _, heavy in results] == [(2, []), (2, [])], done.stderr[-2000:]
+    missing = str(tmp_path / "missing.yaml")
+    assert results[0][1].strip() == f"lightning-tau plan: error: --config {missing!r} is not a file."
+    assert results[1][1].strip() == (
+        f"lightning-tau plan: error: --out: will not write {str(tmp_path / 'tau_plan.svg')!r}: it is a file the package"
+        " did not write (it would be replaced): pass a new path, or move the file away first."
+    )
+    assert (tmp_path / "tau_plan.svg").read_text() == "<svg>my drawing</svg>"
+    assert not (tmp_path / "tau_plan.png").exists()

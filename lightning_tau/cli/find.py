@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -157,7 +158,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=("none", *PRUNER_NAMES),
         default="none",
         help="stop hopeless tau_epoch runs early with this Optuna pruner (pruned tau_epochs are listed, never"
-        " suggested); when not given: none",
+        " suggested)",
     )
     parser.add_argument(
         "--out",
@@ -290,6 +291,98 @@ def _seed_options(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _axis_options(args: argparse.Namespace) -> str | None:
+    """The usage error of ``--widths``, ``--fractions`` or ``--fraction`` given with an ``--axis`` that does not use
+    them, in flag terms, or ``None`` (before torch is imported; ``TimescaleFinder`` makes the same checks).
+
+    Example:
+        >>> print(_axis_options(argparse.Namespace(axis="fraction", widths=[16, 64], fractions=None, fraction=None)))
+        ... # doctest: +ELLIPSIS
+        argument --widths: 16 64 is only used with --axis width (the axis is fraction): add --axis width, or leave ...
+    """
+    given = {"--widths": args.widths, "--fractions": args.fractions}
+    for flag, axis in (("--widths", "width"), ("--fractions", "dataset_size")):
+        if given[flag] is not None and args.axis != axis:
+            shown = " ".join(f"{v:g}" for v in given[flag])
+            return (
+                f"argument {flag}: {shown} is only used with --axis {axis} (the axis is {args.axis}): add --axis"
+                f" {axis}, or leave {flag} out."
+            )
+    if args.fraction is not None and args.axis == "dataset_size":
+        return (
+            f"argument --fraction: {args.fraction:g} is not used with --axis dataset_size, which trains on each of"
+            " --fractions: leave --fraction out."
+        )
+    return None
+
+
+#: The longest study name a database storage holds (Optuna's ``studies.study_name`` is a ``VARCHAR(512)``).
+STUDY_NAME_LIMIT = 512
+
+
+def _study_name_problem(args: argparse.Namespace) -> str | None:
+    """A ``--study`` longer than a database storage holds (with the axis point's ``_width=64`` added), in
+    ``--study``'s terms, or ``None``; a journal file and SQLite hold any length.
+
+    Example:
+        >>> print(_study_name_problem(argparse.Namespace(study="s" * 600, storage="postgresql://u@h/db",
+        ...     axis="fraction", widths=None, fractions=None)))
+        argument --study: the name is 600 characters long; a database storage holds at most 512: pass a shorter --study.
+    """
+    url = str(args.storage)
+    if args.study is None or "://" not in url or url.split(":", 1)[0].split("+")[0] == "sqlite":
+        return None
+    values = args.widths if args.axis == "width" else args.fractions if args.axis == "dataset_size" else None
+    longest = max((len(args.study) + len(f"_{args.axis}={v:g}") for v in values or ()), default=len(args.study))
+    if longest <= STUDY_NAME_LIMIT:
+        return None
+    point = f" with the axis point (_{args.axis}=...) added" if longest != len(args.study) else ""
+    return (
+        f"argument --study: the name is {longest} characters long{point}; a database storage holds at most"
+        f" {STUDY_NAME_LIMIT}: pass a shorter --study."
+    )
+
+
+#: A password in a storage URL: ``scheme://user:PASSWORD@host`` or a ``password=`` query parameter (as
+#: :func:`lightning_tau.tuner.study.storage.redact_url` masks it).
+_URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^:/@?#]*:[^?#]*@|[?&](?:password|passwd|pwd)=", re.I)
+
+
+def _storage_password_notice(storage: str | None) -> None:
+    """Say on stderr, in one line, that a password in ``--storage`` is readable by every local user (the command
+    line is in ``ps``), and the form that keeps it off the command line."""
+    if storage is not None and _URL_PASSWORD.search(storage):
+        print(
+            "lightning-tau find: note: the password in --storage is visible to every user of this machine (ps shows"
+            " the command line): leave it out of the URL and put it in ~/.pgpass or PGPASSWORD (docs/finder.rst).",
+            file=sys.stderr,
+        )
+
+
+def _digits_notice(args: argparse.Namespace) -> str:
+    """The line ``find`` prints before training the built-in task when no ``--config`` is given: what it trains and
+    about how many trials.
+
+    Example:
+        >>> print(_digits_notice(argparse.Namespace(tau_epochs=[1, 2, 4], seeds=None, axis="fraction", widths=None,
+        ...     fractions=None)))
+        ... # doctest: +ELLIPSIS
+        No --config: training the built-in digits task (about 9 trials: 3 tau_epochs x 3 seeds). Pass --config ...
+    """
+    points = args.widths if args.axis == "width" else args.fractions if args.axis == "dataset_size" else None
+    seeds = 3 if args.seeds == "auto" else len(args.seeds) if args.seeds else 5 if points else 3
+    trials = len(args.tau_epochs) * seeds * len(points or [0])
+    counts = [(len(args.tau_epochs), "tau_epoch"), (seeds, "seed")]
+    if points:
+        counts.append((len(points), "width" if args.axis == "width" else "fraction"))
+    parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in counts]
+    about = "at least" if args.seeds == "auto" else "about"
+    return (
+        f"No --config: training the built-in digits task ({about} {trials} trials: {' x '.join(parts)}). Pass --config"
+        " for your own model."
+    )
+
+
 def _grid_options(args: argparse.Namespace) -> str | None:
     """A repeated ``--tau-epochs`` or ``--seeds`` value, in ``TimescaleFinder``'s words under the flag (the same
     checks, :mod:`lightning_tau.tuner.grid_args`, run here before torch is imported), or ``None``."""
@@ -324,6 +417,29 @@ def _writable(path: Path, *, folder: bool) -> str | None:
         probe.unlink()
     except OSError as err:
         return f"cannot write in {existing}: {err.strerror or err}"
+    return None
+
+
+def _output_problem(args: argparse.Namespace) -> str | None:
+    """Why a file ``find`` would write must not be written (:func:`lightning_tau.outputs.output_problem`: the
+    study's storage, another study's folder, a file the package did not write), in ``--json``'s terms, or ``None``.
+
+    Checked before torch is imported: ``--json``, and with ``--study`` the study folder's JSON and figure (without
+    it the folder's name is known only once the model is built; :func:`_write_results` checks those again).
+    """
+    from lightning_tau.outputs import output_problem, study_files
+    from lightning_tau.tuner.study.folder import study_folder
+
+    storage = args.storage if args.storage is not None else args.out / "study.journal"
+    own = study_folder(args.study) if args.study is not None else None
+    where: list[tuple[str, Path]] = [("--json", args.json)] if args.json is not None else []
+    if own is not None:
+        where += [("--out", args.out / own / "finder.json")] * (args.json is None)
+        where += [("--out", args.out / own / "tau_finder.png")] * (not args.no_plot)
+    for option, path in where:
+        problem = output_problem(path, studies=[study_files(storage)], out=args.out, own_folder=own)
+        if problem is not None:
+            return f"argument {option}: will not write {str(path)!r}: {problem}"
     return None
 
 
@@ -409,14 +525,17 @@ def _storage_error(args: argparse.Namespace, shown: str, reason: str) -> str:
 
 def _main(args: argparse.Namespace) -> int:
     # the checks that need no data come first: a usage error imports neither torch, Lightning nor Optuna
+    _storage_password_notice(args.storage)
     for option, where, folder in (("--out", args.out, True), ("--json", args.json, False)):
         if where is not None and (why := _writable(where, folder=folder)) is not None:
             return _error(f"argument {option}: cannot write to {str(where)!r}: {why}. Pass a writable path.", 2)
+    if (problem := _output_problem(args)) is not None:
+        return _error(problem, 2)
     if args.config is not None and not args.config.is_file():
         return _error(f"--config {str(args.config)!r} is not a file.", 2)
-    if args.study is None and (problem := _seed_options(args)) is not None:
+    if args.study is None and (problem := _seed_options(args) or _axis_options(args)) is not None:
         return _error(problem, 2)
-    if (problem := _grid_options(args)) is not None:
+    if (problem := _grid_options(args) or _study_name_problem(args)) is not None:
         return _error(problem, 2)
     journal = args.out / "study.journal" if args.storage is None else Path(args.storage)
     if "://" not in str(args.storage) and journal.is_file() and (problem := journal_problem(journal)) is not None:
@@ -445,7 +564,7 @@ def _main(args: argparse.Namespace) -> int:
             return _error(str(err), 2)
         if reopened:
             print(reopened)
-        if (problem := _seed_options(args)) is not None:  # with the axis and seeds the study holds
+        if (problem := _seed_options(args) or _axis_options(args)) is not None:  # with the study's axis and seeds
             return _error(problem, 2)
     if args.config is not None:
         try:
@@ -478,6 +597,7 @@ def _main(args: argparse.Namespace) -> int:
             load_digits_tensors()
         except ImportError as err:
             return _error(str(err), 1)
+        print(_digits_notice(args))
         model_factory, datamodule = DigitsMLP, DigitsDataModule(train_size=1400, batch_size=64)
         trainer_kwargs = {"max_epochs": args.epochs or DIGITS_EPOCHS, "accelerator": "cpu", "devices": 1}
         monitor = args.monitor or "val/loss"
@@ -559,12 +679,25 @@ def _main(args: argparse.Namespace) -> int:
     studies = finder.studies if finder.axis != "fraction" else [finder.study]
     for study in studies:  # the names `--study` and `TimescaleFinder(study_name=...)` reopen
         print(f"Study: {study.study.study_name} (in {study.shown})")
-    folder = args.out / result_folder(finder)  # each study's files in a folder of its own: none overwrites another's
+    code = _write_results(args, result, args.out / result_folder(finder))
+    if code == 0:
+        print(f"TensorBoard logs: tensorboard --logdir {args.out / 'tb'}")
+    return code
+
+
+def _write_results(args: argparse.Namespace, result: Any, folder: Path) -> int:
+    """Write the JSON summary and the figure (into the study's ``folder`` under ``--out``, each study's own: none
+    overwrites another's), each through :mod:`lightning_tau.outputs`' check; the exit code."""
+    from lightning_tau.outputs import OutputError
+
+    kept = "The trials are stored: run the command again to write it."
     try:
         print(f"JSON: {result.save_json(args.json or folder / 'finder.json')}")
         if not args.no_plot:
             print(f"Figure: {result.plot(folder / 'tau_finder.png')}")
+    except OutputError as err:
+        option = "--json" if args.json is not None and err.path == args.json else "--out"
+        return _error(f"argument {option}: {err} {kept}", 2)
     except OSError as err:
-        return _error(f"cannot write the result: {err}. The trials are stored: run the command again to write it.", 1)
-    print(f"TensorBoard logs: tensorboard --logdir {args.out / 'tb'}")
+        return _error(f"cannot write the result: {err}. {kept}", 1)
     return 0

@@ -81,7 +81,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _main(args: argparse.Namespace) -> int:
-    problem = output_dir_problem(args.out, "--out")
+    problem = _early_problem(args)  # before torch is imported: seconds sooner on a busy machine
     if problem:
         print(f"lightning-tau plan: error: {problem}", file=sys.stderr)
         return 2
@@ -96,11 +96,32 @@ def _main(args: argparse.Namespace) -> int:
         " (epochs)."
     )
     print("\n".join(plan_table(plans, m)))
-    path = draw_plan(
-        plans, lrs, m, args.out / FIGURE_NAME, title=f"{', '.join(p.name for p in args.config)}: group {name}"
-    )
+    from lightning_tau.outputs import OutputError
+
+    try:
+        path = draw_plan(
+            plans, lrs, m, args.out / FIGURE_NAME, title=f"{', '.join(p.name for p in args.config)}: group {name}"
+        )
+    except OutputError as err:  # a file put there since the check before torch
+        print(f"lightning-tau plan: error: --out: {err}", file=sys.stderr)
+        return 2
     print(f"Wrote {path} and {path.with_suffix('.svg')}.")
     return 0
+
+
+def _early_problem(args: argparse.Namespace) -> str | None:
+    """The usage errors of ``--out`` found without torch: a folder that cannot be written, or figures that would replace
+    files the package did not write (:mod:`lightning_tau.outputs`)."""
+    from lightning_tau.outputs import output_problem
+
+    problem = output_dir_problem(args.out, "--out")
+    if problem:
+        return problem
+    for suffix in (".png", ".svg"):
+        figure = args.out / f"{FIGURE_NAME}{suffix}"
+        if (why := output_problem(figure)) is not None:
+            return f"--out: will not write {str(figure)!r}: {why}"
+    return None
 
 
 def plan_table(plans: dict[str, Any], steps_per_epoch: float) -> list[str]:
@@ -158,6 +179,9 @@ def plan_config(
     Raises:
         PlanError: the config does not parse, has no timescale to plan, or its schedule cannot be looked ahead.
     """
+    for path in configs:  # before torch is imported (seconds on a busy machine)
+        if not path.is_file():
+            raise PlanError(f"--config {str(path)!r} is not a file.")
     import lightning.pytorch as pl
 
     from lightning_tau import TimescaleCallback
@@ -266,6 +290,52 @@ def _import(dotted: str, flag: str) -> type:
         raise PlanError(f"{flag} {dotted!r} cannot be imported ({err}); give a dotted class path.") from None
 
 
+def _config_error(err: BaseException, configs: Sequence[Path], model: str | None, data: str | None) -> str:
+    """A config that LightningCLI refused, in one line: a callback's own error (its bad argument named) where a
+    ``trainer.callbacks`` entry is the culprit, else LightningCLI's innermost reason; the ``--model`` / ``--data``
+    hint only where the error is about ``model:`` / ``data:``."""
+    from lightning_tau.cli.config import _one_line
+
+    text = str(err)
+    where = ", ".join(str(p) for p in configs)
+    if (problem := _callback_problem(configs)) is not None:  # LightningCLI's words hide which argument is wrong
+        return f"--config {where}: {problem}"
+    hints = [
+        hint
+        for key, given, hint in (
+            ("model", model, "a `model:` without class_path needs --model"),
+            ("data", data, "a `data:` without class_path needs --data"),
+        )
+        if given is None and (f'"{key}' in text or f"'{key}'" in text)
+    ]
+    return f"--config {where}: {_one_line(err)}" + (f" ({'; '.join(hints)})" if hints else "")
+
+
+def _callback_problem(configs: Sequence[Path]) -> str | None:
+    """The first ``trainer.callbacks`` entry of ``configs`` (the last config that lists them, as LightningCLI layers
+    them) that cannot be built, with the callback's own error (which names the bad argument), or ``None``."""
+    import yaml
+
+    entries: list[Any] = []
+    for path in configs:
+        with contextlib.suppress(OSError, yaml.YAMLError):
+            trainer = (yaml.safe_load(path.read_text()) or {}).get("trainer") or {}
+            if isinstance(trainer, dict) and "callbacks" in trainer:
+                entries = trainer["callbacks"] or []
+    for index, entry in enumerate(entries if isinstance(entries, list) else [entries]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("class_path"), str):
+            continue
+        name = entry["class_path"].rpartition(".")[2]
+        try:
+            cls = _import(entry["class_path"], "trainer.callbacks")
+            cls(**(entry.get("init_args") or {}))
+        except PlanError as err:
+            return f"trainer.callbacks[{index}] {err}"
+        except Exception as err:  # the callback's own check, or an argument it does not take
+            return f"trainer.callbacks[{index}] ({name}): {_first_line(err)}"
+    return None
+
+
 def _parse(configs: Sequence[Path], model: str | None, data: str | None) -> Any:
     """The ``LightningCLI`` of ``configs``, nothing run; logger, checkpoints and the progress bar off."""
     from lightning.pytorch import LightningDataModule, LightningModule
@@ -273,9 +343,6 @@ def _parse(configs: Sequence[Path], model: str | None, data: str | None) -> Any:
 
     if os.getcwd() not in sys.path:  # the model's module may sit in the working directory, as for LightningCLI
         sys.path.insert(0, os.getcwd())
-    for path in configs:
-        if not path.is_file():
-            raise PlanError(f"--config {str(path)!r} is not a file.")
     model_class = LightningModule if model is None else _import(model, "--model")
     data_class = LightningDataModule if data is None else _import(data, "--data")
     args = [word for path in configs for word in ("--config", str(path))]
@@ -298,10 +365,7 @@ def _parse(configs: Sequence[Path], model: str | None, data: str | None) -> Any:
                 parser_kwargs={"exit_on_error": False},
             )
     except (Exception, SystemExit) as err:
-        from lightning_tau.cli.config import _one_line
-
-        hint = "" if model is not None else " (a `model:` without class_path needs --model, a `data:` one --data)"
-        raise PlanError(f"--config: {_one_line(err)}{hint}") from None
+        raise PlanError(_config_error(err, configs, model, data)) from None
 
 
 def draw_plan(
@@ -313,6 +377,8 @@ def draw_plan(
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+
+    from lightning_tau.outputs import save_figure
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), constrained_layout=True)
     epochs_axis = [t / steps_per_epoch for t in range(len(lrs))]
@@ -339,9 +405,4 @@ def draw_plan(
     bottom.legend(fontsize=8)
     if title:
         top.set_title(title, fontsize=9)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    png = path.with_suffix(".png")
-    fig.savefig(png, dpi=120)
-    fig.savefig(path.with_suffix(".svg"))
-    plt.close(fig)
-    return png
+    return save_figure(fig, path.with_suffix(".png"), path.with_suffix(".svg"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import asdict
 
@@ -98,7 +99,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         default=1.0,
         metavar="ALPHA",
         help="every group's timescale x S^(1-ALPHA) at the target's muP width multiplier S, so the hidden weights'"
-        " weight decay ∝ S^ALPHA (default 1: Wang & Aitchison; 0.5 Fan et al.; 0 a fixed hidden weight decay)",
+        " weight decay ∝ S^ALPHA (default 1: Wang & Aitchison; 0.5 Fan et al.; 0 a fixed hidden weight decay), in"
+        f" [{WIDTH_EXPONENT_RANGE[0]:g}, {WIDTH_EXPONENT_RANGE[1]:g}]: the published rules span 0 to 1, and the range"
+        " leaves room on each side for an exponent measured with `find --axis width` and its interval",
     )
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     parser.set_defaults(func=run)
@@ -124,7 +127,13 @@ def run(args: argparse.Namespace) -> int:
                 )
         groups = None if args.group is None else dict(_group(g) for g in args.group)
         exponents = {"size_exponent": args.size_exponent, "width_exponent": args.width_exponent}
-        rows = transfer_groups(tuned, target, base_width=args.base_width, width_mults=groups, **exponents)
+        try:
+            rows = transfer_groups(tuned, target, base_width=args.base_width, width_mults=groups, **exponents)
+        except ValueError as error:
+            if (problem := _width_overflow(args, error)) is not None:
+                print(f"lightning-tau transfer: error: {problem}", file=sys.stderr)
+                return 2
+            raise
         _check_target_timescale(rows, target, tuned, args.size_exponent)
     except ValueError as error:
         raise SystemExit(f"lightning-tau transfer: error: {error}") from None
@@ -133,6 +142,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_transfer_table(tuned, target, rows, **exponents))
     return 0
+
+
+def _width_overflow(args: argparse.Namespace, error: ValueError) -> str | None:
+    """The usage error, in flag terms, of a target width so far from the tuned one that ``s ** ALPHA`` leaves the
+    floating-point range (the learning rate or weight decay becomes 0 or infinite, and the error names ``tau_iter``),
+    or ``None`` for any other error."""
+    if args.target_width is None or "tau_iter" not in str(error):
+        return None
+    number, relative = args.target_width
+    shown = f"{number:g}x" if relative else f"{number:g}"
+    return (
+        f"argument --target-width: {shown} with --width-exponent {args.width_exponent:g} scales the learning rate or"
+        " weight decay out of floating-point range: give a target width within a few orders of magnitude of the tuned"
+        " one."
+    )
 
 
 def _check_tuned_timescale(tuned: TunedRun) -> None:
@@ -190,8 +214,15 @@ def _size(text: str) -> tuple[float, bool]:
     return value, relative
 
 
+#: The ``--width-exponent`` values ``transfer`` accepts (``transfer_groups`` takes any finite number): the published
+#: rules' alpha is 0 (a fixed weight decay), 0.5 (Fan et al.) or 1 (Wang & Aitchison); a measured exponent may fall
+#: outside that by its interval, not by more (s ** 3 is already 64x per 4x of width).
+WIDTH_EXPONENT_RANGE = (-1.0, 3.0)
+
+
 def _exponent(name: str) -> Callable[[str], float]:
-    """An argparse type for ``--size-exponent`` / ``--width-exponent``: a finite number (the size one in [-2, 2]).
+    """An argparse type for ``--size-exponent`` / ``--width-exponent``: a finite number, the size one in [-2, 2], the
+    width one in :data:`WIDTH_EXPONENT_RANGE`.
 
     Example:
         >>> _exponent("size_exponent")("-0.5")
@@ -200,6 +231,10 @@ def _exponent(name: str) -> Callable[[str], float]:
         Traceback (most recent call last):
         ...
         argparse.ArgumentTypeError: got '3': use a finite number in [-2, 2], e of tau_epoch ∝ N ** e ...
+        >>> _exponent("width_exponent")("-5")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: got '-5': use a number in [-1, 3] (the published rules' alpha is 0 to 1; ...
     """
 
     def parse(text: str) -> float:
@@ -211,6 +246,12 @@ def _exponent(name: str) -> Callable[[str], float]:
             check_exponents(**{"size_exponent": 0.0, "width_exponent": 1.0, name: value})
         except ValueError as err:
             raise argparse.ArgumentTypeError(f"got {text!r}: {str(err).split(' is not valid: ', 1)[-1]}") from None
+        low, high = WIDTH_EXPONENT_RANGE
+        if name == "width_exponent" and not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"got {text!r}: use a number in [{low:g}, {high:g}] (the published rules' alpha is 0 to 1; a measured"
+                " exponent may lie a little outside)"
+            )
         return value
 
     return parse

@@ -18,7 +18,6 @@ runner on one axis.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -37,6 +36,7 @@ from lightning_tau import _checks
 from lightning_tau._constants import SUMMARY_NAME
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.diagnostics import TimescaleMonitor, dashboards
+from lightning_tau.outputs import write_json
 
 __all__ = [
     "AXES",
@@ -215,7 +215,7 @@ def run_axis_demo(
     else:
         print(f"{finder.trained_runs} runs trained ({finder.reused_runs} reused) in {elapsed:.0f} s.")
         summary = width_summary(result, config, elapsed)
-    (sweep_dir / SUMMARY_NAME).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    write_json(sweep_dir / SUMMARY_NAME, summary)  # through the check every result file passes (a new folder here)
     if record is not None:  # the HParams tab's columns: the hparams that vary across the runs first
         metrics = ["hp/val_loss", "hp/val_error"]
         keys = [key for key in record.runs[0] if key not in metrics and key != "path"]

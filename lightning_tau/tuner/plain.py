@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from lightning_tau import outputs
+
 __all__ = ["metric_words", "plain", "plain_ticks", "save_figure", "thin_ticks", "wrap"]
 
 
@@ -93,13 +95,6 @@ def wrap(text: str, width: int) -> str:  # pragma: no mutate block (figure capti
 
 def save_figure(fig: Any, path: str | Path) -> Path:  # pragma: no mutate block (drawing)
     """Save a matplotlib figure to ``path`` (parents created; the format from its suffix) at 120 dpi and close it,
-    also when saving fails; returns the path."""
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fig.savefig(path, dpi=120)
-    finally:
-        plt.close(fig)
-    return path
+    also when saving fails; returns the path. Refuses a file the package did not write
+    (:func:`lightning_tau.outputs.save_figure`, the one check every result file passes)."""
+    return outputs.save_figure(fig, path)

@@ -8,7 +8,6 @@ No Lightning import (numpy only; matplotlib is imported by :meth:`FinderResult.p
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -20,6 +19,7 @@ import numpy as np
 
 from lightning_tau._constants import Goal
 from lightning_tau._table import table_lines
+from lightning_tau.outputs import write_json  # every result file is written through the one check there
 from lightning_tau.tuner.curve import optimum_range, smoothed_optimum
 from lightning_tau.tuner.curve import plateau as flat_top
 from lightning_tau.tuner.plain import metric_words, plain, plain_ticks, save_figure, thin_ticks, wrap
@@ -361,7 +361,12 @@ class FinderResult:
         return data
 
     def save_json(self, path: str | Path) -> Path:
-        """Write :meth:`to_json` to ``path`` (parents created); returns the path."""
+        """Write :meth:`to_json` to ``path`` (parents created); returns the path.
+
+        Raises:
+            lightning_tau.outputs.OutputError: ``path`` is an existing file the package did not write (a study's
+                journal or database, a file of the user's) or a folder: nothing is written.
+        """
         return write_json(path, self.to_json())
 
     def table(self) -> str:
@@ -573,21 +578,6 @@ class FinderResult:
             f" B={self.batch_size}): weight decay {decays or 'none (no group decays)'}, as"
             f" TimescaleCallback(tau_epoch={plain(self.tau_epoch)}) sets it."
         )
-
-
-def write_json(path: str | Path, data: Any) -> Path:
-    """Write ``data`` to ``path`` as indented strict JSON with a trailing newline (parents created); returns the path.
-
-    Example:
-        >>> import tempfile
-        >>> path = write_json(Path(tempfile.mkdtemp()) / "new" / "r.json", {"tau_epoch": 8.0})
-        >>> path.read_text()
-        '{\\n  "tau_epoch": 8.0\\n}\\n'
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
-    return path
 
 
 def _finite_or_none(value: float) -> float | None:
