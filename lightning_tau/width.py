@@ -1,4 +1,4 @@
-"""muP width multipliers and the fixed-λ pitfall (pure logic; imports torch only, never mup).
+"""muP width multipliers and the fixed-λ pitfall (pure logic; torch for annotations only, never mup).
 
 Under muP a hidden (matrix-like) weight of a model ``s`` times wider than the base gets ``lr = lr_base / s``
 (mup's ``MuAdamW``, nanoGPT-mup). AdamW's EMA timescale ``tau_iter = 1 / (lr * weight_decay)`` stays the same
@@ -19,9 +19,10 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from torch import Tensor
+if TYPE_CHECKING:  # annotations only: `lightning-tau transfer` imports this module before torch (its usage checks)
+    from torch import Tensor
 
 __all__ = [
     "NO_MUP",
