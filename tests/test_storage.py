@@ -442,3 +442,54 @@ def test_a_database_whose_tables_keep_racing_says_run_again(tmp_path: Path, monk
     assert info.value.reason.endswith(
         ". other processes kept creating its tables at the same time (8 tries); run the command again."
     )
+
+
+# --- Ctrl-C and SIGTERM while the journal's lock is held ------------------------------------------------------------
+
+
+def test_a_ctrl_c_under_the_journal_lock_waits_until_it_is_released(tmp_path: Path) -> None:
+    """Optuna's symlink lock, interrupted as it releases, unlinks its renamed file twice and raises ENOENT (seen as a
+    'cannot write the journal file: No such file or directory' after a Ctrl-C mid-sweep); interrupted while it waits,
+    it releases another process's lock. The backend holds SIGINT/SIGTERM for the locked block, then raises them."""
+    import os
+    import signal
+
+    backend = _JournalFile(str(tmp_path / "study.journal"))
+    lock_file = Path(backend.lock._lock_file)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with backend.locked():
+                os.kill(os.getpid(), signal.SIGINT)  # handled at the next bytecode if not held
+                assert lock_file.is_symlink()  # still inside, no KeyboardInterrupt yet
+                inside_done = True
+        assert inside_done
+        assert not lock_file.exists() and not lock_file.is_symlink()  # released before the interrupt was raised
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler put back
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_signals_held_leaves_other_threads_and_ignored_signals_alone() -> None:
+    import signal
+    import threading
+
+    from lightning_tau.tuner.study.storage import signals_held
+
+    seen: list[Any] = []
+
+    def in_thread() -> None:
+        with signals_held():
+            seen.append(signal.getsignal(signal.SIGTERM))
+
+    before = signal.getsignal(signal.SIGTERM)
+    thread = threading.Thread(target=in_thread)
+    thread.start()
+    thread.join()
+    assert seen == [before]
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with signals_held():
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
 import re
+import signal
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +44,7 @@ __all__ = [
     "redact_message",
     "redact_url",
     "retry_races",
+    "signals_held",
 ]
 
 #: The default journal file under ``root_dir``.
@@ -228,12 +232,15 @@ class _JournalFile(JournalFileBackend):
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold Optuna's lock on the journal (the one its writers take)."""
-        self.lock.acquire()
-        try:
-            yield
-        finally:
-            self.lock.release()
+        """Hold Optuna's lock on the journal (the one its writers take), with Ctrl-C and SIGTERM held until it is
+        released (:func:`signals_held`): Optuna's lock, interrupted while it waits, releases a lock another process
+        holds, and interrupted as it releases, unlinks its own twice (``No such file or directory``)."""
+        with signals_held():
+            self.lock.acquire()
+            try:
+                yield
+            finally:
+                self.lock.release()
 
     def repair(self) -> None:
         """Move a half-written last line aside (call it holding the lock)."""
@@ -283,6 +290,44 @@ class _JournalFile(JournalFileBackend):
                 f"cannot write the journal file: {err.strerror or err}. The write was undone and the study keeps its"
                 " complete trials: free some space (or pass another storage) and run the same command again.",
             ) from None
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM for the block (in the main thread, where Python runs signal handlers; elsewhere a
+    no-op): a signal that arrives meanwhile is noted and raised again, to the handler that was in place, when the
+    block ends. A journal write under its lock lasts milliseconds; an interrupt inside it would leave the lock or the
+    file half done.
+
+    Example:
+        >>> import os, signal
+        >>> seen = []
+        >>> old = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+        >>> with signals_held():
+        ...     os.kill(os.getpid(), signal.SIGTERM)
+        ...     held = list(seen)
+        >>> held, seen == [signal.SIGTERM]
+        ([], True)
+        >>> _ = signal.signal(signal.SIGTERM, old)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+    kept = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if handler in (signal.SIG_IGN, None):  # ignored (or set outside Python): nothing to hold
+            continue
+        kept[signum] = handler
+        signal.signal(signum, lambda got, frame: noted.append(got))
+    try:
+        yield
+    finally:
+        for signum, handler in kept.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(noted):
+            os.kill(os.getpid(), signum)  # to the handler put back: KeyboardInterrupt, a SIGTERM exit, ...
 
 
 def _open_database(url: str, heartbeat: int) -> RDBStorage:
