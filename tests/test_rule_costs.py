@@ -126,3 +126,24 @@ def test_rule_cost_refuses_bad_input(kwargs, message):
     args = {"xs": XS, "curve": curve([0.5]), "x_from": 4.0, "x_best": 8.0, "scale_ratio": 2.0, "exponent": 0.0}
     with pytest.raises(ValueError, match="^" + re.escape(message)):
         rule_cost(**{**args, **kwargs})
+
+
+def test_rule_cost_a_rule_on_the_grids_first_point_up_to_rounding_is_on_the_grid():
+    # x_from 1 carried by an exponent a hair below 0 lands on 1 - 1e-12: the grid's first point, not below it
+    values = curve([0.25, 0.5])
+    first = rule_cost(XS, values, x_from=1.0, x_best=8.0, scale_ratio=3.0, exponent=math.log(1 - 1e-12) / math.log(3))
+    assert first.x_rule == 1.0 and first.reason is None
+    assert first.per_seed == pytest.approx((0.25 * 9, 0.5 * 9))  # three octaves from the best 8
+
+
+def test_rule_cost_in_max_mode_reads_around_the_best_point_not_the_worst():
+    # an accuracy peaking between grid points (2^2.7) and a rule landing between them (2^3.5): both are read on the
+    # parabola around the best grid point 8, exactly as the loss 1 - accuracy is in "min" mode (a straight line in
+    # each cell, as around the worst point 1, would read 0.04 c_j more)
+    loss = [[c * (math.log2(x) - 2.7) ** 2 for c in (0.25, 0.5)] for x in XS]
+    accuracy = [[1.0 - v for v in row] for row in loss]
+    kwargs = dict(x_from=2**3.5, x_best=2**2.7, scale_ratio=2.0, exponent=0)
+    as_max = rule_cost(XS, accuracy, mode="max", **kwargs)
+    as_min = rule_cost(XS, loss, **kwargs)
+    assert as_min.per_seed == pytest.approx((0.25 * 0.8**2, 0.5 * 0.8**2))  # exact: the parabola is the curve
+    assert as_max.per_seed == pytest.approx(as_min.per_seed) and as_max.mean == pytest.approx(as_min.mean)

@@ -506,3 +506,24 @@ def test_tuner_stats_note_is_none_when_the_grid_and_the_smoothed_optima_stay_put
     assert moving.note() is None
     with pytest.raises(ValueError, match=r"^`half_width\(scales=\[\]\)` is not valid"):
         _ = moving.half_width
+
+
+def test_tuner_stats_without_an_interval_the_exponent_is_the_midpoint_over_the_smoothing_windows():
+    # 3 seeds of noisy curves: the seeds' exponents differ, and so do the two smoothers' (windows 1 and 2); the
+    # optimum at the smallest scale is at the grid's edge, so there is no interval
+    rng = np.random.default_rng(7)
+    scales = [1, 4, 16]
+    curves = [np.asarray(parabolas(0.0, offsets=(0.5, 0.6, 0.7)))]
+    for best in (3.3, 2.6):
+        curves.append(np.asarray(parabolas(best, offsets=(0.5, 0.6, 0.7))) + rng.normal(0, 0.05, (len(GRID), 3)))
+    fit = fit_scaling(scales, GRID, curves)
+    assert fit.ci is None and fit.at_edge == [True, False, False]
+    def seed_exponent(j, w):  # seed j's slope of its own smoothed optima under window w
+        optima = [smoothed_optimum(GRID, list(c[:, j]), "min", w).tau_epoch for c in curves]
+        return np.polyfit(np.log(scales), np.log(optima), 1)[0]
+
+    by_hand = np.array([[seed_exponent(j, w) for j in range(3)] for w in (1, 2)])  # windows x seeds
+    assert np.ptp(by_hand[:, 0]) > 0.01 and np.ptp(by_hand[0]) > 0.01  # the windows and the seeds disagree
+    window_means = by_hand.mean(axis=1)
+    assert fit.exponent == pytest.approx((window_means.max() + window_means.min()) / 2, abs=1e-9)
+    assert fit.seed_exponents == pytest.approx(list(by_hand[0]), abs=1e-9)
