@@ -71,3 +71,11 @@ def test_a_pruned_grid_goes_seed_by_seed_an_unpruned_one_tau_by_tau() -> None:
     grid = {"tau_epochs": (2, 8), "seeds": (0, 1), "trainer_kwargs": EPOCHS}
     assert FinderSettings.build(**grid).grid_order() == [(2.0, 0), (2.0, 1), (8.0, 0), (8.0, 1)]
     assert FinderSettings.build(**grid, pruner="median").grid_order() == [(2.0, 0), (8.0, 0), (2.0, 1), (8.0, 1)]
+
+
+def test_fraction_is_in_zero_to_one_with_one_allowed() -> None:
+    assert FinderSettings.build(fraction=1.0, trainer_kwargs=EPOCHS).fraction == 1.0  # the whole training set
+    assert FinderSettings.build(axis="dataset_size", fractions=(0.5, 1.0), trainer_kwargs=EPOCHS).fraction == 1.0
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match=rf"^`TimescaleFinder\(fraction={bad}\)` is not valid: use a number in"):
+            FinderSettings.build(fraction=bad, trainer_kwargs=EPOCHS)
