@@ -160,3 +160,17 @@ def test_bad_values_are_one_line_errors_naming_the_argument(call, match):
     with pytest.raises(ValueError, match=match) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_plan_window_is_in_epochs_not_in_timescales():
+    # tau_iter 40 steps, epochs of 100: a constant lr at the reference holds updates a mean age of (1 - r) / r = 39
+    # steps (the 400 steps reach back e^-10 of the way), 0.39 epochs, not 39 / 40 timescales
+    p = plan("constant", [LR] * 400, lr_ref=LR, tau_iter=40.0, steps_per_epoch=100)
+    assert p.window_epochs == pytest.approx(0.39, rel=1e-3)
+    assert p.timescales == pytest.approx(10.0)
+
+
+def test_decay_at_lr_zero_keeps_the_reference_decay_per_step_and_follows_the_lr_otherwise():
+    assert decay_at("per_step", 0.1, 0.0, 1e-3) == 0.1  # the step moves nothing: the callback leaves it as is
+    assert decay_at("constant", 0.1, 0.0, 1e-3) == 0.1
+    assert decay_at("lr_ratio", 0.1, 0.0, 1e-3) == 0.0 and decay_at("lr_squared", 0.1, 0.0, 1e-3) == 0.0
