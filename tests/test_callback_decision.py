@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lightning_tau.callback_decision import decide_and_write, hold_beta2
+from lightning_tau.callback_decision import decide_and_write, decoupled_groups, hold_beta2
 from lightning_tau.decide import RunShape
 from lightning_tau.target import Target
 
@@ -50,3 +50,36 @@ def test_hold_beta2_writes_each_adam_groups_beta2_for_its_optimizers_own_m() -> 
     )
     assert hold_beta2([first, second], decision, {0, 1}, beta2_epochs=10.0) == {(0, 0): 0.999, (1, 0): 0.998}
     assert [o.param_groups[0]["betas"] for o in (first, second)] == [(0.9, 0.999), (0.9, 0.998)]
+
+
+def test_decoupled_groups_refuses_an_adamw_whose_groups_all_have_zero_weight_decay() -> None:
+    net = torch.nn.Linear(2, 2)
+    none_decay = torch.optim.AdamW([{"params": [net.weight]}, {"params": [net.bias]}], weight_decay=0.0)
+    with pytest.raises(ValueError, match=r"^`TimescaleCallback` found no AdamW param group with `weight_decay > 0`"):
+        decoupled_groups([none_decay], skip_unsupported=False, warn=pytest.fail)
+    one_decays = torch.optim.AdamW(
+        [{"params": [net.weight], "weight_decay": 0.1}, {"params": [net.bias]}], weight_decay=0.0
+    )
+    assert decoupled_groups([one_decays], skip_unsupported=False, warn=pytest.fail) == ({0}, {(0, 0): 0.1, (0, 1): 0.0})
+
+
+def test_under_reduce_lr_on_plateau_the_reference_lr_stays_the_first_seen() -> None:
+    # the plateau scheduler lowers `lr` and sets no `initial_lr`: a later decision keeps the lr pinned at the first
+    # one as the reference, so the decay is not raised to undo the lowered lr
+    opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3, weight_decay=0.1)
+    plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.1, patience=0)
+    args = dict(managed_optimizers={0}, scheduled={id(opt)}, measured={}, declared_steps_per_epoch=None)
+    first = decide_and_write([opt], RunShape(100), Target(tau_epoch=5.0), weight_decay_before={}, pinned_lrs={}, **args)
+    for loss in (1.0, 2.0):  # no improvement: the lr drops tenfold
+        plateau.step(loss)
+    assert opt.param_groups[0]["lr"] == pytest.approx(1e-4)
+    again = decide_and_write(
+        [opt],
+        RunShape(100),
+        Target(tau_epoch=5.0),
+        weight_decay_before=first.weight_decay_before,
+        pinned_lrs=first.pinned_lrs,
+        **args,
+    )
+    assert first.pinned_lrs == again.pinned_lrs == {(0, 0): 1e-3}
+    assert opt.param_groups[0]["weight_decay"] == pytest.approx(2.0)  # 1 / (1e-3 x 500), not 1 / (1e-4 x 500)
