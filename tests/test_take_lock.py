@@ -45,6 +45,8 @@ def test_sqlite_take_lock_is_a_file_beside_the_database_file(tmp_path: Path) -> 
     assert sqlite_take_lock(pysqlite) == Path(f"{database}.take-lock")
     assert sqlite_take_lock(journal) is None  # a journal file has its own lock
     assert sqlite_take_lock(optuna.storages.InMemoryStorage()) is None
+    for memory in ("sqlite://", "sqlite:///", "sqlite:///:memory:"):  # no file (database None, "" or ":memory:")
+        assert sqlite_take_lock(optuna.storages.RDBStorage(memory)) is None, memory
 
 
 def test_file_lock_holds_the_file_for_the_block_only(tmp_path: Path) -> None:
