@@ -1,15 +1,19 @@
 """``lightning_tau.tuner.axis_fit``: the points of a fit on every axis (the fraction axis one point) and their study
 keys; which published rules an axis result leaves undetermined (what ``seeds="auto"`` adds seeds for), and the record
-of how the staging went, in words and JSON. (The axis fit itself, which trains, is tested through
-``TimescaleFinder.fit``: ``tests/test_finder_axes.py``.)"""
+of how the staging went, in words and JSON; the axis result from hand-written records (no run trains). (The axis fit
+itself, which trains, is tested through ``TimescaleFinder.fit``: ``tests/test_finder_axes.py``.)"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from helpers.axis_results import size_result, width_result
 
-from lightning_tau.tuner.axis_fit import SeedStaging, axis_points, undetermined_rules
+from lightning_tau.tuner.axes import AxisResult
+from lightning_tau.tuner.axis_fit import SeedStaging, axis_points, axis_result, undetermined_rules
 from lightning_tau.tuner.study_key import study_name
 from tests.helpers.finder_study import CurveModel, curve_loaders, make_finder
 
@@ -33,6 +37,48 @@ def test_the_dataset_size_axis_keys_each_point_by_its_fraction(tmp_path: Path) -
         {"axis": "dataset_size", "fraction": 0.5},
         {"axis": "dataset_size", "fraction": 1.0},
     ]
+
+
+class _Attrs:
+    """A study's user attributes (what ``store_answer`` writes), standing in for the Optuna study of a point."""
+
+    def __init__(self) -> None:
+        self.user_attrs: dict[str, Any] = {}
+
+    def set_user_attr(self, key: str, value: Any) -> None:
+        self.user_attrs[key] = value
+
+
+def _record(tau: float, loss: float) -> dict[str, Any]:
+    """A trial's record as a worker stores it: one decaying group at lr 0.01, one validation."""
+    return {
+        "groups": {"pg1": {"lr": 1e-2, "weight_decay": 1 / (1e-2 * tau * 2), "decays": True}},
+        "metrics": [{"val_loss": loss, "epoch": 0}],
+        "steps": 2,
+        "world_size": 1,
+        "global_batch_size": 16,
+    }
+
+
+def test_each_dataset_size_points_result_holds_its_own_fraction(tmp_path: Path) -> None:
+    taus, seeds = (1.0, 4.0, 16.0), (0, 1)
+    finder = make_finder(
+        tmp_path, fraction=None, axis="dataset_size", fractions=(0.5, 1.0), tau_epochs=taus, seeds=seeds
+    )
+    full_train = curve_loaders()[0]
+    points = axis_points(finder.settings, CurveModel, full_train, None)
+    records = [  # a parabola in log2 tau_epoch with its vertex at 1.75 (N = 32) and 1.5 (N = 64), seeds 0.1 apart
+        {(tau, seed): _record(tau, 0.1 * (math.log2(tau) - best) ** 2 + 0.1 * seed) for tau in taus for seed in seeds}
+        for best in (1.75, 1.5)
+    ]
+    studies = [SimpleNamespace(study=_Attrs()) for _ in points]
+    said: list[str] = []
+    result = axis_result(finder.settings, points, records, studies, full_train, said.append)  # type: ignore[arg-type]
+    assert isinstance(result, AxisResult) and finder.settings.fraction == 1.0
+    assert [r.fraction for r in result.results] == [0.5, 1.0]  # each point's, not the largest one's
+    assert [r.subset_size for r in result.results] == [32, 64] and result.scales == [32.0, 64.0]
+    assert [s.study.user_attrs["suggested_tau_epoch"] for s in studies] == [r.tau_epoch for r in result.results]
+    assert said == []
 
 
 def test_undetermined_rules_are_the_results_own_undecided_rules() -> None:

@@ -146,17 +146,49 @@ def test_beta_for_epochs_holds_the_window_in_epochs_when_the_batch_changes():
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: rate_at("adamc", 1.0, 1.0, 1.0), r"coupling='adamc'"),
-        (lambda: decay_at("", 1.0, 1.0, 1.0), r"coupling=''"),
+        (lambda: rate_at("adamc", 1.0, 1.0, 1.0), r"^`rate_at\(coupling='adamc'\)` is not supported\. Use 'constant'"),
+        (lambda: decay_at("", 1.0, 1.0, 1.0), r"^`decay_at\(coupling=''\)` is not supported"),
         (lambda: ema_window_steps(1.0), r"`ema_window_steps\(beta=1.0\)` is not valid: use a number in \[0, 1\)"),
-        (lambda: beta_for_epochs(0.0001, 100), r"beta_for_epochs\(epochs=0.0001\)` is not valid: .* under one"),
-        (lambda: beta_for_epochs(-1, 100), r"`beta_for_epochs\(epochs=-1\)` is not valid"),
+        (
+            lambda: beta_for_epochs(0.0001, 100),
+            r"^`beta_for_epochs\(epochs=0.0001\)` is not valid: 0.0001 epochs of 100 steps is 0.01 steps, under one;"
+            r" use at least 0.01 epochs\.$",
+        ),
+        (lambda: beta_for_epochs(-1, 100), r"^`beta_for_epochs\(epochs=-1\)` is not valid: use a positive number of"),
+        (lambda: beta_for_epochs(1, 0), r"^`beta_for_epochs\(steps_per_epoch=0\)` is not valid: use a positive number"),
         (lambda: plan("constant", [], 1e-3, 10.0, 10), r"`plan\(lrs=\[\]\)` is not valid"),
         (lambda: plan("constant", [1e-3], 0.0, 10.0, 10), r"`plan\(lr_ref=0.0\)` is not valid"),
-        (lambda: plan("constant", [1e-3], 1e-3, -1.0, 10), r"`plan\(tau_iter=-1.0\)` is not valid"),
+        (
+            lambda: plan("constant", [1e-3], 1e-3, -1.0, 10),
+            r"^`plan\(tau_iter=-1.0\)` is not valid: use a positive number of steps\.",
+        ),
+        (
+            lambda: plan("constant", [1e-3], 1e-3, 1.0, 0),
+            r"^`plan\(steps_per_epoch=0\)` is not valid: use a positive number\.",
+        ),
     ],
 )
 def test_bad_values_are_one_line_errors_naming_the_argument(call, match):
     with pytest.raises(ValueError, match=match) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_a_beta_of_zero_is_a_one_step_window_and_a_plan_names_its_coupling():
+    assert ema_window_steps(0.0) == 1.0  # [0, 1): no averaging, each step alone
+    p = plan("lr_ratio", [LR, 0.0], lr_ref=LR, tau_iter=10.0, steps_per_epoch=1)
+    assert p.coupling == "lr_ratio" and p.tau_iter == [10.0, math.inf]  # a step at lr 0 holds no timescale
+
+
+def test_plan_window_is_in_epochs_not_in_timescales():
+    # tau_iter 40 steps, epochs of 100: a constant lr at the reference holds updates a mean age of (1 - r) / r = 39
+    # steps (the 400 steps reach back e^-10 of the way), 0.39 epochs, not 39 / 40 timescales
+    p = plan("constant", [LR] * 400, lr_ref=LR, tau_iter=40.0, steps_per_epoch=100)
+    assert p.window_epochs == pytest.approx(0.39, rel=1e-3)
+    assert p.timescales == pytest.approx(10.0)
+
+
+def test_decay_at_lr_zero_keeps_the_reference_decay_per_step_and_follows_the_lr_otherwise():
+    assert decay_at("per_step", 0.1, 0.0, 1e-3) == 0.1  # the step moves nothing: the callback leaves it as is
+    assert decay_at("constant", 0.1, 0.0, 1e-3) == 0.1
+    assert decay_at("lr_ratio", 0.1, 0.0, 1e-3) == 0.0 and decay_at("lr_squared", 0.1, 0.0, 1e-3) == 0.0

@@ -71,3 +71,59 @@ def test_a_pruned_grid_goes_seed_by_seed_an_unpruned_one_tau_by_tau() -> None:
     grid = {"tau_epochs": (2, 8), "seeds": (0, 1), "trainer_kwargs": EPOCHS}
     assert FinderSettings.build(**grid).grid_order() == [(2.0, 0), (2.0, 1), (8.0, 0), (8.0, 1)]
     assert FinderSettings.build(**grid, pruner="median").grid_order() == [(2.0, 0), (8.0, 0), (2.0, 1), (8.0, 1)]
+
+
+def test_fraction_is_in_zero_to_one_with_one_allowed() -> None:
+    assert FinderSettings.build(fraction=1.0, trainer_kwargs=EPOCHS).fraction == 1.0  # the whole training set
+    assert FinderSettings.build(axis="dataset_size", fractions=(0.5, 1.0), trainer_kwargs=EPOCHS).fraction == 1.0
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match=rf"^`TimescaleFinder\(fraction={bad}\)` is not valid: use a number in"):
+            FinderSettings.build(fraction=bad, trainer_kwargs=EPOCHS)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"monitor": ""}, "`TimescaleFinder(monitor='')` is not valid: use the name of a logged validation metric."),
+        ({"mode": "best"}, "`TimescaleFinder(mode='best')` is not supported. Use 'min' or 'max'."),
+        ({"reduce": "mean"}, "`TimescaleFinder(reduce='mean')` is not supported. Use 'last' or 'best'."),
+        ({"subset_seed": "x"}, "`TimescaleFinder(subset_seed='x')` is not valid: use an integer."),
+        ({"window": 0}, "`TimescaleFinder(window=0)` is not valid: use an integer >= 1."),
+        ({"study_name": ""}, "`TimescaleFinder(study_name='')` is not valid: use a non-empty name."),
+        ({"stale_after": 0}, "`TimescaleFinder(stale_after=0)` is not valid: use a positive number of seconds."),
+        (
+            {"axis": "dataset_size", "fraction": 0.5, "fractions": (0.2, 0.5)},
+            "`TimescaleFinder(fraction=0.5)` is not used with axis='dataset_size': the runs train on each of"
+            " `fractions`. Leave `fraction` out.",
+        ),
+        (
+            {"tolerance": 1.5},
+            "`TimescaleFinder(tolerance=1.5)` is only used with axis='width' or 'dataset_size' (axis is 'fraction'):",
+        ),
+        (
+            {"axis": "width", "widths": (8, 16), "pruner": "median"},
+            "`TimescaleFinder(pruner='median')` is only used with axis='fraction' (axis is 'width'): leave `pruner`"
+            " out along an axis.",
+        ),
+    ],
+)
+def test_each_argument_is_refused_in_its_own_words(kwargs, message) -> None:
+    with pytest.raises(ValueError) as info:
+        FinderSettings.build(trainer_kwargs=EPOCHS, **kwargs)
+    assert str(info.value).startswith(message)
+
+
+def test_the_settings_hold_the_arguments_given() -> None:
+    given = dict(monitor="val_acc", mode="max", reduce="best", study_name="mine", progress=False, window=2)
+    width = FinderSettings.build(axis="width", widths=(8, 16), tolerance=1.5, trainer_kwargs=EPOCHS, **given)
+    assert (width.widths, width.tolerance, width.monitor, width.mode, width.reduce) == (
+        (8, 16),
+        1.5,
+        "val_acc",
+        "max",
+        "best",
+    )
+    assert (width.study_name, width.progress, width.window) == ("mine", False, 2)
+    assert FinderSettings.build(trainer_kwargs=EPOCHS).progress is True
+    # along dataset_size, the runs' fraction is the largest of three
+    assert FinderSettings.build(axis="dataset_size", fractions=(0.2, 0.4, 0.6), trainer_kwargs=EPOCHS).fraction == 0.6

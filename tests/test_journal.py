@@ -279,6 +279,22 @@ def test_a_whole_line_written_before_the_failure_stays(tmp_path: Path) -> None:
     assert path.read_bytes() == GOOD + first  # another process may have read it already
 
 
+def test_an_append_whose_undo_fails_too_raises_the_writes_own_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a full disk whose truncate back also fails (an I/O error): the caller still gets the write's OSError, which the
+    # storage turns into its one-line message, not an error of the undo's own making
+    path = _appended(tmp_path, GOOD)
+    more = b'{"op_code":4,"worker_id":"a"}\n{"op_code":5,"trial_id":1}\n'
+
+    def refuse(fd: int, length: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "ftruncate", refuse)  # in the forked child that appends (and in this test only)
+    assert _with_file_size_limit(len(GOOD) + 7, lambda: append_lines(path, more)) == "EFBIG"
+    assert path.read_bytes() == GOOD + more[:7]  # not undone: the next open repairs the half-written line
+
+
 def test_an_append_that_fits_is_kept_under_a_limit(tmp_path: Path) -> None:
     path = _appended(tmp_path, GOOD)
     assert _with_file_size_limit(2 * len(GOOD), lambda: append_lines(path, GOOD)) == "ok"

@@ -10,6 +10,7 @@ import lightning.pytorch as pl
 import pytest
 import torch
 from conftest import TinyModel, make_dataset, make_loader, quiet_trainer
+from helpers.runs import Unfreeze, frozen_aware_adamw
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
@@ -320,3 +321,22 @@ def test_monitor_window_matches_the_direct_sum_over_a_500_step_run(tmp_path):
         lrs = used[:step]
         direct = window_direct(lrs, [lr * 2.0 for lr in lrs])
         assert row["timescale/window_epochs/pg1"] == pytest.approx(direct * B / N, rel=1e-9)
+
+
+def test_monitor_tracks_a_group_added_mid_fit_once_and_keeps_the_others_series(tmp_path):
+    # BaseFinetuning adds the head as a group at epoch 1 (step 12): each group is tracked once, and pg1's init memory
+    # goes on from step 0 (a second, fresh state of pg1 would log (1 - r)^(step - 12) over it)
+    monitor = TimescaleMonitor(4)
+    trainer = quiet_trainer(
+        logger=CSVLogger(tmp_path, name="", version=""), callbacks=[Unfreeze(), monitor], max_epochs=3
+    )
+    trainer.fit(TinyModel(frozen_aware_adamw), make_loader(N, B))
+    assert [(g.name, g.group_index) for g in monitor.groups] == [("pg1", 0), ("head", 1)]
+    logged = timescale_rows(read_csv(tmp_path))
+    assert sorted(logged) == [4 * k for k in range(1, 10)]
+    for step, row in logged.items():
+        assert row["timescale/init_memory/pg1"] == pytest.approx((1 - LR * WD) ** step, rel=1e-6)
+        if step > 12:  # the head: lr 0.005 and the optimizer's default decay 0.1, from step 13 on
+            assert row["timescale/init_memory/head"] == pytest.approx((1 - 0.005 * WD) ** (step - 12), rel=1e-6)
+        else:
+            assert "timescale/init_memory/head" not in row

@@ -92,6 +92,11 @@ def test_rule_cost_beyond_or_below_the_grid_is_not_extrapolated():
     assert beyond.reason == "the rule puts tau_epoch at 64, beyond the grid (up to 32): not measured there"
     below = rule_cost(XS, values, x_from=2.0, x_best=8.0, scale_ratio=8.0, exponent=-1, x_label="λ_base")
     assert below.reason == "the rule puts λ_base at 0.25, below the grid (from 1): not measured there"
+    assert (beyond.level, below.level, below.x_best) == (0.95, 0.95, 8.0)
+    # "x" unless told; a grid of one point
+    one_point = rule_cost([8.0], [[0.1, 0.2]], x_from=8.0, x_best=8.0, scale_ratio=2.0, exponent=1, level=0.9)
+    assert one_point.reason == "the rule puts x at 16, beyond the grid (up to 8): not measured there"
+    assert one_point.level == 0.9
     # a rule landing on the grid's end up to rounding is on the grid
     edge = rule_cost(XS, values, x_from=32.0, x_best=8.0, scale_ratio=3.0, exponent=math.log(1 + 1e-12) / math.log(3))
     assert edge.x_rule == 32.0 and edge.mean is not None
@@ -100,10 +105,12 @@ def test_rule_cost_beyond_or_below_the_grid_is_not_extrapolated():
 def test_rule_cost_one_seed_and_a_diverged_run():
     one = rule_cost(XS, curve([0.5]), x_from=4.0, x_best=8.0, scale_ratio=2.0, exponent=0)
     assert one.mean == pytest.approx(0.5) and one.ci is None and one.reason == "1 seed: an interval needs at least 2"
+    assert (one.x_rule, one.x_best, one.level, one.per_seed) == (4.0, 8.0, 0.95, pytest.approx((0.5,)))
     diverged = curve([0.5, 0.5])
     diverged[2][1] = math.nan  # seed 1 diverged at x = 4, where the rule lands
     cost = rule_cost(XS, diverged, x_from=4.0, x_best=8.0, scale_ratio=2.0, exponent=0, x_label="tau_epoch")
     assert cost.mean is None and cost.reason == "a run next to tau_epoch 4 or 8 diverged (no finite loss)"
+    assert (cost.x_rule, cost.x_best, cost.ci, cost.level, cost.per_seed) == (4.0, 8.0, None, 0.95, ())
 
 
 @pytest.mark.parametrize(
@@ -114,8 +121,13 @@ def test_rule_cost_one_seed_and_a_diverged_run():
         ({"xs": [1.0, 1.0]}, "`rule_cost(xs=[1.0, 1.0])` is not valid: use positive numbers in increasing order."),
         (
             {"curve": [[0.1], [0.2]]},
-            "`rule_cost(curve=...)` is not valid: got shape (2, 1); use one row per grid point",
+            "`rule_cost(curve=...)` is not valid: got shape (2, 1); use one row per grid point (6) and one column per"
+            " seed.",
         ),
+        ({"curve": [["a"]] * 6}, "`rule_cost(curve=...)` is not valid: use numbers, one row per grid point."),
+        ({"xs": ["a", "b"]}, "`rule_cost(xs=['a', 'b'])` is not valid: use positive numbers in increasing order."),
+        ({"xs": [-1.0, 2.0]}, "`rule_cost(xs=[-1.0, 2.0])` is not valid: use positive numbers in increasing order."),
+        ({"xs": [1.0, math.inf]}, "`rule_cost(xs=[1.0, inf])` is not valid: use positive numbers in increasing order."),
         ({"x_from": 0.0}, "`rule_cost(x_from=0.0)` is not valid: use a positive number."),
         ({"x_best": 64.0}, "`rule_cost(x_best=64.0)` is not valid: use an x within the grid (1 to 32)."),
         ({"scale_ratio": 0.5}, "`rule_cost(scale_ratio=0.5)` is not valid: use a number >= 1."),
@@ -126,3 +138,31 @@ def test_rule_cost_refuses_bad_input(kwargs, message):
     args = {"xs": XS, "curve": curve([0.5]), "x_from": 4.0, "x_best": 8.0, "scale_ratio": 2.0, "exponent": 0.0}
     with pytest.raises(ValueError, match="^" + re.escape(message)):
         rule_cost(**{**args, **kwargs})
+
+
+def test_rule_cost_takes_a_grid_below_one_and_a_scale_ratio_of_one():
+    xs = [x / 64 for x in XS]  # 1/64 .. 1/2: x_best 1/8 and x_from 1/16 are below 1, and valid
+    values = [[0.25 * math.log2(x * 8) ** 2] for x in xs]
+    cost = rule_cost(xs, values, x_from=1 / 16, x_best=1 / 8, scale_ratio=1.0, exponent=-0.5)
+    assert (cost.x_rule, cost.x_best, cost.per_seed) == (1 / 16, 1 / 8, pytest.approx((0.25,)))
+
+
+def test_rule_cost_a_rule_on_the_grids_first_point_up_to_rounding_is_on_the_grid():
+    # x_from 1 carried by an exponent a hair below 0 lands on 1 - 1e-12: the grid's first point, not below it
+    values = curve([0.25, 0.5])
+    first = rule_cost(XS, values, x_from=1.0, x_best=8.0, scale_ratio=3.0, exponent=math.log(1 - 1e-12) / math.log(3))
+    assert first.x_rule == 1.0 and first.reason is None
+    assert first.per_seed == pytest.approx((0.25 * 9, 0.5 * 9))  # three octaves from the best 8
+
+
+def test_rule_cost_in_max_mode_reads_around_the_best_point_not_the_worst():
+    # an accuracy peaking between grid points (2^2.7) and a rule landing between them (2^3.5): both are read on the
+    # parabola around the best grid point 8, exactly as the loss 1 - accuracy is in "min" mode (a straight line in
+    # each cell, as around the worst point 1, would read 0.04 c_j more)
+    loss = [[c * (math.log2(x) - 2.7) ** 2 for c in (0.25, 0.5)] for x in XS]
+    accuracy = [[1.0 - v for v in row] for row in loss]
+    kwargs = dict(x_from=2**3.5, x_best=2**2.7, scale_ratio=2.0, exponent=0)
+    as_max = rule_cost(XS, accuracy, mode="max", **kwargs)
+    as_min = rule_cost(XS, loss, **kwargs)
+    assert as_min.per_seed == pytest.approx((0.25 * 0.8**2, 0.5 * 0.8**2))  # exact: the parabola is the curve
+    assert as_max.per_seed == pytest.approx(as_min.per_seed) and as_max.mean == pytest.approx(as_min.mean)

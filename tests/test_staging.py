@@ -19,7 +19,8 @@ def test_seed_stages_and_staged_level():
     assert seed_stages(12) == [3, 5, 8, 12]
     assert seed_stages(13) == [3, 5, 8, 12, 13]
     assert seed_stages(18) == [3, 5, 8, 12, 18]
-    assert seed_stages(40) == [3, 5, 8, 12, 18, 27, 40]  # 27 x 1.5 = 40.5: truncated to 40
+    assert seed_stages(40) == [3, 5, 8, 12, 18, 27, 40]  # 27 x 1.5 = 40.5 rounds up to 41, past 40: capped there
+    assert seed_stages(50) == [3, 5, 8, 12, 18, 27, 41, 50]  # 40.5 rounded up (not truncated to 40)
     assert staged_level(0.95, len(seed_stages(12))) == pytest.approx(0.975)  # 4 looks: 1 - 0.05 / 2
     assert staged_level(0.9, 1) == pytest.approx(0.9)  # one look: no staging, no correction
     assert staged_level(0.95, 9) == pytest.approx(1 - 0.05 / 3)

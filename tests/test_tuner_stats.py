@@ -533,3 +533,21 @@ def test_tuner_stats_note_is_none_when_the_grid_and_the_smoothed_optima_stay_put
     assert moving.note() is None
     with pytest.raises(ValueError, match=r"^`half_width\(scales=\[\]\)` is not valid"):
         _ = moving.half_width
+
+
+def test_tuner_stats_without_an_interval_the_exponent_is_the_midpoint_over_the_smoothers_not_the_seeds():
+    # 3 seeds of exact parabolas (every smoother finds each seed's vertex), their vertices moving by different
+    # amounts, so their exponents are uneven; the optimum at the smallest scale is at the grid's edge (no interval)
+    scales = [1, 4, 16]
+    vertices = [(-1.0, 2.0, 1.0), (-1.0, 2.0, 1.0), (-1.0, 2.4, 2.8)]  # log2 per seed at s = 1, 4, 16
+    curves = [
+        [[0.1 * (math.log2(x) - v[k]) ** 2 + 0.1 * j for j, v in enumerate(vertices)] for x in GRID] for k in range(3)
+    ]
+    fit = fit_scaling(scales, GRID, curves)
+    assert fit.ci is None and fit.at_edge == [True, False, False]
+    optima = [[1.0, 2 ** v[1], 2 ** v[2]] for v in vertices]  # the edge's grid point, then each vertex
+    by_hand = [np.polyfit(np.log(scales), np.log(o), 1)[0] for o in optima]
+    assert fit.seed_exponents == pytest.approx(by_hand, abs=1e-9)
+    # the smoothers agree, so the midpoint of their means over seeds is the seeds' mean (not the seeds' midrange)
+    assert fit.exponent == pytest.approx(np.mean(by_hand), abs=1e-9)
+    assert abs(np.mean(by_hand) - (max(by_hand) + min(by_hand)) / 2) > 0.05

@@ -421,7 +421,7 @@ def _seed_exponents(
     log_s = log_s - log_s.mean()
     out = np.empty((len(windows), tables[0].shape[1]))
     for i, window in enumerate(windows):
-        optima = _column_optima(grid, stacked, mode, window).reshape(len(scales), -1)
+        optima = _column_optima(grid, stacked, mode, window).reshape(len(scales), out.shape[1])  # a row per scale
         out[i] = log_s @ np.log(optima) / (log_s @ log_s)  # one least-squares slope per seed
     return out
 
