@@ -189,6 +189,35 @@ def test_release_fails_the_trials_this_process_holds_and_only_those(tmp_path: Pa
     assert study.release("again") == 0
 
 
+def test_a_ctrl_c_during_a_take_leaves_the_trial_held_to_hand_back(tmp_path: Path, monkeypatch: Any) -> None:
+    """A Ctrl-C that lands just after a take wrote RUNNING (before the trial was this process's to hand back) left a
+    RUNNING trial that no process held; it is held until the take is complete, then raised."""
+    import os
+    import signal
+
+    from lightning_tau.tuner.study import grid_study
+
+    study = GridStudy.open(tmp_path / "j.journal", tmp_path, "s", {"seeds": [0]}, [(1.0, 0), (2.0, 0)])
+    study.enqueue_missing()
+    real_pop = grid_study._pop
+
+    def pop_then_interrupt(*args: Any) -> bool:
+        taken = real_pop(*args)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives right after the RUNNING write
+        return taken
+
+    monkeypatch.setattr(grid_study, "_pop", pop_then_interrupt)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            study.take()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert study.release("interrupted (Ctrl-C): handed back") == 1
+    states = [t.state for t in study.study.trials]
+    assert TrialState.RUNNING not in states and states.count(TrialState.FAIL) == 1
+
+
 # --- several processes on one SQLite file --------------------------------------------------------------------------
 
 #: One process of several sharing a SQLite study: take and finish trials until none is left, print what it took.

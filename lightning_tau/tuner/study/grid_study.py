@@ -64,7 +64,14 @@ from lightning_tau.tuner.study.liveness import (
     stop_reason,
     this_worker,
 )
-from lightning_tau.tuner.study.storage import Log, StorageError, open_storage, redact_message, retry_races
+from lightning_tau.tuner.study.storage import (
+    Log,
+    StorageError,
+    open_storage,
+    redact_message,
+    retry_races,
+    signals_held,
+)
 from lightning_tau.tuner.study.take_lock import file_lock, sqlite_take_lock
 from lightning_tau.tuner.trial import check_record
 
@@ -354,7 +361,9 @@ class GridStudy:
         file
         take trials one at a time (processes on several machines need a journal file or a database server).
         """
-        with file_lock(self._take_lock):
+        # Ctrl-C or SIGTERM held until the trial taken is this process's to hand back (`_held`): raised between the
+        # RUNNING write and that, it left a RUNNING trial no process held (the next run reclaims it, but not now)
+        with signals_held(), file_lock(self._take_lock):
             return self._take()
 
     def _take(self) -> tuple[optuna.Trial, Key] | None:
