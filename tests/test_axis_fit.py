@@ -62,6 +62,7 @@ def test_seed_staging_says_why_it_stopped_in_words_and_json() -> None:
         "level": 0.9875,
         "tolerance": 1.25,
         "undetermined": ["Fan et al."],
+        "shape_only": False,
         "decided": False,
         "reason": "reached max_seeds=12 with Fan et al. undetermined",
     }

@@ -170,6 +170,7 @@ def test_to_json_and_save_json(tmp_path: Path) -> None:
         "verdict": "the best tau_epoch lies inside the grid, somewhere from 3.42 to 18.7 (a factor of 5.48)",
         "cost_fraction": 0.25,
         "pruned": [],
+        "grid_added": [],
     }  # fmt: skip
     assert r.to_json() == expected
     path = r.save_json(tmp_path / "new" / "runs" / "finder.json")  # parents created

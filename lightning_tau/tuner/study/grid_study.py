@@ -157,6 +157,8 @@ class GridStudy:
         self.log: Log = log or (lambda message: None)
         #: the grid's seeds may grow between processes (see :meth:`open`)
         self.seeds_grow = False
+        #: the grid as the study's settings give it (the points the finder's grid extension adds are recorded apart)
+        self.base_taus = sorted({key[0] for key in self.grid})
         self._reported: set[int] = set()
         #: trials this process took and has not finished: :meth:`release` fails them
         self._held: dict[int, optuna.Trial] = {}
@@ -234,6 +236,8 @@ class GridStudy:
             )
         opened = cls(study, backend, shown, grid, stale_after=stale_after, heartbeat=heartbeat, log=log)
         opened.seeds_grow = seeds_grow
+        if isinstance(settings.get("tau_epochs"), list):
+            opened.base_taus = sorted(float(t) for t in settings["tau_epochs"])
         return opened
 
     # --- reading ------------------------------------------------------------------------------------------------
@@ -385,9 +389,11 @@ class GridStudy:
                 del self._held[trial.number]
                 continue
             tau, seed = key
-            taus = sorted({k[0] for k in self.grid})
             seeds = sorted({k[1] for k in self.grid})
-            trial.suggest_categorical("tau_epoch", taus)  # the enqueued values, recorded as the trial's params
+            if tau in self.base_taus:
+                trial.suggest_categorical("tau_epoch", self.base_taus)  # the enqueued values, as the trial's params
+            else:  # a point the grid extension added: a categorical parameter's choices cannot grow within a study
+                trial.suggest_float("added_tau_epoch", tau, tau)
             if self.seeds_grow:
                 trial.suggest_int("seed", 0, 2**32 - 1)  # the same distribution whatever seeds a stage adds
             else:
