@@ -94,4 +94,4 @@ def test_a_worker_sent_a_round_trains_its_added_points_into_the_same_study(tmp_p
     trained = {t.user_attrs["tau_epoch"] for t in finder.study.study.trials if t.state.name == "COMPLETE"}
     assert trained == {2.0, 4.0, 8.0, 16.0, 32.0, 64.0}
     added = [t for t in finder.study.study.trials if t.user_attrs["tau_epoch"] == 2.0]
-    assert [t.params for t in added] == [{"added_tau_epoch": 2.0, "seed": 0}]  # a categorical's choices cannot grow
+    assert [t.params for t in added] == [{"tau_epoch": 2.0, "seed": 0}]  # one distribution for every point

@@ -193,7 +193,7 @@ def plan_round(
         return RoundPlan((), tuple(held))
     steps = {"bottom": base[1] / base[0], "top": base[-1] / base[-2]}
     used = {"bottom": sum(t < base[0] for t in grid), "top": sum(t > base[-1] for t in grid)}
-    # per end, the reasons of each step j = 1, 2, ... beyond the grid's end
+    # per end, the reasons for each step j = 1, 2, ... beyond the grid's end (a request for k steps is in 1 .. k)
     wants: dict[str, dict[int, list[str]]] = {"bottom": {}, "top": {}}
     for end, names in _edges(scales, mode, epochs, held).items():
         wants[end].setdefault(1, []).append(f"edge at {', '.join(names)}")
@@ -212,8 +212,7 @@ def plan_round(
         edge = grid[0] if end == "bottom" else grid[-1]
         where = "below" if end == "bottom" else "above"
         for j in range(1, max(wants[end]) + 1):
-            reasons = [r for k, rs in wants[end].items() if k >= j for r in rs]
-            reasons = list(dict.fromkeys(reasons))  # each once, in order
+            reasons = wants[end][j]  # every request that needs this step: an edge the first, a rule each up to it
             tau = _rounded(edge / steps[end] ** j if end == "bottom" else edge * steps[end] ** j)
             if used[end] + j > max_extensions:
                 held.append(
