@@ -52,7 +52,9 @@ def test_an_edge_optimum_extends_the_grid_until_it_is_interior_and_a_rerun_train
     given = make_finder(tmp_path, tau_epochs=GIVEN, max_grid_extensions=0)
     edge = fit_finder(given)
     assert given.trained_runs == 0 and edge.at_edge and edge.grid_added == () and "Grid extended" not in edge.table()
-    assert edge.verdict == "the best tau_epoch is the grid's smallest (16), so the best may lie below it: widen the grid"
+    assert edge.verdict == (
+        "the best tau_epoch is the grid's smallest (16), so the best may lie below it: widen the grid"
+    )
 
 
 @pytest.mark.slow
@@ -70,7 +72,8 @@ def test_the_extension_stops_at_its_limit_and_at_two_optimizer_steps(tmp_path: P
 
 @pytest.mark.slow
 def test_a_rule_off_the_grid_is_trained_at_every_axis_point(tmp_path: Path) -> None:
-    finder = make_finder(tmp_path, fraction=None, axis="dataset_size", fractions=(0.5, 1.0), tau_epochs=(4.0, 8.0, 16.0))
+    axis = {"fraction": None, "axis": "dataset_size", "fractions": (0.5, 1.0)}
+    finder = make_finder(tmp_path, tau_epochs=(4.0, 8.0, 16.0), **axis)
     result = fit_finder(finder)
     # the best is 6 at N = 32 and 64; a fixed λ carries it to 3 at N=64, below the grid: one step down trains 2
     [fixed] = [r for r in result.rules if r.name == "fixed λ"]
