@@ -5,15 +5,27 @@ itself, which trains, is tested through ``TimescaleFinder.fit``: ``tests/test_fi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from helpers.axis_results import size_result, width_result
+import pytest
+from helpers.axis_results import TAUS, size_result, width_result
 
 from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.axis_fit import SeedStaging, axis_points, axis_result, undetermined_rules
+from lightning_tau.tuner.axis_fit import (
+    SeedStaging,
+    axis_points,
+    axis_result,
+    grid_round,
+    seed_look,
+    undetermined_rules,
+)
+from lightning_tau.tuner.finder_settings import FinderSettings
+from lightning_tau.tuner.grid_extension import AddedPoint
+from lightning_tau.tuner.stats import seed_stages
 from lightning_tau.tuner.study_key import study_name
 from tests.helpers.finder_study import CurveModel, curve_loaders, make_finder
 
@@ -108,6 +120,72 @@ def test_seed_staging_says_why_it_stopped_in_words_and_json() -> None:
         "level": 0.9875,
         "tolerance": 1.25,
         "undetermined": ["Fan et al."],
+        "shape_only": False,
         "decided": False,
         "reason": "reached max_seeds=12 with Fan et al. undetermined",
     }
+
+
+def _decided_by(result: Any, ci: tuple[float, float], shape: tuple[float, float]) -> Any:
+    """``result`` with its interval ``ci`` and that interval's shape part ``shape`` (the seeds part the rest), every
+    rule's point on the grid."""
+    half, shape_half = (ci[1] - ci[0]) / 2, (shape[1] - shape[0]) / 2
+    centre = (ci[0] + ci[1]) / 2
+    parts = {"seeds": (centre - (half - shape_half), centre + (half - shape_half)), "shape": shape}
+    fit = dataclasses.replace(result.fit, ci=ci, interval_parts=parts)
+    rules = [dataclasses.replace(r, x_rule=4.0, loss_cost_reason=None) for r in result.rules]
+    return dataclasses.replace(result, fit=fit, rules=rules)
+
+
+# Wang & Aitchison's band at x1.25 over N = 250 to 1000 is ±0.161; the shape part (0.10, 0.20) straddles its edge
+SHAPE_ONLY = {"ci": (-0.05, 0.25), "shape": (0.10, 0.20)}  # only Wang & Aitchison undetermined, by the shape part
+SEEDS_TOO = {"ci": (-0.40, 0.25), "shape": (0.10, 0.20)}  # the 1/2 rules undetermined too, by the seeds part
+
+
+def test_auto_seeds_stop_where_only_the_shape_part_leaves_rules_undetermined() -> None:
+    stages, level = seed_stages(12), 0.9875
+    shape = _decided_by(size_result(), **SHAPE_ONLY)
+    assert undetermined_rules(shape, 1.25) == shape.shape_undetermined() == ["Wang & Aitchison"]
+    staging = seed_look(shape, 1.25, stages, 1, level)  # the first look, at 3 seeds of up to 12
+    assert staging == SeedStaging(3, 12, (3,), level, 1.25, ("Wang & Aitchison",), shape_only=True)
+    assert staging is not None and staging.reason == (
+        "stopped at 3 seeds: Wang & Aitchison undetermined only by the shape part of the interval, which more seeds"
+        " do not narrow (points nearer the optimum do)"
+    )
+    seeds = _decided_by(size_result(), **SEEDS_TOO)
+    assert undetermined_rules(seeds, 1.25) == ["Wang & Aitchison", "the 1/2 rules"]
+    assert seeds.shape_undetermined() == ["Wang & Aitchison"]
+    assert seed_look(seeds, 1.25, stages, 1, level) is None  # more seeds may decide the 1/2 rules: add them
+    last = seed_look(seeds, 1.25, stages, 4, level)
+    assert last is not None and not last.shape_only and last.reason.startswith("reached max_seeds=12")
+    decided = _decided_by(size_result(), ci=(-0.05, 0.05), shape=(-0.01, 0.01))
+    assert seed_look(decided, 1.25, stages, 2, level) == SeedStaging(5, 12, (3, 5), level, 1.25, ())
+
+
+def test_the_grid_round_adds_midpoints_only_where_the_shape_part_alone_is_undetermined() -> None:
+    settings = FinderSettings.build(
+        axis="dataset_size", fractions=(0.25, 1.0), tau_epochs=TAUS, seeds=(0, 1, 2), trainer_kwargs={"max_epochs": 2}
+    )
+    shape = grid_round(settings, _decided_by(size_result(), **SHAPE_ONLY), lowest=0.1, at_round=0, midpoints=True)
+    assert [p.tau_epoch for p in shape.added] == pytest.approx([2**1.5, 2**2.5])  # around 4, the best at both N
+    assert {p.reason for p in shape.added} == {"midpoint: shape undecided"}
+    seeds = grid_round(settings, _decided_by(size_result(), **SEEDS_TOO), lowest=0.1, at_round=0, midpoints=True)
+    assert seeds.added == ()  # seeds first: the shape part is not all that stands in the way
+    waiting = grid_round(settings, _decided_by(size_result(), **SHAPE_ONLY), lowest=0.1, at_round=0, midpoints=False)
+    assert waiting.added == ()  # seeds="auto" still adding seeds
+
+
+def test_the_grid_round_brings_an_off_grid_rule_onto_the_grid_on_either_axis() -> None:
+    size = FinderSettings.build(
+        axis="dataset_size", fractions=(0.25, 1.0), tau_epochs=TAUS, seeds=(0, 1, 2), trainer_kwargs={"max_epochs": 2}
+    )
+    result = size_result()  # fixed λ puts tau_epoch at 1.27 at N=1000, below the grid (from 2): not measured
+    assert [r.loss_cost for r in result.rules][2] is None
+    plan = grid_round(size, result, lowest=0.1, at_round=0, midpoints=False)
+    assert plan.added == (AddedPoint(1.0, "rule fixed λ at 1.27", 0),)
+    # along width the grid is λ_base = 10 / tau_epoch: a rule's λ_base of 0.2, under the grid's 0.3125, is tau_epoch 50
+    width = FinderSettings.build(axis="width", widths=(64, 128, 256), tau_epochs=TAUS, trainer_kwargs={"max_epochs": 2})
+    result = width_result()
+    result = dataclasses.replace(result, rules=[*result.rules[:2], dataclasses.replace(result.rules[2], x_rule=0.2)])
+    plan = grid_round(width, result, lowest=0.1, at_round=3, midpoints=False)
+    assert plan.added == (AddedPoint(64.0, "rule Qiu et al. at 50", 3),)

@@ -41,18 +41,20 @@ def test_find_on_digits_prints_the_suggestion_and_writes_json_and_plot(
     # the demo's task: N=1400, B=64, lr=3e-3; the subset is a quarter of it: 350 samples, ceil(350/64)=6 steps
     assert (data["dataset_size"], data["subset_size"], data["batch_size"], data["epochs"]) == (1400, 350, 64, 2)
     assert data["fraction"] == 0.25 and data["monitor"] == "val/loss" and data["reduce"] == "last"
-    assert data["cost"] == 3 * 2 * 6 and data["full_cost"] == 3 * 2 * 22
-    assert [p["tau_epoch"] for p in data["curve"]] == [2.0, 8.0, 32.0]
+    runs = len(data["curve"])  # the grid given, 2 8 32, and the points the grid extension added to it
+    added = [p["tau_epoch"] for p in data["grid_added"]]
+    assert [p["tau_epoch"] for p in data["curve"]] == sorted([2.0, 8.0, 32.0, *added])
+    assert data["cost"] == runs * 2 * 6 and data["full_cost"] == runs * 2 * 22
     assert all(len(p["values"]) == 1 and math.isfinite(p["mean"]) for p in data["curve"])
     assert set(data["weight_decay"]) == {"decay"}  # biases and norms (no_decay) stay at 0
     assert data["weight_decay"]["decay"] == pytest.approx(1 / (3e-3 * data["tau_epoch"] * 22))
-    assert 2.0 <= data["tau_epoch"] <= 32.0
+    assert data["curve"][0]["tau_epoch"] <= data["tau_epoch"] <= data["curve"][-1]["tau_epoch"]
     (name,) = [line.split()[1] for line in printed.splitlines() if line.startswith("Study: ")]
     assert name.startswith("tau_finder_") and f"Study: {name} (in {out / 'study.journal'})" in printed
     for text in (
         "Suggested tau_epoch:",
         "Weight decay for the full run (N=1400, B=64, 22 steps per epoch)",
-        "Cost: 36 optimizer steps, 27% of the 132",
+        f"Cost: {runs * 12} optimizer steps, 27% of the {runs * 44}",
         f"JSON: {json_path}",
         f"Figure: {out / name / 'tau_finder.png'}",  # in the study's own folder
         f"tensorboard --logdir {out / 'tb'}",
@@ -64,7 +66,7 @@ def test_find_on_digits_prints_the_suggestion_and_writes_json_and_plot(
 
     # again: every trial is reused, the same answer, the JSON by default in OUT/STUDY/finder.json
     assert main(["find", *TINY, "--out", str(out)]) == 0
-    assert "(3 of 3 trials were complete in the study before this command.)" in capsys.readouterr().out
+    assert f"({runs} of {runs} trials were complete in the study before this command.)" in capsys.readouterr().out
     assert json.loads((out / name / "finder.json").read_text()) == data
 
     # another study in the same --out writes beside the first (its name made a plain folder), not over it

@@ -171,6 +171,7 @@ def test_to_json_and_save_json(tmp_path: Path) -> None:
         "cost_fraction": 0.25,
         "pruned": [],
         "plateau": None,
+        "grid_added": [],
     }  # fmt: skip
     assert r.to_json() == expected
     path = r.save_json(tmp_path / "new" / "runs" / "finder.json")  # parents created

@@ -152,6 +152,7 @@ def test_trials_run_on_the_threads_setting_and_warn_once_per_fit(tmp_path: Path,
             tmp_path,
             seeds=(0,),
             verbose=False,
+            max_grid_extensions=0,  # the grid given: one trial per point of GRID
             trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1, "callbacks": [threads]},
             **({} if setting is None else {"threads": setting}),
         )
@@ -344,6 +345,7 @@ def test_two_workers_each_train_on_their_share_of_the_cores(tmp_path: Path) -> N
             workers=2,
             threads="auto",
             study_name="threads",
+            max_grid_extensions=0,  # the grid given: one trial per point of GRID
             trainer_kwargs={
                 "max_epochs": 1,
                 "accelerator": "cpu",

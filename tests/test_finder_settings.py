@@ -67,6 +67,19 @@ def test_derived_settings_follow_from_the_arguments() -> None:
     assert (accumulated.accumulate, FinderSettings.build(trainer_kwargs=EPOCHS).accumulate) == (3, 1)
 
 
+def test_max_grid_extensions_defaults_to_three_and_the_study_key_keeps_the_grid_given() -> None:
+    settings = FinderSettings.build(tau_epochs=(8, 2), trainer_kwargs=EPOCHS)
+    assert (settings.max_grid_extensions, settings.base_tau_epochs) == (3, (2.0, 8.0))
+    assert FinderSettings.build(trainer_kwargs=EPOCHS, max_grid_extensions=0).max_grid_extensions == 0
+    # checked in the grid step: before the metric, after the seeds
+    with pytest.raises(ValueError, match=r"^`TimescaleFinder\(max_grid_extensions=-1\)` is not valid: use an integer"):
+        FinderSettings.build(max_grid_extensions=-1, monitor="", trainer_kwargs=EPOCHS)
+    with pytest.raises(ValueError, match=r"`TimescaleFinder\(seeds=\[\]\)`"):
+        FinderSettings.build(seeds=[], max_grid_extensions=-1, trainer_kwargs=EPOCHS)
+    with pytest.raises(ValueError, match=r"`TimescaleFinder\(max_grid_extensions=2.5\)`"):
+        TimescaleFinder(trainer_kwargs=EPOCHS, max_grid_extensions=2.5)
+
+
 def test_a_pruned_grid_goes_seed_by_seed_an_unpruned_one_tau_by_tau() -> None:
     grid = {"tau_epochs": (2, 8), "seeds": (0, 1), "trainer_kwargs": EPOCHS}
     assert FinderSettings.build(**grid).grid_order() == [(2.0, 0), (2.0, 1), (8.0, 0), (8.0, 1)]

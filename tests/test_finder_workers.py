@@ -156,6 +156,7 @@ if __name__ == "__main__":
         fraction=0.25,
         tau_epochs=(2, 4, 8),
         seeds=(0,),
+        max_grid_extensions=0,  # the grid given: KEYS
         monitor="val/loss",
         trainer_kwargs={"max_epochs": 2, "accelerator": "cpu", "devices": 1},
         root_dir=OUT,
@@ -200,7 +201,7 @@ def test_workers_fork_from_a_preloaded_server_and_run_a_model_factory_from_the_u
         storage=optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal"))),
     )
     done = trained(study)
-    assert sorted(done) == KEYS
+    assert sorted(done) == [(2.0, 0), (4.0, 0), (8.0, 0)]  # SCRIPT's grid
     assert all(len(trials) == 1 and trials[0].state == TrialState.COMPLETE for trials in done.values()), done
     assert {t[0].user_attrs["worker"]["pid"] for t in done.values()} == {main["pid"], worker}
     assert overlapping(t for trials in done.values() for t in trials)
@@ -249,6 +250,7 @@ def test_the_width_axis_with_two_workers_trains_each_point_once_and_gives_the_on
             widths=widths,
             tau_epochs=taus,
             seeds=seeds,
+            max_grid_extensions=0,  # the grid given: the trials counted below
             fraction=1.0,
             trainer_kwargs={
                 "max_epochs": 1,
@@ -337,7 +339,7 @@ class ScriptMLP(DigitsMLP):  # a model class of the user's own script: `__mp_mai
 if __name__ == "__main__":
     finder = TimescaleFinder(
         tau_epochs=(2, 8), seeds=(0, 1, 2), root_dir=sys.argv[1], progress=False, verbose=False, monitor="val/loss",
-        workers=2, trainer_kwargs={"max_epochs": 2, "accelerator": "cpu"},
+        workers=2, trainer_kwargs={"max_epochs": 2, "accelerator": "cpu"}, max_grid_extensions=0,
     )
     model = ScriptMLP() if sys.argv[2] == "instance" else ScriptMLP
     finder.fit(model, datamodule=DigitsDataModule(train_size=1400, batch_size=64))

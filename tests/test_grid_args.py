@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lightning_tau.tuner.grid_args import check_grid, check_seeds, tau_name
+from lightning_tau.tuner.grid_args import check_grid, check_grid_extensions, check_seeds, tau_name
 
 F = "`TimescaleFinder"
 
@@ -70,3 +70,15 @@ def test_check_seeds_names_the_bad_seed() -> None:
     # a tuple (the CLI and LightningCLI pass lists, Python users often tuples) is shown as the list it checks
     assert _error(check_seeds, (0, 1.0)) == f"{F}(seeds=[0, 1.0])` is not valid: 1.0 is not an integer."
     assert _error(check_seeds, (0, -1)) == f"{F}(seeds=[0, -1])` is not valid: -1 {numpy}"
+
+
+def test_check_grid_extensions_takes_a_count_of_steps_from_zero() -> None:
+    assert check_grid_extensions(0) == 0 and check_grid_extensions(5) == 5
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, 2.0, True, "3", None])
+def test_check_grid_extensions_refuses_anything_but_an_integer_from_zero(value: Any) -> None:
+    assert _error(check_grid_extensions, value) == (
+        f"{F}(max_grid_extensions={value!r})` is not valid: use an integer >= 0, the most steps the grid grows by at"
+        " each end where an optimum sits on it (0: none), e.g. 3."
+    )

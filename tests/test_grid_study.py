@@ -29,6 +29,7 @@ from lightning_tau.tuner.study.grid_study import (
     CLAIM_PREFIX,
     SETTINGS_ATTR,
     GridStudy,
+    TAU_RANGE,
     StudyMismatchError,
     _describe,
     _differences,
@@ -440,7 +441,8 @@ def test_the_queue_enqueues_takes_in_order_and_finishes_each_point_once() -> Non
     assert [t.params for t, _ in taken] == [{"tau_epoch": tau, "seed": seed} for tau, seed in GRID]  # type: ignore[misc]
     trial, _ = taken[1]  # type: ignore[misc]
     frozen = study.study.trials[1]
-    assert frozen.distributions["tau_epoch"].choices == (1.0, 4.0) and frozen.distributions["seed"].choices == (0, 1)
+    assert frozen.distributions["tau_epoch"] == optuna.distributions.FloatDistribution(*TAU_RANGE, log=True)
+    assert frozen.distributions["seed"].choices == (0, 1)
     assert [t.number for t in study.running_elsewhere()] == [0, 1, 2, 3]  # taken, not yet marked as this process's
     with study.working_on(trial):
         assert [t.number for t in study.running_elsewhere()] == [0, 2, 3]
@@ -452,6 +454,30 @@ def test_the_queue_enqueues_takes_in_order_and_finishes_each_point_once() -> Non
     assert sorted(study._held) == [0, 3] and study.release("stopped") == 2 and said == []
     assert study.enqueue_missing() == 2  # the failed ones' points, again
     assert [key for _, key in [study.take(), study.take()]] == [(1.0, 0), (4.0, 1)]  # type: ignore[misc]
+
+
+def test_a_point_the_grid_extension_adds_is_recorded_as_its_study_records_tau_epoch() -> None:
+    # one distribution for every point, whatever the finder adds: a grid point beyond the first grid is one more float
+    study, _ = _open()
+    study.enqueue_missing()
+    study.take()
+    grown = GridStudy(study.study, study.storage, "memory", [*GRID, (0.5, 0)])
+    grown.enqueue_missing()
+    taken = [grown.take() for _ in range(4)]
+    assert [t.params for t, key in taken if key == (0.5, 0)] == [{"tau_epoch": 0.5, "seed": 0}]  # type: ignore[misc]
+    # a study an earlier version made recorded it as a categorical of its grid: a point beyond it is recorded apart
+    earlier, _ = _open()
+    earlier.study.add_trial(
+        optuna.trial.create_trial(
+            state=TrialState.FAIL,
+            params={"tau_epoch": 1.0},
+            distributions={"tau_epoch": optuna.distributions.CategoricalDistribution((1.0, 4.0))},
+        )
+    )
+    grown = GridStudy(earlier.study, earlier.storage, "memory", [(1.0, 0), (0.5, 0)])
+    grown.enqueue_missing()
+    params = sorted(str(t.params) for t, _ in [grown.take(), grown.take()])  # type: ignore[misc]
+    assert params == ["{'added_tau_epoch': 0.5, 'seed': 0}", "{'tau_epoch': 1.0, 'seed': 0}"]
 
 
 def test_a_study_whose_seeds_grow_records_the_seed_as_an_integer() -> None:

@@ -3,6 +3,7 @@ studies a finder opens (no model is trained here; ``tests/test_finder_study.py``
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -84,6 +85,13 @@ def test_the_study_settings_are_the_grid_subset_model_and_trainer(tmp_path: Path
         "callbacks": ["EarlyStopping"],
     }
     assert json.loads(json.dumps(settings)) == settings  # what a study stores compares equal to it
+
+
+def test_the_points_the_grid_extension_adds_keep_the_study_key_of_the_grid_given(tmp_path: Path) -> None:
+    finder = make_finder(tmp_path, tau_epochs=(4.0, 16.0), seeds=(0,))
+    given = _settings(finder, Net())
+    finder.settings = dataclasses.replace(finder.settings, tau_epochs=(1.0, 2.0, 4.0, 16.0))  # two points added
+    assert _settings(finder, Net()) == given and given["tau_epochs"] == [4.0, 16.0]
 
 
 def test_the_settings_say_auto_seeds_the_order_the_init_and_the_pruner(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from lightning_tau import _checks
 from lightning_tau.tuner.curve import smoothed_optimum
+from lightning_tau.tuner.grid_extension import AddedPoint
 from lightning_tau.tuner.prediction import Prediction, predict_tau_epoch
 from lightning_tau.tuner.result import FinderResult, write_json
 from lightning_tau.tuner.rule_costs import read_curve, rule_cost
@@ -80,6 +81,9 @@ class AxisData:
     tolerance: float = DEFAULT_TOLERANCE
     rules: list[RuleVerdict] = field(default_factory=list)
     staging: Any = None
+    #: the points the finder's grid extension added to the grid given, and why
+    #: (:mod:`~lightning_tau.tuner.grid_extension`)
+    grid_added: tuple[AddedPoint, ...] = ()
 
     @classmethod
     def build(
@@ -498,6 +502,7 @@ class AxisData:
             "cost": self.cost,
             "full_cost": self.full_cost,
             "staging": self.staging.to_json() if self.staging is not None else None,
+            "grid_added": [p.to_json() for p in self.grid_added],
             "results": [r.to_json() for r in self.results],
         }
 

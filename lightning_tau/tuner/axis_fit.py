@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ from lightning_tau.tuner import rules
 from lightning_tau.tuner.answer import finder_result, store_answer
 from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.finder_settings import FinderSettings
+from lightning_tau.tuner.grid_extension import RoundPlan, ScaleCurve, lowest_tau_epoch, plan_round
 from lightning_tau.tuner.result import FinderResult
 from lightning_tau.tuner.settings import check_subset, check_subset_size, made_model
 from lightning_tau.tuner.stats import seed_stages, staged_level
@@ -37,6 +39,9 @@ __all__ = [
     "axis_intro",
     "axis_points",
     "axis_result",
+    "grid_round",
+    "lowest_point_tau",
+    "seed_look",
     "seed_stages",
     "staged_level",
     "undetermined_rules",
@@ -158,6 +163,75 @@ def axis_result(
     )
 
 
+# --- the grid extension: the points a round adds (tuner/grid_extension.py decides) ----------------------------
+
+
+def lowest_point_tau(settings: FinderSettings, points: Sequence[StudyPoint]) -> float:
+    """The smallest ``tau_epoch`` the grid extension adds: two optimizer steps at the axis point with the fewest
+    (:func:`~lightning_tau.tuner.grid_extension.lowest_tau_epoch`), counted as
+    :func:`~lightning_tau.tuner.settings.check_subset` counts a subset's steps."""
+    return lowest_tau_epoch([math.ceil(len(p.train) / settings.accumulate) for p in points])
+
+
+def grid_round(
+    settings: FinderSettings,
+    result: FinderResult | AxisResult,
+    *,
+    lowest: float,
+    at_round: int,
+    midpoints: bool,
+) -> RoundPlan:
+    """The points to add to the grid of ``settings`` after the round whose result is ``result``
+    (:func:`~lightning_tau.tuner.grid_extension.plan_round`): each axis point's curve, and along an axis where each
+    published rule puts the largest point's best ``tau_epoch`` when that is off the grid (its cost not measured).
+    ``midpoints``: whether the seeds are settled; the midpoints are then added when only the shape part of the
+    interval leaves rules undetermined (:meth:`~lightning_tau.tuner.axes.AxisResult.shape_undetermined`)."""
+    if isinstance(result, AxisResult):
+        results = result.results
+        width = result.axis == "width"
+        names = [f"width {v:g}" if width else f"N={int(s)}" for v, s in zip(result.values, result.scales)]
+        rule_taus = _off_grid_rules(result)
+        undetermined = undetermined_rules(result, result.tolerance)
+        shape = result.shape_undetermined()
+        shape_only = bool(undetermined) and set(undetermined) <= set(shape)
+    else:
+        results, names, rule_taus, shape_only = [result], [f"N={result.subset_size}"], [], False
+    return plan_round(
+        settings.base_tau_epochs,
+        settings.tau_epochs,
+        [_scale_curve(r, name) for r, name in zip(results, names)],
+        mode=settings.mode,
+        epochs=settings.epochs,
+        lowest=lowest,
+        max_extensions=settings.max_grid_extensions,
+        at_round=at_round,
+        rule_taus=rule_taus,
+        midpoints=midpoints and shape_only,
+    )
+
+
+def _scale_curve(result: FinderResult, name: str) -> ScaleCurve:
+    """One axis point's curve as the grid extension reads it; its edge is the result's (a pruned point beyond the
+    curve's end is no edge)."""
+    taus = [p.tau_epoch for p in result.curve]
+    edge = None if not result.at_edge else "bottom" if result.grid_tau_epoch == taus[0] else "top"
+    return ScaleCurve(name, taus, [p.values for p in result.curve], result.grid_tau_epoch, edge)
+
+
+def _off_grid_rules(result: AxisResult) -> list[tuple[str, float]]:
+    """``(rule name, tau_epoch)`` for each rule that puts the largest point's best ``x`` off the grid (along width
+    ``x`` is ``λ_base ∝ 1 / tau_epoch``, so a ``λ_base`` below the grid is a ``tau_epoch`` above it)."""
+    taus = [p.tau_epoch for p in result.results[0].curve]
+    out = []
+    for rule in result.rules:
+        x = rule.x_rule
+        if x is None or not math.isfinite(x) or x <= 0 or result.xs[0] <= x <= result.xs[-1]:
+            continue
+        tau = x if result.axis == "dataset_size" else result.x_of_tau(taus[0]) * taus[0] / x
+        out.append((rule.name, tau))
+    return out
+
+
 # --- seeds="auto": seeds in stages until every published rule is decided ---------------------------------------
 
 
@@ -168,6 +242,22 @@ def undetermined_rules(result: AxisResult, tolerance: float) -> list[str]:
     return [
         r.name for r in rules.rules_for(result.axis) if rules.decide(result.fit.ci, r.exponent, delta) == "undetermined"
     ]
+
+
+def seed_look(
+    result: AxisResult, tolerance: float, stages: Sequence[int], looked: int, level: float
+) -> SeedStaging | None:
+    """``seeds="auto"`` after its look at ``stages[looked - 1]`` seeds: the staging record where it stops adding
+    seeds, else ``None`` (train the next stage's). It stops when every published rule is decided, when every rule
+    left undetermined is so only by the shape part of the interval (more seeds cannot decide it; the grid's
+    midpoints may), or at the last stage (``max_seeds``)."""
+    undetermined = undetermined_rules(result, tolerance)
+    shape_only = bool(undetermined) and set(undetermined) <= set(result.shape_undetermined())
+    if undetermined and not shape_only and looked < len(stages):
+        return None
+    return SeedStaging(
+        stages[looked - 1], stages[-1], tuple(stages[:looked]), level, tolerance, tuple(undetermined), shape_only
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,13 +272,17 @@ class SeedStaging:
             over the planned looks).
         tolerance: the tolerance the rules were decided at.
         undetermined: the rules still undetermined at the last look (empty: every rule decided).
+        shape_only: every rule left undetermined is so only by the shape part of the interval: more seeds would not
+            decide it, so none were added (:func:`seed_look`).
 
     Example:
         >>> SeedStaging(8, 12, (3, 5, 8), 0.9875, 1.25, ()).reason
         'stopped at 8 seeds: every published rule decided'
         >>> SeedStaging(12, 12, (3, 5, 8, 12), 0.9875, 1.25, ("Fan et al.",)).reason
         'reached max_seeds=12 with Fan et al. undetermined'
-    """
+        >>> SeedStaging(5, 12, (3, 5), 0.9875, 1.25, ("Fan et al.",), shape_only=True).reason
+        'stopped at 5 seeds: Fan et al. undetermined only by the shape part of the interval, which more seeds do not narrow (points nearer the optimum do)'
+    """  # noqa: E501
 
     seeds: int
     max_seeds: int
@@ -196,6 +290,7 @@ class SeedStaging:
     level: float
     tolerance: float
     undetermined: tuple[str, ...]
+    shape_only: bool = False
 
     @property
     def decided(self) -> bool:
@@ -207,6 +302,11 @@ class SeedStaging:
         """Why it stopped, in words."""
         if self.decided:
             return f"stopped at {self.seeds} seeds: every published rule decided"
+        if self.shape_only:
+            return (
+                f"stopped at {self.seeds} seeds: {' and '.join(self.undetermined)} undetermined only by the shape part"
+                " of the interval, which more seeds do not narrow (points nearer the optimum do)"
+            )
         return f"reached max_seeds={self.max_seeds} with {' and '.join(self.undetermined)} undetermined"
 
     def sentence(self) -> str:

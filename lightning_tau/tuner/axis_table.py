@@ -11,6 +11,7 @@ import math
 
 from lightning_tau._table import table_lines
 from lightning_tau.tuner.axis_data import AxisData
+from lightning_tau.tuner.grid_extension import grid_line
 from lightning_tau.tuner.rules import half_width
 from lightning_tau.tuner.verdicts import cost_text, signed
 
@@ -106,6 +107,7 @@ def axis_table(result: AxisData) -> str:
     lines += _rules_lines(result)
     if result.staging is not None:
         lines.append(result.staging.sentence())
+    lines += [line for line in [grid_line(result.grid_added)] if line]
     lines.append(f"Verdict: {result.verdict}")
     lines += _full_run_lines(result)
     if not result.full_cost:

@@ -46,12 +46,16 @@ from lightning_tau.tuner.axis_fit import (
     axis_intro,
     axis_points,
     axis_result,
+    grid_round,
+    lowest_point_tau,
+    seed_look,
     seed_stages,
     staged_level,
     undetermined_rules,
 )
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
 from lightning_tau.tuner.finder_settings import FinderSettings
+from lightning_tau.tuner.grid_extension import DEFAULT_MAX_GRID_EXTENSIONS, AddedPoint
 from lightning_tau.tuner.pruning import make_pruner
 from lightning_tau.tuner.result import FinderResult
 from lightning_tau.tuner.settings import (
@@ -123,7 +127,9 @@ class TimescaleFinder:
             over 3 seeds is erratic). Along an axis, ``"auto"``: seeds in stages (3, then 5, 8, 12, ... up to
             ``max_seeds``, :func:`~lightning_tau.tuner.stats.seed_stages`), each stage adding its new seeds' trials
             to the same studies; after each, the exponent interval decides every published rule at ``tolerance``,
-            and the finder stops at the first stage where none is undetermined, or at ``max_seeds``. Each look's
+            and the finder stops at the first stage where none is undetermined, or where every rule left undetermined
+            is so only by the shape part of the interval (more seeds would not decide it; the grid's midpoints may,
+            see ``max_grid_extensions``), or at ``max_seeds``. Each look's
             interval is at :func:`~lightning_tau.tuner.stats.staged_level` (wider than ``level``: adding seeds
             until a decision is optional stopping). :attr:`staging` then says how many seeds it used and why it
             stopped, and the output says so.
@@ -173,6 +179,16 @@ class TimescaleFinder:
             A rule holds when the whole interval lies within it, is excluded when it lies wholly outside. Not used on
             the fraction axis, which decides no rule: giving it there is an error.
         max_seeds: with ``seeds="auto"``: the most seeds it trains (default 12, at least 3).
+        max_grid_extensions: the most steps the grid grows by at each end (default 3; 0: the grid as given, nothing
+            added). Where the best ``tau_epoch`` of an axis point is the grid's first or last, :meth:`fit` adds one
+            step at that end (the given grid's log step there) at every axis point and trains it, round after round,
+            until the optimum is inside the grid, or the next point would be under two optimizer steps of the
+            smallest subset, or the top is a plateau (a ``tau_epoch`` longer than the run where the loss is flat
+            within one seed s.d.: no decay, not an edge). Along an axis, it also adds the steps that bring a
+            published rule's ``tau_epoch`` at the largest point onto the grid, so that rule's cost is measured, and,
+            once, the midpoints around every point's best when only the shape part of the interval leaves a rule
+            undetermined (more seeds cannot decide it). The points go into the same studies, so a rerun trains
+            nothing; the result lists them with why (``grid_added``, :mod:`lightning_tau.tuner.grid_extension`).
         pruner: stop hopeless ``tau_epoch`` runs early (``axis="fraction"`` only): ``None`` (the default: every run
             trains ``max_epochs``), ``"median"``, ``"successive_halving"``, ``"hyperband"`` (Optuna's pruners with
             settings for the finder's grid, see :func:`make_pruner`) or any ``optuna.pruners.BasePruner``. The runs
@@ -239,6 +255,7 @@ class TimescaleFinder:
         pruner: PrunerName | BasePruner | None = None,
         tolerance: float | None = None,
         max_seeds: int | None = None,
+        max_grid_extensions: int = DEFAULT_MAX_GRID_EXTENSIONS,
     ) -> None:
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.settings: FinderSettings = FinderSettings.build(**self._init_kwargs)
@@ -281,6 +298,8 @@ class TimescaleFinder:
     tolerance = _setting("tolerance")
     pruner = _setting("pruner")
     pruner_setting = _setting("pruner_setting")
+    max_grid_extensions = _setting("max_grid_extensions")
+    base_tau_epochs = _setting("base_tau_epochs")
 
     @overload
     def fit(
@@ -371,43 +390,58 @@ class TimescaleFinder:
         def intro(studies: Sequence[GridStudy]) -> str:  # the seeds of the stage now
             return axis_intro(self.settings, points, studies, dataset_size)
 
-        # seeds="auto": one look per stage, each stage's seeds added to the same studies (their key holds "auto")
-        auto = self.auto_seeds and not self._worker_only  # a worker trains the stage it was sent
+        # rounds: round 0 trains the grid as given; after each, the grid extension may add points and seeds="auto"
+        # a stage of seeds (one look per stage), both into the same studies (their key holds the grid as given and
+        # "auto"), so a rerun replays the same rounds from the study's records and trains nothing
+        auto = self.auto_seeds and not self._worker_only  # a worker trains the stage and the grid it was sent
         stages = seed_stages(self.max_seeds) if auto else [len(self.seeds)]
         level = staged_level(self.level, len(stages)) if self.auto_seeds else self.level
+        if not self._worker_only:
+            self.settings = dataclasses.replace(self.settings, tau_epochs=self.settings.base_tau_epochs)
+        lowest = lowest_point_tau(self.settings, points)
+        added: list[AddedPoint] = []
         trained = reused = done = 0
-        for looked, count in enumerate(stages, 1):
+        looked, at_round = 1, 0
+        while True:
             if auto:
-                self.settings = dataclasses.replace(self.settings, seeds=tuple(range(count)))
+                self.settings = dataclasses.replace(self.settings, seeds=tuple(range(stages[looked - 1])))
             # checked before the studies are opened: nothing written for a model that cannot travel (an instance
             # travels as itself: the same study)
             payload = self._worker_payload(model, full_train, val) if self.workers > 1 else None
             answer = "suggestion" if self.axis == "fraction" else "result"
             records = self._run(points, val, payload, wait=wait, intro=intro, answer=answer)
-            # this fit's counts over its stages: trials complete before it (a later stage's new seeds' only: the
-            # earlier stages' grid was complete when it ended), and those this process trained in it
+            # this fit's counts over its rounds: trials complete before it (a later round's new trials' only: the
+            # earlier rounds' grid was complete when it ended), and those this process trained in it
             reused += self.reused_runs - done
             trained += self.trained_runs
             self.reused_runs, self.trained_runs = reused, trained
             if records is None:
                 return None
-            done = len(points) * len(self.tau_epochs) * count
+            done = len(points) * len(self.settings.grid_order())
             studies = self.studies or [self.study]
             result = axis_result(self.settings, points, records, studies, full_train, self._log, level=level)
-            if not auto or not isinstance(result, AxisResult):
+            new = self._grid_points(result, lowest, at_round, midpoints=not auto or self.staging is not None)
+            if not new and auto and self.staging is None:
+                self.staging = seed_look(result, self.tolerance, stages, looked, level)  # type: ignore[arg-type]
+                if self.staging is None:
+                    undetermined = ", ".join(undetermined_rules(result, self.tolerance))  # type: ignore[arg-type]
+                    self._log(
+                        f"{stages[looked - 1]} seeds: {undetermined} undetermined at tolerance x{self.tolerance:g};"
+                        f" adding seeds up to {stages[looked]}."
+                    )
+                    looked += 1
+                    continue
+                new = self._grid_points(result, lowest, at_round, midpoints=True)
+            if not new:
                 break
-            undetermined = undetermined_rules(result, self.tolerance)
-            if not undetermined or looked == len(stages):
-                self.staging = SeedStaging(
-                    count, self.max_seeds, tuple(stages[:looked]), level, self.tolerance, tuple(undetermined)
-                )
-                break
-            self._log(
-                f"{count} seeds: {', '.join(undetermined)} undetermined at tolerance x{self.tolerance:g}; adding seeds"
-                f" up to {stages[looked]}."
-            )
+            added += new
+            at_round += 1
+            grid = sorted({*self.settings.tau_epochs, *(p.tau_epoch for p in new)})
+            self.settings = dataclasses.replace(self.settings, tau_epochs=tuple(grid))
         if self.staging is not None and isinstance(result, AxisResult):
             result = dataclasses.replace(result, staging=self.staging)  # in its table and JSON
+        if added:
+            result = dataclasses.replace(result, grid_added=tuple(added))  # in its table and JSON
         if self.verbose and rank_zero_only.rank == 0:
             print(result.table())
         return result
@@ -516,6 +550,22 @@ class TimescaleFinder:
             workers=workers,
         )
 
+    def _grid_points(
+        self, result: FinderResult | AxisResult, lowest: float, at_round: int, *, midpoints: bool
+    ) -> tuple[AddedPoint, ...]:
+        """The points the grid extension adds after round ``at_round``
+        (:func:`~lightning_tau.tuner.axis_fit.grid_round`), logged with why, and why an edge or a rule was left as
+        it is; none for a worker (it trains what it was sent)."""
+        if self._worker_only:
+            return ()
+        plan = grid_round(self.settings, result, lowest=lowest, at_round=at_round, midpoints=midpoints)
+        for line in plan.held:
+            self._log(f"grid: {line}.")
+        if plan.added:
+            points = ", ".join(f"{p.tau_epoch:.3g} ({p.reason})" for p in plan.added)
+            self._log(f"grid: adding tau_epoch {points} at every axis point.")
+        return plan.added
+
     def _workers_for(self, left: int) -> int:
         """The worker processes to run: ``workers``, capped at this machine's cores and at the trials left to train
         (more only split the cores into slower trials, or wait with nothing to do); a note says when capped, unless
@@ -529,7 +579,9 @@ class TimescaleFinder:
     def _worker_payload(self, model_factory: Callable[[], Any], full_train: DataLoader, val: Any) -> bytes:
         kwargs = {**self._init_kwargs, "workers": 1, "progress": False, "verbose": False}
         try:
-            return pickle.dumps((kwargs, model_factory, full_train, val, self.seeds))
+            # the seeds and the grid of this round (seeds="auto"'s stage, the grid extension's points)
+            grid = {"seeds": self.seeds, "tau_epochs": self.tau_epochs}
+            return pickle.dumps((kwargs, model_factory, full_train, val, grid))
         except Exception as err:
             raise ValueError(
                 f"`TimescaleFinder(workers={self.workers})` sends the model and the data to its worker processes,"
@@ -573,11 +625,11 @@ def _worker_main(payload: bytes | Any, threads: int, environ: Mapping[str, str])
         worker_environ(environ)  # the starting process's, as spawn gives it (a fork has its server's)
         if not isinstance(payload, bytes):
             payload = payload.recv_bytes()
-        kwargs, model_factory, full_train, val, seeds = pickle.loads(payload)
+        kwargs, model_factory, full_train, val, grid = pickle.loads(payload)
         torch.set_num_threads(threads)
         finder = TimescaleFinder(**kwargs)
         finder._worker_only = True
-        finder.settings = dataclasses.replace(finder.settings, seeds=seeds)  # seeds="auto": the stage trained now
+        finder.settings = dataclasses.replace(finder.settings, **grid)  # the seeds and grid of the round trained now
         finder.fit(model_factory, train_dataloaders=full_train, val_dataloaders=val, wait=False)
     except Exception as err:
         print(f"TimescaleFinder worker (pid {os.getpid()}): error: {err}", file=sys.stderr)

@@ -23,6 +23,7 @@ from optuna.storages import BaseStorage
 from lightning_tau import _checks
 from lightning_tau._constants import GOALS, Goal
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS
+from lightning_tau.tuner.grid_extension import DEFAULT_MAX_GRID_EXTENSIONS
 from lightning_tau.tuner.pruning import make_pruner, pruner_setting
 from lightning_tau.tuner.settings import (
     DEFAULT_FRACTION,
@@ -32,6 +33,7 @@ from lightning_tau.tuner.settings import (
     check_axis,
     check_fractions,
     check_grid,
+    check_grid_extensions,
     check_pruner,
     check_root_dir,
     check_seed_count,
@@ -65,6 +67,8 @@ class FinderSettings:
     widths: tuple[int, ...] | None
     #: ``axis="dataset_size"``: the fractions of the training set, increasing
     fractions: tuple[float, ...] | None
+    #: the grid of the round being trained: ``base_tau_epochs`` and the points the grid extension added
+    #: (:mod:`lightning_tau.tuner.grid_extension`)
     tau_epochs: tuple[float, ...]
     #: the seeds of the sweep (with ``seeds="auto"``: of the stage being trained, ``0 .. n - 1``)
     seeds: tuple[int, ...]
@@ -95,6 +99,10 @@ class FinderSettings:
     pruner: BasePruner | None
     #: the pruner as the study's settings hold it: its name, or an instance's class and attributes
     pruner_setting: Any
+    #: the most steps the grid grows by at each end where an optimum sits on it (0: the grid as given)
+    max_grid_extensions: int
+    #: the grid as given: what keys the studies (the points added go into the same studies)
+    base_tau_epochs: tuple[float, ...]
 
     @classmethod
     def build(
@@ -123,6 +131,7 @@ class FinderSettings:
         pruner: PrunerName | BasePruner | None = None,
         tolerance: float | None = None,
         max_seeds: int | None = None,
+        max_grid_extensions: int = DEFAULT_MAX_GRID_EXTENSIONS,
     ) -> FinderSettings:
         """The settings of ``TimescaleFinder(...)`` with these arguments (the same names and defaults), each checked
         in this order: the axis and what it uses, the fraction, the grid and seeds, the metric, the trainer, and
@@ -133,10 +142,11 @@ class FinderSettings:
         """
         widths_, fractions_, level = _axis_step(axis, fraction, widths, fractions, level, pruner)
         fraction = _fraction_step(fraction, fractions_)
-        tau_epochs_, (seeds_, auto_seeds, most), tolerance_ = (
+        tau_epochs_, (seeds_, auto_seeds, most), tolerance_, extensions = (
             check_grid(tau_epochs),
             check_seed_count(seeds, max_seeds, axis),
             check_tolerance(tolerance, axis),
+            check_grid_extensions(max_grid_extensions),
         )
         monitor, mode, reduce = _metric_step(monitor, mode, reduce)
         trainer, epochs, pruner_, setting = _trainer_step(trainer_kwargs, pruner)
@@ -161,6 +171,8 @@ class FinderSettings:
             tolerance=tolerance_,
             pruner=pruner_,
             pruner_setting=setting,
+            max_grid_extensions=extensions,
+            base_tau_epochs=tau_epochs_,
             **places,
         )
 

@@ -1,4 +1,5 @@
-"""The grid's arguments, checked without torch, Lightning or Optuna: ``tau_epochs`` and ``seeds``.
+"""The grid's arguments, checked without torch, Lightning or Optuna: ``tau_epochs``, ``seeds`` and
+``max_grid_extensions``.
 
 ``TimescaleFinder`` checks them here (through :mod:`lightning_tau.tuner.settings`, which re-exports these names), and
 ``lightning-tau find`` runs the same checks before it imports torch, so a repeated ``--tau-epochs`` or ``--seeds`` is
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 
 from lightning_tau import _checks
 
-__all__ = ["MAX_SEED", "check_grid", "check_seeds", "tau_name"]
+__all__ = ["MAX_SEED", "check_grid", "check_grid_extensions", "check_seeds", "tau_name"]
 
 #: The largest seed ``seed_everything`` (numpy) accepts.
 MAX_SEED = 2**32 - 1
@@ -69,3 +70,25 @@ def check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"`TimescaleFinder(seeds={list(seeds)!r})` repeats a seed: give each seed once.")
     return tuple(seeds)
+
+
+def check_grid_extensions(max_grid_extensions: object) -> int:
+    """A ``max_grid_extensions`` argument: an integer of at least 0, the most steps the finder adds to the grid at
+    each end where an optimum sits on it (0: the grid as given, nothing added).
+
+    Example:
+        >>> check_grid_extensions(3), check_grid_extensions(0)
+        (3, 0)
+        >>> check_grid_extensions(-1)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: `TimescaleFinder(max_grid_extensions=-1)` is not valid: use an integer >= 0, the most steps ...
+    """
+    return _checks.integer(
+        "TimescaleFinder",
+        "max_grid_extensions",
+        max_grid_extensions,
+        "use an integer >= 0, the most steps the grid grows by at each end where an optimum sits on it (0: none),"
+        " e.g. 3.",
+        minimum=0,
+    )

@@ -22,6 +22,7 @@ from lightning_tau._table import table_lines
 from lightning_tau.outputs import write_json  # every result file is written through the one check there
 from lightning_tau.tuner.curve import optimum_range, smoothed_optimum
 from lightning_tau.tuner.curve import plateau as flat_top
+from lightning_tau.tuner.grid_extension import AddedPoint, grid_line
 from lightning_tau.tuner.plain import metric_words, plain, plain_ticks, save_figure, thin_ticks, wrap
 
 __all__ = ["CurvePoint", "FinderResult", "PrunedPoint", "write_json"]
@@ -180,6 +181,9 @@ class FinderResult:
     tau_epoch_range: tuple[float, float] = (math.nan, math.nan)
     pruned: list[PrunedPoint] = field(default_factory=list)
     plateau: float | None = None
+    #: the points the finder's grid extension added to the grid given, and why
+    #: (:mod:`~lightning_tau.tuner.grid_extension`)
+    grid_added: tuple[AddedPoint, ...] = ()
 
     @classmethod
     def from_curve(
@@ -358,6 +362,7 @@ class FinderResult:
             }
             for p in self.pruned
         ]
+        data["grid_added"] = [p.to_json() for p in self.grid_added]
         return data
 
     def save_json(self, path: str | Path) -> Path:
@@ -443,6 +448,7 @@ class FinderResult:
                 " a rerun with other seeds may suggest anything in that range."
             )
         lines.append(f"Verdict: {self.verdict}.")
+        lines += [line for line in [grid_line(self.grid_added)] if line]
         if self.pruned:
             stopped = sum(bool(a) for p in self.pruned for a in p.pruned_after)
             untrained = sum(a == 0 for p in self.pruned for a in p.pruned_after)

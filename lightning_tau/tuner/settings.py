@@ -26,7 +26,7 @@ from torch.utils.data import DataLoader
 from lightning_tau import _checks
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.tuner.curve import PRUNER_NAMES
-from lightning_tau.tuner.grid_args import MAX_SEED, check_grid, check_seeds, tau_name
+from lightning_tau.tuner.grid_args import MAX_SEED, check_grid, check_grid_extensions, check_seeds, tau_name
 from lightning_tau.tuner.rules import DEFAULT_TOLERANCE
 from lightning_tau.tuner.trial import ModelCopies, fresh_callback, has_run_state
 
@@ -45,6 +45,7 @@ __all__ = [
     "check_axis",
     "check_fractions",
     "check_grid",
+    "check_grid_extensions",
     "check_pruner",
     "check_root_dir",
     "check_seed_count",

@@ -55,13 +55,15 @@ def study_settings(
     weights, which no trial uses, so a rerun of a script that builds its model unseeded (``MyModel()``) reuses the
     trials it trained before.
 
-    The seeds are the list given, or ``"auto"`` for ``seeds="auto"``: every stage of an automatic seed count opens
-    the same study and adds its new seeds' trials to it (the grid a process works on is its own, so earlier stages'
-    trials are reused, not trained again).
+    The grid is the one given (``base_tau_epochs``): the points the grid extension adds
+    (:mod:`lightning_tau.tuner.grid_extension`) go into the same study, as a later stage's seeds do. The seeds are
+    the list given, or ``"auto"`` for ``seeds="auto"``: every stage of an automatic seed count opens the same study
+    and adds its new seeds' trials to it (the grid a process works on is its own, so earlier stages' trials are
+    reused, not trained again).
     """
     kwargs = {k: v for k, v in settings.trainer_kwargs.items() if k != "callbacks"}
     key = {
-        "tau_epochs": list(settings.tau_epochs),
+        "tau_epochs": list(settings.base_tau_epochs),
         "seeds": "auto" if settings.auto_seeds else list(settings.seeds),
         "epochs": settings.epochs,
         "fraction": settings.fraction,

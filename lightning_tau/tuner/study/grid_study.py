@@ -41,6 +41,7 @@ the SQLite take lock is :mod:`lightning_tau.tuner.study.take_lock`'s; the folder
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 import warnings
@@ -93,6 +94,8 @@ SETTINGS_ATTR = "lightning_tau"
 CLAIM_PREFIX = "claim/"
 
 Key = tuple[float, int]
+#: The range a trial's ``tau_epoch`` parameter is recorded in: every positive finite float.
+TAU_RANGE = (sys.float_info.min, sys.float_info.max)
 #: The states of a trial that is done with: its record is the grid point's.
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
@@ -394,9 +397,8 @@ class GridStudy:
                 del self._held[trial.number]
                 continue
             tau, seed = key
-            taus = sorted({k[0] for k in self.grid})
             seeds = sorted({k[1] for k in self.grid})
-            trial.suggest_categorical("tau_epoch", taus)  # the enqueued values, recorded as the trial's params
+            _record_tau(trial, tau, trials)  # the enqueued values, recorded as the trial's params
             if self.seeds_grow:
                 trial.suggest_int("seed", 0, 2**32 - 1)  # the same distribution whatever seeds a stage adds
             else:
@@ -471,6 +473,20 @@ class GridStudy:
             )
             return False
         return True
+
+
+def _record_tau(trial: optuna.Trial, tau: float, trials: Sequence[FrozenTrial]) -> None:
+    """Record ``tau`` as ``trial``'s ``tau_epoch`` parameter: a float on a log scale, one range (:data:`TAU_RANGE`)
+    for every trial, since the finder's grid extension adds points to a study and Optuna refuses a categorical
+    parameter whose choices change within it. In a study that recorded it as a categorical of its grid (made by an
+    earlier version), as that categorical, and a point beyond that grid as ``added_tau_epoch``."""
+    recorded = next((t.distributions["tau_epoch"] for t in trials if "tau_epoch" in t.distributions), None)
+    if not isinstance(recorded, optuna.distributions.CategoricalDistribution):
+        trial.suggest_float("tau_epoch", *TAU_RANGE, log=True)
+    elif tau in recorded.choices:
+        trial.suggest_categorical("tau_epoch", recorded.choices)  # type: ignore[arg-type]
+    else:
+        trial.suggest_float("added_tau_epoch", tau, tau)
 
 
 def _grace(storage: RDBStorage) -> int:
