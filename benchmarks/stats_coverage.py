@@ -201,10 +201,11 @@ def check(rng, runs=20):
     print(f"batch intervals = fit_scaling's on {runs} runs of each regime")
 
 
-def staged(regime, scales, axis_rules, runs, rng, interval, max_seeds=12):
-    """Coverage where the staging stops, coverage at a fixed max_seeds, mean seeds used, share decided."""
+def staged(regime, scales, axis_rules, runs, rng, interval, max_seeds=12, fixed_looks=False):
+    """Coverage where the staging stops, coverage at a fixed max_seeds, mean seeds used, share decided; every look
+    at 0.95 with ``fixed_looks``, else at staged_level's."""
     stages = seed_stages(max_seeds)
-    level = staged_level(0.95, len(stages))
+    level = 0.95 if fixed_looks else staged_level(0.95, len(stages))
     delta = rules.half_width(rules.DEFAULT_TOLERANCE, scales)
     exps, grid, scales, curves = simulate(regime, max_seeds, runs, rng, scales=scales)
     low, high = np.full(runs, np.nan), np.full(runs, np.nan)
@@ -240,6 +241,8 @@ def main() -> None:
     parser.add_argument("--former", type=_interval, default=FORMER, help="the interval in brackets ('1,2;;1')")
     parser.add_argument("--regimes", nargs="+", help="only the regimes whose name contains one of these")
     parser.add_argument("--no-staging", action="store_true")
+    parser.add_argument("--staging-only", action="store_true", help="skip the table of seed counts")
+    parser.add_argument("--fixed-looks", action="store_true", help="every look of the staging at 0.95")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     start = time.process_time()
@@ -250,7 +253,7 @@ def main() -> None:
     print(f"{args.runs} runs per row; nominal 95 %, goal >= 93 %; binomial SE {se:.1f} points")
     print(f"interval {args.interval} (former {args.former}): parabola windows, lopsided windows, widening")
     print("coverage % (former interval's), per seed count; then mean error, median width (former) at each count")
-    for name, regime in regimes.items():
+    for name, regime in {} if args.staging_only else regimes.items():
         cells, errors, widths = [], [], []
         for seeds in args.seeds:
             exps, grid, scales, curves = simulate(regime, seeds, args.runs, rng)
@@ -264,11 +267,15 @@ def main() -> None:
         print("  " + " | ".join(f"{k}: {c}" for k, c in zip(args.seeds, cells)), flush=True)
         print("  error " + " ".join(errors) + "; width " + " ".join(widths), flush=True)
     if not args.no_staging:
-        print("\nstaging 3, 5, 8, 12 (seeds='auto'), stopping when every rule is decided at tolerance x1.25:")
+        looks = "0.95" if args.fixed_looks else "staged_level's"
+        print(f"\nstaging 3, 5, 8, 12 (seeds='auto', each look at {looks}), stopping when every rule is decided at"
+              " tolerance x1.25:")
     for name in [] if args.no_staging else [n for n in STAGED if n in regimes]:
         for axis, scales, axis_rules in (("width", WIDTHS, rules.WIDTH_RULES), ("size", SIZES, rules.SIZE_RULES)):
             for label, interval in (("", args.interval), ("former ", args.former)):
-                cov, fixed, mean_seeds, decided = staged(REGIMES[name], scales, axis_rules, args.runs, rng, interval)
+                cov, fixed, mean_seeds, decided = staged(
+                    REGIMES[name], scales, axis_rules, args.runs, rng, interval, fixed_looks=args.fixed_looks
+                )
                 print(
                     f"  {label}{name}, {axis} rules: coverage where it stops {cov * 100:5.1f} % (at a fixed 12 seeds"
                     f" {fixed * 100:5.1f} %), mean seeds {mean_seeds:.1f}, decided {decided * 100:.0f} %",

@@ -81,9 +81,10 @@ MIN_SEEDS_FOR_INTERVAL: int = 2
 
 
 #: The interval of :func:`fit_scaling` is the envelope of its smoothers' t-intervals widened on each side by this
-#: times the spread of their means (the shape part is then the centre ± the spread, :func:`_interval_parts`). With
-#: the lopsided parabola among the smoothers the envelope alone covered 94-100 % in the simulation, half a spread
-#: 97.8-100 %, a whole one 98.3-100 % at 1.1-1.3 times the width (``benchmarks/README.md``).
+#: times the spread of their means (the shape part is then the centre ± the spread, :func:`_interval_parts`). In the
+#: simulation (600 runs per cell, every regime of ``benchmarks/stats_coverage.py`` at 3, 8 and 12 seeds) the envelope
+#: alone covered 94.0-100 %, widened by half a spread 97.8-100 %, by a whole one 98.7-100 % (up to twice the
+#: envelope's width where the smoothers disagree most).
 _SPREAD_WIDENING: float = 0.5
 
 #: The lopsided parabola of :func:`fit_scaling` is fitted to ``window + LOPSIDED_EXTRA`` neighbours on each side of
@@ -277,8 +278,8 @@ def fit_scaling(
     Measured (1000 runs per cell, ``benchmarks/README.md``): 97.5-100 % at 2-12 seeds in every regime; the changing
     shape 99.3-100 % on the finder's grid at noise 0.005 (the former interval 78.6-98.9 %), 99.0-99.9 % at 2-8 seeds
     on its variants (the lowest, 97.5 %, mirrored at 12 seeds); the asymmetric V 99.9-100 % (the former 90.5 % at
-    12 seeds). The price is width on V shapes, where a lopsided parabola fits less well: 1.4-1.7 times the former
-    interval's; on parabolas, lopsided or not, 0.9-1.3 times.
+    12 seeds). The price is width on V shapes, where a lopsided parabola fits less well: 1.4-1.8 times the former
+    interval's; on parabolas, lopsided or not, 0.8-1.35 times (the most at 2 seeds).
 
     Args:
         scales: increasing positive scales (width multipliers ``s``, or dataset sizes ``N``), at least 2.
