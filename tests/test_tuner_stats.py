@@ -4,8 +4,8 @@ coverage, and where the staging of seeds="auto" stops. (The paired interior test
 keeps its package in its name, as ``tests/test_diagnostics_stats.py`` does for ``lightning_tau/diagnostics/stats.py``.)
 
 Pure numpy, no Lightning: exact values on hand-made curves, and a simulation of curves like the digits width
-demo's, asymmetric, V-shaped and with correlated noise, that checks the interval's coverage at every seed count
-that gets one and where the staging stops.
+demo's, asymmetric, V-shaped, with correlated noise, and with a shape that changes with scale on the finder's grid
+(issue 36), that checks the interval's coverage at every seed count that gets one and where the staging stops.
 """
 
 from __future__ import annotations

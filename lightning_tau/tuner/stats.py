@@ -9,7 +9,7 @@ A *curve* is a ``grid x seeds`` array of a validation metric: row ``i`` is grid 
 across the grid, so they are compared in pairs.
 
 - :func:`fit_scaling`: at each scale ``s`` (a width multiplier, or a dataset size ``N``) each seed's best ``x`` is
-  smoothed optimum of its own curve, by two smoothers (the parabola of
+  the smoothed optimum of its own curve, by two smoothers (the parabola of
   :func:`~lightning_tau.tuner.curve.smoothed_optimum` through ``window`` neighbours, and a parabola with a curvature
   of its own on each side through ``window + 2``); a seed's exponent is the least-squares slope of
   ``log best x`` on ``log s``. The interval holds both the seeds' spread and the choice of smoothing, and the
@@ -88,8 +88,8 @@ MIN_SEEDS_FOR_INTERVAL: int = 2
 _SPREAD_WIDENING: float = 0.5
 
 #: The lopsided parabola of :func:`fit_scaling` is fitted to ``window + LOPSIDED_EXTRA`` neighbours on each side of
-#: the best grid point: it has four parameters, and the narrowest window that gives them a point each to spare on
-#: the finder's 7-point grid (5 to 7 points) was the tightest of the windows 2 and 3 tried (``benchmarks/README.md``).
+#: the best grid point (5 to 7 points of the finder's 7-point grid at ``window=1``): it has four parameters, and
+#: through 3 neighbours its intervals were narrower than through 2 in the simulation (``benchmarks/README.md``).
 LOPSIDED_EXTRA: int = 2
 
 
