@@ -63,6 +63,8 @@ from lightning_tau.tuner.tdist import t_quantile  # noqa: E402
 MONITOR = "val/loss"
 #: Points added on a side where the reference's best is at the edge, and the most such extensions.
 EXTEND_BY, MAX_EXTENSIONS = 2, 4
+#: The most points the reference adds on a side to cover a rule's tau_epoch (a rule beyond gets no regret).
+MAX_COVER = 6
 
 
 # --- what the package predicts (the one place that reads the AxisResult's prediction) ---------------------------
@@ -163,10 +165,12 @@ def reference(
     case: Case, target: int, needed: Sequence[float], out: Path, args: argparse.Namespace
 ) -> dict[float, CurvePoint]:
     """The reference sweep at ``target``: the case's grid extended to cover ``needed`` (every rule's ``tau_epoch``)
-    with a point to spare, then by :data:`EXTEND_BY` points on a side where the best is at the edge; one study per
-    block of points, all in ``out``'s journal."""
-    lo = min(0, _index_covering(case, min(needed), -1) - 1)
-    hi = max(len(case.tau_epochs) - 1, _index_covering(case, max(needed), 1) + 1)
+    with a point to spare (at most :data:`MAX_COVER` points a side), then by :data:`EXTEND_BY` points on a side
+    where the best is at the edge; one study per block of points, all in ``out``'s journal."""
+    last = len(case.tau_epochs) - 1
+    needed = [t for t in needed if math.isfinite(t) and t > 0] or [case.tau_epochs[0]]
+    lo = max(-MAX_COVER, min(0, _index_covering(case, min(needed), -1) - 1))
+    hi = min(last + MAX_COVER, max(last, _index_covering(case, max(needed), 1) + 1))
     if args.quick:
         lo, hi = max(lo, -1), min(hi, len(case.tau_epochs))
     points: dict[float, CurvePoint] = {}
@@ -342,7 +346,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--level", type=float, default=0.9, help="the prediction interval's level (default 0.9)")
     parser.add_argument("--workers", type=int, default=2, help="finder worker processes (default 2)")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 2 epochs, 3-point grids, 2 seeds, 1 case (cls), a quarter of the data")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: 2 epochs, 3-point grids, 2 seeds, 1 case (cls), 1/4 the data"
+    )
     args = parser.parse_args(argv)
     names = args.cases or (["cls"] if args.quick else list(CASES))
     unknown = [n for n in names if n not in CASES]
