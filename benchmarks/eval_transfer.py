@@ -65,6 +65,9 @@ MONITOR = "val/loss"
 EXTEND_BY, MAX_EXTENSIONS = 2, 4
 #: The most points the reference adds on a side to cover a rule's tau_epoch (a rule beyond gets no regret).
 MAX_COVER = 6
+#: The reference extends no further up once its top point exceeds this many times the epochs trained: a timescale
+#: that long leaves decay without effect, a plateau rather than an edge to widen (THEORY.md §13).
+PLATEAU_EPOCHS = 8
 
 
 # --- what the package predicts (the one place that reads the AxisResult's prediction) ---------------------------
@@ -166,7 +169,8 @@ def reference(
 ) -> dict[float, CurvePoint]:
     """The reference sweep at ``target``: the case's grid extended to cover ``needed`` (every rule's ``tau_epoch``)
     with a point to spare (at most :data:`MAX_COVER` points a side), then by :data:`EXTEND_BY` points on a side
-    where the best is at the edge; one study per block of points, all in ``out``'s journal."""
+    where the best is at the edge (up to :data:`PLATEAU_EPOCHS` times the epochs); one study per block of points,
+    all in ``out``'s journal."""
     last = len(case.tau_epochs) - 1
     needed = [t for t in needed if math.isfinite(t) and t > 0] or [case.tau_epochs[0]]
     lo = max(-MAX_COVER, min(0, _index_covering(case, min(needed), -1) - 1))
@@ -182,7 +186,7 @@ def reference(
         points.update({p.tau_epoch: p for p in result.curve})
         grid = sorted(points)
         best = smoothed_optimum(grid, [points[t].mean for t in grid]).grid_index
-        if args.quick or 0 < best < len(grid) - 1:
+        if args.quick or 0 < best < len(grid) - 1 or (best > 0 and grid[-1] > PLATEAU_EPOCHS * case.epochs):
             break
         if best == 0:
             block, lo = list(range(lo - EXTEND_BY, lo)), lo - EXTEND_BY
@@ -450,7 +454,12 @@ def format_report(report: dict[str, Any]) -> str:
             f" {_regret_text(r['regret']['callback'])} | {_regret_text(r['regret']['wang_aitchison'])} |"
             f" {_regret_text(r['regret']['grid_best'])} | {r['seed_sd']:.4f} |"
         )
-    lines += ["", "Best tau_epoch by scale (measured | beyond), local exponents:"]
+    lines += [
+        "",
+        "Best tau_epoch by scale (measured | beyond) and the local exponents of the best tau_epoch between them (the"
+        " finder's exponent is of the best tau_epoch on the size axis, of the best λ_base, the opposite sign, on the"
+        " width axis):",
+    ]
     for c in report["cases"]:
         p, f = c["power_law"], c["finder"]
         k = len(c["case"]["scales"])
