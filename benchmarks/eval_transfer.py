@@ -75,31 +75,11 @@ PLATEAU_EPOCHS = 8
 
 def prediction(result: AxisResult, target: float) -> tuple[float, float | None, float | None]:
     """The best ``tau_epoch`` the finder's result predicts at ``target`` (a training-set size on the size axis, a
-    width on the width axis), with its interval ``(low, high)`` (``None`` where the result has none).
-
-    TODO(predict): once ``AxisResult.predict`` is merged, this function is
-    ``p = result.predict(target); return p.tau_epoch, p.low, p.high`` (a prediction interval at ``result.fit.level``);
-    nothing else in this benchmark reads the prediction. Until then: the callback's ``tau_epoch`` carried to
-    ``target`` by :attr:`~AxisResult.exponent_used`, and the interval carried by the ends of the exponent's
-    interval (what ``full_tau_epoch`` / ``full_tau_epoch_range`` give at the full ``N``): it holds the exponent's
-    uncertainty only, not the base point's nor lack of fit.
+    width on the width axis), with its prediction interval ``(low, high)`` at the fit's level:
+    :meth:`AxisResult.predict <lightning_tau.tuner.axes.AxisResult.predict>`, what the finder prints for the full run.
     """
-    tau = callback_tau(result, target)
-    ci = result.exponent_ci
-    if result.axis == "dataset_size":
-        last = result.results[-1]
-        if target == last.dataset_size:  # the finder's own full N: its full_tau_epoch and range
-            full_range = result.full_tau_epoch_range
-            return result.full_tau_epoch, *(full_range if full_range is not None else (None, None))
-        if ci is None:
-            return tau, None, None
-        low, high = sorted(result.tau_epoch * (target / last.subset_size) ** e for e in ci)
-        return tau, low, high
-    if ci is None:
-        return tau, None, None
-    # the smallest width's best λ_base carried by the width exponent's interval: tau ∝ width ** -exponent
-    low, high = sorted(result.results[0].tau_epoch * (target / result.values[0]) ** -e for e in ci)
-    return tau, low, high
+    p = result.predict(target)
+    return p.tau_epoch, p.low, p.high
 
 
 def callback_tau(result: AxisResult, target: float) -> float:
