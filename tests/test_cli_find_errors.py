@@ -248,6 +248,11 @@ def test_cross_flag_mistakes_are_one_line_in_flag_terms_before_torch(tmp_path: P
             "argument --fraction: 0.3 is not used with --axis dataset_size",
         ),
         (["--tolerance", "1.5"], "argument --tolerance: 1.5 is only used with --axis width or dataset_size"),
+        (["--target-width", "1024"], "argument --target-width: 1024 is only used with --axis width (the axis is"),
+        (
+            ["--axis", "width", "--widths", "16", "64", "--target-dataset-size", "5e4"],
+            "argument --target-dataset-size: 50000 is only used with --axis dataset_size (the axis is width)",
+        ),
         (
             ["--study", long_name, "--storage", "postgresql+psycopg2://tau@127.0.0.1:1/db"],
             "argument --study: the name is 600 characters long; a database storage holds at most 512",
@@ -263,6 +268,13 @@ def test_cross_flag_mistakes_are_one_line_in_flag_terms_before_torch(tmp_path: P
         assert _one_line(err).startswith(f"lightning-tau find: error: {start}"), err
         assert "TimescaleFinder" not in err
     assert not (tmp_path / "o" / "study.journal").exists()
+
+
+def test_max_grid_extensions_below_zero_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["find", "--max-grid-extensions", "-1"])
+    assert stopped.value.code == 2
+    assert "argument --max-grid-extensions: expected an integer >= 0, got '-1'" in capsys.readouterr().err
 
 
 def test_a_password_in_storage_gets_a_one_line_note_naming_the_safe_form(tmp_path: Path) -> None:

@@ -321,7 +321,7 @@ def test_cli_and_python_api_give_the_same_answer_for_the_same_study(
     out = tmp_path / "out"
     argv = ["find", "--axis", "width", "--widths", *map(str, WIDTHS), "--config", str(config), "--fraction", "1"]
     argv += ["--tau-epochs", *map(str, TAUS), "--seeds", *map(str, SEEDS), "--out", str(out), "--study", "shared"]
-    assert main([*argv, "--no-progress"]) == 0
+    assert main([*argv, "--no-progress", "--target-width", "256"]) == 0
     printed = capsys.readouterr().out
     data = json.loads((out / "shared" / "finder.json").read_text())  # in the study's folder
     assert data["axis"] == "width" and data["values"] == list(WIDTHS)
@@ -334,6 +334,9 @@ def test_cli_and_python_api_give_the_same_answer_for_the_same_study(
     assert finder.trained_runs == 0
     assert result.exponent == data["exponent"] and list(result.exponent_ci or []) == (data["exponent_ci"] or [])
     assert result.to_json() == data
+    from lightning_tau.cli.find import target_line
+
+    assert target_line(result.predict(256), "width") in printed.splitlines()  # --target-width: the prediction there
 
 
 @pytest.mark.slow
@@ -434,6 +437,23 @@ def test_cli_seed_and_tolerance_usage_errors_exit_2_in_flag_terms(
     last = err.strip().splitlines()[-1]  # argparse's own errors come after its usage lines
     assert last.startswith("lightning-tau find: error: ") and match in last
     assert not (tmp_path / "o" / "tb").exists()
+
+
+def test_cli_max_grid_extensions_reaches_the_finder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lightning_tau.cli import main
+    from lightning_tau.tuner.finder import TimescaleFinder
+
+    seen = []
+
+    def record(self: TimescaleFinder, *args: object, **kwargs: object) -> None:
+        seen.append(self.settings.max_grid_extensions)
+        raise ValueError("stop before training")
+
+    monkeypatch.setattr(TimescaleFinder, "fit", record)
+    common = ["find", "--epochs", "1", "--no-progress", "--out", str(tmp_path / "o")]
+    assert main([*common, "--max-grid-extensions", "0"]) == 1
+    assert main(common) == 1
+    assert seen == [0, 3]
 
 
 def test_cli_rejects_an_unknown_axis(capsys: pytest.CaptureFixture[str]) -> None:

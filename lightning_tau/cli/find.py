@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lightning_tau._constants import GOALS
+from lightning_tau._numbers import exponent, setting
 from lightning_tau.cli import hold_signals
 from lightning_tau.cli._args import (
     MAX_SEED,
@@ -44,7 +45,7 @@ from lightning_tau.cli._args import (
 from lightning_tau.cli.config import ConfigError, ConfigWidthModel, DigitsWidthModel, load_config
 from lightning_tau.cli.find_reopen import CONFIG_ATTR, REOPENED, reopen_study
 from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
-from lightning_tau.tuner.grid_args import check_grid, check_seeds
+from lightning_tau.tuner.grid_args import check_grid, check_grid_extensions, check_seeds
 from lightning_tau.tuner.study.journal import journal_problem
 
 __all__ = ["DIGITS_EPOCHS", "add_parser"]
@@ -109,6 +110,31 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=list(DEFAULT_TAU_EPOCHS),
         metavar="TAU",
         help="the tau_epoch grid (log-spaced)",
+    )
+    parser.add_argument(
+        "--max-grid-extensions",
+        type=_grid_extensions,
+        default=3,
+        metavar="N",
+        help="the most steps the grid grows by at each end where a best tau_epoch sits on it (0: the grid as given)."
+        " Each step is the grid's log step at that end, trained at every axis point into the same study, until the"
+        " best is inside the grid; never below 2 optimizer steps of the smallest subset, never above a plateau longer"
+        " than the run",
+    )
+    parser.add_argument(
+        "--target-dataset-size",
+        type=positive_float,
+        default=None,
+        metavar="N",
+        help="--axis dataset_size: also print the best tau_epoch predicted at this training-set size, with its"
+        " prediction interval",
+    )
+    parser.add_argument(
+        "--target-width",
+        type=positive_float,
+        default=None,
+        metavar="W",
+        help="--axis width: also print the best tau_epoch predicted at this width, with its prediction interval",
     )
     parser.add_argument(
         "--seeds",
@@ -212,6 +238,24 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def _grid_extensions(text: str) -> int:
+    """``--max-grid-extensions``: an integer of at least 0 (:func:`~lightning_tau.tuner.grid_args.check_grid_extensions`,
+    before torch is imported).
+
+    Example:
+        >>> _grid_extensions("0"), _grid_extensions("3")
+        (0, 3)
+        >>> _grid_extensions("-1")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected an integer >= 0, got '-1'
+    """
+    try:
+        return check_grid_extensions(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+
+
 def _seed_or_auto(text: str) -> int | str:
     """A ``--seeds`` entry: a seed, or ``auto``.
 
@@ -306,6 +350,15 @@ def _axis_options(args: argparse.Namespace) -> str | None:
             shown = " ".join(f"{v:g}" for v in given[flag])
             return (
                 f"argument {flag}: {shown} is only used with --axis {axis} (the axis is {args.axis}): add --axis"
+                f" {axis}, or leave {flag} out."
+            )
+    for flag, value, axis in (
+        ("--target-dataset-size", args.target_dataset_size, "dataset_size"),
+        ("--target-width", args.target_width, "width"),
+    ):
+        if value is not None and args.axis != axis:
+            return (
+                f"argument {flag}: {value:g} is only used with --axis {axis} (the axis is {args.axis}): add --axis"
                 f" {axis}, or leave {flag} out."
             )
     if args.fraction is not None and args.axis == "dataset_size":
@@ -630,6 +683,7 @@ def _main(args: argparse.Namespace) -> int:
             widths=args.widths,
             fractions=args.fractions,
             pruner=None if args.pruner == "none" else args.pruner,
+            max_grid_extensions=args.max_grid_extensions,
         )
     except ValueError as err:
         return _error(_option_error(str(err)), 2)
@@ -679,10 +733,42 @@ def _main(args: argparse.Namespace) -> int:
     studies = finder.studies if finder.axis != "fraction" else [finder.study]
     for study in studies:  # the names `--study` and `TimescaleFinder(study_name=...)` reopen
         print(f"Study: {study.study.study_name} (in {study.shown})")
+    target = args.target_dataset_size if args.axis == "dataset_size" else args.target_width
+    if target is not None:
+        print(target_line(result.predict(target), args.axis))
     code = _write_results(args, result, args.out / result_folder(finder))
     if code == 0:
         print(f"TensorBoard logs: tensorboard --logdir {args.out / 'tb'}")
     return code
+
+
+def target_line(prediction: Any, axis: str) -> str:
+    """What ``--target-dataset-size`` / ``--target-width`` print: the best ``tau_epoch`` predicted there
+    (:meth:`AxisResult.predict <lightning_tau.tuner.axes.AxisResult.predict>`), its interval and what it rests on.
+
+    Example:
+        >>> from lightning_tau.tuner.prediction import Prediction
+        >>> p = Prediction(8000.0, 6.96, 4.9, 9.8, 0.9, 2.0, "the measured exponent -0.39", -0.39, -0.29,
+        ...                notes="4 scales: the lack of fit rests on 1 degree of freedom.")
+        >>> print(target_line(p, "dataset_size"))
+        At N = 8000 (x2 beyond the measured range): tau_epoch 6.96, 90% prediction interval 4.9 to 9.8 (the measured exponent -0.39; between the last two measured sizes the best tau_epoch moved as N^-0.29). 4 scales: the lack of fit rests on 1 degree of freedom.
+    """  # noqa: E501
+    where = f"N = {setting(prediction.scale)}" if axis == "dataset_size" else f"width {setting(prediction.scale)}"
+    beyond = (
+        f" (x{setting(prediction.extrapolation)} beyond the measured range)" if prediction.extrapolation > 1 else ""
+    )
+    interval = (
+        f"{prediction.level:.0%} prediction interval {setting(prediction.low)} to {setting(prediction.high)}"
+        if prediction.low is not None and prediction.high is not None
+        else "no prediction interval"
+    )
+    moved = "best tau_epoch moved as N^" if axis == "dataset_size" else "best λ_base moved as width^"
+    last_two = "sizes" if axis == "dataset_size" else "widths"
+    text = (
+        f"At {where}{beyond}: tau_epoch {setting(prediction.tau_epoch)}, {interval} ({prediction.basis}; between the"
+        f" last two measured {last_two} the {moved}{exponent(prediction.local_exponent, sign=False)})."
+    )
+    return f"{text} {prediction.notes}".rstrip()
 
 
 def _write_results(args: argparse.Namespace, result: Any, folder: Path) -> int:
