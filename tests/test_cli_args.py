@@ -39,3 +39,18 @@ def test_a_single_dash_typo_through_a_subcommand_is_a_usage_error_naming_the_fla
     assert capsys.readouterr().err.splitlines()[-1] == (
         "lightning-tau find: error: unknown flag -fractoin 0.1; did you mean --fraction 0.1?"
     )
+
+
+def test_a_typo_of_a_required_flag_is_reported_as_the_typo_not_as_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse checks required flags before it reports unknown words: `-lr` for the required `--lr` said
+    "the following arguments are required: --lr"; the typo is what the user should hear about."""
+    argv = ["transfer", "-lr", "1e-3", "--weight-decay", "0.1", "--dataset-size", "50000", "--batch-size", "100"]
+    with pytest.raises(SystemExit) as exit:
+        build_parser("transfer").parse_args(argv)
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "lightning-tau transfer: error: unknown flag -lr 1e-3; did you mean --lr 1e-3?"
+    )
+    with pytest.raises(SystemExit):  # nothing misspelt: the missing flag is named as argparse does
+        build_parser("transfer").parse_args(argv[:1] + argv[3:])
+    assert capsys.readouterr().err.splitlines()[-1].endswith("the following arguments are required: --lr")

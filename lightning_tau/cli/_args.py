@@ -116,8 +116,16 @@ class CommandParser(argparse.ArgumentParser):
         return " ".join(["usage:", self.prog, "[flags]", *names]) + f"  ({self.prog} --help lists them)"
 
     def error(self, message: str) -> NoReturn:
-        """Print the short usage line and ``PROG: error: MESSAGE`` (one line each) to stderr; exit with 2."""
+        """Print the short usage line and ``PROG: error: MESSAGE`` (one line each) to stderr; exit with 2. A
+        required flag reported missing while the command line holds an unknown flag is that flag's typo
+        (``-lr`` for ``--lr``: argparse checks the required flags before it reports unknown words), so the unknown
+        flag is reported, with the flag it is nearest to."""
         message = " ".join(message.split())  # argparse's own messages are one line; keep every message so
+        typed = getattr(self, "_typed", [])
+        if message.startswith("the following arguments are required"):
+            unknown = [w for w in typed if _FLAG.match(w) and w.partition("=")[0] not in self._option_string_actions]
+            if unknown:
+                message = self.unknown_words_message(unknown, typed)
         self.exit(2, f"{self.short_usage()}\n{self.prog}: error: {message}\n")
 
     def parse_known_args(  # type: ignore[override]
@@ -126,6 +134,7 @@ class CommandParser(argparse.ArgumentParser):
         """As argparse's, except that words this parser does not know are a usage error here (each parser of
         ``lightning-tau`` knows every word it is given, so the subcommand that was typed reports them)."""
         args = sys.argv[1:] if args is None else list(args)
+        self._typed = args  # for `error`: a missing required flag may be a typed one misspelt
         namespace, extras = super().parse_known_args(args, namespace)
         if extras:
             self.error(self.unknown_words_message(extras, args))

@@ -101,7 +101,12 @@ def check_width_summary(sweep: Path, printed: str, widths: list[int], lambdas: l
     summary = json.loads((sweep / "summary.json").read_text())
     assert summary["axis"] == "width" and summary["sweep"] == "lambda_base" and "fixed" not in json.dumps(summary)
     assert summary["widths"] == summary["values"] == widths and summary["seeds"] == seeds
-    assert summary["xs"] == pytest.approx(sorted(lambdas), rel=1e-9)  # the λ_base the callback really wrote
+    # the λ_base the callback really wrote: the config's grid and the points the grid extension added (λ_base ·
+    # tau_epoch is the same at every grid point: 1 / (lr_base · M))
+    taus = sorted(p["tau_epoch"] for p in summary["results"][0]["curve"])
+    product = summary["xs"][-1] * taus[0]
+    lambdas = sorted([*lambdas, *(product / a["tau_epoch"] for a in summary.get("grid_added") or [])])
+    assert summary["xs"] == pytest.approx(lambdas, rel=1e-9)
     assert set(summary["curves"]) == {str(w) for w in widths}
     curves, per_seed = [], []
     for w in widths:
