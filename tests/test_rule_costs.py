@@ -126,3 +126,15 @@ def test_rule_cost_refuses_bad_input(kwargs, message):
     args = {"xs": XS, "curve": curve([0.5]), "x_from": 4.0, "x_best": 8.0, "scale_ratio": 2.0, "exponent": 0.0}
     with pytest.raises(ValueError, match="^" + re.escape(message)):
         rule_cost(**{**args, **kwargs})
+
+
+def test_same_point_when_the_rule_lands_on_the_best_grid_point():
+    table = curve([1.0, 2.0], offsets=[0.0, 0.3])  # best at 8 on both seeds
+    same = rule_cost(XS, table, x_from=8.0, x_best=8.0, scale_ratio=4.0, exponent=0.0)
+    assert same.same_point and same.mean == 0.0 and same.ci == (0.0, 0.0)
+    # off the best point, or between grid points: a measured cost, not the same point
+    assert not rule_cost(XS, table, x_from=4.0, x_best=8.0, scale_ratio=4.0, exponent=0.0).same_point
+    flat = [[0.5, 0.5] for _ in XS]  # every point equal: a measured zero between two grid points
+    assert not rule_cost(XS, flat, x_from=2.0, x_best=8.0, scale_ratio=4.0, exponent=0.0).same_point
+    between = rule_cost(XS, table, x_from=6.0, x_best=6.0, scale_ratio=4.0, exponent=0.0)
+    assert not between.same_point
