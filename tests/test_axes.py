@@ -140,7 +140,7 @@ def test_axes_callback_uses_the_measured_exponent_when_no_rule_holds() -> None:
     assert result.rule_used is None and result.exponent_used == result.exponent
     assert result.callback_kwargs()["width_exponent"] == 1 + result.exponent
     assert (
-        "Full run: TimescaleCallback(tau_epoch=6, width_exponent=0.792): no published rule holds, so the measured α"
+        "Full run: TimescaleCallback(tau_epoch=6, width_exponent=0.79): no published rule holds, so the measured α"
         " (95% prediction interval 5.71 to 8 at μP's base width 64)." in (result.table())
     )
 
@@ -166,7 +166,7 @@ def test_axes_dataset_size_extrapolates_to_the_full_n() -> None:
     assert prediction.parts["lack_of_fit"] == 0.0 and "2 scales give no lack-of-fit information" in prediction.notes
     lines = result.table().splitlines()
     assert (
-        "Full run: TimescaleCallback(tau_epoch=5.4, size_exponent=0.089, reference_dataset_size=500): no rule holds"
+        "Full run: TimescaleCallback(tau_epoch=5.4, size_exponent=0.09, reference_dataset_size=500): no rule holds"
         " yet, so the measured exponent; at the full N = 1000 that is tau_epoch 5.74 (95% prediction interval 3.02 to"
         " 12.5, x2 beyond the measured range)."
     ) in lines
