@@ -172,9 +172,8 @@ def test_axes_figure_clips_the_rules_that_leave_and_says_where() -> None:
             assert leaves == (rule.exponent < 0) == (not np.isfinite(ys).all()), (rule.name, line.get_label())
             assert any(rule.name in note and "↓" in note for note in notes) == leaves
         legend = " ".join(t.get_text() for t in right.get_legend().get_texts()).replace("\n", " ")
-        assert "Qiu et al. (-1): undetermined; cost not measured (off the grid) (its line leaves through the bottom" in (
-            legend
-        )
+        qiu = "Qiu et al. (-1): undetermined; cost not measured (off the grid) (its line leaves through the bottom"
+        assert qiu in legend
     finally:
         plt.close(fig)
 

@@ -47,7 +47,8 @@ def _y_ticks(grid: list[float], low: float, high: float) -> list[float]:
     inside = [x for x in grid if low <= x <= high]
     if len(inside) >= 2:
         return inside
-    rounds = [m * 10.0**k for k in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1) for m in (1, 2, 5)]
+    decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    rounds = [m * 10.0**k for k in decades for m in (1, 2, 5)]
     return sorted({*inside, *(x for x in rounds if low <= x <= high)})
 
 
