@@ -87,7 +87,9 @@ def test_plan_says_in_one_line_when_the_config_has_no_model_class(
 def _figure(lrs: list[float]):
     from lightning_tau.cli.plan import plan_figure
 
-    plans = {c: plan(c, lrs, lr_ref=max(lrs), tau_iter=80.0, steps_per_epoch=8) for c in COUPLINGS}  # type: ignore[arg-type]
+    plans = {
+        c: plan(c, lrs, lr_ref=max(lrs), tau_iter=80.0, steps_per_epoch=8) for c in COUPLINGS  # type: ignore[arg-type]
+    }
     fig = plan_figure(plans, lrs, 8)
     fig.canvas.draw()
     return fig
