@@ -61,7 +61,8 @@ def test_the_width_axis_counts_widths_and_the_fraction_axis_names_no_point(tmp_p
 
 
 def test_progress_off_is_silent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    progress = FitProgress(make_finder(tmp_path, progress=False).settings, [_Study(GRID, {})])  # type: ignore[list-item]
+    quiet = make_finder(tmp_path, progress=False).settings
+    progress = FitProgress(quiet, [_Study(GRID, {})])  # type: ignore[list-item]
     bar = progress.start(progress.studies[0], 1.0, 0)  # type: ignore[arg-type]
     bar.update(1)
     progress.close()
