@@ -19,6 +19,7 @@ from helpers.axis_results import LAMBDA_BASE, TAUS, size_result, sweep, width_re
 from helpers.finder_results import finder_result
 
 from lightning_tau import TimescaleCallback
+from lightning_tau._numbers import exponent
 from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.result import CurvePoint, FinderResult
 from lightning_tau.tuner.rule_costs import rule_cost
@@ -361,7 +362,7 @@ def test_axes_callback_applies_no_unbacked_exponent() -> None:
     # one seed: the measured exponent has no interval, so the callback follows the paper's rule and says why
     size = AxisResult.build("dataset_size", [0.5, 1.0], [sweep(5.0, (1,), size=500), sweep(6.0, (1,))])
     assert size.fit.ci is None and size.exponent != 0 and size.exponent_used == 0.0
-    assert size.unbacked == f"the measured exponent {size.exponent:+.2f} has no interval ({size.fit.ci_reason})"
+    assert size.unbacked == f"the measured exponent {exponent(size.exponent)} has no interval ({size.fit.ci_reason})"
     assert size.callback_kwargs()["size_exponent"] == 0.0
     message = (
         f"`AxisResult.callback()`: {size.unbacked}, so the callback follows the paper's rule, Wang & Aitchison"

@@ -170,3 +170,17 @@ def test_axis_table_headers_name_the_data_of_every_run() -> None:
     assert "x 3 seeds on 1000 of 1000 training samples (fraction 1), 2 epochs each;" in width
     size = size_result().table().splitlines()[0]
     assert "2 fractions of 1000 training samples (0.25, 1: N=250, 1000) x 5 tau_epochs x 3 seeds, 2 epochs each" in size
+
+
+def test_axis_table_same_best_point_at_both_sizes_says_so_and_prints_zero() -> None:
+    same = AxisResult.build(
+        "dataset_size", [0.5, 1.0], [sweep(8.0, (1,), size=500, full_cost=0), sweep(8.0, (1,), full_cost=0)]
+    )
+    assert same.fit.optima[0] == same.fit.optima[1] == pytest.approx(8.0, abs=1e-9)  # 8 + float noise, at both
+    table = same.table()
+    assert "  Wang & Aitchison | 0        | undetermined | 0: the same grid point is best at both ends (no cost" in (
+        table
+    )
+    assert "Wang & Aitchison +0.000" not in table and "+0.00" not in table and "-0.00" not in table
+    assert "Exponent of best tau_epoch on N: 0, no interval: " in table
+    assert "): the measured exponent 0 has no interval (1 seed" in table
