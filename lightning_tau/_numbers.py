@@ -12,7 +12,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["EXPONENT_ZERO", "cost", "exponent", "interval", "kwargs_text", "setting", "signed"]
+__all__ = ["EXPONENT_ZERO", "SAME_POINT", "cost", "exponent", "interval", "kwargs_text", "setting", "signed"]
+
+#: A cost that is zero because the same grid point is best at both ends of the rule: no cost within the grid's
+#: resolution, not a measured zero (the rule's ``x`` and the best ``x`` are the same run on every seed).
+SAME_POINT: str = "0: the same grid point is best at both ends (no cost within the grid's resolution)"
 
 #: An exponent closer to zero than this prints as ``0`` (two decimals would show ``+0.00`` or ``-0.00``).
 EXPONENT_ZERO: float = 0.005
@@ -96,16 +100,24 @@ def interval(low: float, high: float, *, as_exponent: bool = True, digits: int =
     return f"[{signed(low, digits)}, {signed(high, digits)}]"
 
 
-def cost(mean: float | None, ci: tuple[float, float] | None, reason: str | None = None) -> str:
+def cost(
+    mean: float | None, ci: tuple[float, float] | None, reason: str | None = None, *, same_point: bool = False
+) -> str:
     """A loss cost rounded for people: to the interval's precision (its half-width's first digit), or to two
     significant digits without an interval; six decimals at most. ``mean`` ``None``: the reason it was not measured.
+    ``same_point``: the rule lands on the grid point that is best, so the cost is zero by construction (every seed
+    compares a run with itself), said in words (:data:`SAME_POINT`) rather than as a zero-width interval.
 
     Example:
         >>> cost(0.01234, (0.0081, 0.0166)), cost(0.01234, None), cost(1e-17, (-0.0021, 0.0021))
         ('+0.012 [+0.008, +0.017]', '+0.012', '+0.000 [-0.002, +0.002]')
         >>> cost(None, None, "the rule puts tau_epoch at 512, beyond the grid (up to 128): not measured there")
         'not measured: the rule puts tau_epoch at 512, beyond the grid (up to 128)'
+        >>> cost(0.0, (0.0, 0.0), same_point=True)
+        "0: the same grid point is best at both ends (no cost within the grid's resolution)"
     """
+    if same_point and mean is not None:
+        return SAME_POINT
     if mean is None:
         why = (reason or "not measured").removesuffix(": not measured there")
         return why if why.startswith("not measured") else f"not measured: {why}"

@@ -8,8 +8,11 @@ Trainer (every EMA window of the run, the loggers) and says it. The callback dec
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import lightning.pytorch as pl
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
@@ -25,7 +28,37 @@ from lightning_tau.summary import Window, size_note, start_summary, start_warnin
 from lightning_tau.target import Target
 from lightning_tau.width import FixedLambdaPitfall
 
-__all__ = ["ema_windows", "follow", "report_change", "report_start"]
+__all__ = ["above_the_bar", "ema_windows", "follow", "report_change", "report_start"]
+
+
+@contextlib.contextmanager
+def above_the_bar(trainer: pl.Trainer) -> Iterator[None]:
+    """What is written inside lands on lines of its own above a progress bar that is drawing (at train start a
+    ``TQDMProgressBar`` listed before the callback has drawn its bar, and a ``RichProgressBar``'s live display runs
+    from the sanity check on): tqdm's bars are cleared first and drawn again after (``tqdm.external_write_mode``),
+    and rich's live display prints each line whole, for the terminal to wrap, not broken at rich's width."""
+    from tqdm import tqdm
+
+    console = _rich_console(trainer.progress_bar_callback)
+    soft = console.soft_wrap if console is not None else False
+    try:
+        if console is not None:  # rich's redirected stdout/stderr print through this console, above the live display
+            console.soft_wrap = True
+        with tqdm.external_write_mode(file=sys.stderr):
+            yield
+    finally:
+        if console is not None:
+            console.soft_wrap = soft
+
+
+def _rich_console(bar: Any) -> Any:
+    """A ``RichProgressBar``'s console while its live display runs (``None`` for any other bar, or none)."""
+    progress = getattr(bar, "progress", None)
+    console = getattr(progress, "console", None)
+    live = getattr(progress, "live", None)
+    if console is None or not hasattr(console, "soft_wrap") or not getattr(live, "is_started", False):
+        return None
+    return console
 
 
 def ema_windows(
@@ -104,41 +137,42 @@ def report_start(
         param_groups=None if decay_vectors else [o.param_groups for o in trainer.optimizers],
         names={id(p): n for n, p in module.named_parameters()},
     )
-    for message in warnings:
-        rank_zero_warn(message)
+    with above_the_bar(trainer):
+        for message in warnings:
+            rank_zero_warn(message)
     mults = {f"timescale/width_mult/{g.name}": g.width_mult for g in decision.groups if g.width_mult is not None}
     if mults and trainer.is_global_zero:  # at train start; a monitor logs them again at its (later) logging steps
         for logger in trainer.loggers:
             logger.log_metrics(mults, step=trainer.global_step)
     if summary:
         m = shape.steps_per_epoch
-        rank_zero_info(
-            start_summary(
-                decision.groups,
-                tau_iter=decision.tau_iter,
-                tau_epoch=decision.tau_iter / m if m else None,
-                shape=shape,
-                planned_steps=planned_steps,
-                optimizer_steps_per_epoch=decision.optimizer_steps_per_epoch,
-                note=decision.note,
-                width_exponent=target.width_exponent,
-                manual_tau_epoch=None if module.automatic_optimization else decision.tau_epoch,
-                size_scaling=size_note(
-                    target.tau_epoch,
-                    shape.dataset_size,
-                    size_exponent=target.size_exponent,
-                    reference_dataset_size=target.reference_dataset_size,
-                ),
-                coupling=coupling,
-                plans={
-                    g.name: plans[(g.optimizer_index, g.group_index)]
-                    for g in decision.groups
-                    if (g.optimizer_index, g.group_index) in plans
-                },
-                windows=windows(),
-                sample_unit=sample_unit,
-            )
+        text = start_summary(
+            decision.groups,
+            tau_iter=decision.tau_iter,
+            tau_epoch=decision.tau_iter / m if m else None,
+            shape=shape,
+            planned_steps=planned_steps,
+            optimizer_steps_per_epoch=decision.optimizer_steps_per_epoch,
+            note=decision.note,
+            width_exponent=target.width_exponent,
+            manual_tau_epoch=None if module.automatic_optimization else decision.tau_epoch,
+            size_scaling=size_note(
+                target.tau_epoch,
+                shape.dataset_size,
+                size_exponent=target.size_exponent,
+                reference_dataset_size=target.reference_dataset_size,
+            ),
+            coupling=coupling,
+            plans={
+                g.name: plans[(g.optimizer_index, g.group_index)]
+                for g in decision.groups
+                if (g.optimizer_index, g.group_index) in plans
+            },
+            windows=windows(),
+            sample_unit=sample_unit,
         )
+        with above_the_bar(trainer):
+            rank_zero_info(text)
     return pitfalls
 
 

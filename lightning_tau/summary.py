@@ -16,6 +16,7 @@ from lightning_tau import timescale
 from lightning_tau._table import table_lines
 from lightning_tau.couplings import Plan
 from lightning_tau.decide import NO_MUP, GroupInput, GroupTimescale, RunShape, model_width_mult, uses_mup
+from lightning_tau._numbers import exponent
 from lightning_tau.target import WidthExponent, size_scaling_text
 from lightning_tau.width import FixedLambdaPitfall, GroupRate, find_fixed_lambda_pitfall, format_fixed_lambda_pitfall
 
@@ -264,6 +265,9 @@ def size_note(
         >>> size_note(8.0, 50_000, size_exponent=-0.5, reference_dataset_size=12_500)
         'Held at this N: tau_epoch 8 x (50000/12500)^-0.5 = 4 (size_exponent=-0.5: tau_epoch ∝ N^-0.5 from \
 reference_dataset_size=12500).'
+        >>> size_note(5.13842, 1347, size_exponent=-0.000760685, reference_dataset_size=1347)
+        'Held at this N: tau_epoch 5.138 x (1347/1347)^0 = 5.138 (size_exponent=0: tau_epoch ∝ N^0 from \
+reference_dataset_size=1347).'
     """
     if tau_epoch is None:
         return None
@@ -272,8 +276,9 @@ reference_dataset_size=12500).'
     )
     if text is None:
         return None
+    shown = exponent(size_exponent, sign=False)  # the spelling of the finder's table (lightning_tau._numbers)
     return (
-        f"Held at this N: {text} (size_exponent={size_exponent:g}: tau_epoch ∝ N^{size_exponent:g} from"
+        f"Held at this N: {text} (size_exponent={shown}: tau_epoch ∝ N^{shown} from"
         f" reference_dataset_size={reference_dataset_size:.10g})."
     )
 
@@ -400,7 +405,7 @@ def width_note(width_exponent: WidthExponent, groups: Sequence[GroupTimescale]) 
     if width_exponent == 1.0 or not width_exponent:
         return None
     rule = (
-        f"width_exponent={width_exponent:g}"
+        f"width_exponent={exponent(width_exponent, sign=False)}"
         if isinstance(width_exponent, float)
         else f"width_exponent={width_exponent!r}"
     )
@@ -413,7 +418,8 @@ def width_note(width_exponent: WidthExponent, groups: Sequence[GroupTimescale]) 
     parts = []
     for g in moved:
         factor = model_s ** (1.0 - g.width_exponent)
-        parts.append(f"{g.name} (s={g.width_mult or 1.0:g}, alpha={g.width_exponent:g}: x{factor:.4g})")
+        alpha = exponent(g.width_exponent, sign=False)
+        parts.append(f"{g.name} (s={g.width_mult or 1.0:g}, alpha={alpha}: x{factor:.4g})")
     return (
         f"{rule} at the model's width multiplier S={model_s:g} (the largest muP multiplier of its groups): each"
         " decaying group holds tau_iter x S^(1 - alpha), so weight decay ∝ S^alpha for a hidden group (lr / S): "

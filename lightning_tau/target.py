@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lightning_tau import _checks, timescale
+from lightning_tau._numbers import exponent
 
 __all__ = [
     "SIZE_EXPONENT_LIMIT",
@@ -209,9 +210,9 @@ def size_scaling_text(
     held = size_scaled_tau_epoch(
         tau_epoch, dataset_size, size_exponent=size_exponent, reference_dataset_size=reference_dataset_size
     )
-    return (
-        f"tau_epoch {tau_epoch:.4g} x ({dataset_size:.10g}/{reference_dataset_size:.10g})^{size_exponent:g}"
-        f" = {held:.4g}"
+    return (  # the exponent as the finder's table spells it (lightning_tau._numbers); the value held is exact
+        f"tau_epoch {tau_epoch:.4g} x ({dataset_size:.10g}/{reference_dataset_size:.10g})"
+        f"^{exponent(size_exponent, sign=False)} = {held:.4g}"
     )
 
 

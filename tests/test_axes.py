@@ -19,6 +19,7 @@ from helpers.axis_results import LAMBDA_BASE, TAUS, size_result, sweep, width_re
 from helpers.finder_results import finder_result
 
 from lightning_tau import TimescaleCallback
+from lightning_tau._numbers import exponent
 from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.result import CurvePoint, FinderResult
 from lightning_tau.tuner.rule_costs import rule_cost
@@ -140,7 +141,7 @@ def test_axes_callback_uses_the_measured_exponent_when_no_rule_holds() -> None:
     assert result.rule_used is None and result.exponent_used == result.exponent
     assert result.callback_kwargs()["width_exponent"] == 1 + result.exponent
     assert (
-        "Full run: TimescaleCallback(tau_epoch=6, width_exponent=0.792): no published rule holds, so the measured α"
+        "Full run: TimescaleCallback(tau_epoch=6, width_exponent=0.79): no published rule holds, so the measured α"
         " (95% prediction interval 5.71 to 8 at μP's base width 64)." in (result.table())
     )
 
@@ -166,7 +167,7 @@ def test_axes_dataset_size_extrapolates_to_the_full_n() -> None:
     assert prediction.parts["lack_of_fit"] == 0.0 and "2 scales give no lack-of-fit information" in prediction.notes
     lines = result.table().splitlines()
     assert (
-        "Full run: TimescaleCallback(tau_epoch=5.4, size_exponent=0.089, reference_dataset_size=500): no rule holds"
+        "Full run: TimescaleCallback(tau_epoch=5.4, size_exponent=0.09, reference_dataset_size=500): no rule holds"
         " yet, so the measured exponent; at the full N = 1000 that is tau_epoch 5.74 (95% prediction interval 3.02 to"
         " 12.5, x2 beyond the measured range)."
     ) in lines
@@ -362,7 +363,7 @@ def test_axes_callback_applies_no_unbacked_exponent() -> None:
     # one seed: the measured exponent has no interval, so the callback follows the paper's rule and says why
     size = AxisResult.build("dataset_size", [0.5, 1.0], [sweep(5.0, (1,), size=500), sweep(6.0, (1,))])
     assert size.fit.ci is None and size.exponent != 0 and size.exponent_used == 0.0
-    assert size.unbacked == f"the measured exponent {size.exponent:+.2f} has no interval ({size.fit.ci_reason})"
+    assert size.unbacked == f"the measured exponent {exponent(size.exponent)} has no interval ({size.fit.ci_reason})"
     assert size.callback_kwargs()["size_exponent"] == 0.0
     message = (
         f"`AxisResult.callback()`: {size.unbacked}, so the callback follows the paper's rule, Wang & Aitchison"

@@ -115,11 +115,65 @@ def test_axes_figure_draws_each_rule_with_its_decision_and_cost() -> None:
             label = next(text for text in labels if text.startswith(f"{rule.name} ({rule.exponent:g}): "))
             assert f": {rule.decision}; " in label
             line = next(line for line in right.get_lines() if line.get_label() == label)
-            x, y = np.log(line.get_xdata()), np.log(line.get_ydata())
+            drawn = np.isfinite(line.get_ydata())  # up to where it leaves the panel
+            x, y = np.log(line.get_xdata()[drawn]), np.log(line.get_ydata()[drawn])
             assert (y[-1] - y[0]) / (x[-1] - x[0]) == pytest.approx(rule.exponent, abs=1e-9)  # carried from the
             assert line.get_ydata()[0] == pytest.approx(result.fit.optima[0])  # smallest N's best tau_epoch
         caption = fig.axes[2].texts[0].get_text().replace("\n", " ")
         assert "Exponent -0.30" in caption and "result.callback()" in caption
+    finally:
+        plt.close(fig)
+
+
+def _edge_result() -> AxisResult:
+    """Every width's best at the grid's smallest λ_base, as in the demo whose panel ran to 15.2 with every point at
+    its bottom edge: the rules of exponent -1/2 and -1 leave the points' range at once."""
+    taus = [2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    point = finder_result(
+        [CurvePoint(t, [1 - 0.1 * math.log(t) + 0.001 * s for s in range(3)], [0, 1, 2], {}, [400]) for t in taus],
+        monitor="val_loss", fraction=0.25, dataset_size=1600, subset_size=400, batch_size=10, epochs=1, full_cost=500,
+    )  # fmt: skip
+    return AxisResult.build("width", [64, 128, 256], [point] * 3, lambda_base=[1 / (0.1 * t) for t in taus])
+
+
+@pytest.mark.parametrize("case", ["size", "width", "edge"])
+def test_axes_figure_y_limits_are_the_points_with_a_margin(case: str) -> None:
+    import matplotlib.pyplot as plt
+
+    result = {"size": _size_result, "width": _width_result, "edge": _edge_result}[case]()
+    fig = result.figure()
+    try:
+        right = fig.axes[1]
+        low, high = right.get_ylim()
+        fit = result.fit
+        points = [*fit.optima, *fit.grid_optima, *(y for ys in fit.per_seed_grid_optima for y in ys)]
+        assert low < min(points) and max(points) < high  # every point inside
+        assert high / low <= max(4.0, (max(points) / min(points)) * 1.35**2 * 1.6)  # and no room far beyond them
+        if case == "edge":  # every point at 0.156: not a panel running to the grid's 5 * 1.3
+            assert max(points) == min(points) and high <= 2 * max(points)
+    finally:
+        plt.close(fig)
+
+
+def test_axes_figure_clips_the_rules_that_leave_and_says_where() -> None:
+    import matplotlib.pyplot as plt
+
+    result = _edge_result()
+    fig = result.figure()
+    try:
+        right = fig.axes[1]
+        low, high = right.get_ylim()
+        notes = [t.get_text() for t in right.texts]
+        for rule in result.rules:
+            line = next(ln for ln in right.get_lines() if ln.get_label().startswith(f"{rule.name} ("))
+            ys = line.get_ydata()
+            assert np.all((ys[np.isfinite(ys)] >= low * (1 - 1e-9)) & (ys[np.isfinite(ys)] <= high * (1 + 1e-9)))
+            leaves = "leaves through the bottom at" in line.get_label().replace("\n", " ")
+            assert leaves == (rule.exponent < 0) == (not np.isfinite(ys).all()), (rule.name, line.get_label())
+            assert any(rule.name in note and "↓" in note for note in notes) == leaves
+        legend = " ".join(t.get_text() for t in right.get_legend().get_texts()).replace("\n", " ")
+        qiu = "Qiu et al. (-1): undetermined; cost not measured (off the grid) (its line leaves through the bottom"
+        assert qiu in legend
     finally:
         plt.close(fig)
 
@@ -137,6 +191,9 @@ def test_axes_figure_puts_every_mark_in_a_legend_and_words_on_the_axes() -> None
             in_legend = {line.get_marker() for line in ax.get_lines() if line.get_label() in shown}
             assert markers <= in_legend, (markers, in_legend)
         assert "each seed" in {t.get_text() for t in left.get_legend().get_texts()}
+        # the optima drawn are the smoothed ones, and both legends say so (tau_sweep.png's stars are grid optima)
+        assert "smoothed optimum" in {t.get_text() for t in left.get_legend().get_texts()}
+        assert "smoothed optimum" in {t.get_text() for t in right.get_legend().get_texts()}
         assert "grid best per seed" in {t.get_text() for t in right.get_legend().get_texts()}
         assert left.get_ylabel() == "final validation loss (seed mean)" and left.get_xlabel() == "τ_epoch (epochs)"
         assert (right.get_xlabel(), right.get_ylabel()) == ("training samples N", "best τ_epoch")

@@ -17,6 +17,7 @@ from helpers.axis_results import TAUS, size_result, width_result
 from lightning_tau.tuner.axes import AxisResult
 from lightning_tau.tuner.axis_fit import (
     SeedStaging,
+    axis_intro,
     axis_points,
     axis_result,
     grid_round,
@@ -27,6 +28,7 @@ from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.grid_extension import AddedPoint
 from lightning_tau.tuner.stats import seed_stages
 from lightning_tau.tuner.study_key import study_name
+from tests.axes_models import PlantedWidthModel
 from tests.helpers.finder_study import CurveModel, curve_loaders, make_finder
 
 
@@ -189,3 +191,31 @@ def test_the_grid_round_brings_an_off_grid_rule_onto_the_grid_on_either_axis() -
     result = dataclasses.replace(result, rules=[*result.rules[:2], dataclasses.replace(result.rules[2], x_rule=0.2)])
     plan = grid_round(width, result, lowest=0.1, at_round=3, midpoints=False)
     assert plan.added == (AddedPoint(64.0, "rule Qiu et al. at 50", 3),)
+
+
+class _Study:  # what axis_intro reads of a GridStudy: its Optuna study's name and the folder it is shown as
+    def __init__(self, name: str) -> None:
+        self.study, self.shown = type("S", (), {"study_name": name})(), "tau_runs/find"
+
+
+def test_axis_intro_names_the_samples_epochs_and_seeds_on_every_axis(tmp_path: Path) -> None:
+    train = curve_loaders()[0]  # 64 samples
+    trainer = {"max_epochs": 3, "accelerator": "cpu", "devices": 1}
+    finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0), seeds=(0, 1), trainer_kwargs=trainer)
+    points = axis_points(finder.settings, CurveModel, train, None)
+    assert axis_intro(finder.settings, points, [_Study("f")], 64) == (
+        "study 'f' in tau_runs/find: 4 trials (2 tau_epochs x 2 seeds) on 32 of 64 training samples (fraction 0.5)"
+        " for 3 epochs"
+    )
+    sizes = make_finder(tmp_path, fraction=None, axis="dataset_size", fractions=(0.5, 1.0), tau_epochs=(1.0, 4.0))
+    points = axis_points(sizes.settings, CurveModel, train, None)
+    assert axis_intro(sizes.settings, points, [_Study("a"), _Study("b")], 64) == (
+        "dataset_size axis: 2 studies in tau_runs/find (fractions 0.5, 1 of 64 training samples: N=32, 64), 2 trials"
+        " each (2 tau_epochs x 1 seeds), each on its fraction, for 1 epochs"
+    )
+    width = make_finder(tmp_path, axis="width", widths=(8, 16), tau_epochs=(1.0, 4.0), fraction=0.5)
+    points = axis_points(width.settings, PlantedWidthModel, train, None)
+    assert axis_intro(width.settings, points, [_Study("a"), _Study("b")], 64) == (
+        "width axis: 2 studies in tau_runs/find (widths 8, 16), 2 trials each (2 tau_epochs x 1 seeds), every width"
+        " on 32 of 64 training samples (fraction 0.5), for 1 epochs"
+    )

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from helpers.axis_results import size_result, sweep, width_result
 
 from lightning_tau.tuner.axes import AxisResult
@@ -16,8 +18,8 @@ def test_axis_table_width_table_whole() -> None:
     result = width_result()
     assert result.table() == "\n".join(
         [
-            "Timescale finder, width axis: 3 widths (64, 128, 256) x 5 tau_epochs x 3 seeds, 2 epochs; final val_loss"
-            " (min), seed mean +- std:",
+            "Timescale finder, width axis: 3 widths (64, 128, 256) x 5 tau_epochs x 3 seeds on 1000 of 1000 training"
+            " samples (fraction 1), 2 epochs each; final val_loss (min), seed mean +- std:",
             "  tau_epoch | lambda_base | width 64          | width 128         | width 256",
             "  2         | 5           | 1.343 +- 0.1642   | 2.143 +- 0.2721   | 3.369 +- 0.1431",
             "  4         | 2.5         | 0.2802 +- 0.1011  | 0.6442 +- 0.1747  | 1.343 +- 0.1183",
@@ -57,8 +59,8 @@ def test_axis_table_width_table_whole() -> None:
             " exponent -1) is excluded: over widths 64 to 256 the best λ_base moves by a factor of 0.442 to 0.564,"
             " more than x1.25 of the rule's factor of 0.25 away; following it from width 64 to width 256 costs"
             " +0.48 [+0.38, +0.58] val_loss. Follow Fan et al.: result.callback() uses width_exponent = 1/2 (α).",
-            "Full run: TimescaleCallback(tau_epoch=8.61, width_exponent=0.5): Fan et al. holds, so its α = 0.5 rather"
-            " than the measured 0.499 (95% prediction interval 5.5 to 11.8 at μP's base width 128).",
+            "Full run: TimescaleCallback(tau_epoch=8.61, width_exponent=0.5): Fan et al. holds, so its α = 0.5, as"
+            " measured (95% prediction interval 5.5 to 11.8 at μP's base width 128).",
             "At width 256 the choice barely matters: moving tau_epoch x1.25 from its best costs less than one seed"
             " s.d.; tau_epoch 8.88 to 16.7 is within one seed s.d. of the best there.",
             "Cost: 450 optimizer steps, 30% of the 1,500 the same sweeps take on the full data.",
@@ -70,8 +72,8 @@ def test_axis_table_dataset_size_table_whole() -> None:
     result = size_result()
     assert result.table() == "\n".join(
         [
-            "Timescale finder, dataset_size axis: 2 fractions (0.25, 1: N=250, 1000) x 5 tau_epochs x 3 seeds, 2"
-            " epochs; final val_loss (min), seed mean +- std:",
+            "Timescale finder, dataset_size axis: 2 fractions of 1000 training samples (0.25, 1: N=250, 1000) x 5"
+            " tau_epochs x 3 seeds, 2 epochs each; final val_loss (min), seed mean +- std:",
             "  tau_epoch | N=250              | N=1000",
             "  2         | 0.9704 +- 0.1432   | 1.09 +- 0.2096",
             "  4         | 0.1602 +- 0.09668* | 0.1939 +- 0.1241*",
@@ -87,7 +89,7 @@ def test_axis_table_dataset_size_table_whole() -> None:
             "  (p: the chance of differences this consistent across seeds if the two were equally good; the seeds"
             " tell them apart below 0.05)",
             "Exponent of best tau_epoch on N: +0.04, 95% interval [-0.23, +0.32] (the estimate is its centre); the"
-            " grid optima give +0.00.",
+            " grid optima give 0.",
             "  The interval's parts: the seeds' [-0.23, +0.32] (shrinks with more seeds) and the curve's shape [+0.04,"
             " +0.04] (the smoothers' spread: more seeds do not shrink it; grid points nearer the optimum do).",
             *([str(result.note())] if result.note() else []),  # the fit's caution (tuner/stats.py)
@@ -110,7 +112,7 @@ def test_axis_table_dataset_size_table_whole() -> None:
             " what following it costs is not measured: the rule puts tau_epoch at 1.27, below the grid (from 2). No"
             " rule holds yet: more seeds (or a wider range of N) would decide it; meanwhile result.callback() uses"
             " the measured size_exponent = +0.04.",
-            "Full run: TimescaleCallback(tau_epoch=5.4, size_exponent=0.045, reference_dataset_size=1000): no rule"
+            "Full run: TimescaleCallback(tau_epoch=5.4, size_exponent=0.04, reference_dataset_size=1000): no rule"
             " holds yet, so the measured exponent; at the full N = 1000 (the largest fraction) that is tau_epoch 5.4"
             " as found (95% prediction interval 4 to 8).",
             "At N=1000 the choice barely matters: moving tau_epoch x1.25 from its best costs less than one seed s.d.;"
@@ -133,7 +135,7 @@ def test_axis_table_table_without_an_interval_nan_values_or_a_full_cost() -> Non
     at = next(i for i, line in enumerate(lines) if line.startswith("Exponent"))
     assert lines[at] == (
         "Exponent of best tau_epoch on N: +0.21, no interval: 1 seed: an interval needs at least 2 (a spread across"
-        " seeds); the seed-mean curves' optima give +0.42; the grid optima give +0.00."
+        " seeds); the seed-mean curves' optima give +0.42; the grid optima give 0."
     )
     assert lines[-3:-1] == [
         "Verdict: Following each rule from N = 500 to N = 1000 costs (val_loss): Wang & Aitchison +0.083; the 1/2 rules"
@@ -146,3 +148,39 @@ def test_axis_table_table_without_an_interval_nan_values_or_a_full_cost() -> Non
         " prediction interval).",
     ]
     assert lines[-1] == "Cost: 100 optimizer steps."
+
+
+def test_axis_table_says_a_same_point_cost_in_words_and_rounds_the_kwargs() -> None:
+    import dataclasses
+
+    result = size_result()
+    same = dataclasses.replace(result.rules[0], loss_cost=0.0, loss_cost_ci=(0.0, 0.0), same_point=True)
+    table = dataclasses.replace(result, rules=[same, *result.rules[1:]]).table()
+    row = "  Wang & Aitchison | 0        | undetermined | 0: the same grid point is best at both ends (no cost"
+    assert row in table
+    assert "[+0.000, +0.000]" not in table and "[+0.00, +0.00]" not in table
+    # the measured exponent 0.0451... prints as 0.04 in the callback's kwargs, the same spelling as the exponent line
+    assert result.exponent_used == pytest.approx(0.045, abs=0.001)
+    assert "TimescaleCallback(tau_epoch=5.4, size_exponent=0.04, reference_dataset_size=1000)" in result.table()
+    assert result.to_json()["callback"]["size_exponent"] == result.exponent_used  # the JSON keeps it exact
+
+
+def test_axis_table_headers_name_the_data_of_every_run() -> None:
+    width = width_result().table().splitlines()[0]
+    assert "x 3 seeds on 1000 of 1000 training samples (fraction 1), 2 epochs each;" in width
+    size = size_result().table().splitlines()[0]
+    assert "2 fractions of 1000 training samples (0.25, 1: N=250, 1000) x 5 tau_epochs x 3 seeds, 2 epochs each" in size
+
+
+def test_axis_table_same_best_point_at_both_sizes_says_so_and_prints_zero() -> None:
+    same = AxisResult.build(
+        "dataset_size", [0.5, 1.0], [sweep(8.0, (1,), size=500, full_cost=0), sweep(8.0, (1,), full_cost=0)]
+    )
+    assert same.fit.optima[0] == same.fit.optima[1] == pytest.approx(8.0, abs=1e-9)  # 8 + float noise, at both
+    table = same.table()
+    assert "  Wang & Aitchison | 0        | undetermined | 0: the same grid point is best at both ends (no cost" in (
+        table
+    )
+    assert "Wang & Aitchison +0.000" not in table and "+0.00" not in table and "-0.00" not in table
+    assert "Exponent of best tau_epoch on N: 0, no interval: " in table
+    assert "): the measured exponent 0 has no interval (1 seed" in table

@@ -139,3 +139,47 @@ def test_plan_refuses_a_missing_config_and_a_figure_it_did_not_write_before_torc
     )
     assert (tmp_path / "tau_plan.svg").read_text() == "<svg>my drawing</svg>"
     assert not (tmp_path / "tau_plan.png").exists()
+
+
+def _figure(lrs: list[float]):
+    from lightning_tau.cli.plan import plan_figure
+
+    plans = {
+        c: plan(c, lrs, lr_ref=max(lrs), tau_iter=80.0, steps_per_epoch=8) for c in COUPLINGS  # type: ignore[arg-type]
+    }
+    fig = plan_figure(plans, lrs, 8)
+    fig.canvas.draw()
+    return fig
+
+
+def test_plan_figure_labels_couplings_that_coincide_as_one_line() -> None:
+    import matplotlib.pyplot as plt
+
+    flat = _figure([0.003] * 320)  # a constant lr: every coupling holds tau_iter, one line
+    cosine = _figure(cosine_lrs(0.003, 320))
+    try:
+        top = flat.axes[0]
+        assert [line.get_label() for line in top.get_lines()] == [
+            "constant = per_step = lr_ratio = lr_squared (one line: they coincide): window 9.15 ep, init left 0.018"
+        ]
+        labels = [line.get_label().split(":")[0] for line in cosine.axes[0].get_lines()]
+        assert labels == list(COUPLINGS)  # a falling lr: four lines, four names
+        assert [t.get_text() for t in flat.legends[0].get_texts()][-1] == "learning rate η_t / max η"
+    finally:
+        plt.close(flat)
+        plt.close(cosine)
+
+
+def test_plan_figure_legend_covers_no_line() -> None:
+    import matplotlib.pyplot as plt
+
+    fig = _figure(cosine_lrs(0.003, 320))
+    try:
+        box = fig.legends[0].get_window_extent()
+        for ax in fig.axes:  # the legend is outside every panel, so it covers no line (the dashed lr's included)
+            assert not box.overlaps(ax.get_window_extent()), ax.get_ylabel()
+        lr_line = fig.axes[-1].get_lines()[0]
+        points = lr_line.get_transform().transform(lr_line.get_xydata())
+        assert not any(box.contains(x, y) for x, y in points)
+    finally:
+        plt.close(fig)

@@ -166,3 +166,15 @@ def test_rule_cost_in_max_mode_reads_around_the_best_point_not_the_worst():
     as_min = rule_cost(XS, loss, **kwargs)
     assert as_min.per_seed == pytest.approx((0.25 * 0.8**2, 0.5 * 0.8**2))  # exact: the parabola is the curve
     assert as_max.per_seed == pytest.approx(as_min.per_seed) and as_max.mean == pytest.approx(as_min.mean)
+
+
+def test_same_point_when_the_rule_lands_on_the_best_grid_point():
+    table = curve([1.0, 2.0], offsets=[0.0, 0.3])  # best at 8 on both seeds
+    same = rule_cost(XS, table, x_from=8.0, x_best=8.0, scale_ratio=4.0, exponent=0.0)
+    assert same.same_point and same.mean == 0.0 and same.ci == (0.0, 0.0)
+    # off the best point, or between grid points: a measured cost, not the same point
+    assert not rule_cost(XS, table, x_from=4.0, x_best=8.0, scale_ratio=4.0, exponent=0.0).same_point
+    flat = [[0.5, 0.5] for _ in XS]  # every point equal: a measured zero between two grid points
+    assert not rule_cost(XS, flat, x_from=2.0, x_best=8.0, scale_ratio=4.0, exponent=0.0).same_point
+    between = rule_cost(XS, table, x_from=6.0, x_best=6.0, scale_ratio=4.0, exponent=0.0)
+    assert not between.same_point

@@ -157,6 +157,19 @@ def test_size_note_whole_and_only_when_the_exponent_is_not_zero() -> None:
         " reference_dataset_size=12500)."
     )
     assert size_note(8.0, 50_000, size_exponent=0.0, reference_dataset_size=12_500) is None
+    # a measured width exponent in the pre-flight: rounded the same way
+    hidden = GroupTimescale("hidden", 0, 0, 10, 1e-3, 0.1, 2.0, True, width_mult=4.0, width_exponent=0.90812)
+    assert width_note(0.90812, [hidden]).startswith("width_exponent=0.91 at the model's width multiplier S=4")
+    assert "hidden (s=4, alpha=0.91: x1.136)" in width_note(0.90812, [hidden])
+    # a measured exponent in the pre-flight: as the finder's table spells it (2 decimals, 0 within 0.005 of zero)
+    assert size_note(5.13842, 1347, size_exponent=-0.000760685, reference_dataset_size=1347) == (
+        "Held at this N: tau_epoch 5.138 x (1347/1347)^0 = 5.138 (size_exponent=0: tau_epoch ∝ N^0 from"
+        " reference_dataset_size=1347)."
+    )
+    assert "x (1347/337)^-0.39 = " in size_note(5.0, 1347, size_exponent=-0.391234, reference_dataset_size=337)
+    assert "(size_exponent=-0.39: tau_epoch ∝ N^-0.39 from" in size_note(
+        5.0, 1347, size_exponent=-0.391234, reference_dataset_size=337
+    )
     assert size_note(None, 50_000, size_exponent=-0.5, reference_dataset_size=12_500) is None
 
 

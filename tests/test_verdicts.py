@@ -29,8 +29,8 @@ def hand_fit(exponent, ci, reason=None, scales=SIZES):
     return ScalingFit(exponent, ci, reason, 0.95, [], [], [], 0.0, False, [], scales=list(scales))
 
 
-def cost(mean, ci=None, reason=None, x_rule=8.0):
-    return RuleCost(x_rule, 8.0, mean, ci, 0.95, reason)
+def cost(mean, ci=None, reason=None, x_rule=8.0, same_point=False):
+    return RuleCost(x_rule, 8.0, mean, ci, 0.95, reason, (), same_point)
 
 
 def test_judge_decides_every_rule_against_its_own_band():
@@ -105,10 +105,27 @@ def test_rule_verdict_json_round_trip():
     data = [r.to_json() for r in rules]
     assert set(data[0]) == {
         "name", "exponent", "decision", "band", "tolerance", "loss_cost", "loss_cost_ci", "loss_cost_reason",
-        "x_rule", "source", "says",
+        "x_rule", "source", "says", "same_point",
     }  # fmt: skip
     assert data[0]["loss_cost_ci"] == [-0.002, 0.004] and data[1]["loss_cost_ci"] is None
     assert [RuleVerdict.from_json(d) for d in data] == rules
+    # a summary.json written before `same_point` was kept still reads
+    old = {k: v for k, v in data[0].items() if k != "same_point"}
+    assert RuleVerdict.from_json(old) == rules[0] and not rules[0].same_point
+
+
+def test_a_cost_zero_because_the_same_grid_point_won_says_so_in_words():
+    fit = hand_fit(0.0, (-0.05, 0.05))
+    same = cost(0.0, (0.0, 0.0), same_point=True)
+    rules = judge("dataset_size", fit, costs=[same, cost(0.012, (0.008, 0.016)), cost(0.2, (0.1, 0.3))])
+    assert rules[0].same_point and not rules[1].same_point and rules[0].to_json()["same_point"] is True
+    words = "0: the same grid point is best at both ends (no cost within the grid's resolution)"
+    assert rules[0].cost_text() == words and "[+0.000, +0.000]" not in size_verdict(fit, rules)
+    assert "; following it from N = 150 to N = 1350 costs " + words + "." in size_verdict(fit, rules)
+    # a measured zero that is not the same point keeps its interval
+    assert judge("dataset_size", fit, costs=[cost(0.0, (0.0, 0.0)), cost(0.0), cost(0.0)])[0].cost_text() == (
+        "+0.000 [+0.000, +0.000]"
+    )
 
 
 def test_rule_to_follow_is_the_one_that_holds_or_the_nearest_of_several():
@@ -198,7 +215,7 @@ def test_verdict_without_an_interval_says_why_once_with_the_costs():
     )
     assert width_verdict(fit).endswith(
         "result.callback() follows the paper's rule, Wang & Aitchison (width_exponent = 1), as nothing here backs the"
-        " measured width_exponent = 1.30 (exponent +0.30)."
+        " measured width_exponent = 1.3 (exponent +0.30)."
     )
 
 
@@ -212,6 +229,16 @@ def test_width_verdict_whole_sentences():
         " Qiu et al. (α = 0: the same λ at every width under μP's lr / s; exponent -1) is excluded: over widths 64 to"
         " 256 the best λ_base moves by a factor of 0.467 to 0.551, more than x1.25 of the rule's factor of 0.25 away."
         " Follow Fan et al.: result.callback() uses width_exponent = 1/2 (α)."
+    )
+
+
+def test_verdict_exponents_print_to_two_decimals_and_zero_near_zero():
+    tiny = hand_fit(-0.000760685, None, "1 seed: an interval needs at least 2")
+    assert size_verdict(tiny).endswith("as nothing here backs the measured size_exponent = 0.")
+    assert width_verdict(tiny).endswith("backs the measured width_exponent = 1 (exponent 0).")
+    noisy = hand_fit(-0.251234, (-0.3, -0.2))
+    assert advice("width", noisy, judge("width", noisy)).endswith(
+        "uses the measured width_exponent = 0.75 (exponent -0.25)."
     )
 
 

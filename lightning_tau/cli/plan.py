@@ -368,41 +368,81 @@ def _parse(configs: Sequence[Path], model: str | None, data: str | None) -> Any:
         raise PlanError(_config_error(err, configs, model, data)) from None
 
 
-def draw_plan(
-    plans: dict[str, Any], lrs: Sequence[float], steps_per_epoch: float, path: Path, *, title: str = ""
-) -> Path:
-    """Draw ``τ(t)`` in epochs per coupling (top, the lr schedule dashed behind) and each epoch's share of the final
-    weights (bottom); write ``path`` as ``.png`` and ``.svg`` and return the PNG's path."""
+def coinciding(plans: dict[str, Any]) -> list[list[str]]:
+    """The couplings grouped by the plan they draw: those whose ``τ(t)`` and epoch shares agree (to 1e-9, relative)
+    draw one line, so the figure labels them as one. In order of ``plans``.
+
+    Example:
+        >>> from lightning_tau.couplings import plan
+        >>> flat = {c: plan(c, [1e-3] * 20, lr_ref=1e-3, tau_iter=5.0, steps_per_epoch=10)
+        ...         for c in ("constant", "per_step", "lr_ratio", "lr_squared")}
+        >>> coinciding(flat)  # a constant lr: every coupling holds the same timescale
+        [['constant', 'per_step', 'lr_ratio', 'lr_squared']]
+    """
+    import numpy as np
+
+    def same(a: Any, b: Any) -> bool:
+        return all(
+            len(x) == len(y) and bool(np.allclose(x, y, rtol=1e-9, atol=0.0, equal_nan=True))
+            for x, y in ((a.tau_iter, b.tau_iter), (a.epoch_shares, b.epoch_shares))
+        )
+
+    groups: list[list[str]] = []
+    for coupling, p in plans.items():
+        group = next((g for g in groups if same(plans[g[0]], p)), None)
+        if group is None:
+            groups.append([coupling])
+        else:
+            group.append(coupling)
+    return groups
+
+
+def plan_figure(plans: dict[str, Any], lrs: Sequence[float], steps_per_epoch: float, *, title: str = "") -> Any:
+    """The figure :func:`draw_plan` writes: ``τ(t)`` in epochs per coupling (top, the lr schedule dashed behind) and
+    each epoch's share of the final weights (bottom). Couplings that draw the same line are one line labelled with
+    every name (``constant = per_step = ...``); the legend sits outside the panels, off the data."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    from lightning_tau.outputs import save_figure
-
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), constrained_layout=True)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), layout="constrained")
     epochs_axis = [t / steps_per_epoch for t in range(len(lrs))]
     colors = {"constant": "tab:blue", "per_step": "tab:orange", "lr_ratio": "tab:green", "lr_squared": "tab:red"}
-    for coupling, p in plans.items():
+    for group in coinciding(plans):
+        p, color = plans[group[0]], colors.get(group[0])
         taus = [tau / steps_per_epoch if math.isfinite(tau) else math.nan for tau in p.tau_iter]
-        label = f"{coupling}: window {p.window_epochs:.3g} ep, init left {p.init_memory:.2g}"
-        top.plot(epochs_axis, taus, color=colors.get(coupling), label=label)
+        names = " = ".join(group) + (" (one line: they coincide)" if len(group) > 1 else "")
+        label = f"{names}: window {p.window_epochs:.3g} ep, init left {p.init_memory:.2g}"
+        top.plot(epochs_axis, taus, color=color, label=label)
         shares = p.epoch_shares
-        bottom.plot(range(1, len(shares) + 1), shares, marker="o", ms=3, color=colors.get(coupling), label=coupling)
+        bottom.plot(range(1, len(shares) + 1), shares, marker="o", ms=3, color=color)
     top.set_yscale("log")
     top.set_xlabel("epoch")
     top.set_ylabel("τ(t) = 1 / (η_t λ_t), in epochs")
     top.grid(True, which="both", alpha=0.3)
-    top.legend(fontsize=8, loc="upper center")
     lr_axis = top.twinx()
     peak = max(lrs) if lrs and max(lrs) > 0 else 1.0
-    lr_axis.plot(epochs_axis, [lr / peak for lr in lrs], color="grey", ls="--", lw=1)
+    lr_axis.plot(epochs_axis, [lr / peak for lr in lrs], color="grey", ls="--", lw=1, label="learning rate η_t / max η")
     lr_axis.set_ylabel("η_t / max η (dashed)", color="grey")
     lr_axis.set_ylim(0, 1.05)
     bottom.set_xlabel("epoch")
     bottom.set_ylabel("share of the updates the final weights hold")
     bottom.grid(True, alpha=0.3)
-    bottom.legend(fontsize=8)
+    # one legend for both panels (the colours are the couplings' in each), outside them: it covers no line
+    handles = [*top.get_lines(), *lr_axis.get_lines()]
+    fig.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="outside lower center", ncols=1)
     if title:
         top.set_title(title, fontsize=9)
+    return fig
+
+
+def draw_plan(
+    plans: dict[str, Any], lrs: Sequence[float], steps_per_epoch: float, path: Path, *, title: str = ""
+) -> Path:
+    """Draw :func:`plan_figure`; write ``path`` as ``.png`` and ``.svg`` through :func:`~lightning_tau.outputs.
+    save_figure` (never over a file the package did not write) and return the PNG's path."""
+    from lightning_tau.outputs import save_figure
+
+    fig = plan_figure(plans, lrs, steps_per_epoch, title=title)
     return save_figure(fig, path.with_suffix(".png"), path.with_suffix(".svg"))

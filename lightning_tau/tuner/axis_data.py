@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 
 from lightning_tau import _checks
+from lightning_tau._numbers import exponent as exponent_text
 from lightning_tau.tuner.curve import smoothed_optimum
 from lightning_tau.tuner.grid_extension import AddedPoint
 from lightning_tau.tuner.prediction import Prediction, predict_tau_epoch
@@ -226,7 +227,7 @@ class AxisData:
     def unbacked(self) -> str | None:
         """Why the measured exponent is not applied (it has no interval: :attr:`ci_reason`), else ``None``."""
         if self.rule_used is None and self.fit.ci is None:
-            return f"the measured exponent {self.exponent:+.2f} has no interval ({self.fit.ci_reason})"
+            return f"the measured exponent {exponent_text(self.exponent)} has no interval ({self.fit.ci_reason})"
         return None
 
     @property
@@ -311,7 +312,7 @@ class AxisData:
         if rule is not None:
             basis = f"{rule.name} (exponent {rule.exponent:g})"
         elif ci is not None:
-            basis = f"the measured exponent {self.exponent:+.2f}"
+            basis = f"the measured exponent {exponent_text(self.exponent)}"
         else:
             basis = "Wang & Aitchison (exponent 0), the paper's rule: the measured exponent has no interval"
         return predict_tau_epoch(

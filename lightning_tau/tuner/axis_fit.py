@@ -100,22 +100,29 @@ def axis_points(
 def axis_intro(
     settings: FinderSettings, points: Sequence[StudyPoint], studies: Sequence[GridStudy], dataset_size: int
 ) -> str:
-    """What a fit runs, for its first log line: the studies, the axis values and the trials of each."""
+    """What a fit runs, for its first log line: the studies, the axis values, the trials of each and the data every
+    trial trains on (the samples per point and the fraction, the epochs, the seeds)."""
     trials = f"({len(settings.tau_epochs)} tau_epochs x {len(settings.seeds)} seeds)"
+    sizes = [len(p.train.dataset) for p in points]  # type: ignore[arg-type]
     if settings.axis == "fraction":
         return (
             f"study {studies[0].study.study_name!r} in {studies[0].shown}: {len(settings.grid_order())} trials"
-            f" {trials} on {len(points[0].train.dataset)} of {dataset_size}"  # type: ignore[arg-type]
-            f" training samples for {settings.epochs} epochs"
+            f" {trials} on {sizes[0]} of {dataset_size} training samples (fraction {settings.fraction:g}) for"
+            f" {settings.epochs} epochs"
         )
-    what = (
-        f"widths {', '.join(str(w) for w in settings.widths or ())}"
-        if settings.axis == "width"
-        else f"fractions {', '.join(f'{f:g}' for f in settings.fractions or ())} of {dataset_size} samples"
-    )
+    if settings.axis == "width":
+        what = f"widths {', '.join(str(w) for w in settings.widths or ())}"
+        data = f"every width on {sizes[0]} of {dataset_size} training samples (fraction {settings.fraction:g})"
+    else:
+        what = (
+            f"fractions {', '.join(f'{f:g}' for f in settings.fractions or ())} of {dataset_size} training samples:"
+            f" N={', '.join(str(n) for n in sizes)}"
+        )
+        data = "each on its fraction"
     return (
         f"{settings.axis} axis: {len(studies)} studies in {studies[0].shown} ({what}),"
-        f" {len(settings.tau_epochs) * len(settings.seeds)} trials each {trials} for {settings.epochs} epochs"
+        f" {len(settings.tau_epochs) * len(settings.seeds)} trials each {trials}, {data}, for {settings.epochs}"
+        " epochs"
     )
 
 

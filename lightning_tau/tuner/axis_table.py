@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 
+from lightning_tau._numbers import exponent, interval, kwargs_text, setting
 from lightning_tau._table import table_lines
 from lightning_tau.tuner.axis_data import AxisData
 from lightning_tau.tuner.grid_extension import grid_line
 from lightning_tau.tuner.rules import half_width
-from lightning_tau.tuner.verdicts import cost_text, signed
 
 __all__ = ["axis_table"]
 
@@ -28,12 +28,17 @@ def axis_table(result: AxisData) -> str:
     what = (
         f"{len(result.values)} widths ({', '.join(f'{v:g}' for v in result.values)})"
         if result.axis == "width"
-        else f"{len(result.values)} fractions ({', '.join(f'{v:.3g}' for v in result.values)}:"
-        f" N={', '.join(f'{s:g}' for s in result.scales)})"
+        else f"{len(result.values)} fractions of {first.dataset_size} training samples"
+        f" ({', '.join(f'{v:.3g}' for v in result.values)}: N={', '.join(f'{s:g}' for s in result.scales)})"
+    )
+    data = (  # the data every run saw: the width axis trains every width on one subset
+        f" on {first.subset_size} of {first.dataset_size} training samples (fraction {first.fraction:.3g}),"
+        if result.axis == "width"
+        else ","
     )
     lines = [
-        f"Timescale finder, {result.axis} axis: {what} x {len(first.curve)} tau_epochs x {seeds} seeds,"
-        f" {first.epochs} epochs; {value} {first.monitor} ({first.mode}), seed mean +- std:",
+        f"Timescale finder, {result.axis} axis: {what} x {len(first.curve)} tau_epochs x {seeds} seeds{data}"
+        f" {first.epochs} epochs each; {value} {first.monitor} ({first.mode}), seed mean +- std:",
     ]
     rows = []
     for j, point in enumerate(first.curve):
@@ -79,28 +84,28 @@ def axis_table(result: AxisData) -> str:
     )
     scale = "width" if result.axis == "width" else "N"
     if fit.ci is not None:
-        ci = f"{fit.level:.0%} interval [{signed(fit.ci[0])}, {signed(fit.ci[1])}] (the estimate is its centre)"
+        ci = f"{fit.level:.0%} interval {interval(*fit.ci)} (the estimate is its centre)"
     else:
         ci = f"no interval: {fit.ci_reason}"
-    curve = signed(result.curve_exponent)
-    curve = f"; the seed-mean curves' optima give {curve}" if curve != signed(fit.exponent) else ""
+    curve = exponent(result.curve_exponent)
+    curve = f"; the seed-mean curves' optima give {curve}" if curve != exponent(fit.exponent) else ""
     local = ""
     if len(result.scales) > 2:
         local = (
             f"; between the last two ({result._point_name(len(result.scales) - 2)} and"
-            f" {result._point_name(len(result.scales) - 1)}) the optima move as {signed(result.local_exponent)}"
+            f" {result._point_name(len(result.scales) - 1)}) the optima move as {exponent(result.local_exponent)}"
         )
     lines.append(
-        f"Exponent of best {x_label} on {scale}: {signed(fit.exponent)}, {ci}{curve}; the grid optima give"
-        f" {signed(fit.grid_exponent)}{local}."
+        f"Exponent of best {x_label} on {scale}: {exponent(fit.exponent)}, {ci}{curve}; the grid optima give"
+        f" {exponent(fit.grid_exponent)}{local}."
     )
     parts = result.interval_parts
     if parts is not None:
         seeds_part, shape_part = parts["seeds"], parts["shape"]
         lines.append(
-            f"  The interval's parts: the seeds' [{signed(seeds_part[0])}, {signed(seeds_part[1])}] (shrinks with more"
-            f" seeds) and the curve's shape [{signed(shape_part[0])}, {signed(shape_part[1])}] (the smoothers'"
-            " spread: more seeds do not shrink it; grid points nearer the optimum do)."
+            f"  The interval's parts: the seeds' {interval(*seeds_part)} (shrinks with more seeds) and the curve's"
+            f" shape {interval(*shape_part)} (the smoothers' spread: more seeds do not shrink it; grid points nearer"
+            " the optimum do)."
         )
     if result.note():
         lines.append(str(result.note()))
@@ -152,7 +157,7 @@ def _rules_lines(result: AxisData) -> list[str]:
                 f"{r.exponent:g}",
                 *alpha,
                 r.decision,
-                cost_text(r.loss_cost, r.loss_cost_ci, r.loss_cost_reason),
+                r.cost_text(),
             ]
         )
     monitor = result.results[0].monitor
@@ -193,29 +198,29 @@ def _full_run_lines(result: AxisData) -> list[str]:
     else:
         why = "no rule holds yet"
     full = result.predict(result.full_scale)
-    interval = (
-        f"{full.level:.0%} prediction interval {full.low:.3g} to {full.high:.3g}"
+    predicted = (
+        f"{full.level:.0%} prediction interval {setting(full.low)} to {setting(full.high)}"
         if full.low is not None and full.high is not None
         else "no prediction interval"
     )
     if full.extrapolation > 1:
-        interval += f", x{full.extrapolation:.3g} beyond the measured range"
+        predicted += f", x{full.extrapolation:.3g} beyond the measured range"
+    call = f"TimescaleCallback({kwargs_text(kwargs)})"  # rounded for people; to_json keeps them exact
     if result.axis == "width":
-        w = _short(kwargs["width_exponent"])
+        w, measured = exponent(kwargs["width_exponent"], sign=False), exponent(1 + result.exponent, sign=False)
         if rule:
-            which = f"its α = {w} rather than the measured {_short(1 + result.exponent)}"
+            which = f"its α = {w}" + (f" rather than the measured {measured}" if measured != w else ", as measured")
         elif unbacked is not None:
             which = "the paper's rule, Wang & Aitchison's α = 1"
         else:
             which = "the measured α"
-        lines = [
-            f"Full run: TimescaleCallback(tau_epoch={kwargs['tau_epoch']:.3g}, width_exponent={w}): {why}, so {which}"
-            f" ({interval} at μP's base width {result.full_scale:g})."
-        ]
+        lines = [f"Full run: {call}: {why}, so {which} ({predicted} at μP's base width {result.full_scale:g})."]
     else:
-        e_text = _short(kwargs["size_exponent"])
+        e_text, measured = exponent(kwargs["size_exponent"], sign=False), exponent(result.exponent)
         if rule:
-            which = f"its exponent {e_text} rather than the measured {signed(result.exponent)}"
+            which = f"its exponent {e_text}" + (
+                f" rather than the measured {measured}" if measured.lstrip("+") != e_text else ", as measured"
+            )
         elif unbacked is not None:
             which = "the paper's rule, Wang & Aitchison's exponent 0"
         else:
@@ -224,14 +229,12 @@ def _full_run_lines(result: AxisData) -> list[str]:
         at_full = f"at the full N = {last.dataset_size}"
         if last.dataset_size == last.subset_size:
             there = (
-                f"{at_full} (the largest fraction) that is tau_epoch {result.full_tau_epoch:.3g} as found ({interval})"
+                f"{at_full} (the largest fraction) that is tau_epoch {setting(result.full_tau_epoch)} as found"
+                f" ({predicted})"
             )
         else:
-            there = f"{at_full} that is tau_epoch {result.full_tau_epoch:.3g} ({interval})"
-        lines = [
-            f"Full run: TimescaleCallback(tau_epoch={kwargs['tau_epoch']:.3g}, size_exponent={e_text},"
-            f" reference_dataset_size={kwargs['reference_dataset_size']}): {why}, so {which}; {there}."
-        ]
+            there = f"{at_full} that is tau_epoch {setting(result.full_tau_epoch)} ({predicted})"
+        lines = [f"Full run: {call}: {why}, so {which}; {there}."]
     if full.extrapolation > 1 and full.low is not None:
         anchor = result._point_name(0 if result.axis == "width" else len(result.results) - 1)
         lines.append(
@@ -242,9 +245,9 @@ def _full_run_lines(result: AxisData) -> list[str]:
     if snap is not None and result.fit.ci is not None:
         lo, hi = result.fit.ci
         first, end = result._point_name(0), result._point_name(len(result.results) - 1)
-        cost = cost_text(snap.loss_cost, snap.loss_cost_ci, snap.loss_cost_reason)
+        cost = snap.cost_text()
         lines.append(
-            f"  {snap.name}'s band holds the interval [{signed(lo)}, {signed(hi)}], which excludes its exponent"
+            f"  {snap.name}'s band holds the interval {interval(lo, hi)}, which excludes its exponent"
             f" {snap.exponent:g} itself: following it over the measured range, from {first} to {end}, costs {cost}"
             f" {result.results[0].monitor}."
         )
@@ -282,11 +285,6 @@ def _neighbours(result: AxisData, i: int) -> str:
     level = test.level
     untold = [(x, p) for x, p in ((lower, test.p_lower), (upper, test.p_upper)) if p >= level]
     return "no: they cannot tell it from " + " or ".join(f"{x:.3g} (p = {p:.2g})" for x, p in untold)
-
-
-def _short(value: float) -> str:
-    """A setting rounded for people: three decimals, no ``-0`` (``0.908``, ``1``, ``0``; never ``1.44e-16``)."""
-    return f"{round(value, 3) + 0.0:g}"
 
 
 def _fmt(value: float) -> str:

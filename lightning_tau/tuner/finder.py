@@ -70,7 +70,7 @@ from lightning_tau.tuner.study.grid_study import GridStudy, quiet_optuna
 from lightning_tau.tuner.study.liveness import STALE_SECONDS, stop_reason
 from lightning_tau.tuner.study_key import open_studies
 from lightning_tau.tuner.trial import subset_dataloader
-from lightning_tau.tuner.trial_loop import work_study
+from lightning_tau.tuner.trial_loop import FitProgress, work_study
 from lightning_tau.tuner.workers import (
     UNGUARDED_EXIT,
     Workers,
@@ -479,6 +479,7 @@ class TimescaleFinder:
             )
             procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else None
             threads = torch.get_num_threads()
+            self._progress = FitProgress(self.settings, studies)  # one line for every point's runs in this call
             try:
                 per_process = torch_threads(self.threads, threads, workers)
                 torch.set_num_threads(per_process)
@@ -504,6 +505,7 @@ class TimescaleFinder:
                     raise SIGTERMException(SIGTERM_EXIT) from None
                 raise
             finally:
+                self._progress.close()
                 torch.set_num_threads(threads)
                 if procs is not None:
                     procs.join()
@@ -546,6 +548,7 @@ class TimescaleFinder:
             log=self._log,
             trained=trained,
             warned=self._warned,
+            progress=self._progress,
             show_warnings=show,
             workers=workers,
         )

@@ -52,6 +52,9 @@ class RuleCost:
         level: the interval's level.
         reason: why ``mean`` or ``ci`` is ``None``, else ``None``.
         per_seed: each seed's cost (empty when ``mean`` is ``None``).
+        same_point: the rule puts ``x`` on the grid point that is best at the largest scale (``x_rule == x_best``, a
+            grid point): every seed compares a run with itself, so the cost is 0 by construction (no cost within the
+            grid's resolution), not a measured 0.
     """
 
     x_rule: float
@@ -61,6 +64,7 @@ class RuleCost:
     level: float
     reason: str | None
     per_seed: tuple[float, ...] = ()
+    same_point: bool = False
 
 
 def read_curve(xs: Sequence[float], values: Sequence[float], x: float, best: int | None = None) -> float:
@@ -147,8 +151,10 @@ def rule_cost(
         >>> xs = [1.0, 2.0, 4.0, 8.0, 16.0]
         >>> curve = [[(math.log2(x) - 3) ** 2 + off for off in (0.0, 0.5)] for x in xs]
         >>> cost = rule_cost(xs, curve, x_from=4.0, x_best=8.0, scale_ratio=4.0, exponent=-0.5)
-        >>> cost.x_rule, cost.mean, cost.ci, cost.reason
-        (2.0, 4.0, (4.0, 4.0), None)
+        >>> cost.x_rule, cost.mean, cost.ci, cost.reason, cost.same_point
+        (2.0, 4.0, (4.0, 4.0), None, False)
+        >>> rule_cost(xs, curve, x_from=8.0, x_best=8.0, scale_ratio=4.0, exponent=0.0).same_point  # 8 is best
+        True
         >>> rule_cost(xs, curve, x_from=8.0, x_best=8.0, scale_ratio=4.0, exponent=1.0, x_label="tau_epoch").reason
         'the rule puts tau_epoch at 32, beyond the grid (up to 16): not measured there'
     """
@@ -211,7 +217,10 @@ def rule_cost(
     k = costs.size
     mean = float(costs.mean())
     per_seed = tuple(float(c) for c in costs)
+    # the rule lands on the best point, a grid point (to rounding: a smoothed optimum on a grid point reads 8 + 7e-14)
+    on_grid = any(math.isclose(x_rule, g, rel_tol=_EDGE_RTOL) for g in grid)
+    same = x_rule == x_best and on_grid and all(c == 0 for c in per_seed)
     if k < 2:
-        return RuleCost(x_rule, x_best, mean, None, level, "1 seed: an interval needs at least 2", per_seed)
+        return RuleCost(x_rule, x_best, mean, None, level, "1 seed: an interval needs at least 2", per_seed, same)
     half = t_quantile((1 + level) / 2, k - 1) * float(costs.std(ddof=1)) / math.sqrt(k)
-    return RuleCost(x_rule, x_best, mean, (mean - half, mean + half), level, None, per_seed)
+    return RuleCost(x_rule, x_best, mean, (mean - half, mean + half), level, None, per_seed, same)

@@ -41,6 +41,8 @@ import numpy as np
 
 from lightning_tau import _checks
 from lightning_tau._constants import Goal
+from lightning_tau._numbers import exponent as exponent_text
+from lightning_tau._numbers import interval
 from lightning_tau.tuner import rules
 from lightning_tau.tuner.curve import smoothed_optimum
 from lightning_tau.tuner.grid_best import (
@@ -192,24 +194,24 @@ class ScalingFit:
             if len(set(self.grid_optima)) == 1:
                 sentences.append(
                     f"The best grid point is {self.grid_optima[0]:g} at every scale, but the estimate moves the best"
-                    f" x by a factor of {estimate} {span} (exponent {self.exponent:+.2f}), more than the tolerance"
-                    f" x{self.tolerance:g}: the movement comes from smoothed optima inside one grid cell; a finer grid"
-                    " or more seeds would settle it."
+                    f" x by a factor of {estimate} {span} (exponent {exponent_text(self.exponent)}), more than the"
+                    f" tolerance x{self.tolerance:g}: the movement comes from smoothed optima inside one grid cell; a"
+                    " finer grid or more seeds would settle it."
                 )
             else:
                 sentences.append(
                     f"The grid's best points move by a factor of {(high / low) ** self.grid_exponent:.3g} {span}"
-                    f" (exponent {self.grid_exponent:+.2f}) but the smoothed estimate by {estimate} (exponent"
-                    f" {self.exponent:+.2f}), further apart than the tolerance x{self.tolerance:g}: the estimate's"
-                    " movement comes from smoothed optima inside grid cells; a finer grid or more seeds would settle"
-                    " it."
+                    f" (exponent {exponent_text(self.grid_exponent)}) but the smoothed estimate by {estimate} (exponent"
+                    f" {exponent_text(self.exponent)}), further apart than the tolerance x{self.tolerance:g}: the"
+                    " estimate's movement comes from smoothed optima inside grid cells; a finer grid or more seeds"
+                    " would settle it."
                 )
         curve = self.curve_exponent
         tol = 1e-9 * max(1.0, abs(curve)) if math.isfinite(curve) else 0.0  # rounding: an exact fit's ci is a point
         if self.ci is not None and math.isfinite(curve) and not self.ci[0] - tol <= curve <= self.ci[1] + tol:
             sentences.append(
-                f"The seed-mean curves' exponent {curve:+.2f} lies outside the interval [{self.ci[0]:+.2f},"
-                f" {self.ci[1]:+.2f}]: the seeds' own optima disagree with their mean's."
+                f"The seed-mean curves' exponent {exponent_text(curve)} lies outside the interval"
+                f" {interval(*self.ci)}: the seeds' own optima disagree with their mean's."
             )
         return " ".join(sentences) or None
 

@@ -24,10 +24,86 @@ from lightning_tau.tuner.study_key import StudyPoint
 from lightning_tau.tuner.trial import pruned_record, run_trial, warn_once
 from lightning_tau.tuner.workers import Workers, unguarded_script
 
-__all__ = ["POLL_SECONDS", "work_study"]
+__all__ = ["POLL_SECONDS", "FitProgress", "work_study"]
 
 #: Seconds between looks at the study while waiting for trials that train elsewhere.
 POLL_SECONDS = 1.0
+
+#: What one point of each axis is called on the progress line ("size 2 of 2"); the fraction axis has one point.
+_POINT_NOUNS = {"dataset_size": "size", "width": "width"}
+
+
+class FitProgress:
+    """One progress line for every study a run of the finder trains (``TimescaleFinder._run``: every point of the
+    axis), in epochs: its total is the epochs of the runs not complete when it was made (this process's and its
+    workers'), and its ETA tqdm's average rate over all of them (``smoothing=0``), not one study's. The line says
+    which point trains and which run: ``tau finder, size 2 of 2: ... run 70 of 128: tau_epoch=5 seed=3``. Made
+    anew for each ``_run`` call (a later seed stage or grid round: its own total); the bar itself appears with the
+    first trial this process trains (none on a rerun that trains nothing); silent with ``settings.progress`` off
+    or off rank zero.
+
+    Args:
+        settings: the finder's settings (``epochs``, ``progress``, ``axis``).
+        studies: the studies, in axis order.
+    """
+
+    def __init__(self, settings: FinderSettings, studies: list[GridStudy]) -> None:
+        self.epochs = settings.epochs
+        self.enabled = bool(settings.progress) and rank_zero_only.rank == 0
+        self.studies = studies
+        self.noun = _POINT_NOUNS.get(settings.axis) if len(studies) > 1 else None
+        self.runs = sum(len(study.grid) for study in studies)
+        # per study, the grid points whose epochs the bar holds (or that were complete before it)
+        self.counted: list[set[tuple[float, int]]] = [set(study.records()) for study in studies]
+        self.total = (self.runs - self.done) * self.epochs
+        self.bar: Any = None
+
+    @property
+    def done(self) -> int:
+        """The runs complete, in every study (by any process)."""
+        return sum(len(c) for c in self.counted)
+
+    def description(self, study: GridStudy) -> str:
+        """``"tau finder"``, and which point: ``"tau finder, size 2 of 2"``."""
+        if self.noun is None:
+            return "tau finder"
+        return f"tau finder, {self.noun} {self.studies.index(study) + 1} of {len(self.studies)}"
+
+    def start(self, study: GridStudy, tau: float, seed: int) -> Any:
+        """The bar, made on the first call, showing ``study``'s point and the run about to train; returned for the
+        trial to tick per epoch."""
+        from tqdm.auto import tqdm
+
+        if self.bar is None:
+            self.bar = tqdm(
+                total=max(1, self.total),
+                unit="epoch",
+                desc=self.description(study),
+                smoothing=0,  # the ETA from the average rate of the whole fit, not of the last few epochs
+                disable=not self.enabled,
+            )
+        self.bar.set_description_str(self.description(study), refresh=False)
+        self.bar.set_postfix_str(f"run {min(self.done + 1, self.runs)} of {self.runs}: tau_epoch={tau:g} seed={seed}")
+        return self.bar
+
+    def finished_elsewhere(self, study: GridStudy) -> None:
+        """Tick the epochs of ``study``'s runs that other processes finished since the last look."""
+        i = self.studies.index(study)
+        finished = study.records()
+        new = set(finished) - self.counted[i]
+        if self.bar is not None and new:
+            self.bar.update(sum(int(finished[key].get("epochs_run", self.epochs)) for key in new))
+        self.counted[i] |= new
+
+    def count(self, study: GridStudy, key: tuple[float, int]) -> None:
+        """``key``'s run is complete (its epochs ticked as it trained, or none: a pruned sibling)."""
+        self.counted[self.studies.index(study)].add(key)
+
+    def close(self) -> None:
+        """Close the bar at what it counted (pruned runs end early)."""
+        if self.bar is not None:
+            self.bar.total = self.bar.n
+            self.bar.close()
 
 
 def work_study(
@@ -40,89 +116,69 @@ def work_study(
     log: Callable[[str], None],
     trained: Callable[[], None],
     warned: set[tuple[type, str]],
+    progress: FitProgress,
     show_warnings: bool = True,
     workers: Workers | None = None,
 ) -> None:
     """Take and train ``study``'s trials on ``point`` (its model factory and training subset) until none is left to
     take; with ``wait``, then until the grid is complete. ``trained()`` is called for each trial this process
     finished; ``warned`` holds the warnings the fit's trials have shown (each shown once, and only with
-    ``show_warnings``); ``workers``: this fit's worker processes, whose trials are waited for even without ``wait``."""
-    from tqdm.auto import tqdm
-
-    bar = None
-    counted: set[tuple[float, int]] = set()  # grid points whose epochs the bar holds
+    ``show_warnings``); ``progress``: the fit's one progress line (:class:`FitProgress`), ticked per epoch;
+    ``workers``: this fit's worker processes, whose trials are waited for even without ``wait``."""
     told_waiting: set[int] = set()
-    try:
-        while True:
-            if workers is not None and workers.unguarded():  # stop now: no worker can start with this script
-                raise SystemExit(unguarded_script(settings.workers))
-            study.reclaim()
-            study.enqueue_missing()
-            if bar is not None:  # trials other processes (this fit's workers too) finished: their epochs
-                finished = study.records()
-                done = set(finished) - counted
-                bar.update(sum(int(finished[key].get("epochs_run", settings.epochs)) for key in done))
-                counted |= done
-            taken = study.take()
-            if taken is not None:
-                trial, (tau, seed) = taken
-                sibling = pruned_sibling(study.records(), tau, seed) if settings.pruner is not None else None
-                if sibling is not None:  # a tau_epoch with a pruned seed has no place on the paired curve
-                    study.finish(trial, pruned_record(*sibling), math.nan)
-                    counted.add((tau, seed))
-                    continue
-                if bar is None:
-                    counted = set(study.records())
-                    left = len(study.grid) - len(counted)
-                    bar = tqdm(
-                        total=max(1, left) * settings.epochs,
-                        unit="epoch",
-                        desc="tau finder",
-                        disable=not settings.progress or rank_zero_only.rank != 0,
-                    )
-                bar.set_postfix_str(f"tau_epoch={tau:g} seed={seed}")
-                shown = warn_once(warned, show=show_warnings, writing=bar.external_write_mode)
-                with study.working_on(trial), shown, quiet_sweep():
-                    record = run_trial(
-                        point.factory,
-                        point.train,
-                        val,
-                        tau_epoch=tau,
-                        seed=seed,
-                        monitor=settings.monitor,
-                        trainer_kwargs=settings.trainer_kwargs,
-                        log_dir=settings.root_dir / "tb" / study_folder(study.study.study_name),
-                        log_name=f"tau_epoch={tau_name(tau)}_seed{seed}_trial{trial.number}",
-                        bar=bar,
-                        # the pruner judges a tau_epoch by its first seed's run (against the first seed's runs
-                        # at the other tau_epochs); the other seeds of a tau_epoch it kept train in full
-                        trial=trial if settings.pruner is not None and seed == settings.seeds[0] else None,
-                    )
-                minimize = study.study.direction.name == "MINIMIZE"
-                value = tell_value(record, settings.monitor, settings.reduce, settings.mode, minimize)
-                if study.finish(trial, record, value):
-                    trained()
-                counted.add((tau, seed))  # its epochs ticked as it trained
+    while True:
+        if workers is not None and workers.unguarded():  # stop now: no worker can start with this script
+            raise SystemExit(unguarded_script(settings.workers))
+        study.reclaim()
+        study.enqueue_missing()
+        progress.finished_elsewhere(study)  # trials other processes (this fit's workers too) finished: their epochs
+        taken = study.take()
+        if taken is not None:
+            trial, (tau, seed) = taken
+            sibling = pruned_sibling(study.records(), tau, seed) if settings.pruner is not None else None
+            if sibling is not None:  # a tau_epoch with a pruned seed has no place on the paired curve
+                study.finish(trial, pruned_record(*sibling), math.nan)
+                progress.count(study, (tau, seed))
                 continue
-            if len(study.records()) == len(study.grid):
-                return
-            if not wait:
-                if workers is not None and workers.alive():  # this command's own workers: theirs is ours
-                    time.sleep(POLL_SECONDS)
-                    continue
-                return
-            running = study.running_elsewhere()
-            new = [t for t in running if t.number not in told_waiting]
-            if new:
-                told_waiting.update(t.number for t in new)
-                where = ", ".join(
-                    f"#{t.number} on {t.user_attrs.get('worker', {}).get('host', '?')}"
-                    f" pid {t.user_attrs.get('worker', {}).get('pid', '?')}"
-                    for t in new[:4]
+            bar = progress.start(study, tau, seed)
+            shown = warn_once(warned, show=show_warnings, writing=bar.external_write_mode)
+            with study.working_on(trial), shown, quiet_sweep():
+                record = run_trial(
+                    point.factory,
+                    point.train,
+                    val,
+                    tau_epoch=tau,
+                    seed=seed,
+                    monitor=settings.monitor,
+                    trainer_kwargs=settings.trainer_kwargs,
+                    log_dir=settings.root_dir / "tb" / study_folder(study.study.study_name),
+                    log_name=f"tau_epoch={tau_name(tau)}_seed{seed}_trial{trial.number}",
+                    bar=bar,
+                    # the pruner judges a tau_epoch by its first seed's run (against the first seed's runs
+                    # at the other tau_epochs); the other seeds of a tau_epoch it kept train in full
+                    trial=trial if settings.pruner is not None and seed == settings.seeds[0] else None,
                 )
-                log(f"waiting for {len(running)} trials training elsewhere ({where}).")
-            time.sleep(POLL_SECONDS)
-    finally:
-        if bar is not None:
-            bar.total = bar.n
-            bar.close()
+            minimize = study.study.direction.name == "MINIMIZE"
+            value = tell_value(record, settings.monitor, settings.reduce, settings.mode, minimize)
+            if study.finish(trial, record, value):
+                trained()
+            progress.count(study, (tau, seed))  # its epochs ticked as it trained
+            continue
+        if len(study.records()) == len(study.grid):
+            return
+        if not wait:
+            if workers is not None and workers.alive():  # this command's own workers: theirs is ours
+                time.sleep(POLL_SECONDS)
+                continue
+            return
+        running = study.running_elsewhere()
+        new = [t for t in running if t.number not in told_waiting]
+        if new:
+            told_waiting.update(t.number for t in new)
+            where = ", ".join(
+                f"#{t.number} on {t.user_attrs.get('worker', {}).get('host', '?')}"
+                f" pid {t.user_attrs.get('worker', {}).get('pid', '?')}"
+                for t in new[:4]
+            )
+            log(f"waiting for {len(running)} trials training elsewhere ({where}).")
+        time.sleep(POLL_SECONDS)

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
+from lightning_tau._numbers import cost as cost_text  # re-exported: the one formatter (lightning_tau._numbers)
+from lightning_tau._numbers import exponent as exponent_text
+from lightning_tau._numbers import signed as signed  # re-exported: the one formatter
 from lightning_tau.tuner.rule_costs import RuleCost
 from lightning_tau.tuner.rules import DEFAULT_TOLERANCE, Decision, decide, half_width, rules_for
 from lightning_tau.tuner.stats import ScalingFit
@@ -50,6 +53,8 @@ class RuleVerdict:
         x_rule: where the rule puts the best ``x`` at the largest scale (``None`` when no cost was computed).
         source: where the rule is published.
         says: what following it means, in words.
+        same_point: the rule lands on the grid point that is best at the largest scale, so ``loss_cost`` is 0 by
+            construction (:attr:`~lightning_tau.tuner.rule_costs.RuleCost.same_point`), said in words.
     """
 
     name: str
@@ -63,6 +68,17 @@ class RuleVerdict:
     x_rule: float | None
     source: str
     says: str
+    same_point: bool = False
+
+    def cost_text(self) -> str:
+        """What following the rule costs, as people read it (:func:`lightning_tau._numbers.cost`).
+
+        Example:
+            >>> fit = ScalingFit(0.0, (-0.05, 0.05), None, 0.95, [], [], [], 0.0, False, [], scales=[1, 8])
+            >>> judge("dataset_size", fit)[0].cost_text()
+            'not measured'
+        """
+        return cost_text(self.loss_cost, self.loss_cost_ci, self.loss_cost_reason, same_point=self.same_point)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every attribute (``None`` for a cost not measured)."""
@@ -78,11 +94,13 @@ class RuleVerdict:
             "x_rule": self.x_rule,
             "source": self.source,
             "says": self.says,
+            "same_point": self.same_point,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RuleVerdict:
-        """The record :meth:`to_json` wrote (e.g. a rule of a ``summary.json``), back.
+        """The record :meth:`to_json` wrote (e.g. a rule of a ``summary.json``), back (one written before
+        ``same_point`` was kept reads ``False``).
 
         Example:
             >>> fit = ScalingFit(0.0, (-0.05, 0.05), None, 0.95, [], [], [], 0.0, False, [], scales=[1, 8])
@@ -139,6 +157,7 @@ def judge(
                 x_rule=cost.x_rule if cost is not None else None,
                 source=rule.source,
                 says=rule.says,
+                same_point=cost.same_point if cost is not None else False,
             )
         )
     return verdicts
@@ -190,40 +209,6 @@ def _frac(value: float) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
 
-def signed(value: float, digits: int = 2) -> str:
-    """``value`` with its sign and ``digits`` decimals, never ``-0.00``.
-
-    Example:
-        >>> signed(-1.44e-16), signed(0.456), signed(-0.004, 3)
-        ('+0.00', '+0.46', '-0.004')
-    """
-    text = f"{value:+.{digits}f}"
-    return "+" + text[1:] if float(text) == 0 else text
-
-
-def cost_text(mean: float | None, ci: tuple[float, float] | None, reason: str | None = None) -> str:
-    """A loss cost rounded for people: to the interval's precision (its half-width's first digit), or to two
-    significant digits without an interval; six decimals at most.
-
-    Example:
-        >>> cost_text(0.01234, (0.0081, 0.0166)), cost_text(0.01234, None), cost_text(1e-17, (-0.0021, 0.0021))
-        ('+0.012 [+0.008, +0.017]', '+0.012', '+0.000 [-0.002, +0.002]')
-        >>> cost_text(None, None, "the rule puts tau_epoch at 512, beyond the grid (up to 128): not measured there")
-        'not measured: the rule puts tau_epoch at 512, beyond the grid (up to 128)'
-    """
-    if mean is None:
-        why = (reason or "not measured").removesuffix(": not measured there")
-        return why if why.startswith("not measured") else f"not measured: {why}"
-    own = 1 - math.floor(math.log10(abs(mean))) if mean != 0 else 3  # two significant digits of the mean
-    if ci is not None and ci[1] > ci[0]:  # the interval's precision, never finer than the mean's two digits + 2
-        digits = min(-math.floor(math.log10((ci[1] - ci[0]) / 2)), own + 2)
-    else:
-        digits = own
-    digits = min(6, max(0, digits))
-    text = signed(mean, digits)
-    return text if ci is None else f"{text} [{signed(ci[0], digits)}, {signed(ci[1], digits)}]"
-
-
 def _words(axis: Axis) -> tuple[str, str]:
     """The swept quantity and the scale, in words."""
     return ("λ_base", "width") if axis == "width" else ("tau_epoch", "N")
@@ -270,7 +255,9 @@ def _rule_sentence(axis: Axis, fit: ScalingFit, rule: RuleVerdict, monitor: str)
         )
     if rule.loss_cost_reason == "not measured":
         return f"{body}."
-    cost = cost_text(rule.loss_cost, rule.loss_cost_ci, rule.loss_cost_reason)
+    cost = rule.cost_text()
+    if rule.same_point:
+        return f"{body}; following it {_from_to(axis, fit)} costs {cost}."
     if rule.loss_cost is not None:
         return f"{body}; following it {_from_to(axis, fit)} costs {cost} {monitor}."
     return f"{body}; what following it costs is {cost}."
@@ -295,7 +282,7 @@ def advice(axis: Axis, fit: ScalingFit, rules: Sequence[RuleVerdict]) -> str:
             every = "both" if len(holding) == 2 else "all"
             lead = (
                 f"{_cap(_join(holding))} {every} hold (their bands overlap over this range): follow {chosen.name},"
-                f" the nearest to the estimate {signed(fit.exponent)}"
+                f" the nearest to the estimate {exponent_text(fit.exponent)}"
             )
         if axis == "width":
             how = f"result.callback() uses width_exponent = {_frac(1 + chosen.exponent)} (α)"
@@ -308,9 +295,9 @@ def advice(axis: Axis, fit: ScalingFit, rules: Sequence[RuleVerdict]) -> str:
             )
         return f"{lead}: {how}."
     measured = (
-        f"width_exponent = {1 + fit.exponent:.2f} (exponent {signed(fit.exponent)})"
+        f"width_exponent = {exponent_text(1 + fit.exponent, sign=False)} (exponent {exponent_text(fit.exponent)})"
         if axis == "width"
-        else f"size_exponent = {signed(fit.exponent)}"
+        else f"size_exponent = {exponent_text(fit.exponent)}"
     )
     if fit.ci is None:
         paper = "width_exponent = 1" if axis == "width" else "size_exponent = 0"
@@ -345,7 +332,7 @@ def _verdict(axis: Axis, fit: ScalingFit, rules: Sequence[RuleVerdict] | None, t
         sentences = [_rule_sentence(axis, fit, r, monitor) for r in rules]
     else:  # every rule undetermined for one reason: said once, in the advice; the costs stand without an interval
         costs = [
-            f"{r.name} {cost_text(r.loss_cost, r.loss_cost_ci, r.loss_cost_reason)}"
+            f"{r.name} {r.cost_text()}"
             for r in rules
             if r.loss_cost_reason != "not measured"
         ]
