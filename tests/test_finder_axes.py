@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import json
 import math
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -630,10 +631,15 @@ def test_a_worker_sent_a_stage_trains_its_seeds_into_the_same_studies(tmp_path: 
     data = PlantedData()
     payload = finder._worker_payload(PlantedWidthModel, data.train_dataloader(), data.val_dataloader())
     threads = torch.get_num_threads()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # a worker ignores both at its end
     try:
-        _worker_main(payload, 1, dict(__import__("os").environ))
+        with pytest.raises(SystemExit) as ended:  # a worker process ends by sys.exit with its code
+            _worker_main(payload, 1, dict(__import__("os").environ))
+        assert ended.value.code == 0
     finally:
         torch.set_num_threads(threads)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     assert list(_trials_per_study(tmp_path / "find").values()) == [len(TAUS) * 5] * 2
 
     # the main process finds both stages complete in those studies: it trains nothing

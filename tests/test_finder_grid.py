@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import pickle
+import signal
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,14 @@ def test_a_worker_sent_a_round_trains_its_added_points_into_the_same_study(tmp_p
     train, val = curve_loaders()
     payload = finder._worker_payload(CurveModel, train, val)
     assert pickle.loads(payload)[4] == {"seeds": (0,), "tau_epochs": (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)}
-    _worker_main(payload, 1, dict(os.environ))  # in this process: a worker sent the round whose grid holds 2
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # a worker ignores both at its end
+    try:
+        with pytest.raises(SystemExit) as ended:  # in this process: a worker sent the round whose grid holds 2
+            _worker_main(payload, 1, dict(os.environ))
+        assert ended.value.code == 0  # a worker process ends by sys.exit with its code
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     assert finder.study is not None
     trained = {t.user_attrs["tau_epoch"] for t in finder.study.study.trials if t.state.name == "COMPLETE"}
     assert trained == {2.0, 4.0, 8.0, 16.0, 32.0, 64.0}
