@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from lightning_tau.tuner.grid_extension import (
+    MAX_RUNS,
     MIDPOINT_REASON,
     AddedPoint,
     ScaleCurve,
@@ -85,6 +86,18 @@ def test_the_extension_stops_above_two_optimizer_steps() -> None:
     )
     with pytest.raises(ValueError, match=r"`lowest_tau_epoch\(steps_per_epoch=\[0, 4\]\)` is not valid"):
         lowest_tau_epoch([0, 4])
+
+
+def test_the_extension_stops_above_max_runs_times_the_run() -> None:
+    # one seed (no s.d.: no plateau to judge), loss still falling at 32 in a 2-epoch run: 64 is 32 runs long
+    falling = curve("N=250", 1000.0, seeds=1)
+    held = plan([falling], epochs=2)
+    assert held.added == () and held.held == (
+        "not extended above 32 (edge at N=250): tau_epoch 64 is over 16 times the run's 2 epochs, where weight decay"
+        " does next to nothing (as good as none)",
+    )
+    assert MAX_RUNS == 16.0
+    assert [p.tau_epoch for p in plan([falling], epochs=4).added] == [64.0]  # 64 is 16 runs: still added
 
 
 def test_a_plateau_at_the_top_is_not_an_edge_to_widen() -> None:

@@ -12,7 +12,8 @@ What is added, in this order (``../THEORY.md`` §13):
 
 - **An edge.** Where the best grid point of some axis point is the grid's first or last, one step at that end (the
   given grid's log step there), at every axis point. Not below :func:`lowest_tau_epoch` (the callback cannot set a
-  timescale much under :data:`MIN_TAU_ITER` optimizer steps), and not above a top that is a plateau
+  timescale much under :data:`MIN_TAU_ITER` optimizer steps), not above :data:`MAX_RUNS` times the run's epochs
+  (weight decay does next to nothing there), and not above a top that is a plateau
   (:func:`~lightning_tau.tuner.curve.plateau`: a timescale longer than the run, where the curve is flat within one
   seed s.d., is no decay at all, not an edge to widen).
 - **A rule off the grid.** Where a published rule puts the largest axis point's best ``tau_epoch`` beyond the grid
@@ -31,11 +32,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from lightning_tau._constants import Goal
+from lightning_tau._numbers import setting
 from lightning_tau.tuner.curve import plateau
 from lightning_tau.tuner.grid_args import tau_name
 
 __all__ = [
     "DEFAULT_MAX_GRID_EXTENSIONS",
+    "MAX_RUNS",
     "MIN_TAU_ITER",
     "AddedPoint",
     "RoundPlan",
@@ -50,6 +53,10 @@ DEFAULT_MAX_GRID_EXTENSIONS = 3
 #: The shortest timescale the extension goes down to, in optimizer steps: an EMA over fewer than about two steps
 #: keeps nothing from one step to the next.
 MIN_TAU_ITER = 2.0
+#: The longest timescale the extension goes up to, in runs: a ``tau_epoch`` over this many times the run's epochs
+#: leaves the weights ``exp(-1/16) = 94 %`` of their initialisation after the whole run: weight decay does next to
+#: nothing there, as good as no decay, whatever the curve's noise says (one seed has no s.d. to judge a plateau by).
+MAX_RUNS = 16.0
 #: The reason of every midpoint.
 MIDPOINT_REASON = "midpoint: shape undecided"
 
@@ -220,6 +227,13 @@ def plan_round(
                     " steps at that end reached"
                 )
                 break
+            if end == "top" and tau > MAX_RUNS * epochs:
+                held.append(
+                    f"not extended above {edge:g} ({'; '.join(reasons)}): tau_epoch {setting(tau)} is over"
+                    f" {MAX_RUNS:g} times the run's {setting(float(epochs))} epochs, where weight decay does next to"
+                    " nothing (as good as none)"
+                )
+                break
             if end == "bottom" and tau < lowest:
                 held.append(
                     f"not extended below {edge:g} ({'; '.join(reasons)}): tau_epoch {tau:.3g} is under"
@@ -241,7 +255,7 @@ def grid_line(added: Sequence[AddedPoint]) -> str | None:
     """  # noqa: E501
     if not added:
         return None
-    parts = [f"{p.tau_epoch:.3g} ({p.reason})" for p in added]
+    parts = [f"{setting(p.tau_epoch)} ({p.reason})" for p in added]
     return f"Grid extended (points added to the grid given, in the order trained): tau_epoch {', '.join(parts)}."
 
 
