@@ -37,12 +37,12 @@ def axis_table(result: AxisData) -> str:
         else ","
     )
     lines = [
-        f"Timescale finder, {result.axis} axis: {what} x {len(first.curve)} tau_epochs x {seeds} seeds{data}"
-        f" {first.epochs} epochs each; {value} {first.monitor} ({first.mode}), seed mean +- std:",
+        f"Timescale finder, {result.axis} axis: {what} x {len(first.curve)} tau_epochs x {seeds}"
+        f" seed{'s' if seeds != 1 else ''}{data} {first.epochs} epoch{'s' if first.epochs != 1 else ''} each; {value} {first.monitor} ({first.mode}), seed mean +- std:",
     ]
     rows = []
     for j, point in enumerate(first.curve):
-        cells = [f"{point.tau_epoch:g}"]
+        cells = [setting(point.tau_epoch)]
         if result.axis == "width":
             cells.append(f"{result.x_of_tau(point.tau_epoch):.3g}")
         for r in result.results:
