@@ -186,7 +186,8 @@ def test_the_grid_round_brings_an_off_grid_rule_onto_the_grid_on_either_axis() -
     plan = grid_round(size, result, lowest=0.1, at_round=0, midpoints=False)
     assert plan.added == (AddedPoint(1.0, "rule fixed λ at 1.27", 0),)
     # along width the grid is λ_base = 10 / tau_epoch: a rule's λ_base of 0.2, under the grid's 0.3125, is tau_epoch 50
-    width = FinderSettings.build(axis="width", widths=(64, 128, 256), tau_epochs=TAUS, trainer_kwargs={"max_epochs": 2})
+    # (8-epoch runs: 64 is 8 runs long, within grid_extension.MAX_RUNS)
+    width = FinderSettings.build(axis="width", widths=(64, 128, 256), tau_epochs=TAUS, trainer_kwargs={"max_epochs": 8})
     result = width_result()
     result = dataclasses.replace(result, rules=[*result.rules[:2], dataclasses.replace(result.rules[2], x_rule=0.2)])
     plan = grid_round(width, result, lowest=0.1, at_round=3, midpoints=False)
@@ -211,11 +212,11 @@ def test_axis_intro_names_the_samples_epochs_and_seeds_on_every_axis(tmp_path: P
     points = axis_points(sizes.settings, CurveModel, train, None)
     assert axis_intro(sizes.settings, points, [_Study("a"), _Study("b")], 64) == (
         "dataset_size axis: 2 studies in tau_runs/find (fractions 0.5, 1 of 64 training samples: N=32, 64), 2 trials"
-        " each (2 tau_epochs x 1 seeds), each on its fraction, for 1 epochs"
+        " each (2 tau_epochs x 1 seed), each on its fraction, for 1 epoch"
     )
     width = make_finder(tmp_path, axis="width", widths=(8, 16), tau_epochs=(1.0, 4.0), fraction=0.5)
     points = axis_points(width.settings, PlantedWidthModel, train, None)
     assert axis_intro(width.settings, points, [_Study("a"), _Study("b")], 64) == (
-        "width axis: 2 studies in tau_runs/find (widths 8, 16), 2 trials each (2 tau_epochs x 1 seeds), every width"
-        " on 32 of 64 training samples (fraction 0.5), for 1 epochs"
+        "width axis: 2 studies in tau_runs/find (widths 8, 16), 2 trials each (2 tau_epochs x 1 seed), every width"
+        " on 32 of 64 training samples (fraction 0.5), for 1 epoch"
     )

@@ -102,13 +102,15 @@ def axis_intro(
 ) -> str:
     """What a fit runs, for its first log line: the studies, the axis values, the trials of each and the data every
     trial trains on (the samples per point and the fraction, the epochs, the seeds)."""
-    trials = f"({len(settings.tau_epochs)} tau_epochs x {len(settings.seeds)} seeds)"
+    seeds, epochs = len(settings.seeds), settings.epochs
+    trials = f"({len(settings.tau_epochs)} tau_epochs x {seeds} seed{'s' if seeds != 1 else ''})"
+    for_epochs = f"for {epochs} epoch{'s' if epochs != 1 else ''}"
     sizes = [len(p.train.dataset) for p in points]  # type: ignore[arg-type]
     if settings.axis == "fraction":
         return (
             f"study {studies[0].study.study_name!r} in {studies[0].shown}: {len(settings.grid_order())} trials"
-            f" {trials} on {sizes[0]} of {dataset_size} training samples (fraction {settings.fraction:g}) for"
-            f" {settings.epochs} epochs"
+            f" {trials} on {sizes[0]} of {dataset_size} training samples (fraction {settings.fraction:g})"
+            f" {for_epochs}"
         )
     if settings.axis == "width":
         what = f"widths {', '.join(str(w) for w in settings.widths or ())}"
@@ -121,8 +123,7 @@ def axis_intro(
         data = "each on its fraction"
     return (
         f"{settings.axis} axis: {len(studies)} studies in {studies[0].shown} ({what}),"
-        f" {len(settings.tau_epochs) * len(settings.seeds)} trials each {trials}, {data}, for {settings.epochs}"
-        " epochs"
+        f" {len(settings.tau_epochs) * seeds} trials each {trials}, {data}, {for_epochs}"
     )
 
 
