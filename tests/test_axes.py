@@ -409,7 +409,11 @@ def test_axes_plateau_of_the_callbacks_point_and_no_widen_the_grid() -> None:
     assert top.plateau == 8.0 and top.tau_epoch == 8.0 and top.at_edge
     result = AxisResult.build("dataset_size", [0.25, 1.0], [sweep(5.0, (1, 1.1, 0.95), size=250, fraction=0.25), top])
     assert result.plateau == 8.0 and result.tau_epoch == 8.0 and result.callback_kwargs()["tau_epoch"] == 8.0
-    assert result.edge_warning() is None and "widen the grid" not in result.table()  # stats.py's ci_reason aside
+    assert result.edge_warning() is None and "widen" not in result.table()
+    assert result.ci_reason == (
+        "the best at scale 1000 is a plateau (any tau_epoch >= 8 is as good): its optimum is not a point, so the"
+        " exponent has no interval"
+    )
     assert (
         "Plateau at N=1000: weight decay has no measurable effect on this model at this run length; any tau_epoch >= 8"
         " is as good (the callback uses 8)."

@@ -8,6 +8,7 @@ axes themselves (what the width and dataset-size exponents mean) are described i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -18,6 +19,7 @@ import numpy as np
 
 from lightning_tau import _checks
 from lightning_tau._numbers import exponent as exponent_text
+from lightning_tau._numbers import setting
 from lightning_tau.tuner.curve import smoothed_optimum
 from lightning_tau.tuner.grid_extension import AddedPoint
 from lightning_tau.tuner.prediction import Prediction, predict_tau_epoch
@@ -148,6 +150,7 @@ class AxisData:
             x_name = "tau_epoch"
         mode = results[0].mode
         fit = fit_scaling(scales, xs, curves, mode=mode, level=level, window=window, tolerance=tolerance)
+        fit = _plateau_reason(fit, scales, results)
         costs = [
             rule_cost(
                 xs,
@@ -510,6 +513,21 @@ class AxisData:
     def save_json(self, path: str | Path) -> Path:
         """Write :meth:`to_json` to ``path`` (parents created); returns the path."""
         return write_json(path, self.to_json())
+
+
+def _plateau_reason(fit: ScalingFit, scales: Sequence[float], results: Sequence[FinderResult]) -> ScalingFit:
+    """``fit`` with its ``ci_reason`` saying so where the grid edge that left it without an interval is a plateau
+    (:attr:`FinderResult.plateau`): a flat top longer than the run is no edge to widen, and its optimum no point."""
+    if fit.ci is not None or not fit.ci_reason or "edge" not in fit.ci_reason or True not in fit.at_edge:
+        return fit
+    i = fit.at_edge.index(True)  # the scale the reason names: the first at an edge
+    if results[i].plateau is None:
+        return fit
+    reason = (
+        f"the best at scale {scales[i]:g} is a plateau (any tau_epoch >= {setting(results[i].plateau)} is as good):"
+        " its optimum is not a point, so the exponent has no interval"
+    )
+    return dataclasses.replace(fit, ci_reason=reason)
 
 
 def _finite_or_none(value: float) -> float | None:
