@@ -7,12 +7,13 @@ with ``useradd`` and makes the data folder's parents traversable by it; as any o
 
 from __future__ import annotations
 
+import secrets
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-__all__ = ["PostgresServer", "start_postgres"]
+__all__ = ["PostgresServer", "start_postgres", "user_db"]
 
 #: Who may connect how: the superuser without a password (the tests' own set-up), every other role with one.
 PG_HBA = """\
@@ -45,6 +46,15 @@ class PostgresServer:
 
     def stop(self) -> None:
         self.handle.cleanup()  # type: ignore[attr-defined]
+
+
+def user_db(postgres: PostgresServer) -> tuple[str, str, str]:
+    """A new role with a password holding ``/`` and ``@``, and an empty database it owns: (role, password, db)."""
+    role = f"tau_{secrets.token_hex(3)}"
+    password = f"s3c/r@t-{secrets.token_hex(6)}"
+    postgres.create_role(role, password)
+    postgres.create_database(role, owner=role)
+    return role, password, role
 
 
 def start_postgres(folder: Path) -> PostgresServer:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from pathlib import Path
 import optuna
 import pytest
 from finder_procs import command, default_sigint, finish, run
-from pg_server import PostgresServer
+from pg_server import PostgresServer, user_db
 
 from lightning_tau.cli import main
 
@@ -167,15 +166,6 @@ def _probe(tmp_path: Path, argvs: list[list[str]]) -> list[tuple[int, str, list[
     return results  # type: ignore[return-value]
 
 
-def _user_db(postgres: PostgresServer) -> tuple[str, str, str]:
-    """A new role with a password holding ``/`` and ``@``, and an empty database it owns: (role, password, db)."""
-    role = f"tau_{secrets.token_hex(3)}"
-    password = f"s3c/r@t-{secrets.token_hex(6)}"
-    postgres.create_role(role, password)
-    postgres.create_database(role, owner=role)
-    return role, password, role
-
-
 def _journal_with_a_study(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
@@ -306,7 +296,7 @@ def test_postgres_without_the_password_on_the_command_line_pgpass_or_pgpassword(
     tmp_path: Path, postgres: PostgresServer
 ) -> None:
     # the safe form docs/finder.rst shows: a URL without the password, the password in a .pgpass file or PGPASSWORD
-    role, password, db = _user_db(postgres)
+    role, password, db = user_db(postgres)
     url = postgres.url(db, role)  # no password: nothing for ps to show
     assert password not in url
     pgpass = tmp_path / "pgpass"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import pytest
 import sqlalchemy
 from finder_procs import KEYS, command, finish, overlapping, run, stop_inside_a_trial, suggestion, trained, wait_for
 from optuna.trial import TrialState
-from pg_server import PostgresServer
+from pg_server import PostgresServer, user_db
 
 from lightning_tau.tuner.study.storage import StorageError, open_storage
 
@@ -60,15 +59,6 @@ class _Study:
         return optuna.load_study(study_name="s", storage=self.storage)
 
 
-def _user_db(postgres: PostgresServer) -> tuple[str, str, str]:
-    """A new role with a password holding ``/`` and ``@``, and an empty database it owns: (role, password, db)."""
-    role = f"tau_{secrets.token_hex(3)}"
-    password = f"s3c/r@t-{secrets.token_hex(6)}"
-    postgres.create_role(role, password)
-    postgres.create_database(role, owner=role)
-    return role, password, role
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["postgresql", "sqlite"])
 def test_processes_opening_an_empty_database_at_once_all_start(
@@ -78,7 +68,7 @@ def test_processes_opening_an_empty_database_at_once_all_start(
     # already exists; SQLite: table studies already exists), and so do the study and its settings attribute
     if backend == "postgresql":
         postgres: PostgresServer = request.getfixturevalue("postgres")
-        role, password, db = _user_db(postgres)
+        role, password, db = user_db(postgres)
         url, admin = postgres.url(db, role, password), postgres.url(db)
     else:
         url = admin = f"sqlite:///{tmp_path / 'finder.db'}"
@@ -104,7 +94,7 @@ def test_processes_opening_an_empty_database_at_once_all_start(
 def test_three_commands_on_postgres_share_the_grid_train_at_once_and_never_show_the_password(
     tmp_path: Path, postgres: PostgresServer, finder_single: tuple[dict[str, Any], str]
 ) -> None:
-    role, password, db = _user_db(postgres)
+    role, password, db = user_db(postgres)
     url = postgres.url(db, role, password)  # postgresql+psycopg2://role:s3c%2Fr%40t-...@/db?host=...
     out = tmp_path / "out"
     # the same command three times at once on an empty database, one of them with a second worker process
@@ -153,7 +143,7 @@ def test_three_commands_on_postgres_share_the_grid_train_at_once_and_never_show_
 def test_a_killed_workers_trial_is_handed_on_by_the_database_heartbeat(
     tmp_path: Path, postgres: PostgresServer, finder_single: tuple[dict[str, Any], str]
 ) -> None:
-    role, password, db = _user_db(postgres)
+    role, password, db = user_db(postgres)
     url = postgres.url(db, role, password)
     out = tmp_path / "out"
     beat = {"LIGHTNING_TAU_HEARTBEAT": "1"}  # a heartbeat every second, a grace of 4 s
@@ -187,7 +177,7 @@ def test_a_killed_workers_trial_is_handed_on_by_the_database_heartbeat(
 
 
 def test_database_errors_never_show_the_password(tmp_path: Path, postgres: PostgresServer) -> None:
-    role, password, db = _user_db(postgres)
+    role, password, db = user_db(postgres)
     wrong = postgres.url(db, role, password + "x")
     with pytest.raises(StorageError, match=r"password authentication failed") as info:
         open_storage(wrong, tmp_path)
