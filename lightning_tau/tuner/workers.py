@@ -183,17 +183,23 @@ def start_server() -> None:
 
 
 @contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored in this process for the block (the main thread only; elsewhere the block runs as it is)."""
+def _sigint_handled(handler: Any) -> Iterator[None]:
+    """SIGINT handled by ``handler`` in this process for the block, the handler before put back after it (the main
+    thread only; elsewhere the block runs as it is)."""
     try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except (ValueError, OSError):  # not the main thread
+        previous = signal.signal(signal.SIGINT, handler)
+    except (ValueError, OSError):  # not the main thread (or interpreter)
         yield
         return
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _sigint_ignored() -> contextlib.AbstractContextManager[None]:
+    """SIGINT ignored in this process for the block (the main thread only; elsewhere the block runs as it is)."""
+    return _sigint_handled(signal.SIG_IGN)
 
 
 def _hold_sigint_in_server() -> None:
@@ -241,18 +247,11 @@ def sigint_raises() -> Iterator[None]:
         fired = True
         raise KeyboardInterrupt
 
-    try:
-        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-            yield
-            return
-        previous = signal.signal(signal.SIGINT, handler)
-    except (ValueError, OSError):  # not the main interpreter
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield
         return
-    try:
+    with _sigint_handled(handler):
         yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def preloaded() -> bool:
