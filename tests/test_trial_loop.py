@@ -52,6 +52,31 @@ def test_one_bar_across_the_studies_with_the_point_and_the_run(tmp_path: Path) -
     assert bar.total == bar.n == 8  # closed at what it counted
 
 
+def test_sizes_of_different_samples_count_samples_so_the_eta_holds(tmp_path: Path) -> None:
+    """An epoch at N=200 costs four at N=50: counted in epochs, the ETA while the small size trained was a third of
+    the truth (issue 38). Points of different sizes count samples (epochs x the point's samples)."""
+    settings = make_finder(
+        tmp_path, fraction=None, axis="dataset_size", fractions=(0.25, 1.0), tau_epochs=(1.0, 4.0), seeds=(0, 1),
+        progress=True, trainer_kwargs={"max_epochs": 5, "accelerator": "cpu", "devices": 1},
+    ).settings  # fmt: skip
+    small, large = _Study(GRID, {GRID[0]: {"epochs_run": 5}}), _Study(GRID, {})
+    progress = FitProgress(settings, [small, large], [50, 200])  # type: ignore[list-item]
+    try:
+        assert progress.unit == "sample" and progress.total == 3 * 5 * 50 + 4 * 5 * 200
+        ticks = progress.start(small, 1.0, 1)
+        ticks.update(1)  # one epoch at N=50
+        assert progress.bar.n == 50 and progress.bar.unit == "sample"
+        progress.start(large, 1.0, 0).update(2)  # two epochs at N=200
+        assert progress.bar.n == 50 + 400
+        large.done[GRID[3]] = {"epochs_run": 3}  # a worker's run
+        progress.finished_elsewhere(large)
+        assert progress.bar.n == 50 + 400 + 600
+    finally:
+        progress.close()
+    same = FitProgress(settings, [small, large], [64, 64])  # type: ignore[list-item]
+    assert same.unit == "epoch" and same.total == 6 * 5  # one size of subset (the width axis): epochs
+
+
 def test_the_width_axis_counts_widths_and_the_fraction_axis_names_no_point(tmp_path: Path) -> None:
     width = make_finder(tmp_path, axis="width", widths=(8, 16, 32), tau_epochs=(1.0, 4.0), progress=True).settings
     progress = FitProgress(width, [_Study(GRID, {}), _Study(GRID, {}), _Study(GRID, {})])  # type: ignore[list-item]
@@ -79,5 +104,6 @@ def test_a_dataset_size_fit_draws_one_line_for_both_sizes(tmp_path: Path, capsys
     assert "tau finder, size 1 of 2" in printed and "tau finder, size 2 of 2" in printed
     assert "run 4 of 4: tau_epoch=4 seed=0" in printed
     counts = re.findall(r"(\d+)/(\d+) \[", printed)
-    assert counts and {total for _, total in counts} == {"4"}, counts  # one total, 4 runs x 1 epoch: no restart
-    assert counts[-1] == ("4", "4")
+    # one total, no restart: 4 runs x 1 epoch, counted in samples (the sizes differ): 2 x 32 + 2 x 64
+    assert counts and {total for _, total in counts} == {"192"}, counts
+    assert counts[-1] == ("192", "192") and "sample/s" in printed

@@ -479,7 +479,8 @@ class TimescaleFinder:
             )
             procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else None
             threads = torch.get_num_threads()
-            self._progress = FitProgress(self.settings, studies)  # one line for every point's runs in this call
+            # one line for every point's runs in this call, weighted by each point's samples per epoch
+            self._progress = FitProgress(self.settings, studies, [len(p.train.dataset) for p in points])  # type: ignore[arg-type]
             try:
                 per_process = torch_threads(self.threads, threads, workers)
                 torch.set_num_threads(per_process)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lightning.pytorch.utilities import rank_zero_only
@@ -47,15 +47,25 @@ class FitProgress:
         studies: the studies, in axis order.
     """
 
-    def __init__(self, settings: FinderSettings, studies: list[GridStudy]) -> None:
+    def __init__(
+        self, settings: FinderSettings, studies: list[GridStudy], samples: Sequence[int] | None = None
+    ) -> None:
         self.epochs = settings.epochs
         self.enabled = bool(settings.progress) and rank_zero_only.rank == 0
         self.studies = studies
         self.noun = _POINT_NOUNS.get(settings.axis) if len(studies) > 1 else None
         self.runs = sum(len(study.grid) for study in studies)
+        # an epoch's weight per study: its samples where the points train on different sizes (an epoch at N=2048
+        # costs 4 at N=512: counted in epochs, the ETA while the small size trains was a third of the truth), else 1
+        sizes = list(samples) if samples is not None else [1] * len(studies)
+        self.unit = "sample" if len(set(sizes)) > 1 else "epoch"
+        self.weights = sizes if self.unit == "sample" else [1] * len(studies)
         # per study, the grid points whose epochs the bar holds (or that were complete before it)
         self.counted: list[set[tuple[float, int]]] = [set(study.records()) for study in studies]
-        self.total = (self.runs - self.done) * self.epochs
+        self.total = sum(
+            (len(study.grid) - len(counted)) * self.epochs * weight
+            for study, counted, weight in zip(studies, self.counted, self.weights)
+        )
         self.bar: Any = None
 
     @property
@@ -77,14 +87,16 @@ class FitProgress:
         if self.bar is None:
             self.bar = tqdm(
                 total=max(1, self.total),
-                unit="epoch",
+                unit=self.unit,
+                unit_scale=self.unit == "sample",  # 1.2M/20.5M samples
                 desc=self.description(study),
                 smoothing=0,  # the ETA from the average rate of the whole fit, not of the last few epochs
                 disable=not self.enabled,
             )
         self.bar.set_description_str(self.description(study), refresh=False)
         self.bar.set_postfix_str(f"run {min(self.done + 1, self.runs)} of {self.runs}: tau_epoch={tau:g} seed={seed}")
-        return self.bar
+        weight = self.weights[self.studies.index(study)]
+        return self.bar if weight == 1 else _Weighted(self.bar, weight)
 
     def finished_elsewhere(self, study: GridStudy) -> None:
         """Tick the epochs of ``study``'s runs that other processes finished since the last look."""
@@ -92,7 +104,8 @@ class FitProgress:
         finished = study.records()
         new = set(finished) - self.counted[i]
         if self.bar is not None and new:
-            self.bar.update(sum(int(finished[key].get("epochs_run", self.epochs)) for key in new))
+            epochs = sum(int(finished[key].get("epochs_run", self.epochs)) for key in new)
+            self.bar.update(epochs * self.weights[i])
         self.counted[i] |= new
 
     def count(self, study: GridStudy, key: tuple[float, int]) -> None:
@@ -104,6 +117,19 @@ class FitProgress:
         if self.bar is not None:
             self.bar.total = self.bar.n
             self.bar.close()
+
+
+class _Weighted:
+    """The fit's bar as one trial ticks it: each epoch counts ``weight`` (the point's samples)."""
+
+    def __init__(self, bar: Any, weight: int) -> None:
+        self.bar, self.weight = bar, weight
+
+    def update(self, n: float = 1) -> None:
+        self.bar.update(n * self.weight)
+
+    def external_write_mode(self) -> Any:
+        return self.bar.external_write_mode()
 
 
 def work_study(
