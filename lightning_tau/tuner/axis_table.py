@@ -246,8 +246,9 @@ def _full_run_lines(result: AxisData) -> list[str]:
         lo, hi = result.fit.ci
         first, end = result._point_name(0), result._point_name(len(result.results) - 1)
         cost = snap.cost_text()
+        whose = f"{snap.name}'" if snap.name.endswith("s") else f"{snap.name}'s"  # the 1/2 rules' band
         lines.append(
-            f"  {snap.name}'s band holds the interval {interval(lo, hi)}, which excludes its exponent"
+            f"  {whose} band holds the interval {interval(lo, hi)}, which excludes its exponent"
             f" {snap.exponent:g} itself: following it over the measured range, from {first} to {end}, costs {cost}"
             f" {result.results[0].monitor}."
         )
