@@ -210,7 +210,7 @@ def test_json_at_a_finished_studys_journal_keeps_every_trial_and_our_json_is_rep
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "o"
-    tiny = ["find", *QUICK, "--tau-epochs", "2", "8", "--seeds", "0", "--out", str(out)]
+    tiny = ["find", *QUICK, "--tau-epochs", "2", "8", "--seeds", "0", "--max-grid-extensions", "0", "--out", str(out)]
     summary = tmp_path / "summary.json"
     assert main([*tiny, "--json", str(summary)]) == 0
     first = summary.read_text()
