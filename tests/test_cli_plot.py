@@ -101,6 +101,23 @@ def test_plot_group_by_other_hparam_and_goal_max(sweep: tuple[Path, list[dict]],
         assert optimum.metric == pytest.approx(means[highest], rel=1e-5)
 
 
+def test_plot_will_not_write_over_a_figure_the_package_did_not_write(
+    sweep: tuple[Path, list[dict]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep_dir, _ = sweep
+    out = tmp_path / "figures"
+    out.mkdir()
+    mine = out / "tau_sweep.svg"
+    mine.write_text("<svg>my drawing</svg>")
+    assert main(["plot", str(sweep_dir), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lightning-tau plot: error: argument --out: ") and "\n" not in err, err
+    assert mine.read_text() == "<svg>my drawing</svg>" and not (out / "tau_sweep.png").exists()
+    mine.unlink()
+    assert main(["plot", str(sweep_dir), "--out", str(out)]) == 0  # written; and again over its own figures
+    assert main(["plot", str(sweep_dir), "--out", str(out)]) == 0
+
+
 def test_plot_fails_clearly_without_a_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plot", str(tmp_path)]) == 2
     err = capsys.readouterr().err

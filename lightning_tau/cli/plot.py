@@ -56,8 +56,13 @@ def _main(args: argparse.Namespace) -> int:
         if problem:
             print(f"lightning-tau plot: error: {problem}", file=sys.stderr)
             return 2
+    from lightning_tau.outputs import OutputError
+
     try:
         plot_sweep(args.logdir, args.out, metric=args.metric, group_by=args.group_by, goal=args.goal)
+    except OutputError as err:  # a tau_sweep.png / .svg there that the package did not write
+        print(f"lightning-tau plot: error: argument --out: {err}", file=sys.stderr)
+        return 2
     except ValueError as err:  # LOGDIR holds no sweep, or no run logged --metric / --group-by: a usage error
         print(f"lightning-tau plot: error: {err}", file=sys.stderr)
         return 2

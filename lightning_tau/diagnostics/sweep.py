@@ -411,15 +411,11 @@ def _draw(
     out: Path,
     formats: Sequence[str],
 ) -> dict[str, Path]:
-    import matplotlib.pyplot as plt
+    from lightning_tau.outputs import save_figure  # never over a file the package did not write
 
     fig = sweep_figure(curves, optima, metric, group_by)
-    paths = {}
-    for fmt in formats:
-        path = out / f"{FIGURE_STEM}.{fmt}"
-        fig.savefig(path, dpi=120)
-        paths[fmt] = path
-    plt.close(fig)
+    paths = {fmt: out / f"{FIGURE_STEM}.{fmt}" for fmt in formats}
+    save_figure(fig, *paths.values())
     return paths
 
 
