@@ -21,6 +21,7 @@ from lightning_tau._constants import Goal
 from lightning_tau._table import table_lines
 from lightning_tau.outputs import write_json  # every result file is written through the one check there
 from lightning_tau.tuner.curve import optimum_range, smoothed_optimum
+from lightning_tau.tuner.curve import LONG_TIMESCALE
 from lightning_tau.tuner.curve import plateau as flat_top
 from lightning_tau.tuner.grid_extension import AddedPoint, grid_line
 from lightning_tau.tuner.plain import metric_words, plain, plain_ticks, save_figure, thin_ticks, wrap
@@ -297,6 +298,13 @@ class FinderResult:
             ...     reduce="last", fraction=0.25, dataset_size=1000, subset_size=250, batch_size=50, epochs=10,
             ...     full_cost=600).verdict
             "the best tau_epoch is the grid's smallest (2), so the best may lie below it: widen the grid"
+            >>> curve = [CurvePoint(t, [v], [0]) for t, v in [(2.0, 0.3), (8.0, 0.2), (32.0, 0.1)]]
+            >>> FinderResult.from_curve(curve, lr={"decay": 1e-3}, monitor="val_loss", mode="min",
+            ...     reduce="last", fraction=0.25, dataset_size=1000, subset_size=250, batch_size=50, epochs=10,
+            ...     full_cost=600).verdict  # doctest: +NORMALIZE_WHITESPACE
+            "the best tau_epoch is the grid's largest (32), already longer than the run's 10 epochs, where weight
+            decay does little: the best may lie above it, toward no decay at all; more seeds would tell whether the
+            top is flat (a plateau)"
         """
         low, high = self.tau_epoch_range
         taus = [p.tau_epoch for p in self.curve]
@@ -306,6 +314,12 @@ class FinderResult:
             return (
                 "weight decay has no measurable effect on this model at this run length; any tau_epoch >="
                 f" {plain(self.plateau)} is as good"
+            )
+        if self.at_edge and taus and self.grid_tau_epoch == taus[-1] and taus[-1] >= LONG_TIMESCALE * self.epochs:
+            return (
+                f"the best tau_epoch is the grid's largest ({plain(self.grid_tau_epoch)}), already longer than the"
+                f" run's {plain(float(self.epochs))} epochs, where weight decay does little: the best may lie above it,"
+                " toward no decay at all; more seeds would tell whether the top is flat (a plateau)"
             )
         if self.at_edge:
             smallest = bool(taus) and self.grid_tau_epoch == taus[0]
