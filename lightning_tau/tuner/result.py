@@ -23,7 +23,7 @@ from lightning_tau.outputs import write_json  # every result file is written thr
 from lightning_tau.tuner.curve import optimum_range, smoothed_optimum
 from lightning_tau.tuner.curve import LONG_TIMESCALE
 from lightning_tau.tuner.curve import plateau as flat_top
-from lightning_tau.tuner.grid_extension import AddedPoint, grid_line
+from lightning_tau.tuner.grid_extension import MIN_TAU_ITER, AddedPoint, grid_line
 from lightning_tau.tuner.plain import metric_words, plain, plain_ticks, save_figure, thin_ticks, wrap
 
 __all__ = ["CurvePoint", "FinderResult", "PrunedPoint", "write_json"]
@@ -305,7 +305,12 @@ class FinderResult:
             "the best tau_epoch is the grid's largest (32), already longer than the run's 10 epochs, where weight
             decay does little: the best may lie above it, toward no decay at all; more seeds would tell whether the
             top is flat (a plateau)"
-        """
+            >>> curve = [CurvePoint(t, [v], [0]) for t, v in [(0.5, 0.7), (2.0, 0.8), (8.0, 0.9)]]
+            >>> FinderResult.from_curve(curve, lr={"decay": 1e-3}, monitor="val_loss", mode="min",
+            ...     reduce="last", fraction=0.25, dataset_size=1400, subset_size=350, batch_size=64, epochs=2,
+            ...     full_cost=600).verdict  # 6 steps per epoch: tau_epoch 0.125 is 0.75 of a step
+            "the best tau_epoch is the grid's smallest (0.5), and a step lower (0.125) would be under 2 optimizer steps of this subset: the strongest decay the finder can set is the best it measured"
+        """  # noqa: E501
         low, high = self.tau_epoch_range
         taus = [p.tau_epoch for p in self.curve]
         if len(taus) + len(self.pruned) == 1:
@@ -321,6 +326,15 @@ class FinderResult:
                 f" run's {plain(float(self.epochs))} epochs, where weight decay does little: the best may lie above it,"
                 " toward no decay at all; more seeds would tell whether the top is flat (a plateau)"
             )
+        if self.at_edge and len(taus) > 1 and self.grid_tau_epoch == taus[0]:
+            below = taus[0] ** 2 / taus[1]  # one grid step lower
+            subset_steps = math.ceil(self.subset_size / self.batch_size) if self.batch_size else 0
+            if subset_steps and below * subset_steps < MIN_TAU_ITER:
+                return (
+                    f"the best tau_epoch is the grid's smallest ({plain(self.grid_tau_epoch)}), and a step lower"
+                    f" ({plain(below)}) would be under {MIN_TAU_ITER:g} optimizer steps of this subset: the strongest"
+                    " decay the finder can set is the best it measured"
+                )
         if self.at_edge:
             smallest = bool(taus) and self.grid_tau_epoch == taus[0]
             return (
