@@ -415,6 +415,9 @@ class AxisData:
         point = self.results[i]
         if not point.at_edge or point.plateau is not None:  # a flat top longer than the run is no edge to widen
             return None
+        verdict = point.verdict
+        if "widen the grid" not in verdict:  # an edge the grid cannot pass (2 steps; a top longer than the run)
+            return f"at {self._point_name(i)}, {verdict}."
         return (
             f"the best tau_epoch at {self._point_name(i)} ({point.tau_epoch:.3g}) is at the edge of the grid, so the"
             " callback's tau_epoch comes from an edge value and the best may lie beyond it: widen the grid before"
