@@ -375,13 +375,13 @@ def test_cli_study_name_alone_reopens_an_axis_sweep_with_its_axis_points_and_gri
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["--widths", "8", "16"], "`TimescaleFinder(widths=[8, 16])` is only used with axis='width'"),
+        (["--widths", "8", "16"], "argument --widths: 8 16 is only used with --axis width (the axis is fraction)"),
         (["--axis", "width"], "`TimescaleFinder(axis='width')` needs `widths`"),
         (["--axis", "width", "--widths", "16", "8"], "8 follows 16"),
-        (["--fractions", "0.1", "0.5"], "is only used with axis='dataset_size'"),
+        (["--fractions", "0.1", "0.5"], "argument --fractions: 0.1 0.5 is only used with --axis dataset_size"),
         (
             ["--axis", "dataset_size", "--fractions", "0.1", "0.5", "--fraction", "0.5"],
-            "`TimescaleFinder(fraction=0.5)`",
+            "argument --fraction: 0.5 is not used with --axis dataset_size",
         ),
     ],
 )
