@@ -96,14 +96,15 @@ def test_progress_off_is_silent(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 @pytest.mark.slow
 def test_a_dataset_size_fit_draws_one_line_for_both_sizes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    finder = make_finder(
-        tmp_path, fraction=None, axis="dataset_size", fractions=(0.5, 1.0), tau_epochs=(1.0, 4.0), progress=True
+    finder = make_finder(  # the grid as given: one _run call, one bar (a grid round would make its own)
+        tmp_path, fraction=None, axis="dataset_size", fractions=(0.5, 1.0), tau_epochs=(1.0, 4.0), progress=True,
+        max_grid_extensions=0,
     )
     fit_finder(finder)
     printed = capsys.readouterr().err
     assert "tau finder, size 1 of 2" in printed and "tau finder, size 2 of 2" in printed
     assert "run 4 of 4: tau_epoch=4 seed=0" in printed
-    counts = re.findall(r"(\d+)/(\d+) \[", printed)
+    counts = re.findall(r"([\d.]+[kM]?)/([\d.]+[kM]?) \[", printed)  # tqdm's unit_scale: 0.00/192, 1.2k/3.4k
     # one total, no restart: 4 runs x 1 epoch, counted in samples (the sizes differ): 2 x 32 + 2 x 64
     assert counts and {total for _, total in counts} == {"192"}, counts
     assert counts[-1] == ("192", "192") and "sample/s" in printed
