@@ -199,7 +199,7 @@ CASES = {
     # an anchor range under 1, a curved path, the target two octaves above
     "small taus above": dict(
         scales=[100.0, 200.0, 400.0, 800.0], optima=[0.9, 0.7, 0.62, 0.5],
-        seed_optima=[[0.8, 0.95, 1.0], [0.6, math.nan, 0.75], [0.62], [0.45, -1.0, 0.56]],
+        seed_optima=[[0.8, 0.95, 1.0], [0.6, math.nan, 0.75, 0.0], [0.62], [0.45, -1.0, 0.56]],
         anchor=3, anchor_tau=0.5, exponent=-0.3, exponent_ci=(-0.45, -0.2), target=3200.0, level=0.9,
         anchor_range=(0.1, 0.9)),
     # five widths, the anchor the smallest, the target below the range; an anchor range with inf is ignored
@@ -208,6 +208,12 @@ CASES = {
         seed_optima=[[28.0, 31.0, 33.0], [22.0, 25.0, 26.0], [19.0, 20.0, 22.0], [17.0, 18.0, 20.0], [16.0, 18.0]],
         anchor=0, anchor_tau=30.0, exponent=-0.25, exponent_ci=(-0.4, -0.1), target=4.0, level=0.95,
         anchor_range=(10.0, math.inf)),
+    # dataset fractions (scales under 1), one seed each: no t-interval at the anchor, no seeds' noise for the lack of
+    # fit (its curvature alone); an anchor range from 0 is ignored
+    "one seed each": dict(
+        scales=[0.125, 0.25, 0.5, 1.0], optima=[12.0, 10.0, 9.0, 8.5], seed_optima=[[12.0], [10.0], [9.0], [8.5]],
+        anchor=3, anchor_tau=8.5, exponent=-0.15, exponent_ci=(-0.2, -0.1), target=4.0, level=0.9,
+        anchor_range=(0.0, 30.0)),
     # the target inside the range, between the first two scales; the exponent outside its own interval (one side)
     "inside": dict(
         scales=[1000.0, 2000.0, 4000.0], optima=[20.0, 16.0, 13.5],
@@ -245,6 +251,8 @@ def test_prediction_reference_cases_exercise_each_part() -> None:
     inside = predict_tau_epoch(**CASES["inside"])
     # below the anchor, an exponent above its interval lies on the high side only
     assert inside.extrapolation == 1.0 and inside.parts["exponent"][0] == 0.0 < inside.parts["exponent"][1]
+    one = predict_tau_epoch(**CASES["one seed each"])
+    assert one.parts["anchor"] == (0.0, 0.0) and one.parts["lack_of_fit"] > 0 and one.extrapolation == 4.0
     one_sided = predict_tau_epoch(**CASES["one-sided range"])
     assert one_sided.parts["anchor"][1] > one_sided.parts["anchor"][0]
 
@@ -252,7 +260,8 @@ def test_prediction_reference_cases_exercise_each_part() -> None:
 def test_prediction_extrapolation_on_each_side() -> None:
     sizes, optima, seeds = straight()
     kw = dict(anchor=3, anchor_tau=optima[3], exponent=-0.3, exponent_ci=(-0.32, -0.28))
-    for target, factor in ((500.0, 2.0), (1000.0, 1.0), (1500.0, 1.0), (3000.0, 1.0), (8000.0, 1.0), (12000.0, 1.5)):
+    for target, factor in ((500.0, 2.0), (1000.0, 1.0), (1500.0, 1.0), (3000.0, 1.0), (6000.0, 1.0), (8000.0, 1.0),
+                           (12000.0, 1.5)):
         assert predict_tau_epoch(sizes, optima, seeds, target=target, **kw).extrapolation == factor, target
 
 
@@ -310,6 +319,7 @@ def test_prediction_bad_input_messages_in_full() -> None:
     scales_hint = "is not valid: use at least 2 positive scales in increasing order."
     assert message(scales=[1.0, 1.0, 2.0, 3.0]) == f"`predict_tau_epoch(scales=[1.0, 1.0, 2.0, 3.0])` {scales_hint}"
     assert message(scales=[-1.0, 1.0, 2.0, 3.0]).endswith(scales_hint)
+    assert message(scales=[0.0, 1.0, 2.0, 3.0]).endswith(scales_hint)
     assert message(scales=[1.0, 2.0, 3.0, math.inf]).endswith(scales_hint)
     assert message(seed_optima=seeds[:3]) == (
         "`predict_tau_epoch` needs one optimum and one list of seed optima per scale: got 4 scales, 4 optima and 3"
