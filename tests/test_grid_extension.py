@@ -151,3 +151,114 @@ def test_grid_line_lists_the_points_in_the_order_trained() -> None:
         "Grid extended (points added to the grid given, in the order trained): tau_epoch 64 (edge at width 8), 1.41"
         " (midpoint: shape undecided)."
     )
+
+
+def test_lowest_tau_epoch_takes_a_one_step_epoch() -> None:
+    assert lowest_tau_epoch([1, 4]) == 2.0  # one step per epoch is valid: 2 steps are 2 epochs
+    with pytest.raises(ValueError, match=r"`lowest_tau_epoch\(steps_per_epoch=\[\]\)` is not valid"):
+        lowest_tau_epoch([])
+
+
+def test_max_grid_extensions_0_adds_nothing_and_says_which_edges_it_held() -> None:
+    scales = [curve("N=250", 1.0), curve("N=500", 1.5), curve("N=1000", 100.0)]
+    off = plan(scales, max_extensions=0, midpoints=True, rule_taus=[("fixed λ", 0.3)])
+    assert off.added == () and off.held == (
+        "not extended below 2 (edge at N=250, N=500): max_grid_extensions=0 steps at that end reached",
+        "not extended above 32 (edge at N=1000): max_grid_extensions=0 steps at that end reached",
+    )
+    # no midpoints either, though asked for and nothing else is added
+    assert plan([curve("N=250", 5.0)], max_extensions=0, midpoints=True) == ((), ())
+    # a top that is a plateau says so, not the limit; in a longer run the same top is an edge the limit holds
+    means = (0.30, 0.20, 0.150, 0.1495, 0.149)
+    flat = ScaleCurve("N=1000", list(BASE), [[m - 0.01, m, m + 0.01] for m in means], 32.0, "top")
+    assert plan([flat], max_extensions=0, epochs=10).held == (
+        "not extended above 32 at N=1000: the top is a plateau (any tau_epoch >= 8 is as good, longer than the run's"
+        " 10 epochs)",
+    )
+    assert plan([flat], max_extensions=0, epochs=20).held == (
+        "not extended above 32 (edge at N=1000): max_grid_extensions=0 steps at that end reached",
+    )
+    # one step allowed: one step added
+    assert plan([curve("N=250", 1.0)], max_extensions=1).added == (AddedPoint(1.0, "edge at N=250", 0),)
+
+
+def test_a_grid_of_one_point_says_it_has_no_step_and_two_points_have_one() -> None:
+    one = ScaleCurve("N=250", [8.0], [[0.3, 0.31, 0.29]], 8.0, "top")
+    lone = plan_round([8.0], [8.0], [one], mode="min", epochs=10, lowest=0.1, max_extensions=3, at_round=0)
+    assert lone == ((), ("not extended above 8 (edge at N=250): a grid of one tau_epoch has no step to extend by",))
+    two = ScaleCurve("N=250", [4.0, 8.0], [[0.4, 0.41, 0.39], [0.3, 0.31, 0.29]], 8.0, "top")
+    settings: dict[str, Any] = dict(mode="min", epochs=10, lowest=0.1, at_round=0)
+    assert plan_round([4.0, 8.0], [4.0, 8.0], [two], max_extensions=3, **settings).added == (
+        AddedPoint(16.0, "edge at N=250", 0),
+    )
+    assert plan_round([4.0, 8.0], [4.0, 8.0], [two], max_extensions=0, **settings).held == (
+        "not extended above 8 (edge at N=250): max_grid_extensions=0 steps at that end reached",
+    )
+
+
+def test_steps_above_the_given_grid_count_against_the_top_and_the_third_is_allowed() -> None:
+    # two steps above already (64, 128): the third, 256, is within max_grid_extensions=3 (a 20-epoch run: 256 <= 320)
+    grown = (*BASE, 64.0, 128.0)
+    third = plan([curve("N=250", 1000.0, grid=grown)], grid=grown, epochs=20)
+    assert third.added == (AddedPoint(256.0, "edge at N=250", 0),) and third.held == ()
+    full = (*grown, 256.0)
+    assert plan([curve("N=250", 1000.0, grid=full)], grid=full, epochs=20) == (
+        (),
+        ("not extended above 256 (edge at N=250): max_grid_extensions=3 steps at that end reached",),
+    )
+
+
+def test_a_rule_on_or_inside_the_grid_adds_nothing_and_one_just_outside_one_step() -> None:
+    inside = [curve("N=250", 8.0), curve("N=1000", 8.0)]
+    on_or_in = [("a", 2.0), ("b", 3.0), ("c", 20.0), ("d", 32.0)]  # the two ends, next to each end
+    assert plan(inside, rule_taus=on_or_in) == ((), ())
+    # just above the top: one step there (not the steps from the grid's second or first point)
+    assert plan(inside, rule_taus=[("Qiu et al.", 40.0)]) == ((AddedPoint(64.0, "rule Qiu et al. at 40", 0),), ())
+    assert plan(inside, rule_taus=[("Qiu et al.", 100.0)]).held == ()  # 64 and 128 cover it: nothing held
+    # exactly two steps above: count steps, not count + 1
+    assert [p.tau_epoch for p in plan(inside, rule_taus=[("r", 128.0)], epochs=20).added] == [64.0, 128.0]
+    # three steps: each a power of the step (32 * 2 ** 3, not 32 * 2 * 3)
+    far = plan(inside, rule_taus=[("r", 200.0)], epochs=20)
+    assert [p.tau_epoch for p in far.added] == [64.0, 128.0, 256.0] and far.held == ()
+
+
+def test_a_held_step_names_every_reason_it_had() -> None:
+    # the limit: three steps below already
+    grown = (0.25, 0.5, 1.0, *BASE)
+    limit = plan([curve("N=250", 0.01, grid=grown)], grid=grown, rule_taus=[("fixed λ", 0.1)])
+    assert limit.held == (
+        "not extended below 0.25 (edge at N=250; rule fixed λ at 0.1): max_grid_extensions=3 steps at that end"
+        " reached",
+    )
+    # MAX_RUNS times the run
+    runs = plan([curve("N=250", 1000.0, seeds=1)], epochs=2, rule_taus=[("Qiu et al.", 40.0)])
+    assert runs.held == (
+        "not extended above 32 (edge at N=250; rule Qiu et al. at 40): tau_epoch 64 is over 16 times the run's 2"
+        " epochs, where weight decay does next to nothing (as good as none)",
+    )
+    # two optimizer steps
+    low = (0.5, 1.0, *BASE)
+    steps = plan([curve("N=250", 0.01, grid=low)], grid=low, lowest=0.5, rule_taus=[("fixed λ", 0.3)])
+    assert steps.held == (
+        "not extended below 0.5 (edge at N=250; rule fixed λ at 0.3): tau_epoch 0.25 is under 2 optimizer steps at"
+        " the smallest axis point (the least is 0.5)",
+    )
+
+
+def test_a_plateau_at_one_axis_point_does_not_hide_the_edges_of_the_next() -> None:
+    means = (0.30, 0.20, 0.150, 0.1495, 0.149)
+    flat = ScaleCurve("N=250", list(BASE), [[m - 0.01, m, m + 0.01] for m in means], 32.0, "top")
+    both = plan([flat, curve("N=1000", 1.0)], epochs=10)
+    assert both.added == (AddedPoint(1.0, "edge at N=1000", 0),)
+    assert both.held == (
+        "not extended above 32 at N=250: the top is a plateau (any tau_epoch >= 8 is as good, longer than the run's"
+        " 10 epochs)",
+    )
+    # nothing else to add: the midpoint below a plateau's top, the only neighbour it has
+    assert plan([flat], epochs=10, midpoints=True).added == (AddedPoint(22.6274169980, MIDPOINT_REASON, 0),)
+
+
+@pytest.mark.parametrize("earlier", [2**1.5, 2**3.5, 2**4.5])  # next to the bottom, inside, next to the top
+def test_midpoints_only_once_whichever_gap_the_earlier_ones_are_in(earlier: float) -> None:
+    grown = tuple(sorted((*BASE, earlier)))
+    assert plan([curve("N=250", 5.0, grid=grown)], grid=grown, midpoints=True) == ((), ())

@@ -124,3 +124,122 @@ def test_a_path_inside_another_studys_folder_is_refused(tmp_path: Path) -> None:
     assert output_problem(out / "mine" / "finder.json", out=out) is None  # no study's logs: not a study folder
     assert output_problem(out / "summary.json", out=out) is None
     assert json.loads((out / "study_a" / "finder.json").read_text())["tau_epoch"] == finder_result().tau_epoch
+
+
+def test_the_refusals_say_what_to_do_in_full(tmp_path: Path) -> None:
+    journal = tmp_path / "study.journal"
+    files = study_files(journal)
+    assert output_problem(journal, studies=[files]) == (
+        "it is the study's journal file (or a file beside it), which writing there would destroy: pass another path"
+        " outside the study's files."
+    )
+    out = tmp_path / "out"
+    (out / "tb" / "study_a").mkdir(parents=True)
+    assert output_problem(out / "study_a" / "x.json", out=out) == (
+        f"it is inside {out / 'study_a'}, the folder of study 'study_a', which holds that study's results: pass a path"
+        " outside the study folders (or leave --json out: each study writes its own folder)."
+    )
+    with pytest.raises(OutputError) as caught:
+        check_output(journal, studies=[files])
+    assert caught.value.path == journal and caught.value.reason == output_problem(journal, studies=[files])
+    assert str(caught.value) == f"will not write {str(journal)!r}: {caught.value.reason}"
+
+
+def test_check_output_passes_out_and_own_folder_on(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "tb" / "study_a").mkdir(parents=True)
+    with pytest.raises(OutputError, match="the folder of study 'study_a'"):
+        check_output(out / "study_a" / "finder.json", out=out)
+    own = out / "study_a" / "finder.json"
+    assert check_output(own, out=out, own_folder="study_a") == own
+    assert check_output(str(out / "summary.json"), out=out) == out / "summary.json"  # a Path back
+
+
+def test_study_folders_need_logs_under_tb(tmp_path: Path) -> None:
+    bare = tmp_path / "bare"  # no tb folder at all: no study folder under it
+    (bare / "mine").mkdir(parents=True)
+    assert output_problem(bare / "mine" / "finder.json", out=bare) is None
+    out = tmp_path / "out"
+    (out / "tb" / "ax_dataset_size=0.5").mkdir(parents=True)  # an axis point's logs mark the axis's folder
+    assert "the folder of study 'ax'" in (output_problem(out / "ax" / "finder.json", out=out) or "")
+    assert output_problem(out / "tb.json", out=out) is None and output_problem(out / "ax.json", out=out) is None
+
+
+def test_a_lock_named_like_the_journal_in_another_folder_is_not_the_studys(tmp_path: Path) -> None:
+    files = study_files(tmp_path / "a" / "study.journal")
+    assert files.holds((tmp_path / "a" / "study.journal.corrupt-2026").resolve())
+    assert not files.holds((tmp_path / "b" / "study.journal.lock").resolve())
+    assert not files.holds((tmp_path / "a" / "notes.lock").resolve())
+
+
+def test_sqlite_urls_relative_with_a_query_or_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    relative = study_files("sqlite:///runs/finder.db?timeout=10")
+    database = (tmp_path / "runs" / "finder.db").resolve()
+    assert relative.exact[:2] == (database, database.with_name("finder.db-journal"))
+    assert relative.what == "the study's SQLite database"
+    # a folder whose name holds "://" is still a path
+    odd = study_files(f"sqlite:///{tmp_path}/run://finder.db")
+    assert odd.holds((tmp_path / "run:" / "finder.db").resolve())
+    for url in ("sqlite://", "sqlite:///:memory:", "sqlite:///"):
+        assert study_files(url) == study_files("postgresql://u@h/db"), url
+
+
+def test_write_json_creates_parents_and_refuses_nan(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "a" / "b" / "r.json", {"tau_epoch": 8.0})
+    assert path == tmp_path / "a" / "b" / "r.json" and json.loads(path.read_text()) == {"tau_epoch": 8.0}
+    with pytest.raises(ValueError, match="JSON compliant"):
+        write_json(tmp_path / "nan.json", {"tau_epoch": float("nan")})
+    assert not (tmp_path / "nan.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("head", "ours"),
+    [
+        (b"\x89PNG\r\n\x1a\n...Software\0lightning_tau", True),
+        (b"\x89PNG\r\n\x1a\n...Software\0Matplotlib version3.9", True),
+        (b"%PDF-1.4 ... /Creator (Matplotlib v3.9)", True),
+        (b"%PDF-1.4 ... /Creator (LaTeX)", False),
+        (b"\n  <?xml version='1.0'?> <!-- Created with matplotlib -->", True),
+        (b"<?xml version='1.0'?> <!-- Inkscape -->", False),
+    ],
+)
+def test_figures_are_recognised_by_their_maker(tmp_path: Path, head: bytes, ours: bool) -> None:
+    path = tmp_path / "figure"
+    path.write_bytes(head)
+    assert (output_problem(path) is None) is ours
+
+
+def test_a_figure_marker_past_the_first_64_kib_does_not_count(tmp_path: Path) -> None:
+    path = tmp_path / "late.png"
+    start = b"\x89PNG\r\n\x1a\n"
+    pad = 65536 - len(start) - len(b"matplotlib")
+    path.write_bytes(start + b"\0" * (pad + 1) + b"matplotlib")  # its last byte is byte 65537
+    assert output_problem(path) is not None
+    path.write_bytes(start + b"\0" * pad + b"matplotlib")  # its last byte is byte 65536, the last one read
+    assert output_problem(path) is None
+
+
+def test_own_json_with_exactly_its_keys_and_the_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lightning_tau.outputs as outputs
+
+    path = tmp_path / "summary.json"
+    text = json.dumps(dict.fromkeys(("sweep", "metric", "curves", "config")))
+    path.write_text(text)
+    assert output_problem(path) is None  # exactly a writer's keys: ours
+    monkeypatch.setattr(outputs, "_READ_LIMIT", len(text))
+    assert output_problem(path) is None  # at the limit: read
+    monkeypatch.setattr(outputs, "_READ_LIMIT", len(text) - 1)
+    assert output_problem(path) is not None  # over it: not read, not ours
+
+
+def test_a_file_that_cannot_be_read_is_not_replaced(tmp_path: Path) -> None:
+    import socket
+
+    path = tmp_path / "s"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))  # exists, is no folder, and open() fails on it
+        assert output_problem(path) == (
+            "it is a file the package did not write (it would be replaced): pass a new path, or move the file away"
+            " first."
+        )
