@@ -147,10 +147,10 @@ def test_many_commands_started_at_once_on_a_fresh_storage_all_open_the_study(
     tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
     if backend == "postgresql":
-        from test_finder_postgres import _user_db
+        from pg_server import user_db
 
         postgres = request.getfixturevalue("postgres")
-        role, password, db = _user_db(postgres)
+        role, password, db = user_db(postgres)
         storage = postgres.url(db, role, password)
     else:
         storage = str(tmp_path / "fresh.journal")
