@@ -54,7 +54,7 @@ test: $(STAMP)
 # MUTATION_JOBS: mutants tested at once (1 leaves a shared machine usable; raise it on a machine of your own).
 MUTATION_JOBS ?= 1
 # MUTANTS: mutmut's name patterns to test only some mutants, e.g. a 1-in-5 sample of two modules:
-#   make mutation MUTANTS='lightning_tau.tuner.stats.*__mutmut_*[05] lightning_tau.tuner.axes.*__mutmut_*[05]'
+#   make mutation MUTANTS='lightning_tau.tuner.analysis.scaling.*__mutmut_*[05] lightning_tau.tuner.analysis.axis_result.*__mutmut_*[05]'
 MUTANTS ?=
 mutation: $(STAMP)
 	rm -rf mutants

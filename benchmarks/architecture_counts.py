@@ -55,3 +55,35 @@ init = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.na
 print("TimescaleFinder.__init__ lines:", init.end_lineno - init.lineno + 1)
 importers = [m for m in mods if "lightning_tau.tuner.finder" in edges[m]]
 print("modules importing tuner.finder:", importers)
+
+# Issue 39's counts: rooms (tuner/'s top-level modules and subpackages), arrows (import edges between lightning_tau
+# modules), upward imports (a module importing its own package's face or a parent's module), TimescaleCallback's
+# length, test files per folder and the median test-name length.
+tuner = pathlib.Path("lightning_tau/tuner")
+rooms = sorted(
+    p.name for p in tuner.iterdir() if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").exists()
+)
+print(f"tuner/ rooms: {len(rooms)}", rooms)
+print("arrows (import edges inside lightning_tau):", sum(len(v) for v in edges.values()))
+upward = [
+    (m, d)
+    for m in mods
+    for d in edges[m]
+    if m.startswith(d + ".") and pathlib.Path(*d.split(".")).is_dir() and not m.endswith("__init__")
+]
+print("upward imports (a module importing a package that holds it):", len(upward), upward)
+cb = ast.parse(pathlib.Path("lightning_tau/callback.py").read_text())
+klass = next(n for n in ast.walk(cb) if isinstance(n, ast.ClassDef) and n.name == "TimescaleCallback")
+print("TimescaleCallback lines:", klass.end_lineno - klass.lineno + 1, "; callback.py lines:", len(cb.body) and len(pathlib.Path("lightning_tau/callback.py").read_text().splitlines()))
+folders: dict[str, int] = {}
+names: list[int] = []
+for p in pathlib.Path("tests").rglob("test_*.py"):
+    folders[str(p.parent)] = folders.get(str(p.parent), 0) + 1
+    names += [len(n.name) for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+print("test files per folder:", dict(sorted(folders.items())))
+names.sort()
+print("tests:", len(names), "median test-name length:", names[len(names) // 2])
+docs = sorted(
+    len((ast.get_docstring(ast.parse(p.read_text())) or "").split()) for p in pathlib.Path("lightning_tau").rglob("*.py")
+)
+print("module docstring words: median", docs[len(docs) // 2], "max", docs[-1])

@@ -80,7 +80,7 @@ def _first_trials(journal: Path, pid: int) -> tuple[datetime | None, datetime | 
 
 def _study_overhead(root: Path, trials: int = 21) -> float:
     """Seconds of study bookkeeping per trial (no training)."""
-    from lightning_tau.tuner.study.grid_study import GridStudy
+    from lightning_tau.tuner.study import GridStudy
 
     grid = [(float(2**i), seed) for i in range(1, 8) for seed in range(3)][:trials]
     record = {

@@ -53,10 +53,10 @@ import torch
 from lightning_tau.cli.demo import DemoConfig
 from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
 from lightning_tau.timescale import weight_decay_for_tau_iter
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES, log_grid
+from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES, log_grid
 from lightning_tau.tuner.finder import TimescaleFinder
-from lightning_tau.tuner.result import FinderResult
-from lightning_tau.tuner.tdist import t_quantile
+from lightning_tau.tuner.analysis.finder_result import FinderResult
+from lightning_tau.tuner.analysis.tdist import t_quantile
 
 FULL_SIZE = 1400
 

@@ -9,8 +9,8 @@ neighbouring grid points, and across scales for one seed). For each regime and s
 intervals that cover the true ``e`` (nominal 95 %, goal >= 93 %), beside the former interval's (``--former``; by
 default issue 36's: parabolas through 1 and 2 neighbours, widened by their whole spread), the mean error of
 ``exponent``, the median width of both, and the share of runs with no interval. Then the staging of ``seeds="auto"``
-(:func:`~lightning_tau.tuner.stats.seed_stages` up to 12, the level of
-:func:`~lightning_tau.tuner.stats.staged_level`, stopping when :func:`~lightning_tau.tuner.rules.all_decided` at the
+(:func:`~lightning_tau.tuner.analysis.scaling.seed_stages` up to 12, the level of
+:func:`~lightning_tau.tuner.analysis.scaling.staged_level`, stopping when :func:`~lightning_tau.tuner.analysis.rules.all_decided` at the
 default tolerance): coverage where it stops, for the width rules over widths 1-16 and the dataset-size rules over
 N = 0.1-1, against the interval at a fixed 12 seeds, with the mean seed count and the share of runs decided, for
 both intervals.
@@ -32,9 +32,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lightning_tau.tuner import rules
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS
-from lightning_tau.tuner.stats import (
+from lightning_tau.tuner.analysis import rules
+from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS
+from lightning_tau.tuner.analysis.scaling import (
     _envelope,
     _seed_exponents,
     _smoothers,
@@ -42,7 +42,7 @@ from lightning_tau.tuner.stats import (
     seed_stages,
     staged_level,
 )
-from lightning_tau.tuner.tdist import t_quantile
+from lightning_tau.tuner.analysis.tdist import t_quantile
 
 WIDTHS = (1.0, 4.0, 16.0)
 SIZES = (0.1, 0.25, 0.5, 1.0)

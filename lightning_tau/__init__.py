@@ -7,8 +7,9 @@ the dataset size, batch size and muP width.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lightning_tau._lazy import lazy_face
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
     from lightning_tau.apply import AppliedTimescale, apply_timescale
@@ -50,17 +51,7 @@ _PUBLIC = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lightning_tau' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLIC})
+__getattr__, __dir__ = lazy_face(__name__, _PUBLIC, globals())
 
 
 __version__ = "0.1.0"

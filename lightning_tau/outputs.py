@@ -38,8 +38,8 @@ __all__ = [
 ]
 
 #: The keys that mark a JSON object as one the package wrote: the finder's summary
-#: (:meth:`FinderResult.to_json <lightning_tau.tuner.result.FinderResult.to_json>`), an axis's
-#: (:meth:`AxisResult.to_json <lightning_tau.tuner.axis_data.AxisResult.to_json>`) and the demo's ``summary.json``.
+#: (:meth:`FinderResult.to_json <lightning_tau.tuner.analysis.finder_result.FinderResult.to_json>`), an axis's
+#: (:meth:`AxisResult.to_json <lightning_tau.tuner.analysis.axis_result.AxisResult.to_json>`) and the demo's ``summary.json``.
 #: ``tests/test_outputs.py`` checks each against the real writer.
 OWN_JSON_KEYS: tuple[frozenset[str], ...] = (
     frozenset({"tau_epoch", "curve", "verdict", "tau_epoch_range"}),

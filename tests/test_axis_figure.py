@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from helpers.finder_results import finder_result
 
-from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.result import CurvePoint, FinderResult
+from lightning_tau.tuner.analysis.axis_result import AxisResult
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
 
 pytest.importorskip("matplotlib")
 

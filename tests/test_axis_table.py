@@ -1,4 +1,4 @@
-"""``lightning_tau.tuner.axis_table``: an axis result's table, checked whole on hand-made sweeps (the width and the
+"""``lightning_tau.tuner.analysis.axis_table``: an axis result's table, checked whole on hand-made sweeps (the width and the
 dataset-size axis, and one without an interval, with a diverged run and without a full cost). These run under
 `make mutation` against axis_table.py's mutants."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from helpers.axis_results import size_result, sweep, width_result
 
-from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.result import CurvePoint, FinderResult
+from lightning_tau.tuner.analysis.axis_result import AxisResult
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
 
 
 def test_axis_table_width_table_whole() -> None:
@@ -42,7 +42,7 @@ def test_axis_table_width_table_whole() -> None:
             " the grid optima give -0.50; between the last two (width 128 and width 256) the optima move as -0.55.",
             "  The interval's parts: the seeds' [-0.59, -0.41] (shrinks with more seeds) and the curve's shape [-0.50,"
             " -0.50] (the smoothers' spread: more seeds do not shrink it; grid points nearer the optimum do).",
-            *([str(result.note())] if result.note() else []),  # the fit's caution (tuner/stats.py)
+            *([str(result.note())] if result.note() else []),  # the fit's caution (tuner/analysis/scaling.py)
             "Published rules at tolerance x1.25 (a rule holds when the best λ_base stays within x1.25 of it over"
             " widths 64 to 256, i.e. an exponent within ±0.16 of the rule's):",
             "  rule             | exponent | α   | decision | cost over the measured range: at width 256 if followed"
@@ -92,7 +92,7 @@ def test_axis_table_dataset_size_table_whole() -> None:
             " grid optima give 0.",
             "  The interval's parts: the seeds' [-0.23, +0.32] (shrinks with more seeds) and the curve's shape [+0.04,"
             " +0.04] (the smoothers' spread: more seeds do not shrink it; grid points nearer the optimum do).",
-            *([str(result.note())] if result.note() else []),  # the fit's caution (tuner/stats.py)
+            *([str(result.note())] if result.note() else []),  # the fit's caution (tuner/analysis/scaling.py)
             "Published rules at tolerance x1.25 (a rule holds when the best tau_epoch stays within x1.25 of it over N"
             " = 250 to 1000, i.e. an exponent within ±0.16 of the rule's):",
             "  rule             | exponent | decision     | cost over the measured range: at N=1000 if followed from"

@@ -27,8 +27,8 @@ from lightning_tau._quiet import quiet_sweep  # noqa: E402
 from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.demo import QUICK  # noqa: E402
 from lightning_tau.demos.size import SizeConfig, run_size_demo  # noqa: E402
-from lightning_tau.tuner.stats import fit_scaling  # noqa: E402
-from lightning_tau.tuner.verdicts import RuleVerdict, size_verdict  # noqa: E402
+from lightning_tau.tuner.analysis.scaling import fit_scaling  # noqa: E402
+from lightning_tau.tuner.analysis.verdicts import RuleVerdict, size_verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""The finder's pure parts (lightning_tau/tuner/curve.py): grid, smoothed optimum, result, its JSON and its table.
+"""The finder's pure parts (lightning_tau/tuner/analysis/curve.py): grid, smoothed optimum, result, its JSON and its table.
 
 No training: these run under `make mutation` against curve.py's mutants (with test_finder.py's pure tests), so the
 messages, the JSON and the table are checked whole. The Lightning side is tests/test_finder.py.
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from helpers.finder_results import finder_result
 
-from lightning_tau.tuner.curve import LONG_TIMESCALE, log_grid, plateau, reduce_metric, smoothed_optimum
-from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
+from lightning_tau.tuner.analysis.curve import LONG_TIMESCALE, log_grid, plateau, reduce_metric, smoothed_optimum
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult, PrunedPoint
 
 
 def raises_exactly(message: str) -> pytest.RaisesContext[ValueError]:
@@ -238,8 +238,8 @@ def test_table_says_how_it_smoothed_and_warns_at_the_edge() -> None:
 def test_optimum_range_uses_the_exact_t_quantile_beyond_two_degrees_of_freedom() -> None:
     """4 seeds (df 3): the right neighbour's paired t statistic is 2.34, between the Cornish-Fisher approximation of
     the 95% quantile (2.311, which the range used before) and the exact one (2.353); only the exact rule joins it."""
-    from lightning_tau.tuner.curve import optimum_range
-    from lightning_tau.tuner.tdist import t_quantile
+    from lightning_tau.tuner.analysis.curve import optimum_range
+    from lightning_tau.tuner.analysis.tdist import t_quantile
 
     assert t_quantile(0.95, 3) == pytest.approx(2.353363, abs=1e-6)
     gaps = [0.0235, 0.0035, 0.0235, 0.0035]  # mean 0.0135, sd 0.01155: t = 0.0135 / (0.01155 / 2) = 2.338
@@ -250,7 +250,7 @@ def test_optimum_range_uses_the_exact_t_quantile_beyond_two_degrees_of_freedom()
 
 
 def test_optimum_range_messages_and_a_single_resample() -> None:
-    from lightning_tau.tuner.curve import optimum_range
+    from lightning_tau.tuner.analysis.curve import optimum_range
 
     grid = [1.0, 3.0, 9.0, 27.0, 81.0]
     seeds = [[(math.log(t) - math.log(10.0 * k)) ** 2 for k in (0.8, 1.0, 1.25)] for t in grid]
@@ -265,7 +265,7 @@ def test_optimum_range_messages_and_a_single_resample() -> None:
 
 
 def test_optimum_range_needs_the_same_seeds_and_counts_a_diverged_run_as_the_worst() -> None:
-    from lightning_tau.tuner.curve import optimum_range
+    from lightning_tau.tuner.analysis.curve import optimum_range
 
     for values, counts in (([[0.1, 0.2], [0.3]], "[1, 2]"), ([[], []], "[0]")):
         with raises_exactly(

@@ -20,7 +20,7 @@ from lightning_tau.cli.demo import QUICK_SYNTHETIC
 from lightning_tau.cli.demo_checks import too_short_timescale
 from lightning_tau.demos.digits import DigitsMLP
 from lightning_tau.demos.synthetic import SyntheticDataModule, SyntheticSizeConfig, teacher_student_tensors
-from lightning_tau.tuner.stats import fit_scaling
+from lightning_tau.tuner.analysis.scaling import fit_scaling
 
 
 def test_training_labels_are_drawn_from_the_teachers_probabilities() -> None:

@@ -34,7 +34,7 @@ from lightning_tau.demos.text_width import (  # noqa: E402
     TextWidthConfig,
     run_text_width_demo,
 )
-from lightning_tau.tuner.stats import MIN_SEEDS_FOR_INTERVAL  # noqa: E402
+from lightning_tau.tuner.analysis.scaling import MIN_SEEDS_FOR_INTERVAL  # noqa: E402
 
 #: 2 widths (n_embd 8 and 32: s = 4) x 3 λ_base x 1 seed, one epoch of 15 steps per run.
 SHAPE = ["--max-tokens", "4000", "--val-tokens", "1000", "--block-size", "16", "--batch-size", "16"]

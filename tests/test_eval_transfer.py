@@ -14,8 +14,8 @@ from types import ModuleType
 
 import pytest
 
-from lightning_tau.tuner.curve import smoothed_optimum
-from lightning_tau.tuner.rule_costs import read_curve
+from lightning_tau.tuner.analysis.curve import smoothed_optimum
+from lightning_tau.tuner.analysis.rule_costs import read_curve
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 

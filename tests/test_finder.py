@@ -15,9 +15,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.param_groups import build_param_groups
-from lightning_tau.tuner.curve import log_grid, smoothed_optimum
+from lightning_tau.tuner.analysis.curve import log_grid, smoothed_optimum
 from lightning_tau.tuner.finder import TimescaleFinder
-from lightning_tau.tuner.result import CurvePoint, FinderResult
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
 from lightning_tau.tuner.trial import MonitorError
 
 N_TRAIN, BATCH, LR, EPOCHS = 120, 16, 1e-2, 2

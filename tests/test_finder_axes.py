@@ -18,8 +18,8 @@ from axes_models import BATCH, LR, N, NotMupModel, PlantedData, PlantedSizeModel
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.tuner.finder import TimescaleFinder
-from lightning_tau.tuner.stats import MIN_SEEDS_FOR_INTERVAL, seed_stages, staged_level
-from lightning_tau.tuner.verdicts import size_verdict, width_verdict
+from lightning_tau.tuner.analysis.scaling import MIN_SEEDS_FOR_INTERVAL, seed_stages, staged_level
+from lightning_tau.tuner.analysis.verdicts import size_verdict, width_verdict
 
 TRAINER = {"max_epochs": 1, "accelerator": "cpu", "devices": 1}
 TAUS = (2.0, 4.0, 8.0, 16.0, 32.0)

@@ -23,9 +23,9 @@ from lightning.pytorch.callbacks import Callback
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau.param_groups import build_param_groups
-from lightning_tau.tuner.curve import optimum_range, smoothed_optimum
+from lightning_tau.tuner.analysis.curve import optimum_range, smoothed_optimum
 from lightning_tau.tuner.finder import TimescaleFinder
-from lightning_tau.tuner.result import CurvePoint, FinderResult
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
 from lightning_tau.tuner.workers import cores
 
 GRID = (1.0, 4.0, 16.0)

@@ -12,7 +12,7 @@ import torch
 from helpers.finder_study import CurveModel, curve_loaders, fit_finder, make_finder
 from torch.utils.data import DataLoader, IterableDataset
 
-from lightning_tau.tuner.settings import SettingError
+from lightning_tau.tuner.checks import SettingError
 
 
 class Stream(IterableDataset):

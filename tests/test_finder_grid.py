@@ -2,7 +2,7 @@
 followed round by round until it is inside, a published rule's point off the grid is trained at every axis point, and
 every point added goes into the same studies, so a rerun trains nothing. (Which points a round adds, and why:
 ``tests/test_grid_extension.py``; the seeds="auto" stop where only the shape part is undetermined:
-``tests/test_axis_fit.py``.)"""
+``tests/test_axis_runner.py``.)"""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from helpers.finder_study import TRUE_TAU, CurveModel, curve_loaders, fit_finder, make_finder
 
 from lightning_tau.tuner.finder import _worker_main
-from lightning_tau.tuner.grid_extension import AddedPoint
+from lightning_tau.tuner.analysis.grid_extension import AddedPoint
 
 GIVEN = (16.0, 32.0, 64.0)  # CurveModel's loss is lowest at tau_epoch 6: below this grid
 

@@ -18,7 +18,7 @@ from helpers.finder_study import BATCH, TRUE_TAU, CurveModel, N, curve_loaders
 from optuna.trial import TrialState
 
 from lightning_tau.tuner.finder import TimescaleFinder
-from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult, PrunedPoint
 
 GRID = (1.5, 3.0, 6.0, 11.0, 96.0)
 EPOCHS = 3

@@ -1,4 +1,4 @@
-"""``lightning_tau.tuner.grid_args``: the grid's arguments (``tau_epochs``, ``seeds``) checked without torch, in the
+"""``lightning_tau.tuner.analysis.grid_args``: the grid's arguments (``tau_epochs``, ``seeds``) checked without torch, in the
 words ``TimescaleFinder`` and ``lightning-tau find`` share."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lightning_tau.tuner.grid_args import check_grid, check_grid_extensions, check_seeds, tau_name
+from lightning_tau.tuner.analysis.grid_args import check_grid, check_grid_extensions, check_seeds, tau_name
 
 F = "`TimescaleFinder"
 

@@ -1,4 +1,4 @@
-"""``lightning_tau.tuner.grid_best``: the paired interior test of a curve's best grid point (exact p-values on
+"""``lightning_tau.tuner.analysis.grid_best``: the paired interior test of a curve's best grid point (exact p-values on
 hand-made curves, the grid's edges, one seed, diverged runs) and each seed's best grid point; bad input is a one-line
 error naming the argument."""
 
@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from lightning_tau.tuner.grid_best import paired_interior, per_seed_optima
+from lightning_tau.tuner.analysis.grid_best import paired_interior, per_seed_optima
 
 SHAPE_HINT = (
     "use one row per grid point and one column per seed (grid x seeds), e.g. [[0.5], [0.4], [0.6]] for 3 grid points"

@@ -1,4 +1,4 @@
-"""``lightning_tau.tuner.grid_extension``: which points a round adds to the grid, and why: a step at an edge at any
+"""``lightning_tau.tuner.analysis.grid_extension``: which points a round adds to the grid, and why: a step at an edge at any
 axis point, up to the limit, never under two optimizer steps nor above a plateau; whole steps that bring a rule's
 ``tau_epoch`` onto the grid; the midpoints around each optimum, once."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lightning_tau.tuner.grid_extension import (
+from lightning_tau.tuner.analysis.grid_extension import (
     MAX_RUNS,
     MIDPOINT_REASON,
     AddedPoint,

@@ -19,7 +19,7 @@ from lightning_tau.tuner.study.journal import _backup_path
 from lightning_tau.tuner.study.storage import JOURNAL_NAME
 from lightning_tau.tuner.study.take_lock import sqlite_take_lock
 
-from lightning_tau.tuner.result import CurvePoint, FinderResult
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -1,6 +1,6 @@
-"""``lightning_tau.tuner.plain``: numbers and metric names as a person reads them in the finder's tables and figures,
+"""``lightning_tau.tuner.analysis.plain``: numbers and metric names as a person reads them in the finder's tables and figures,
 and ``save_figure``, which makes the folders and closes the figure also when saving fails. (The tick helpers are
-checked on the drawn figures: ``tests/test_axis_figure.py``, ``tests/test_result.py``.)"""
+checked on the drawn figures: ``tests/test_axis_figure.py``, ``tests/test_finder_result.py``.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lightning_tau.tuner.plain import metric_words, plain, save_figure, wrap
+from lightning_tau.tuner.analysis.plain import metric_words, plain, save_figure, wrap
 
 
 def test_plain_is_three_significant_digits_positional_and_signed() -> None:

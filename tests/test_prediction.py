@@ -1,4 +1,4 @@
-"""The prediction interval of the best tau_epoch beyond the measured range (lightning_tau/tuner/prediction.py): its
+"""The prediction interval of the best tau_epoch beyond the measured range (lightning_tau/tuner/analysis/prediction.py): its
 parts, how it widens with the distance, and its coverage of the true best on simulated curved log-log paths."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from lightning_tau.tuner.prediction import Prediction, predict_tau_epoch
-from lightning_tau.tuner.tdist import t_quantile
+from lightning_tau.tuner.analysis.prediction import Prediction, predict_tau_epoch
+from lightning_tau.tuner.analysis.tdist import t_quantile
 
 SIZES = [500.0, 1000.0, 2000.0, 4000.0]
 HELD_OUT = [17.0, 13.3, 10.4, 8.65]  # a held-out task's optima (8 seeds); the realized best at N = 8000 was near 9.5

@@ -1,4 +1,4 @@
-"""The loss a rule costs (lightning_tau/tuner/rule_costs.py): where the rule lands, the paired interval, the grid."""
+"""The loss a rule costs (lightning_tau/tuner/analysis/rule_costs.py): where the rule lands, the paired interval, the grid."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from lightning_tau.tuner.rule_costs import read_curve, rule_cost
-from lightning_tau.tuner.tdist import t_quantile
+from lightning_tau.tuner.analysis.rule_costs import read_curve, rule_cost
+from lightning_tau.tuner.analysis.tdist import t_quantile
 
 XS = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
 

@@ -1,4 +1,4 @@
-"""lightning_tau.tuner.rules: the published rules of each axis and the equivalence decision at a tolerance."""
+"""lightning_tau.tuner.analysis.rules: the published rules of each axis and the equivalence decision at a tolerance."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from lightning_tau.tuner.rules import (
+from lightning_tau.tuner.analysis.rules import (
     DEFAULT_TOLERANCE,
     SIZE_RULES,
     WIDTH_RULES,

@@ -1,6 +1,6 @@
-"""``lightning_tau.tuner.staging``: the seed counts at which ``seeds="auto"`` looks and the level of each look; bad
+"""``lightning_tau.tuner.analysis.staging``: the seed counts at which ``seeds="auto"`` looks and the level of each look; bad
 input is a one-line error naming the argument. (The coverage of the interval where the staging stops is simulated in
-``tests/test_tuner_stats.py``.)"""
+``tests/test_scaling.py``.)"""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from lightning_tau.tuner.staging import seed_stages, staged_level
+from lightning_tau.tuner.analysis.staging import seed_stages, staged_level
 
 
 def test_seed_stages_and_staged_level():

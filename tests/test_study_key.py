@@ -18,7 +18,7 @@ from helpers.finder_study import make_finder
 from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_tau.tuner.axis_fit import StudyPoint
+from lightning_tau.tuner.axis_runner import StudyPoint
 from lightning_tau.tuner.finder import TimescaleFinder
 from lightning_tau.tuner.study_key import jsonable, open_studies, shapes_digest, study_name, study_settings
 from lightning_tau.tuner.trial import ModelCopies

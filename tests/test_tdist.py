@@ -1,4 +1,4 @@
-"""``lightning_tau.tuner.tdist``: Student's t tail and quantiles in closed form, against textbook values and the
+"""``lightning_tau.tuner.analysis.tdist``: Student's t tail and quantiles in closed form, against textbook values and the
 closed forms at 1 and 2 degrees of freedom; bad input is a one-line error naming the argument."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from lightning_tau.tuner.tdist import t_quantile, t_sf
+from lightning_tau.tuner.analysis.tdist import t_quantile, t_sf
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The verdicts (lightning_tau/tuner/verdicts.py): each rule decided at a tolerance, the rule followed, the words."""
+"""The verdicts (lightning_tau/tuner/analysis/verdicts.py): each rule decided at a tolerance, the rule followed, the words."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from lightning_tau.tuner.rule_costs import RuleCost
-from lightning_tau.tuner.rules import SIZE_RULES, WIDTH_RULES, half_width
-from lightning_tau.tuner.stats import ScalingFit
-from lightning_tau.tuner.verdicts import (
+from lightning_tau.tuner.analysis.rule_costs import RuleCost
+from lightning_tau.tuner.analysis.rules import SIZE_RULES, WIDTH_RULES, half_width
+from lightning_tau.tuner.analysis.scaling import ScalingFit
+from lightning_tau.tuner.analysis.verdicts import (
     RuleVerdict,
     advice,
     cost_text,

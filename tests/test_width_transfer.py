@@ -24,7 +24,7 @@ from axes_models import BASE_WIDTH, PlantedData, PlantedWidthModel
 from helpers.mup_models import MLP, mu_adamw
 from torch import nn
 
-from lightning_tau.tuner.axes import AxisResult
+from lightning_tau.tuner.analysis.axis_result import AxisResult
 from lightning_tau.tuner.finder import TimescaleFinder
 from lightning_tau.tuner.trial import run_trial
 

@@ -9,7 +9,7 @@ fractions of the 1,400 not held out; on text ``--fractions`` are the fractions.
 
 Every call writes a new ``OUT/sweep_K``: the finder's study journal, every run's TensorBoard log (with an HParams
 record and a :class:`~lightning_tau.diagnostics.TimescaleMonitor`), ``summary.json`` (the finder's
-:class:`~lightning_tau.tuner.axes.AxisResult`: the exponent with its interval or the reason there is none, the
+:class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`: the exponent with its interval or the reason there is none, the
 verdict, and every curve) and the figures: for the dataset-size axis Figure 1 of Wang & Aitchison (ICML 2025) by
 ``lightning-tau plot`` (the loss against weight decay and against ``tau_epoch`` per dataset size) and the finder's
 axis figure.

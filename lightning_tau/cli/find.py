@@ -44,9 +44,9 @@ from lightning_tau.cli._args import (
 )
 from lightning_tau.cli.config import ConfigError, ConfigWidthModel, DigitsWidthModel, load_config
 from lightning_tau.cli.find_reopen import CONFIG_ATTR, REOPENED, reopen_study
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
-from lightning_tau.tuner.grid_args import check_grid, check_grid_extensions, check_seeds
-from lightning_tau.tuner.study.journal import journal_problem
+from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
+from lightning_tau.tuner.analysis.grid_args import check_grid, check_grid_extensions, check_seeds
+from lightning_tau.tuner.study import journal_problem
 
 __all__ = ["DIGITS_EPOCHS", "add_parser"]
 
@@ -239,7 +239,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _grid_extensions(text: str) -> int:
-    """``--max-grid-extensions``: an integer of at least 0 (:func:`~lightning_tau.tuner.grid_args.check_grid_extensions`,
+    """``--max-grid-extensions``: an integer of at least 0 (:func:`~lightning_tau.tuner.analysis.grid_args.check_grid_extensions`,
     before torch is imported).
 
     Example:
@@ -438,7 +438,7 @@ def _digits_notice(args: argparse.Namespace) -> str:
 
 def _grid_options(args: argparse.Namespace) -> str | None:
     """A repeated ``--tau-epochs`` or ``--seeds`` value, in ``TimescaleFinder``'s words under the flag (the same
-    checks, :mod:`lightning_tau.tuner.grid_args`, run here before torch is imported), or ``None``."""
+    checks, :mod:`lightning_tau.tuner.analysis.grid_args`, run here before torch is imported), or ``None``."""
     try:
         if args.tau_epochs is not None:
             check_grid(list(args.tau_epochs))
@@ -481,7 +481,7 @@ def _output_problem(args: argparse.Namespace) -> str | None:
     it the folder's name is known only once the model is built; :func:`_write_results` checks those again).
     """
     from lightning_tau.outputs import output_problem, study_files
-    from lightning_tau.tuner.study.folder import study_folder
+    from lightning_tau.tuner.study import study_folder
 
     storage = args.storage if args.storage is not None else args.out / "study.journal"
     own = study_folder(args.study) if args.study is not None else None
@@ -515,7 +515,7 @@ def result_folder(finder: Any) -> str:
     (:func:`~lightning_tau.tuner.study.grid_study.study_folder` of ``study_name``, or of the auto name without its
     axis point),
     so a later study with other settings writes beside it, not over it."""
-    from lightning_tau.tuner.study.grid_study import study_folder
+    from lightning_tau.tuner.study import study_folder
 
     name = finder.study.study.study_name
     if finder.axis != "fraction":
@@ -604,8 +604,8 @@ def _main(args: argparse.Namespace) -> int:
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     from lightning_tau.tuner.finder import SIGTERM_EXIT, SettingError, TimescaleFinder
-    from lightning_tau.tuner.study.grid_study import StudyMismatchError
-    from lightning_tau.tuner.study.storage import JournalWriteError, StorageError
+    from lightning_tau.tuner.study import StudyMismatchError
+    from lightning_tau.tuner.study import JournalWriteError, StorageError
     from lightning_tau.tuner.trial import MonitorError
 
     if args.study is not None:
@@ -744,10 +744,10 @@ def _main(args: argparse.Namespace) -> int:
 
 def target_line(prediction: Any, axis: str) -> str:
     """What ``--target-dataset-size`` / ``--target-width`` print: the best ``tau_epoch`` predicted there
-    (:meth:`AxisResult.predict <lightning_tau.tuner.axes.AxisResult.predict>`), its interval and what it rests on.
+    (:meth:`AxisResult.predict <lightning_tau.tuner.analysis.axis_result.AxisResult.predict>`), its interval and what it rests on.
 
     Example:
-        >>> from lightning_tau.tuner.prediction import Prediction
+        >>> from lightning_tau.tuner.analysis.prediction import Prediction
         >>> p = Prediction(8000.0, 6.96, 4.9, 9.8, 0.9, 2.0, "the measured exponent -0.39", -0.39, -0.29,
         ...                notes="4 scales: the lack of fit rests on 1 degree of freedom.")
         >>> print(target_line(p, "dataset_size"))

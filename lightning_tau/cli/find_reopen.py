@@ -42,8 +42,8 @@ def reopen_study(args: argparse.Namespace, defaults: dict[str, object]) -> str |
     """
     import optuna
 
-    from lightning_tau.tuner.study.grid_study import SETTINGS_ATTR, quiet_optuna, settled_user_attrs
-    from lightning_tau.tuner.study.storage import JOURNAL_NAME, open_storage
+    from lightning_tau.tuner.study import SETTINGS_ATTR, quiet_optuna, settled_user_attrs
+    from lightning_tau.tuner.study import JOURNAL_NAME, open_storage
 
     journal = args.out / JOURNAL_NAME if args.storage is None else Path(args.storage)
     if (args.storage is None or "://" not in args.storage) and not journal.is_file():
@@ -91,7 +91,7 @@ def _reopen_axis(args: argparse.Namespace, backend: Any, shown: str) -> tuple[di
     axis, and its points where ``--widths`` / ``--fractions`` was not given); ``None`` if there are none."""
     import optuna
 
-    from lightning_tau.tuner.study.grid_study import SETTINGS_ATTR, settled_user_attrs
+    from lightning_tau.tuner.study import SETTINGS_ATTR, settled_user_attrs
 
     points: dict[str, list[tuple[float, dict[str, Any]]]] = {}
     for name in optuna.get_all_study_names(backend):

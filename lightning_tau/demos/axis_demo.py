@@ -5,7 +5,7 @@ Every demo is a configuration of one of :class:`~lightning_tau.tuner.finder.Time
 :class:`~lightning_tau.demos.synthetic.SyntheticSizeConfig`, :class:`~lightning_tau.demos.text.TextDemoConfig`) or
 the μP width axis (:class:`~lightning_tau.demos.width.WidthConfig`,
 :class:`~lightning_tau.demos.text_width.TextWidthConfig`). The runner is the same for both: print what the sweep
-runs, run the finder into the sweep folder, print its :class:`~lightning_tau.tuner.axes.AxisResult` table and
+runs, run the finder into the sweep folder, print its :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult` table and
 verdict, write ``summary.json`` and the axis figure. What an axis adds is small and spelled out in
 :func:`run_axis_demo`: the dataset-size axis trains on fractions of the task's full training set and records every
 run's HParams (:class:`SweepRecord`, for ``lightning-tau plot`` and TensorBoard's HParams tab); the width axis trains
@@ -241,9 +241,9 @@ def _curve_rows(point: Any, x: Any = None) -> list[list[Any]]:
 def size_summary(
     result: Any, config: SizeTask, runs: Sequence[dict[str, Any]], seconds: float | None = None
 ) -> dict[str, Any]:
-    """A dataset-size sweep's ``summary.json`` from the finder's :class:`~lightning_tau.tuner.axes.AxisResult`: the
+    """A dataset-size sweep's ``summary.json`` from the finder's :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`: the
     task, per dataset size ``N`` the curve (``[tau_epoch, [final metric per seed]]`` rows, ``tau_epoch`` increasing,
-    ``null`` for a run that diverged), the result's :meth:`~lightning_tau.tuner.axes.AxisResult.to_json` (the
+    ``null`` for a run that diverged), the result's :meth:`~lightning_tau.tuner.analysis.axis_result.AxisResult.to_json` (the
     exponent of the best ``tau_epoch`` in ``N``, its interval or ``ci_reason``, per-seed grid optima, the verdict, per
     size the finder's result), every run's HParams record and folder (``runs``), and the config."""
     curves = {str(int(scale)): _curve_rows(point) for scale, point in zip(result.scales, result.results)}
@@ -262,9 +262,9 @@ def size_summary(
 
 
 def width_summary(result: Any, config: Any, seconds: float | None = None) -> dict[str, Any]:
-    """A width sweep's ``summary.json`` from the finder's :class:`~lightning_tau.tuner.axes.AxisResult`: the task
+    """A width sweep's ``summary.json`` from the finder's :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`: the task
     and its settings, per width the curve (``[λ_base, [final metric per seed]]`` rows, ``λ_base`` increasing, ``null``
-    for a run that diverged), and the result's :meth:`~lightning_tau.tuner.axes.AxisResult.to_json` (the exponent,
+    for a run that diverged), and the result's :meth:`~lightning_tau.tuner.analysis.axis_result.AxisResult.to_json` (the exponent,
     its interval or ``ci_reason``, per-seed grid optima, the paired interior tests, the verdict, per width the
     finder's result)."""
     curves = {str(width): _curve_rows(point, result.x_of_tau) for width, point in zip(result.values, result.results)}

@@ -9,8 +9,8 @@ runs the finder's sweep of ``tau_epoch`` on a subset holding each fraction of th
 Lightning fit per ``(fraction, tau_epoch, seed)``, with :class:`~lightning_tau.TimescaleCallback` setting the weight
 decay to ``B / (lr N tau_epoch)`` for the subset's ``N``, so one ``tau_epoch`` grid is a different weight-decay
 grid per size). The statistics (the exponent of the best ``tau_epoch`` in ``N``, its interval or the reason there is
-none, per-seed grid optima) are :mod:`lightning_tau.tuner.stats`'s and the verdict
-:mod:`lightning_tau.tuner.verdicts`'s, through the finder's :class:`~lightning_tau.tuner.axes.AxisResult`.
+none, per-seed grid optima) are :mod:`lightning_tau.tuner.analysis.scaling`'s and the verdict
+:mod:`lightning_tau.tuner.analysis.verdicts`'s, through the finder's :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`.
 
 The tasks: :class:`SizeConfig` (scikit-learn's bundled digits and :class:`~lightning_tau.demos.digits.DigitsMLP`,
 ``lightning-tau demo``; ``sizes`` are training digits, converted to fractions of the 1,400 not held out),

@@ -155,7 +155,7 @@ class SyntheticSizeConfig:
 
     The defaults were chosen so that the interval decides every published dataset-size rule at the default
     tolerance within 10 minutes of one CPU core: ``N`` = 512 and 2048, a x√2 ``tau_epoch`` grid (so that the two
-    smoothers of :func:`~lightning_tau.tuner.stats.fit_scaling` agree) with the optimum inside it at both sizes, and
+    smoothers of :func:`~lightning_tau.tuner.analysis.scaling.fit_scaling` agree) with the optimum inside it at both sizes, and
     8 seeds; what they show is in :mod:`lightning_tau.demos.size`.
 
     Attributes:

@@ -13,10 +13,10 @@ This module is a configuration of :class:`~lightning_tau.tuner.finder.TimescaleF
 LayerNorm after every linear layer, so the decayed matrices are scale-invariant; the ``MuReadout`` does not decay),
 maps its ``λ_base`` grid to the finder's ``tau_epoch`` grid (``tau_epoch = 1 / (η_base M λ_base)``), and
 :func:`run_width_demo` (the demos' one runner, :func:`~lightning_tau.demos.axis_demo.run_axis_demo`, on this axis)
-runs the finder, prints its :class:`~lightning_tau.tuner.axes.AxisResult` table and verdict, and writes
+runs the finder, prints its :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult` table and verdict, and writes
 ``summary.json`` and the figure. The statistics (the exponent, its interval or the reason there is none,
-per-seed grid optima, paired interior tests) are :mod:`lightning_tau.tuner.stats`'s, the verdict
-:mod:`lightning_tau.tuner.verdicts`'s.
+per-seed grid optima, paired interior tests) are :mod:`lightning_tau.tuner.analysis.scaling`'s, the verdict
+:mod:`lightning_tau.tuner.analysis.verdicts`'s.
 
 There is no ``fixed`` arm (``λ = λ_base`` at every width) any more: with only the hidden matrices decaying it is the
 same runs relabelled (the best ``λ_base`` moves by exactly ``s``), and with the input matrix decaying too one λ must

@@ -14,8 +14,9 @@ The names below are imported on first use (PEP 562), as in the top-level package
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lightning_tau._lazy import lazy_face
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
     from lightning_tau.diagnostics.metrics import TimescaleTracker, group_metrics, timescale_metrics
@@ -42,17 +43,7 @@ _PUBLIC = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lightning_tau.diagnostics' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLIC})
+__getattr__, __dir__ = lazy_face(__name__, _PUBLIC, globals())
 
 
 __all__ = [

@@ -4,34 +4,25 @@
 (``finder_settings``) and hands those down, never itself; the other modules, on the floors of the layering contract
 that ``lint-imports`` checks, are mapped once in ``docs/architecture.rst`` ("Inside tuner/: the finder's floors").
 The public names below are imported on first use (PEP 562), so that importing the pure modules
-(``lightning_tau.tuner.curve``, ``lightning_tau.tuner.stats``, ``lightning_tau.tuner.study.journal``; ``lightning-tau
+(``lightning_tau.tuner.analysis.curve``, ``lightning_tau.tuner.analysis.scaling``, ``lightning_tau.tuner.study.journal``; ``lightning-tau
 find
 --help``) does not import Lightning, torch and Optuna.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lightning_tau._lazy import lazy_face
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
     from lightning_tau.tuner.finder import TimescaleFinder
-    from lightning_tau.tuner.result import FinderResult
+    from lightning_tau.tuner.analysis.finder_result import FinderResult
 
-_PUBLIC = {"FinderResult": "lightning_tau.tuner.result", "TimescaleFinder": "lightning_tau.tuner.finder"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lightning_tau.tuner' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+_PUBLIC = {"FinderResult": "lightning_tau.tuner.analysis.finder_result", "TimescaleFinder": "lightning_tau.tuner.finder"}
 
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLIC})
+__getattr__, __dir__ = lazy_face(__name__, _PUBLIC, globals())
 
 
 __all__ = ["FinderResult", "TimescaleFinder"]

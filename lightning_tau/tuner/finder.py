@@ -11,10 +11,10 @@ in the
 journal file ``root_dir/study.journal``: any number of processes, on one machine or many, that open the same study
 share its grid, and a later ``fit`` with the same settings trains nothing. Each trial is a fresh Lightning fit with
 :class:`~lightning_tau.TimescaleCallback` (:mod:`lightning_tau.tuner.trial`), logging to TensorBoard in a folder of
-its own under ``root_dir/tb``. The pure parts (grid, smoothing, result) live in :mod:`lightning_tau.tuner.curve`;
+its own under ``root_dir/tb``. The pure parts (grid, smoothing, result) live in :mod:`lightning_tau.tuner.analysis.curve`;
 the finder's checked arguments in :class:`~lightning_tau.tuner.finder_settings.FinderSettings` (``finder.settings``),
 which every module below it takes instead of the finder; :meth:`TimescaleFinder.fit` reads points -> runs -> answer
-(:mod:`lightning_tau.tuner.axis_fit`) on every axis, the fraction axis one of one point. Where each part lives: the
+(:mod:`lightning_tau.tuner.axis_runner`) on every axis, the fraction axis one of one point. Where each part lives: the
 module map in ``docs/architecture.rst``.
 """
 
@@ -39,8 +39,8 @@ from optuna.storages import BaseStorage
 from torch.utils.data import DataLoader
 
 from lightning_tau._constants import Goal
-from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.axis_fit import (
+from lightning_tau.tuner.analysis.axis_result import AxisResult
+from lightning_tau.tuner.axis_runner import (
     SeedStaging,
     StudyPoint,
     axis_intro,
@@ -53,12 +53,12 @@ from lightning_tau.tuner.axis_fit import (
     staged_level,
     undetermined_rules,
 )
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
+from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
 from lightning_tau.tuner.finder_settings import FinderSettings
-from lightning_tau.tuner.grid_extension import DEFAULT_MAX_GRID_EXTENSIONS, AddedPoint
+from lightning_tau.tuner.analysis.grid_extension import DEFAULT_MAX_GRID_EXTENSIONS, AddedPoint
 from lightning_tau.tuner.pruning import make_pruner
-from lightning_tau.tuner.result import FinderResult
-from lightning_tau.tuner.settings import (
+from lightning_tau.tuner.analysis.finder_result import FinderResult
+from lightning_tau.tuner.checks import (
     Axis,
     PrunerName,
     Reduce,
@@ -66,11 +66,10 @@ from lightning_tau.tuner.settings import (
     model_factory,
     resolve_data,
 )
-from lightning_tau.tuner.study.grid_study import GridStudy, quiet_optuna
-from lightning_tau.tuner.study.liveness import STALE_SECONDS, stop_reason
+from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna, stop_reason
 from lightning_tau.tuner.study_key import open_studies
 from lightning_tau.tuner.trial import subset_dataloader
-from lightning_tau.tuner.trial_loop import FitProgress, work_study
+from lightning_tau.tuner.grid_runner import FitProgress, work_study
 from lightning_tau.tuner.workers import (
     UNGUARDED_EXIT,
     Workers,
@@ -111,7 +110,7 @@ class TimescaleFinder:
     validation and compares runs by its value after the last epoch (``reduce="last"``, the default: what the full
     run ends with) or by its best value over the epochs (``reduce="best"``). The suggestion is the vertex of a
     parabola in ``log(tau_epoch)`` fitted to the seed-mean curve around its best grid point
-    (:func:`~lightning_tau.tuner.curve.smoothed_optimum`).
+    (:func:`~lightning_tau.tuner.analysis.curve.smoothed_optimum`).
 
     The runs are the trials of an Optuna study (``storage``, ``study_name``): every process that calls :meth:`fit`
     on the same study takes trials nobody has finished, a finished trial is never trained again, a trial whose
@@ -121,16 +120,16 @@ class TimescaleFinder:
         fraction: share of the training set each run trains on, in ``(0, 1]`` (default 0.25); the subset holds
             ``round(fraction * N)`` samples, fixed by ``subset_seed``. Not with ``axis="dataset_size"``.
         tau_epochs: the ``tau_epoch`` grid (positive, distinct; log-spaced is best, e.g.
-            :func:`~lightning_tau.tuner.curve.log_grid`).
+            :func:`~lightning_tau.tuner.analysis.curve.log_grid`).
         seeds: seeds per ``tau_epoch`` (model initialization and batch order); the curve is their mean. When not
             given: ``(0, 1, 2)``, and ``(0, 1, 2, 3, 4)`` along the width and dataset-size axes (an exponent interval
             over 3 seeds is erratic). Along an axis, ``"auto"``: seeds in stages (3, then 5, 8, 12, ... up to
-            ``max_seeds``, :func:`~lightning_tau.tuner.stats.seed_stages`), each stage adding its new seeds' trials
+            ``max_seeds``, :func:`~lightning_tau.tuner.analysis.scaling.seed_stages`), each stage adding its new seeds' trials
             to the same studies; after each, the exponent interval decides every published rule at ``tolerance``,
             and the finder stops at the first stage where none is undetermined, or where every rule left undetermined
             is so only by the shape part of the interval (more seeds would not decide it; the grid's midpoints may,
             see ``max_grid_extensions``), or at ``max_seeds``. Each look's
-            interval is at :func:`~lightning_tau.tuner.stats.staged_level` (wider than ``level``: adding seeds
+            interval is at :func:`~lightning_tau.tuner.analysis.scaling.staged_level` (wider than ``level``: adding seeds
             until a decision is optional stopping). :attr:`staging` then says how many seeds it used and why it
             stopped, and the output says so.
         monitor: the logged validation metric to compare (e.g. ``"val_loss"``, ``"val/loss"``).
@@ -168,14 +167,14 @@ class TimescaleFinder:
         axis: ``"fraction"`` (the default: one sweep on one subset, as above), ``"width"`` (the sweep at every
             width of ``widths``: how the best weight decay moves with width under μP, see :meth:`fit`) or
             ``"dataset_size"`` (the sweep on a subset of every fraction of ``fractions``: whether the best
-            ``tau_epoch`` moves with ``N``). Both give an :class:`~lightning_tau.tuner.axes.AxisResult`.
+            ``tau_epoch`` moves with ``N``). Both give an :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`.
         widths: ``axis="width"``: at least 2 increasing positive integers, e.g. ``(64, 128, 256)``.
         fractions: ``axis="dataset_size"``: at least 2 increasing fractions in ``(0, 1]``, e.g. ``(0.1, 0.25, 0.5)``.
         level: the level of the axes' exponent interval (with ``seeds="auto"``: each look's is
             ``staged_level(level, looks)``).
         tolerance: along an axis: the factor by which the best ``λ_base`` or ``tau_epoch`` may move over the axis's
             range and still follow a published rule (a number above 1; default
-            :data:`~lightning_tau.tuner.rules.DEFAULT_TOLERANCE`, 1.25, see :mod:`lightning_tau.tuner.rules` for why).
+            :data:`~lightning_tau.tuner.analysis.rules.DEFAULT_TOLERANCE`, 1.25, see :mod:`lightning_tau.tuner.analysis.rules` for why).
             A rule holds when the whole interval lies within it, is excluded when it lies wholly outside. Not used on
             the fraction axis, which decides no rule: giving it there is an error.
         max_seeds: with ``seeds="auto"``: the most seeds it trains (default 12, at least 3).
@@ -188,7 +187,7 @@ class TimescaleFinder:
             published rule's ``tau_epoch`` at the largest point onto the grid, so that rule's cost is measured, and,
             once, the midpoints around every point's best when only the shape part of the interval leaves a rule
             undetermined (more seeds cannot decide it). The points go into the same studies, so a rerun trains
-            nothing; the result lists them with why (``grid_added``, :mod:`lightning_tau.tuner.grid_extension`).
+            nothing; the result lists them with why (``grid_added``, :mod:`lightning_tau.tuner.analysis.grid_extension`).
         pruner: stop hopeless ``tau_epoch`` runs early (``axis="fraction"`` only): ``None`` (the default: every run
             trains ``max_epochs``), ``"median"``, ``"successive_halving"``, ``"hyperband"`` (Optuna's pruners with
             settings for the finder's grid, see :func:`make_pruner`) or any ``optuna.pruners.BasePruner``. The runs
@@ -333,7 +332,7 @@ class TimescaleFinder:
         wait: bool = True,
     ) -> FinderResult | AxisResult | None:
         """Train the study's trials nobody has finished, wait for the rest, and return the :class:`FinderResult`
-        (along ``axis="width"`` or ``"dataset_size"``: the :class:`~lightning_tau.tuner.axes.AxisResult`).
+        (along ``axis="width"`` or ``"dataset_size"``: the :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`).
 
         Along ``axis="width"``, ``model`` is ``make_model``, called with each width (after
         ``seed_everything(seed)``) to make a μP ``LightningModule``: mup's ``set_base_shapes`` with ``MuAdamW``, or
@@ -534,7 +533,7 @@ class TimescaleFinder:
     def _work(
         self, study: GridStudy, point: StudyPoint, val: Any, *, wait: bool, workers: Workers | None = None
     ) -> None:
-        """Take and train ``study``'s trials in this process (:func:`~lightning_tau.tuner.trial_loop.work_study`)."""
+        """Take and train ``study``'s trials in this process (:func:`~lightning_tau.tuner.grid_runner.work_study`)."""
 
         def trained() -> None:
             self.trained_runs += 1
@@ -558,7 +557,7 @@ class TimescaleFinder:
         self, result: FinderResult | AxisResult, lowest: float, at_round: int, *, midpoints: bool
     ) -> tuple[AddedPoint, ...]:
         """The points the grid extension adds after round ``at_round``
-        (:func:`~lightning_tau.tuner.axis_fit.grid_round`), logged with why, and why an edge or a rule was left as
+        (:func:`~lightning_tau.tuner.axis_runner.grid_round`), logged with why, and why an edge or a rule was left as
         it is; none for a worker (it trains what it was sent)."""
         if self._worker_only:
             return ()

@@ -2,10 +2,10 @@
 
 :meth:`FinderSettings.build` runs the checks of the finder's constructor in named steps (the axis, the grid and
 seeds, the metric, the trainer, where the study lives), each through the argument checks of
-:mod:`lightning_tau.tuner.settings`; the finder holds the result as ``finder.settings``, and the modules that work
-for it (:mod:`~lightning_tau.tuner.answer`, :mod:`~lightning_tau.tuner.axis_fit`,
+:mod:`lightning_tau.tuner.checks`; the finder holds the result as ``finder.settings``, and the modules that work
+for it (:mod:`~lightning_tau.tuner.collect`, :mod:`~lightning_tau.tuner.axis_runner`,
 :mod:`~lightning_tau.tuner.study_key`) take these settings, never the finder: nothing below the finder imports it.
-Not to be confused with :mod:`lightning_tau.tuner.settings` (the checks of single arguments) or with a study's
+Not to be confused with :mod:`lightning_tau.tuner.checks` (the checks of single arguments) or with a study's
 stored settings (:func:`~lightning_tau.tuner.study_key.study_settings`, what keys a study). The module map:
 ``docs/architecture.rst``.
 """
@@ -22,10 +22,10 @@ from optuna.storages import BaseStorage
 
 from lightning_tau import _checks
 from lightning_tau._constants import GOALS, Goal
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS
-from lightning_tau.tuner.grid_extension import DEFAULT_MAX_GRID_EXTENSIONS
+from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS
+from lightning_tau.tuner.analysis.grid_extension import DEFAULT_MAX_GRID_EXTENSIONS
 from lightning_tau.tuner.pruning import make_pruner, pruner_setting
-from lightning_tau.tuner.settings import (
+from lightning_tau.tuner.checks import (
     DEFAULT_FRACTION,
     Axis,
     PrunerName,
@@ -42,7 +42,7 @@ from lightning_tau.tuner.settings import (
     check_trainer_kwargs,
     check_widths,
 )
-from lightning_tau.tuner.study.liveness import STALE_SECONDS
+from lightning_tau.tuner.study import STALE_SECONDS
 
 __all__ = ["FinderSettings"]
 
@@ -68,7 +68,7 @@ class FinderSettings:
     #: ``axis="dataset_size"``: the fractions of the training set, increasing
     fractions: tuple[float, ...] | None
     #: the grid of the round being trained: ``base_tau_epochs`` and the points the grid extension added
-    #: (:mod:`lightning_tau.tuner.grid_extension`)
+    #: (:mod:`lightning_tau.tuner.analysis.grid_extension`)
     tau_epochs: tuple[float, ...]
     #: the seeds of the sweep (with ``seeds="auto"``: of the stage being trained, ``0 .. n - 1``)
     seeds: tuple[int, ...]
@@ -93,7 +93,7 @@ class FinderSettings:
     stale_after: float
     level: float
     #: along an axis: the factor by which the best value may move over the axis's range and still follow a
-    #: published rule (:mod:`lightning_tau.tuner.rules`)
+    #: published rule (:mod:`lightning_tau.tuner.analysis.rules`)
     tolerance: float
     #: the Optuna pruner the trials report to (``None``: no pruning)
     pruner: BasePruner | None

@@ -14,8 +14,8 @@ from typing import Any
 
 from optuna.pruners import BasePruner
 
-from lightning_tau.tuner.curve import PRUNER_NAMES
-from lightning_tau.tuner.settings import PrunerName
+from lightning_tau.tuner.analysis.curve import PRUNER_NAMES
+from lightning_tau.tuner.checks import PrunerName
 
 __all__ = ["jsonable", "make_pruner", "pruned_sibling", "pruner_setting"]
 

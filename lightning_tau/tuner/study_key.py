@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader, RandomSampler
 
 from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.pruning import jsonable
-from lightning_tau.tuner.study.grid_study import GridStudy
+from lightning_tau.tuner.study import GridStudy
 from lightning_tau.tuner.trial import ModelCopies
 
 __all__ = ["StudyPoint", "jsonable", "open_studies", "shapes_digest", "study_name", "study_settings"]
@@ -56,7 +56,7 @@ def study_settings(
     trials it trained before.
 
     The grid is the one given (``base_tau_epochs``): the points the grid extension adds
-    (:mod:`lightning_tau.tuner.grid_extension`) go into the same study, as a later stage's seeds do. The seeds are
+    (:mod:`lightning_tau.tuner.analysis.grid_extension`) go into the same study, as a later stage's seeds do. The seeds are
     the list given, or ``"auto"`` for ``seeds="auto"``: every stage of an automatic seed count opens the same study
     and adds its new seeds' trials to it (the grid a process works on is its own, so earlier stages' trials are
     reused, not trained again).

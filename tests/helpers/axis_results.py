@@ -1,4 +1,4 @@
-"""Hand-made axis results for the tests of :mod:`lightning_tau.tuner.axes` and its text: sweeps of parabolas in
+"""Hand-made axis results for the tests of :mod:`lightning_tau.tuner.analysis.axis_result` and its text: sweeps of parabolas in
 ``log tau_epoch``, each seed's vertex a little off the point's, so every number they give is known."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from helpers.finder_results import finder_result
-from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.result import CurvePoint, FinderResult
+from lightning_tau.tuner.analysis.axis_result import AxisResult
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
 
 TAUS = [2.0, 4.0, 8.0, 16.0, 32.0]
 LR, M = 0.01, 10.0  # steps per epoch: N / B = 1000 / 100

@@ -19,8 +19,8 @@ from ddp_harness import clean_env
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from helpers.tb_events import read_run
-from lightning_tau.tuner.stats import fit_scaling
-from lightning_tau.tuner.verdicts import RuleVerdict, width_verdict
+from lightning_tau.tuner.analysis.scaling import fit_scaling
+from lightning_tau.tuner.analysis.verdicts import RuleVerdict, width_verdict
 
 #: In the subprocess: any IPv4/IPv6 connection or name lookup raises (a download attempt would fail the run).
 REFUSE_NETWORK = """

@@ -1,4 +1,4 @@
-"""One builder of hand-made :class:`~lightning_tau.tuner.result.FinderResult` objects, for the tests that check what a
+"""One builder of hand-made :class:`~lightning_tau.tuner.analysis.finder_result.FinderResult` objects, for the tests that check what a
 result says (its table, JSON, figure, range, axis statistics) without training anything.
 
 ``FinderResult.from_curve`` takes ten keyword settings besides the curve; :func:`finder_result` gives them the values
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lightning_tau.tuner.result import CurvePoint, FinderResult
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
 
 #: The settings :func:`finder_result` passes unless told otherwise (``subset_size`` and ``full_cost`` are derived).
 DEFAULTS: dict[str, Any] = dict(

@@ -8,44 +8,72 @@
 - ``liveness``: which process holds a trial, and whether it is alive (heartbeats, claim tokens, ``/proc``);
 - ``folder``: :func:`study_folder`, a study name made a safe folder name; ``take_lock``: SQLite's take lock.
 
-The study's key (its name and settings, :mod:`lightning_tau.tuner.study_key`) stays outside the wing: it reads the
-finder's settings, which sit above the wing on the floors of ``docs/architecture.rst``. The names below are imported
+Everything outside the wing imports these names from here, never a room behind them (an import-linter contract).
+The study's key (:mod:`lightning_tau.tuner.study_key`) stays beside the wing: it reads the finder's settings, which
+sit above the wing on the floors of ``docs/architecture.rst``. The names below are imported
 on first use (PEP 562), so that ``lightning_tau.tuner.study.journal`` (``lightning-tau find``'s usage checks) imports
 neither Optuna's trials nor torch.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lightning_tau._lazy import lazy_face
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
     from lightning_tau.tuner.study.folder import study_folder
-    from lightning_tau.tuner.study.grid_study import GridStudy
+    from lightning_tau.tuner.study.grid_study import (
+        SETTINGS_ATTR,
+        GridStudy,
+        StudyMismatchError,
+        quiet_optuna,
+        settled_user_attrs,
+    )
     from lightning_tau.tuner.study.journal import journal_problem
-    from lightning_tau.tuner.study.storage import StorageError, open_storage, redact_url
+    from lightning_tau.tuner.study.liveness import STALE_SECONDS, stop_reason
+    from lightning_tau.tuner.study.storage import (
+        JOURNAL_NAME,
+        JournalWriteError,
+        StorageError,
+        open_storage,
+        redact_url,
+    )
 
 _PUBLIC = {
     "GridStudy": "lightning_tau.tuner.study.grid_study",
+    "SETTINGS_ATTR": "lightning_tau.tuner.study.grid_study",
+    "StudyMismatchError": "lightning_tau.tuner.study.grid_study",
+    "quiet_optuna": "lightning_tau.tuner.study.grid_study",
+    "settled_user_attrs": "lightning_tau.tuner.study.grid_study",
+    "JOURNAL_NAME": "lightning_tau.tuner.study.storage",
+    "JournalWriteError": "lightning_tau.tuner.study.storage",
     "StorageError": "lightning_tau.tuner.study.storage",
-    "journal_problem": "lightning_tau.tuner.study.journal",
     "open_storage": "lightning_tau.tuner.study.storage",
     "redact_url": "lightning_tau.tuner.study.storage",
+    "journal_problem": "lightning_tau.tuner.study.journal",
+    "STALE_SECONDS": "lightning_tau.tuner.study.liveness",
+    "stop_reason": "lightning_tau.tuner.study.liveness",
     "study_folder": "lightning_tau.tuner.study.folder",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lightning_tau.tuner.study' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__, __dir__ = lazy_face(__name__, _PUBLIC, globals())
 
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLIC})
-
-
-__all__ = ["GridStudy", "StorageError", "journal_problem", "open_storage", "redact_url", "study_folder"]
+__all__ = [
+    "GridStudy",
+    "JOURNAL_NAME",
+    "JournalWriteError",
+    "SETTINGS_ATTR",
+    "STALE_SECONDS",
+    "StorageError",
+    "StudyMismatchError",
+    "journal_problem",
+    "open_storage",
+    "quiet_optuna",
+    "redact_url",
+    "settled_user_attrs",
+    "stop_reason",
+    "study_folder",
+]

@@ -1,7 +1,7 @@
 """The grid's arguments, checked without torch, Lightning or Optuna: ``tau_epochs``, ``seeds`` and
 ``max_grid_extensions``.
 
-``TimescaleFinder`` checks them here (through :mod:`lightning_tau.tuner.settings`, which re-exports these names), and
+``TimescaleFinder`` checks them here (through :mod:`lightning_tau.tuner.checks`, which re-exports these names), and
 ``lightning-tau find`` runs the same checks before it imports torch, so a repeated ``--tau-epochs`` or ``--seeds`` is
 a usage error in a second, in the same words as from Python.
 """

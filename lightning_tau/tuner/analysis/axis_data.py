@@ -1,9 +1,9 @@
 """The data of an axis result: the sweep at every point, the fitted exponent, each published rule decided, and the
 numbers the full run takes from them (:meth:`~AxisData.callback_kwargs`, :meth:`~AxisData.to_json`).
 
-No Lightning import (numpy). :class:`~lightning_tau.tuner.axes.AxisResult` is this class with its table
-(:mod:`lightning_tau.tuner.axis_table`), its figure (:mod:`lightning_tau.tuner.axis_figure`) and its callback; the
-axes themselves (what the width and dataset-size exponents mean) are described in :mod:`lightning_tau.tuner.axes`.
+No Lightning import (numpy). :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult` is this class with its table
+(:mod:`lightning_tau.tuner.analysis.axis_table`), its figure (:mod:`lightning_tau.tuner.analysis.axis_figure`) and its callback; the
+axes themselves (what the width and dataset-size exponents mean) are described in :mod:`lightning_tau.tuner.analysis.axis_result`.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ import numpy as np
 from lightning_tau import _checks
 from lightning_tau._numbers import exponent as exponent_text
 from lightning_tau._numbers import setting
-from lightning_tau.tuner.curve import smoothed_optimum
-from lightning_tau.tuner.grid_extension import AddedPoint
-from lightning_tau.tuner.prediction import Prediction, predict_tau_epoch
-from lightning_tau.tuner.result import FinderResult, write_json
-from lightning_tau.tuner.rule_costs import read_curve, rule_cost
-from lightning_tau.tuner.rules import DEFAULT_TOLERANCE, decide, rules_for
-from lightning_tau.tuner.stats import ScalingFit, fit_scaling
-from lightning_tau.tuner.verdicts import (
+from lightning_tau.tuner.analysis.curve import smoothed_optimum
+from lightning_tau.tuner.analysis.grid_extension import AddedPoint
+from lightning_tau.tuner.analysis.prediction import Prediction, predict_tau_epoch
+from lightning_tau.tuner.analysis.finder_result import FinderResult, write_json
+from lightning_tau.tuner.analysis.rule_costs import read_curve, rule_cost
+from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE, decide, rules_for
+from lightning_tau.tuner.analysis.scaling import ScalingFit, fit_scaling
+from lightning_tau.tuner.analysis.verdicts import (
     RuleVerdict,
     judge,
     rule_to_follow,
@@ -48,7 +48,7 @@ class AxisData:
     """What the finder found along the width or dataset-size axis, as data: one :class:`FinderResult` per point, the
     exponent of the best ``λ_base`` (width) or ``tau_epoch`` (dataset size) against the scale, each published rule
     decided at a tolerance with the loss it costs, the verdict, and the full run's settings. The public class is
-    :class:`~lightning_tau.tuner.axes.AxisResult` (this data with its table, figure and callback).
+    :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult` (this data with its table, figure and callback).
 
     Attributes:
         axis: ``"width"`` or ``"dataset_size"``.
@@ -58,18 +58,18 @@ class AxisData:
         xs: its grid, increasing (for the width axis ``λ_base = 1 / (lr_base * M * tau_epoch)``, so the
             ``tau_epoch`` grid reversed).
         results: per point, the :class:`FinderResult` of its ``tau_epoch`` sweep (its curve, suggestion, cost).
-        fit: the statistics (:func:`~lightning_tau.tuner.stats.fit_scaling`) of the best ``x`` against ``scales``.
-        verdict: a sentence per published rule and what to do (:func:`~lightning_tau.tuner.verdicts.width_verdict`
+        fit: the statistics (:func:`~lightning_tau.tuner.analysis.scaling.fit_scaling`) of the best ``x`` against ``scales``.
+        verdict: a sentence per published rule and what to do (:func:`~lightning_tau.tuner.analysis.verdicts.width_verdict`
             or ``size_verdict``).
         base_width_mult: width axis: the μP width multiplier ``s`` of the smallest width (1 when it is μP's base
             width); ``result.callback()`` carries the best ``tau_epoch`` there to ``s = 1``.
         tolerance: the factor by which the best ``x`` may move over the measured range and still follow a rule
-            (:mod:`lightning_tau.tuner.rules`).
+            (:mod:`lightning_tau.tuner.analysis.rules`).
         rules: each published rule of the axis decided at ``tolerance``, with the loss following it costs
-            (:class:`~lightning_tau.tuner.verdicts.RuleVerdict`; the cost is
-            :func:`~lightning_tau.tuner.rule_costs.rule_cost`'s).
+            (:class:`~lightning_tau.tuner.analysis.verdicts.RuleVerdict`; the cost is
+            :func:`~lightning_tau.tuner.analysis.rule_costs.rule_cost`'s).
         staging: with ``seeds="auto"``, how the seeds were staged and why it stopped (the finder's
-            :class:`~lightning_tau.tuner.axis_fit.SeedStaging`, set by ``fit``), else ``None``.
+            :class:`~lightning_tau.tuner.axis_runner.SeedStaging`, set by ``fit``), else ``None``.
     """
 
     axis: AxisName
@@ -85,7 +85,7 @@ class AxisData:
     rules: list[RuleVerdict] = field(default_factory=list)
     staging: Any = None
     #: the points the finder's grid extension added to the grid given, and why
-    #: (:mod:`~lightning_tau.tuner.grid_extension`)
+    #: (:mod:`~lightning_tau.tuner.analysis.grid_extension`)
     grid_added: tuple[AddedPoint, ...] = ()
 
     @classmethod
@@ -113,7 +113,7 @@ class AxisData:
             level: the interval's level (the exponent's and each rule's loss cost's).
             window: grid points on each side of the best one that each parabola is fitted to.
             tolerance: the factor by which the best ``x`` may move over the measured range and still follow a rule
-                (a number above 1; :data:`~lightning_tau.tuner.rules.DEFAULT_TOLERANCE` says why 1.25).
+                (a number above 1; :data:`~lightning_tau.tuner.analysis.rules.DEFAULT_TOLERANCE` says why 1.25).
 
         Raises:
             ValueError: lengths differ, fewer than 2 points, the points have other grids or seeds, or ``tolerance``
@@ -213,7 +213,7 @@ class AxisData:
     @property
     def rule_used(self) -> RuleVerdict | None:
         """The published rule the full run follows: the one that holds (where several do, the one nearest the
-        estimate), or ``None`` when none holds (:func:`~lightning_tau.tuner.verdicts.rule_to_follow`)."""
+        estimate), or ``None`` when none holds (:func:`~lightning_tau.tuner.analysis.verdicts.rule_to_follow`)."""
         return rule_to_follow(self.rules, self.exponent)
 
     @property
@@ -280,12 +280,12 @@ class AxisData:
     def full_tau_epoch_range(self) -> tuple[float, float] | None:
         """The prediction interval of :attr:`full_tau_epoch` (:meth:`predict` at :attr:`full_scale`), or ``None``
         without one: the exponent's interval, the lack of fit of one power law and the distance beyond the measured
-        range (:mod:`lightning_tau.tuner.prediction`)."""
+        range (:mod:`lightning_tau.tuner.analysis.prediction`)."""
         p = self.predict(self.full_scale)
         return None if p.low is None or p.high is None else (p.low, p.high)
 
     def predict(self, scale: float) -> Prediction:
-        """The best ``tau_epoch`` at ``scale`` with its prediction interval (:func:`~lightning_tau.tuner.prediction.
+        """The best ``tau_epoch`` at ``scale`` with its prediction interval (:func:`~lightning_tau.tuner.analysis.prediction.
         predict_tau_epoch`): a dataset size ``N`` on the dataset-size axis, a width on the width axis.
 
         The centre is what the callback applies there: the largest fraction's best ``tau_epoch`` carried by
@@ -344,7 +344,7 @@ class AxisData:
     def flat_range(self) -> tuple[float, float] | None:
         """At the largest scale, where moving ``tau_epoch`` by :attr:`tolerance` either way from the optimum costs less
         than one seed standard deviation (the choice barely matters there): the ``tau_epoch`` range around the optimum
-        over which the seed-mean curve (read as :func:`~lightning_tau.tuner.rule_costs.read_curve` reads it) stays
+        over which the seed-mean curve (read as :func:`~lightning_tau.tuner.analysis.rule_costs.read_curve` reads it) stays
         within one seed s.d. of its value there, within the grid; else ``None`` (also with one seed). The seed s.d. is
         the best grid point's, over seeds."""
         point = self.results[-1]

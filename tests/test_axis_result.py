@@ -1,4 +1,4 @@
-"""The finder axes' result (lightning_tau/tuner/axes.py, its data in axis_data.py) without training: build, the
+"""The finder axes' result (lightning_tau/tuner/analysis/axis_result.py, its data in axis_data.py) without training: build, the
 numbers, the callback, the JSON.
 
 Hand-made sweeps (tests/helpers/axis_results.py: parabolas in log tau_epoch, each seed's vertex a little off the
@@ -20,10 +20,10 @@ from helpers.finder_results import finder_result
 
 from lightning_tau import TimescaleCallback
 from lightning_tau._numbers import exponent
-from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.result import CurvePoint, FinderResult
-from lightning_tau.tuner.rule_costs import rule_cost
-from lightning_tau.tuner.stats import fit_scaling
+from lightning_tau.tuner.analysis.axis_result import AxisResult
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
+from lightning_tau.tuner.analysis.rule_costs import rule_cost
+from lightning_tau.tuner.analysis.scaling import fit_scaling
 
 
 def raises_exactly(message: str) -> pytest.RaisesContext[ValueError]:
@@ -112,7 +112,7 @@ def test_axes_dataset_size_build_and_its_numbers() -> None:
     assert (result.cost, result.full_cost) == (300, 2000)  # the full sweep once, not per point
     assert [result.x_of_tau(t) for t in TAUS] == TAUS
     assert [result._point_name(i) for i in range(2)] == ["N=250", "N=1000"]
-    assert result.note() == result.fit.note()  # the fit's caution (tuner/stats.py), passed on
+    assert result.note() == result.fit.note()  # the fit's caution (tuner/analysis/scaling.py), passed on
 
 
 def test_axes_callback_follows_the_rule_that_holds() -> None:
@@ -390,7 +390,7 @@ def test_axes_snap_to_a_rule_whose_exponent_the_interval_excludes_says_its_cost(
     assert 0 < lo < hi < result.rules[0].band[1]
     assert result.snap_excludes is result.rule_used and result.rule_used.name == "Wang & Aitchison"
     wa = result.rules[0]
-    from lightning_tau.tuner.verdicts import cost_text, signed
+    from lightning_tau.tuner.analysis.verdicts import cost_text, signed
 
     assert (
         f"  Wang & Aitchison's band holds the interval [{signed(lo)}, {signed(hi)}], which excludes its exponent 0"

@@ -2,7 +2,7 @@
 
 No Lightning import (numpy only; matplotlib is imported by :meth:`FinderResult.plot` when it draws, and
 :meth:`FinderResult.callback` imports the callback when asked). :meth:`FinderResult.from_curve` smooths the curve with
-:mod:`lightning_tau.tuner.curve`'s maths; the Lightning side, which trains the runs, is
+:mod:`lightning_tau.tuner.analysis.curve`'s maths; the Lightning side, which trains the runs, is
 :mod:`lightning_tau.tuner.finder`.
 """
 
@@ -20,11 +20,11 @@ import numpy as np
 from lightning_tau._constants import Goal
 from lightning_tau._table import table_lines
 from lightning_tau.outputs import write_json  # every result file is written through the one check there
-from lightning_tau.tuner.curve import optimum_range, smoothed_optimum
-from lightning_tau.tuner.curve import LONG_TIMESCALE
-from lightning_tau.tuner.curve import plateau as flat_top
-from lightning_tau.tuner.grid_extension import MIN_TAU_ITER, AddedPoint, grid_line
-from lightning_tau.tuner.plain import metric_words, plain, plain_ticks, save_figure, thin_ticks, wrap
+from lightning_tau.tuner.analysis.curve import optimum_range, smoothed_optimum
+from lightning_tau.tuner.analysis.curve import LONG_TIMESCALE
+from lightning_tau.tuner.analysis.curve import plateau as flat_top
+from lightning_tau.tuner.analysis.grid_extension import MIN_TAU_ITER, AddedPoint, grid_line
+from lightning_tau.tuner.analysis.plain import metric_words, plain, plain_ticks, save_figure, thin_ticks, wrap
 
 __all__ = ["CurvePoint", "FinderResult", "PrunedPoint", "write_json"]
 
@@ -111,7 +111,7 @@ class FinderResult:
 
     Attributes:
         tau_epoch: the suggested ``tau_epoch`` for the full run (smoothed, see
-            :func:`~lightning_tau.tuner.curve.smoothed_optimum`).
+            :func:`~lightning_tau.tuner.analysis.curve.smoothed_optimum`).
         grid_tau_epoch: the best ``tau_epoch`` on the grid (seed mean).
         at_edge: the grid's best point is its first or last: widen the grid.
         weight_decay: per param group, the weight decay for the full run: ``1 / (lr * tau_epoch * M)`` with ``M``
@@ -135,11 +135,11 @@ class FinderResult:
         curve: one :class:`CurvePoint` per ``tau_epoch``, in grid order.
         smoothed: whether a parabola gave ``tau_epoch`` (else it is the best grid point).
         tau_epoch_range: ``(low, high)``, the ``tau_epoch`` range the seeds cannot tell apart from the suggestion
-            (:func:`~lightning_tau.tuner.curve.optimum_range`); a rerun with other seeds may suggest anything in it.
+            (:func:`~lightning_tau.tuner.analysis.curve.optimum_range`); a rerun with other seeds may suggest anything in it.
         pruned: the ``tau_epoch`` values a pruner stopped (:class:`PrunedPoint`), in grid order: not on the curve,
             never the suggestion; their runs' steps count in ``cost``.
         plateau: where the curve is flat at its top and the top is longer than the run
-            (:func:`~lightning_tau.tuner.curve.plateau`): the smallest ``tau_epoch`` from which every larger one is as
+            (:func:`~lightning_tau.tuner.analysis.curve.plateau`): the smallest ``tau_epoch`` from which every larger one is as
             good, within one seed s.d. of the best. Weight decay has no measurable effect there; ``tau_epoch`` (the
             suggestion) is then this value, and a best point on the grid's top edge is no edge to widen. ``None``
             otherwise.
@@ -183,7 +183,7 @@ class FinderResult:
     pruned: list[PrunedPoint] = field(default_factory=list)
     plateau: float | None = None
     #: the points the finder's grid extension added to the grid given, and why
-    #: (:mod:`~lightning_tau.tuner.grid_extension`)
+    #: (:mod:`~lightning_tau.tuner.analysis.grid_extension`)
     grid_added: tuple[AddedPoint, ...] = ()
 
     @classmethod
@@ -205,7 +205,7 @@ class FinderResult:
         window: int = 1,
         pruned: Sequence[PrunedPoint] = (),
     ) -> FinderResult:
-        """Smooth ``curve`` (:func:`~lightning_tau.tuner.curve.smoothed_optimum` over its seed means) and derive the
+        """Smooth ``curve`` (:func:`~lightning_tau.tuner.analysis.curve.smoothed_optimum` over its seed means) and derive the
         full run's weight decay.
 
         ``cost`` is the sum of every run's steps in ``curve`` and ``pruned``; ``weight_decay[g] = 1 / (lr[g] *
@@ -508,7 +508,7 @@ class FinderResult:
         """Draw :meth:`figure` into ``path`` (``.png``, ``.svg``, ...); returns it."""
         return save_figure(self.figure(), path)
 
-    def figure(self) -> Any:  # pragma: no mutate block (drawing; tests/test_result.py reads it back)
+    def figure(self) -> Any:  # pragma: no mutate block (drawing; tests/test_finder_result.py reads it back)
         """The matplotlib figure :meth:`plot` saves, in the paper's Figure-1 style (Agg backend).
 
         The metric against ``tau_epoch`` (log x): the seed mean as a line, each seed as a dot, the best grid point,

@@ -1,9 +1,9 @@
 """The finder's width and dataset-size axes: the result of a ``tau_epoch`` sweep at several widths or data sizes.
 
 No Lightning import (numpy; matplotlib when :meth:`AxisResult.plot` draws). :class:`AxisResult` is the data and its
-numbers (:mod:`lightning_tau.tuner.axis_data`) with its text (:mod:`lightning_tau.tuner.axis_table`) and its figure
-(:mod:`lightning_tau.tuner.axis_figure`). The statistics (the exponent, its interval, the paired interior tests) come
-from :mod:`lightning_tau.tuner.stats`, the verdicts from :mod:`lightning_tau.tuner.verdicts`; the Lightning side,
+numbers (:mod:`lightning_tau.tuner.analysis.axis_data`) with its text (:mod:`lightning_tau.tuner.analysis.axis_table`) and its figure
+(:mod:`lightning_tau.tuner.analysis.axis_figure`). The statistics (the exponent, its interval, the paired interior tests) come
+from :mod:`lightning_tau.tuner.analysis.scaling`, the verdicts from :mod:`lightning_tau.tuner.analysis.verdicts`; the Lightning side,
 which trains the runs, is :class:`~lightning_tau.tuner.finder.TimescaleFinder` with ``axis="width"`` or
 ``axis="dataset_size"``.
 
@@ -26,10 +26,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from lightning_tau.tuner.axis_data import AxisData, AxisName
-from lightning_tau.tuner.axis_figure import axis_figure
-from lightning_tau.tuner.axis_table import axis_table
-from lightning_tau.tuner.plain import save_figure
+from lightning_tau.tuner.analysis.axis_data import AxisData, AxisName
+from lightning_tau.tuner.analysis.axis_figure import axis_figure
+from lightning_tau.tuner.analysis.axis_table import axis_table
+from lightning_tau.tuner.analysis.plain import save_figure
 
 __all__ = ["AxisName", "AxisResult"]
 
@@ -40,15 +40,15 @@ class AxisResult(AxisData):
     decided at a tolerance with the loss it costs, and the verdict.
 
     Its attributes, :meth:`build`, the numbers (:attr:`exponent`, :attr:`tau_epoch`, :meth:`callback_kwargs`, ...) and
-    :meth:`to_json` are :class:`~lightning_tau.tuner.axis_data.AxisData`'s; this class adds :meth:`table`,
+    :meth:`to_json` are :class:`~lightning_tau.tuner.analysis.axis_data.AxisData`'s; this class adds :meth:`table`,
     :meth:`figure`, :meth:`plot` and :meth:`callback`.
 
     Example:
         A dataset-size axis whose best ``tau_epoch`` is 8 at every size (three seeds, exact parabolas):
 
         >>> import math
-        >>> from lightning_tau.tuner.result import CurvePoint, FinderResult
-        >>> from lightning_tau.tuner.verdicts import cost_text
+        >>> from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
+        >>> from lightning_tau.tuner.analysis.verdicts import cost_text
         >>> taus = [2.0, 4.0, 8.0, 16.0, 32.0]
         >>> def point(size):
         ...     curve = [CurvePoint(t, [(math.log(t / 8)) ** 2 + 0.01 * s for s in range(3)], [0, 1, 2], {}, [size])
@@ -94,7 +94,7 @@ class AxisResult(AxisData):
     def table(self) -> str:
         """The curve per point, the optima, the exponent, each published rule with its decision and loss cost, the
         verdict and the callback, as text (numbers rounded for people; :meth:`to_json` holds them exactly;
-        :func:`~lightning_tau.tuner.axis_table.axis_table`)."""
+        :func:`~lightning_tau.tuner.analysis.axis_table.axis_table`)."""
         return axis_table(self)
 
     def plot(self, path: str | Path) -> Path:  # pragma: no mutate block (drawing; see benchmarks/mutation_survivors.md)
@@ -102,6 +102,6 @@ class AxisResult(AxisData):
         return save_figure(self.figure(), path)
 
     def figure(self) -> Any:  # pragma: no mutate block (drawing; tests/test_axis_figure.py reads it back)
-        """The matplotlib figure :meth:`plot` saves (Agg backend; :func:`~lightning_tau.tuner.axis_figure.axis_figure`
+        """The matplotlib figure :meth:`plot` saves (Agg backend; :func:`~lightning_tau.tuner.analysis.axis_figure.axis_figure`
         says what it shows)."""
         return axis_figure(self)

@@ -1,6 +1,6 @@
 """Student's t distribution for integer degrees of freedom, in closed form (no scipy): its tail and its quantiles.
 
-Used by the statistics of the finder's axes (:mod:`lightning_tau.tuner.stats`: the paired interior test's p-values,
+Used by the statistics of the finder's axes (:mod:`lightning_tau.tuner.analysis.scaling`: the paired interior test's p-values,
 the scaling exponent's interval). Pure (the standard library only).
 """
 

@@ -1,9 +1,9 @@
 """What a scaling fit says about the published rules, as data and in plain words: each rule holds, is excluded or is
 undetermined at a tolerance, what following it costs, and what to do.
 
-The fit is :func:`lightning_tau.tuner.stats.fit_scaling`'s (:class:`~lightning_tau.tuner.stats.ScalingFit`); the rules
-and the equivalence decision are :mod:`lightning_tau.tuner.rules`'; the loss a rule costs is
-:mod:`lightning_tau.tuner.rule_costs`'. :func:`judge` decides every rule of an axis (:class:`RuleVerdict`),
+The fit is :func:`lightning_tau.tuner.analysis.scaling.fit_scaling`'s (:class:`~lightning_tau.tuner.analysis.scaling.ScalingFit`); the rules
+and the equivalence decision are :mod:`lightning_tau.tuner.analysis.rules`'; the loss a rule costs is
+:mod:`lightning_tau.tuner.analysis.rule_costs`'. :func:`judge` decides every rule of an axis (:class:`RuleVerdict`),
 :func:`rule_to_follow` picks the one the full run follows, and :func:`width_verdict` / :func:`size_verdict` say it in
 sentences. Pure (the standard library only).
 """
@@ -19,9 +19,9 @@ from typing import Any, Literal
 from lightning_tau._numbers import cost as cost_text  # re-exported: the one formatter (lightning_tau._numbers)
 from lightning_tau._numbers import exponent as exponent_text
 from lightning_tau._numbers import signed as signed  # re-exported: the one formatter
-from lightning_tau.tuner.rule_costs import RuleCost
-from lightning_tau.tuner.rules import DEFAULT_TOLERANCE, Decision, decide, half_width, rules_for
-from lightning_tau.tuner.stats import ScalingFit
+from lightning_tau.tuner.analysis.rule_costs import RuleCost
+from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE, Decision, decide, half_width, rules_for
+from lightning_tau.tuner.analysis.scaling import ScalingFit
 
 __all__ = [
     "RuleVerdict",
@@ -43,7 +43,7 @@ class RuleVerdict:
     Attributes:
         name: e.g. ``"Wang & Aitchison"``.
         exponent: the rule's exponent of the best ``x`` in the scale on this axis.
-        decision: ``"holds"``, ``"excluded"`` or ``"undetermined"`` (:func:`~lightning_tau.tuner.rules.decide`).
+        decision: ``"holds"``, ``"excluded"`` or ``"undetermined"`` (:func:`~lightning_tau.tuner.analysis.rules.decide`).
         band: the exponents within the tolerance of the rule's, ``(exponent - δ, exponent + δ)``.
         tolerance: the factor by which the best ``x`` may move over the measured range and still follow the rule.
         loss_cost: the mean loss following the rule costs at the largest scale (positive: worse than the best
@@ -54,7 +54,7 @@ class RuleVerdict:
         source: where the rule is published.
         says: what following it means, in words.
         same_point: the rule lands on the grid point that is best at the largest scale, so ``loss_cost`` is 0 by
-            construction (:attr:`~lightning_tau.tuner.rule_costs.RuleCost.same_point`), said in words.
+            construction (:attr:`~lightning_tau.tuner.analysis.rule_costs.RuleCost.same_point`), said in words.
     """
 
     name: str
@@ -121,7 +121,7 @@ def judge(
         axis: ``"width"`` or ``"dataset_size"``.
         fit: the scaling fit (its ``ci`` and ``scales`` are used).
         tolerance: the factor by which the best ``x`` may move over the measured range and still follow a rule.
-        costs: one :class:`~lightning_tau.tuner.rule_costs.RuleCost` per rule of ``axis``, in order, or ``None``
+        costs: one :class:`~lightning_tau.tuner.analysis.rule_costs.RuleCost` per rule of ``axis``, in order, or ``None``
             (no cost measured).
 
     Raises:

@@ -1,4 +1,4 @@
-"""``lightning_tau.tuner.stats``, the finder axes' statistics (issues 20 and 28): the scaling exponent, its interval's
+"""``lightning_tau.tuner.analysis.scaling``, the finder axes' statistics (issues 20 and 28): the scaling exponent, its interval's
 coverage, and where the staging of seeds="auto" stops. (The paired interior test's tests are
 ``tests/test_grid_best.py``, the stages' ``tests/test_staging.py``, Student's t's ``tests/test_tdist.py``; this file
 keeps its package in its name, as ``tests/test_diagnostics_stats.py`` does for ``lightning_tau/diagnostics/stats.py``.)
@@ -18,9 +18,9 @@ import sys
 import numpy as np
 import pytest
 
-from lightning_tau.tuner import rules
-from lightning_tau.tuner.curve import DEFAULT_TAU_EPOCHS, smoothed_optimum
-from lightning_tau.tuner.stats import (
+from lightning_tau.tuner.analysis import rules
+from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS, smoothed_optimum
+from lightning_tau.tuner.analysis.scaling import (
     MIN_SEEDS_FOR_INTERVAL,
     ScalingFit,
     _column_optima,
@@ -33,7 +33,7 @@ from lightning_tau.tuner.stats import (
     seed_stages,
     staged_level,
 )
-from lightning_tau.tuner.tdist import t_quantile
+from lightning_tau.tuner.analysis.tdist import t_quantile
 
 GRID = [2.0**k for k in range(7)]  # 1 .. 64, one octave apart
 
@@ -43,10 +43,11 @@ def parabolas(best_log2, offsets=(0.0,), curvature=0.1, grid=GRID):
     return [[curvature * (math.log2(x) - best_log2) ** 2 + off for off in offsets] for x in grid]
 
 
-def test_tuner_stats_exports_the_split_modules_names_as_before():
+def test_scaling_exports_the_split_modules_names_as_before():
     """The paired test and the staging moved below stats.py; every name its ``__all__`` had is still importable from
     it, and is the same object."""
-    from lightning_tau.tuner import grid_best, staging, stats
+    from lightning_tau.tuner.analysis import grid_best, staging
+    from lightning_tau.tuner.analysis import scaling as stats
 
     assert stats.__all__ == [
         "MIN_SEEDS_FOR_INTERVAL",
@@ -66,8 +67,8 @@ def test_tuner_stats_exports_the_split_modules_names_as_before():
 
 def test_tuner_stats_imports_without_lightning_or_torch():
     code = (
-        "import sys, lightning_tau.tuner.stats, lightning_tau.tuner.verdicts, lightning_tau.tuner.result,"
-        " lightning_tau.tuner.grid_best, lightning_tau.tuner.staging;"
+        "import sys, lightning_tau.tuner.analysis.scaling, lightning_tau.tuner.analysis.verdicts, lightning_tau.tuner.analysis.finder_result,"
+        " lightning_tau.tuner.analysis.grid_best, lightning_tau.tuner.analysis.staging;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('lightning', 'torch', 'pytorch_lightning')"
         " or m == 'lightning_tau.tuner.finder');"
         "print(bad); assert not bad"

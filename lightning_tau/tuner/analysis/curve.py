@@ -1,7 +1,7 @@
 """The timescale finder's curve maths: the ``tau_epoch`` grid, one run's metric, the smoothed optimum and its range.
 
 No Lightning import (numpy and the standard library only). The result these make, with its table, JSON and plot, is
-:mod:`lightning_tau.tuner.result`; the Lightning side, which trains the runs, is :mod:`lightning_tau.tuner.finder`.
+:mod:`lightning_tau.tuner.analysis.finder_result`; the Lightning side, which trains the runs, is :mod:`lightning_tau.tuner.finder`.
 
 The suggested ``tau_epoch`` is not the argmin of a noisy grid. :func:`smoothed_optimum` fits a parabola in
 ``log(tau_epoch)`` by least squares to the seed-mean curve at the grid's best point and its neighbours
@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from lightning_tau._constants import GOALS, Goal
-from lightning_tau.tuner.tdist import t_quantile
+from lightning_tau.tuner.analysis.tdist import t_quantile
 
 __all__ = [
     "DEFAULT_TAU_EPOCHS",
@@ -254,7 +254,7 @@ def optimum_range(
         raise ValueError(
             f"`optimum_range` needs the same seeds at every grid point, got {sorted(counts)} values per point."
         )
-    # a diverged run (non-finite) makes its grid point the worst, as CurvePoint.mean (tuner/result.py) does for the
+    # a diverged run (non-finite) makes its grid point the worst, as CurvePoint.mean (tuner/analysis/finder_result.py) does for the
     # full curve
     worst = math.inf if mode == "min" else -math.inf
     table = np.array([[float(v) if math.isfinite(float(v)) else worst for v in row] for row in values])

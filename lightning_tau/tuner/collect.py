@@ -14,11 +14,11 @@ from typing import Any
 from torch.utils.data import DataLoader
 
 from lightning_tau._constants import Goal
-from lightning_tau.tuner.curve import reduce_metric
+from lightning_tau.tuner.analysis.curve import reduce_metric
 from lightning_tau.tuner.finder_settings import FinderSettings
-from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
-from lightning_tau.tuner.settings import Reduce
-from lightning_tau.tuner.study.grid_study import GridStudy
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult, PrunedPoint
+from lightning_tau.tuner.checks import Reduce
+from lightning_tau.tuner.study import GridStudy
 
 __all__ = ["finder_result", "finite", "last_value", "run_value", "store_answer", "tell_value"]
 
@@ -106,7 +106,7 @@ def finder_result(
 
 
 def run_value(record: Mapping[str, Any], tau: float, seed: int, monitor: str, reduce: Reduce, mode: Goal) -> float:
-    """A run's value on the curve: its ``monitor`` values reduced (:func:`~lightning_tau.tuner.curve.reduce_metric`);
+    """A run's value on the curve: its ``monitor`` values reduced (:func:`~lightning_tau.tuner.analysis.curve.reduce_metric`);
     an error naming the run when it never validated or logged no ``monitor``."""
     history = record["metrics"]
     if not history:

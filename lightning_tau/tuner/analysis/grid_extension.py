@@ -1,6 +1,6 @@
 """The grid that leaves its edges: which ``tau_epoch`` points the finder adds to its grid after a round, and why.
 
-Pure (the standard library and :mod:`lightning_tau.tuner.curve`). The finder
+Pure (the standard library and :mod:`lightning_tau.tuner.analysis.curve`). The finder
 (:meth:`~lightning_tau.tuner.finder.TimescaleFinder.fit`) works in rounds: round 0 trains the grid as given; after each
 round, :func:`plan_round` reads that round's curves (one per axis point: the fraction axis has one) and says which
 points to add, each an :class:`AddedPoint` with its reason; the next round trains them into the same studies (their
@@ -14,7 +14,7 @@ What is added, in this order (``../THEORY.md`` §13):
   given grid's log step there), at every axis point. Not below :func:`lowest_tau_epoch` (the callback cannot set a
   timescale much under :data:`MIN_TAU_ITER` optimizer steps), not above :data:`MAX_RUNS` times the run's epochs
   (weight decay does next to nothing there), and not above a top that is a plateau
-  (:func:`~lightning_tau.tuner.curve.plateau`: a timescale longer than the run, where the curve is flat within one
+  (:func:`~lightning_tau.tuner.analysis.curve.plateau`: a timescale longer than the run, where the curve is flat within one
   seed s.d., is no decay at all, not an edge to widen).
 - **A rule off the grid.** Where a published rule puts the largest axis point's best ``tau_epoch`` beyond the grid
   (its loss cost "not measured"), whole steps at that end until the grid covers it, within the same bounds.
@@ -33,8 +33,8 @@ from typing import Any, Literal, NamedTuple
 
 from lightning_tau._constants import Goal
 from lightning_tau._numbers import setting
-from lightning_tau.tuner.curve import plateau
-from lightning_tau.tuner.grid_args import tau_name
+from lightning_tau.tuner.analysis.curve import plateau
+from lightning_tau.tuner.analysis.grid_args import tau_name
 
 __all__ = [
     "DEFAULT_MAX_GRID_EXTENSIONS",
@@ -162,7 +162,7 @@ def plan_round(
         grid: the round's grid, increasing (``base`` and the points added so far).
         scales: each axis point's curve, in axis order (the last is the largest).
         mode: ``"min"`` or ``"max"``.
-        epochs: the runs' epochs (a plateau needs a top at least :data:`~lightning_tau.tuner.curve.LONG_TIMESCALE`
+        epochs: the runs' epochs (a plateau needs a top at least :data:`~lightning_tau.tuner.analysis.curve.LONG_TIMESCALE`
             times it).
         lowest: the smallest ``tau_epoch`` to add (:func:`lowest_tau_epoch`).
         max_extensions: the most steps added at each end in all; 0 adds nothing (no midpoints either).

@@ -1,4 +1,4 @@
-"""``lightning_tau.tuner.axis_fit``: the points of a fit on every axis (the fraction axis one point) and their study
+"""``lightning_tau.tuner.axis_runner``: the points of a fit on every axis (the fraction axis one point) and their study
 keys; which published rules an axis result leaves undetermined (what ``seeds="auto"`` adds seeds for), and the record
 of how the staging went, in words and JSON; the axis result from hand-written records (no run trains). (The axis fit
 itself, which trains, is tested through ``TimescaleFinder.fit``: ``tests/test_finder_axes.py``.)"""
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from helpers.axis_results import TAUS, size_result, width_result
 
-from lightning_tau.tuner.axes import AxisResult
-from lightning_tau.tuner.axis_fit import (
+from lightning_tau.tuner.analysis.axis_result import AxisResult
+from lightning_tau.tuner.axis_runner import (
     SeedStaging,
     axis_intro,
     axis_points,
@@ -25,8 +25,8 @@ from lightning_tau.tuner.axis_fit import (
     undetermined_rules,
 )
 from lightning_tau.tuner.finder_settings import FinderSettings
-from lightning_tau.tuner.grid_extension import AddedPoint
-from lightning_tau.tuner.stats import seed_stages
+from lightning_tau.tuner.analysis.grid_extension import AddedPoint
+from lightning_tau.tuner.analysis.scaling import seed_stages
 from lightning_tau.tuner.study_key import study_name
 from tests.axes_models import PlantedWidthModel
 from tests.helpers.finder_study import CurveModel, curve_loaders, make_finder

@@ -1,8 +1,8 @@
-"""The figure of an axis result: :meth:`AxisResult.figure <lightning_tau.tuner.axes.AxisResult.figure>`, the curve
+"""The figure of an axis result: :meth:`AxisResult.figure <lightning_tau.tuner.analysis.axis_result.AxisResult.figure>`, the curve
 per point beside the best ``x`` against the scale with the fitted exponent and each published rule.
 
 No Lightning import; matplotlib (Agg backend) only when it draws. The numbers it draws are
-:class:`~lightning_tau.tuner.axis_data.AxisData`'s; the text is :mod:`lightning_tau.tuner.axis_table`'s.
+:class:`~lightning_tau.tuner.analysis.axis_data.AxisData`'s; the text is :mod:`lightning_tau.tuner.analysis.axis_table`'s.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from lightning_tau._numbers import exponent, interval, setting
-from lightning_tau.tuner.axis_data import AxisData
-from lightning_tau.tuner.plain import metric_words, plain_ticks, thin_ticks, wrap
-from lightning_tau.tuner.verdicts import advice
+from lightning_tau.tuner.analysis.axis_data import AxisData
+from lightning_tau.tuner.analysis.plain import metric_words, plain_ticks, thin_ticks, wrap
+from lightning_tau.tuner.analysis.verdicts import advice
 
 __all__ = ["axis_figure", "y_limits"]
 
@@ -74,7 +74,7 @@ def axis_figure(result: AxisData) -> Any:  # pragma: no mutate block (drawing; t
     ``x`` (a dashed line in the band of its tolerance), labelled with its decision and loss cost; the y limits are
     the points' (:func:`y_limits`), and a rule's line that leaves them stops there, with an arrow on the edge and
     its legend entry saying where. Below: what to
-    do (:func:`~lightning_tau.tuner.verdicts.advice`). Tick labels are plain numbers, thinned until none
+    do (:func:`~lightning_tau.tuner.analysis.verdicts.advice`). Tick labels are plain numbers, thinned until none
     overlaps.
     """
     import matplotlib

@@ -1,4 +1,4 @@
-"""``lightning_tau.tuner.settings``: the checks ``TimescaleFinder`` runs on its arguments and on the data ``fit`` is
+"""``lightning_tau.tuner.checks``: the checks ``TimescaleFinder`` runs on its arguments and on the data ``fit`` is
 given, each called directly: what each accepts (as what it returns) and the one-line error, in full, for what it
 refuses (no model is built and nothing trains)."""
 
@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_tau.tuner.settings import (
+from lightning_tau.tuner.checks import (
     SettingError,
     check_axis,
     check_fractions,

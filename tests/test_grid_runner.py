@@ -1,4 +1,4 @@
-"""``lightning_tau.tuner.trial_loop``: the fit's one progress line across its studies (:class:`FitProgress`), read
+"""``lightning_tau.tuner.grid_runner``: the fit's one progress line across its studies (:class:`FitProgress`), read
 back from the tqdm bar it makes, and through a real dataset-size fit."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lightning_tau.tuner.trial_loop import FitProgress
+from lightning_tau.tuner.grid_runner import FitProgress
 from tests.helpers.finder_study import fit_finder, make_finder
 
 

@@ -25,9 +25,9 @@ from torch.utils.data import DataLoader
 
 from lightning_tau import _checks
 from lightning_tau.callback import TimescaleCallback
-from lightning_tau.tuner.curve import PRUNER_NAMES
-from lightning_tau.tuner.grid_args import MAX_SEED, check_grid, check_grid_extensions, check_seeds, tau_name
-from lightning_tau.tuner.rules import DEFAULT_TOLERANCE
+from lightning_tau.tuner.analysis.curve import PRUNER_NAMES
+from lightning_tau.tuner.analysis.grid_args import MAX_SEED, check_grid, check_grid_extensions, check_seeds, tau_name
+from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE
 from lightning_tau.tuner.trial import ModelCopies, fresh_callback, has_run_state
 
 __all__ = [
@@ -148,7 +148,7 @@ def check_seed_count(seeds: Any, max_seeds: Any, axis: Axis) -> tuple[tuple[int,
 
 
 def check_tolerance(tolerance: Any, axis: Axis) -> float:
-    """A ``tolerance`` argument: a factor above 1 (``None``: :data:`~lightning_tau.tuner.rules.DEFAULT_TOLERANCE`),
+    """A ``tolerance`` argument: a factor above 1 (``None``: :data:`~lightning_tau.tuner.analysis.rules.DEFAULT_TOLERANCE`),
     used along the width and dataset-size axes only (the fraction axis decides no published rule).
 
     Example:
@@ -381,7 +381,7 @@ def check_subset_size(full_train: DataLoader, fraction: float, argument: str, va
         >>> check_subset_size(full, 0.01, "fraction", 0.01)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        lightning_tau.tuner.settings.SettingError: `TimescaleFinder(fraction=0.01)`: a fraction of 0.01 keeps 1 ...
+        lightning_tau.tuner.checks.SettingError: `TimescaleFinder(fraction=0.01)`: a fraction of 0.01 keeps 1 ...
     """
     if full_train.drop_last:  # no full batch leaves no batch at all: :func:`check_subset` says so
         return

@@ -10,24 +10,24 @@ across the grid, so they are compared in pairs.
 
 - :func:`fit_scaling`: at each scale ``s`` (a width multiplier, or a dataset size ``N``) each seed's best ``x`` is
   the smoothed optimum of its own curve, by two smoothers (the parabola of
-  :func:`~lightning_tau.tuner.curve.smoothed_optimum` through ``window`` neighbours, and a parabola with a curvature
+  :func:`~lightning_tau.tuner.analysis.curve.smoothed_optimum` through ``window`` neighbours, and a parabola with a curvature
   of its own on each side through ``window + 2``); a seed's exponent is the least-squares slope of
   ``log best x`` on ``log s``. The interval holds both the seeds' spread and the choice of smoothing, and the
   reported ``exponent`` is its centre (see :func:`fit_scaling` for the method and the simulation that backs it).
 
 This module also exports, from the modules below it, the rest of the axes' statistics:
 
-- :func:`paired_interior` and :func:`per_seed_optima` (:mod:`lightning_tau.tuner.grid_best`): whether a curve's best
+- :func:`paired_interior` and :func:`per_seed_optima` (:mod:`lightning_tau.tuner.analysis.grid_best`): whether a curve's best
   grid point beats each grid neighbour in a one-sided paired t-test on the per-seed differences at ``level``
   (intersection-union test: both must pass, so no multiplicity correction is needed), and each seed's best grid
   point.
-- :func:`seed_stages` and :func:`staged_level` (:mod:`lightning_tau.tuner.staging`): the seed counts at which
+- :func:`seed_stages` and :func:`staged_level` (:mod:`lightning_tau.tuner.analysis.staging`): the seed counts at which
   ``seeds="auto"`` looks at the interval, and the level each look uses so that stopping once every published rule is
   decided keeps the coverage.
 
-The Student t distribution they use is :mod:`lightning_tau.tuner.tdist`'s; the sentences that say what an interval
-admits (:func:`~lightning_tau.tuner.verdicts.width_verdict`, :func:`~lightning_tau.tuner.verdicts.size_verdict`) are
-:mod:`lightning_tau.tuner.verdicts`'.
+The Student t distribution they use is :mod:`lightning_tau.tuner.analysis.tdist`'s; the sentences that say what an interval
+admits (:func:`~lightning_tau.tuner.analysis.verdicts.width_verdict`, :func:`~lightning_tau.tuner.analysis.verdicts.size_verdict`) are
+:mod:`lightning_tau.tuner.analysis.verdicts`'.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from lightning_tau import _checks
 from lightning_tau._constants import Goal
 from lightning_tau._numbers import exponent as exponent_text
 from lightning_tau._numbers import interval
-from lightning_tau.tuner import rules
-from lightning_tau.tuner.curve import smoothed_optimum
-from lightning_tau.tuner.grid_best import (
+from lightning_tau.tuner.analysis import rules
+from lightning_tau.tuner.analysis.curve import smoothed_optimum
+from lightning_tau.tuner.analysis.grid_best import (
     InteriorTest,
     _as_table,
     _check_level,
@@ -57,9 +57,9 @@ from lightning_tau.tuner.grid_best import (
     paired_interior,
     per_seed_optima,
 )
-from lightning_tau.tuner.rules import DEFAULT_TOLERANCE
-from lightning_tau.tuner.staging import seed_stages, staged_level
-from lightning_tau.tuner.tdist import t_quantile
+from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE
+from lightning_tau.tuner.analysis.staging import seed_stages, staged_level
+from lightning_tau.tuner.analysis.tdist import t_quantile
 
 __all__ = [
     "MIN_SEEDS_FOR_INTERVAL",
@@ -74,7 +74,7 @@ __all__ = [
 
 #: The smallest number of seeds at which :func:`fit_scaling` gives an interval. Its interval is built from Student
 #: t-intervals over per-seed exponents, with ``seeds - 1`` degrees of freedom; they need a spread across seeds, so
-#: two. The simulation (``tests/test_tuner_stats.py``, ``benchmarks/stats_coverage.py``; regimes in
+#: two. The simulation (``tests/test_scaling.py``, ``benchmarks/stats_coverage.py``; regimes in
 #: :func:`fit_scaling`) puts its coverage at 97.5-100 % at every seed count from 2 to 12 in every simulated regime
 #: (at 2 seeds 99.5-100 %; with the shape changing across scales on the finder's grid 99.3-100 %), so no seed count
 #: from 2 up is refused. With 2 seeds it is honest but wide (``t_{1, 0.975} = 12.7``): about ±0.7 on the demo's
@@ -131,7 +131,7 @@ class ScalingFit:
         curve_exponent: least-squares slope of ``log optima`` (the seed-mean curves' smoothed optima) on ``log``
             scale: a second estimator, labelled as such (``nan`` on a hand-made fit that does not give it).
         tolerance: the factor by which the best ``x`` may move over the range of scales and still count as the
-            same rule (:mod:`lightning_tau.tuner.rules`); :attr:`half_width` is it in exponent units.
+            same rule (:mod:`lightning_tau.tuner.analysis.rules`); :attr:`half_width` is it in exponent units.
         window_cis: per smoother (``"parabola 1"``, ``"lopsided 3"`` at ``window=1``), the t-interval of its
             per-seed exponents; ``ci`` is their envelope widened on each side by half the spread of their centres
             (empty without an interval).
@@ -164,7 +164,7 @@ class ScalingFit:
 
     @property
     def half_width(self) -> float:
-        """``tolerance`` in exponent units over ``scales`` (:func:`~lightning_tau.tuner.rules.half_width`).
+        """``tolerance`` in exponent units over ``scales`` (:func:`~lightning_tau.tuner.analysis.rules.half_width`).
 
         Raises:
             ValueError: ``scales`` do not span a range (a hand-made fit without them).
@@ -234,7 +234,7 @@ def fit_scaling(
     r"""The exponent of the best ``x`` in the scale, its interval, and the per-scale evidence.
 
     At each scale ``s`` the best ``x`` of a curve is its smoothed optimum
-    (:func:`~lightning_tau.tuner.curve.smoothed_optimum`: a parabola in ``log x`` through the best grid point and
+    (:func:`~lightning_tau.tuner.analysis.curve.smoothed_optimum`: a parabola in ``log x`` through the best grid point and
     its neighbours on each side, its vertex clamped between the nearest neighbours). ``optima`` are the seed-mean
     curves' (``window`` neighbours), and ``curve_exponent`` is the least-squares slope of their ``log`` on ``log s``.
     A run that diverged (non-finite value) makes its grid point's mean ``inf``.
@@ -264,7 +264,7 @@ def fit_scaling(
     the scales have different seed counts (the pairing of seed ``j`` across scales is then undefined), or when
     the seed-mean optimum is at the grid's edge at some scale (the exponent is then capped by the grid).
 
-    **Coverage.** ``tests/test_tuner_stats.py`` simulates curves in ``log2 x`` with the optimum
+    **Coverage.** ``tests/test_scaling.py`` simulates curves in ``log2 x`` with the optimum
     ``x*(s) = x*(1) s^e``, ``e`` uniform in [-1.2, 0.2], ``x*(1)`` anywhere within a cell of a ×2 grid, widths
     ``s`` = 1, 4, 16, per seed a shared offset (std 0.02) and noise at each grid point, in seven regimes: the
     digits width demo's (``docs/width_demo.rst``: parabolas of curvature 0.04 per octave², noise 0.02);
@@ -495,7 +495,7 @@ def _envelope(seed_exponents: np.ndarray, level: float) -> tuple[np.ndarray, np.
 
 
 def _column_optima(grid: list[float], table: np.ndarray, mode: Goal, window: int) -> np.ndarray:
-    """:func:`~lightning_tau.tuner.curve.smoothed_optimum` of every column of ``table`` at once (the same rule).
+    """:func:`~lightning_tau.tuner.analysis.curve.smoothed_optimum` of every column of ``table`` at once (the same rule).
 
     One least-squares solve per distinct best grid point instead of one ``polyfit`` per column: the coverage
     simulation calls :func:`fit_scaling` thousands of times. Columns with no finite value are the caller's to

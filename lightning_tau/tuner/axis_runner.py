@@ -5,8 +5,8 @@ axis is an axis of one point (one study on one subset), the width and dataset-si
 fraction, each a study of its own. :func:`axis_points` builds the points (a model factory, a training subset and the
 study's settings each, checked before any training), :func:`axis_intro` says what they are, and :func:`axis_result`
 turns the points' records into their answers (each stored on its study) and the fit's result: the one point's
-:class:`~lightning_tau.tuner.result.FinderResult` on the fraction axis, else the
-:class:`~lightning_tau.tuner.axes.AxisResult`. Every function takes the finder's
+:class:`~lightning_tau.tuner.analysis.finder_result.FinderResult` on the fraction axis, else the
+:class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`. Every function takes the finder's
 :class:`~lightning_tau.tuner.finder_settings.FinderSettings`, not the finder. The module map: ``docs/architecture.rst``.
 """
 
@@ -20,15 +20,15 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
-from lightning_tau.tuner import rules
-from lightning_tau.tuner.answer import finder_result, store_answer
-from lightning_tau.tuner.axes import AxisResult
+from lightning_tau.tuner.analysis import rules
+from lightning_tau.tuner.collect import finder_result, store_answer
+from lightning_tau.tuner.analysis.axis_result import AxisResult
 from lightning_tau.tuner.finder_settings import FinderSettings
-from lightning_tau.tuner.grid_extension import RoundPlan, ScaleCurve, lowest_tau_epoch, plan_round
-from lightning_tau.tuner.result import FinderResult
-from lightning_tau.tuner.settings import check_subset, check_subset_size, made_model
-from lightning_tau.tuner.stats import seed_stages, staged_level
-from lightning_tau.tuner.study.grid_study import GridStudy
+from lightning_tau.tuner.analysis.grid_extension import RoundPlan, ScaleCurve, lowest_tau_epoch, plan_round
+from lightning_tau.tuner.analysis.finder_result import FinderResult
+from lightning_tau.tuner.checks import check_subset, check_subset_size, made_model
+from lightning_tau.tuner.analysis.scaling import seed_stages, staged_level
+from lightning_tau.tuner.study import GridStudy
 from lightning_tau.tuner.study_key import StudyPoint, study_settings
 from lightning_tau.tuner.trial import ModelCopies, subset_dataloader
 from lightning_tau.tuner.width_probe import check_mup, probe_width, record_lambda_base
@@ -137,8 +137,8 @@ def axis_result(
     level: float | None = None,
 ) -> FinderResult | AxisResult:
     """The fit's result from every point's records, each point's answer stored on its study: on the fraction axis
-    the one point's :class:`~lightning_tau.tuner.result.FinderResult`; else the
-    :class:`~lightning_tau.tuner.axes.AxisResult`, along ``"width"`` with the ``λ_base`` of each ``tau_epoch`` (read
+    the one point's :class:`~lightning_tau.tuner.analysis.finder_result.FinderResult`; else the
+    :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`, along ``"width"`` with the ``λ_base`` of each ``tau_epoch`` (read
     from the first seed's trials at the largest width) and the smallest width's multiplier."""
     dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
     results = []
@@ -171,13 +171,13 @@ def axis_result(
     )
 
 
-# --- the grid extension: the points a round adds (tuner/grid_extension.py decides) ----------------------------
+# --- the grid extension: the points a round adds (tuner/analysis/grid_extension.py decides) ----------------------------
 
 
 def lowest_point_tau(settings: FinderSettings, points: Sequence[StudyPoint]) -> float:
     """The smallest ``tau_epoch`` the grid extension adds: two optimizer steps at the axis point with the fewest
-    (:func:`~lightning_tau.tuner.grid_extension.lowest_tau_epoch`), counted as
-    :func:`~lightning_tau.tuner.settings.check_subset` counts a subset's steps."""
+    (:func:`~lightning_tau.tuner.analysis.grid_extension.lowest_tau_epoch`), counted as
+    :func:`~lightning_tau.tuner.checks.check_subset` counts a subset's steps."""
     return lowest_tau_epoch([math.ceil(len(p.train) / settings.accumulate) for p in points])
 
 
@@ -190,10 +190,10 @@ def grid_round(
     midpoints: bool,
 ) -> RoundPlan:
     """The points to add to the grid of ``settings`` after the round whose result is ``result``
-    (:func:`~lightning_tau.tuner.grid_extension.plan_round`): each axis point's curve, and along an axis where each
+    (:func:`~lightning_tau.tuner.analysis.grid_extension.plan_round`): each axis point's curve, and along an axis where each
     published rule puts the largest point's best ``tau_epoch`` when that is off the grid (its cost not measured).
     ``midpoints``: whether the seeds are settled; the midpoints are then added when only the shape part of the
-    interval leaves rules undetermined (:meth:`~lightning_tau.tuner.axes.AxisResult.shape_undetermined`)."""
+    interval leaves rules undetermined (:meth:`~lightning_tau.tuner.analysis.axis_result.AxisResult.shape_undetermined`)."""
     if isinstance(result, AxisResult):
         results = result.results
         width = result.axis == "width"
@@ -245,7 +245,7 @@ def _off_grid_rules(result: AxisResult) -> list[tuple[str, float]]:
 
 def undetermined_rules(result: AxisResult, tolerance: float) -> list[str]:
     """The names of the published rules of ``result``'s axis that its interval leaves undetermined at
-    ``tolerance`` (:func:`~lightning_tau.tuner.rules.decide`): none when every rule holds or is excluded."""
+    ``tolerance`` (:func:`~lightning_tau.tuner.analysis.rules.decide`): none when every rule holds or is excluded."""
     delta = rules.half_width(tolerance, result.scales)
     return [
         r.name for r in rules.rules_for(result.axis) if rules.decide(result.fit.ci, r.exponent, delta) == "undetermined"
@@ -276,7 +276,7 @@ class SeedStaging:
         seeds: the seeds the result holds (``0 .. seeds - 1``).
         max_seeds: the most it would have used.
         stages: the seed counts it looked at, in order (the last is ``seeds``).
-        level: each look's interval level (:func:`~lightning_tau.tuner.stats.staged_level` of the finder's ``level``
+        level: each look's interval level (:func:`~lightning_tau.tuner.analysis.scaling.staged_level` of the finder's ``level``
             over the planned looks).
         tolerance: the tolerance the rules were decided at.
         undetermined: the rules still undetermined at the last look (empty: every rule decided).

@@ -1,6 +1,6 @@
 """The loop that takes and trains one study's trials in this process, until none is left to take (or, waiting, until
 the grid is complete): each trial is one ``(tau_epoch, seed)`` trained by :func:`~lightning_tau.tuner.trial.run_trial`
-and finished on its study with the value Optuna is told (:func:`~lightning_tau.tuner.answer.tell_value`). It reads the
+and finished on its study with the value Optuna is told (:func:`~lightning_tau.tuner.collect.tell_value`). It reads the
 finder's :class:`~lightning_tau.tuner.finder_settings.FinderSettings`, not the finder. The module map:
 ``docs/architecture.rst``.
 """
@@ -15,11 +15,11 @@ from typing import Any
 from lightning.pytorch.utilities import rank_zero_only
 
 from lightning_tau._quiet import quiet_sweep
-from lightning_tau.tuner.answer import tell_value
+from lightning_tau.tuner.collect import tell_value
 from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.pruning import pruned_sibling
-from lightning_tau.tuner.settings import tau_name
-from lightning_tau.tuner.study.grid_study import GridStudy, study_folder
+from lightning_tau.tuner.checks import tau_name
+from lightning_tau.tuner.study import GridStudy, study_folder
 from lightning_tau.tuner.study_key import StudyPoint
 from lightning_tau.tuner.trial import pruned_record, run_trial, warn_once
 from lightning_tau.tuner.workers import Workers, unguarded_script

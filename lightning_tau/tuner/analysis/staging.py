@@ -1,8 +1,8 @@
 """``seeds="auto"``: the seed counts at which the finder looks at the exponent's interval, and the level each look
 uses so that stopping once every published rule is decided keeps the interval's coverage.
 
-Pure (the standard library only). The interval is :func:`~lightning_tau.tuner.stats.fit_scaling`'s; the finder's
-staging record (which stage it stopped at, and why) is :class:`~lightning_tau.tuner.axis_fit.SeedStaging`.
+Pure (the standard library only). The interval is :func:`~lightning_tau.tuner.analysis.scaling.fit_scaling`'s; the finder's
+staging record (which stage it stopped at, and why) is :class:`~lightning_tau.tuner.axis_runner.SeedStaging`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def staged_level(level: float, looks: int) -> float:
     (0.975 for ``level`` 0.95 at the 4 looks of stages 3, 5, 8, 12; ``level`` itself with one look).
 
     ``seeds="auto"`` stops at the first look where every published rule is decided
-    (:func:`~lightning_tau.tuner.rules.all_decided` at the fit's :attr:`~ScalingFit.half_width`). In the simulation
+    (:func:`~lightning_tau.tuner.analysis.rules.all_decided` at the fit's :attr:`~ScalingFit.half_width`). In the simulation
     (``benchmarks/stats_coverage.py``; the regimes of :func:`fit_scaling`, with the shape that changes with scale
     also mirrored and on a wide grid; the width rules over widths 1-16 and the dataset-size rules over N = 0.1-1,
     1000 runs each)

@@ -1,8 +1,8 @@
 r"""What following a scaling rule costs: the loss where the rule puts the best ``x`` at the largest scale, against the
 loss at the best ``x`` there, paired by seed.
 
-Pure (numpy and the standard library). Used by :class:`~lightning_tau.tuner.axes.AxisResult` for every published rule
-of :mod:`lightning_tau.tuner.rules`.
+Pure (numpy and the standard library). Used by :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult` for every published rule
+of :mod:`lightning_tau.tuner.analysis.rules`.
 
 A rule of exponent ``e`` carries the smallest scale's best ``x`` (``x_from``) to the largest scale:
 ``x_rule = x_from * (s_max / s_min) ** e``. Seed ``j``'s curve at the largest scale, read at ``x_rule`` and at the
@@ -32,7 +32,7 @@ import numpy as np
 
 from lightning_tau import _checks
 from lightning_tau._constants import GOALS, Goal
-from lightning_tau.tuner.tdist import t_quantile
+from lightning_tau.tuner.analysis.tdist import t_quantile
 
 __all__ = ["RuleCost", "read_curve", "rule_cost"]
 
@@ -71,7 +71,7 @@ def read_curve(xs: Sequence[float], values: Sequence[float], x: float, best: int
     """A curve measured at grid ``xs`` (positive, increasing) read at ``x``, in ``log x``.
 
     Within the two grid cells around grid index ``best``, the parabola through the three points there (the
-    finder's smoothing, :func:`~lightning_tau.tuner.curve.smoothed_optimum`, at ``window=1``); elsewhere, or with
+    finder's smoothing, :func:`~lightning_tau.tuner.analysis.curve.smoothed_optimum`, at ``window=1``); elsewhere, or with
     ``best`` ``None`` or at the grid's edge, the straight line between the two grid points around ``x``. Both pass
     through every grid point, so the reading is continuous and a grid point reads as its own value. A non-finite
     value among the points used gives ``nan``.

@@ -1,7 +1,7 @@
 r"""The best ``tau_epoch`` at a scale nobody measured (the full data, the wider model), with a prediction interval.
 
 Pure (numpy and the standard library; no Lightning, no torch). Used by
-:meth:`AxisResult.predict <lightning_tau.tuner.axis_data.AxisData.predict>`; the reasoning is ``../THEORY.md`` §13.
+:meth:`AxisResult.predict <lightning_tau.tuner.analysis.axis_data.AxisData.predict>`; the reasoning is ``../THEORY.md`` §13.
 
 The centre is what the callback applies: the anchor's best ``tau_epoch`` (the scale the callback's ``tau_epoch``
 comes from: the largest fraction, or the smallest width) carried to the target ``s*`` by the exponent used,
@@ -17,7 +17,7 @@ on each side is
   (``(e_lo - e) D`` and ``(e_hi - e) D``; one side each).
 - ``A``, the **anchor's own uncertainty**, the measured range's own: the larger of the seeds' t-interval of the mean
   log optimum there (each seed's smoothed optimum) and the anchor's range
-  (:attr:`FinderResult.tau_epoch_range <lightning_tau.tuner.result.FinderResult.tau_epoch_range>`, wide where the
+  (:attr:`FinderResult.tau_epoch_range <lightning_tau.tuner.analysis.finder_result.FinderResult.tau_epoch_range>`, wide where the
   curve is flat). It grows with the distance as a regression prediction interval does:
   :math:`m(u^*) = \frac{1 + 1/k + (u^* - \bar u)^2 / S_{uu}}{1 + 1/k + (u_e - \bar u)^2 / S_{uu}}` (``u_e`` the
   nearer end of the measured range; ``m = 1`` inside it).
@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from lightning_tau import _checks
-from lightning_tau.tuner.tdist import t_quantile
+from lightning_tau.tuner.analysis.tdist import t_quantile
 
 __all__ = ["Prediction", "predict_tau_epoch"]
 

@@ -1,7 +1,7 @@
 """Numbers and names as a person reads them, and plain tick labels, for the finder's tables and figures.
 
 Pure (numpy and the standard library; matplotlib only inside the tick functions, which are handed its axes). Used by
-:class:`~lightning_tau.tuner.result.FinderResult` and :class:`~lightning_tau.tuner.axes.AxisResult`.
+:class:`~lightning_tau.tuner.analysis.finder_result.FinderResult` and :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`.
 """
 
 from __future__ import annotations

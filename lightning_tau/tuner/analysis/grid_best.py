@@ -2,7 +2,7 @@ r"""The best grid point of a ``grid x seeds`` curve: each seed's, and whether th
 neighbours seed by seed (a paired interior test).
 
 No Lightning or torch import (numpy and the standard library only). Part of the statistics of the finder's width and
-dataset-size axes: :func:`~lightning_tau.tuner.stats.fit_scaling` runs :func:`paired_interior` at every scale and
+dataset-size axes: :func:`~lightning_tau.tuner.analysis.scaling.fit_scaling` runs :func:`paired_interior` at every scale and
 checks its input with the checks below.
 
 A *curve* is a ``grid x seeds`` array of a validation metric: row ``i`` is grid point ``xs[i]`` (``λ_base`` or
@@ -14,7 +14,7 @@ across the grid, so they are compared in pairs.
   multiplicity correction is needed).
 - :func:`per_seed_optima`: each seed's best grid ``x``.
 
-The Student t distribution is :mod:`lightning_tau.tuner.tdist`'s.
+The Student t distribution is :mod:`lightning_tau.tuner.analysis.tdist`'s.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 
 from lightning_tau import _checks
 from lightning_tau._constants import GOALS, Goal
-from lightning_tau.tuner.tdist import t_sf
+from lightning_tau.tuner.analysis.tdist import t_sf
 
 __all__ = ["InteriorTest", "paired_interior", "per_seed_optima"]
 

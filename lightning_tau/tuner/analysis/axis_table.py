@@ -1,8 +1,8 @@
-"""The text of an axis result: :meth:`AxisResult.table <lightning_tau.tuner.axes.AxisResult.table>`, the curve per
+"""The text of an axis result: :meth:`AxisResult.table <lightning_tau.tuner.analysis.axis_result.AxisResult.table>`, the curve per
 point, the optima, the exponent, each published rule with its decision and loss cost, the verdict and the callback.
 
-Pure (the standard library only). The numbers it prints are :class:`~lightning_tau.tuner.axis_data.AxisData`'s (exact
-in its JSON); the figure is :mod:`lightning_tau.tuner.axis_figure`'s.
+Pure (the standard library only). The numbers it prints are :class:`~lightning_tau.tuner.analysis.axis_data.AxisData`'s (exact
+in its JSON); the figure is :mod:`lightning_tau.tuner.analysis.axis_figure`'s.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import math
 
 from lightning_tau._numbers import exponent, interval, kwargs_text, setting
 from lightning_tau._table import table_lines
-from lightning_tau.tuner.axis_data import AxisData
-from lightning_tau.tuner.grid_extension import grid_line
-from lightning_tau.tuner.rules import half_width
+from lightning_tau.tuner.analysis.axis_data import AxisData
+from lightning_tau.tuner.analysis.grid_extension import grid_line
+from lightning_tau.tuner.analysis.rules import half_width
 
 __all__ = ["axis_table"]
 

@@ -1,4 +1,4 @@
-"""``tuner/answer.py``: the value a trial tells Optuna (what optuna-dashboard and a pruner see), the answer computed
+"""``tuner/collect.py``: the value a trial tells Optuna (what optuna-dashboard and a pruner see), the answer computed
 from a grid's records (no run trains: the records are written here as a worker stores them) and stored on the study."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_tau.tuner.answer import finder_result, finite, last_value, run_value, store_answer, tell_value
+from lightning_tau.tuner.collect import finder_result, finite, last_value, run_value, store_answer, tell_value
 from lightning_tau.tuner.study.grid_study import GridStudy
 from tests.helpers.finder_study import make_finder
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from helpers.finder_results import finder_result
 
-from lightning_tau.tuner.curve import log_grid
-from lightning_tau.tuner.result import CurvePoint, FinderResult, PrunedPoint
+from lightning_tau.tuner.analysis.curve import log_grid
+from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult, PrunedPoint
 
 pytest.importorskip("matplotlib")
 
