@@ -1,13 +1,8 @@
-"""Argument checks written once: every public entry point validates its arguments with these.
+"""Argument checks written once: every public entry point validates its arguments with these, each raising one
+``ValueError`` that names the owner, the argument and its value, and says what to pass instead (pure: the
+standard library only).
 
-Each check returns the value in the type the caller keeps (``int``, ``float``, ``bool``, ``str``) or raises one
-``ValueError`` in the package's one message form::
-
-    `Owner(name=value)` is not valid: <hint>
-
-The caller names itself (``owner``), the argument and its own ``hint`` (what to pass instead), so the message says
-what is wrong and what to do. :func:`choice` is the one other form, kept from the first release:
-"`Owner(name=value)` is not supported. Use 'a' or 'b'." Pure: imports nothing but the standard library.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Numbers as people read them, to the precision they have: one formatter for exponents, costs, intervals and the
 settings a user is shown (the ground floor: the standard library only).
 
-The finder's tables, the full-run line, the callback's pre-flight and the figure legends all print through these, so
-one number has one spelling: an exponent with two decimals, and one within 0.005 of zero as ``0``; a setting to three
-significant digits; a loss cost to its interval's precision. JSON keeps every number exact.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

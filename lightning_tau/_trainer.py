@@ -1,12 +1,6 @@
 """The one reader of a run's shape from a Lightning ``Trainer``: steps per epoch ``M``, ``N``, ``B``.
 
-:class:`RunShapeReader` owns the shape of a fit: a ``TimescaleCallback`` reads it at each of its decisions and
-hands the same reader to the ``TimescaleMonitor`` s of the run, so the two never disagree; a monitor used alone
-reads through a reader of its own, once per epoch. :func:`read_run_shape` does the reading. Call it from
-``on_train_start`` or later: only then has the fit loop set up its train dataloaders (a
-DataModule's ``setup`` may run late) and are ``limit_train_batches``, the distributed sampler and the
-``CombinedLoader`` mode applied. Call it again at an epoch start to see reloaded dataloaders and a new
-accumulation.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -19,10 +19,11 @@ from typing_extensions import override
 
 from lightning_tau import _checks, timescale
 from lightning_tau._constants import WriteMode
-from lightning_tau._trainer import RunShapeReader, plan_timescales
-from lightning_tau.apply import adam_beta2s, check_size, resolve_coupling, write_coupled
-from lightning_tau.callback_decision import Decision, decide_and_write, decoupled_groups, hold_beta2
-from lightning_tau.callback_report import ema_windows, follow, report_change, report_start
+from lightning_tau._trainer import RunShapeReader
+from lightning_tau.apply import check_size, resolve_coupling, write_coupled
+from lightning_tau.callback_beta2 import check_adam_groups, check_beta2_epochs, hold_beta2
+from lightning_tau.callback_decision import Decision, decide_and_write, decoupled_groups, keep_plans
+from lightning_tau.callback_report import follow, plan_run, report_change, report_start
 from lightning_tau.changes import miscounted_steps_warning, resume_changes
 from lightning_tau.couplings import Coupling, Plan
 from lightning_tau.decide import GroupTimescale, RunShape, step_writes
@@ -49,14 +50,10 @@ class TimescaleCallback(Callback):
     .. math:: \lambda = \frac{1}{\eta \, M \, \tau_{epoch}} \quad (= \frac{B}{\eta N \tau_{epoch}}
         \text{ when } M = N / B)
 
-    When training starts (after any checkpoint is restored, before the first optimizer step) it reads ``M``, the
-    optimizer steps the Trainer's own epoch really takes on each rank, and each group's reference lr (``max_lr`` for
-    ``OneCycleLR``, else the ``initial_lr`` every torch scheduler records, else ``lr``), and writes ``weight_decay``
-    into every group with a positive one in every decoupled-decay optimizer (:doc:`/howto/optimizers`). Groups at
-    ``0`` (biases, norms) stay ``0``; muP groups at ``lr / width_mult`` get ``weight_decay x width_mult``. Before
-    each epoch's first step it reads the run again and re-decides when ``M``, the accumulation or a reference lr
-    changed, saying once what changed; a param group added mid-fit is managed from its first step. What an epoch is
-    (accumulation, several loaders) and the changes it follows: :doc:`/howto/callback`.
+    At train start (after any checkpoint is restored) it reads ``M`` and each group's reference lr
+    (:doc:`/howto/schedulers`) and writes ``weight_decay`` into every group with a positive one in every
+    decoupled-decay optimizer (:doc:`/howto/optimizers`; muP groups: :doc:`/mup`). Before each epoch's first step it
+    re-decides when ``M``, the accumulation or a reference lr changed (:doc:`/howto/callback`).
 
     Args:
         tau_epoch: target timescale in epochs. Exactly one of ``tau_epoch`` and ``tau_iter`` is required.
@@ -65,15 +62,11 @@ class TimescaleCallback(Callback):
             Required for an ``IterableDataset`` without a length.
         batch_size: global ``B`` (per-device x devices x accumulation, same unit as ``N``, a positive whole
             number); overrides what is read, and ``M = N / B``.
-        coupling: how the weight decay follows the lr schedule (:doc:`/couplings`). Every coupling holds the target
-            timescale at each group's reference lr ``η_ref`` (``λ_ref = 1 / (η_ref · tau_iter)``) and differs as
-            the schedule moves the lr ``η_t`` away from it. ``"constant"`` (default) writes ``λ_ref`` once and
-            leaves it, as the paper does (the EMA rate ``η_t λ_ref`` follows the schedule). The others rewrite it
-            before every optimizer step: ``"per_step"`` ``λ_t = λ_ref η_ref / η_t`` (so
-            ``η_t λ_t = 1 / tau_iter`` at every step), ``"lr_ratio"`` ``λ_t = λ_ref η_t / η_ref`` (AdamC's
-            corrected decay), ``"lr_squared"`` ``λ_t = λ_ref (η_t / η_ref)²``. A group at ``η_t = 0``
-            keeps its decay (the step moves nothing). The write is a torch step pre-hook on the optimizer, so it
-            holds however the optimizer is stepped, manual optimization with ``use_pl_optimizer=False`` included.
+        coupling: how the weight decay follows the lr schedule (:doc:`/couplings`). Each holds the target timescale at
+            each group's reference lr ``η_ref``: ``"constant"`` (default) writes ``λ_ref = 1 / (η_ref · tau_iter)``
+            once, as the paper does; ``"per_step"`` (``λ_ref η_ref / η_t``), ``"lr_ratio"`` (``λ_ref η_t / η_ref``,
+            AdamC's) and ``"lr_squared"`` (``λ_ref (η_t / η_ref)²``) rewrite it before every optimizer step, through a
+            torch step pre-hook, however the optimizer is stepped.
         mode: the older name of ``coupling``, with its first two values (``"constant"``, ``"per_step"``); giving
             both is allowed only when they agree.
         skip_unsupported_optimizers: by default an optimizer with coupled L2 decay (plain ``Adam`` with
@@ -102,23 +95,17 @@ class TimescaleCallback(Callback):
             and a ``tau_epoch`` target (not ``tau_iter``, not ``token_budget``, which scales with the data already).
         reference_dataset_size: the ``N`` at which ``tau_epoch`` was measured (a positive whole number, in the unit
             of the run's ``N``); ignored at ``size_exponent=0``.
-        decay_vectors: the callback warns once, before training, when a decaying group holds 1-D parameters
-            (biases, norm weights), which usually should not decay (pass ``self.parameters()`` to AdamW and they
-            do); ``True`` says you mean it and silences the warning. It never changes the values written.
+        decay_vectors: ``True`` silences the warning, once before training, that a decaying group holds 1-D
+            parameters (biases, norm weights: :doc:`/howto/callback`); it never changes the values written.
         steps_per_epoch: manual optimization: ``{optimizer_index: M}``, the steps that optimizer really takes per
-            epoch when it is not stepped once per batch (a GAN generator stepped every second batch). Without it
-            the callback counts each optimizer's steps over every full epoch, warns where they differ from the ``M``
-            it assumed and re-decides from the count (:doc:`/howto/callback`).
-        beta2_epochs: Adam's second EMA, held as the run changes: ``β₂`` averages squared gradients over
-            ``1 / (1 - β₂)`` optimizer steps, so a batch or dataset change moves its window in epochs. Given, the
-            callback writes ``β₂ = 1 - 1 / (beta2_epochs · M)`` (:func:`lightning_tau.couplings.beta_for_epochs`)
-            into every Adam-like group (one with a ``betas`` pair) of the optimizers it manages, at each decision,
-            so the window stays ``beta2_epochs`` epochs at every ``B`` and ``N``, as ``tau_epoch`` does
-            (:doc:`/couplings`). ``None`` (default) leaves ``betas`` alone.
-        monitor: the EMA diagnostics this callback logs through ``trainer.loggers`` (:doc:`/howto/dashboards`):
-            ``True`` (default) a :class:`~lightning_tau.TimescaleMonitor` with its defaults, a configured
-            ``TimescaleMonitor(...)``, or ``False`` for none. A ``TimescaleMonitor`` with the same ``prefix`` in the
-            Trainer logs instead, so no key is logged twice.
+            epoch when not stepped once per batch; without it each optimizer's steps are counted, with a warning
+            where they differ from the ``M`` assumed (:doc:`/howto/callback`).
+        beta2_epochs: hold Adam's ``β₂`` window at this many epochs, as ``tau_epoch`` holds AdamW's: at each decision
+            write ``β₂ = 1 - 1 / (beta2_epochs · M)`` into every Adam-like group (one with a ``betas`` pair) of the
+            optimizers it manages (:doc:`/couplings`). ``None`` (default) leaves ``betas`` alone.
+        monitor: the EMA diagnostics logged through ``trainer.loggers`` (:doc:`/howto/dashboards`): ``True``
+            (default) a default :class:`~lightning_tau.TimescaleMonitor`, a configured one, or ``False`` for none; a
+            ``TimescaleMonitor`` with the same ``prefix`` in the Trainer logs instead, so no key is logged twice.
 
     Raises:
         ValueError: at construction for a bad argument; at fit start for a second ``TimescaleCallback`` in the
@@ -184,13 +171,7 @@ class TimescaleCallback(Callback):
         self.decay_vectors = _checks.flag("TimescaleCallback", "decay_vectors", decay_vectors)
         self.width_exponent = check_width_exponent(width_exponent)
         self.steps_per_epoch = check_steps_per_epoch(steps_per_epoch)
-        self.beta2_epochs = (
-            None
-            if beta2_epochs is None
-            else _checks.positive_number(
-                "TimescaleCallback", "beta2_epochs", beta2_epochs, "use a positive number of epochs, or None."
-            )
-        )
+        self.beta2_epochs = check_beta2_epochs(beta2_epochs)
         # what one fit holds, its last decision among it: replaced at every fit start
         self._fit = _Fit(RunShapeReader(dataset_size=self.dataset_size, batch_size=self.batch_size))
         self._restored: dict[str, Any] | None = None  # the checkpoint's callback state (loaded before fit start)
@@ -335,12 +316,7 @@ class TimescaleCallback(Callback):
         fit.managed_optimizers, fit.weight_decay_before = decoupled_groups(
             trainer.optimizers, skip_unsupported=self.skip_unsupported_optimizers, warn=rank_zero_warn
         )
-        if self.beta2_epochs is not None and not adam_beta2s(trainer.optimizers, fit.managed_optimizers):
-            raise ValueError(
-                f"`TimescaleCallback(beta2_epochs={self.beta2_epochs!r})` found no Adam-like param group (one with a"
-                " `betas` pair) in the optimizers it manages; leave `beta2_epochs` out for an optimizer without"
-                " a second-moment EMA."
-            )
+        check_adam_groups(trainer.optimizers, fit.managed_optimizers, self.beta2_epochs)
         if fit.own_monitor is not None:
             fit.own_monitor.on_fit_start(trainer, pl_module)
 
@@ -491,51 +467,28 @@ class TimescaleCallback(Callback):
             declared_steps_per_epoch=self.steps_per_epoch,
             epoch=None if old is None else trainer.current_epoch,
         )
-        previous = {} if old is None else {(g.optimizer_index, g.group_index): g for g in old.groups}
-        for g in decision.groups:  # the look-ahead is re-run only when something changed (see `report_change`)
-            before = previous.get((g.optimizer_index, g.group_index))
-            if before is not None and before.weight_decay == g.weight_decay:
-                g.planned_timescales = before.planned_timescales
+        keep_plans(old, decision)  # the look-ahead is re-run only when something changed (see `report_change`)
         fit.decision, fit.decided_epoch = decision, trainer.current_epoch
         fit.step_writes = {id(trainer.optimizers[i]): w for i, w in step_writes(decision.groups).items()}
         fit.group_counts = {id(o): len(o.param_groups) for o in trainer.optimizers}
-        if self.beta2_epochs is not None:
-            fit.beta2 = hold_beta2(trainer.optimizers, decision, fit.managed_optimizers, self.beta2_epochs)
+        fit.beta2 = hold_beta2(trainer.optimizers, decision, fit.managed_optimizers, self.beta2_epochs)
         monitors = [cb for cb in trainer.callbacks if isinstance(cb, TimescaleMonitor)]  # type: ignore[attr-defined]
         follow(monitors + ([fit.own_monitor] if fit.own_monitor is not None else []), fit.shapes, decision, target)
         if old is None:
-            self._report_start(trainer, decision)
+            fit.plans, fit.fixed_lambda_pitfalls = report_start(
+                trainer,
+                decision,
+                target,
+                resume=resume_changes(self._restored, decision.shape, decision.tau_iter) if self._restored else [],
+                decay_vectors=self.decay_vectors,
+                summary=self.verbose,
+                coupling=self.coupling,
+                managed_optimizers=fit.managed_optimizers,
+                beta2_epochs=self.beta2_epochs,
+                sample_unit="tokens" if self.token_budget is not None else "samples or tokens",
+            )
         elif report_change(trainer, old, decision, target):
-            self._plan(trainer)
-
-    def _plan(self, trainer: pl.Trainer) -> int | None:
-        """Plan each managed group's timescales under the coupling over the steps left (``plans``); return those
-        steps."""
-        remaining, self._fit.plans = plan_timescales(
-            trainer,
-            self.groups,
-            steps_per_epoch=self.resolved_steps_per_epoch,
-            optimizer_m=self._optimizer_m,
-            coupling=self.coupling,
-        )
-        return remaining
-
-    def _report_start(self, trainer: pl.Trainer, decision: Decision) -> None:
-        """Say, on rank zero and before training, what was decided and what looks wrong (text: ``summary.py``)."""
-        planned_steps = self._plan(trainer)
-        self._fit.fixed_lambda_pitfalls = report_start(
-            trainer,
-            decision,
-            self._target(),
-            resume=resume_changes(self._restored, decision.shape, decision.tau_iter) if self._restored else [],
-            decay_vectors=self.decay_vectors,
-            summary=self.verbose,
-            planned_steps=planned_steps,
-            plans=self._fit.plans,
-            coupling=self.coupling,
-            windows=lambda: ema_windows(trainer, decision.groups, self._fit.managed_optimizers, self.beta2_epochs),
-            sample_unit="tokens" if self.token_budget is not None else "samples or tokens",
-        )
+            fit.plans = plan_run(trainer, decision, self.coupling)[1]
 
 
 @dataclass

@@ -1,9 +1,5 @@
-"""``TimescaleCallback``'s decision in one call: which optimizers it manages, each group's weight decay decided and
-written, Adam's ``β₂`` held (torch only, no Lightning).
-
-The callback reads the run's shape from the Trainer and hands plain values here; :func:`decide_and_write` decides
-through :mod:`lightning_tau.decide` and writes through :mod:`lightning_tau.apply`, changing none of its arguments:
-what the next decision needs comes back in the :class:`Decision`.
+"""``TimescaleCallback``'s decision in one call: the optimizers it manages and each group's weight decay, decided
+and written (torch only, no Lightning). What the next decision needs comes back in the :class:`Decision`.
 """
 
 from __future__ import annotations
@@ -13,8 +9,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from lightning_tau.apply import adam_beta2s, gather_groups, write_beta2, write_weight_decays
-from lightning_tau.couplings import beta_for_epochs
+from lightning_tau.apply import gather_groups, write_weight_decays
 from lightning_tau.decide import (
     GroupInput,
     GroupTimescale,
@@ -28,13 +23,7 @@ from lightning_tau.optim import decay_kind, reference_lr, unsupported_message
 from lightning_tau.optimizer_steps import optimizer_steps_per_epoch
 from lightning_tau.target import Target
 
-__all__ = ["MAX_BETA2_STEPS", "Decision", "checked_beta2", "decide_and_write", "decoupled_groups", "hold_beta2"]
-
-#: The longest ``β₂`` window, in optimizer steps, that a float64 ``β₂`` below 1 expresses: ``1 - 2**-53`` is the largest
-#: double under 1. A window of ``2**54`` steps or more rounds ``β₂ = 1 - 1 / steps`` to exactly 1, which torch's Adam
-#: refuses at construction and which, written later, turns the weights non-finite (``1 - β₂**t = 0``).
-MAX_BETA2_STEPS = 2.0**53
-
+__all__ = ["Decision", "decide_and_write", "decoupled_groups", "keep_plans"]
 
 def decoupled_groups(
     optimizers: Sequence[torch.optim.Optimizer], *, skip_unsupported: bool, warn: Callable[[str], object]
@@ -199,74 +188,23 @@ def decide_and_write(
     return Decision(shape, steps, note, inputs, groups, optimizer_m, tau_iters, held, before, pinned, epoch)
 
 
-def hold_beta2(
-    optimizers: Sequence[torch.optim.Optimizer], decision: Decision, managed_optimizers: set[int], beta2_epochs: float
-) -> dict[tuple[int, int], float]:
-    """Write ``β₂ = 1 - 1 / (beta2_epochs · M)`` into every Adam-like group of the managed optimizers, ``M`` its
-    optimizer's at ``decision``; return the values written per ``(optimizer, group)``. Every value is checked
-    (:func:`checked_beta2`) before any is written.
+def keep_plans(old: Decision | None, new: Decision) -> None:
+    """Give each group of ``new`` whose weight decay ``old`` already had the look-ahead ``old`` planned
+    (``planned_timescales``), so it is re-planned only when something changed.
 
     Example:
-        >>> opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters())
-        >>> decision = Decision(RunShape(100), 500.0, None, [], [], {}, 500.0)
-        >>> hold_beta2([opt], decision, {0}, beta2_epochs=10.0), opt.param_groups[0]["betas"]
-        ({(0, 0): 0.999}, (0.9, 0.999))
-
-    Raises:
-        ValueError: an epoch length that could not be read, or a ``β₂`` window that cannot be held.
+        >>> from lightning_tau.decide import GroupTimescale, RunShape
+        >>> def decision(wd: float, planned: float | None) -> Decision:
+        ...     group = GroupTimescale("pg1", 0, 0, 4, 1e-3, 0.1, wd, True, planned_timescales=planned)
+        ...     return Decision(RunShape(100), 500.0, None, [], [group], {}, 500.0)
+        >>> old, same, moved = decision(2.0, 3.5), decision(2.0, None), decision(1.0, None)
+        >>> keep_plans(old, same), keep_plans(old, moved), keep_plans(None, moved)
+        (None, None, None)
+        >>> same.groups[0].planned_timescales, moved.groups[0].planned_timescales
+        (3.5, None)
     """
-    beta2 = {}
-    when = "" if decision.epoch is None else f" at epoch {decision.epoch} ({' '.join(decision.shape.sources)})"
-    for i, j in adam_beta2s(optimizers, managed_optimizers):
-        m = decision.optimizer_steps_per_epoch.get(i, decision.shape.steps_per_epoch)
-        if not m:
-            raise ValueError(
-                f"`TimescaleCallback(beta2_epochs={beta2_epochs!r})` needs the epoch length in optimizer"
-                " steps, which could not be read: give `dataset_size` (or `batch_size`), or leave `beta2_epochs`"
-                " out."
-            )
-        own = f", optimizer {i}" if i in decision.optimizer_steps_per_epoch else ""
-        beta2[(i, j)] = checked_beta2(beta2_epochs, m, where=when + own)
-    write_beta2(optimizers, beta2)
-    return beta2
-
-
-def checked_beta2(beta2_epochs: float, steps_per_epoch: float, *, where: str = "") -> float:
-    """``β₂ = 1 - 1 / (beta2_epochs · M)``, refused unless it lies in ``(0, 1)`` in float64: a window of one step or
-    less gives ``β₂ <= 0``; one past :data:`MAX_BETA2_STEPS` steps may round ``β₂`` to exactly 1.
-
-    Args:
-        beta2_epochs: the window in epochs.
-        steps_per_epoch: ``M``, the optimizer's steps per epoch.
-        where: said after the argument in the message (the epoch of a decision mid-fit, the optimizer).
-
-    Raises:
-        ValueError: one line naming ``beta2_epochs``, its value, the window in steps at this ``M`` and the largest
-            (smallest) ``beta2_epochs`` that works at this ``M``.
-
-    Example:
-        >>> checked_beta2(1.0, 12)
-        0.9166666666666666
-        >>> checked_beta2(1e20, 12)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        ValueError: `TimescaleCallback(beta2_epochs=1e+20)` is 1.2e+21 optimizer steps at M=12 steps per epoch, so ...
-    """
-    steps = beta2_epochs * steps_per_epoch
-    beta2 = beta_for_epochs(beta2_epochs, steps_per_epoch) if steps > 1 else 1.0 - 1.0 / steps
-    if 0.0 < beta2 < 1.0:
-        return beta2
-    head = (
-        f"`TimescaleCallback(beta2_epochs={beta2_epochs!r})`{where} is {steps:.4g} optimizer steps at"
-        f" M={steps_per_epoch:.4g} steps per epoch, so β₂ = 1 - 1/(beta2_epochs·M)"
-    )
-    if beta2 >= 1.0:
-        raise ValueError(
-            f"{head} rounds to 1 in float64: torch's Adam refuses β₂ = 1 and its steps would turn the weights"
-            f" non-finite. Use `beta2_epochs` of at most {MAX_BETA2_STEPS / steps_per_epoch:.4g} at this M (2^53"
-            " steps, the longest window a float64 β₂ below 1 expresses)."
-        )
-    raise ValueError(
-        f"{head} = {beta2:.4g} (<= 0: no average at all). Use `beta2_epochs` above {1 / steps_per_epoch:.4g} at this M"
-        " (one optimizer step)."
-    )
+    previous = {} if old is None else {(g.optimizer_index, g.group_index): g for g in old.groups}
+    for g in new.groups:
+        before = previous.get((g.optimizer_index, g.group_index))
+        if before is not None and before.weight_decay == g.weight_decay:
+            g.planned_timescales = before.planned_timescales

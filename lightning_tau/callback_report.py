@@ -1,34 +1,31 @@
-"""How ``TimescaleCallback`` reports each decision: what it says on rank zero, logs and hands its monitors.
-
-At train start the warnings and the pre-flight summary (:func:`report_start`), mid-fit the line saying what changed
-(:func:`report_change`), at every decision the monitors' targets (:func:`follow`). The text is built by the pure
-modules (:mod:`lightning_tau.summary`, :mod:`lightning_tau.changes`); this module gathers what they need from the
-Trainer (every EMA window of the run, the loggers) and says it. The callback decides *when*.
+"""How ``TimescaleCallback`` reports each decision: at train start the plan, the warnings and the pre-flight summary
+(:func:`report_start`), mid-fit the line saying what changed (:func:`report_change`), at every decision the
+monitors' targets (:func:`follow`). The text comes from the pure modules; the callback decides *when*.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import lightning.pytorch as pl
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 
-from lightning_tau._trainer import RunShapeReader, model_ema_windows
+from lightning_tau._trainer import RunShapeReader, model_ema_windows, plan_timescales
 from lightning_tau.apply import adam_beta2s
 from lightning_tau.callback_decision import Decision
+from lightning_tau.callback_window import ema_windows
 from lightning_tau.changes import change_line, change_parts
-from lightning_tau.couplings import Plan, ema_window_steps
-from lightning_tau.decide import GroupTimescale, group_targets
+from lightning_tau.couplings import Coupling, Plan
+from lightning_tau.decide import group_targets
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
-from lightning_tau.summary import Window, size_note, start_summary, start_warnings
+from lightning_tau.summary import size_note, start_summary, start_warnings
 from lightning_tau.target import Target
 from lightning_tau.width import FixedLambdaPitfall
 
-__all__ = ["above_the_bar", "ema_windows", "follow", "report_change", "report_start"]
+__all__ = ["above_the_bar", "follow", "plan_run", "report_change", "report_start"]
 
 
 @contextlib.contextmanager
@@ -61,26 +58,6 @@ def _rich_console(bar: Any) -> Any:
     return console
 
 
-def ema_windows(
-    trainer: pl.Trainer, groups: Sequence[GroupTimescale], managed_optimizers: set[int], beta2_epochs: float | None
-) -> list[Window]:
-    """Every EMA window of the run, in optimizer steps: AdamW's ``tau`` per managed group, Adam's ``β₂`` window per
-    value, always (the groups holding it named; ``beta2_epochs`` when the callback holds it; a ``β₂`` within 1e-5 of
-    1 shown as ``1-x``; ``β₂ = 1`` as an endless window) and each model-EMA callback's."""
-    windows = [Window(f"AdamW tau ({g.name})", g.tau_iter) for g in groups if g.managed and g.tau_iter]
-    names = {(g.optimizer_index, g.group_index): g.name for g in groups}
-    by_value: dict[float, list[str]] = {}
-    for key, beta2 in adam_beta2s(trainer.optimizers, managed_optimizers).items():
-        by_value.setdefault(beta2, []).append(names.get(key, f"pg{key[1] + 1}"))
-    for beta2, held in by_value.items():
-        held_by = "" if beta2_epochs is None else f" (beta2_epochs={beta2_epochs:g})"
-        value = f"{beta2:.6g}" if 1 - beta2 >= 1e-5 or beta2 >= 1 else f"1-{1 - beta2:.4g}"  # 0.99999999 is not 1
-        steps = ema_window_steps(beta2) if beta2 < 1 else math.inf
-        windows.append(Window(f"Adam beta2 ({', '.join(held)})", steps, f"betas[1]={value}{held_by}"))
-    windows += [Window(f"model EMA ({name})", steps, source) for name, steps, source in model_ema_windows(trainer)]
-    return windows
-
-
 def report_change(trainer: pl.Trainer, old: Decision, new: Decision, target: Target) -> bool:
     """Say once, on rank zero, what changed mid-fit between two decisions and the weight decay now in force; return
     whether anything did (nothing is said when nothing did)."""
@@ -99,6 +76,20 @@ def report_change(trainer: pl.Trainer, old: Decision, new: Decision, target: Tar
     return bool(parts)
 
 
+def plan_run(
+    trainer: pl.Trainer, decision: Decision, coupling: Coupling
+) -> tuple[int | None, dict[tuple[int, int], Plan]]:
+    """Plan each managed group's timescales under ``coupling`` over the optimizer steps left
+    (:func:`~lightning_tau._trainer.plan_timescales`); return those steps and each group's plan."""
+    return plan_timescales(
+        trainer,
+        decision.groups,
+        steps_per_epoch=decision.shape.steps_per_epoch,
+        optimizer_m=decision.optimizer_steps_per_epoch,
+        coupling=coupling,
+    )
+
+
 def report_start(
     trainer: pl.Trainer,
     decision: Decision,
@@ -107,27 +98,28 @@ def report_start(
     resume: Sequence[str],
     decay_vectors: bool,
     summary: bool,
-    planned_steps: int | None,
-    plans: Mapping[tuple[int, int], Plan],
-    coupling: str,
-    windows: Callable[[], list[Window]],
+    coupling: Coupling,
+    managed_optimizers: set[int],
+    beta2_epochs: float | None,
     sample_unit: str,
-) -> list[FixedLambdaPitfall]:
-    """Say, on rank zero and before training, what was decided and what looks wrong; return the fixed-λ muP groups.
+) -> tuple[dict[tuple[int, int], Plan], list[FixedLambdaPitfall]]:
+    """Plan the run (:func:`plan_run`), then say, on rank zero and before training, what was decided and what looks
+    wrong; return each group's plan and the fixed-λ muP groups.
 
     Args:
         trainer: the run.
-        decision: the decision at train start, its groups planned.
+        decision: the decision at train start.
         target: the target as given.
         resume: what changed since the checkpoint (``changes.resume_changes``).
         decay_vectors: the user said decaying 1-D parameters are meant (no warning).
-        summary: print the pre-flight summary (``verbose``).
-        planned_steps: the optimizer steps planned.
-        plans: each group's plan under ``coupling``.
+        summary: print the pre-flight summary (``verbose``), with every EMA window of the run
+            (:func:`~lightning_tau.callback_window.ema_windows`).
         coupling: how the weight decay follows the lr schedule.
-        windows: every EMA window of the run (:func:`ema_windows`), read only for the summary.
+        managed_optimizers: indices of the optimizers the callback manages (their ``β₂`` windows are listed).
+        beta2_epochs: the ``β₂`` window the callback holds, in epochs (``None``: the user's own).
         sample_unit: what ``N`` counts.
     """
+    planned_steps, plans = plan_run(trainer, decision, coupling)
     module, shape = trainer.lightning_module, decision.shape
     pitfalls, warnings = start_warnings(
         decision.groups,
@@ -168,12 +160,17 @@ def report_start(
                 for g in decision.groups
                 if (g.optimizer_index, g.group_index) in plans
             },
-            windows=windows(),
+            windows=ema_windows(
+                decision.groups,
+                adam_beta2s(trainer.optimizers, managed_optimizers),
+                beta2_epochs,
+                model_ema_windows(trainer),
+            ),
             sample_unit=sample_unit,
         )
         with above_the_bar(trainer):
             rank_zero_info(text)
-    return pitfalls
+    return plans, pitfalls
 
 
 def follow(monitors: Sequence[TimescaleMonitor], shapes: RunShapeReader, decision: Decision, target: Target) -> None:

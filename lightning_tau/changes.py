@@ -1,11 +1,6 @@
 """What changed in a run, and what ``TimescaleCallback`` says about it (pure; no torch, no Lightning).
 
-A fit re-decides when its shape changes mid-fit (accumulation, reloaded data, an lr, a new param group), when a
-checkpoint resumes a run of another shape, and when a manually stepped optimizer took another number of steps than
-the ``M`` it was decided with. This module finds the differences (:func:`shape_changes`, :func:`resume_changes`,
-:func:`change_parts`) and builds what the callback says mid-fit (:func:`change_line`,
-:func:`miscounted_steps_warning`; the warning on resume is a start warning, ``summary.resume_warning``). The
-callback decides *when* to say it.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

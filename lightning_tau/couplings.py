@@ -1,36 +1,7 @@
-r"""How a weight-decay schedule couples to the learning-rate schedule, and every timescale that coupling implies.
+"""How a weight-decay schedule couples to the learning-rate schedule, and every timescale that coupling implies
+(pure: the standard library only).
 
-Pure (the standard library only). AdamW's weights are an EMA of updates with rate :math:`r_t = \eta_t \lambda_t` per
-step (``../THEORY.md`` §1, Wang & Aitchison 2025). The decision holds ``tau_iter`` at a *reference* learning rate
-``lr_ref`` (the group's base lr: ``initial_lr``, ``max_lr`` under OneCycle): ``λ_ref = 1 / (lr_ref · tau_iter)``.
-How ``λ_t`` then follows the schedule is the **coupling**:
-
-============== =========================== ================================== ================================
-coupling       ``λ_t``                     EMA rate ``η_t λ_t``               used by
-============== =========================== ================================== ================================
-``constant``   ``λ_ref``                   ``(η_t / η_ref) / tau_iter``       torch's AdamW, the paper, Composer
-``per_step``   ``λ_ref · η_ref / η_t``     ``1 / tau_iter`` (every step)      ``mode="per_step"``
-``lr_ratio``   ``λ_ref · η_t / η_ref``     ``(η_t / η_ref)^2 / tau_iter``     AdamC (timm, levanter)
-``lr_squared`` ``λ_ref · (η_t / η_ref)^2`` ``(η_t / η_ref)^3 / tau_iter``     a decay scaled by the lr squared
-============== =========================== ================================== ================================
-
-Composer's decoupled AdamW shrinks the weights by ``(η_t / η_0) · wd`` per step: in torch's convention that is a
-fixed ``λ = wd / η_0``, the ``constant`` coupling. AdamC (timm's ``corrected_weight_decay``) scales torch's ``λ``
-by ``η_t / η_max``: ``lr_ratio``. Every coupling gives the target ``tau_iter`` at ``η_t = η_ref``; they differ as
-the schedule moves away from it.
-At ``η_t = 0`` no step changes a weight (``w ← (1 - η_t λ_t) w - η_t u``), so the rate is 0 under every coupling.
-
-**The window.** Unrolling the EMA, update ``u_t`` reaches the final weights ``w_T`` with weight
-:math:`c_t = \eta_t \prod_{k>t}(1 - r_k)` (Bergsma et al. 2025, "Straight to zero"). The *window* is the mean age
-of the updates the weights hold, :math:`\sum_t c_t (T - t) / \sum_t c_t` steps, folded in O(1) per step by
-:class:`Ledger`: with :math:`S = \sum_t c_t` and :math:`A = \sum_t c_t (T-t)`, one step of rate ``r`` and lr ``η``
-gives :math:`A \leftarrow (1-r)(A + S)`, :math:`S \leftarrow (1-r) S + \eta`. :func:`window_direct` is the direct sum
-the tests check it against.
-
-**Adam's second timescale.** ``β₂`` averages squared gradients over about ``1 / (1 - β₂)`` steps
-(:func:`ema_window_steps`); a model EMA with ``decay`` does the same over ``1 / (1 - decay)`` steps. Both are windows
-in *steps*, so a batch change moves them in epochs and tokens; :func:`beta_for_epochs` gives the ``β`` that holds a
-window of ``epochs`` at ``steps_per_epoch`` (``1 - 1 / (epochs · M)``).
+More: docs/couplings.rst.
 """
 
 from __future__ import annotations

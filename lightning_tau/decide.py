@@ -1,20 +1,6 @@
 """Decide each param group's weight decay from the run's shape and a target timescale (pure; no torch, no Lightning).
 
-The callback, :func:`lightning_tau.apply_timescale` and the monitor share this one path:
-
-1. *read* the run's shape (:class:`RunShape`: optimizer steps per epoch ``M``, ``N``, ``B``, world size,
-   accumulation, with where each came from): :func:`lightning_tau._trainer.read_run_shape` for a Lightning
-   ``Trainer``, or the user's ``dataset_size`` / ``batch_size`` in a plain loop;
-2. *decide* (:func:`held_tau_epoch`, :func:`resolve_tau_iter`, then :func:`decide_groups`): the ``tau_epoch`` held
-   at this ``N`` (``tau_epoch * (N / reference_dataset_size) ** size_exponent``; the given one at exponent 0),
-   ``tau_iter = tau_epoch * M`` and
-   ``weight_decay = 1 / (lr_ref * tau_iter)`` for every managed group (``tau_iter * S ** (1 - alpha)`` under a width
-   exponent ``alpha != 1``, ``S`` the model's muP width multiplier: :func:`model_width_mult`);
-3. *apply* the values to the optimizer and *report* them.
-
-A change mid-fit (accumulation, reloaded data, a new param group) takes the same path again. The target's argument
-checks and its size rule are :mod:`lightning_tau.target`'s; what changed between two shapes,
-:mod:`lightning_tau.changes`'.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Each optimizer's own steps per epoch: declared, counted and compared (pure; no torch, no Lightning).
 
-In manual optimization an optimizer need not step once per batch (a GAN generator stepped every second batch), so
-its ``M`` may differ from the run's. The user may declare it (``TimescaleCallback(steps_per_epoch={1: 50})``:
-:func:`check_steps_per_epoch`, then :func:`check_optimizer_indices` at fit start); the callback counts every
-optimizer's steps over each full epoch (:class:`StepCounter`, which compares each count with the ``M`` the decision
-assumed through :func:`count_epoch`); and the next decision takes each optimizer's ``M`` from the count, else the
-declared value (:func:`optimizer_steps_per_epoch`).
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """What the package may write over: the one check every writer of a result file calls before it writes.
 
-A result file (the finder's JSON summary, a figure, the demo's summary) is written where the user says, so a typo or
-a shell completion can point it at something else. :func:`output_problem` says why a path must not be written, or
-``None``; every writer calls it (:func:`write_json` and :func:`save_figure` here, which the finder's ``save_json`` and
-``plot``, ``lightning-tau plan`` and the demos use), and the command line calls it once more before it imports torch,
-with what it knows of the study (:class:`StudyFiles`, the study folders under ``--out``), so nothing trains first.
-A path is refused when it is:
-
-- **the study's storage**: its journal file, the journal's lock and backups, its SQLite database, SQLite's own files
-  beside it and the finder's take lock (:func:`study_files`), existing or not;
-- **inside another study's folder** under ``--out``: ``OUT/tb`` (every study's TensorBoard logs) and ``OUT/NAME``
-  where ``OUT/tb`` holds that study's logs, unless it is the study's own;
-- **an existing file the package did not write**: only the package's own JSON (recognised by its keys,
-  :data:`OWN_JSON_KEYS`) and matplotlib's figures (by the software named in them) are replaced.
-
-Pure (the standard library only), so the command line can call it before anything heavy is imported.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """AdamW param groups for ``configure_optimizers``: who decays, and the muP split by width multiplier.
 
-Imports torch only (no Lightning, no mup), so plain PyTorch loops can use it, with or without mup installed.
-
-The no-decay rule is timm's: biases (names ending in ``.bias``) and parameters with ``ndim <= 1`` (norm gains
-and biases, scalars) get ``weight_decay = 0``, as does anything the model lists in its own
-``no_weight_decay()`` method or the ``no_weight_decay`` argument. Parameters with ``requires_grad=False`` are
-left out.
-
-With ``mup=True`` the matrix-like parameters are split by width multiplier ``s`` and get ``lr / s`` and
-``weight_decay * s`` (Adam-style muP with the timescale-preserving weight decay of Wang & Aitchison 2025), so
-``torch.optim.AdamW`` over these groups behaves like mup 1.0.0's ``MuAdamW``. The multiplier is read from mup's
-``p.infshape`` when ``mup.set_base_shapes`` has run, or from ``width_mult`` (a mapping from name patterns to
-multipliers, or a function) for models without mup.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

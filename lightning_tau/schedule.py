@@ -1,9 +1,6 @@
 """Look ahead at a learning-rate schedule without touching the real optimizer (torch only).
 
-The pre-flight summary reports how many EMA timescales a run will cover, ``sum_t lr_t * weight_decay``. Under a
-scheduler that sum depends on every future ``lr_t``; :func:`planned_lr_sums` gets them by stepping a copy of the
-schedulers on a copy of the optimizer whose parameters and state are swapped for empty tensors, so the look-ahead
-costs no parameter-sized memory.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

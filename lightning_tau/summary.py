@@ -1,9 +1,6 @@
 """Everything ``TimescaleCallback`` says, as pure text builders taking plain values (no Lightning).
 
-The pre-flight table (:func:`format_summary`) and the notes under it, the warnings it gives before training (1-D
-parameters that decay, a run shorter than one timescale, a width exponent with no effect, a changed shape on
-resume, fixed-λ muP groups). The callback decides *when* to say something; these functions decide *what*. What
-it says when the run changes mid-fit is :mod:`lightning_tau.changes`'.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

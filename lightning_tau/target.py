@@ -1,10 +1,6 @@
 """The target timescale a run is asked to hold, as checked (pure; no torch, no Lightning).
 
-Which target was given (``tau_epoch``, ``tau_iter``; :func:`check_target`), how the ``tau_epoch`` held moves with the
-dataset size ``N`` (the size rule ``tau_epoch * (N / reference_dataset_size) ** size_exponent``:
-:func:`check_size_rule`, :func:`size_scaled_tau_epoch`, :func:`size_scaling_text`) and across muP widths (the width
-exponent, :func:`check_width_exponent`), held together in one :class:`Target`. :mod:`lightning_tau.decide` turns a
-target and the run's shape into each group's weight decay.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

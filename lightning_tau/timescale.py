@@ -1,14 +1,6 @@
 """Pure timescale math for AdamW's EMA view (Wang & Aitchison, ICML 2025).
 
-PyTorch's AdamW update ``w_t = (1 - lr_t * wd) * w_{t-1} - lr_t * u_t`` is an exponential moving average of
-``-u_t / wd`` with rate ``1 / tau_iter = lr * wd``. Measured in epochs of ``M = N / B`` optimizer steps, the
-timescale is ``tau_epoch = tau_iter / M = B / (lr * wd * N)``.
-
-This module imports neither Lightning nor torch: every function takes and returns plain numbers, and raises
-:class:`ValueError` naming the argument and its value when a number is not positive and finite.
-
-``N`` (``dataset_size``) and ``B`` (``batch_size``, the *global* batch: per-device batch x devices x gradient
-accumulation) may be counted in samples or in tokens, as long as both use the same unit.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

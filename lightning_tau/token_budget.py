@@ -1,10 +1,7 @@
 """The token-budget target: the timescale of single-epoch LLM pre-training from tokens per parameter (pure; no
 torch, no Lightning).
 
-``TimescaleCallback(token_budget=D)`` picks ``tau`` with the power law of Bergsma et al. 2025,
-``tau = a * (D / num_params) ** b`` (:func:`lightning_tau.timescale.power_lines_tau_epoch`), as a fraction of the
-run: ``tau_iter = tau * planned optimizer steps``. Here are its argument checks, the parameter count it divides by
-and the ``tau_iter`` it gives; :func:`lightning_tau.decide.resolve_tau_iter` is the other way to a target.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Tune small, train big: carry a tuned run's EMA timescale to a bigger run, per param group (pure math).
 
-A tuned AdamW run fixes the timescale ``tau_epoch = B / (lr * weight_decay * N)`` (Wang & Aitchison 2025). The
-paper's transfer rules keep it across dataset size ``N`` and batch size ``B``, and keep ``tau_iter`` across muP
-width: a matrix-like group of a model ``s`` times wider than the base gets ``lr / s``, so it needs
-``weight_decay * s``. This module turns a :class:`TunedRun` and a :class:`TargetRun` into the target's
-per-group learning rate and weight decay, by those rules or by measured ones: a dataset-size exponent ``e``
-(``tau_epoch ∝ N ** e``, what the finder's dataset-size axis measures; 0 is the paper's rule) and a width exponent
-``alpha`` (every group's timescale x ``S ** (1 - alpha)`` at the target's muP width multiplier ``S``, so
-``weight_decay ∝ S ** alpha`` for hidden weights; 1 is the paper's rule), as ``TimescaleCallback`` applies it.
-
-No Lightning, no torch: plain numbers in, plain numbers out. ``lightning-tau transfer`` prints the same table.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

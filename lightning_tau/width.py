@@ -1,16 +1,6 @@
 """muP width multipliers and the fixed-λ pitfall (pure logic; torch for annotations only, never mup).
 
-Under muP a hidden (matrix-like) weight of a model ``s`` times wider than the base gets ``lr = lr_base / s``
-(mup's ``MuAdamW``, nanoGPT-mup). AdamW's EMA timescale ``tau_iter = 1 / (lr * weight_decay)`` stays the same
-only if that group also gets ``weight_decay = s * weight_decay_base`` (Wang & Aitchison 2025, Eq. improved_mup).
-Keeping the weight decay fixed ("fixed-λ muP", mup's ``decoupled_wd=True``, nanoGPT-mup's groups) makes the
-hidden weights average over ``s`` times more steps than the rest of the model: the *fixed-λ pitfall*.
-
-Width multipliers come from mup's ``p.infshape`` (set by ``mup.set_base_shapes``) for parameters with two
-infinite dimensions (``p.infshape.ninf() == 2``); the multiplier is ``fan_in / fan_in_base``. Vector-like
-parameters (biases, norms, input embeddings, mup's ``MuReadout`` weight) have multiplier 1 here: Adam-style muP
-leaves their learning rate alone (mup's own ``p.infshape.width_mult()`` of such a parameter is the ratio of its one
-infinite dimension, the model's width multiplier, but ``MuAdamW`` does not use it).
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``TimescaleCallback(beta2_epochs=...)`` holds Adam's ``β₂`` window in epochs as the batch changes.
+"""``TimescaleCallback(beta2_epochs=...)`` holds Adam's ``β₂`` window in epochs as the batch changes; the unit tests of
+lightning_tau/callback_beta2.py, on plain torch optimizers, at the end.
 
 ``β₂`` averages squared gradients over ``1 / (1 - β₂)`` optimizer steps; at ``M`` steps per epoch the callback writes
 ``β₂ = 1 - 1 / (beta2_epochs · M)`` at each decision, so a batch change (reloaded dataloaders, ``BatchSizeFinder``)
@@ -18,6 +19,10 @@ from lightning.pytorch.callbacks import BatchSizeFinder, GradientAccumulationSch
 from torch.utils.data import DataLoader
 
 from lightning_tau import TimescaleCallback
+from lightning_tau.callback_beta2 import MAX_BETA2_STEPS, check_adam_groups, check_beta2_epochs, checked_beta2, hold_beta2
+from lightning_tau.callback_decision import Decision, decide_and_write
+from lightning_tau.decide import RunShape
+from lightning_tau.target import Target
 
 LR, N = 1e-2, 120
 pytestmark = pytest.mark.filterwarnings("ignore:.*(1-D parameters|less than one EMA timescale)")
@@ -226,3 +231,87 @@ def test_the_pre_flight_shows_a_users_own_beta2_of_one_as_an_endless_window(capl
 
     rows = preflight_rows(caplog, TinyModel(beta2_one))  # the callback does not hold beta2 here: it only reports it
     assert rows["Adam beta2 (pg1)"] == ["inf", "inf", "inf", "betas[1]=1"]
+
+
+# --- lightning_tau/callback_beta2.py, on plain torch optimizers ---
+
+
+def test_hold_beta2_writes_each_adam_groups_beta2_for_its_optimizers_own_m() -> None:
+    first, second = (torch.optim.AdamW(torch.nn.Linear(2, 2).parameters()) for _ in range(2))
+    decision = decide_and_write(
+        [first, second],
+        RunShape(100),
+        Target(tau_epoch=5.0),
+        managed_optimizers={0, 1},
+        weight_decay_before={},
+        pinned_lrs={},
+        scheduled=set(),
+        measured={},
+        declared_steps_per_epoch={1: 50},
+    )
+    assert hold_beta2([first, second], decision, {0, 1}, beta2_epochs=10.0) == {(0, 0): 0.999, (1, 0): 0.998}
+    assert [o.param_groups[0]["betas"] for o in (first, second)] == [(0.9, 0.999), (0.9, 0.998)]
+
+
+def test_checked_beta2_takes_windows_over_one_step_up_to_where_beta2_rounds_to_one() -> None:
+    assert checked_beta2(2.0, 1.0) == 0.5
+    assert checked_beta2(MAX_BETA2_STEPS, 1.0) == 1 - 2**-53  # the longest window the message names
+    assert checked_beta2(math.nextafter(2.0**54, 0), 1.0) == 1 - 2**-53  # past it, still below 1 (held as 2^53)
+    with pytest.raises(ValueError, match=r"^`TimescaleCallback\(beta2_epochs=1.8014398509481984e\+16\)` is 1.801e\+16"
+                       r" optimizer steps at M=1 steps per epoch, so β₂ = 1 - 1/\(beta2_epochs·M\) rounds to 1 in"
+                       r" float64: .* at most 9.007e\+15 at this M \(2\^53 steps"):
+        checked_beta2(2.0**54, 1.0)
+    assert checked_beta2(math.nextafter(1.0, 2), 1.0) > 0  # just over one step
+    with pytest.raises(ValueError, match=r"^`TimescaleCallback\(beta2_epochs=0.5\)`, optimizer 1 is 1 optimizer steps"
+                       r" at M=2 steps per epoch, so β₂ = 1 - 1/\(beta2_epochs·M\) = 0 \(<= 0: no average at all\)\."
+                       r" Use `beta2_epochs` above 0.5 at this M \(one optimizer step\)\.$"):
+        checked_beta2(0.5, 2.0, where=", optimizer 1")
+
+
+def test_hold_beta2_checks_every_group_before_writing_any_and_names_the_epoch_mid_fit() -> None:
+    first, second = (torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), betas=(0.9, 0.99)) for _ in range(2))
+    # optimizer 1 steps 4 times an epoch (declared), the run's M is 100: 0.2 epochs is 20 steps, then 0.8
+    shape = RunShape(100, sources=("M = 100 batches.",))
+    decision = Decision(shape, 500.0, None, [], [], {1: 4.0}, 500.0, epoch=3)
+    with pytest.raises(ValueError, match=r"^`TimescaleCallback\(beta2_epochs=0.2\)` at epoch 3 \(M = 100 batches.\),"
+                       r" optimizer 1 is 0.8 optimizer steps at M=4 steps per epoch"):
+        hold_beta2([first, second], decision, {0, 1}, beta2_epochs=0.2)
+    assert [o.param_groups[0]["betas"] for o in (first, second)] == [(0.9, 0.99), (0.9, 0.99)]  # nothing written
+
+
+def test_hold_beta2_without_an_epoch_length_says_what_to_give() -> None:
+    opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters())
+    unknown = Decision(RunShape(None), 500.0, None, [], [], {}, 500.0)
+    with pytest.raises(ValueError) as info:
+        hold_beta2([opt], unknown, {0}, beta2_epochs=10.0)
+    assert str(info.value) == (
+        "`TimescaleCallback(beta2_epochs=10.0)` needs the epoch length in optimizer steps, which could not be read:"
+        " give `dataset_size` (or `batch_size`), or leave `beta2_epochs` out."
+    )
+
+
+def test_hold_beta2_without_beta2_epochs_writes_nothing() -> None:
+    opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), betas=(0.9, 0.95))
+    assert hold_beta2([opt], Decision(RunShape(100), 500.0, None, [], [], {}, 500.0), {0}, None) == {}
+    assert opt.param_groups[0]["betas"] == (0.9, 0.95)
+
+
+def test_check_beta2_epochs_takes_a_positive_number_or_none() -> None:
+    assert check_beta2_epochs(None) is None
+    assert check_beta2_epochs(3) == 3.0 and isinstance(check_beta2_epochs(3), float)
+    for bad in (0, -1.0, True, "5", math.nan):
+        with pytest.raises(ValueError, match=r"^`TimescaleCallback\(beta2_epochs=.*\)` is not valid: use a positive"):
+            check_beta2_epochs(bad)
+
+
+def test_check_adam_groups_needs_a_betas_pair_in_a_managed_optimizer() -> None:
+    net = torch.nn.Linear(2, 2)
+    sgd, adamw = torch.optim.SGD(net.parameters(), lr=0.1), torch.optim.AdamW(net.parameters())
+    check_adam_groups([sgd], {0}, None)  # no beta2_epochs: nothing to hold, nothing checked
+    check_adam_groups([sgd, adamw], {1}, 5.0)
+    with pytest.raises(ValueError) as info:
+        check_adam_groups([sgd, adamw], {0}, 5.0)  # the AdamW is not managed
+    assert str(info.value) == (
+        "`TimescaleCallback(beta2_epochs=5.0)` found no Adam-like param group (one with a `betas` pair) in the"
+        " optimizers it manages; leave `beta2_epochs` out for an optimizer without a second-moment EMA."
+    )

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
-from lightning_tau.callback_decision import (
-    MAX_BETA2_STEPS,
-    Decision,
-    checked_beta2,
-    decide_and_write,
-    decoupled_groups,
-    hold_beta2,
-)
-from lightning_tau.decide import RunShape
+from lightning_tau.callback_decision import Decision, decide_and_write, decoupled_groups, keep_plans
+from lightning_tau.decide import GroupTimescale, RunShape
 from lightning_tau.target import Target
 
 
@@ -44,47 +35,6 @@ def test_decide_and_write_changes_no_argument_and_returns_what_the_next_decision
     assert [group["weight_decay"] for group in opt.param_groups] == pytest.approx([2.0, 2.0])  # 1 / (1e-3 x 500)
 
 
-def test_hold_beta2_writes_each_adam_groups_beta2_for_its_optimizers_own_m() -> None:
-    first, second = (torch.optim.AdamW(torch.nn.Linear(2, 2).parameters()) for _ in range(2))
-    decision = decide_and_write(
-        [first, second],
-        RunShape(100),
-        Target(tau_epoch=5.0),
-        managed_optimizers={0, 1},
-        weight_decay_before={},
-        pinned_lrs={},
-        scheduled=set(),
-        measured={},
-        declared_steps_per_epoch={1: 50},
-    )
-    assert hold_beta2([first, second], decision, {0, 1}, beta2_epochs=10.0) == {(0, 0): 0.999, (1, 0): 0.998}
-    assert [o.param_groups[0]["betas"] for o in (first, second)] == [(0.9, 0.999), (0.9, 0.998)]
-
-
-def test_checked_beta2_takes_windows_over_one_step_up_to_where_beta2_rounds_to_one() -> None:
-    assert checked_beta2(2.0, 1.0) == 0.5
-    assert checked_beta2(MAX_BETA2_STEPS, 1.0) == 1 - 2**-53  # the longest window the message names
-    assert checked_beta2(math.nextafter(2.0**54, 0), 1.0) == 1 - 2**-53  # past it, still below 1 (held as 2^53)
-    with pytest.raises(ValueError, match=r"^`TimescaleCallback\(beta2_epochs=1.8014398509481984e\+16\)` is 1.801e\+16"
-                       r" optimizer steps at M=1 steps per epoch, so β₂ = 1 - 1/\(beta2_epochs·M\) rounds to 1 in"
-                       r" float64: .* at most 9.007e\+15 at this M \(2\^53 steps"):
-        checked_beta2(2.0**54, 1.0)
-    assert checked_beta2(math.nextafter(1.0, 2), 1.0) > 0  # just over one step
-    with pytest.raises(ValueError, match=r"^`TimescaleCallback\(beta2_epochs=0.5\)`, optimizer 1 is 1 optimizer steps"
-                       r" at M=2 steps per epoch, so β₂ = 1 - 1/\(beta2_epochs·M\) = 0 \(<= 0: no average at all\)\."
-                       r" Use `beta2_epochs` above 0.5 at this M \(one optimizer step\)\.$"):
-        checked_beta2(0.5, 2.0, where=", optimizer 1")
-
-
-def test_hold_beta2_checks_every_group_before_writing_any_and_names_the_epoch_mid_fit() -> None:
-    first, second = (torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), betas=(0.9, 0.99)) for _ in range(2))
-    # optimizer 1 steps 4 times an epoch (declared), the run's M is 100: 0.2 epochs is 20 steps, then 0.8
-    shape = RunShape(100, sources=("M = 100 batches.",))
-    decision = Decision(shape, 500.0, None, [], [], {1: 4.0}, 500.0, epoch=3)
-    with pytest.raises(ValueError, match=r"^`TimescaleCallback\(beta2_epochs=0.2\)` at epoch 3 \(M = 100 batches.\),"
-                       r" optimizer 1 is 0.8 optimizer steps at M=4 steps per epoch"):
-        hold_beta2([first, second], decision, {0, 1}, beta2_epochs=0.2)
-    assert [o.param_groups[0]["betas"] for o in (first, second)] == [(0.9, 0.99), (0.9, 0.99)]  # nothing written
 def test_decoupled_groups_refuses_an_adamw_whose_groups_all_have_zero_weight_decay() -> None:
     net = torch.nn.Linear(2, 2)
     none_decay = torch.optim.AdamW([{"params": [net.weight]}, {"params": [net.bias]}], weight_decay=0.0)
@@ -181,12 +131,20 @@ def test_a_scheduler_that_sets_initial_lr_is_not_pinned() -> None:
     assert _decide(opt, Target(tau_epoch=5.0), scheduled={id(opt)}).pinned_lrs == {}
 
 
-def test_hold_beta2_without_an_epoch_length_says_what_to_give() -> None:
-    opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters())
-    unknown = Decision(RunShape(None), 500.0, None, [], [], {}, 500.0)
-    with pytest.raises(ValueError) as info:
-        hold_beta2([opt], unknown, {0}, beta2_epochs=10.0)
-    assert str(info.value) == (
-        "`TimescaleCallback(beta2_epochs=10.0)` needs the epoch length in optimizer steps, which could not be read:"
-        " give `dataset_size` (or `batch_size`), or leave `beta2_epochs` out."
-    )
+def test_keep_plans_carries_the_look_ahead_only_where_the_weight_decay_is_unchanged() -> None:
+    def decision(*decays: float) -> Decision:
+        groups = [
+            GroupTimescale(f"pg{j + 1}", 0, j, 4, 1e-3, 0.1, wd, True, planned_timescales=None if wd < 0 else 9.0)
+            for j, wd in enumerate(decays)
+        ]
+        return Decision(RunShape(100), 500.0, None, [], groups, {}, 500.0)
+
+    old = decision(2.0, 1.0)
+    old.groups[0].planned_timescales, old.groups[1].planned_timescales = 3.5, 7.0
+    new = decision(2.0, 0.5, 4.0)  # group 0 unchanged, group 1 moved, group 2 added since
+    for g in new.groups:
+        g.planned_timescales = None
+    keep_plans(old, new)
+    assert [g.planned_timescales for g in new.groups] == [3.5, None, None]
+    keep_plans(None, new)  # the first decision: nothing to carry
+    assert [g.planned_timescales for g in new.groups] == [3.5, None, None]

@@ -1,10 +1,6 @@
 """The ``lightning-tau`` command (also ``python -m lightning_tau``).
 
-Each subcommand lives in its own module exposing ``add_parser(subparsers)``, which registers the subcommand and
-sets ``func`` (called with the parsed ``argparse.Namespace``, returning an exit code) as its default.
-
-Only the module of the command being run is imported (``demo`` imports Lightning and torch, seconds on a busy
-machine); the others are listed by :data:`SUBCOMMANDS`' one-line help, so ``lightning-tau --help`` imports neither.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

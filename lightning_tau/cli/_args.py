@@ -1,10 +1,6 @@
 """The ``lightning-tau`` parser class and the argument types its subcommands share.
 
-:class:`CommandParser` is the class of the top-level parser and so (``add_subparsers`` hands its own class down) of
-every subcommand's: a usage error is two lines, a short usage line naming the subcommand and the error, and exits
-with 2; an unknown flag is reported by the subcommand it was typed for, as typed with its values, with the nearest
-flag it has. Each argument type turns bad text into a message naming it. Nothing here imports torch, so usage
-errors come before it is loaded.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """``lightning-tau find --config``: the model and data of a LightningCLI YAML file, as the finder takes them.
 
-:func:`load_config` parses the config once (model and data instantiated, nothing run) and returns a picklable
-``model_factory`` (:class:`ConfigModel`: a worker process parses the config again), the datamodule and the plain
-``trainer:`` settings the finder carries over. :class:`ConfigWidthModel` is ``make_model(width)`` for ``--axis width``
-(the config's model with ``init_args.width`` set), :class:`DigitsWidthModel` the same for the width demo's μP MLP when
-there is no config. A config that does not parse, or whose model or data cannot be built, is a :class:`ConfigError`
-with a one-line reason.
+More: docs/finder.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """``lightning-tau demo``: the timescale finder's axes on bundled, offline demo tasks, with figures and TensorBoard.
 
-The command is argparse over a table, :data:`PRESETS` (:mod:`~lightning_tau.cli.demo_presets`, its usage checks in
-:mod:`~lightning_tau.cli.demo_checks`): ``(--task, --axis)`` -> the task's configuration of one of
-:class:`~lightning_tau.tuner.finder.TimescaleFinder`'s axes (:mod:`lightning_tau.demos.size`: the dataset-size axis on
-digits or text; :mod:`lightning_tau.demos.width` and :mod:`lightning_tau.demos.text_width`: the μP width axis), what
-``--quick`` runs, and which options it reads. On digits ``--sizes`` are training digits, converted to the finder's
-fractions of the 1,400 not held out; on text ``--fractions`` are the fractions.
-
-Every call writes a new ``OUT/sweep_K``: the finder's study journal, every run's TensorBoard log (with an HParams
-record and a :class:`~lightning_tau.diagnostics.TimescaleMonitor`), ``summary.json`` (the finder's
-:class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`: the exponent with its interval or the reason there is none, the
-verdict, and every curve) and the figures: for the dataset-size axis Figure 1 of Wang & Aitchison (ICML 2025) by
-``lightning-tau plot`` (the loss against weight decay and against ``tau_epoch`` per dataset size) and the finder's
-axis figure.
-
-Parsing imports neither torch nor Lightning (a usage error is printed at once): the demo tasks' modules, and the
-names built from them (:data:`PRESETS`, :data:`QUICK`, ...), are imported when the command runs or a name is first
-read from this module.
+More: docs/results.rst, module notes.
 """
 
 from __future__ import annotations

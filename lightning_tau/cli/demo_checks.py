@@ -2,9 +2,7 @@
 filled-in configuration cannot run (too few points, a timescale of one optimizer step or less, sizes the data does not
 hold), each as the one-line error the command prints (exit code 2), before any run trains.
 
-The rows (:data:`~lightning_tau.cli.demo_presets.PRESETS`) name these checks; the command
-(:mod:`lightning_tau.cli.demo`) calls them. Importing this module imports neither torch nor Lightning (the checks that
-read a demo task's data import it when they run).
+More: docs/results.rst, module notes.
 """
 
 from __future__ import annotations

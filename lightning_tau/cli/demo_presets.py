@@ -1,12 +1,6 @@
 """The rows of ``lightning-tau demo``: ``(--task, --axis)`` -> the task's configuration of one of the finder's axes.
 
-Each :class:`Preset` names the task's config class (its defaults are the full form), what ``--quick`` runs, the
-options it copies from the command line, its usage checks (:mod:`lightning_tau.cli.demo_checks`), what it loads before
-running, and how it runs: :func:`~lightning_tau.demos.axis_demo.run_axis_demo` on its axis, then the dataset-size
-axis's Figure 1 (``lightning-tau plot``) and TensorBoard views, or the width axis's TensorBoard command.
-
-Importing this module imports the demo tasks (torch, Lightning): the command (:mod:`lightning_tau.cli.demo`) imports it
-only when it runs, or when one of its names is first read, so a usage error comes before torch is imported.
+More: docs/results.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """``lightning-tau find``: tune ``tau_epoch`` on a fraction of the training set and print the full run's weight decay.
 
-Runs :class:`~lightning_tau.tuner.finder.TimescaleFinder`: one Lightning fit per ``tau_epoch`` x seed on a fixed random
-subset of the training set, for the epochs the full run will train. Without ``--config`` the task is the demo's
-(bundled 8x8 digits, ``DigitsMLP``, N=1400, B=64, 40 epochs); with ``--config`` it is the model and data of a
-LightningCLI YAML file (``model:`` and ``data:`` with ``class_path`` entries, ``trainer.max_epochs``). Prints the
-curve, the suggested ``tau_epoch``, each param group's weight decay for the full run and what the finder cost;
-writes a Figure-1-style plot and a JSON summary into ``--out``.
-
-``--axis width --widths 64 128 256`` runs the sweep at every width on a μP model (with ``--config``, a model whose
-``__init__`` takes ``width``; without, the width demo's μP MLP on digits) and prints the exponent of the best weight
-decay with width, its interval, the verdict on the published width rules and the ``width_exponent`` to use;
-``--axis dataset_size --fractions 0.1 0.25 0.5`` runs it on every fraction and says whether the best ``tau_epoch``
-moves with ``N``. Both write the same files (JSON, figure) with the axis results.
-
-The runs are the trials of an Optuna study (``--storage``, ``--study``): the same command started on several
-machines, or ``--workers K`` on one, shares one grid; every process waits until the grid is complete and prints
-the same suggestion (``--no-wait``: exit as soon as no trial is left for it to take). ``--study NAME`` alone reopens
-a study with the options it was made with (:mod:`lightning_tau.cli.find_reopen`).
+More: docs/finder.rst.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """``lightning-tau find --study NAME``: reopen a study by its name alone, taking the options it was made with.
 
-Every option left at its default takes the study's value (the grid, seeds, fraction, epochs, subset seed, pruner,
-monitor, mode, reduce and ``--config``), so ``--study NAME`` alone reruns or resumes it; an axis sweep's points
-(``NAME_width=64``, ``NAME_dataset_size=0.1``, ...) give the axis and its points too. The command
-(:mod:`lightning_tau.cli.find`) calls :func:`reopen_study` before it builds the finder. Imports Optuna only when it
-runs.
+More: docs/finder.rst.
 """
 
 from __future__ import annotations

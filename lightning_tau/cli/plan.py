@@ -1,12 +1,6 @@
 """``lightning-tau plan``: what each weight-decay coupling does to a LightningCLI config's timescale, before training.
 
-Reads the config (model, data, optimizer, scheduler and trainer as they are), sets the Trainer up to the point where
-training would start (the dataloaders, the optimizer and the scheduler built, the weight decay decided by the
-config's ``TimescaleCallback``, its pre-flight printed) and stops there: no training step runs. Then it looks ahead at
-the config's own schedule (:func:`lightning_tau._trainer.plan_couplings`) and, for every coupling of
-:mod:`lightning_tau.couplings`, prints ``tau_iter`` at the start, middle and end, the timescales covered, the
-initialization's weight left and the window, and draws ``τ(t)`` (top) and each epoch's share of the final weights
-(bottom), one line per coupling: ``tau_plan.png`` and ``tau_plan.svg``.
+More: docs/couplings.rst, "The plan, before training".
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""``lightning-tau transfer``: the weight decay of a bigger run that keeps a tuned run's EMA timescale.
-
-Example::
-
-    lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 50000 --batch-size 100 --target-dataset-size 10x
-    lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 50000 --batch-size 100 --width 256 \\
-        --target-width 4x
-    lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 12500 --batch-size 100 \\
-        --target-dataset-size 4x --size-exponent -0.5
-
-Target sizes accept a multiple of the tuned value with an ``x`` suffix (``10x``) or an absolute number.
+"""``lightning-tau transfer``: the weight decay of a bigger run that keeps a tuned run's EMA timescale (examples:
+docs/mup.rst). Target sizes accept a multiple of the tuned value with an ``x`` suffix (``10x``) or an absolute
+number.
 """
 
 from __future__ import annotations

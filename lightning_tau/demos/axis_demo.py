@@ -1,19 +1,6 @@
 """One runner for the demos: :func:`run_axis_demo` runs one of the finder's axes on a demo task's configuration.
 
-Every demo is a configuration of one of :class:`~lightning_tau.tuner.finder.TimescaleFinder`'s axes on a task
-(:mod:`lightning_tau.demos`): the dataset-size axis (:class:`~lightning_tau.demos.size.SizeConfig`,
-:class:`~lightning_tau.demos.synthetic.SyntheticSizeConfig`, :class:`~lightning_tau.demos.text.TextDemoConfig`) or
-the μP width axis (:class:`~lightning_tau.demos.width.WidthConfig`,
-:class:`~lightning_tau.demos.text_width.TextWidthConfig`). The runner is the same for both: print what the sweep
-runs, run the finder into the sweep folder, print its :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult` table and
-verdict, write ``summary.json`` and the axis figure. What an axis adds is small and spelled out in
-:func:`run_axis_demo`: the dataset-size axis trains on fractions of the task's full training set and records every
-run's HParams (:class:`SweepRecord`, for ``lightning-tau plot`` and TensorBoard's HParams tab); the width axis trains
-every width on the whole set (``fraction=1``). :func:`size_summary` and :func:`width_summary` are the two axes'
-``summary.json``.
-
-:func:`~lightning_tau.demos.size.run_size_demo` and :func:`~lightning_tau.demos.width.run_width_demo` are this
-runner on one axis.
+More: docs/results.rst, module notes.
 """
 
 from __future__ import annotations

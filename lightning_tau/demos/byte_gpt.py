@@ -1,9 +1,6 @@
 """The text task's model: :class:`ByteGPT`, a small GPT over bytes, in standard parametrization or in μP.
 
-A pre-LayerNorm transformer (:class:`Block`, :class:`CausalSelfAttention`) over the 256 byte values, trained with
-AdamW, its param groups from :func:`~lightning_tau.build_param_groups`. ``mup=True`` is the same GPT in μP (the
-``mup`` package): the text width demo's model (:mod:`~lightning_tau.demos.text_width`). The data it trains on and the
-dataset-size sweep's configuration are :mod:`~lightning_tau.demos.text`'s, which re-exports these names.
+More: docs/text_demo.rst, module notes.
 """
 
 from __future__ import annotations

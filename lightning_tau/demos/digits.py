@@ -1,12 +1,6 @@
 """The demo's task: scikit-learn's bundled 8x8 digits and a small MLP trained with AdamW.
 
-Small enough to sweep dataset size x weight decay on a laptop CPU in minutes, with nothing downloaded:
-``sklearn.datasets.load_digits`` ships 1,797 images inside scikit-learn. A fixed held-out split is the validation
-set; training sets of different sizes are nested prefixes of the rest, so a larger run sees every sample a smaller
-one saw.
-
-Both classes work with ``LightningCLI`` too (every argument is typed); ``python -m lightning_tau.demos.digits fit
---config examples/configs/digits_timescale.yaml`` trains one run from a YAML file.
+More: docs/results.rst, module notes.
 """
 
 from __future__ import annotations

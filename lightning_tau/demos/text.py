@@ -1,25 +1,6 @@
 """The text task: a small byte-level GPT on the Python standard library's own source files, nothing downloaded.
 
-The corpus is every top-level ``.py`` file of the running interpreter's standard library
-(``sysconfig.get_paths()["stdlib"]``, about 4.7 MB on CPython 3.11), read as bytes: the vocabulary is the 256 byte
-values, fixed whatever the text. The files are put in a fixed order (sorted by name, then shuffled with
-``split_seed``) and split **by document**: every tenth file is held out for validation, the rest are training
-documents. A training set of ``fraction`` of the corpus is the first ``fraction`` of the training bytes (the
-corpus being the first ``max_tokens`` training bytes), so the training sets of a sweep are nested prefixes, and the
-validation set is the same for every fraction.
-
-**Units.** ``N`` and ``B`` are counted in tokens (bytes), as for language models (Wang & Aitchison's nanoGPT runs
-and Bergsma et al.'s "Power Lines"): the training bytes are cut into non-overlapping windows of ``block_size``
-tokens (targets shifted by one), the loader draws ``batch_size`` windows per step and drops the last, incomplete
-batch, and :attr:`TextDataModule.dataset_size` is the tokens one epoch trains on (whole batches of whole windows),
-:attr:`TextDataModule.tokens_per_step` the tokens of one step on one device. ``dataset_size / tokens_per_step`` is
-then exactly the optimizer steps the Trainer runs per epoch on one device, so passing both to
-:class:`~lightning_tau.TimescaleCallback` gives the same ``M`` the Trainer's epoch has.
-
-:class:`TextDemoConfig` is what ``lightning-tau demo --task text`` sweeps (fractions of the corpus x
-``tau_epoch`` x seeds); ``examples/char_gpt.py`` trains one :class:`ByteGPT` on a :class:`TextDataModule` through
-``LightningCLI``. The model, :class:`ByteGPT` (standard or μP), is :mod:`~lightning_tau.demos.byte_gpt`'s, re-exported
-here.
+More: docs/text_demo.rst, module notes.
 """
 
 from __future__ import annotations

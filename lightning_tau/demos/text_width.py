@@ -1,18 +1,6 @@
 """The width demo on the text task: the finder's width axis on a μP byte-level GPT.
 
-``lightning-tau demo --task text --axis width`` runs it: the same design and ``summary.json`` as the digits width
-demo (:mod:`lightning_tau.demos.width`; Wang & Aitchison, ICML 2025, Sec. 4.2; their nanoGPT-μP set-up), with
-:class:`~lightning_tau.demos.text.ByteGPT` in μP (``mup=True``) on the standard library's sources
-(:class:`~lightning_tau.demos.text.TextDataModule`, every run on all of its training bytes) in place of the μP MLP on
-digits. :class:`MuByteGPT` is that model under the width axis's argument name (``width`` for ``n_embd``).
-:class:`TextWidthConfig` names the model, the data and the ``λ_base`` -> ``tau_epoch`` grid; the runs, the statistics,
-the table, the summary and the figure are :class:`~lightning_tau.tuner.finder.TimescaleFinder`'s width axis, through
-:func:`~lightning_tau.demos.width.run_width_demo`.
-
-Width is ``n_embd``. The number of heads is fixed (``n_head``), so the head dimension grows with width and the
-attention logits use μP's ``1 / head dim`` (not ``1 / sqrt(head dim)``). The callback reads ``M`` from the Trainer
-(whole batches of whole windows per epoch), so ``tau_epoch = 1 / (η_base M λ_base)`` gives each width's hidden
-matrices ``s λ_base`` exactly.
+More: docs/text_demo.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """The width demo: under μP, how does the best AdamW weight decay move with width? The finder's width axis on digits.
 
-Wang & Aitchison (ICML 2025, Sec. 4.2) show their width claim by sweeping the base weight decay ``λ_base`` at a
-fixed base learning rate ``η_base`` for each width. μP (the ``mup`` package: ``set_base_shapes``, ``MuReadout``,
-``MuAdamW``) gives the hidden ``width x width`` matrices of a model ``s`` times wider than the base the learning rate
-``η_base / s``; :class:`~lightning_tau.TimescaleCallback` (``width_exponent=1``) gives each group the weight decay
-``s / (η_base M tau_epoch)``, so the hidden matrices get ``s λ_base`` and their ``tau_iter = 1 / (η_base λ_base)``
-is the same at every width. If the best ``tau_iter`` does not depend on width, the best ``λ_base`` scales as ``s^0``.
-
-This module is a configuration of :class:`~lightning_tau.tuner.finder.TimescaleFinder`'s width axis
-(``axis="width"``): :class:`WidthConfig` names the task (scikit-learn's bundled digits,
-:class:`~lightning_tau.demos.digits.DigitsDataModule`, nothing downloaded, and :class:`MuDigitsMLP`, a μP MLP with a
-LayerNorm after every linear layer, so the decayed matrices are scale-invariant; the ``MuReadout`` does not decay),
-maps its ``λ_base`` grid to the finder's ``tau_epoch`` grid (``tau_epoch = 1 / (η_base M λ_base)``), and
-:func:`run_width_demo` (the demos' one runner, :func:`~lightning_tau.demos.axis_demo.run_axis_demo`, on this axis)
-runs the finder, prints its :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult` table and verdict, and writes
-``summary.json`` and the figure. The statistics (the exponent, its interval or the reason there is none,
-per-seed grid optima, paired interior tests) are :mod:`lightning_tau.tuner.analysis.scaling`'s, the verdict
-:mod:`lightning_tau.tuner.analysis.verdicts`'s.
-
-There is no ``fixed`` arm (``λ = λ_base`` at every width) any more: with only the hidden matrices decaying it is the
-same runs relabelled (the best ``λ_base`` moves by exactly ``s``), and with the input matrix decaying too one λ must
-serve two groups that want different values, so its exponent has no predicted value. ``lightning-tau demo --axis
-width`` runs :func:`run_width_demo`; ``docs/width_demo.rst`` shows and discusses its result.
+More: docs/width_demo.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Diagnostics for AdamW's EMA view: timescales, weight magnitudes and their predicted equilibrium, logged.
 
-- :class:`TimescaleMonitor`: the Lightning callback that logs them (and TensorBoard dashboards).
-- :mod:`lightning_tau.diagnostics.metrics`: the same per-group keys for any torch loop (plain PyTorch, Lightning
-  Fabric): :func:`timescale_metrics` and the per-step :class:`TimescaleTracker` (torch only).
-- :mod:`lightning_tau.diagnostics.stats`: the fused weight-statistics pass (torch only), usable without Lightning.
-- :mod:`lightning_tau.diagnostics.dashboards`: the TensorBoard custom-scalars layout and hparams record.
-- :mod:`lightning_tau.diagnostics.sweep`: a sweep's runs read back from TensorBoard, each line's optimum and the
-  Figure-1-style picture (``lightning-tau plot`` is the command line over it).
-
-The names below are imported on first use (PEP 562), as in the top-level package: importing
-``lightning_tau.diagnostics.stats`` or ``.metrics`` in a plain torch loop does not load Lightning.
+More: docs/diagnostics.rst, module notes.
 """
 
 from __future__ import annotations

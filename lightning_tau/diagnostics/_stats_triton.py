@@ -1,13 +1,6 @@
 """One multi-tensor Triton kernel that reads every parameter once for ``sum |w|`` and ``sum w**2`` (CUDA only).
 
-Used by :mod:`lightning_tau.diagnostics.stats` when the tensors live on a CUDA device and Triton imports (it ships
-with PyTorch's CUDA builds: :data:`AVAILABLE`). The module imports anywhere; without Triton it defines no kernel.
-
-The kernel runs over a table of blocks built once per parameter list and kept on the device: block ``b`` reads
-``BLOCK * ITERS`` consecutive elements of tensor ``tensor_of_block[b]`` from ``start_of_block[b]``, through the
-tensor's address (``addresses[t]``, cast to a pointer in the kernel, as Triton's grouped GEMM tutorial does), and
-writes its two partial sums. One launch covers every tensor; the partial sums are added per tensor in float64 with
-one ``index_add_``. After the first call nothing goes between the host and the device but the launch.
+More: docs/diagnostics.rst, module notes.
 """
 
 from __future__ import annotations

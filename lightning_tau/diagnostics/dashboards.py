@@ -1,16 +1,6 @@
 """TensorBoard dashboards for :class:`~lightning_tau.diagnostics.TimescaleMonitor`: custom-scalars layout and hparams.
 
-Both are written only through a :class:`~lightning.pytorch.loggers.TensorBoardLogger`; other loggers get the plain
-scalars (and the hparams as a flat dict) through ``trainer.loggers``.
-
-What TensorBoard's HParams tab shows by default (TensorBoard 2.x, ``plugins/hparams/backend_context.py`` and the
-``tf-hparams-query-pane`` element): the columns of one *experiment config* (the first a run wrote, in no set order
-across runs), its hparams sorted by ``differs`` (``True`` first), then by name, the first five of them ticked, and its
-metrics in the config's order, the first five ticked. So an hparam is shown by default when it is among the first
-five marked ``differs``: the configs written here mark exactly :func:`shown_hparams` (every ``tau_epoch`` and
-``weight_decay`` key, per group), so these come first, ``tau_epoch`` before ``weight_decay`` by name, then the final
-metrics; every other hparam is a column the user can tick. :func:`link_runs` makes a folder of links with short run
-names, so the Trial ID column tells runs apart and ``tensorboard --logdir FOLDER`` is a short command.
+More: docs/diagnostics.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-r"""Per-group timescale diagnostics for any torch loop: the one implementation of the formulas the monitor logs.
+"""Per-group timescale diagnostics for any torch loop: the one implementation of the formulas the monitor logs.
 
-Imports torch only (no Lightning), so plain PyTorch loops and Lightning Fabric log the same keys as
-:class:`~lightning_tau.diagnostics.TimescaleMonitor`:
-
-- :func:`group_metrics`: one param group's quantities from its lr, weight decay and weight magnitudes (pure);
-  the monitor calls it for every group it logs.
-- :func:`timescale_metrics`: every group of one or more optimizers, ``{prefix}/{quantity}/{group}``, from one fused
-  weight-statistics pass and one host sync. Hand its result to ``fabric.log_dict`` or any logger.
-- :class:`TimescaleTracker`: the quantities that need every step, ``init_memory``
-  :math:`=\prod_t (1-\eta_t\lambda_t)`, ``timescales_elapsed`` :math:`=\sum_t \eta_t\lambda_t` and the window (the
-  mean age of the updates the weights hold, :class:`~lightning_tau.couplings.Ledger`), folded by an optimizer step
-  post-hook (a few floats per group per step, no tensors).
+More: docs/diagnostics.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """One fused pass over parameters for weight-magnitude statistics, returned as sums so they can be all-reduced.
 
-Imports torch only (no Lightning). The pass returns, for every tensor, the three sums
-
-.. math:: S_1 = \\sum_i |w_i|, \\qquad S_2 = \\sum_i w_i^2, \\qquad n = \\#\\{i\\}
-
-as a ``(tensors, 3)`` float64 tensor on the parameters' device, with no host synchronization. Sums (not means)
-add up across shards, so for sharded parameters (FSDP) each rank runs the pass on its local shard and
-:func:`all_reduce_sums` makes the figures those of the whole tensor. :func:`group_sums` adds tensors up into
-param groups, and :func:`magnitudes` turns sums into ``mean |w| = S_1 / n`` and ``RMS = sqrt(S_2 / n)``.
-
-How the pass reads the memory once:
-
-- **CPU**: ``torch._foreach_norm(params, 1)`` reads far slower than the L2 norm (2-25x on the CPUs measured here), and
-  ``p.abs().mean()`` allocates a parameter-sized temporary. Instead each tensor is read in chunks of
-  ``chunk_numel`` elements: ``abs`` into one small reused buffer (1 MiB by default, so it stays in the core's
-  cache), then ``sum(buf)`` and ``dot(buf, buf)`` read the cached buffer. The parameters are read from memory once.
-- **CUDA, with Triton** (PyTorch's CUDA builds ship it): one multi-tensor kernel launch reads every element once
-  and writes both sums (:mod:`lightning_tau.diagnostics._stats_triton`).
-- **other devices, or CUDA without Triton**: ``torch._foreach_norm`` with ord 1 and ord 2, fused multi-tensor
-  kernels with no parameter-sized temporaries (two reads of the parameters).
-
-``benchmarks/bench_monitor.py`` times the pass against one fused L2 read (``torch._foreach_norm(params, 2)``).
+More: docs/diagnostics.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """A sweep read back from TensorBoard: each run's hparams and last scalars, each line's optimum, Figure 1.
 
-Each run directory (one per fit, as ``lightning-tau demo`` writes them) must carry an HParams record with
-``weight_decay`` and ``tau_epoch`` (and the hparam that tells the lines apart, ``dataset_size`` by default), or the
-``timescale/...`` record of :class:`~lightning_tau.diagnostics.TimescaleMonitor` (every run with
-``TimescaleCallback``: the quick start, ``lightning-tau find``), and a scalar with the final metric (``hp/val_loss``
-by default). The figure has two panels, metric against weight decay
-and metric against ``tau_epoch`` (log x), one line per dataset size (or width, ...), runs with the same setting
-averaged over seeds, and each line's optimum marked. A table of the optimum per line is printed. When the
-optimal ``tau_epoch`` stays put while the optimal weight decay moves with ``N``, the timescale is the
-hyperparameter that transfers (Wang & Aitchison, ICML 2025).
-
-Only tensorboard's own event reader is used (no tbparse), and matplotlib with the Agg backend, both imported when
-first used. ``lightning-tau plot`` (:mod:`lightning_tau.cli.plot`) is the command line over this module.
+More: docs/diagnostics.rst, module notes.
 """
 
 from __future__ import annotations
