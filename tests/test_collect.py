@@ -233,13 +233,14 @@ class _Attrs:
 
 def test_store_answer_writes_only_what_changed_counts_pruned_trials_and_says_when_it_cannot(tmp_path: Path) -> None:
     finder, result, _ = _grid_answer(tmp_path)
+    settings = finder.settings
     result.pruned[0].pruned_after[1] = 1  # both seeds of tau_epoch=16 pruned
     study = SimpleNamespace(study=_Attrs())
-    store_answer(study, result, finder, pytest.fail)  # type: ignore[arg-type]
+    store_answer(study, result, settings, pytest.fail)  # type: ignore[arg-type]
     assert len(study.study.writes) == 8 and study.study.user_attrs["pruned_trials"] == 2
     study.study.writes.clear()
-    store_answer(study, result, finder, pytest.fail)  # type: ignore[arg-type]
+    store_answer(study, result, settings, pytest.fail)  # type: ignore[arg-type]
     assert study.study.writes == []  # the same answer again: nothing written
     said: list[str] = []
-    store_answer(SimpleNamespace(study=_Attrs(PermissionError("read-only"))), result, finder, said.append)  # type: ignore[arg-type]
+    store_answer(SimpleNamespace(study=_Attrs(PermissionError("read-only"))), result, settings, said.append)  # type: ignore[arg-type]
     assert said == ["could not store the answer on the study (PermissionError)."]
