@@ -24,7 +24,7 @@ from lightning_tau.tuner.axis_runner import (
     seed_look,
     undetermined_rules,
 )
-from lightning_tau.tuner.finder_settings import FinderSettings
+from lightning_tau.tuner.finder import TimescaleFinder
 from lightning_tau.tuner.analysis.grid_extension import AddedPoint
 from lightning_tau.tuner.analysis.scaling import seed_stages
 from lightning_tau.tuner.study_key import study_name
@@ -165,9 +165,9 @@ def test_auto_seeds_stop_where_only_the_shape_part_leaves_rules_undetermined() -
 
 
 def test_the_grid_round_adds_midpoints_only_where_the_shape_part_alone_is_undetermined() -> None:
-    settings = FinderSettings.build(
+    settings = TimescaleFinder(
         axis="dataset_size", fractions=(0.25, 1.0), tau_epochs=TAUS, seeds=(0, 1, 2), trainer_kwargs={"max_epochs": 2}
-    )
+    ).settings
     shape = grid_round(settings, _decided_by(size_result(), **SHAPE_ONLY), lowest=0.1, at_round=0, midpoints=True)
     assert [p.tau_epoch for p in shape.added] == pytest.approx([2**1.5, 2**2.5])  # around 4, the best at both N
     assert {p.reason for p in shape.added} == {"midpoint: shape undecided"}
@@ -178,16 +178,18 @@ def test_the_grid_round_adds_midpoints_only_where_the_shape_part_alone_is_undete
 
 
 def test_the_grid_round_brings_an_off_grid_rule_onto_the_grid_on_either_axis() -> None:
-    size = FinderSettings.build(
+    size = TimescaleFinder(
         axis="dataset_size", fractions=(0.25, 1.0), tau_epochs=TAUS, seeds=(0, 1, 2), trainer_kwargs={"max_epochs": 2}
-    )
+    ).settings
     result = size_result()  # fixed λ puts tau_epoch at 1.27 at N=1000, below the grid (from 2): not measured
     assert [r.loss_cost for r in result.rules][2] is None
     plan = grid_round(size, result, lowest=0.1, at_round=0, midpoints=False)
     assert plan.added == (AddedPoint(1.0, "rule fixed λ at 1.27", 0),)
     # along width the grid is λ_base = 10 / tau_epoch: a rule's λ_base of 0.2, under the grid's 0.3125, is tau_epoch 50
     # (8-epoch runs: 64 is 8 runs long, within grid_extension.MAX_RUNS)
-    width = FinderSettings.build(axis="width", widths=(64, 128, 256), tau_epochs=TAUS, trainer_kwargs={"max_epochs": 8})
+    width = TimescaleFinder(
+        axis="width", widths=(64, 128, 256), tau_epochs=TAUS, trainer_kwargs={"max_epochs": 8}
+    ).settings
     result = width_result()
     result = dataclasses.replace(result, rules=[*result.rules[:2], dataclasses.replace(result.rules[2], x_rule=0.2)])
     plan = grid_round(width, result, lowest=0.1, at_round=3, midpoints=False)

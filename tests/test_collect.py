@@ -71,7 +71,7 @@ def _grid_answer(tmp_path: Path) -> tuple[Any, Any, dict]:
 
 def test_finder_result_builds_the_curve_the_pruned_points_and_the_full_runs_weight_decay(tmp_path: Path) -> None:
     finder, result, _ = _grid_answer(tmp_path)
-    assert finder.reduce == "last" and finder.mode == "min"
+    assert finder.settings.reduce == "last" and finder.settings.mode == "min"
     assert [(p.tau_epoch, p.values, p.seeds, p.steps) for p in result.curve] == [
         (1.0, [0.8, 0.6], [0, 1], [4, 4]),
         (4.0, [0.5, 0.3], [0, 1], [4, 4]),
@@ -89,7 +89,7 @@ def test_finder_result_builds_the_curve_the_pruned_points_and_the_full_runs_weig
     assert result.tau_epoch == 4.0 and not result.at_edge and result.tau_epoch_range[1] == 16.0
     assert result.lr == {"pg1": 1e-2} and result.monitor == "val_loss" and result.batch_size == 16
     assert (result.dataset_size, result.subset_size, result.steps_per_epoch) == (80, 32, 5)
-    assert result.full_cost == 3 * 2 * finder.epochs * 5 and result.cost == 4 * 4 + 2 + 4
+    assert result.full_cost == 3 * 2 * finder.settings.epochs * 5 and result.cost == 4 * 4 + 2 + 4
     assert result.weight_decay["pg1"] == pytest.approx(1 / (1e-2 * 4.0 * 5))
 
 
@@ -112,8 +112,8 @@ def test_store_answer_puts_the_answer_on_the_study_and_it_reads_back(tmp_path: P
         "monitor": "val_loss",
         "mode": "min",
         "reduce": "last",
-        "window": finder.window,
-        "pruner": finder.pruner_setting,
+        "window": finder.settings.window,
+        "pruner": finder.settings.pruner_setting,
     }
 
 
@@ -233,13 +233,14 @@ class _Attrs:
 
 def test_store_answer_writes_only_what_changed_counts_pruned_trials_and_says_when_it_cannot(tmp_path: Path) -> None:
     finder, result, _ = _grid_answer(tmp_path)
+    settings = finder.settings
     result.pruned[0].pruned_after[1] = 1  # both seeds of tau_epoch=16 pruned
     study = SimpleNamespace(study=_Attrs())
-    store_answer(study, result, finder, pytest.fail)  # type: ignore[arg-type]
+    store_answer(study, result, settings, pytest.fail)  # type: ignore[arg-type]
     assert len(study.study.writes) == 8 and study.study.user_attrs["pruned_trials"] == 2
     study.study.writes.clear()
-    store_answer(study, result, finder, pytest.fail)  # type: ignore[arg-type]
+    store_answer(study, result, settings, pytest.fail)  # type: ignore[arg-type]
     assert study.study.writes == []  # the same answer again: nothing written
     said: list[str] = []
-    store_answer(SimpleNamespace(study=_Attrs(PermissionError("read-only"))), result, finder, said.append)  # type: ignore[arg-type]
+    store_answer(SimpleNamespace(study=_Attrs(PermissionError("read-only"))), result, settings, said.append)  # type: ignore[arg-type]
     assert said == ["could not store the answer on the study (PermissionError)."]

@@ -111,7 +111,7 @@ def test_finder_trains_on_the_subset_and_the_callback_sees_its_n(
         assert len(run["metrics"]) == EPOCHS and all("val_loss" in m for m in run["metrics"])
         assert point.values == [pytest.approx(run["metrics"][-1]["val_loss"])]  # reduce="last": the final value
     # one TensorBoard folder per trial, named after the study, the grid point and the trial
-    logs = list((finder.root_dir / "tb").glob("tau_finder_*/tau_epoch=4_seed0_trial*/events.out.tfevents.*"))
+    logs = list((finder.settings.root_dir / "tb").glob("tau_finder_*/tau_epoch=4_seed0_trial*/events.out.tfevents.*"))
     assert len(logs) == 1
 
 
@@ -182,6 +182,32 @@ def test_finder_reuses_the_study_and_a_named_study_refuses_other_settings(tmp_pa
         grid = _finder(tmp_path, study_name="mine", tau_epochs=(1.0, 4.0))
         grid.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
     assert ValModel.fits == before
+
+
+def test_a_fit_starts_from_a_fresh_state_before_it_checks_anything(tmp_path: Path) -> None:
+    finder = _finder(tmp_path)
+    finder._fit.trained_runs, finder._fit.staging = 7, "left by an earlier fit"  # type: ignore[assignment]
+    train, _ = _loaders()
+    with pytest.raises(ValueError, match=r"needs validation data"):
+        finder.fit(ValModel, train_dataloaders=train)
+    assert (finder.trained_runs, finder.reused_runs, finder.total_runs) == (0, 0, 0)
+    assert finder.staging is None and finder.study is None
+    assert finder._fit.round_settings is finder.settings  # the first round: the settings as given
+
+
+@pytest.mark.slow
+def test_two_fits_of_one_finder_share_no_state_and_keep_its_settings(tmp_path: Path) -> None:
+    finder = _finder(tmp_path)
+    settings, train, val = finder.settings, *_loaders()
+    finder.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
+    first = finder._fit
+    assert (finder.trained_runs, finder.reused_runs, finder.total_runs, finder.pending_runs) == (3, 0, 3, 0)
+    study = finder.study
+    finder.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
+    assert finder._fit is not first and (first.trained_runs, first.reused_runs, first.study) == (3, 0, study)
+    assert (finder.trained_runs, finder.reused_runs, finder.total_runs, finder.pending_runs) == (0, 3, 3, 0)
+    assert finder.study is not study and finder.study is not None and finder.study.records() == study.records()
+    assert finder.settings is settings and finder.settings == _finder(tmp_path).settings
 
 
 def test_finder_with_a_datamodule_and_a_missing_monitor(tmp_path: Path) -> None:

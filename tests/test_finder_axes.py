@@ -264,10 +264,10 @@ def test_axes_default_to_five_seeds_and_auto_starts_at_three() -> None:
     size = TimescaleFinder(axis="dataset_size", fractions=(0.5, 1.0), trainer_kwargs=TRAINER)
     one = TimescaleFinder(trainer_kwargs=TRAINER)
     assert width.seeds == size.seeds == (0, 1, 2, 3, 4) and one.seeds == (0, 1, 2)
-    assert (width.tolerance, size.tolerance, one.tolerance) == (1.25, 1.25, 1.25)
+    assert (width.settings.tolerance, size.settings.tolerance, one.settings.tolerance) == (1.25, 1.25, 1.25)
     auto = TimescaleFinder(axis="width", widths=(8, 16), seeds="auto", trainer_kwargs=TRAINER)
-    assert (auto.seeds, auto.auto_seeds, auto.max_seeds) == ((0, 1, 2), True, 12)
-    assert not width.auto_seeds and width.staging is None
+    assert (auto.seeds, auto.settings.auto_seeds, auto.settings.max_seeds) == ((0, 1, 2), True, 12)
+    assert not width.settings.auto_seeds and width.staging is None
 
 
 def _without_base_shapes(width: int) -> MyMuMLP:
@@ -580,7 +580,7 @@ def test_auto_seeds_stop_at_the_first_stage_that_decides_every_rule(
     assert staging is not None and staging.stages == (3,) and staging.seeds == 3 and staging.decided
     assert staging.reason == "stopped at 3 seeds: every published rule decided"
     assert (
-        finder.seeds == (0, 1, 2)
+        finder.seeds == (0, 1, 2)  # what was asked for (the first stage); the seeds used: `result.staging.seeds`
         and result.fit.per_seed_grid_optima[0]
         and len(result.fit.per_seed_grid_optima[0]) == 3
     )
@@ -598,12 +598,16 @@ def test_auto_seeds_add_stages_to_the_same_studies_up_to_max_seeds(tmp_path: Pat
     # a width x1.01 of tolerance is narrower than any 5-seed interval: Fan et al. (the planted -1/2) stays
     # undetermined, so the finder looks at 3 seeds, adds 2 more to the same two studies, and stops at max_seeds
     finder = _width_finder(tmp_path, widths=(8, 32), seeds="auto", max_seeds=5, tolerance=1.01)
+    settings = finder.settings
     result = finder.fit(PlantedWidthModel, datamodule=PlantedData())
+    assert finder.settings is settings and settings == _width_finder(tmp_path, widths=(8, 32), seeds="auto",
+                                                                      max_seeds=5, tolerance=1.01).settings
     staging = finder.staging
     assert staging is not None and staging.stages == (3, 5) and staging.seeds == 5 and not staging.decided
     assert "Fan et al." in staging.undetermined and staging.tolerance == 1.01
     assert staging.reason.startswith("reached max_seeds=5 with ") and staging.reason.endswith(" undetermined")
     assert all(len(v) == 5 for v in result.fit.per_seed_grid_optima)
+    assert result.staging == staging and finder.seeds == (0, 1, 2)  # the seeds asked for stay; 5 were used
     # stage 2 added its seeds' trials to stage 1's studies: 2 studies of 5 tau_epochs x 5 seeds, each trained once
     trials = _trials_per_study(tmp_path / "find")
     assert len(trials) == 2 and list(trials.values()) == [len(TAUS) * 5] * 2
@@ -627,9 +631,9 @@ def test_a_worker_sent_a_stage_trains_its_seeds_into_the_same_studies(tmp_path: 
     # what the main process sends a worker at the 5-seed stage, run here: the worker's finder is built with
     # seeds="auto" and told the stage's seeds, so it opens the main process's studies and trains all 5 seeds there
     finder = _width_finder(tmp_path, widths=(8, 32), seeds="auto", max_seeds=5, tolerance=1.01)
-    finder.settings = dataclasses.replace(finder.settings, seeds=(0, 1, 2, 3, 4))
+    stage = dataclasses.replace(finder.settings, seeds=(0, 1, 2, 3, 4))  # the round the main process trains now
     data = PlantedData()
-    payload = finder._worker_payload(PlantedWidthModel, data.train_dataloader(), data.val_dataloader())
+    payload = finder._worker_payload(PlantedWidthModel, data.train_dataloader(), data.val_dataloader(), stage)
     threads = torch.get_num_threads()
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # a worker ignores both at its end
     try:

@@ -31,8 +31,8 @@ def test_an_edge_optimum_extends_the_grid_until_it_is_interior_and_a_rerun_train
     assert result.grid_added == (AddedPoint(8.0, "edge at N=32", 0), AddedPoint(4.0, "edge at N=32", 1))
     assert [p.tau_epoch for p in result.curve] == [4.0, 8.0, 16.0, 32.0, 64.0]
     assert not result.at_edge and result.grid_tau_epoch == 8.0 and 4.0 < result.tau_epoch < 8.0
-    assert finder.trained_runs == 5 and finder.reused_runs == 0 and finder.tau_epochs == (4.0, 8.0, 16.0, 32.0, 64.0)
-    assert finder.base_tau_epochs == GIVEN
+    assert finder.trained_runs == 5 and finder.reused_runs == 0 and finder.total_runs == 5
+    assert finder.tau_epochs == finder.settings.base_tau_epochs == GIVEN  # the grid as given: the fit added to a copy
     assert "Grid extended (points added to the grid given, in the order trained): tau_epoch 8 (edge at N=32), 4" in (
         result.table()
     )
@@ -89,9 +89,9 @@ def test_a_rule_off_the_grid_is_trained_at_every_axis_point(tmp_path: Path) -> N
 def test_a_worker_sent_a_round_trains_its_added_points_into_the_same_study(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, tau_epochs=GIVEN, workers=2)
     fit_finder(finder)  # (the grid is extended here; a worker process may take some of its trials)
-    finder.settings = dataclasses.replace(finder.settings, tau_epochs=(2.0, *finder.tau_epochs))
+    grown = dataclasses.replace(finder.settings, tau_epochs=(2.0, 4.0, 8.0, *GIVEN))  # a round the main one trains
     train, val = curve_loaders()
-    payload = finder._worker_payload(CurveModel, train, val)
+    payload = finder._worker_payload(CurveModel, train, val, grown)
     assert pickle.loads(payload)[4] == {"seeds": (0,), "tau_epochs": (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)}
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # a worker ignores both at its end
     try:

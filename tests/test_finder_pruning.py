@@ -117,7 +117,7 @@ def test_the_suggestion_is_the_unpruned_runs_and_the_study_attributes_say_what_w
     # read back through Optuna, as optuna-dashboard shows them
     assert finder.study is not None
     storage = optuna.storages.JournalStorage(
-        optuna.storages.journal.JournalFileBackend(str(finder.root_dir / "study.journal"))
+        optuna.storages.journal.JournalFileBackend(str(finder.settings.root_dir / "study.journal"))
     )
     attrs = optuna.load_study(study_name=finder.study.study.study_name, storage=storage).user_attrs
     assert attrs["suggested_tau_epoch"] == pytest.approx(result.tau_epoch)
@@ -164,7 +164,7 @@ def test_a_rerun_trains_nothing_and_gives_the_same_answer(
     pruned: tuple[TimescaleFinder, FinderResult],
 ) -> None:
     finder, result = pruned
-    again = _finder(finder.root_dir, pruner=PRUNER)
+    again = _finder(finder.settings.root_dir, pruner=PRUNER)
     second = _fit(again)
     assert (again.trained_runs, again.reused_runs) == (0, len(GRID) * 2)
     assert len(_trials(again)) == len(GRID) * 2

@@ -703,7 +703,7 @@ def _main(args: argparse.Namespace) -> int:
         config = str(args.config.resolve()) if args.config is not None else None
         if finder.study.study.user_attrs.get(CONFIG_ATTR, "unset") != config:
             finder.study.study.set_user_attr(CONFIG_ATTR, config)
-    grid = len(finder.tau_epochs) * len(finder.seeds) * len(finder.widths or finder.fractions or [0])
+    grid = finder.total_runs  # the last round's: with the seeds (seeds="auto") and the points the fit added
     if result is None:
         elsewhere = len(finder.study.running_elsewhere()) if finder.study is not None else 0
         print(

@@ -200,12 +200,16 @@ class TimescaleFinder:
             completed; the pruned ones are listed as such (:attr:`FinderResult.pruned`).
 
     Attributes:
-        settings: the checked arguments (:class:`~lightning_tau.tuner.finder_settings.FinderSettings`); the finder's
-            attributes of the same names (``tau_epochs``, ``seeds``, ``axis``, ...) read them.
+        settings: the checked arguments as given (:class:`~lightning_tau.tuner.finder_settings.FinderSettings`),
+            never replaced by :meth:`fit`; the finder's ``axis``, ``tau_epochs``, ``seeds``, ``study_name`` and
+            ``pruner`` read them (the others: ``finder.settings.<name>``). With ``seeds="auto"``, ``seeds`` is the
+            first stage's; the seeds a fit used are in its result's ``staging``.
         staging: with ``seeds="auto"``, after :meth:`fit`: how many seeds it used and why it stopped.
         trained_runs: trials this process trained in the last :meth:`fit`.
         reused_runs: trials that were complete in the study when the last :meth:`fit` started.
         pending_runs: trials still training elsewhere when the last :meth:`fit` returned (``wait=False`` only).
+        total_runs: the trials of the last :meth:`fit`'s grid, with the seeds and points it added (every axis
+            point's).
         study: the study the last :meth:`fit` used (name and printable storage); along an axis, the first point's.
         studies: along an axis: the study of every point, in axis order.
 
@@ -220,7 +224,7 @@ class TimescaleFinder:
         Traceback (most recent call last):
         ...
         ValueError: `TimescaleFinder(fraction=1.5)` is not valid: use a number in (0, 1], ...
-        >>> TimescaleFinder(axis="width", widths=(64, 128, 256), trainer_kwargs={"max_epochs": 10}).widths
+        >>> TimescaleFinder(axis="width", widths=(64, 128, 256), trainer_kwargs={"max_epochs": 10}).settings.widths
         (64, 128, 256)
         >>> TimescaleFinder(axis="width", widths=(128, 64), trainer_kwargs={"max_epochs": 10})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
@@ -256,49 +260,84 @@ class TimescaleFinder:
         max_seeds: int | None = None,
         max_grid_extensions: int = DEFAULT_MAX_GRID_EXTENSIONS,
     ) -> None:
-        self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
-        self.settings: FinderSettings = FinderSettings.build(**self._init_kwargs)
+        # the arguments by name, as given: checked into the settings, and sent to a worker process to build its own
+        self._arguments: dict[str, Any] = dict(
+            fraction=fraction,
+            tau_epochs=tau_epochs,
+            seeds=seeds,
+            monitor=monitor,
+            mode=mode,
+            reduce=reduce,
+            trainer_kwargs=trainer_kwargs,
+            root_dir=root_dir,
+            subset_seed=subset_seed,
+            window=window,
+            progress=progress,
+            verbose=verbose,
+            storage=storage,
+            study_name=study_name,
+            workers=workers,
+            threads=threads,
+            stale_after=stale_after,
+            axis=axis,
+            widths=widths,
+            fractions=fractions,
+            level=level,
+            pruner=pruner,
+            tolerance=tolerance,
+            max_seeds=max_seeds,
+            max_grid_extensions=max_grid_extensions,
+        )
+        self.settings: FinderSettings = FinderSettings.build(**self._arguments)
         # the workers' server imports torch and Lightning while the caller sets up (not from a worker importing the
         # user's script: it cannot start processes, and fit stops it)
-        if min(self.workers, cores()) > 1 and not importing_main():
+        if min(self.settings.workers, cores()) > 1 and not importing_main():
             start_server()
-        self.staging: SeedStaging | None = None
-        self.trained_runs = self.reused_runs = self.pending_runs = 0
-        self.study: GridStudy | None = None
-        self.studies: list[GridStudy] = []
-        self._worker_only = False
-        self._warned: set[tuple[type, str]] = set()
+        self._worker_round: FinderSettings | None = None  # a worker process's finder: the round it was sent
+        self._fit = _FitState(self.settings)  # replaced at every fit start
 
-    # the settings, read as the finder's attributes (documented at FinderSettings and in the arguments above)
+    # the settings the documentation reads as the finder's attributes; the others: `finder.settings.<name>`
     axis = _setting("axis")
-    fraction = _setting("fraction")
-    widths = _setting("widths")
-    fractions = _setting("fractions")
     tau_epochs = _setting("tau_epochs")
     seeds = _setting("seeds")
-    auto_seeds = _setting("auto_seeds")
-    max_seeds = _setting("max_seeds")
-    monitor = _setting("monitor")
-    mode = _setting("mode")
-    reduce = _setting("reduce")
-    trainer_kwargs = _setting("trainer_kwargs")
-    epochs = _setting("epochs")
-    root_dir = _setting("root_dir")
-    subset_seed = _setting("subset_seed")
-    window = _setting("window")
-    progress = _setting("progress")
-    verbose = _setting("verbose")
-    storage = _setting("storage")
     study_name = _setting("study_name")
-    workers = _setting("workers")
-    threads = _setting("threads")
-    stale_after = _setting("stale_after")
-    level = _setting("level")
-    tolerance = _setting("tolerance")
     pruner = _setting("pruner")
-    pruner_setting = _setting("pruner_setting")
-    max_grid_extensions = _setting("max_grid_extensions")
-    base_tau_epochs = _setting("base_tau_epochs")
+
+    # the last fit's state (documented above, under Attributes)
+    @property
+    def staging(self) -> SeedStaging | None:
+        """With ``seeds="auto"``, after :meth:`fit`: how many seeds it used and why it stopped."""
+        return self._fit.staging
+
+    @property
+    def trained_runs(self) -> int:
+        """Trials this process trained in the last :meth:`fit`."""
+        return self._fit.trained_runs
+
+    @property
+    def reused_runs(self) -> int:
+        """Trials that were complete in the study when the last :meth:`fit` (each of its rounds) started."""
+        return self._fit.reused_runs
+
+    @property
+    def pending_runs(self) -> int:
+        """Trials still training elsewhere when the last :meth:`fit` returned (``wait=False`` only)."""
+        return self._fit.pending_runs
+
+    @property
+    def total_runs(self) -> int:
+        """The trials of the last :meth:`fit`'s grid (of its last round: every axis point, seed and ``tau_epoch``)."""
+        return self._fit.total_runs
+
+    @property
+    def study(self) -> GridStudy | None:
+        """The study the last :meth:`fit` used (name and printable storage); along an axis, the first point's."""
+        return self._fit.study
+
+    @property
+    def studies(self) -> list[GridStudy]:
+        """Along an axis: the study of every point the last :meth:`fit` used, in axis order."""
+        return self._fit.studies
 
     @overload
     def fit(
@@ -373,59 +412,52 @@ class TimescaleFinder:
                 group, or (after the first validation) a ``monitor`` no run logs. A journal file that fills the
                 disk mid-run raises :class:`~lightning_tau.tuner.study.storage.JournalWriteError` naming it.
         """
+        settings, worker = self.settings, self._worker_round is not None
         if importing_main():  # a worker importing the user's script, whose code runs the finder again at import
-            _stop_unguarded_worker(self.workers)
+            _stop_unguarded_worker(settings.workers)
         # the same script seen from this process, before any trial trains: this call is made by the script's
         # top-level code where every import runs it, so each worker would start it again as it imports the script
-        if self.workers > 1 and not self._worker_only and unguarded_call(sys._getframe(1)):
-            raise SystemExit(unguarded_script(self.workers))
-        self._warned = set()  # warnings the trials of this fit have shown: each once, not once per trial or point
-        self.staging = None
-        factory, copies = model_factory(model, self.axis)
+        if settings.workers > 1 and not worker and unguarded_call(sys._getframe(1)):
+            raise SystemExit(unguarded_script(settings.workers))
+        # this fit's state, fresh: nothing of an earlier fit carries into it; its first round trains the grid as given
+        # (a worker: the round it was sent)
+        fit = self._fit = _FitState(self._worker_round or settings)
+        factory, copies = model_factory(model, settings.axis)
         full_train, val = resolve_data(datamodule, train_dataloaders, val_dataloaders)
-        points = axis_points(self.settings, factory, full_train, copies)  # one on the fraction axis
+        points = axis_points(fit.round_settings, factory, full_train, copies)  # one on the fraction axis
         dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
 
         def intro(studies: Sequence[GridStudy]) -> str:  # the seeds of the stage now
-            return axis_intro(self.settings, points, studies, dataset_size)
+            return axis_intro(fit.round_settings, points, studies, dataset_size)
 
         # rounds: round 0 trains the grid as given; after each, the grid extension may add points and seeds="auto"
         # a stage of seeds (one look per stage), both into the same studies (their key holds the grid as given and
         # "auto"), so a rerun replays the same rounds from the study's records and trains nothing
-        auto = self.auto_seeds and not self._worker_only  # a worker trains the stage and the grid it was sent
-        stages = seed_stages(self.max_seeds) if auto else [len(self.seeds)]
-        level = staged_level(self.level, len(stages)) if self.auto_seeds else self.level
-        if not self._worker_only:
-            self.settings = dataclasses.replace(self.settings, tau_epochs=self.settings.base_tau_epochs)
-        lowest = lowest_point_tau(self.settings, points)
+        auto = settings.auto_seeds and not worker  # a worker trains the stage and the grid it was sent
+        stages = seed_stages(settings.max_seeds) if auto else [len(fit.round_settings.seeds)]
+        level = staged_level(settings.level, len(stages)) if settings.auto_seeds else settings.level
+        lowest = lowest_point_tau(fit.round_settings, points)
         added: list[AddedPoint] = []
-        trained = reused = done = 0
         looked, at_round = 1, 0
         while True:
             if auto:
-                self.settings = dataclasses.replace(self.settings, seeds=tuple(range(stages[looked - 1])))
+                fit.round_settings = dataclasses.replace(fit.round_settings, seeds=tuple(range(stages[looked - 1])))
             # checked before the studies are opened: nothing written for a model that cannot travel (an instance
             # travels as itself: the same study)
-            payload = self._worker_payload(model, full_train, val) if self.workers > 1 else None
-            answer = "suggestion" if self.axis == "fraction" else "result"
+            payload = self._worker_payload(model, full_train, val, fit.round_settings) if settings.workers > 1 else None
+            answer = "suggestion" if settings.axis == "fraction" else "result"
             records = self._run(points, val, payload, wait=wait, intro=intro, answer=answer)
-            # this fit's counts over its rounds: trials complete before it (a later round's new trials' only: the
-            # earlier rounds' grid was complete when it ended), and those this process trained in it
-            reused += self.reused_runs - done
-            trained += self.trained_runs
-            self.reused_runs, self.trained_runs = reused, trained
             if records is None:
                 return None
-            done = len(points) * len(self.settings.grid_order())
-            studies = self.studies or [self.study]
-            result = axis_result(self.settings, points, records, studies, full_train, self._log, level=level)
-            new = self._grid_points(result, lowest, at_round, midpoints=not auto or self.staging is not None)
-            if not new and auto and self.staging is None:
-                self.staging = seed_look(result, self.tolerance, stages, looked, level)  # type: ignore[arg-type]
-                if self.staging is None:
-                    undetermined = ", ".join(undetermined_rules(result, self.tolerance))  # type: ignore[arg-type]
+            studies = fit.studies or [fit.study]
+            result = axis_result(fit.round_settings, points, records, studies, full_train, self._log, level=level)
+            new = self._grid_points(result, lowest, at_round, midpoints=not auto or fit.staging is not None)
+            if not new and auto and fit.staging is None:
+                fit.staging = seed_look(result, settings.tolerance, stages, looked, level)  # type: ignore[arg-type]
+                if fit.staging is None:
+                    undetermined = ", ".join(undetermined_rules(result, settings.tolerance))  # type: ignore[arg-type]
                     self._log(
-                        f"{stages[looked - 1]} seeds: {undetermined} undetermined at tolerance x{self.tolerance:g};"
+                        f"{stages[looked - 1]} seeds: {undetermined} undetermined at tolerance x{settings.tolerance:g};"
                         f" adding seeds up to {stages[looked]}."
                     )
                     looked += 1
@@ -435,13 +467,13 @@ class TimescaleFinder:
                 break
             added += new
             at_round += 1
-            grid = sorted({*self.settings.tau_epochs, *(p.tau_epoch for p in new)})
-            self.settings = dataclasses.replace(self.settings, tau_epochs=tuple(grid))
-        if self.staging is not None and isinstance(result, AxisResult):
-            result = dataclasses.replace(result, staging=self.staging)  # in its table and JSON
+            grid = sorted({*fit.round_settings.tau_epochs, *(p.tau_epoch for p in new)})
+            fit.round_settings = dataclasses.replace(fit.round_settings, tau_epochs=tuple(grid))
+        if fit.staging is not None and isinstance(result, AxisResult):
+            result = dataclasses.replace(result, staging=fit.staging)  # in its table and JSON
         if added:
             result = dataclasses.replace(result, grid_added=tuple(added))  # in its table and JSON
-        if self.verbose and rank_zero_only.rank == 0:
+        if settings.verbose and rank_zero_only.rank == 0:
             print(result.table())
         return result
 
@@ -459,37 +491,42 @@ class TimescaleFinder:
         free trials of every point first, so no process idles while another point has some), and return each
         study's records; ``None`` when this is a worker, or when some trials are still not complete (``wait=False``),
         ``log`` then saying so and what ``answer`` waits on them."""
-        grid = self.settings.grid_order()
+        fit, settings = self._fit, self.settings
+        grid = fit.round_settings.grid_order()
         log = self._log
         # SIGTERM anywhere in here (waiting on a trial elsewhere, between trials) ends the sweep as inside a fit; a
         # Ctrl-C raises KeyboardInterrupt once (inside a fit too: `run_trial`), a second one lets the hand-back finish
         with quiet_optuna(), sigterm_raises(lambda: SIGTERMException(SIGTERM_EXIT)), sigint_raises():
-            studies = open_studies(self.settings, points, grid, log)
-            self.study = studies[0]
-            if self.axis != "fraction":
-                self.studies = studies
-            self.trained_runs, self.pending_runs = 0, 0
-            self.reused_runs = sum(len(study.records()) for study in studies)
-            total = len(grid) * len(studies)
-            workers = self._workers_for(total - self.reused_runs)
+            studies = open_studies(fit.round_settings, points, grid, log)
+            fit.study = studies[0]
+            if settings.axis != "fraction":
+                fit.studies = studies
+            before = sum(len(study.records()) for study in studies)  # complete when this round started
+            # over the fit's rounds: a later round's new trials' only (the earlier rounds' grid was complete when it
+            # ended); `total_runs` is the last round's grid until this one's replaces it
+            fit.reused_runs += before - fit.total_runs
+            fit.total_runs = total = len(grid) * len(studies)
+            fit.pending_runs = 0
+            workers = self._workers_for(total - before)
             log(
-                f"{intro(studies)}; {self.reused_runs} done before"
+                f"{intro(studies)}; {before} done before"
                 + (f", {workers} workers on this machine." if workers > 1 else ".")
             )
             procs = self._start_workers(payload, workers) if payload is not None and workers > 1 else None
             threads = torch.get_num_threads()
             # one line for every point's runs in this call, weighted by each point's samples per epoch
-            self._progress = FitProgress(self.settings, studies, [len(p.train.dataset) for p in points])  # type: ignore[arg-type]
+            sizes = [len(p.train.dataset) for p in points]  # type: ignore[arg-type]
+            progress = FitProgress(fit.round_settings, studies, sizes)
             try:
-                per_process = torch_threads(self.threads, threads, workers)
+                per_process = torch_threads(settings.threads, threads, workers)
                 torch.set_num_threads(per_process)
-                if self.reused_runs < total:
-                    log(threads_line(self.threads, per_process, workers))
+                if before < total:
+                    log(threads_line(settings.threads, per_process, workers))
                 if len(studies) > 1:  # every point's free trials first, then wait
                     for study, point in zip(studies, points):
-                        self._work(study, point, val, wait=False)
+                        self._work(study, point, val, progress, wait=False)
                 for study, point in zip(studies, points):
-                    self._work(study, point, val, wait=wait, workers=procs)
+                    self._work(study, point, val, progress, wait=wait, workers=procs)
             except BaseException as err:
                 if procs is not None and isinstance(err, SIGTERMException):  # each worker hands its trial back
                     procs.terminate()
@@ -505,51 +542,58 @@ class TimescaleFinder:
                     raise SIGTERMException(SIGTERM_EXIT) from None
                 raise
             finally:
-                self._progress.close()
+                progress.close()
                 torch.set_num_threads(threads)
                 if procs is not None:
                     procs.join()
             if procs is not None and procs.unguarded():  # the workers cannot import the script without starting it
-                raise SystemExit(unguarded_script(self.workers))
+                raise SystemExit(unguarded_script(settings.workers))
             for problem in procs.problems() if procs is not None else []:
                 log(problem)
             records = [study.records() for study in studies]
-            self.pending_runs = sum(len(grid) - len(r) for r in records)
-        if self._worker_only:
+            fit.pending_runs = sum(len(grid) - len(r) for r in records)
+        if self._worker_round is not None:
             return None
-        if self.pending_runs:
+        if fit.pending_runs:
             elsewhere = sum(len(study.running_elsewhere()) for study in studies)
             log(
-                f"no trial left to take; {self.pending_runs} of {total} not complete ({elsewhere} training"
+                f"no trial left to take; {fit.pending_runs} of {total} not complete ({elsewhere} training"
                 f" elsewhere). Call again when they finish for the {answer}."
             )
             return None
         return records
 
     def _log(self, message: str) -> None:
-        if self.verbose:
+        if self.settings.verbose:
             rank_zero_info(f"TimescaleFinder: {message}")
 
     def _work(
-        self, study: GridStudy, point: StudyPoint, val: Any, *, wait: bool, workers: Workers | None = None
+        self,
+        study: GridStudy,
+        point: StudyPoint,
+        val: Any,
+        progress: FitProgress,
+        *,
+        wait: bool,
+        workers: Workers | None = None,
     ) -> None:
         """Take and train ``study``'s trials in this process (:func:`~lightning_tau.tuner.grid_runner.work_study`)."""
+        fit = self._fit
 
         def trained() -> None:
-            self.trained_runs += 1
+            fit.trained_runs += 1
 
-        show = not self._worker_only
         work_study(
             study,
-            self.settings,
+            fit.round_settings,
             point,
             val,
             wait=wait,
             log=self._log,
             trained=trained,
-            warned=self._warned,
-            progress=self._progress,
-            show_warnings=show,
+            warned=fit.warned,
+            progress=progress,
+            show_warnings=self._worker_round is None,
             workers=workers,
         )
 
@@ -559,9 +603,9 @@ class TimescaleFinder:
         """The points the grid extension adds after round ``at_round``
         (:func:`~lightning_tau.tuner.axis_runner.grid_round`), logged with why, and why an edge or a rule was left as
         it is; none for a worker (it trains what it was sent)."""
-        if self._worker_only:
+        if self._worker_round is not None:
             return ()
-        plan = grid_round(self.settings, result, lowest=lowest, at_round=at_round, midpoints=midpoints)
+        plan = grid_round(self._fit.round_settings, result, lowest=lowest, at_round=at_round, midpoints=midpoints)
         for line in plan.held:
             self._log(f"grid: {line}.")
         if plan.added:
@@ -573,29 +617,54 @@ class TimescaleFinder:
         """The worker processes to run: ``workers``, capped at this machine's cores and at the trials left to train
         (more only split the cores into slower trials, or wait with nothing to do); a note says when capped, unless
         nothing is left to train (a rerun: no worker is started, and none was to be)."""
-        workers = max(1, min(self.workers, cores(), left))
-        if workers < self.workers and left > 0:
+        asked = self.settings.workers
+        workers = max(1, min(asked, cores(), left))
+        if workers < asked and left > 0:
             why = "the number of trials left to train" if workers == max(1, left) else "this machine's cores"
-            self._log(f"workers={self.workers} capped at {workers} ({why}).")
+            self._log(f"workers={asked} capped at {workers} ({why}).")
         return workers
 
-    def _worker_payload(self, model_factory: Callable[[], Any], full_train: DataLoader, val: Any) -> bytes:
-        kwargs = {**self._init_kwargs, "workers": 1, "progress": False, "verbose": False}
+    def _worker_payload(
+        self, model_factory: Callable[[], Any], full_train: DataLoader, val: Any, round_settings: FinderSettings
+    ) -> bytes:
+        """What a worker process gets: the finder's arguments, the model, the data, and the seeds and the grid of the
+        round it trains (``round_settings``: seeds="auto"'s stage, the grid extension's points)."""
+        kwargs = {**self._arguments, "workers": 1, "progress": False, "verbose": False}
         try:
-            # the seeds and the grid of this round (seeds="auto"'s stage, the grid extension's points)
-            grid = {"seeds": self.seeds, "tau_epochs": self.tau_epochs}
+            grid = {"seeds": round_settings.seeds, "tau_epochs": round_settings.tau_epochs}
             return pickle.dumps((kwargs, model_factory, full_train, val, grid))
         except Exception as err:
             raise ValueError(
-                f"`TimescaleFinder(workers={self.workers})` sends the model and the data to its worker processes,"
-                f" but they do not pickle ({type(err).__name__}: {err}). Pass the model class or an instance (not a"
-                " lambda), data that pickles, or workers=1 and start the command once per worker instead."
+                f"`TimescaleFinder(workers={self.settings.workers})` sends the model and the data to its worker"
+                f" processes, but they do not pickle ({type(err).__name__}: {err}). Pass the model class or an"
+                " instance (not a lambda), data that pickles, or workers=1 and start the command once per worker"
+                " instead."
             ) from None
 
     def _start_workers(self, payload: bytes, workers: int) -> Workers:
         """``workers - 1`` worker processes, started in the background while this process trains."""
-        threads = torch_threads(self.threads, torch.get_num_threads(), workers)
+        threads = torch_threads(self.settings.threads, torch.get_num_threads(), workers)
         return Workers(_worker_main, (threads, dict(os.environ)), workers - 1, WORKER_NAME, payload=payload)
+
+
+@dataclasses.dataclass
+class _FitState:
+    """What one :meth:`TimescaleFinder.fit` holds: created with the finder and replaced at every fit start, so
+    nothing of a fit carries into the next (as the callback's per-fit state is one ``_Fit``). The finder's
+    ``staging``, ``trained_runs``, ``reused_runs``, ``pending_runs``, ``total_runs``, ``study`` and ``studies`` read
+    it; ``finder.settings`` stays as given."""
+
+    #: the settings of the round being trained: the finder's, with seeds="auto"'s stage (``0 .. n - 1``) and the
+    #: points the grid extension added (a worker's finder: the round it was sent); the modules below take these
+    round_settings: FinderSettings
+    staging: SeedStaging | None = None  # seeds="auto": the seeds used and why it stopped, once decided
+    trained_runs: int = 0  # trials this process trained, over the fit's rounds
+    reused_runs: int = 0  # trials complete when each round started (a later round's new ones only)
+    pending_runs: int = 0  # trials of the last round not complete when it ended (wait=False)
+    total_runs: int = 0  # the trials of the last round's grid, every axis point
+    study: GridStudy | None = None  # the first point's
+    studies: list[GridStudy] = dataclasses.field(default_factory=list)  # every point's, along an axis
+    warned: set[tuple[type, str]] = dataclasses.field(default_factory=set)  # warnings shown: each once per fit
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
@@ -631,8 +700,7 @@ def _worker_main(payload: bytes | Any, threads: int, environ: Mapping[str, str])
         kwargs, model_factory, full_train, val, grid = pickle.loads(payload)
         torch.set_num_threads(threads)
         finder = TimescaleFinder(**kwargs)
-        finder._worker_only = True
-        finder.settings = dataclasses.replace(finder.settings, **grid)  # the seeds and grid of the round trained now
+        finder._worker_round = dataclasses.replace(finder.settings, **grid)  # the seeds and grid of the round sent
         finder.fit(model_factory, train_dataloaders=full_train, val_dataloaders=val, wait=False)
     except Exception as err:
         print(f"TimescaleFinder worker (pid {os.getpid()}): error: {err}", file=sys.stderr)

@@ -1,10 +1,11 @@
 """``FinderSettings``: every argument of :class:`~lightning_tau.tuner.finder.TimescaleFinder`, checked once, frozen.
 
-:meth:`FinderSettings.build` runs the checks of the finder's constructor in named steps (the axis, the grid and
-seeds, the metric, the trainer, where the study lives), each through the argument checks of
-:mod:`lightning_tau.tuner.checks`; the finder holds the result as ``finder.settings``, and the modules that work
-for it (:mod:`~lightning_tau.tuner.collect`, :mod:`~lightning_tau.tuner.axis_runner`,
-:mod:`~lightning_tau.tuner.study_key`) take these settings, never the finder: nothing below the finder imports it.
+:meth:`FinderSettings.build`, which ``TimescaleFinder.__init__`` passes every argument by name, runs the
+checks of the finder's constructor in named steps (the axis, the grid and seeds, the metric, the trainer, where the
+study lives), each through the argument checks of :mod:`lightning_tau.tuner.checks`; the finder holds the result as
+``finder.settings``, and the modules that work for it (:mod:`~lightning_tau.tuner.collect`,
+:mod:`~lightning_tau.tuner.axis_runner`, :mod:`~lightning_tau.tuner.study_key`) take these settings (or a fit
+round's copy), never the finder: nothing below the finder imports it.
 Not to be confused with :mod:`lightning_tau.tuner.checks` (the checks of single arguments) or with a study's
 stored settings (:func:`~lightning_tau.tuner.study_key.study_settings`, what keys a study). The module map:
 ``docs/architecture.rst``.
@@ -13,7 +14,6 @@ stored settings (:func:`~lightning_tau.tuner.study_key.study_settings`, what key
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,13 +22,10 @@ from optuna.storages import BaseStorage
 
 from lightning_tau import _checks
 from lightning_tau._constants import GOALS, Goal
-from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS
-from lightning_tau.tuner.analysis.grid_extension import DEFAULT_MAX_GRID_EXTENSIONS
 from lightning_tau.tuner.pruning import make_pruner, pruner_setting
 from lightning_tau.tuner.checks import (
     DEFAULT_FRACTION,
     Axis,
-    PrunerName,
     Reduce,
     check_axis,
     check_fractions,
@@ -42,9 +39,11 @@ from lightning_tau.tuner.checks import (
     check_trainer_kwargs,
     check_widths,
 )
-from lightning_tau.tuner.study import STALE_SECONDS
 
 __all__ = ["FinderSettings"]
+
+#: the fields that follow from the finder's arguments rather than hold one
+_DERIVED = ("auto_seeds", "epochs", "pruner_setting", "base_tau_epochs")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,11 +52,17 @@ class FinderSettings:
     meaning), with what follows from them: ``epochs`` (``trainer_kwargs["max_epochs"]``), ``auto_seeds``, the
     Optuna ``pruner`` and its ``pruner_setting``. Build it with :meth:`build`, which checks every argument.
 
+    ``finder.settings`` holds the arguments as given and is never replaced: a fit trains each of its rounds with
+    a copy (``dataclasses.replace``) holding that round's ``seeds`` (``seeds="auto"``'s stage) and ``tau_epochs``
+    (the points the grid extension added), which the modules below the finder take.
+
     Example:
-        >>> s = FinderSettings.build(tau_epochs=(2, 8, 32), trainer_kwargs={"max_epochs": 10})
+        >>> from lightning_tau import TimescaleFinder
+        >>> s = TimescaleFinder(tau_epochs=(2, 8, 32), trainer_kwargs={"max_epochs": 10}).settings
         >>> s.tau_epochs, s.seeds, s.fraction, s.epochs, s.axis
         ((2.0, 8.0, 32.0), (0, 1, 2), 0.25, 10, 'fraction')
-        >>> FinderSettings.build(axis="dataset_size", fractions=(0.1, 0.5), trainer_kwargs={"max_epochs": 10}).fraction
+        >>> size = TimescaleFinder(axis="dataset_size", fractions=(0.1, 0.5), trainer_kwargs={"max_epochs": 10})
+        >>> size.settings.fraction
         0.5
     """
 
@@ -67,10 +72,11 @@ class FinderSettings:
     widths: tuple[int, ...] | None
     #: ``axis="dataset_size"``: the fractions of the training set, increasing
     fractions: tuple[float, ...] | None
-    #: the grid of the round being trained: ``base_tau_epochs`` and the points the grid extension added
+    #: the grid: as given (``finder.settings``); in a round's copy, with the points the grid extension added
     #: (:mod:`lightning_tau.tuner.analysis.grid_extension`)
     tau_epochs: tuple[float, ...]
-    #: the seeds of the sweep (with ``seeds="auto"``: of the stage being trained, ``0 .. n - 1``)
+    #: the seeds of the sweep; with ``seeds="auto"``: the first stage's ``0, 1, 2`` (``finder.settings``), in a
+    #: round's copy the stage being trained, ``0 .. n - 1`` (the seeds a fit used: its result's ``staging``)
     seeds: tuple[int, ...]
     #: whether ``seeds="auto"``: seeds added in stages up to ``max_seeds`` until every published rule is decided
     auto_seeds: bool
@@ -105,52 +111,51 @@ class FinderSettings:
     base_tau_epochs: tuple[float, ...]
 
     @classmethod
-    def build(
-        cls,
-        fraction: float | None = None,
-        tau_epochs: Sequence[float] = DEFAULT_TAU_EPOCHS,
-        seeds: Sequence[int] | Literal["auto"] | None = None,
-        monitor: str = "val_loss",
-        mode: Goal = "min",
-        reduce: Reduce = "last",
-        trainer_kwargs: Mapping[str, Any] | None = None,
-        root_dir: str | Path = "tau_runs/find",
-        subset_seed: int = 0,
-        window: int = 1,
-        progress: bool = True,
-        verbose: bool = True,
-        storage: str | Path | BaseStorage | None = None,
-        study_name: str | None = None,
-        workers: int = 1,
-        threads: int | Literal["auto"] = 1,
-        stale_after: float = STALE_SECONDS,
-        axis: Axis = "fraction",
-        widths: Sequence[int] | None = None,
-        fractions: Sequence[float] | None = None,
-        level: float = 0.95,
-        pruner: PrunerName | BasePruner | None = None,
-        tolerance: float | None = None,
-        max_seeds: int | None = None,
-        max_grid_extensions: int = DEFAULT_MAX_GRID_EXTENSIONS,
-    ) -> FinderSettings:
-        """The settings of ``TimescaleFinder(...)`` with these arguments (the same names and defaults), each checked
-        in this order: the axis and what it uses, the fraction, the grid and seeds, the metric, the trainer, and
-        where the study lives and who trains it.
+    def arguments(cls) -> tuple[str, ...]:
+        """The names of ``TimescaleFinder``'s arguments, which :meth:`build` takes: every field but those that follow
+        from them (``auto_seeds``, ``epochs``, ``pruner_setting``, ``base_tau_epochs``).
+
+        Example:
+            >>> len(FinderSettings.arguments()), FinderSettings.arguments()[:3]
+            (25, ('axis', 'fraction', 'widths'))
+        """
+        return tuple(field.name for field in dataclasses.fields(cls) if field.name not in _DERIVED)
+
+    @classmethod
+    def build(cls, **arguments: Any) -> FinderSettings:
+        """The settings of ``TimescaleFinder(...)``: every one of its :meth:`arguments` by name, as
+        ``TimescaleFinder.__init__`` passes them (its signature holds their defaults; for the settings of some
+        arguments and the defaults of the rest, build the finder: ``TimescaleFinder(...).settings``), each checked in
+        this order: the axis and what it uses, the fraction, the grid and seeds, the metric, the trainer, and where
+        the study lives and who trains it.
 
         Raises:
+            TypeError: an argument missing or one ``TimescaleFinder`` does not take.
             ValueError: the first bad argument, naming it and its value, and saying what to use.
         """
-        widths_, fractions_, level = _axis_step(axis, fraction, widths, fractions, level, pruner)
+        names = cls.arguments()
+        missing, unknown = [n for n in names if n not in arguments], sorted(set(arguments) - set(names))
+        if missing or unknown:
+            raise TypeError(
+                f"`FinderSettings.build` takes every argument of `TimescaleFinder` by name: missing {missing},"
+                f" unknown {unknown}. Build the finder (`TimescaleFinder(...).settings`) for its defaults."
+            )
+        a = arguments
+        axis, fraction, pruner = a["axis"], a["fraction"], a["pruner"]
+        widths_, fractions_, level = _axis_step(axis, fraction, a["widths"], a["fractions"], a["level"], pruner)
         fraction = _fraction_step(fraction, fractions_)
         tau_epochs_, (seeds_, auto_seeds, most), tolerance_, extensions = (
-            check_grid(tau_epochs),
-            check_seed_count(seeds, max_seeds, axis),
-            check_tolerance(tolerance, axis),
-            check_grid_extensions(max_grid_extensions),
+            check_grid(a["tau_epochs"]),
+            check_seed_count(a["seeds"], a["max_seeds"], axis),
+            check_tolerance(a["tolerance"], axis),
+            check_grid_extensions(a["max_grid_extensions"]),
         )
-        monitor, mode, reduce = _metric_step(monitor, mode, reduce)
-        trainer, epochs, pruner_, setting = _trainer_step(trainer_kwargs, pruner)
-        places = _study_step(root_dir, subset_seed, window, storage, study_name, workers, threads, stale_after)
+        monitor, mode, reduce = _metric_step(a["monitor"], a["mode"], a["reduce"])
+        trainer, epochs, pruner_, setting = _trainer_step(a["trainer_kwargs"], pruner)
+        places = _study_step(
+            a["root_dir"], a["subset_seed"], a["window"], a["storage"], a["study_name"], a["workers"], a["threads"],
+            a["stale_after"],
+        )
         return cls(
             axis=axis,
             fraction=fraction,
@@ -165,8 +170,8 @@ class FinderSettings:
             reduce=reduce,
             trainer_kwargs=trainer,
             epochs=epochs,
-            progress=bool(progress),
-            verbose=bool(verbose),
+            progress=bool(a["progress"]),
+            verbose=bool(a["verbose"]),
             level=level,
             tolerance=tolerance_,
             pruner=pruner_,
@@ -187,7 +192,8 @@ class FinderSettings:
         ``tau_epoch`` values early and a pruned ``tau_epoch``'s other seeds are not trained at all.
 
         Example:
-            >>> FinderSettings.build(tau_epochs=(2, 8), seeds=(0, 1), trainer_kwargs={"max_epochs": 1}).grid_order()
+            >>> from lightning_tau import TimescaleFinder
+            >>> TimescaleFinder(tau_epochs=(2, 8), seeds=(0, 1), trainer_kwargs={"max_epochs": 1}).settings.grid_order()
             [(2.0, 0), (2.0, 1), (8.0, 0), (8.0, 1)]
         """
         if self.pruner is not None:
