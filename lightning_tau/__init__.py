@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
     from lightning_tau.apply import AppliedTimescale, apply_timescale
     from lightning_tau.callback import TimescaleCallback
     from lightning_tau.diagnostics import TimescaleMonitor, TimescaleTracker, timescale_metrics
+    from lightning_tau.errors import TimescaleError
     from lightning_tau.optim import register_decay_kind
     from lightning_tau.param_groups import build_param_groups
     from lightning_tau.timescale import (
@@ -33,6 +34,7 @@ _PUBLIC = {
     "AppliedTimescale": "lightning_tau.apply",
     "apply_timescale": "lightning_tau.apply",
     "TimescaleCallback": "lightning_tau.callback",
+    "TimescaleError": "lightning_tau.errors",
     "TimescaleMonitor": "lightning_tau.diagnostics",
     "TimescaleTracker": "lightning_tau.diagnostics",
     "timescale_metrics": "lightning_tau.diagnostics",
@@ -61,6 +63,7 @@ __all__ = [
     "FinderResult",
     "TargetRun",
     "TimescaleCallback",
+    "TimescaleError",
     "TimescaleFinder",
     "TimescaleMonitor",
     "TimescaleTracker",

@@ -1,5 +1,5 @@
 """Argument checks written once: every public entry point validates its arguments with these, each raising one
-``ValueError`` that names the owner, the argument and its value, and says what to pass instead (pure: the
+``TimescaleError`` (a ``ValueError``) that names the owner, the argument and its value, and says what to pass instead (pure: the
 standard library only).
 
 More: docs/architecture.rst, module notes.
@@ -11,6 +11,8 @@ import math
 import numbers
 from collections.abc import Sequence
 from typing import Any, TypeVar
+
+from lightning_tau.errors import TimescaleError
 
 __all__ = [
     "choice",
@@ -35,7 +37,7 @@ SIZE_EXPONENT_LIMIT = 2.0
 T = TypeVar("T")
 
 
-def invalid(owner: str, name: str, value: Any, hint: str, *, shown: str | None = None) -> ValueError:
+def invalid(owner: str, name: str, value: Any, hint: str, *, shown: str | None = None) -> TimescaleError:
     """The error for a bad argument, in the package's one form.
 
     ``shown`` replaces ``repr(value)`` where the message should show more than the value (the whole list one bad
@@ -43,9 +45,9 @@ def invalid(owner: str, name: str, value: Any, hint: str, *, shown: str | None =
 
     Example:
         >>> invalid("TimescaleMonitor", "prefix", "/tau", "use a name without a leading '/'.")
-        ValueError("`TimescaleMonitor(prefix='/tau')` is not valid: use a name without a leading '/'.")
+        TimescaleError("`TimescaleMonitor(prefix='/tau')` is not valid: use a name without a leading '/'.")
     """
-    return ValueError(f"`{owner}({name}={repr(value) if shown is None else shown})` is not valid: {hint}")
+    return TimescaleError(f"`{owner}({name}={repr(value) if shown is None else shown})` is not valid: {hint}")
 
 
 def _as_float(value: Any) -> float | None:
@@ -67,7 +69,7 @@ def flag(owner: str, name: str, value: Any, hint: str = "use True or False.") ->
         >>> flag("TimescaleCallback", "verbose", 1)
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback(verbose=1)` is not valid: use True or False.
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(verbose=1)` is not valid: use True or False.
     """
     if not isinstance(value, bool):
         raise invalid(owner, name, value, hint)
@@ -91,7 +93,7 @@ def integer(
         >>> integer("TimescaleFinder", "window", 0, "use an integer >= 1.", minimum=1)
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleFinder(window=0)` is not valid: use an integer >= 1.
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(window=0)` is not valid: use an integer >= 1.
     """
     ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if not ok or (minimum is not None and value < minimum):
@@ -110,7 +112,7 @@ def positive_int(
         >>> positive_int("TimescaleFinder", "workers", True)
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleFinder(workers=True)` is not valid: use a positive integer.
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(workers=True)` is not valid: use a positive integer.
     """
     return integer(owner, name, value, hint, minimum=1, shown=shown)
 
@@ -121,10 +123,10 @@ def finite_number(owner: str, name: str, value: Any, hint: str = "use a finite n
     Example:
         >>> finite_number("TimescaleCallback", "power_law_exponent", -1)
         -1.0
-        >>> finite_number("TimescaleCallback", "power_law_exponent", float("nan"))
+        >>> finite_number("TimescaleCallback", "power_law_exponent", float("nan"))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback(power_law_exponent=nan)` is not valid: use a finite number.
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(power_law_exponent=nan)` is not valid: use a finite ...
     """
     number = _as_float(value)
     if number is None or not math.isfinite(number):
@@ -140,10 +142,10 @@ def positive_number(
     Example:
         >>> positive_number("TimescaleCallback", "tau_epoch", 5)
         5.0
-        >>> positive_number("TimescaleCallback", "tau_epoch", float("inf"))
+        >>> positive_number("TimescaleCallback", "tau_epoch", float("inf"))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback(tau_epoch=inf)` is not valid: use a positive finite number.
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(tau_epoch=inf)` is not valid: use a positive ...
     """
     number = _as_float(value)
     if number is None or not (math.isfinite(number) and number > 0):
@@ -171,7 +173,7 @@ def in_range(
         >>> in_range("TimescaleFinder", "level", 1, "use a number in (0, 1).", low=0, high=1)
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleFinder(level=1)` is not valid: use a number in (0, 1).
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(level=1)` is not valid: use a number in (0, 1).
     """
     number = _as_float(value)
     ok = (
@@ -190,10 +192,10 @@ def non_empty(owner: str, name: str, value: Any, hint: str = "use a non-empty st
     Example:
         >>> non_empty("TimescaleFinder", "monitor", "val_loss")
         'val_loss'
-        >>> non_empty("TimescaleFinder", "monitor", " ", "use the name of a logged validation metric.")
+        >>> non_empty("TimescaleFinder", "monitor", " ", "use a metric's name.")
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleFinder(monitor=' ')` is not valid: use the name of a logged validation metric.
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(monitor=' ')` is not valid: use a metric's name.
     """
     if not isinstance(value, str) or not value.strip():
         raise invalid(owner, name, value, hint)
@@ -209,7 +211,7 @@ def choice(owner: str, name: str, value: Any, options: Sequence[T], hint: str | 
         >>> choice("TimescaleFinder", "mode", "lowest", ("min", "max"))
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleFinder(mode='lowest')` is not supported. Use 'min' or 'max'.
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(mode='lowest')` is not supported. Use 'min' or 'max'.
     """
     try:
         known = value in options
@@ -218,7 +220,7 @@ def choice(owner: str, name: str, value: Any, options: Sequence[T], hint: str | 
     if not known:
         names = [repr(o) for o in options]
         usage = hint or "Use " + (", ".join(names[:-1]) + " or " if len(names) > 1 else "") + f"{names[-1]}."
-        raise ValueError(f"`{owner}({name}={value!r})` is not supported. {usage}")
+        raise TimescaleError(f"`{owner}({name}={value!r})` is not supported. {usage}")
     return value
 
 
@@ -232,7 +234,7 @@ def size_exponent(owner: str, value: Any) -> float:
         >>> size_exponent("transfer_groups", -3)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `transfer_groups(size_exponent=-3)` is not valid: use a finite number in [-2, 2], e of ...
+        lightning_tau.errors.TimescaleError: `transfer_groups(size_exponent=-3)` is not valid: use a finite ...
     """
     return in_range(
         owner,

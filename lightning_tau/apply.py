@@ -28,6 +28,7 @@ from lightning_tau.decide import (
     resolve_tau_iter,
     step_writes,
 )
+from lightning_tau.errors import TimescaleError
 from lightning_tau.optim import (
     decay_kind,
     group_lr,
@@ -167,7 +168,7 @@ def resolve_coupling(owner: str, mode: object, coupling: object) -> Coupling:
         >>> resolve_coupling("apply_timescale", "per_step", "lr_ratio")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `apply_timescale(mode='per_step', coupling='lr_ratio')` disagree: ...
+        lightning_tau.errors.TimescaleError: `apply_timescale(mode='per_step', coupling='lr_ratio')` disagree: ...
     """
     if mode is not None:
         _checks.choice(owner, "mode", mode, WRITE_MODES)
@@ -175,7 +176,7 @@ def resolve_coupling(owner: str, mode: object, coupling: object) -> Coupling:
         return "constant" if mode is None else mode  # type: ignore[return-value]
     chosen: Coupling = _checks.choice(owner, "coupling", coupling, COUPLINGS)  # type: ignore[arg-type]
     if mode is not None and mode != chosen:
-        raise ValueError(
+        raise TimescaleError(
             f"`{owner}(mode={mode!r}, coupling={chosen!r})` disagree: `mode` is the older name of `coupling`;"
             f" give only `coupling={chosen!r}`."
         )
@@ -241,7 +242,7 @@ class AppliedTimescale:
         try:
             groups = decide_groups(inputs, self.tau_iter)
         except ValueError as err:
-            raise ValueError(f"`apply_timescale`, for a param group added with `add_param_group`: {err}") from None
+            raise TimescaleError(f"`apply_timescale`, for a param group added with `add_param_group`: {err}") from None
         write_weight_decays([self._optimizer], [g for g in groups if g.group_index not in known])
         self.groups = groups
         self._writes = step_writes(groups).get(0, [])
@@ -314,9 +315,9 @@ def apply_timescale(
     """
     chosen = resolve_coupling("apply_timescale", mode, coupling)
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise ValueError(f"`apply_timescale(optimizer={optimizer!r})` needs a `torch.optim.Optimizer`.")
+        raise TimescaleError(f"`apply_timescale(optimizer={optimizer!r})` needs a `torch.optim.Optimizer`.")
     if (tau_epoch is None) == (tau_iter is None):
-        raise ValueError(
+        raise TimescaleError(
             f"`apply_timescale` takes exactly one of `tau_epoch` and `tau_iter`, got {tau_epoch=!r} and {tau_iter=!r}."
         )
     tau_epoch = None if tau_epoch is None else check_number("apply_timescale", "tau_epoch", tau_epoch)
@@ -327,7 +328,7 @@ def apply_timescale(
         scalar(size_exponent), scalar(reference_dataset_size), owner="apply_timescale", tau_iter=tau_iter
     )
     if tau_epoch is not None and (n is None or b is None):
-        raise ValueError(
+        raise TimescaleError(
             f"`apply_timescale(tau_epoch={tau_epoch!r})` needs `dataset_size` and `batch_size` (got"
             f" {dataset_size!r} and {batch_size!r}) to count an epoch in optimizer steps; or pass `tau_iter`."
         )
@@ -342,13 +343,13 @@ def apply_timescale(
             else size_scaling_text(tau_epoch, n, size_exponent=exponent, reference_dataset_size=reference)
         )
         held_here = "" if scaled is None else f" (The tau_epoch held at this N: {scaled}.)"
-        raise ValueError(f"`apply_timescale`: {err}{held_here}") from None
+        raise TimescaleError(f"`apply_timescale`: {err}{held_here}") from None
     kind = decay_kind(optimizer)
     if kind not in ("decoupled", "none"):
-        raise ValueError(unsupported_message(optimizer, 0, caller="apply_timescale", can_skip=False))
+        raise TimescaleError(unsupported_message(optimizer, 0, caller="apply_timescale", can_skip=False))
     inputs = gather_groups([optimizer], weight_decay_before={}, managed_optimizers={0})
     if not any(g.managed for g in inputs):
-        raise ValueError(
+        raise TimescaleError(
             f"`apply_timescale` found no param group with `weight_decay > 0` in {type(optimizer).__name__}. Give the"
             " groups that should decay a positive `weight_decay` (any value: it is replaced)."
         )
@@ -401,7 +402,7 @@ def check_number(owner: str, name: str, value: Any) -> float:
         >>> check_number("apply_timescale", "tau_epoch", torch.tensor([5.0, 6.0]))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `apply_timescale(tau_epoch=<Tensor of shape (2,)>)` is not valid: `tau_epoch` must be a positive ...
+        lightning_tau.errors.TimescaleError: `apply_timescale(tau_epoch=<Tensor of shape (2,)>)` is not valid: ...
     """
     number = scalar(value)
     if not isinstance(number, numbers.Real):  # a tensor or array of several numbers

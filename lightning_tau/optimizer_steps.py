@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lightning_tau import _checks
+from lightning_tau.errors import TimescaleError
 
 __all__ = [
     "StepCounter",
@@ -30,7 +31,7 @@ def check_steps_per_epoch(value: Any) -> dict[int, float] | None:
         >>> check_steps_per_epoch({-1: 50})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback(steps_per_epoch={-1: 50})` is not valid: use a mapping from optimizer index ...
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(steps_per_epoch={-1: 50})` is not valid: use a ...
     """
     if value is None:
         return None
@@ -61,11 +62,11 @@ def check_optimizer_indices(declared: Mapping[int, float] | None, num_optimizers
         >>> check_optimizer_indices({2: 10}, 2)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback(steps_per_epoch={2: 10})` names optimizer index(es) [2], but ...
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(steps_per_epoch={2: 10})` names optimizer index(es) ...
     """
     bad = sorted(i for i in declared or () if i >= num_optimizers)
     if bad:
-        raise ValueError(
+        raise TimescaleError(
             f"`TimescaleCallback(steps_per_epoch={declared!r})` names optimizer index(es) {bad},"
             f" but the LightningModule has {num_optimizers} optimizer(s) (indices from 0, in the"
             " order `configure_optimizers` returns them)."

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lightning_tau.errors import TimescaleError
+
 __all__ = [
     "OWN_JSON_KEYS",
     "OutputError",
@@ -45,7 +47,7 @@ _JOURNAL_BESIDE = (".lock", ".corrupt-")
 _SQLITE_BESIDE = ("-journal", "-wal", "-shm", ".take-lock")
 
 
-class OutputError(ValueError):
+class OutputError(TimescaleError):
     """A path a result file must not be written to (:func:`check_output`): ``path`` and the one-line ``reason``."""
 
     def __init__(self, path: Path, reason: str) -> None:

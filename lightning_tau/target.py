@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from lightning_tau import _checks, timescale
 from lightning_tau._numbers import exponent
+from lightning_tau.errors import TimescaleError
 
 __all__ = [
     "SIZE_EXPONENT_LIMIT",
@@ -76,10 +77,10 @@ def check_target(tau_epoch: object, tau_iter: object, *, token_budget: object) -
         >>> check_target(None, 1, token_budget=None)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback(tau_iter=1)` is not valid: a timescale of one optimizer step or less makes ...
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(tau_iter=1)` is not valid: a timescale of one ...
     """
     if token_budget is None and (tau_epoch is None) == (tau_iter is None):
-        raise ValueError(
+        raise TimescaleError(
             "`TimescaleCallback` takes exactly one of `tau_epoch`, `tau_iter` and `token_budget`,"
             f" got tau_epoch={tau_epoch!r} and tau_iter={tau_iter!r}."
         )
@@ -125,7 +126,7 @@ def check_size_rule(
         >>> check_size_rule(-0.5, None)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback(size_exponent=-0.5)` is not valid: a nonzero `size_exponent` needs ...
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(size_exponent=-0.5)` is not valid: a nonzero ...
     """
     exponent = _checks.size_exponent(owner, size_exponent)
     reference = None
@@ -231,7 +232,7 @@ def check_width_exponent(value: object, owner: str = "TimescaleCallback") -> Wid
         >>> check_width_exponent("half")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback(width_exponent='half')` is not valid: use a finite number alpha ...
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(width_exponent='half')` is not valid: use a finite ...
     """
     usage = (
         " use a finite number alpha (weight decay ∝ s ** alpha across widths; 1 is the paper's muP rule) or a"
@@ -241,13 +242,13 @@ def check_width_exponent(value: object, owner: str = "TimescaleCallback") -> Wid
         out = {}
         for name, alpha in value.items():
             if not isinstance(name, str) or not _finite_number(alpha):
-                raise ValueError(
+                raise TimescaleError(
                     f"`{owner}(width_exponent={dict(value)!r})` is not valid: entry {name!r}: {alpha!r};" + usage
                 )
             out[name] = float(alpha)
         return out
     if not _finite_number(value):
-        raise ValueError(f"`{owner}(width_exponent={value!r})` is not valid:" + usage)
+        raise TimescaleError(f"`{owner}(width_exponent={value!r})` is not valid:" + usage)
     return float(value)  # type: ignore[arg-type]
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from lightning_tau.errors import TimescaleError
+
 __all__ = [
     "check_positive",
     "coherent_norm_bound",
@@ -32,16 +34,16 @@ POWER_LINES_EXPONENT = -0.527
 
 
 def check_positive(name: str, value: float) -> float:
-    """Return ``value`` as a float if it is a positive finite real number, else raise ``ValueError``."""
+    """Return ``value`` as a float if it is a positive finite real number, else raise ``TimescaleError``."""
     message = f"`{name}` must be a positive finite number, got {value!r}."
     if isinstance(value, (bool, str, bytes)):
-        raise ValueError(message)
+        raise TimescaleError(message)
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(message) from None
+        raise TimescaleError(message) from None
     if not math.isfinite(number) or number <= 0:
-        raise ValueError(message)
+        raise TimescaleError(message)
     return number
 
 
@@ -84,7 +86,7 @@ def tau_iter(lr: float, weight_decay: float) -> float:
         >>> tau_iter(0.0, 0.1)
         Traceback (most recent call last):
         ...
-        ValueError: `lr` must be a positive finite number, got 0.0.
+        lightning_tau.errors.TimescaleError: `lr` must be a positive finite number, got 0.0.
     """
     return 1.0 / (check_positive("lr", lr) * check_positive("weight_decay", weight_decay))
 
@@ -266,5 +268,5 @@ def power_lines_tau_epoch(
     tpp = check_positive("tokens_per_parameter", tokens_per_parameter)
     coefficient = check_positive("coefficient", coefficient)
     if isinstance(exponent, bool) or not math.isfinite(float(exponent)):
-        raise ValueError(f"`exponent` must be a finite number, got {exponent!r}.")
+        raise TimescaleError(f"`exponent` must be a finite number, got {exponent!r}.")
     return coefficient * tpp ** float(exponent)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from lightning_tau import _checks, timescale
+from lightning_tau.errors import TimescaleError
 
 __all__ = ["check_power_law", "check_token_budget", "power_law_num_params", "power_law_tau_iter"]
 
@@ -23,10 +24,10 @@ def check_token_budget(token_budget: object, *, tau_epoch: object, tau_iter: obj
         >>> check_token_budget(2e9, tau_epoch=5, tau_iter=None)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback(token_budget=2000000000.0)` picks the timescale from the power law; do not ...
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(token_budget=2000000000.0)` picks the timescale ...
     """
     if token_budget is not None and (tau_epoch is not None or tau_iter is not None):
-        raise ValueError(
+        raise TimescaleError(
             f"`TimescaleCallback(token_budget={token_budget!r})` picks the timescale from the power law; do not"
             f" also pass tau_epoch={tau_epoch!r} or tau_iter={tau_iter!r}. Give exactly one of the three."
         )
@@ -40,11 +41,10 @@ def check_power_law(coefficient: object, exponent: object) -> tuple[float, float
     Example:
         >>> check_power_law(1.084, -0.527)
         (1.084, -0.527)
-        >>> check_power_law(0, -0.527)
+        >>> check_power_law(0, -0.527)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback(power_law_coefficient=0)` is not valid: `power_law_coefficient` must be a \
-positive finite number.
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(power_law_coefficient=0)` is not valid: ...
     """
     return _positive("power_law_coefficient", coefficient), _checks.finite_number(
         "TimescaleCallback",
@@ -76,13 +76,13 @@ TPP^-0.5 = 0.2236 of the run (2,000 planned steps).'
     tokens_per_param = token_budget / num_params
     tau = timescale.power_lines_tau_epoch(tokens_per_param, coefficient=coefficient, exponent=exponent)
     if not math.isfinite(planned_steps) or planned_steps <= 0:
-        raise ValueError(
+        raise TimescaleError(
             f"`TimescaleCallback(token_budget={token_budget!r})` sets tau_iter = tau * planned optimizer"
             f" steps, but the Trainer plans {planned_steps!r} steps. Set `max_steps` (or a finite `max_epochs`)."
         )
     tau_iter = tau * float(planned_steps)
     if tau_iter <= 1:
-        raise ValueError(
+        raise TimescaleError(
             f"`TimescaleCallback(token_budget={token_budget!r})`: the power law gives tau = {tau:.4g} of"
             f" {planned_steps:,.0f} planned steps = {tau_iter:.4g} steps, one optimizer step or less, which zeroes or"
             " flips the weights every step. Plan a longer run, or set `tau_iter` yourself."
@@ -105,7 +105,7 @@ def power_law_num_params(token_budget: float, num_params: int | None, counted: i
         (1000.0, 500.0)
     """
     if num_params is None and counted == 0:
-        raise ValueError(
+        raise TimescaleError(
             f"`TimescaleCallback(token_budget={token_budget!r})` divides the tokens by the model's"
             " trainable parameters, but the LightningModule has none. Unfreeze some parameters, or pass"
             " `num_params=...` with the count to use."

@@ -41,7 +41,7 @@ class TunedRun:
         >>> TunedRun(lr=1e-3, weight_decay=0.0, dataset_size=50_000, batch_size=100)
         Traceback (most recent call last):
         ...
-        ValueError: `weight_decay` must be a positive finite number, got 0.0.
+        lightning_tau.errors.TimescaleError: `weight_decay` must be a positive finite number, got 0.0.
     """
 
     lr: float
@@ -217,7 +217,7 @@ def check_exponents(
         >>> check_exponents(-3, 1)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `transfer_groups(size_exponent=-3)` is not valid: use a finite number in [-2, 2], e of ...
+        lightning_tau.errors.TimescaleError: `transfer_groups(size_exponent=-3)` is not valid: use a finite number ...
     """
     size = _checks.size_exponent(owner, size_exponent)
     width = _checks.finite_number(

@@ -13,13 +13,15 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.axis_results import LAMBDA_BASE, TAUS, size_result, sweep, width_result
 from helpers.finder_results import finder_result
 
-from lightning_tau import TimescaleCallback
+from lightning_tau import TimescaleCallback, _checks
 from lightning_tau._numbers import exponent
+from lightning_tau.tuner.analysis import rules, verdicts
 from lightning_tau.tuner.analysis.axis_result import AxisResult
 from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
 from lightning_tau.tuner.analysis.rule_costs import rule_cost
@@ -422,3 +424,32 @@ def test_axes_plateau_of_the_callbacks_point_and_no_widen_the_grid() -> None:
     ) in result.table().splitlines()
     data = result.to_json()
     assert data["plateau"] == 8.0 and [r["plateau"] for r in data["results"]] == [None, 8.0]
+
+
+def test_axes_tolerance_checked_once_and_half_width_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # AxisResult.build is the public entry that takes `tolerance`: it checks it; fit_scaling, judge and half_width
+    # take it checked. The half-width δ is computed once there; the rules' bands, the table, the note and the JSON
+    # read it
+    checked, computed = [], []
+    in_range, formula = _checks.in_range, rules.half_width
+
+    def counted_check(owner: str, name: str, value: Any, *args: Any, **kwargs: Any) -> float:
+        if name == "tolerance":
+            checked.append(owner)
+        return in_range(owner, name, value, *args, **kwargs)
+
+    def counted_half_width(tolerance: float, scales: Any) -> float:
+        computed.append(tolerance)
+        return formula(tolerance, scales)
+
+    monkeypatch.setattr(_checks, "in_range", counted_check)
+    monkeypatch.setattr(rules, "half_width", counted_half_width)
+    monkeypatch.setattr(verdicts, "half_width", counted_half_width)
+    result = width_result(tolerance=1.5)
+    result.table(), result.note(), json.dumps(result.to_json())
+    assert checked == ["AxisResult"] and computed == [1.5]
+    delta = math.log(1.5) / math.log(256 / 64)
+    assert result.half_width == pytest.approx(delta)
+    for rule in result.rules:
+        assert rule.band == pytest.approx((rule.exponent - delta, rule.exponent + delta))
+    assert f"an exponent within ±{delta:.2f} of the rule's" in result.table()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from helpers.axis_results import TAUS, size_result, width_result
 
+from lightning_tau.tuner.analysis import rules
 from lightning_tau.tuner.analysis.axis_result import AxisResult
 from lightning_tau.tuner.axis_runner import (
     SeedStaging,
@@ -222,3 +223,17 @@ def test_axis_intro_names_the_samples_epochs_and_seeds_on_every_axis(tmp_path: P
         "width axis: 2 studies in tau_runs/find (widths 8, 16), 2 trials each (2 tau_epochs x 1 seed), every width"
         " on 32 of 64 training samples (fraction 0.5), for 1 epoch"
     )
+
+
+def test_undetermined_rules_read_the_results_half_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    size = size_result()
+    delta = size.half_width
+    assert delta == pytest.approx(math.log(size.tolerance) / math.log(size.scales[-1] / size.scales[0]))
+
+    def recomputed(tolerance: float, scales: Any) -> float:
+        raise AssertionError(f"half_width({tolerance}) computed again")
+
+    monkeypatch.setattr(rules, "half_width", recomputed)
+    assert undetermined_rules(size) == undetermined_rules(size, size.tolerance) == ["Wang & Aitchison"]
+    with pytest.raises(AssertionError, match="computed again"):  # another tolerance: its own band
+        undetermined_rules(size, 1.01)

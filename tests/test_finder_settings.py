@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from lightning_tau import _checks
 from lightning_tau.tuner.finder import TimescaleFinder
 from lightning_tau.tuner.finder_settings import FinderSettings
 
@@ -179,3 +180,17 @@ def test_the_settings_hold_the_arguments_given() -> None:
     assert _build(trainer_kwargs=EPOCHS).progress is True
     # along dataset_size, the runs' fraction is the largest of three
     assert _build(axis="dataset_size", fractions=(0.2, 0.4, 0.6), trainer_kwargs=EPOCHS).fraction == 0.6
+
+
+def test_tolerance_is_checked_once_where_the_finder_takes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    checked = []
+    in_range = _checks.in_range
+
+    def counted(owner: str, name: str, value: Any, *args: Any, **kwargs: Any) -> float:
+        if name == "tolerance":
+            checked.append((owner, name))
+        return in_range(owner, name, value, *args, **kwargs)
+
+    monkeypatch.setattr(_checks, "in_range", counted)
+    settings = _build(axis="width", widths=(64, 128), tolerance=1.5, trainer_kwargs={"max_epochs": 1})
+    assert settings.tolerance == 1.5 and checked == [("TimescaleFinder", "tolerance")]

@@ -154,14 +154,6 @@ INCREASING = "is not valid: use positive numbers in increasing order."
             "`fit_scaling(curves=...)` is not valid: at scale 4 every grid point has a non-finite value (a diverged"
             " run), so there is no best point.",
         ),
-        (
-            lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, tolerance=1),
-            "`fit_scaling(tolerance=1)` is not valid: use a factor above 1, e.g. 1.25.",
-        ),
-        (
-            lambda: fit_scaling([1, 4], GRID, [parabolas(3)] * 2, tolerance="1.25"),
-            "`fit_scaling(tolerance='1.25')` is not valid: use a factor above 1, e.g. 1.25.",
-        ),
     ],
 )
 def test_tuner_stats_bad_input(call, message):

@@ -96,8 +96,6 @@ def test_judge_refuses_a_fit_without_scales_and_costs_of_another_length():
         judge("width", hand_fit(0.0, (-0.1, 0.1), scales=()))
     with pytest.raises(ValueError, match=r"^`judge\(costs=\.\.\.\)` is not valid: got 1 costs for the 3 rules"):
         judge("width", hand_fit(0.0, (-0.1, 0.1)), costs=[cost(0.0)])
-    with pytest.raises(ValueError, match=r"^`half_width\(tolerance=1\)` is not valid"):
-        judge("width", hand_fit(0.0, (-0.1, 0.1)), tolerance=1)
 
 
 def test_rule_verdict_json_round_trip():

@@ -13,13 +13,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from lightning_tau.errors import TimescaleError
+
 __all__ = ["ConfigError", "ConfigModel", "ConfigWidthModel", "DigitsWidthModel", "load_config"]
 
 #: Trainer settings a config may hold that the finder sets itself or does not carry over.
 _NOT_CARRIED = {"callbacks", "logger", "default_root_dir", "enable_progress_bar", "enable_checkpointing", "max_steps"}
 
 
-class ConfigError(ValueError):
+class ConfigError(TimescaleError):
     """A ``--config`` that cannot be read or whose model or data cannot be built (one line, for the CLI)."""
 
 

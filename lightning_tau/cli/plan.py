@@ -17,6 +17,7 @@ from typing import Any
 
 from lightning_tau._table import table_lines
 from lightning_tau.cli._args import nonempty_path, output_dir_problem, positive_float
+from lightning_tau.errors import TimescaleError
 
 __all__ = ["PlanError", "add_parser", "plan_table"]
 
@@ -25,7 +26,7 @@ HELP = "Before training: what each weight-decay coupling does to a LightningCLI 
 FIGURE_NAME = "tau_plan"
 
 
-class PlanError(ValueError):
+class PlanError(TimescaleError):
     """A config that cannot be planned (one line, for the command line)."""
 
 

@@ -157,10 +157,10 @@ def run_axis_demo(
         callbacks: more callbacks for every trial's Trainer.
 
     Example:
-        >>> run_axis_demo("depth", None, Path("sweep"))
+        >>> run_axis_demo("depth", None, Path("sweep"))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `run_axis_demo(axis='depth')` is not supported. Use 'dataset_size' or 'width'.
+        lightning_tau.errors.TimescaleError: `run_axis_demo(axis='depth')` is not supported. Use 'dataset_size' or ...
     """
     _checks.choice("run_axis_demo", "axis", axis, AXES)
     from lightning_tau.tuner.finder import TimescaleFinder

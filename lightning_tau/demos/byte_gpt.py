@@ -113,10 +113,10 @@ class ByteGPT(pl.LightningModule):
         >>> mu = ByteGPT(block_size=16, n_layer=1, n_head=2, n_embd=64, mup=True).set_base_shapes(base_width=16)
         >>> [(g["name"], g["lr"], g["weight_decay"]) for g in mu.build_optimizer().param_groups if g["params"]]
         [('decay_hidden', 0.00075, 0.4), ('decay_vector_like', 0.003, 0.1), ('no_decay_vector_like', 0.003, 0.0)]
-        >>> ByteGPT(n_embd=30, n_head=4)
+        >>> ByteGPT(n_embd=30, n_head=4)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `ByteGPT(n_embd=30)` is not valid: use a multiple of n_head=4 (every head gets n_embd / n_head).
+        lightning_tau.errors.TimescaleError: `ByteGPT(n_embd=30)` is not valid: use a multiple of n_head=4 (every ...
     """
 
     #: The width argument's name in error messages (``MuByteGPT`` calls it ``width``).

@@ -77,7 +77,7 @@ class SyntheticDataModule(pl.LightningDataModule):
         >>> SyntheticDataModule(train_size=0)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `SyntheticDataModule(train_size=0)` is not valid: use a positive integer.
+        lightning_tau.errors.TimescaleError: `SyntheticDataModule(train_size=0)` is not valid: use a positive integer.
     """
 
     def __init__(

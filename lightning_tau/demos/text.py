@@ -70,7 +70,7 @@ def load_stdlib_corpus(max_tokens: int, val_tokens: int, split_seed: int = 0) ->
         >>> load_stdlib_corpus(20_000, 5_000, split_seed=-1)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `load_stdlib_corpus(split_seed=-1)` is not valid: use an integer >= 0 (it picks the held-out files).
+        lightning_tau.errors.TimescaleError: `load_stdlib_corpus(split_seed=-1)` is not valid: use an integer >= 0 ...
     """
     _check_sizes("load_stdlib_corpus", max_tokens=max_tokens, val_tokens=val_tokens, split_seed=split_seed)
     files = stdlib_sources()
@@ -139,7 +139,7 @@ class TextDataModule(pl.LightningDataModule):
         >>> TextDataModule(fraction=1.5)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TextDataModule(fraction=1.5)` is not valid: use a share of the corpus in (0, 1].
+        lightning_tau.errors.TimescaleError: `TextDataModule(fraction=1.5)` is not valid: use a share of the corpus ...
     """
 
     def __init__(

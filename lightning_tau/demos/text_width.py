@@ -26,10 +26,10 @@ class MuByteGPT(ByteGPT):
         >>> model = MuByteGPT(width=64, block_size=16, n_layer=1, n_head=2).set_base_shapes(base_width=16)
         >>> [(g["name"], g["lr"], g["weight_decay"]) for g in model.build_optimizer().param_groups if g["params"]]
         [('decay_hidden', 0.00075, 0.4), ('decay_vector_like', 0.003, 0.1), ('no_decay_vector_like', 0.003, 0.0)]
-        >>> MuByteGPT(width=30, n_head=4)
+        >>> MuByteGPT(width=30, n_head=4)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `MuByteGPT(width=30)` is not valid: use a multiple of n_head=4 (every head gets width / n_head).
+        lightning_tau.errors.TimescaleError: `MuByteGPT(width=30)` is not valid: use a multiple of n_head=4 (every ...
     """
 
     _width_name: ClassVar[str] = "width"

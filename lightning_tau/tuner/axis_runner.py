@@ -199,7 +199,7 @@ def grid_round(
         width = result.axis == "width"
         names = [f"width {v:g}" if width else f"N={int(s)}" for v, s in zip(result.values, result.scales)]
         rule_taus = _off_grid_rules(result)
-        undetermined = undetermined_rules(result, result.tolerance)
+        undetermined = undetermined_rules(result)
         shape = result.shape_undetermined()
         shape_only = bool(undetermined) and set(undetermined) <= set(shape)
     else:
@@ -243,10 +243,14 @@ def _off_grid_rules(result: AxisResult) -> list[tuple[str, float]]:
 # --- seeds="auto": seeds in stages until every published rule is decided ---------------------------------------
 
 
-def undetermined_rules(result: AxisResult, tolerance: float) -> list[str]:
+def undetermined_rules(result: AxisResult, tolerance: float | None = None) -> list[str]:
     """The names of the published rules of ``result``'s axis that its interval leaves undetermined at
-    ``tolerance`` (:func:`~lightning_tau.tuner.analysis.rules.decide`): none when every rule holds or is excluded."""
-    delta = rules.half_width(tolerance, result.scales)
+    ``tolerance`` (:func:`~lightning_tau.tuner.analysis.rules.decide`): none when every rule holds or is excluded.
+    At the result's own tolerance (``None``, the finder's) the band is the result's half-width, computed once by
+    ``AxisResult.build``; only another tolerance computes its own."""
+    delta = result.half_width
+    if tolerance is not None and tolerance != result.tolerance:
+        delta = rules.half_width(tolerance, result.scales)
     return [
         r.name for r in rules.rules_for(result.axis) if rules.decide(result.fit.ci, r.exponent, delta) == "undetermined"
     ]

@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader
 
 from lightning_tau import _checks
 from lightning_tau.callback import TimescaleCallback
+from lightning_tau.errors import TimescaleError
 from lightning_tau.tuner.analysis.curve import PRUNER_NAMES
 from lightning_tau.tuner.analysis.grid_args import MAX_SEED, check_grid, check_grid_extensions, check_seeds, tau_name
 from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE
@@ -80,7 +81,7 @@ MIN_AUTO_SEEDS = 3
 DEFAULT_MAX_SEEDS = 12
 
 
-class SettingError(ValueError):
+class SettingError(TimescaleError):
     """A finder argument that the data makes invalid, found by :meth:`TimescaleFinder.fit` before any training.
 
     Attributes:
@@ -119,16 +120,16 @@ def check_seed_count(seeds: Any, max_seeds: Any, axis: Axis) -> tuple[tuple[int,
         >>> check_seed_count("auto", None, "fraction")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleFinder(seeds='auto')` is only used with axis='width' or 'dataset_size' (axis is ...
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(seeds='auto')` is only used with axis='width' or ...
     """
     auto = isinstance(seeds, str) and seeds == "auto"
     if auto and axis == "fraction":
-        raise ValueError(
+        raise TimescaleError(
             "`TimescaleFinder(seeds='auto')` is only used with axis='width' or 'dataset_size' (axis is 'fraction'):"
             " it adds seeds until the axis's published rules are decided. Give the seeds, e.g. seeds=(0, 1, 2)."
         )
     if max_seeds is not None and not auto:
-        raise ValueError(
+        raise TimescaleError(
             f"`TimescaleFinder(max_seeds={max_seeds!r})` is only used with seeds='auto' (seeds is {seeds!r}):"
             " pass seeds='auto', or leave `max_seeds` out."
         )
@@ -157,12 +158,12 @@ def check_tolerance(tolerance: Any, axis: Axis) -> float:
         >>> check_tolerance(1.0, "width")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleFinder(tolerance=1.0)` is not valid: use a factor above 1 (how far the best value may ...
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(tolerance=1.0)` is not valid: use a factor above 1 ...
     """
     if tolerance is None:
         return DEFAULT_TOLERANCE
     if axis == "fraction":
-        raise ValueError(
+        raise TimescaleError(
             f"`TimescaleFinder(tolerance={tolerance!r})` is only used with axis='width' or 'dataset_size' (axis is"
             " 'fraction'): it decides the published rules along an axis. Leave `tolerance` out."
         )
@@ -262,7 +263,7 @@ def _check_increasing(name: str, values: Sequence[Any], example: str, shown: str
 def check_trainer_kwargs(trainer_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     """A ``trainer_kwargs`` argument, with the defaults the finder adds unless given (no checkpointing, ...)."""
     if trainer_kwargs is None or not isinstance(trainer_kwargs, Mapping) or "max_epochs" not in trainer_kwargs:
-        raise ValueError(
+        raise TimescaleError(
             f"`TimescaleFinder(trainer_kwargs={trainer_kwargs!r})` must be a dict with `max_epochs`: every run trains"
             " for the epochs the full run will, e.g. trainer_kwargs={'max_epochs': 40}."
         )
@@ -271,21 +272,21 @@ def check_trainer_kwargs(trainer_kwargs: Mapping[str, Any] | None) -> dict[str, 
     for key, why in FORBIDDEN_TRAINER_KWARGS.items():
         value = trainer_kwargs.get(key)
         if key in trainer_kwargs and not (key == "max_steps" and value in (None, -1)):
-            raise ValueError(f"`TimescaleFinder(trainer_kwargs={{{key!r}: {value!r}}})` is not allowed: {why}.")
+            raise TimescaleError(f"`TimescaleFinder(trainer_kwargs={{{key!r}: {value!r}}})` is not allowed: {why}.")
     accumulate = trainer_kwargs.get("accumulate_grad_batches", 1)
     shown = f"{{'accumulate_grad_batches': {accumulate!r}}}"
     _checks.positive_int("TimescaleFinder", "trainer_kwargs", accumulate, shown=shown)
     callbacks = list(trainer_kwargs.get("callbacks", None) or [])
     for callback in callbacks:
         if isinstance(callback, TimescaleCallback):
-            raise ValueError(
+            raise TimescaleError(
                 "`TimescaleFinder(trainer_kwargs={'callbacks': [TimescaleCallback(...)]})` is not allowed: the finder"
                 " adds a TimescaleCallback with each run's tau_epoch itself."
             )
     checkpoints = [c for c in callbacks if isinstance(c, Checkpoint)]
     for checkpoint in checkpoints:
         if getattr(checkpoint, "dirpath", None) is not None:
-            raise ValueError(
+            raise TimescaleError(
                 f"`TimescaleFinder(trainer_kwargs={{'callbacks': [{type(checkpoint).__name__}(dirpath="
                 f"{str(checkpoint.dirpath)!r})]}})`: every run would write its checkpoints into that one folder, over"
                 " each other's; leave `dirpath` out: each run's checkpoints then go into its own TensorBoard folder."
@@ -307,12 +308,12 @@ def check_pruner(pruner: Any, axis: Any) -> None:
     if pruner is None:
         return
     if not isinstance(pruner, BasePruner) and pruner not in PRUNER_NAMES:
-        raise ValueError(
+        raise TimescaleError(
             f"`TimescaleFinder(pruner={pruner!r})` is not valid: use None (no pruning),"
             f" {', '.join(map(repr, PRUNER_NAMES))} or an `optuna.pruners.BasePruner` instance."
         )
     if axis != "fraction":
-        raise ValueError(
+        raise TimescaleError(
             f"`TimescaleFinder(pruner={pruner!r})` is only used with axis='fraction' (axis is {axis!r}): leave"
             " `pruner` out along an axis."
         )
@@ -438,7 +439,7 @@ def resolve_data(
     """``fit``'s data as ``(the full training loader, the validation loader(s))``: a datamodule's (set up here) or
     the loaders given."""
     if datamodule is not None and (train_dataloaders is not None or val_dataloaders is not None):
-        raise ValueError(
+        raise TimescaleError(
             "`TimescaleFinder.fit` takes a `datamodule` or `train_dataloaders` and `val_dataloaders`, not both."
         )
     if datamodule is not None:
@@ -451,14 +452,14 @@ def resolve_data(
         datamodule.setup("fit")
         train_dataloaders, val_dataloaders = datamodule.train_dataloader(), datamodule.val_dataloader()
     if train_dataloaders is None:
-        raise ValueError("`TimescaleFinder.fit` needs training data: pass `datamodule` or `train_dataloaders`.")
+        raise TimescaleError("`TimescaleFinder.fit` needs training data: pass `datamodule` or `train_dataloaders`.")
     if isinstance(train_dataloaders, (list, tuple, dict)):
-        raise ValueError(
+        raise TimescaleError(
             "`TimescaleFinder.fit(train_dataloaders=...)` takes one training DataLoader, got a"
             f" {type(train_dataloaders).__name__} of them."
         )
     if val_dataloaders is None or (isinstance(val_dataloaders, (list, tuple)) and not val_dataloaders):
-        raise ValueError(
+        raise TimescaleError(
             "`TimescaleFinder.fit` needs validation data to compare the runs: pass `val_dataloaders`, or a"
             " datamodule with a `val_dataloader()`."
         )

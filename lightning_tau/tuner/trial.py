@@ -30,6 +30,7 @@ from torch.utils.data import DataLoader, RandomSampler, SequentialSampler, Subse
 from typing_extensions import override
 
 from lightning_tau.callback import TimescaleCallback
+from lightning_tau.errors import TimescaleError
 
 __all__ = [
     "ModelCopies",
@@ -466,7 +467,7 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-class MonitorError(ValueError):
+class MonitorError(TimescaleError):
     """``monitor`` is not among the metrics the model logged at its first validation (``trainer.callback_metrics``);
     raised there, before the rest of the grid trains. ``monitor`` and ``logged`` (the names it did log) say which,
     so the command line can name its ``--monitor``.

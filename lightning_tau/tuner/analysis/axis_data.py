@@ -70,6 +70,9 @@ class AxisData:
             :func:`~lightning_tau.tuner.analysis.rule_costs.rule_cost`'s).
         staging: with ``seeds="auto"``, how the seeds were staged and why it stopped (the finder's
             :class:`~lightning_tau.tuner.axis_runner.SeedStaging`, set by ``fit``), else ``None``.
+        half_width: ``tolerance`` in exponent units over ``scales``, ``δ`` of the rules' bands
+            (:func:`~lightning_tau.tuner.analysis.rules.half_width`): computed once by :meth:`build`; the verdicts,
+            the table, the note and ``seeds="auto"`` read it.
     """
 
     axis: AxisName
@@ -87,6 +90,7 @@ class AxisData:
     #: the points the finder's grid extension added to the grid given, and why
     #: (:mod:`~lightning_tau.tuner.analysis.grid_extension`)
     grid_added: tuple[AddedPoint, ...] = ()
+    half_width: float = math.nan
 
     @classmethod
     def build(
@@ -120,6 +124,8 @@ class AxisData:
                 is not above 1.
         """
         _checks.choice("AxisResult", "axis", axis, ("width", "dataset_size"))
+        # the one check of `tolerance` below TimescaleFinder's (a user may build an axis result of their own runs);
+        # fit_scaling, judge and half_width take it checked
         tolerance = _checks.in_range(
             "AxisResult", "tolerance", tolerance, "use a factor above 1, e.g. 1.25.", low=1, high=math.inf
         )
@@ -165,7 +171,8 @@ class AxisData:
             )
             for rule in rules_for(axis)
         ]
-        rules = judge(axis, fit, tolerance, costs)
+        delta = fit.half_width  # δ, computed once here
+        rules = judge(axis, fit, tolerance, costs, delta=delta)
         say = width_verdict if axis == "width" else size_verdict
         return cls(
             axis=axis,
@@ -179,6 +186,7 @@ class AxisData:
             base_width_mult=float(base_width_mult),
             tolerance=tolerance,
             rules=rules,
+            half_width=delta,
         )
 
     # --- the numbers ------------------------------------------------------------------------------------------
@@ -406,7 +414,7 @@ class AxisData:
 
     def note(self) -> str | None:
         """The fit's caution about where the exponent comes from (:meth:`ScalingFit.note`), else ``None``."""
-        return self.fit.note()
+        return self.fit.note(None if math.isnan(self.half_width) else self.half_width)
 
     def edge_warning(self) -> str | None:
         """The grid-edge warning of the point the callback's ``tau_epoch`` comes from (the smallest width, or the

@@ -13,7 +13,6 @@ from lightning_tau._numbers import exponent, interval, kwargs_text, setting
 from lightning_tau._table import table_lines
 from lightning_tau.tuner.analysis.axis_data import AxisData
 from lightning_tau.tuner.analysis.grid_extension import grid_line
-from lightning_tau.tuner.analysis.rules import half_width
 
 __all__ = ["axis_table"]
 
@@ -143,7 +142,7 @@ def _rules_lines(result: AxisData) -> list[str]:
         if result.axis == "width"
         else f"N = {result.scales[0]:g} to {result.scales[-1]:g}"
     )
-    delta = half_width(result.tolerance, result.scales)
+    delta = result.half_width  # computed once, by AxisData.build
     lines = [
         f"Published rules at tolerance x{result.tolerance:g} (a rule holds when the best {x_label} stays within"
         f" x{result.tolerance:g} of it over {span}, i.e. an exponent within ±{delta:.2f} of the rule's):"

@@ -102,6 +102,10 @@ def rules_for(axis: str) -> tuple[Rule, ...]:
 def half_width(tolerance: float, scales: Sequence[float]) -> float:
     """The tolerance in exponent units over ``scales``: ``log(tolerance) / log(max(scales) / min(scales))``.
 
+    ``tolerance`` comes checked (a factor above 1) from where the user gave it, ``TimescaleFinder``'s or
+    ``AxisResult.build``'s argument, and is not checked again here. An axis result computes its half-width once
+    (``AxisResult.half_width``), and its verdicts, table and note read it.
+
     Example:
         >>> round(half_width(1.25, [100, 800]), 4)  # x1.25 over an 8x range
         0.1073
@@ -109,18 +113,14 @@ def half_width(tolerance: float, scales: Sequence[float]) -> float:
         0.161
 
     Raises:
-        ValueError: ``tolerance`` is not a number above 1, or ``scales`` do not span a range (fewer than 2 distinct
-            positive values).
+        ValueError: ``scales`` do not span a range (fewer than 2 distinct positive values).
     """
-    tol = _checks.in_range(
-        "half_width", "tolerance", tolerance, "use a factor above 1, e.g. 1.25.", low=1, high=math.inf
-    )
     values = [float(s) for s in scales]
     if len(values) < 2 or min(values) <= 0 or max(values) <= min(values):
         raise ValueError(
             f"`half_width(scales={values!r})` is not valid: use at least 2 distinct positive scales (a range)."
         )
-    return math.log(tol) / math.log(max(values) / min(values))
+    return math.log(tolerance) / math.log(max(values) / min(values))
 
 
 def decide(ci: tuple[float, float] | None, exponent: float, delta: float) -> Decision:

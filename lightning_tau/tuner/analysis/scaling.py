@@ -171,8 +171,9 @@ class ScalingFit:
         """
         return rules.half_width(self.tolerance, self.scales)
 
-    def note(self) -> str | None:
-        """A caution about where the exponent comes from, or ``None``.
+    def note(self, half_width: float | None = None) -> str | None:
+        """A caution about where the exponent comes from, or ``None``; ``half_width`` is :attr:`half_width` where the
+        caller computed it already (an axis result's), else it is computed here.
 
         - The grid optima and the estimate move the best ``x`` over the range of scales by factors further apart
           than ``tolerance`` (``|grid_exponent - exponent| >`` :attr:`half_width`): the estimate's movement comes
@@ -188,7 +189,9 @@ class ScalingFit:
         """  # noqa: E501
         sentences = []
         finite = math.isfinite(self.grid_exponent) and math.isfinite(self.exponent)
-        if finite and len(set(self.scales)) >= 2 and abs(self.grid_exponent - self.exponent) > self.half_width:
+        ranged = finite and len(set(self.scales)) >= 2
+        delta = (self.half_width if half_width is None else half_width) if ranged else math.inf
+        if ranged and abs(self.grid_exponent - self.exponent) > delta:
             low, high = min(self.scales), max(self.scales)
             span, estimate = f"from scale {low:g} to {high:g}", f"{(high / low) ** self.exponent:.3g}"
             if len(set(self.grid_optima)) == 1:
@@ -292,6 +295,8 @@ def fit_scaling(
         level: the interval's nominal coverage.
         window: grid points on each side of the best one that the parabola is fitted to.
         interior_level: the level of each one-sided paired test in :func:`paired_interior`.
+        tolerance: kept on the fit for its note (:attr:`ScalingFit.half_width`): a factor above 1, checked where the
+            user gave it (``TimescaleFinder``, ``AxisResult.build``), not again here.
 
     Raises:
         ValueError: fewer than 2 scales; scales or ``xs`` not positive and increasing; a curve count or shape that
@@ -317,9 +322,6 @@ def fit_scaling(
     level = _check_level(level, owner)
     interior_level = _check_level(interior_level, owner, "interior_level")
     _checks.positive_int(owner, "window", window, "use an integer >= 1.")
-    tolerance = _checks.in_range(
-        owner, "tolerance", tolerance, "use a factor above 1, e.g. 1.25.", low=1, high=math.inf
-    )
     scale_list = _check_positive_increasing(scales, owner, "scales", 2)
     grid = _check_positive_increasing(xs, owner, "xs", 1)
     if isinstance(curves, (str, bytes)) or len(curves) != len(scale_list):
@@ -407,7 +409,7 @@ def fit_scaling(
         seed_exponents=[float(e) for e in seed_table[0]] if seed_table is not None else [],
         at_edge=at_edge,
         curve_exponent=curve_exponent,
-        tolerance=tolerance,
+        tolerance=float(tolerance),
         window_cis=window_cis,
         interval_parts=parts,
     )

@@ -113,7 +113,12 @@ class RuleVerdict:
 
 
 def judge(
-    axis: Axis, fit: ScalingFit, tolerance: float = DEFAULT_TOLERANCE, costs: Sequence[RuleCost] | None = None
+    axis: Axis,
+    fit: ScalingFit,
+    tolerance: float = DEFAULT_TOLERANCE,
+    costs: Sequence[RuleCost] | None = None,
+    *,
+    delta: float | None = None,
 ) -> list[RuleVerdict]:
     """Every published rule of ``axis`` decided by ``fit.ci`` at ``tolerance`` over ``fit.scales``, with its cost.
 
@@ -121,11 +126,15 @@ def judge(
         axis: ``"width"`` or ``"dataset_size"``.
         fit: the scaling fit (its ``ci`` and ``scales`` are used).
         tolerance: the factor by which the best ``x`` may move over the measured range and still follow a rule.
+            A factor above 1, checked where the user gave it (``TimescaleFinder``, ``AxisResult.build``), not here.
         costs: one :class:`~lightning_tau.tuner.analysis.rule_costs.RuleCost` per rule of ``axis``, in order, or ``None``
             (no cost measured).
+        delta: ``tolerance``'s half-width over ``fit.scales`` where the caller computed it already (an axis
+            result's, :attr:`~lightning_tau.tuner.analysis.axis_data.AxisData.half_width`); else computed here
+            (:func:`~lightning_tau.tuner.analysis.rules.half_width`).
 
     Raises:
-        ValueError: ``axis`` or ``tolerance`` invalid, the fit has no ``scales``, or ``costs`` has another length.
+        ValueError: ``axis`` invalid, the fit has no ``scales``, or ``costs`` has another length.
 
     Example:
         >>> fit = ScalingFit(-0.03, (-0.06, 0.0), None, 0.95, [], [], [], 0.0, False, [], scales=[100, 800])
@@ -135,7 +144,7 @@ def judge(
     rules = rules_for(axis)
     if not fit.scales:
         raise ValueError("`judge(fit=...)` is not valid: the fit has no `scales`; make it with `fit_scaling`.")
-    delta = half_width(tolerance, fit.scales)
+    delta = half_width(tolerance, fit.scales) if delta is None else delta
     if costs is not None and len(costs) != len(rules):
         raise ValueError(
             f"`judge(costs=...)` is not valid: got {len(costs)} costs for the {len(rules)} rules of the {axis} axis;"

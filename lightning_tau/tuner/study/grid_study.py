@@ -54,6 +54,7 @@ from optuna.exceptions import UpdateFinishedTrialError
 from optuna.storages import BaseStorage, RDBStorage
 from optuna.trial import FrozenTrial, TrialState
 
+from lightning_tau.errors import TimescaleError
 from lightning_tau.tuner.study.folder import study_folder
 from lightning_tau.tuner.study.liveness import (
     HEARTBEAT_SECONDS,
@@ -123,7 +124,7 @@ def settled_user_attrs(
         (pause or (lambda: time.sleep(0.1)))()
 
 
-class StudyMismatchError(ValueError):
+class StudyMismatchError(TimescaleError):
     """A named study holds a sweep with other settings (a usage error: the name or the settings are wrong)."""
 
 

@@ -31,6 +31,7 @@ import optuna
 from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
+from lightning_tau.errors import TimescaleError
 from lightning_tau.tuner.study.journal import DAMAGED_HINT, OP_CODES, append_lines, journal_problem, repair_tail
 from lightning_tau.tuner.study.liveness import GRACE_BEATS, HEARTBEAT_SECONDS
 
@@ -53,7 +54,7 @@ JOURNAL_NAME = "study.journal"
 Log = Callable[[str], None]
 
 
-class StorageError(ValueError):
+class StorageError(TimescaleError):
     """The study's storage cannot be opened or written; ``str(err)`` never holds a URL's password.
 
     Attributes:
