@@ -58,8 +58,8 @@ from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.analysis.grid_extension import DEFAULT_MAX_GRID_EXTENSIONS, AddedPoint
 from lightning_tau.tuner.pruning import make_pruner
 from lightning_tau.tuner.analysis.finder_result import FinderResult
+from lightning_tau.tuner.axes import Axis
 from lightning_tau.tuner.checks import (
-    Axis,
     PrunerName,
     Reduce,
     SettingError,
@@ -167,7 +167,10 @@ class TimescaleFinder:
         axis: ``"fraction"`` (the default: one sweep on one subset, as above), ``"width"`` (the sweep at every
             width of ``widths``: how the best weight decay moves with width under μP, see :meth:`fit`) or
             ``"dataset_size"`` (the sweep on a subset of every fraction of ``fractions``: whether the best
-            ``tau_epoch`` moves with ``N``). Both give an :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`.
+            ``tau_epoch`` moves with ``N``; ``"dataset-size"`` too). Both give an
+            :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`. Resolved once: ``finder.axis`` is the
+            :class:`~lightning_tau.tuner.axes.Axis` object (:mod:`lightning_tau.tuner.axes`), ``finder.axis.name``
+            its name.
         widths: ``axis="width"``: at least 2 increasing positive integers, e.g. ``(64, 128, 256)``.
         fractions: ``axis="dataset_size"``: at least 2 increasing fractions in ``(0, 1]``, e.g. ``(0.1, 0.25, 0.5)``.
         level: the level of the axes' exponent interval (with ``seeds="auto"``: each look's is
@@ -247,7 +250,7 @@ class TimescaleFinder:
         workers: int = 1,
         threads: int | Literal["auto"] = 1,
         stale_after: float = STALE_SECONDS,
-        axis: Axis = "fraction",
+        axis: str | Axis = "fraction",
         widths: Sequence[int] | None = None,
         fractions: Sequence[float] | None = None,
         level: float = 0.95,
@@ -407,7 +410,7 @@ class TimescaleFinder:
             # checked before the studies are opened: nothing written for a model that cannot travel (an instance
             # travels as itself: the same study)
             payload = self._worker_payload(model, full_train, val) if self.workers > 1 else None
-            answer = "suggestion" if self.axis == "fraction" else "result"
+            answer = "result" if self.axis.scaling else "suggestion"
             records = self._run(points, val, payload, wait=wait, intro=intro, answer=answer)
             # this fit's counts over its rounds: trials complete before it (a later round's new trials' only: the
             # earlier rounds' grid was complete when it ended), and those this process trained in it
@@ -466,7 +469,7 @@ class TimescaleFinder:
         with quiet_optuna(), sigterm_raises(lambda: SIGTERMException(SIGTERM_EXIT)), sigint_raises():
             studies = open_studies(self.settings, points, grid, log)
             self.study = studies[0]
-            if self.axis != "fraction":
+            if self.axis.scaling:
                 self.studies = studies
             self.trained_runs, self.pending_runs = 0, 0
             self.reused_runs = sum(len(study.records()) for study in studies)

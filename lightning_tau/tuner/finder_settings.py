@@ -27,7 +27,6 @@ from lightning_tau.tuner.analysis.grid_extension import DEFAULT_MAX_GRID_EXTENSI
 from lightning_tau.tuner.pruning import make_pruner, pruner_setting
 from lightning_tau.tuner.checks import (
     DEFAULT_FRACTION,
-    Axis,
     PrunerName,
     Reduce,
     check_axis,
@@ -42,6 +41,7 @@ from lightning_tau.tuner.checks import (
     check_trainer_kwargs,
     check_widths,
 )
+from lightning_tau.tuner.axes import Axis
 from lightning_tau.tuner.study import STALE_SECONDS
 
 __all__ = ["FinderSettings"]
@@ -55,12 +55,13 @@ class FinderSettings:
 
     Example:
         >>> s = FinderSettings.build(tau_epochs=(2, 8, 32), trainer_kwargs={"max_epochs": 10})
-        >>> s.tau_epochs, s.seeds, s.fraction, s.epochs, s.axis
+        >>> s.tau_epochs, s.seeds, s.fraction, s.epochs, s.axis.name
         ((2.0, 8.0, 32.0), (0, 1, 2), 0.25, 10, 'fraction')
         >>> FinderSettings.build(axis="dataset_size", fractions=(0.1, 0.5), trainer_kwargs={"max_epochs": 10}).fraction
         0.5
     """
 
+    #: the axis, resolved from the string given (:func:`~lightning_tau.tuner.axes.resolve_axis`)
     axis: Axis
     fraction: float
     #: ``axis="width"``: the widths ``make_model`` is called with, increasing
@@ -124,7 +125,7 @@ class FinderSettings:
         workers: int = 1,
         threads: int | Literal["auto"] = 1,
         stale_after: float = STALE_SECONDS,
-        axis: Axis = "fraction",
+        axis: str | Axis = "fraction",
         widths: Sequence[int] | None = None,
         fractions: Sequence[float] | None = None,
         level: float = 0.95,
@@ -140,19 +141,19 @@ class FinderSettings:
         Raises:
             ValueError: the first bad argument, naming it and its value, and saying what to use.
         """
-        widths_, fractions_, level = _axis_step(axis, fraction, widths, fractions, level, pruner)
+        axis_, widths_, fractions_, level = _axis_step(axis, fraction, widths, fractions, level, pruner)
         fraction = _fraction_step(fraction, fractions_)
         tau_epochs_, (seeds_, auto_seeds, most), tolerance_, extensions = (
             check_grid(tau_epochs),
-            check_seed_count(seeds, max_seeds, axis),
-            check_tolerance(tolerance, axis),
+            check_seed_count(seeds, max_seeds, axis_),
+            check_tolerance(tolerance, axis_),
             check_grid_extensions(max_grid_extensions),
         )
         monitor, mode, reduce = _metric_step(monitor, mode, reduce)
         trainer, epochs, pruner_, setting = _trainer_step(trainer_kwargs, pruner)
         places = _study_step(root_dir, subset_seed, window, storage, study_name, workers, threads, stale_after)
         return cls(
-            axis=axis,
+            axis=axis_,
             fraction=fraction,
             widths=widths_,
             fractions=fractions_,
@@ -200,16 +201,16 @@ class FinderSettings:
 
 def _axis_step(
     axis: Any, fraction: Any, widths: Any, fractions: Any, level: Any, pruner: Any
-) -> tuple[tuple[int, ...] | None, tuple[float, ...] | None, float]:
-    """The axis and what it uses: ``(widths, fractions, level)``; the pruner is only for the fraction axis."""
-    check_axis(axis, fraction, widths, fractions)
-    checked_widths = check_widths(widths) if axis == "width" else None
-    checked_fractions = check_fractions(fractions) if axis == "dataset_size" else None
+) -> tuple[Axis, tuple[int, ...] | None, tuple[float, ...] | None, float]:
+    """The axis and what it uses: ``(axis, widths, fractions, level)``; the pruner is only for the fraction axis."""
+    along = check_axis(axis, fraction, widths, fractions)  # each points argument given only along its own axis
+    checked_widths = check_widths(widths) if widths is not None else None
+    checked_fractions = check_fractions(fractions) if fractions is not None else None
     level = _checks.in_range(
         "TimescaleFinder", "level", level, "use the exponent interval's level in (0, 1), e.g. 0.95.", low=0, high=1
     )
-    check_pruner(pruner, axis)
-    return checked_widths, checked_fractions, level
+    check_pruner(pruner, along)
+    return along, checked_widths, checked_fractions, level
 
 
 def _fraction_step(fraction: Any, fractions: tuple[float, ...] | None) -> float:
