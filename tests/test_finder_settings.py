@@ -140,3 +140,18 @@ def test_the_settings_hold_the_arguments_given() -> None:
     assert FinderSettings.build(trainer_kwargs=EPOCHS).progress is True
     # along dataset_size, the runs' fraction is the largest of three
     assert FinderSettings.build(axis="dataset_size", fractions=(0.2, 0.4, 0.6), trainer_kwargs=EPOCHS).fraction == 0.6
+
+
+def test_the_axis_is_resolved_once_into_its_object() -> None:
+    import pickle
+
+    from lightning_tau.tuner.axes import DATASET_SIZE, FRACTION, WIDTH
+
+    kwargs = {"trainer_kwargs": {"max_epochs": 1}}
+    assert FinderSettings.build(**kwargs).axis is FRACTION
+    assert FinderSettings.build(axis="width", widths=(8, 16), **kwargs).axis is WIDTH
+    s = FinderSettings.build(axis="dataset-size", fractions=(0.5, 1.0), **kwargs)  # the CLI's spelling
+    assert s.axis is DATASET_SIZE and s.axis.name == "dataset_size"
+    assert pickle.loads(pickle.dumps(s)).axis is DATASET_SIZE  # as a worker process receives it
+    with pytest.raises(ValueError, match=r"^`TimescaleFinder\(axis='size'\)` is not supported\. Use 'fraction'"):
+        FinderSettings.build(axis="size", **kwargs)
