@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from lightning_tau.tuner import axes
 from lightning_tau.tuner.analysis import rules
 from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS
 from lightning_tau.tuner.analysis.scaling import (
@@ -271,7 +272,7 @@ def main() -> None:
         print(f"\nstaging 3, 5, 8, 12 (seeds='auto', each look at {looks}), stopping when every rule is decided at"
               " tolerance x1.25:")
     for name in [] if args.no_staging else [n for n in STAGED if n in regimes]:
-        for axis, scales, axis_rules in (("width", WIDTHS, rules.WIDTH_RULES), ("size", SIZES, rules.SIZE_RULES)):
+        for axis, scales, axis_rules in (("width", WIDTHS, axes.WIDTH_RULES), ("size", SIZES, axes.SIZE_RULES)):
             for label, interval in (("", args.interval), ("former ", args.former)):
                 cov, fixed, mean_seeds, decided = staged(
                     REGIMES[name], scales, axis_rules, args.runs, rng, interval, fixed_looks=args.fixed_looks

@@ -194,3 +194,18 @@ def test_tolerance_is_checked_once_where_the_finder_takes_it(monkeypatch: pytest
     monkeypatch.setattr(_checks, "in_range", counted)
     settings = _build(axis="width", widths=(64, 128), tolerance=1.5, trainer_kwargs={"max_epochs": 1})
     assert settings.tolerance == 1.5 and checked == [("TimescaleFinder", "tolerance")]
+
+
+def test_the_axis_is_resolved_once_into_its_object() -> None:
+    import pickle
+
+    from lightning_tau.tuner.axes import DATASET_SIZE, FRACTION, WIDTH
+
+    kwargs = {"trainer_kwargs": {"max_epochs": 1}}
+    assert _build(**kwargs).axis is FRACTION
+    assert _build(axis="width", widths=(8, 16), **kwargs).axis is WIDTH
+    s = _build(axis="dataset-size", fractions=(0.5, 1.0), **kwargs)  # the CLI's spelling
+    assert s.axis is DATASET_SIZE and s.axis.name == "dataset_size"
+    assert pickle.loads(pickle.dumps(s)).axis is DATASET_SIZE  # as a worker process receives it
+    with pytest.raises(ValueError, match=r"^`TimescaleFinder\(axis='size'\)` is not supported\. Use 'fraction'"):
+        _build(axis="size", **kwargs)

@@ -1,4 +1,5 @@
-"""lightning_tau.tuner.analysis.rules: the published rules of each axis and the equivalence decision at a tolerance."""
+"""lightning_tau.tuner.analysis.rules: the equivalence decision of a published rule at a tolerance (the rules of each
+axis: tests/test_axes.py)."""
 
 from __future__ import annotations
 
@@ -6,30 +7,8 @@ import math
 
 import pytest
 
-from lightning_tau.tuner.analysis.rules import (
-    DEFAULT_TOLERANCE,
-    SIZE_RULES,
-    WIDTH_RULES,
-    all_decided,
-    decide,
-    half_width,
-    rules_for,
-)
-
-
-def test_rules_of_each_axis_name_the_published_exponents():
-    assert [(r.name, r.exponent) for r in WIDTH_RULES] == [
-        ("Wang & Aitchison", 0.0),
-        ("Fan et al.", -0.5),
-        ("Qiu et al.", -1.0),
-    ]
-    assert [(r.name, r.exponent) for r in SIZE_RULES] == [
-        ("Wang & Aitchison", 0.0),
-        ("the 1/2 rules", -0.5),
-        ("fixed λ", -1.0),
-    ]
-    assert rules_for("width") is WIDTH_RULES and rules_for("dataset_size") is SIZE_RULES
-    assert "Power Lines" in SIZE_RULES[1].source and "one epoch" in SIZE_RULES[1].source
+from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE, all_decided, decide, half_width, rules_for
+from lightning_tau.tuner.axes import SIZE_RULES
 
 
 def test_half_width_is_the_tolerance_factor_over_the_scale_range():

@@ -18,6 +18,7 @@ import sys
 import numpy as np
 import pytest
 
+from lightning_tau.tuner import axes
 from lightning_tau.tuner.analysis import rules
 from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS, smoothed_optimum
 from lightning_tau.tuner.analysis.scaling import (
@@ -350,7 +351,7 @@ def test_tuner_stats_tolerance_is_stored_and_sets_the_half_width():
     assert fit.half_width == pytest.approx(math.log(1.25) / math.log(16))
     wide = fit_scaling([1, 4, 16], GRID, curves, tolerance=2)
     assert wide.tolerance == 2.0 and wide.half_width == pytest.approx(0.25)
-    assert rules.all_decided(fit.ci, rules.WIDTH_RULES, fit.half_width)  # an exact -1/2: Fan et al. holds
+    assert rules.all_decided(fit.ci, axes.WIDTH_RULES, fit.half_width)  # an exact -1/2: Fan et al. holds
 
 
 def test_tuner_stats_no_interval_and_why():
@@ -608,7 +609,7 @@ def test_tuner_stats_interval_reaches_nominal_coverage_at_every_allowed_seed_cou
             low, high = batch_fits(curves, WIDTHS, seeds, 0.95)
             assert coverage(exponents, low, high) >= 0.93, (name, seeds, coverage(exponents, low, high))
             assert abs(np.nanmean((low + high) / 2 - exponents)) < 0.02, (name, seeds)
-        for scales, axis_rules in ((WIDTHS, rules.WIDTH_RULES), (SIZES, rules.SIZE_RULES)):
+        for scales, axis_rules in ((WIDTHS, axes.WIDTH_RULES), (SIZES, axes.SIZE_RULES)):
             exponents, curves = simulate(regime, 12, rng, scales=scales)
             low, high = staged_fits(curves, scales, axis_rules, 12)
             assert coverage(exponents, low, high) >= 0.93, (name, scales, coverage(exponents, low, high))
@@ -640,7 +641,7 @@ def test_tuner_stats_coverage_holds_where_the_curves_shape_changes_with_scale():
         if seeds in (5, 8):
             former = coverage(exponents, *former_fits(curves, SIZES, seeds, 0.95, FINDER_GRID))
             assert former < 0.93, (seeds, former)
-    for scales, axis_rules in ((WIDTHS, rules.WIDTH_RULES), (SIZES, rules.SIZE_RULES)):
+    for scales, axis_rules in ((WIDTHS, axes.WIDTH_RULES), (SIZES, axes.SIZE_RULES)):
         exponents, curves = simulate(CHANGING, 12, rng, scales=scales, runs=runs, grid=FINDER_GRID)
         low, high = staged_fits(curves, scales, axis_rules, 12, grid=FINDER_GRID)
         assert coverage(exponents, low, high) >= 0.93, (scales, coverage(exponents, low, high))

@@ -14,6 +14,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_tau.tuner.axes import DATASET_SIZE, FRACTION, WIDTH
 from lightning_tau.tuner.checks import (
     SettingError,
     check_axis,
@@ -61,15 +62,17 @@ def test_check_tolerance_default_and_range() -> None:
 
 
 def test_check_axis_returns_the_axis_with_what_it_uses() -> None:
-    assert check_axis("fraction", 0.5, None, None) == "fraction"
-    assert check_axis("width", 0.5, (1, 2), None) == "width"
-    assert check_axis("dataset_size", None, None, (0.1, 0.2)) == "dataset_size"
+    assert check_axis("fraction", 0.5, None, None) is FRACTION
+    assert check_axis("width", 0.5, (1, 2), None) is WIDTH
+    assert check_axis("dataset_size", None, None, (0.1, 0.2)) is DATASET_SIZE
+    assert check_axis("dataset-size", None, None, (0.1, 0.2)) is DATASET_SIZE  # the CLI's spelling
+    assert check_axis(WIDTH, None, (1, 2), None) is WIDTH  # an axis object as it is
 
 
 def test_check_axis_names_an_argument_given_to_the_wrong_axis_or_missing() -> None:
     assert _error(check_axis, "x", None, None, None) == (
         f"{F}(axis='x')` is not supported. Use 'fraction' (one sweep on a subset), 'width' (with `widths`) or"
-        " 'dataset_size' (with `fractions`)."
+        " 'dataset_size' ('dataset-size' too; with `fractions`)."
     )
     assert _error(check_axis, "fraction", None, (1, 2), None) == (
         f"{F}(widths=(1, 2))` is only used with axis='width' (axis is 'fraction'): pass axis='width', or leave"

@@ -7,8 +7,9 @@ import math
 import pytest
 
 from lightning_tau.tuner.analysis.rule_costs import RuleCost
-from lightning_tau.tuner.analysis.rules import SIZE_RULES, WIDTH_RULES, half_width
+from lightning_tau.tuner.analysis.rules import half_width
 from lightning_tau.tuner.analysis.scaling import ScalingFit
+from lightning_tau.tuner.axes import SIZE_RULES, WIDTH_RULES
 from lightning_tau.tuner.analysis.verdicts import (
     RuleVerdict,
     advice,

@@ -14,8 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from lightning_tau.errors import TimescaleError
+from lightning_tau.tuner.axes import WIDTH
 
 __all__ = ["ConfigError", "ConfigModel", "ConfigWidthModel", "DigitsWidthModel", "load_config"]
+
+#: The model argument ``--axis width`` builds each point's model with: the width axis's point value.
+WIDTH_ARGUMENT = str(WIDTH.value_key)
 
 #: Trainer settings a config may hold that the finder sets itself or does not carry over.
 _NOT_CARRIED = {"callbacks", "logger", "default_root_dir", "enable_progress_bar", "enable_checkpointing", "max_steps"}
@@ -127,7 +131,7 @@ class ConfigWidthModel(ConfigModel):
         if self._cli is None:
             self._cli = _parse(self.path)
         init_args = self._cli.config.get("model.init_args")
-        return isinstance(init_args, Namespace) and "width" in init_args
+        return isinstance(init_args, Namespace) and WIDTH_ARGUMENT in init_args
 
 
 class DigitsWidthModel:

@@ -30,6 +30,7 @@ from lightning_tau.cli.config import ConfigError, ConfigWidthModel, DigitsWidthM
 from lightning_tau.cli.find_reopen import CONFIG_ATTR, REOPENED, reopen_study
 from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
 from lightning_tau.tuner.analysis.grid_args import check_grid, check_grid_extensions, check_seeds
+from lightning_tau.tuner.axes import AXES, Axis, resolve_axis
 from lightning_tau.tuner.study import journal_problem
 
 __all__ = ["DIGITS_EPOCHS", "add_parser"]
@@ -70,8 +71,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--axis",
-        choices=("fraction", "width", "dataset_size"),
-        default="fraction",
+        choices=tuple(AXES),  # the registry's names (CommandParser takes dataset-size for dataset_size)
+        default=next(iter(AXES)),
         help="fraction: one sweep on one subset; width: the sweep at every --widths (a μP model whose __init__ takes"
         " `width`), giving the exponent of the best weight decay with width and the width_exponent to use;"
         " dataset_size: the sweep at every --fractions, giving how the best tau_epoch moves with N",
@@ -300,7 +301,7 @@ def _seed_options(args: argparse.Namespace) -> str | None:
         if seeds != ["auto"]:
             return f"argument --seeds: 'auto' stands alone (got {' '.join(map(str, seeds))}): pass --seeds auto."
         args.seeds = seeds = "auto"
-    on_axis = args.axis in ("width", "dataset_size")
+    on_axis = resolve_axis(args.axis).scaling
     if seeds == "auto" and not on_axis:
         return (
             "argument --seeds: 'auto' is only used with --axis width or dataset_size (it adds seeds until the"
@@ -328,29 +329,45 @@ def _axis_options(args: argparse.Namespace) -> str | None:
         ... # doctest: +ELLIPSIS
         argument --widths: 16 64 is only used with --axis width (the axis is fraction): add --axis width, or leave ...
     """
-    given = {"--widths": args.widths, "--fractions": args.fractions}
-    for flag, axis in (("--widths", "width"), ("--fractions", "dataset_size")):
-        if given[flag] is not None and args.axis != axis:
-            shown = " ".join(f"{v:g}" for v in given[flag])
+    given = resolve_axis(args.axis)
+    scaling = [a for a in AXES.values() if a.scaling]
+    for axis in scaling:  # its points' flag (--widths, --fractions)
+        flag, values = f"--{axis.values_argument}", getattr(args, str(axis.values_argument))
+        if values is not None and given is not axis:
+            shown = " ".join(f"{v:g}" for v in values)
             return (
-                f"argument {flag}: {shown} is only used with --axis {axis} (the axis is {args.axis}): add --axis"
-                f" {axis}, or leave {flag} out."
+                f"argument {flag}: {shown} is only used with --axis {axis.name} (the axis is {given.name}): add"
+                f" --axis {axis.name}, or leave {flag} out."
             )
-    for flag, value, axis in (
-        ("--target-dataset-size", args.target_dataset_size, "dataset_size"),
-        ("--target-width", args.target_width, "width"),
-    ):
-        if value is not None and args.axis != axis:
+    for axis in scaling:  # its --target-... flag
+        flag, value = _target_flag(axis), _target(args, axis)
+        if value is not None and given is not axis:
             return (
-                f"argument {flag}: {value:g} is only used with --axis {axis} (the axis is {args.axis}): add --axis"
-                f" {axis}, or leave {flag} out."
+                f"argument {flag}: {value:g} is only used with --axis {axis.name} (the axis is {given.name}): add"
+                f" --axis {axis.name}, or leave {flag} out."
             )
-    if args.fraction is not None and args.axis == "dataset_size":
+    if args.fraction is not None and given.subsets_per_point:
         return (
-            f"argument --fraction: {args.fraction:g} is not used with --axis dataset_size, which trains on each of"
-            " --fractions: leave --fraction out."
+            f"argument --fraction: {args.fraction:g} is not used with --axis {given.name}, which trains on each of"
+            f" --{given.values_argument}: leave --fraction out."
         )
     return None
+
+
+def _target_flag(axis: Axis) -> str:
+    """The flag that asks for a prediction at a scale of ``axis``: ``--target-width``, ``--target-dataset-size``."""
+    return f"--target-{axis.name.replace('_', '-')}"
+
+
+def _target(args: argparse.Namespace, axis: Axis) -> float | None:
+    """The value of ``axis``'s ``--target-...`` flag, or ``None`` (none given, or the axis has none)."""
+    return getattr(args, f"target_{axis.name}", None)
+
+
+def _points(args: argparse.Namespace) -> list[float] | None:
+    """The axis points given (``--widths`` or ``--fractions``, as ``--axis`` uses), or ``None``."""
+    axis = resolve_axis(args.axis)
+    return None if axis.values_argument is None else getattr(args, axis.values_argument)
 
 
 #: The longest study name a database storage holds (Optuna's ``studies.study_name`` is a ``VARCHAR(512)``).
@@ -369,11 +386,11 @@ def _study_name_problem(args: argparse.Namespace) -> str | None:
     url = str(args.storage)
     if args.study is None or "://" not in url or url.split(":", 1)[0].split("+")[0] == "sqlite":
         return None
-    values = args.widths if args.axis == "width" else args.fractions if args.axis == "dataset_size" else None
-    longest = max((len(args.study) + len(f"_{args.axis}={v:g}") for v in values or ()), default=len(args.study))
+    name = resolve_axis(args.axis).name
+    longest = max((len(args.study) + len(f"_{name}={v:g}") for v in _points(args) or ()), default=len(args.study))
     if longest <= STUDY_NAME_LIMIT:
         return None
-    point = f" with the axis point (_{args.axis}=...) added" if longest != len(args.study) else ""
+    point = f" with the axis point (_{name}=...) added" if longest != len(args.study) else ""
     return (
         f"argument --study: the name is {longest} characters long{point}; a database storage holds at most"
         f" {STUDY_NAME_LIMIT}: pass a shorter --study."
@@ -406,12 +423,12 @@ def _digits_notice(args: argparse.Namespace) -> str:
         ... # doctest: +ELLIPSIS
         No --config: training the built-in digits task (about 9 trials: 3 tau_epochs x 3 seeds). Pass --config ...
     """
-    points = args.widths if args.axis == "width" else args.fractions if args.axis == "dataset_size" else None
+    points = _points(args)
     seeds = 3 if args.seeds == "auto" else len(args.seeds) if args.seeds else 5 if points else 3
     trials = len(args.tau_epochs) * seeds * len(points or [0])
     counts = [(len(args.tau_epochs), "tau_epoch"), (seeds, "seed")]
     if points:
-        counts.append((len(points), "width" if args.axis == "width" else "fraction"))
+        counts.append((len(points), str(resolve_axis(args.axis).value_key)))
     parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in counts]
     about = "at least" if args.seeds == "auto" else "about"
     return (
@@ -502,8 +519,8 @@ def result_folder(finder: Any) -> str:
     from lightning_tau.tuner.study import study_folder
 
     name = finder.study.study.study_name
-    if finder.axis != "fraction":
-        name = finder.study_name or name.rpartition(f"_{finder.axis}=")[0]
+    if finder.axis.scaling:
+        name = finder.study_name or name.rpartition(f"_{finder.axis.name}=")[0]
     return study_folder(name)
 
 
@@ -617,7 +634,7 @@ def _main(args: argparse.Namespace) -> int:
                 f"{args.config} sets no trainer.max_epochs: set it to the epochs of the full run, or pass --epochs.", 2
             )
         monitor = args.monitor or "val_loss"
-        if args.axis == "width":
+        if resolve_axis(args.axis).model_per_point:
             width_model = ConfigWidthModel(args.config)
             width_model._cli = model_factory._cli  # type: ignore[attr-defined]
             if not width_model.takes_width():
@@ -638,7 +655,7 @@ def _main(args: argparse.Namespace) -> int:
         model_factory, datamodule = DigitsMLP, DigitsDataModule(train_size=1400, batch_size=64)
         trainer_kwargs = {"max_epochs": args.epochs or DIGITS_EPOCHS, "accelerator": "cpu", "devices": 1}
         monitor = args.monitor or "val/loss"
-        if args.axis == "width" and args.widths:
+        if resolve_axis(args.axis).model_per_point and args.widths:
             from lightning_tau.demos.width import WidthConfig
 
             demo = WidthConfig()  # the width demo's task: its data, epochs and μP MLP
@@ -714,19 +731,19 @@ def _main(args: argparse.Namespace) -> int:
         return 0
     if finder.reused_runs:
         print(f"({finder.reused_runs} of {grid} trials were complete in the study before this command.)")
-    studies = finder.studies if finder.axis != "fraction" else [finder.study]
+    studies = finder.studies if finder.axis.scaling else [finder.study]
     for study in studies:  # the names `--study` and `TimescaleFinder(study_name=...)` reopen
         print(f"Study: {study.study.study_name} (in {study.shown})")
-    target = args.target_dataset_size if args.axis == "dataset_size" else args.target_width
+    target = _target(args, finder.axis)
     if target is not None:
-        print(target_line(result.predict(target), args.axis))
+        print(target_line(result.predict(target), finder.axis))
     code = _write_results(args, result, args.out / result_folder(finder))
     if code == 0:
         print(f"TensorBoard logs: tensorboard --logdir {args.out / 'tb'}")
     return code
 
 
-def target_line(prediction: Any, axis: str) -> str:
+def target_line(prediction: Any, axis: Axis | str) -> str:
     """What ``--target-dataset-size`` / ``--target-width`` print: the best ``tau_epoch`` predicted there
     (:meth:`AxisResult.predict <lightning_tau.tuner.analysis.axis_result.AxisResult.predict>`), its interval and what it rests on.
 
@@ -737,7 +754,8 @@ def target_line(prediction: Any, axis: str) -> str:
         >>> print(target_line(p, "dataset_size"))
         At N = 8000 (x2 beyond the measured range): tau_epoch 6.96, 90% prediction interval 4.9 to 9.8 (the measured exponent -0.39; between the last two measured sizes the best tau_epoch moved as N^-0.29). 4 scales: the lack of fit rests on 1 degree of freedom.
     """  # noqa: E501
-    where = f"N = {setting(prediction.scale)}" if axis == "dataset_size" else f"width {setting(prediction.scale)}"
+    axis = resolve_axis(axis, "target_line")
+    where = axis.scale_text(setting(prediction.scale))
     beyond = (
         f" (x{setting(prediction.extrapolation)} beyond the measured range)" if prediction.extrapolation > 1 else ""
     )
@@ -746,8 +764,8 @@ def target_line(prediction: Any, axis: str) -> str:
         if prediction.low is not None and prediction.high is not None
         else "no prediction interval"
     )
-    moved = "best tau_epoch moved as N^" if axis == "dataset_size" else "best λ_base moved as width^"
-    last_two = "sizes" if axis == "dataset_size" else "widths"
+    moved = f"best {axis.x_label} moved as {axis.scale_symbol}^"
+    last_two = axis.point_nouns
     text = (
         f"At {where}{beyond}: tau_epoch {setting(prediction.tau_epoch)}, {interval} ({prediction.basis}; between the"
         f" last two measured {last_two} the {moved}{exponent(prediction.local_exponent, sign=False)})."

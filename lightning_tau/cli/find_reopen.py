@@ -9,6 +9,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from lightning_tau.tuner.axes import AXES, resolve_axis
+
 __all__ = ["CONFIG_ATTR", "REOPENED", "reopen_study"]
 
 #: The study's user attribute holding the ``--config`` its model comes from (``None``: the digits task).
@@ -22,6 +24,8 @@ REOPENED = (
     ("subset_seed", "subset_seed"),
     ("pruner", "pruner"),
 )
+#: Of :data:`REOPENED`, what each point holds for itself along an axis whose points are subsets (its fraction).
+_POINTS_OWN = frozenset({"fraction"})
 
 
 def reopen_study(args: argparse.Namespace, defaults: dict[str, object]) -> str | None:
@@ -63,7 +67,7 @@ def reopen_study(args: argparse.Namespace, defaults: dict[str, object]) -> str |
         )
     settings, finder = stored["settings"], attrs.get("finder") or {}
     for dest, key in REOPENED:
-        if dest == "fraction" and args.axis == "dataset_size":
+        if dest in _POINTS_OWN and resolve_axis(args.axis).subsets_per_point:
             continue  # each point's own
         if getattr(args, dest) == defaults[dest] and key in settings and settings[key] != getattr(args, dest):
             setattr(args, dest, settings[key])
@@ -90,15 +94,17 @@ def _reopen_axis(args: argparse.Namespace, backend: Any, shown: str) -> tuple[di
     from lightning_tau.tuner.study import SETTINGS_ATTR, settled_user_attrs
 
     points: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+    given = resolve_axis(args.axis)
     for name in optuna.get_all_study_names(backend):
         axis, equals, _ = name.removeprefix(f"{args.study}_").partition("=")
-        if not name.startswith(f"{args.study}_") or not equals or axis not in ("width", "dataset_size"):
+        along = AXES.get(axis)
+        if not name.startswith(f"{args.study}_") or not equals or along is None or not along.scaling:
             continue
         attrs = settled_user_attrs(optuna.load_study(study_name=name, storage=backend))
         stored = attrs.get(SETTINGS_ATTR)
         point = stored.get("settings", {}).get("axis") if isinstance(stored, dict) else None
-        if isinstance(point, dict) and point.get("axis") == axis and args.axis in ("fraction", axis):
-            points.setdefault(axis, []).append((point["width" if axis == "width" else "fraction"], attrs))
+        if isinstance(point, dict) and point.get("axis") == axis and (given is along or not given.scaling):
+            points.setdefault(axis, []).append((point[along.value_key], attrs))
     if not points:
         return None
     if len(points) > 1:
@@ -108,14 +114,11 @@ def _reopen_axis(args: argparse.Namespace, backend: Any, shown: str) -> tuple[di
         )
     ((axis, found),) = points.items()
     found.sort(key=lambda point: point[0])
-    taken = []
-    if args.axis != axis:
-        args.axis = axis
+    along, taken = AXES[axis], []
+    if given is not along:
+        args.axis = along.name
         taken.append("axis")
-    if axis == "width" and args.widths is None:
-        args.widths = [int(value) for value, _ in found]
-        taken.append("widths")
-    if axis == "dataset_size" and args.fractions is None:
-        args.fractions = [float(value) for value, _ in found]
-        taken.append("fractions")
+    if along.values_argument is not None and getattr(args, along.values_argument) is None:
+        setattr(args, along.values_argument, [along.value_type(value) for value, _ in found])
+        taken.append(along.values_argument)
     return found[0][1], taken

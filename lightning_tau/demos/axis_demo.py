@@ -24,15 +24,16 @@ from lightning_tau._constants import SUMMARY_NAME
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.diagnostics import TimescaleMonitor, dashboards
 from lightning_tau.outputs import write_json
+from lightning_tau.tuner.axes import DATASET_SIZE, WIDTH, Axis, resolve_axis
 
 __all__ = [
     "AXES",
-    "FIGURE_STEMS",
     "METRIC",
     "DemoAxis",
     "SizeTask",
     "SweepRecord",
     "WidthTask",
+    "figure_stem",
     "run_axis_demo",
     "size_summary",
     "width_summary",
@@ -41,12 +42,15 @@ __all__ = [
 #: The metric the finder compares: the validation loss after the last epoch.
 METRIC = "val/loss"
 
-#: The finder's axes a demo runs (``TimescaleFinder(axis=...)``).
+#: The finder's axes a demo runs (``TimescaleFinder(axis=...)``), by name.
 DemoAxis = Literal["dataset_size", "width"]
-AXES: tuple[DemoAxis, ...] = ("dataset_size", "width")
+AXES: tuple[str, ...] = (DATASET_SIZE.name, WIDTH.name)
 
-#: File name (without suffix) of each axis's figure, in its sweep folder beside ``summary.json``.
-FIGURE_STEMS: dict[str, str] = {"dataset_size": "size_sweep", "width": "width_sweep"}
+
+def figure_stem(axis: Axis) -> str:
+    """File name (without suffix) of ``axis``'s figure, in its sweep folder beside ``summary.json``: ``size_sweep``,
+    ``width_sweep``."""
+    return f"{axis.point_noun}_sweep"
 
 
 class SizeTask(Protocol):
@@ -162,12 +166,12 @@ def run_axis_demo(
         ...
         lightning_tau.errors.TimescaleError: `run_axis_demo(axis='depth')` is not supported. Use 'dataset_size' or ...
     """
-    _checks.choice("run_axis_demo", "axis", axis, AXES)
+    along = resolve_axis(_checks.choice("run_axis_demo", "axis", axis, AXES), "run_axis_demo")
     from lightning_tau.tuner.finder import TimescaleFinder
 
     print(config.describe())
     record: SweepRecord | None = None
-    if axis == "dataset_size":
+    if along.subsets_per_point:
         data = config.full_datamodule()
         data.prepare_data()
         data.setup("fit")
@@ -180,7 +184,7 @@ def run_axis_demo(
         data, own = config.datamodule(), []
         points = {"widths": sorted(config.widths), "tau_epochs": config.tau_epochs(), "fraction": 1.0}
     finder = TimescaleFinder(
-        axis=axis,
+        axis=along,
         **points,
         seeds=list(config.seeds),
         monitor=METRIC,
@@ -211,7 +215,7 @@ def run_axis_demo(
     print(f"Summary: {sweep_dir / SUMMARY_NAME}")
     if plot:
         for fmt in ("png", "svg"):
-            print(f"Figure: {result.plot(sweep_dir / f'{FIGURE_STEMS[axis]}.{fmt}')}")
+            print(f"Figure: {result.plot(sweep_dir / f'{figure_stem(along)}.{fmt}')}")
     return summary
 
 

@@ -56,13 +56,14 @@ def axis_points(
     (:func:`~lightning_tau.tuner.width_probe.check_mup`) on one subset; along ``"dataset_size"``, one model on the
     subset of every fraction; along ``"fraction"``, one model on one subset. ``model`` is what makes each trial's
     model (``make_model`` along ``"width"``)."""
-    if settings.axis != "fraction":  # the whole set as a subset: a loader the finder cannot subset is refused first
+    axis = settings.axis
+    if axis.scaling:  # the whole set as a subset: a loader the finder cannot subset is refused first
         subset_dataloader(full_train, 1.0)
     for fraction in settings.fractions or ():
         check_subset_size(full_train, fraction, "fractions", list(settings.fractions or ()))
     if not settings.fractions:
         check_subset_size(full_train, settings.fraction, "fraction", settings.fraction)
-    if settings.axis == "width":
+    if axis.model_per_point:  # every point's model on one subset
         assert settings.widths is not None
         train = subset_dataloader(full_train, settings.fraction, settings.subset_seed)
         check_subset(train, "fraction", settings.fraction, settings.tau_epochs, settings.accumulate)
@@ -72,11 +73,11 @@ def axis_points(
         points = []
         for w, probe in probes.items():
             key = study_settings(settings, probe, dataset_size, len(train.dataset), train, None)  # type: ignore[arg-type]
-            key["axis"] = {"axis": "width", "width": w}
+            key["axis"] = {"axis": axis.name, axis.value_key: w}
             points.append(StudyPoint(w, functools.partial(model, w), train, key))
         return points
     # the fraction axis: the dataset-size axis's points with one fraction, keyed without an "axis" (its studies' names)
-    along = settings.axis == "dataset_size"
+    along = axis.scaling
     fractions = settings.fractions if settings.fractions is not None else (settings.fraction,)
     argument, value = ("fractions", list(fractions)) if along else ("fraction", settings.fraction)
     trains = []
@@ -92,7 +93,7 @@ def axis_points(
         key = study_settings(settings, probe, dataset_size, len(train.dataset), train, copies)  # type: ignore[arg-type]
         if along:
             key["fraction"] = f
-            key["axis"] = {"axis": "dataset_size", "fraction": f}
+            key["axis"] = {"axis": axis.name, axis.value_key: f}
         points.append(StudyPoint(f, model, train, key))
     return points
 
@@ -106,13 +107,13 @@ def axis_intro(
     trials = f"({len(settings.tau_epochs)} tau_epochs x {seeds} seed{'s' if seeds != 1 else ''})"
     for_epochs = f"for {epochs} epoch{'s' if epochs != 1 else ''}"
     sizes = [len(p.train.dataset) for p in points]  # type: ignore[arg-type]
-    if settings.axis == "fraction":
+    if not settings.axis.scaling:
         return (
             f"study {studies[0].study.study_name!r} in {studies[0].shown}: {len(settings.grid_order())} trials"
             f" {trials} on {sizes[0]} of {dataset_size} training samples (fraction {settings.fraction:g})"
             f" {for_epochs}"
         )
-    if settings.axis == "width":
+    if settings.axis.model_per_point:
         what = f"widths {', '.join(str(w) for w in settings.widths or ())}"
         data = f"every width on {sizes[0]} of {dataset_size} training samples (fraction {settings.fraction:g})"
     else:
@@ -122,7 +123,7 @@ def axis_intro(
         )
         data = "each on its fraction"
     return (
-        f"{settings.axis} axis: {len(studies)} studies in {studies[0].shown} ({what}),"
+        f"{settings.axis.name} axis: {len(studies)} studies in {studies[0].shown} ({what}),"
         f" {len(settings.tau_epochs) * seeds} trials each {trials}, {data}, {for_epochs}"
     )
 
@@ -144,20 +145,20 @@ def axis_result(
     results = []
     for point, point_records, study in zip(points, records, studies):
         result = finder_result(settings, point_records, full_train, dataset_size, len(point.train.dataset))  # type: ignore[arg-type]
-        if settings.axis == "dataset_size":
+        if settings.axis.subsets_per_point:  # each point its own fraction
             result = dataclasses.replace(result, fraction=float(point.value))
         store_answer(study, result, settings, log)  # each point's answer, and what it was computed with, on its study
         results.append(result)
-    if settings.axis == "fraction":
+    if not settings.axis.scaling:
         return results[0]
     values = [p.value for p in points]
     level = settings.level if level is None else level
-    if settings.axis == "width":
+    if settings.axis.model_per_point:
         seed = settings.seeds[0]
         lambda_base = [record_lambda_base(records[-1][(tau, seed)])[0] for tau in settings.tau_epochs]
         base_mult = record_lambda_base(records[0][(settings.tau_epochs[0], seed)])[1]
         return AxisResult.build(
-            "width",
+            settings.axis,
             values,
             results,
             lambda_base=lambda_base,
@@ -167,7 +168,7 @@ def axis_result(
             tolerance=settings.tolerance,
         )
     return AxisResult.build(
-        "dataset_size", values, results, level=level, window=settings.window, tolerance=settings.tolerance
+        settings.axis, values, results, level=level, window=settings.window, tolerance=settings.tolerance
     )
 
 
@@ -196,8 +197,7 @@ def grid_round(
     interval leaves rules undetermined (:meth:`~lightning_tau.tuner.analysis.axis_result.AxisResult.shape_undetermined`)."""
     if isinstance(result, AxisResult):
         results = result.results
-        width = result.axis == "width"
-        names = [f"width {v:g}" if width else f"N={int(s)}" for v, s in zip(result.values, result.scales)]
+        names = [result.axis_object.point_name(v, s) for v, s in zip(result.values, result.scales)]
         rule_taus = _off_grid_rules(result)
         undetermined = undetermined_rules(result)
         shape = result.shape_undetermined()
@@ -235,7 +235,7 @@ def _off_grid_rules(result: AxisResult) -> list[tuple[str, float]]:
         x = rule.x_rule
         if x is None or not math.isfinite(x) or x <= 0 or result.xs[0] <= x <= result.xs[-1]:
             continue
-        tau = x if result.axis == "dataset_size" else result.x_of_tau(taus[0]) * taus[0] / x
+        tau = result.x_of_tau(taus[0]) * taus[0] / x if result.axis_object.x_falls_with_tau else x
         out.append((rule.name, tau))
     return out
 
@@ -252,7 +252,9 @@ def undetermined_rules(result: AxisResult, tolerance: float | None = None) -> li
     if tolerance is not None and tolerance != result.tolerance:
         delta = rules.half_width(tolerance, result.scales)
     return [
-        r.name for r in rules.rules_for(result.axis) if rules.decide(result.fit.ci, r.exponent, delta) == "undetermined"
+        r.name
+        for r in result.axis_object.rules
+        if rules.decide(result.fit.ci, r.exponent, delta) == "undetermined"
     ]
 
 

@@ -29,6 +29,7 @@ from lightning_tau.errors import TimescaleError
 from lightning_tau.tuner.analysis.curve import PRUNER_NAMES
 from lightning_tau.tuner.analysis.grid_args import MAX_SEED, check_grid, check_grid_extensions, check_seeds, tau_name
 from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE
+from lightning_tau.tuner.axes import AXES, DATASET_SIZE, FRACTION, WIDTH, Axis, resolve_axis
 from lightning_tau.tuner.trial import ModelCopies, fresh_callback, has_run_state
 
 __all__ = [
@@ -65,7 +66,6 @@ __all__ = [
 ]
 
 Reduce = Literal["last", "best"]
-Axis = Literal["fraction", "width", "dataset_size"]
 #: The pruners ``TimescaleFinder(pruner=...)`` names (see :func:`~lightning_tau.tuner.pruning.make_pruner`).
 PrunerName = Literal["median", "successive_halving", "hyperband"]
 
@@ -104,7 +104,12 @@ FORBIDDEN_TRAINER_KWARGS = {
 }
 
 
-def check_seed_count(seeds: Any, max_seeds: Any, axis: Axis) -> tuple[tuple[int, ...], bool, int]:
+def _scaling_axes() -> str:
+    """The axes that decide published rules, as the errors name them: ``'width' or 'dataset_size'``."""
+    return " or ".join(repr(a.name) for a in AXES.values() if a.scaling)
+
+
+def check_seed_count(seeds: Any, max_seeds: Any, axis: Axis | str) -> tuple[tuple[int, ...], bool, int]:
     """``seeds`` and ``max_seeds`` along ``axis``: ``(the seeds of the first look, whether seeds="auto",
     max_seeds)``.
 
@@ -113,19 +118,20 @@ def check_seed_count(seeds: Any, max_seeds: Any, axis: Axis) -> tuple[tuple[int,
     ``max_seeds`` (default :data:`DEFAULT_MAX_SEEDS`), which is only used with it.
 
     Example:
-        >>> check_seed_count(None, None, "width")
+        >>> check_seed_count(None, None, WIDTH)
         ((0, 1, 2, 3, 4), False, 5)
-        >>> check_seed_count("auto", 8, "dataset_size")
+        >>> check_seed_count("auto", 8, DATASET_SIZE)
         ((0, 1, 2), True, 8)
-        >>> check_seed_count("auto", None, "fraction")  # doctest: +ELLIPSIS
+        >>> check_seed_count("auto", None, FRACTION)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         lightning_tau.errors.TimescaleError: `TimescaleFinder(seeds='auto')` is only used with axis='width' or ...
     """
+    axis = resolve_axis(axis)
     auto = isinstance(seeds, str) and seeds == "auto"
-    if auto and axis == "fraction":
+    if auto and not axis.scaling:
         raise TimescaleError(
-            "`TimescaleFinder(seeds='auto')` is only used with axis='width' or 'dataset_size' (axis is 'fraction'):"
+            f"`TimescaleFinder(seeds='auto')` is only used with axis={_scaling_axes()} (axis is {axis.name!r}):"
             " it adds seeds until the axis's published rules are decided. Give the seeds, e.g. seeds=(0, 1, 2)."
         )
     if max_seeds is not None and not auto:
@@ -143,29 +149,30 @@ def check_seed_count(seeds: Any, max_seeds: Any, axis: Axis) -> tuple[tuple[int,
             raise _checks.invalid("TimescaleFinder", "max_seeds", max_seeds, hint)
         return tuple(range(first)), True, most
     if seeds is None:
-        seeds = DEFAULT_SEEDS if axis == "fraction" else DEFAULT_AXIS_SEEDS
+        seeds = DEFAULT_AXIS_SEEDS if axis.scaling else DEFAULT_SEEDS
     checked = check_seeds(seeds)
     return checked, False, len(checked)
 
 
-def check_tolerance(tolerance: Any, axis: Axis) -> float:
+def check_tolerance(tolerance: Any, axis: Axis | str) -> float:
     """A ``tolerance`` argument: a factor above 1 (``None``: :data:`~lightning_tau.tuner.analysis.rules.DEFAULT_TOLERANCE`),
     used along the width and dataset-size axes only (the fraction axis decides no published rule).
 
     Example:
-        >>> check_tolerance(None, "fraction"), check_tolerance(1.5, "width")
+        >>> check_tolerance(None, FRACTION), check_tolerance(1.5, WIDTH)
         (1.25, 1.5)
-        >>> check_tolerance(1.0, "width")  # doctest: +ELLIPSIS
+        >>> check_tolerance(1.0, WIDTH)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         lightning_tau.errors.TimescaleError: `TimescaleFinder(tolerance=1.0)` is not valid: use a factor above 1 ...
     """
     if tolerance is None:
         return DEFAULT_TOLERANCE
-    if axis == "fraction":
+    axis = resolve_axis(axis)
+    if not axis.scaling:
         raise TimescaleError(
-            f"`TimescaleFinder(tolerance={tolerance!r})` is only used with axis='width' or 'dataset_size' (axis is"
-            " 'fraction'): it decides the published rules along an axis. Leave `tolerance` out."
+            f"`TimescaleFinder(tolerance={tolerance!r})` is only used with axis={_scaling_axes()} (axis is"
+            f" {axis.name!r}): it decides the published rules along an axis. Leave `tolerance` out."
         )
     return _checks.in_range(
         "TimescaleFinder",
@@ -179,39 +186,34 @@ def check_tolerance(tolerance: Any, axis: Axis) -> float:
 
 
 def check_axis(axis: Any, fraction: Any, widths: Any, fractions: Any) -> Axis:
-    """An ``axis`` argument, and that ``widths`` / ``fractions`` / ``fraction`` are given where it uses them."""
-    _checks.choice(
-        "TimescaleFinder",
-        "axis",
-        axis,
-        ("fraction", "width", "dataset_size"),
-        "Use 'fraction' (one sweep on a subset), 'width' (with `widths`) or 'dataset_size' (with `fractions`).",
-    )
-    if widths is not None and axis != "width":
-        raise ValueError(
-            f"`TimescaleFinder(widths={widths!r})` is only used with axis='width' (axis is {axis!r}): pass"
-            " axis='width', or leave `widths` out."
+    """An ``axis`` argument, any spelling of one (:func:`~lightning_tau.tuner.axes.resolve_axis`), as its
+    :class:`~lightning_tau.tuner.axes.Axis`; and that ``widths`` / ``fractions`` / ``fraction`` are given where it
+    uses them.
+
+    Example:
+        >>> check_axis("dataset-size", None, None, (0.1, 0.5)) is DATASET_SIZE
+        True
+    """
+    along = resolve_axis(axis)
+    given = {"widths": widths, "fractions": fractions}
+    for argument, value in given.items():  # a points argument of another axis
+        owner = next(a for a in AXES.values() if a.values_argument == argument)
+        if value is not None and along is not owner:
+            raise TimescaleError(
+                f"`TimescaleFinder({argument}={value!r})` is only used with axis={owner.name!r} (axis is"
+                f" {along.name!r}): pass axis={owner.name!r}, or {owner.values_elsewhere}."
+            )
+    if along.values_argument is not None and given[along.values_argument] is None:
+        raise TimescaleError(
+            f"`TimescaleFinder(axis={along.name!r})` needs `{along.values_argument}`:"
+            f" {along.values_needed}."
         )
-    if fractions is not None and axis != "dataset_size":
-        raise ValueError(
-            f"`TimescaleFinder(fractions={fractions!r})` is only used with axis='dataset_size' (axis is {axis!r}):"
-            " pass axis='dataset_size', or `fraction=` for one subset."
-        )
-    if axis == "width" and widths is None:
-        raise ValueError(
-            "`TimescaleFinder(axis='width')` needs `widths`: at least 2 increasing widths, e.g. widths=(64, 128, 256)."
-        )
-    if axis == "dataset_size" and fractions is None:
-        raise ValueError(
-            "`TimescaleFinder(axis='dataset_size')` needs `fractions`: at least 2 increasing fractions of the training"
-            " set, e.g. fractions=(0.1, 0.25, 0.5)."
-        )
-    if axis == "dataset_size" and fraction is not None:
-        raise ValueError(
-            f"`TimescaleFinder(fraction={fraction!r})` is not used with axis='dataset_size': the runs train on each of"
+    if along.subsets_per_point and fraction is not None:
+        raise TimescaleError(
+            f"`TimescaleFinder(fraction={fraction!r})` is not used with axis={along.name!r}: the runs train on each of"
             " `fractions`. Leave `fraction` out."
         )
-    return axis  # type: ignore[no-any-return]
+    return along
 
 
 def check_widths(widths: Any) -> tuple[int, ...]:
@@ -303,7 +305,7 @@ def check_trainer_kwargs(trainer_kwargs: Mapping[str, Any] | None) -> dict[str, 
     return kwargs
 
 
-def check_pruner(pruner: Any, axis: Any) -> None:
+def check_pruner(pruner: Any, axis: Axis | str) -> None:
     """A ``pruner`` argument: ``None``, one of :data:`PRUNER_NAMES` or an Optuna pruner, with ``axis="fraction"``."""
     if pruner is None:
         return
@@ -312,9 +314,11 @@ def check_pruner(pruner: Any, axis: Any) -> None:
             f"`TimescaleFinder(pruner={pruner!r})` is not valid: use None (no pruning),"
             f" {', '.join(map(repr, PRUNER_NAMES))} or an `optuna.pruners.BasePruner` instance."
         )
-    if axis != "fraction":
+    axis = resolve_axis(axis)
+    if axis.scaling:
+        pruned = " or ".join(repr(a.name) for a in AXES.values() if not a.scaling)
         raise TimescaleError(
-            f"`TimescaleFinder(pruner={pruner!r})` is only used with axis='fraction' (axis is {axis!r}): leave"
+            f"`TimescaleFinder(pruner={pruner!r})` is only used with axis={pruned} (axis is {axis.name!r}): leave"
             " `pruner` out along an axis."
         )
 
@@ -341,12 +345,14 @@ def check_storage(storage: Any) -> str | Path | BaseStorage | None:
 
 def model_factory(model: Any, axis: Axis) -> tuple[Callable[..., pl.LightningModule], ModelCopies | None]:
     """``fit``'s ``model`` as what makes each trial's model, and the :class:`ModelCopies` it is when ``model`` is an
-    instance (``None``: a factory, called per seed). Along ``axis="width"`` it is ``make_model`` itself."""
-    if axis == "width":
+    instance (``None``: a factory, called per seed). Along an axis whose points are models (``axis="width"``) it is
+    ``make_model`` itself."""
+    if axis.model_per_point:
         if isinstance(model, torch.nn.Module) or not callable(model):
             raise TypeError(
-                "`TimescaleFinder(axis='width').fit(model=...)` needs `make_model`, a callable that takes the"
-                f" width and returns a μP LightningModule (e.g. the model class), got {type(model).__name__!r}."
+                f"`TimescaleFinder(axis={axis.name!r}).fit(model=...)` needs `make_model`, a callable that takes the"
+                f" {axis.value_key} and returns a μP LightningModule (e.g. the model class), got"
+                f" {type(model).__name__!r}."
             )
         return model, None
     if isinstance(model, pl.LightningModule):

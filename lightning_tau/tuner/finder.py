@@ -58,8 +58,8 @@ from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.analysis.grid_extension import DEFAULT_MAX_GRID_EXTENSIONS, AddedPoint
 from lightning_tau.tuner.pruning import make_pruner
 from lightning_tau.tuner.analysis.finder_result import FinderResult
+from lightning_tau.tuner.axes import Axis
 from lightning_tau.tuner.checks import (
-    Axis,
     PrunerName,
     Reduce,
     SettingError,
@@ -167,7 +167,10 @@ class TimescaleFinder:
         axis: ``"fraction"`` (the default: one sweep on one subset, as above), ``"width"`` (the sweep at every
             width of ``widths``: how the best weight decay moves with width under μP, see :meth:`fit`) or
             ``"dataset_size"`` (the sweep on a subset of every fraction of ``fractions``: whether the best
-            ``tau_epoch`` moves with ``N``). Both give an :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`.
+            ``tau_epoch`` moves with ``N``; ``"dataset-size"`` too). Both give an
+            :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`. Resolved once: ``finder.axis`` is the
+            :class:`~lightning_tau.tuner.axes.Axis` object (:mod:`lightning_tau.tuner.axes`), ``finder.axis.name``
+            its name.
         widths: ``axis="width"``: at least 2 increasing positive integers, e.g. ``(64, 128, 256)``.
         fractions: ``axis="dataset_size"``: at least 2 increasing fractions in ``(0, 1]``, e.g. ``(0.1, 0.25, 0.5)``.
         level: the level of the axes' exponent interval (with ``seeds="auto"``: each look's is
@@ -251,7 +254,7 @@ class TimescaleFinder:
         workers: int = 1,
         threads: int | Literal["auto"] = 1,
         stale_after: float = STALE_SECONDS,
-        axis: Axis = "fraction",
+        axis: str | Axis = "fraction",
         widths: Sequence[int] | None = None,
         fractions: Sequence[float] | None = None,
         level: float = 0.95,
@@ -445,7 +448,7 @@ class TimescaleFinder:
             # checked before the studies are opened: nothing written for a model that cannot travel (an instance
             # travels as itself: the same study)
             payload = self._worker_payload(model, full_train, val, fit.round_settings) if settings.workers > 1 else None
-            answer = "suggestion" if settings.axis == "fraction" else "result"
+            answer = "result" if settings.axis.scaling else "suggestion"
             records = self._run(points, val, payload, wait=wait, intro=intro, answer=answer)
             if records is None:
                 return None
@@ -499,7 +502,7 @@ class TimescaleFinder:
         with quiet_optuna(), sigterm_raises(lambda: SIGTERMException(SIGTERM_EXIT)), sigint_raises():
             studies = open_studies(fit.round_settings, points, grid, log)
             fit.study = studies[0]
-            if settings.axis != "fraction":
+            if settings.axis.scaling:
                 fit.studies = studies
             before = sum(len(study.records()) for study in studies)  # complete when this round started
             # over the fit's rounds: a later round's new trials' only (the earlier rounds' grid was complete when it

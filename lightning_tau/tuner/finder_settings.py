@@ -25,7 +25,6 @@ from lightning_tau._constants import GOALS, Goal
 from lightning_tau.tuner.pruning import make_pruner, pruner_setting
 from lightning_tau.tuner.checks import (
     DEFAULT_FRACTION,
-    Axis,
     Reduce,
     check_axis,
     check_fractions,
@@ -39,6 +38,7 @@ from lightning_tau.tuner.checks import (
     check_trainer_kwargs,
     check_widths,
 )
+from lightning_tau.tuner.axes import Axis
 
 __all__ = ["FinderSettings"]
 
@@ -59,13 +59,14 @@ class FinderSettings:
     Example:
         >>> from lightning_tau import TimescaleFinder
         >>> s = TimescaleFinder(tau_epochs=(2, 8, 32), trainer_kwargs={"max_epochs": 10}).settings
-        >>> s.tau_epochs, s.seeds, s.fraction, s.epochs, s.axis
+        >>> s.tau_epochs, s.seeds, s.fraction, s.epochs, s.axis.name
         ((2.0, 8.0, 32.0), (0, 1, 2), 0.25, 10, 'fraction')
         >>> size = TimescaleFinder(axis="dataset_size", fractions=(0.1, 0.5), trainer_kwargs={"max_epochs": 10})
         >>> size.settings.fraction
         0.5
     """
 
+    #: the axis, resolved from the string given (:func:`~lightning_tau.tuner.axes.resolve_axis`)
     axis: Axis
     fraction: float
     #: ``axis="width"``: the widths ``make_model`` is called with, increasing
@@ -142,12 +143,12 @@ class FinderSettings:
             )
         a = arguments
         axis, fraction, pruner = a["axis"], a["fraction"], a["pruner"]
-        widths_, fractions_, level = _axis_step(axis, fraction, a["widths"], a["fractions"], a["level"], pruner)
+        axis_, widths_, fractions_, level = _axis_step(axis, fraction, a["widths"], a["fractions"], a["level"], pruner)
         fraction = _fraction_step(fraction, fractions_)
         tau_epochs_, (seeds_, auto_seeds, most), tolerance_, extensions = (
             check_grid(a["tau_epochs"]),
-            check_seed_count(a["seeds"], a["max_seeds"], axis),
-            check_tolerance(a["tolerance"], axis),
+            check_seed_count(a["seeds"], a["max_seeds"], axis_),
+            check_tolerance(a["tolerance"], axis_),
             check_grid_extensions(a["max_grid_extensions"]),
         )
         monitor, mode, reduce = _metric_step(a["monitor"], a["mode"], a["reduce"])
@@ -157,7 +158,7 @@ class FinderSettings:
             a["stale_after"],
         )
         return cls(
-            axis=axis,
+            axis=axis_,
             fraction=fraction,
             widths=widths_,
             fractions=fractions_,
@@ -206,16 +207,16 @@ class FinderSettings:
 
 def _axis_step(
     axis: Any, fraction: Any, widths: Any, fractions: Any, level: Any, pruner: Any
-) -> tuple[tuple[int, ...] | None, tuple[float, ...] | None, float]:
-    """The axis and what it uses: ``(widths, fractions, level)``; the pruner is only for the fraction axis."""
-    check_axis(axis, fraction, widths, fractions)
-    checked_widths = check_widths(widths) if axis == "width" else None
-    checked_fractions = check_fractions(fractions) if axis == "dataset_size" else None
+) -> tuple[Axis, tuple[int, ...] | None, tuple[float, ...] | None, float]:
+    """The axis and what it uses: ``(axis, widths, fractions, level)``; the pruner is only for the fraction axis."""
+    along = check_axis(axis, fraction, widths, fractions)  # each points argument given only along its own axis
+    checked_widths = check_widths(widths) if widths is not None else None
+    checked_fractions = check_fractions(fractions) if fractions is not None else None
     level = _checks.in_range(
         "TimescaleFinder", "level", level, "use the exponent interval's level in (0, 1), e.g. 0.95.", low=0, high=1
     )
-    check_pruner(pruner, axis)
-    return checked_widths, checked_fractions, level
+    check_pruner(pruner, along)
+    return along, checked_widths, checked_fractions, level
 
 
 def _fraction_step(fraction: Any, fractions: tuple[float, ...] | None) -> float:

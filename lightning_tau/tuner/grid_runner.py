@@ -29,10 +29,6 @@ __all__ = ["POLL_SECONDS", "FitProgress", "work_study"]
 #: Seconds between looks at the study while waiting for trials that train elsewhere.
 POLL_SECONDS = 1.0
 
-#: What one point of each axis is called on the progress line ("size 2 of 2"); the fraction axis has one point.
-_POINT_NOUNS = {"dataset_size": "size", "width": "width"}
-
-
 class FitProgress:
     """One progress line for every study a run of the finder trains (``TimescaleFinder._run``: every point of the
     axis), in epochs: its total is the epochs of the runs not complete when it was made (this process's and its
@@ -53,7 +49,8 @@ class FitProgress:
         self.epochs = settings.epochs
         self.enabled = bool(settings.progress) and rank_zero_only.rank == 0
         self.studies = studies
-        self.noun = _POINT_NOUNS.get(settings.axis) if len(studies) > 1 else None
+        # what one point is called on the progress line ("size 2 of 2"); the fraction axis has one point
+        self.noun = settings.axis.point_noun if len(studies) > 1 else None
         self.runs = sum(len(study.grid) for study in studies)
         # an epoch's weight per study: its samples where the points train on different sizes (an epoch at N=2048
         # costs 4 at N=512: counted in epochs, the ETA while the small size trains was a third of the truth), else 1

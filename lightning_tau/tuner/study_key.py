@@ -143,7 +143,7 @@ def open_studies(
             study_name(
                 point.settings,
                 settings.study_name,
-                "" if settings.axis == "fraction" else f"_{settings.axis}={point.value:g}",
+                f"_{settings.axis.name}={point.value:g}" if settings.axis.scaling else "",
             ),
             point.settings,
             grid,

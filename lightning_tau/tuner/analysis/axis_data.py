@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -25,20 +25,18 @@ from lightning_tau.tuner.analysis.grid_extension import AddedPoint
 from lightning_tau.tuner.analysis.prediction import Prediction, predict_tau_epoch
 from lightning_tau.tuner.analysis.finder_result import FinderResult, write_json
 from lightning_tau.tuner.analysis.rule_costs import read_curve, rule_cost
-from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE, decide, rules_for
+from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE, decide
 from lightning_tau.tuner.analysis.scaling import ScalingFit, fit_scaling
 from lightning_tau.tuner.analysis.verdicts import (
     RuleVerdict,
+    axis_verdict,
     judge,
     rule_to_follow,
     shape_undetermined,
-    size_verdict,
-    width_verdict,
 )
+from lightning_tau.tuner.axes import AXES, Axis, resolve_axis
 
-__all__ = ["AxisData", "AxisName"]
-
-AxisName = Literal["width", "dataset_size"]
+__all__ = ["AxisData"]
 
 _Axis = TypeVar("_Axis", bound="AxisData")
 
@@ -51,7 +49,8 @@ class AxisData:
     :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult` (this data with its table, figure and callback).
 
     Attributes:
-        axis: ``"width"`` or ``"dataset_size"``.
+        axis: the axis's name, ``"width"`` or ``"dataset_size"`` (:attr:`axis_object` is the axis itself, from
+            :mod:`lightning_tau.tuner.axes`).
         values: the axis points as given: widths, or fractions of the training set.
         scales: what the exponent is fitted against: the widths, or the training samples ``N`` of each point.
         x_name: the swept quantity the optima are given in: ``"lambda_base"`` (width) or ``"tau_epoch"``.
@@ -75,7 +74,7 @@ class AxisData:
             the table, the note and ``seeds="auto"`` read it.
     """
 
-    axis: AxisName
+    axis: str
     values: list[float]
     scales: list[float]
     x_name: str
@@ -95,7 +94,7 @@ class AxisData:
     @classmethod
     def build(
         cls: type[_Axis],
-        axis: AxisName,
+        axis: Axis | str,
         values: Sequence[float],
         results: Sequence[FinderResult],
         *,
@@ -109,7 +108,7 @@ class AxisData:
         decide each published rule at ``tolerance`` and measure what following it costs.
 
         Args:
-            axis: ``"width"`` or ``"dataset_size"``.
+            axis: the axis (:mod:`lightning_tau.tuner.axes`) or its name, ``"width"`` or ``"dataset_size"``.
             values: the widths, or the fractions.
             results: one :class:`FinderResult` per value, in the same order.
             lambda_base: width axis: ``λ_base`` at each ``tau_epoch`` of the grid (grid order).
@@ -123,7 +122,7 @@ class AxisData:
             ValueError: lengths differ, fewer than 2 points, the points have other grids or seeds, or ``tolerance``
                 is not above 1.
         """
-        _checks.choice("AxisResult", "axis", axis, ("width", "dataset_size"))
+        along = _scaling_axis(axis)
         # the one check of `tolerance` below TimescaleFinder's (a user may build an axis result of their own runs);
         # fit_scaling, judge and half_width take it checked
         tolerance = _checks.in_range(
@@ -142,18 +141,19 @@ class AxisData:
                     "`AxisResult`: every axis point must sweep the same tau_epoch grid with the same seeds."
                 )
         curves = [np.array([p.values for p in r.curve], dtype=float) for r in results]
-        if axis == "width":
+        if along.x_falls_with_tau:
             if lambda_base is None or len(lambda_base) != len(taus):
-                raise ValueError("`AxisResult(axis='width')` needs `lambda_base`, one per tau_epoch of the grid.")
+                raise ValueError(
+                    f"`AxisResult(axis={along.name!r})` needs `lambda_base`, one per tau_epoch of the grid."
+                )
             # λ_base falls as tau_epoch grows: reverse the grid so that x increases
             xs = [float(x) for x in reversed(lambda_base)]
             curves = [c[::-1] for c in curves]
-            scales = [float(v) for v in values]
-            x_name = "lambda_base"
         else:
             xs = [float(t) for t in taus]
-            scales = [float(r.subset_size) for r in results]
-            x_name = "tau_epoch"
+        # the scale is the value itself where the axis changes the model (a width), else the samples each trained on
+        scales = [float(v) for v in values] if along.model_per_point else [float(r.subset_size) for r in results]
+        x_name = along.x_name
         mode = results[0].mode
         fit = fit_scaling(scales, xs, curves, mode=mode, level=level, window=window, tolerance=tolerance)
         fit = _plateau_reason(fit, scales, results)
@@ -167,22 +167,21 @@ class AxisData:
                 exponent=rule.exponent,
                 mode=mode,
                 level=fit.level,
-                x_label="λ_base" if axis == "width" else "tau_epoch",
+                x_label=along.x_label,
             )
-            for rule in rules_for(axis)
+            for rule in along.rules
         ]
         delta = fit.half_width  # δ, computed once here
-        rules = judge(axis, fit, tolerance, costs, delta=delta)
-        say = width_verdict if axis == "width" else size_verdict
+        rules = judge(along, fit, tolerance, costs, delta=delta)
         return cls(
-            axis=axis,
-            values=[float(v) if axis == "dataset_size" else int(v) for v in values],
+            axis=along.name,
+            values=[along.value_type(v) for v in values],
             scales=scales,
             x_name=x_name,
             xs=xs,
             results=list(results),
             fit=fit,
-            verdict=say(fit, rules, monitor=results[0].monitor),
+            verdict=axis_verdict(along, fit, rules, monitor=results[0].monitor),
             base_width_mult=float(base_width_mult),
             tolerance=tolerance,
             rules=rules,
@@ -190,6 +189,11 @@ class AxisData:
         )
 
     # --- the numbers ------------------------------------------------------------------------------------------
+
+    @property
+    def axis_object(self) -> Axis:
+        """The axis :attr:`axis` names (:mod:`lightning_tau.tuner.axes`): its rules, words and callback settings."""
+        return resolve_axis(self.axis, "AxisResult")
 
     @property
     def exponent(self) -> float:
@@ -216,7 +220,7 @@ class AxisData:
     def width_exponent(self) -> float | None:
         """Width axis: the measured ``alpha = 1 + exponent`` (``lambda ∝ s ** alpha``); ``None`` on the size axis.
         The callback's is :attr:`exponent_used`'s (a rule's where one holds)."""
-        return 1.0 + self.exponent if self.axis == "width" else None
+        return self.axis_object.alpha(self.exponent)
 
     @property
     def rule_used(self) -> RuleVerdict | None:
@@ -262,16 +266,17 @@ class AxisData:
         ``tau_epoch`` at the largest fraction, which the callback carries to the full ``N`` as
         ``(N / N_ref) ** exponent_used`` (:attr:`full_tau_epoch`).
         """
-        if self.axis == "width":
-            return self.results[0].tau_epoch * self.base_width_mult**self.exponent_used
-        return self.results[-1].tau_epoch
+        anchor = self.results[self.axis_object.anchor(len(self.results))].tau_epoch
+        if self.axis_object.model_per_point:  # carried to μP's base width
+            return anchor * self.base_width_mult**self.exponent_used
+        return anchor
 
     @property
     def full_tau_epoch(self) -> float:
         """The ``tau_epoch`` the full run holds: on the dataset-size axis :attr:`tau_epoch` carried from the largest
         fraction's ``N`` to the full ``N`` by :attr:`exponent_used` (:meth:`predict` at the full ``N``); on the width
         axis :attr:`tau_epoch`."""
-        if self.axis == "width":
+        if self.axis_object.model_per_point:  # the full run's data is the points' own
             return self.tau_epoch
         first = self.results[-1]
         return self.tau_epoch * (first.dataset_size / first.subset_size) ** self.exponent_used
@@ -280,7 +285,7 @@ class AxisData:
     def full_scale(self) -> float:
         """The scale of the full run: the full ``N`` (dataset size), or μP's base width ``widths[0] /
         base_width_mult`` (width), where :attr:`full_tau_epoch` applies."""
-        if self.axis == "width":
+        if self.axis_object.model_per_point:
             return self.scales[0] / self.base_width_mult
         return float(self.results[-1].dataset_size)
 
@@ -305,8 +310,9 @@ class AxisData:
         """
         scale = _checks.positive_number("AxisResult.predict", "scale", scale)
         taus = [p.tau_epoch for p in self.results[0].curve]
-        width = self.axis == "width"
-        to_tau = (lambda x: self.xs[-1] * taus[0] / x) if width else (lambda x: x)  # λ_base · tau_epoch is fixed
+        along = self.axis_object
+        # along width λ_base · tau_epoch is fixed
+        to_tau = (lambda x: self.xs[-1] * taus[0] / x) if along.x_falls_with_tau else (lambda x: x)
         seed_optima = []
         for r in self.results:
             table = np.array([p.values for p in r.curve], dtype=float)
@@ -317,8 +323,8 @@ class AxisData:
                     row.append(smoothed_optimum(taus, list(column), r.mode).tau_epoch)
             seed_optima.append(row)
         ci = self.fit.ci
-        sign = -1.0 if width else 1.0
-        anchor = 0 if width else len(self.results) - 1
+        sign = along.sign
+        anchor = along.anchor(len(self.results))
         rule = self.rule_used
         if rule is not None:
             basis = f"{rule.name} (exponent {rule.exponent:g})"
@@ -366,7 +372,7 @@ class AxisData:
         if not sd > 0:
             return None
         opt = self.fit.optima[-1]
-        opt = min(max(self.xs[-1] * taus[0] / opt if self.axis == "width" else opt, taus[0]), taus[-1])
+        opt = min(max(self.xs[-1] * taus[0] / opt if self.axis_object.x_falls_with_tau else opt, taus[0]), taus[-1])
         at_opt = read_curve(taus, means, opt, best)
         sides = [opt * self.tolerance, opt / self.tolerance]
         costs = [read_curve(taus, means, x, best) - at_opt for x in sides if taus[0] <= x <= taus[-1]]
@@ -398,7 +404,7 @@ class AxisData:
     def plateau(self) -> float | None:
         """The plateau of the point the callback's ``tau_epoch`` comes from (the smallest width, or the largest
         fraction): :attr:`FinderResult.plateau`, any ``tau_epoch`` at or above it as good; else ``None``."""
-        return self.results[0 if self.axis == "width" else -1].plateau
+        return self.results[self.axis_object.anchor(len(self.results))].plateau
 
     @property
     def cost(self) -> int:
@@ -408,7 +414,7 @@ class AxisData:
     @property
     def full_cost(self) -> int:
         """Optimizer steps the same sweeps take on the full training set (width: at every width; size: once)."""
-        if self.axis == "width":
+        if self.axis_object.model_per_point:
             return sum(r.full_cost for r in self.results)
         return self.results[-1].full_cost
 
@@ -419,7 +425,7 @@ class AxisData:
     def edge_warning(self) -> str | None:
         """The grid-edge warning of the point the callback's ``tau_epoch`` comes from (the smallest width, or the
         largest fraction), else ``None``."""
-        i = 0 if self.axis == "width" else len(self.results) - 1
+        i = self.axis_object.anchor(len(self.results))
         point = self.results[i]
         if not point.at_edge or point.plateau is not None:  # a flat top longer than the run is no edge to widen
             return None
@@ -445,23 +451,17 @@ class AxisData:
         ``reference_dataset_size`` (the largest fraction's ``N``): the callback holds
         ``tau_epoch * (N / reference_dataset_size) ** size_exponent``.
         """
-        if self.axis == "width":
-            return {"tau_epoch": self.tau_epoch, "width_exponent": 1.0 + self.exponent_used}
-        return {
-            "tau_epoch": self.tau_epoch,
-            "size_exponent": float(self.exponent_used),
-            "reference_dataset_size": int(self.results[-1].subset_size),
-        }
+        return self.axis_object.callback_kwargs(self.tau_epoch, self.exponent_used, self.results[-1].subset_size)
 
     # --- output -----------------------------------------------------------------------------------------------
 
     def _point_name(self, i: int) -> str:
-        return f"width {self.values[i]:g}" if self.axis == "width" else f"N={int(self.scales[i])}"
+        return self.axis_object.point_name(self.values[i], self.scales[i])
 
     def x_of_tau(self, tau: float) -> float:
         """The swept quantity at ``tau``, a ``tau_epoch`` of the grid: along width its ``λ_base``, else ``tau``."""
         taus = [p.tau_epoch for p in self.results[0].curve]
-        if self.axis == "width":
+        if self.axis_object.x_falls_with_tau:
             return self.xs[len(taus) - 1 - taus.index(tau)]
         return tau
 
@@ -524,6 +524,20 @@ class AxisData:
     def save_json(self, path: str | Path) -> Path:
         """Write :meth:`to_json` to ``path`` (parents created); returns the path."""
         return write_json(path, self.to_json())
+
+
+def _scaling_axis(axis: Any) -> Axis:
+    """The axis ``axis`` names (or is) when it fits an exponent; else the one-line error listing those that do."""
+    scaling = [a for a in AXES.values() if a.scaling]
+    try:
+        along: Axis | None = resolve_axis(axis, "AxisResult")
+    except ValueError:
+        along = None
+    if along is None or not along.scaling:
+        raise ValueError(
+            f"`AxisResult(axis={axis!r})` is not supported. Use {' or '.join(repr(a.name) for a in scaling)}."
+        )
+    return along
 
 
 def _plateau_reason(fit: ScalingFit, scales: Sequence[float], results: Sequence[FinderResult]) -> ScalingFit:

@@ -88,9 +88,8 @@ def axis_figure(result: AxisData) -> Any:  # pragma: no mutate block (drawing; t
     caption = fig.add_subplot(grid[1, :])
     first = result.results[0]
     metric = f"{'final' if first.reduce == 'last' else 'best'} {metric_words(first.monitor)}"
-    x_words = "base weight decay λ_base" if result.axis == "width" else "τ_epoch (epochs)"
-    best_words = "best λ_base" if result.axis == "width" else "best τ_epoch"
-    scale_words = "width" if result.axis == "width" else "training samples N"
+    along = result.axis_object
+    x_words, best_words, scale_words = along.x_words, along.best_words, along.scale_words
 
     colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(result.results)))
     for i, (r, color) in enumerate(zip(result.results, colors)):
@@ -104,7 +103,7 @@ def axis_figure(result: AxisData) -> Any:  # pragma: no mutate block (drawing; t
     left.set_xscale("log")
     left.set_xlabel(x_words)
     left.set_ylabel(f"{metric} (seed mean)")
-    left.set_title(f"{metric} at each {'width' if result.axis == 'width' else 'size'}", fontsize="medium")
+    left.set_title(f"{metric} at each {along.point_noun}", fontsize="medium")
     left.grid(True, which="major", alpha=0.3)
     left.legend(fontsize="small")
 
@@ -171,7 +170,7 @@ def axis_figure(result: AxisData) -> Any:  # pragma: no mutate block (drawing; t
     right.set_xlabel(scale_words)
     right.set_ylabel(best_words)
     right.set_title(
-        f"{best_words} against {'width' if result.axis == 'width' else 'N'}; rules at tolerance x{result.tolerance:g}",
+        f"{best_words} against {along.scale_symbol}; rules at tolerance x{result.tolerance:g}",
         fontsize="medium",
     )
     right.grid(True, which="major", alpha=0.3)

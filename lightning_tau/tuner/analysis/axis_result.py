@@ -26,12 +26,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from lightning_tau.tuner.analysis.axis_data import AxisData, AxisName
+from lightning_tau.tuner.analysis.axis_data import AxisData
 from lightning_tau.tuner.analysis.axis_figure import axis_figure
 from lightning_tau.tuner.analysis.axis_table import axis_table
 from lightning_tau.tuner.analysis.plain import save_figure
 
-__all__ = ["AxisName", "AxisResult"]
+__all__ = ["AxisResult"]
 
 
 class AxisResult(AxisData):
@@ -80,7 +80,7 @@ class AxisResult(AxisData):
             warnings.warn(f"`AxisResult.callback()`: {edge}", UserWarning, stacklevel=2)
         unbacked = self.unbacked
         if unbacked is not None:
-            setting = "width_exponent=1" if self.axis == "width" else "size_exponent=0"
+            setting = self.axis_object.paper_setting
             warnings.warn(
                 f"`AxisResult.callback()`: {unbacked}, so the callback follows the paper's rule, Wang & Aitchison"
                 f" ({setting}), not the measured exponent.",

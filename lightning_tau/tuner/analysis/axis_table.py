@@ -23,16 +23,17 @@ def axis_table(result: AxisData) -> str:
     first = result.results[0]
     seeds = len(first.curve[0].seeds)
     value = "final" if first.reduce == "last" else "best"
-    x_label = "lambda_base" if result.axis == "width" else "tau_epoch"
+    along = result.axis_object
+    x_label = along.x_name
     what = (
-        f"{len(result.values)} widths ({', '.join(f'{v:g}' for v in result.values)})"
-        if result.axis == "width"
+        f"{len(result.values)} {along.point_nouns} ({', '.join(f'{v:g}' for v in result.values)})"
+        if along.model_per_point
         else f"{len(result.values)} fractions of {first.dataset_size} training samples"
         f" ({', '.join(f'{v:.3g}' for v in result.values)}: N={', '.join(f'{s:g}' for s in result.scales)})"
     )
     data = (  # the data every run saw: the width axis trains every width on one subset
         f" on {first.subset_size} of {first.dataset_size} training samples (fraction {first.fraction:.3g}),"
-        if result.axis == "width"
+        if along.model_per_point
         else ","
     )
     lines = [
@@ -42,19 +43,19 @@ def axis_table(result: AxisData) -> str:
     rows = []
     for j, point in enumerate(first.curve):
         cells = [setting(point.tau_epoch)]
-        if result.axis == "width":
+        if along.x_falls_with_tau:  # the swept x beside its tau_epoch
             cells.append(f"{result.x_of_tau(point.tau_epoch):.3g}")
         for r in result.results:
             p = r.curve[j]
             mark = "*" if p.tau_epoch == r.grid_tau_epoch else " "
             cells.append(f"{_fmt(p.mean)} +- {_fmt(p.std)}{mark}")
         rows.append(cells)
-    columns = ["tau_epoch", *(["lambda_base"] if result.axis == "width" else [])]
+    columns = ["tau_epoch", *([along.x_name] if along.x_falls_with_tau else [])]
     columns += [result._point_name(i) for i in range(len(result.results))]
     lines += table_lines(columns, rows, rule=False, indent="  ")
     lines.append("  (* best on the grid)")
     fit = result.fit
-    lines.append(f"Best {x_label} per {'width' if result.axis == 'width' else 'size'}:")
+    lines.append(f"Best {x_label} per {along.point_noun}:")
     opt_rows = [
         [
             result._point_name(i),
@@ -81,7 +82,7 @@ def axis_table(result: AxisData) -> str:
         f"  (p: the chance of differences this consistent across seeds if the two were equally good; the seeds"
         f" tell them apart below {fit.interior[0].level:g})"
     )
-    scale = "width" if result.axis == "width" else "N"
+    scale = along.scale_symbol
     if fit.ci is not None:
         ci = f"{fit.level:.0%} interval {interval(*fit.ci)} (the estimate is its centre)"
     else:
@@ -116,7 +117,7 @@ def axis_table(result: AxisData) -> str:
     lines += _full_run_lines(result)
     if not result.full_cost:
         lines.append(f"Cost: {result.cost:,} optimizer steps.")
-    elif result.axis == "width":
+    elif along.model_per_point:
         lines.append(
             f"Cost: {result.cost:,} optimizer steps, {result.cost / result.full_cost:.0%} of the"
             f" {result.full_cost:,} the same sweeps take on the full data."
@@ -135,13 +136,10 @@ def _rules_lines(result: AxisData) -> list[str]:
     if not result.rules:
         return []
     fit = result.fit
-    x_label = "λ_base" if result.axis == "width" else "tau_epoch"
+    along = result.axis_object
+    x_label = along.x_label
     first, last = result._point_name(0), result._point_name(len(result.results) - 1)
-    span = (
-        f"widths {result.scales[0]:g} to {result.scales[-1]:g}"
-        if result.axis == "width"
-        else f"N = {result.scales[0]:g} to {result.scales[-1]:g}"
-    )
+    span = along.span_text(result.scales[0], result.scales[-1])
     delta = result.half_width  # computed once, by AxisData.build
     lines = [
         f"Published rules at tolerance x{result.tolerance:g} (a rule holds when the best {x_label} stays within"
@@ -149,7 +147,7 @@ def _rules_lines(result: AxisData) -> list[str]:
     ]
     rows = []
     for r in result.rules:
-        alpha = [f"{1 + r.exponent:g}"] if result.axis == "width" else []
+        alpha = [] if along.alpha(r.exponent) is None else [f"{along.alpha(r.exponent):g}"]
         rows.append(
             [
                 r.name,
@@ -164,7 +162,7 @@ def _rules_lines(result: AxisData) -> list[str]:
         [
             "rule",
             "exponent",
-            *(["α"] if result.axis == "width" else []),
+            *([] if along.alpha(0.0) is None else ["α"]),
             "decision",
             f"cost over the measured range: at {last} if followed from {first} (how much worse {monitor} is; mean,"
             f" {fit.level:.0%} interval over seeds)",
@@ -205,7 +203,8 @@ def _full_run_lines(result: AxisData) -> list[str]:
     if full.extrapolation > 1:
         predicted += f", x{full.extrapolation:.3g} beyond the measured range"
     call = f"TimescaleCallback({kwargs_text(kwargs)})"  # rounded for people; to_json keeps them exact
-    if result.axis == "width":
+    along = result.axis_object
+    if along.model_per_point:
         w, measured = exponent(kwargs["width_exponent"], sign=False), exponent(1 + result.exponent, sign=False)
         if rule:
             which = f"its α = {w}" + (f" rather than the measured {measured}" if measured != w else ", as measured")
@@ -235,7 +234,7 @@ def _full_run_lines(result: AxisData) -> list[str]:
             there = f"{at_full} that is tau_epoch {setting(result.full_tau_epoch)} ({predicted})"
         lines = [f"Full run: {call}: {why}, so {which}; {there}."]
     if full.extrapolation > 1 and full.low is not None:
-        anchor = result._point_name(0 if result.axis == "width" else len(result.results) - 1)
+        anchor = result._point_name(along.anchor(len(result.results)))
         lines.append(
             f"  The prediction interval holds the exponent's interval and the seeds' range of the best at {anchor},"
             f" both grown with the distance, and the lack of fit of one power law. {full.notes}"
@@ -259,7 +258,7 @@ def _full_run_lines(result: AxisData) -> list[str]:
             f" {flat[1]:.3g} is within one seed s.d. of the best there."
         )
     if result.plateau is not None:
-        i = 0 if result.axis == "width" else len(result.results) - 1
+        i = along.anchor(len(result.results))
         lines.append(
             f"Plateau at {result._point_name(i)}: weight decay has no measurable effect on this model at this run"
             f" length; any tau_epoch >= {result.plateau:.3g} is as good (the callback uses {result.plateau:.3g})."

@@ -1,7 +1,8 @@
-"""The published scaling rules of the finder's width and dataset-size axes, and how an interval decides each one.
+"""How an interval decides the published scaling rules of the finder's width and dataset-size axes.
 
-Pure (the standard library only). A rule is an exponent of the best swept ``x`` in the axis's scale
-(``../THEORY.md`` §11-12 of the project's notes; docs/finder.rst):
+Pure (the standard library only). A rule (:class:`~lightning_tau.tuner.axes.Rule`) is an exponent of the best swept
+``x`` in the axis's scale; each axis's module in :mod:`lightning_tau.tuner.axes` publishes its own
+(``WIDTH_RULES``, ``SIZE_RULES``; ``../THEORY.md`` §11-12 of the project's notes; docs/finder.rst):
 
 - **Width** (``x = λ_base`` at ``width_exponent = 1``, scale = width): Wang & Aitchison 0 (``α = 1``, ``tau_iter``
   held), Fan et al. -1/2 (``α = 1/2``), Qiu et al. -1 (``α = 0``: a fixed ``λ`` under μP's ``lr / s``).
@@ -26,15 +27,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from lightning_tau import _checks
+from lightning_tau.tuner.axes import Axis, Rule, resolve_axis
 
 __all__ = [
     "DEFAULT_TOLERANCE",
-    "SIZE_RULES",
-    "WIDTH_RULES",
     "Decision",
     "Rule",
     "all_decided",
@@ -49,54 +48,15 @@ DEFAULT_TOLERANCE: float = 1.25
 Decision = Literal["holds", "excluded", "undetermined"]
 
 
-@dataclass(frozen=True)
-class Rule:
-    """A published rule: its name, its exponent on the axis, where it is published and what it prescribes.
-
-    Attributes:
-        name: e.g. ``"Wang & Aitchison"``.
-        exponent: the exponent of the best ``x`` in the scale that the rule predicts on this axis.
-        source: where it is published.
-        says: what following it means, in words (``"α = 1/2: λ ∝ √s"``, ``"tau_epoch constant, so λ ∝ 1/N"``).
-    """
-
-    name: str
-    exponent: float
-    source: str
-    says: str
-
-
-#: Width rules, as the exponent of the best ``λ_base`` in the width (callback at ``width_exponent=1``); the rule's
-#: ``α`` (``λ ∝ s^α``) is ``1 + exponent``.
-WIDTH_RULES: tuple[Rule, ...] = (
-    Rule("Wang & Aitchison", 0.0, "ICML 2025, Sec. 4.2", "α = 1: λ ∝ s, tau_iter held"),
-    Rule("Fan et al.", -0.5, "arXiv 2510.15262", "α = 1/2: λ ∝ √s"),
-    Rule("Qiu et al.", -1.0, "arXiv 2512.05620", "α = 0: the same λ at every width under μP's lr / s"),
-)
-
-#: Dataset-size rules, as the exponent of the best ``tau_epoch`` in ``N`` at fixed epochs, batch and lr.
-SIZE_RULES: tuple[Rule, ...] = (
-    Rule("Wang & Aitchison", 0.0, "ICML 2025, Sec. 4.1", "tau_epoch constant, so λ ∝ 1/N"),
-    Rule(
-        "the 1/2 rules",
-        -0.5,
-        "Loshchilov & Hutter's normalized weight decay; Bergsma et al. 2025 (Power Lines, about -0.53, derived for"
-        " one epoch)",
-        "tau_epoch ∝ 1/√N, so λ ∝ 1/√N",
-    ),
-    Rule("fixed λ", -1.0, "what most runs do today", "the same λ at every N, so tau_epoch ∝ 1/N"),
-)
-
-
-def rules_for(axis: str) -> tuple[Rule, ...]:
-    """The published rules of ``axis`` (``"width"`` or ``"dataset_size"``).
+def rules_for(axis: str | Axis) -> tuple[Rule, ...]:
+    """The published rules of ``axis`` (an axis's name or :class:`~lightning_tau.tuner.axes.Axis`): its module holds
+    them (:mod:`lightning_tau.tuner.axes`); the fraction axis has none.
 
     Example:
         >>> [r.exponent for r in rules_for("dataset_size")]
         [0.0, -0.5, -1.0]
     """
-    _checks.choice("rules_for", "axis", axis, ("width", "dataset_size"))
-    return WIDTH_RULES if axis == "width" else SIZE_RULES
+    return resolve_axis(axis, "rules_for").rules
 
 
 def half_width(tolerance: float, scales: Sequence[float]) -> float:
@@ -154,7 +114,8 @@ def all_decided(ci: tuple[float, float] | None, rules: Sequence[Rule], delta: fl
     """Whether every rule of ``rules`` holds or is excluded at half-width ``delta``.
 
     Example:
-        >>> all_decided((-0.05, 0.04), SIZE_RULES, 0.1073), all_decided((-0.3, 0.04), SIZE_RULES, 0.1073)
+        >>> size = rules_for("dataset_size")
+        >>> all_decided((-0.05, 0.04), size, 0.1073), all_decided((-0.3, 0.04), size, 0.1073)
         (True, False)
     """
     return all(decide(ci, r.exponent, delta) != "undetermined" for r in rules)

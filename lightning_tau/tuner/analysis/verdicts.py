@@ -13,28 +13,27 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any, Literal
+from typing import Any
 
 from lightning_tau._numbers import cost as cost_text  # re-exported: the one formatter (lightning_tau._numbers)
 from lightning_tau._numbers import exponent as exponent_text
 from lightning_tau._numbers import signed as signed  # re-exported: the one formatter
 from lightning_tau.tuner.analysis.rule_costs import RuleCost
-from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE, Decision, decide, half_width, rules_for
+from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE, Decision, decide, half_width
 from lightning_tau.tuner.analysis.scaling import ScalingFit
+from lightning_tau.tuner.axes import DATASET_SIZE, WIDTH, Axis, resolve_axis
+from lightning_tau.tuner.axes.base import frac
 
 __all__ = [
     "RuleVerdict",
     "advice",
+    "axis_verdict",
     "judge",
     "rule_to_follow",
     "shape_undetermined",
     "size_verdict",
     "width_verdict",
 ]
-
-Axis = Literal["width", "dataset_size"]
-
 
 @dataclass(frozen=True)
 class RuleVerdict:
@@ -113,7 +112,7 @@ class RuleVerdict:
 
 
 def judge(
-    axis: Axis,
+    axis: Axis | str,
     fit: ScalingFit,
     tolerance: float = DEFAULT_TOLERANCE,
     costs: Sequence[RuleCost] | None = None,
@@ -123,7 +122,7 @@ def judge(
     """Every published rule of ``axis`` decided by ``fit.ci`` at ``tolerance`` over ``fit.scales``, with its cost.
 
     Args:
-        axis: ``"width"`` or ``"dataset_size"``.
+        axis: the axis (:mod:`lightning_tau.tuner.axes`), or its name: ``"width"`` or ``"dataset_size"``.
         fit: the scaling fit (its ``ci`` and ``scales`` are used).
         tolerance: the factor by which the best ``x`` may move over the measured range and still follow a rule.
             A factor above 1, checked where the user gave it (``TimescaleFinder``, ``AxisResult.build``), not here.
@@ -141,7 +140,7 @@ def judge(
         >>> [(v.name, v.decision) for v in judge("dataset_size", fit)]
         [('Wang & Aitchison', 'holds'), ('the 1/2 rules', 'excluded'), ('fixed λ', 'excluded')]
     """
-    rules = rules_for(axis)
+    rules = resolve_axis(axis, "judge").rules
     if not fit.scales:
         raise ValueError("`judge(fit=...)` is not valid: the fit has no `scales`; make it with `fit_scaling`.")
     delta = half_width(tolerance, fit.scales) if delta is None else delta
@@ -212,25 +211,12 @@ def shape_undetermined(fit: ScalingFit, rules: Sequence[RuleVerdict]) -> list[st
 # --- sentences ------------------------------------------------------------------------------------------------------
 
 
-def _frac(value: float) -> str:
-    """``-0.5`` as ``-1/2``; a whole number without a point."""
-    f = Fraction(value).limit_denominator(8)
-    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
-
-
-def _words(axis: Axis) -> tuple[str, str]:
-    """The swept quantity and the scale, in words."""
-    return ("λ_base", "width") if axis == "width" else ("tau_epoch", "N")
-
-
 def _span(axis: Axis, fit: ScalingFit) -> str:
-    lo, hi = fit.scales[0], fit.scales[-1]
-    return f"over widths {lo:g} to {hi:g}" if axis == "width" else f"over N = {lo:g} to {hi:g}"
+    return f"over {axis.span_text(fit.scales[0], fit.scales[-1])}"
 
 
 def _from_to(axis: Axis, fit: ScalingFit) -> str:
-    lo, hi = fit.scales[0], fit.scales[-1]
-    return f"from width {lo:g} to width {hi:g}" if axis == "width" else f"from N = {lo:g} to N = {hi:g}"
+    return axis.from_to_text(fit.scales[0], fit.scales[-1])
 
 
 def _cap(text: str) -> str:
@@ -241,10 +227,10 @@ def _cap(text: str) -> str:
 def _rule_sentence(axis: Axis, fit: ScalingFit, rule: RuleVerdict, monitor: str) -> str:
     """One rule's decision in words, with what following it costs (``fit.ci`` is not ``None``)."""
     assert fit.ci is not None  # the caller says "no interval" once for every rule instead
-    x, _ = _words(axis)
+    x = axis.x_label
     ratio = fit.scales[-1] / fit.scales[0]
     plural = rule.name.endswith("rules")  # "the 1/2 rules are excluded"
-    head = f"{_cap(rule.name)} ({rule.says}; exponent {_frac(rule.exponent)})"
+    head = f"{_cap(rule.name)} ({rule.says}; exponent {frac(rule.exponent)})"
     target = f"x{rule.tolerance:g} of the rule's factor of {ratio**rule.exponent:.3g}"
     moves = f"{_span(axis, fit)} the best {x} moves by a factor of {ratio ** fit.ci[0]:.3g} to {ratio ** fit.ci[1]:.3g}"
     if rule.decision == "holds":
@@ -272,7 +258,7 @@ def _rule_sentence(axis: Axis, fit: ScalingFit, rule: RuleVerdict, monitor: str)
     return f"{body}; what following it costs is {cost}."
 
 
-def advice(axis: Axis, fit: ScalingFit, rules: Sequence[RuleVerdict]) -> str:
+def advice(axis: Axis | str, fit: ScalingFit, rules: Sequence[RuleVerdict]) -> str:
     """What to do, in one sentence: follow the rule that holds, or the measured exponent, and why.
 
     Example:
@@ -282,6 +268,7 @@ def advice(axis: Axis, fit: ScalingFit, rules: Sequence[RuleVerdict]) -> str:
         >>> advice("width", fit, judge("width", fit))
         'Follow Wang & Aitchison: result.callback() uses width_exponent = 1 (α).'
     """  # noqa: E501
+    axis = resolve_axis(axis, "advice")
     chosen = rule_to_follow(rules, fit.exponent)
     holding = [r.name for r in rules if r.decision == "holds"]
     if chosen is not None:
@@ -293,30 +280,17 @@ def advice(axis: Axis, fit: ScalingFit, rules: Sequence[RuleVerdict]) -> str:
                 f"{_cap(_join(holding))} {every} hold (their bands overlap over this range): follow {chosen.name},"
                 f" the nearest to the estimate {exponent_text(fit.exponent)}"
             )
-        if axis == "width":
-            how = f"result.callback() uses width_exponent = {_frac(1 + chosen.exponent)} (α)"
-        elif chosen.exponent == 0:
-            how = "result.callback() keeps the largest fraction's best tau_epoch at every N (size_exponent = 0)"
-        else:
-            how = (
-                "result.callback() carries the largest fraction's best tau_epoch to the full N as"
-                f" (N / N_ref)^{_frac(chosen.exponent)}"
-            )
-        return f"{lead}: {how}."
-    measured = (
-        f"width_exponent = {exponent_text(1 + fit.exponent, sign=False)} (exponent {exponent_text(fit.exponent)})"
-        if axis == "width"
-        else f"size_exponent = {exponent_text(fit.exponent)}"
-    )
+        return f"{lead}: {axis.follow_text(chosen.exponent)}."
+    measured = axis.measured_text(fit.exponent)
     if fit.ci is None:
-        paper = "width_exponent = 1" if axis == "width" else "size_exponent = 0"
+        paper = axis.paper_setting.replace("=", " = ")
         return (
             f"No rule is decided without an interval ({fit.ci_reason}): result.callback() follows the paper's rule,"
             f" Wang & Aitchison ({paper}), as nothing here backs the measured {measured}."
         )
     if all(r.decision == "excluded" for r in rules):
         return f"None of the published rules holds: result.callback() uses the measured {measured}."
-    wider = "widths" if axis == "width" else "N"
+    wider = axis.range_noun
     undetermined = [r.name for r in rules if r.decision == "undetermined"]
     shape = shape_undetermined(fit, rules)
     if shape and len(shape) == len(undetermined):
@@ -351,6 +325,24 @@ def _verdict(axis: Axis, fit: ScalingFit, rules: Sequence[RuleVerdict] | None, t
     return " ".join([*sentences, advice(axis, fit, rules)])
 
 
+def axis_verdict(
+    axis: Axis | str,
+    fit: ScalingFit,
+    rules: Sequence[RuleVerdict] | None = None,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    monitor: str = "loss",
+) -> str:
+    """The verdict along ``axis`` (an axis or its name): :func:`width_verdict` or :func:`size_verdict`'s sentences.
+
+    Example:
+        >>> fit = ScalingFit(0.02, (-0.05, 0.09), None, 0.95, [], [], [], 0.0, False, [], scales=[150, 1350])
+        >>> axis_verdict("dataset_size", fit) == size_verdict(fit) != axis_verdict("width", fit)
+        True
+    """
+    return _verdict(resolve_axis(axis, "axis_verdict"), fit, rules, tolerance, monitor)
+
+
 def width_verdict(
     fit: ScalingFit,
     rules: Sequence[RuleVerdict] | None = None,
@@ -376,7 +368,7 @@ def width_verdict(
         Qiu et al. (α = 0: the same λ at every width under μP's lr / s; exponent -1) is excluded: over widths 64 to 512 the best λ_base moves by a factor of 0.732 to 0.979, more than x1.25 of the rule's factor of 0.125 away.
         No rule holds yet: more seeds (or a wider range of widths) would decide it; meanwhile result.callback() uses the measured width_exponent = 0.93 (exponent -0.07).
     """  # noqa: E501
-    return _verdict("width", fit, rules, tolerance, monitor)
+    return _verdict(WIDTH, fit, rules, tolerance, monitor)
 
 
 def size_verdict(
@@ -401,4 +393,4 @@ def size_verdict(
         >>> size_verdict(none)
         "No rule is decided without an interval (1 seed: an interval needs at least 2): result.callback() follows the paper's rule, Wang & Aitchison (size_exponent = 0), as nothing here backs the measured size_exponent = +0.30."
     """  # noqa: E501
-    return _verdict("dataset_size", fit, rules, tolerance, monitor)
+    return _verdict(DATASET_SIZE, fit, rules, tolerance, monitor)
