@@ -79,6 +79,7 @@ def hold_signals() -> None:
     Example:
         >>> import signal
         >>> before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+        >>> _ = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a background job ignores it)
         >>> hold_signals()
         >>> signal.raise_signal(signal.SIGINT)  # noted, nothing raised
         >>> _HELD.pop()

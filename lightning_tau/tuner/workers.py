@@ -227,6 +227,7 @@ def sigint_raises() -> Iterator[None]:
     handles it), and only in the main thread.
 
     Example:
+        >>> before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, not a background job
         >>> with sigint_raises():
         ...     try:
         ...         signal.raise_signal(signal.SIGINT)
@@ -234,6 +235,7 @@ def sigint_raises() -> Iterator[None]:
         ...         print("interrupted")
         ...     signal.raise_signal(signal.SIGINT)  # a second one: ignored
         interrupted
+        >>> _ = signal.signal(signal.SIGINT, before)
     """
     if threading.current_thread() is not threading.main_thread():
         yield
