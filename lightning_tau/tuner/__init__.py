@@ -1,12 +1,9 @@
 """Tuners: find ``tau_epoch`` on a fraction of the data (like Lightning's ``tuner/lr_finder.py``).
 
-``finder`` holds ``TimescaleFinder``, which checks its arguments into a frozen ``FinderSettings``
-(``finder_settings``) and hands those down, never itself; the other modules, on the floors of the layering contract
-that ``lint-imports`` checks, are mapped once in ``docs/architecture.rst`` ("Inside tuner/: the finder's floors").
-The public names below are imported on first use (PEP 562), so that importing the pure modules
-(``lightning_tau.tuner.analysis.curve``, ``lightning_tau.tuner.analysis.scaling``, ``lightning_tau.tuner.study.journal``; ``lightning-tau
-find
---help``) does not import Lightning, torch and Optuna.
+The public names are imported on first use (PEP 562), so importing the pure modules imports no Lightning, torch or
+Optuna.
+
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The finder's axes: the study of each axis point, and the fit's result from their records.
 
-:meth:`~lightning_tau.tuner.finder.TimescaleFinder.fit` reads points -> runs -> answer on every axis: the fraction
-axis is an axis of one point (one study on one subset), the width and dataset-size axes one point per width or
-fraction, each a study of its own. :func:`axis_points` builds the points (a model factory, a training subset and the
-study's settings each, checked before any training), :func:`axis_intro` says what they are, and :func:`axis_result`
-turns the points' records into their answers (each stored on its study) and the fit's result: the one point's
-:class:`~lightning_tau.tuner.analysis.finder_result.FinderResult` on the fraction axis, else the
-:class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`. Every function takes the finder's
-:class:`~lightning_tau.tuner.finder_settings.FinderSettings`, not the finder. The module map: ``docs/architecture.rst``.
+:func:`axis_points` builds the points, :func:`axis_intro` says what they are and :func:`axis_result` turns their records
+into the fit's result; each takes the finder's :class:`~lightning_tau.tuner.finder_settings.FinderSettings`, not the
+finder.
+
+More: docs/architecture.rst, 'Inside tuner/: the finder's floors'.
 """
 
 from __future__ import annotations

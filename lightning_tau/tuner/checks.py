@@ -1,10 +1,9 @@
 """The finder's arguments: :class:`SettingError` and the checks ``TimescaleFinder`` runs on what it is given.
 
-``TimescaleFinder.__init__`` checks every argument with the functions here (and :mod:`lightning_tau._checks`), so a
-bad one fails when the finder is built (LightningCLI too), naming it and its value. ``fit`` checks the data and the
-model it is given (:func:`resolve_data`, :func:`model_factory`) and every ``tau_epoch`` of the grid against the
-subset (:func:`check_subset`) before any training; a grid point or a fraction the data makes invalid is a
-:class:`SettingError` naming the argument.
+They run when the finder is built and, for the data, the model and the grid against the subset, when ``fit`` starts,
+before any training.
+
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

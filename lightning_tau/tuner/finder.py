@@ -1,21 +1,9 @@
 """``TimescaleFinder``: tune ``tau_epoch`` on a random fraction of the training set, then train big.
 
-The optimal ``tau_epoch`` stays about the same as the dataset grows (Wang & Aitchison, ICML 2025, Sec. 4.1), so a
-sweep of ``tau_epoch`` on a random subset of ``fraction * N`` samples, trained for the same number of epochs, finds
-the ``tau_epoch`` for the full run at about ``fraction`` of the cost of the same sweep on all the data. The full
-run's weight decay is then ``B / (lr * N * tau_epoch)`` with the full ``N``. Keeping the subset's best *weight
-decay* instead would make the full run's timescale ``1 / fraction`` times too short.
+Each ``(tau_epoch, seed)`` is one trial of a shared Optuna study and a fresh Lightning fit with
+:class:`~lightning_tau.TimescaleCallback`; the full run keeps the best ``tau_epoch``, not the best weight decay.
 
-Each ``(tau_epoch, seed)`` is one trial of an Optuna study (:mod:`lightning_tau.tuner.study.grid_study`), by default
-in the
-journal file ``root_dir/study.journal``: any number of processes, on one machine or many, that open the same study
-share its grid, and a later ``fit`` with the same settings trains nothing. Each trial is a fresh Lightning fit with
-:class:`~lightning_tau.TimescaleCallback` (:mod:`lightning_tau.tuner.trial`), logging to TensorBoard in a folder of
-its own under ``root_dir/tb``. The pure parts (grid, smoothing, result) live in :mod:`lightning_tau.tuner.analysis.curve`;
-the finder's checked arguments in :class:`~lightning_tau.tuner.finder_settings.FinderSettings` (``finder.settings``),
-which every module below it takes instead of the finder; :meth:`TimescaleFinder.fit` reads points -> runs -> answer
-(:mod:`lightning_tau.tuner.axis_runner`) on every axis, the fraction axis one of one point. Where each part lives: the
-module map in ``docs/architecture.rst``.
+More: docs/finder.rst; the module map of tuner/: docs/architecture.rst.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """``FinderSettings``: every argument of :class:`~lightning_tau.tuner.finder.TimescaleFinder`, checked once, frozen.
 
-:meth:`FinderSettings.build`, which ``TimescaleFinder.__init__`` passes every argument by name, runs the
-checks of the finder's constructor in named steps (the axis, the grid and seeds, the metric, the trainer, where the
-study lives), each through the argument checks of :mod:`lightning_tau.tuner.checks`; the finder holds the result as
-``finder.settings``, and the modules that work for it (:mod:`~lightning_tau.tuner.collect`,
-:mod:`~lightning_tau.tuner.axis_runner`, :mod:`~lightning_tau.tuner.study_key`) take these settings (or a fit
-round's copy), never the finder: nothing below the finder imports it.
-Not to be confused with :mod:`lightning_tau.tuner.checks` (the checks of single arguments) or with a study's
-stored settings (:func:`~lightning_tau.tuner.study_key.study_settings`, what keys a study). The module map:
-``docs/architecture.rst``.
+The finder holds it as ``finder.settings``; the modules below the finder take it, never the finder.
+
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """The finder's pruning: the Optuna pruners it names, the pruner as a study's settings hold it, and the pruned seeds.
 
-With a pruner (``TimescaleFinder(pruner=...)``, ``axis="fraction"`` only) the finder judges each ``tau_epoch`` by its
-first seed's run; the other seeds of a pruned ``tau_epoch`` are not trained (:func:`pruned_sibling` says so).
-:func:`jsonable` writes a pruner (and the rest of a study's key, :mod:`lightning_tau.tuner.study_key`) as JSON.
+More: docs/finder.rst, 'Pruning: stop hopeless tau_epoch runs early'.
 """
 
 from __future__ import annotations

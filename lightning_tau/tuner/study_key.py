@@ -1,9 +1,6 @@
 """The finder's study key: the settings that must match for two processes to share a study, and its name.
 
-Two processes share a study when their :func:`study_settings` match (the grid, the subset, the model, the Trainer
-settings: not the model's initial weights); without a ``study_name``, a hash of them names it (:func:`study_name`).
-Both read the finder's :class:`~lightning_tau.tuner.finder_settings.FinderSettings`, not the finder. :func:`jsonable`
-lives in :mod:`lightning_tau.tuner.pruning` (the pruner's setting needs it too) and is re-exported here.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

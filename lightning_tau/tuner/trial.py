@@ -1,11 +1,8 @@
 """One finder trial: a Lightning fit of a fresh model on the fixed subset, and the record it leaves.
 
-:func:`subset_dataloader` builds the subset's loader; :func:`run_trial` trains one ``(tau_epoch, seed)`` with
-:class:`~lightning_tau.TimescaleCallback` and returns its record (``N``, ``B``, each param group's lr and weight
-decay, the metrics after every validation); :func:`check_record` says what is wrong with a stored one. With a
-pruner, the trial reports the monitored metric to its Optuna trial after every validation and stops when Optuna says
-to prune (:class:`PruningCallback`); its record then says after which epoch. The Optuna side, which hands the
-trials out, is :mod:`lightning_tau.tuner.study.grid_study`.
+With a pruner it stops when Optuna says to prune (:class:`PruningCallback`).
+
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

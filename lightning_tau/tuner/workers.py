@@ -1,24 +1,9 @@
 """The finder's worker processes: forks of a server that has imported torch and Lightning already.
 
-A worker started with ``multiprocessing``'s ``spawn`` is a fresh interpreter: it imports torch and Lightning before
-its first trial, about 7 s on a 2-core machine, while the default grid (21 trials of about 1.3 s) is about 28 s of
-work in all. On Linux the finder starts its workers from a *forkserver* instead: one server process imports
-:data:`PRELOAD` once, and every worker is a fork of it, with those modules already imported. The server is started
-as early as possible (:func:`start_server`: by ``lightning-tau find --workers K`` before it imports torch itself,
-and by :class:`~lightning_tau.tuner.finder.TimescaleFinder` when it is built with ``workers > 1``), so that its
-imports run on another core while this process does its own imports and set-up; the workers themselves are started
-by a thread (:class:`Workers`), so this process trains its first trial while they start.
+:func:`start_server` starts that forkserver early and :class:`Workers` starts the workers from a thread; ``spawn`` stays
+the start method on Windows and macOS, and where ``$LIGHTNING_TAU_WORKER_START`` is ``spawn``.
 
-Forking is safe here because the server is single-threaded and never trains: it has imported torch but run no
-tensor operation, so it holds no OpenMP thread pool and no CUDA context. (Forking the main process, which has run
-both, is not.) A worker keeps what ``spawn`` gives: before it unpickles the model factory it runs the main module of
-this process (a user's script, as ``__mp_main__``), so a ``make_model`` defined in the script works; it gets this
-process's ``sys.path`` and working directory, and :func:`worker_environ` hands it the environment of the moment it
-starts (the server's is that of the moment the server started). What must differ between processes (the study's
-claim token) is made on first use in each process, not at import, which every fork of the server shares.
-
-``spawn`` stays the start method where there is no forkserver (Windows) and on macOS (where system libraries are not
-safe to fork without exec), and wherever ``$LIGHTNING_TAU_WORKER_START`` (:data:`START_ENV`) is ``spawn``.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The data of an axis result: the sweep at every point, the fitted exponent, each published rule decided, and the
 numbers the full run takes from them (:meth:`~AxisData.callback_kwargs`, :meth:`~AxisData.to_json`).
 
-No Lightning import (numpy). :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult` is this class with its table
-(:mod:`lightning_tau.tuner.analysis.axis_table`), its figure (:mod:`lightning_tau.tuner.analysis.axis_figure`) and its callback; the
-axes themselves (what the width and dataset-size exponents mean) are described in :mod:`lightning_tau.tuner.analysis.axis_result`.
+No Lightning import (numpy).
+
+More: docs/finder.rst, 'Along width and dataset size: measure the rule on your model'.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """The finder's width and dataset-size axes: the result of a ``tau_epoch`` sweep at several widths or data sizes.
 
-No Lightning import (numpy; matplotlib when :meth:`AxisResult.plot` draws). :class:`AxisResult` is the data and its
-numbers (:mod:`lightning_tau.tuner.analysis.axis_data`) with its text (:mod:`lightning_tau.tuner.analysis.axis_table`) and its figure
-(:mod:`lightning_tau.tuner.analysis.axis_figure`). The statistics (the exponent, its interval, the paired interior tests) come
-from :mod:`lightning_tau.tuner.analysis.scaling`, the verdicts from :mod:`lightning_tau.tuner.analysis.verdicts`; the Lightning side,
-which trains the runs, is :class:`~lightning_tau.tuner.finder.TimescaleFinder` with ``axis="width"`` or
-``axis="dataset_size"``.
+:class:`AxisResult` is the data and its numbers (:mod:`lightning_tau.tuner.analysis.axis_data`) with its text and its
+figure. No Lightning import (numpy; matplotlib when it plots).
 
-- **Width** (``axis="width"``): at every width the finder sweeps ``tau_epoch`` with
-  ``TimescaleCallback(tau_epoch=..., width_exponent=1)`` on a μP model. Each group's weight decay is then
-  ``s / (lr_base * M * tau_epoch)`` for a group of width multiplier ``s``, so the sweep is a sweep of
-  ``λ_base = 1 / (lr_base * M * tau_epoch)`` at a fixed ``lr_base``, the same grid at every width (Wang & Aitchison,
-  ICML 2025, Sec. 4.2). ``exponent`` is the slope of log best ``λ_base`` on log width: 0 if the best timescale is
-  the same at every width (``width_exponent = 1``, Wang & Aitchison), -1/2 for Fan et al. (arXiv 2510.15262,
-  ``width_exponent = 1/2``), -1 for independent decay ∝ 1/width (Qiu et al., arXiv 2512.05620,
-  ``width_exponent = 0``). The ``width_exponent`` to use is ``1 + exponent``.
-- **Dataset size** (``axis="dataset_size"``): the sweep on subsets holding each fraction of the training set;
-  ``exponent`` is the slope of log best ``tau_epoch`` on log ``N``: 0 when "tune on a fraction, train on all"
-  holds (Wang & Aitchison, Sec. 4.1).
+More: docs/finder.rst, 'Along width and dataset size: measure the rule on your model'.
 """
 
 from __future__ import annotations

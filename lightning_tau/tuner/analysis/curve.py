@@ -1,14 +1,8 @@
 """The timescale finder's curve maths: the ``tau_epoch`` grid, one run's metric, the smoothed optimum and its range.
 
-No Lightning import (numpy and the standard library only). The result these make, with its table, JSON and plot, is
-:mod:`lightning_tau.tuner.analysis.finder_result`; the Lightning side, which trains the runs, is :mod:`lightning_tau.tuner.finder`.
+No Lightning import (numpy and the standard library only).
 
-The suggested ``tau_epoch`` is not the argmin of a noisy grid. :func:`smoothed_optimum` fits a parabola in
-``log(tau_epoch)`` by least squares to the seed-mean curve at the grid's best point and its neighbours
-(``window`` on each side) and returns the parabola's vertex, kept inside the bracket of the best point's two
-neighbours. At a grid edge, or where the fitted parabola opens the wrong way, it returns the best grid point.
-:func:`optimum_range` gives the suggestion's uncertainty: the range of ``tau_epoch`` the seeds cannot tell apart
-from it (a seed bootstrap of the smoothed optimum).
+More: docs/finder.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
-r"""The best grid point of a ``grid x seeds`` curve: each seed's, and whether the seed mean's beats its grid
-neighbours seed by seed (a paired interior test).
+"""The best grid point of a ``grid x seeds`` curve: each seed's, and whether the seed mean's beats its grid neighbours
+seed by seed (a paired interior test).
 
-No Lightning or torch import (numpy and the standard library only). Part of the statistics of the finder's width and
-dataset-size axes: :func:`~lightning_tau.tuner.analysis.scaling.fit_scaling` runs :func:`paired_interior` at every scale and
-checks its input with the checks below.
+Pure (numpy and the standard library).
 
-A *curve* is a ``grid x seeds`` array of a validation metric: row ``i`` is grid point ``xs[i]`` (``λ_base`` or
-``tau_epoch``), column ``j`` is seed ``j``. Runs with the same seed share their initialisation and batch order
-across the grid, so they are compared in pairs.
-
-- :func:`paired_interior`: the best grid point is *interior* when it beats each grid neighbour in a one-sided
-  paired t-test on the per-seed differences at ``level`` (intersection-union test: both must pass, so no
-  multiplicity correction is needed).
-- :func:`per_seed_optima`: each seed's best grid ``x``.
-
-The Student t distribution is :mod:`lightning_tau.tuner.analysis.tdist`'s.
+More: docs/finder.rst, module notes.
 """
 
 from __future__ import annotations

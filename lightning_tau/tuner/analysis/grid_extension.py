@@ -1,27 +1,9 @@
 """The grid that leaves its edges: which ``tau_epoch`` points the finder adds to its grid after a round, and why.
 
-Pure (the standard library and :mod:`lightning_tau.tuner.analysis.curve`). The finder
-(:meth:`~lightning_tau.tuner.finder.TimescaleFinder.fit`) works in rounds: round 0 trains the grid as given; after each
-round, :func:`plan_round` reads that round's curves (one per axis point: the fraction axis has one) and says which
-points to add, each an :class:`AddedPoint` with its reason; the next round trains them into the same studies (their
-key holds the grid as given), at every axis point, so the grid stays common. A round that adds nothing ends the
-extension. The decision depends only on the round's curves and grid, so a rerun replays the same rounds from the
-study's records and trains nothing.
+Pure (the standard library). :func:`plan_round` reads a round's curves and returns the points to add, each an
+:class:`AddedPoint` with its reason; a round that adds nothing ends the extension.
 
-What is added, in this order (``../THEORY.md`` §13):
-
-- **An edge.** Where the best grid point of some axis point is the grid's first or last, one step at that end (the
-  given grid's log step there), at every axis point. Not below :func:`lowest_tau_epoch` (the callback cannot set a
-  timescale much under :data:`MIN_TAU_ITER` optimizer steps), not above :data:`MAX_RUNS` times the run's epochs
-  (weight decay does next to nothing there), and not above a top that is a plateau
-  (:func:`~lightning_tau.tuner.analysis.curve.plateau`: a timescale longer than the run, where the curve is flat within one
-  seed s.d., is no decay at all, not an edge to widen).
-- **A rule off the grid.** Where a published rule puts the largest axis point's best ``tau_epoch`` beyond the grid
-  (its loss cost "not measured"), whole steps at that end until the grid covers it, within the same bounds.
-- Either kind adds at most ``max_extensions`` steps at each end in all.
-- **Midpoints.** Once, when the caller says that only the shape part of the exponent's interval leaves rules
-  undetermined (more seeds cannot narrow it, points nearer the optimum can) and the round added nothing else: the
-  geometric midpoints between each axis point's best grid point and its two neighbours.
+More: docs/finder.rst, module notes.
 """
 
 from __future__ import annotations

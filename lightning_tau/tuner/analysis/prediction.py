@@ -1,39 +1,9 @@
-r"""The best ``tau_epoch`` at a scale nobody measured (the full data, the wider model), with a prediction interval.
+"""The best ``tau_epoch`` at a scale nobody measured (the full data, the wider model), with a prediction interval.
 
-Pure (numpy and the standard library; no Lightning, no torch). Used by
-:meth:`AxisResult.predict <lightning_tau.tuner.analysis.axis_data.AxisData.predict>`; the reasoning is ``../THEORY.md`` §13.
+Pure (numpy and the standard library). The centre carries the anchor's best by the exponent used; the half-width joins
+the exponent's interval, the anchor's own uncertainty and the lack of fit of one power law.
 
-The centre is what the callback applies: the anchor's best ``tau_epoch`` (the scale the callback's ``tau_epoch``
-comes from: the largest fraction, or the smallest width) carried to the target ``s*`` by the exponent used,
-``tau_a (s* / s_a) ** e``. Working in ``u = log s`` and ``y = log tau_epoch``, with the measured scales' centre
-:math:`\bar u`, :math:`S_{uu} = \sum (u_i - \bar u)^2`, ``k`` scales and ``D = u* - u_a``, the interval's half-width
-on each side is
-
-.. math::
-
-    h = \sqrt{E^2 + A^2\, m(u^*) + C(u^*)^2}
-
-- ``E``, the **exponent's interval**: the ends of its interval instead of the exponent used, carried over ``D``
-  (``(e_lo - e) D`` and ``(e_hi - e) D``; one side each).
-- ``A``, the **anchor's own uncertainty**, the measured range's own: the larger of the seeds' t-interval of the mean
-  log optimum there (each seed's smoothed optimum) and the anchor's range
-  (:attr:`FinderResult.tau_epoch_range <lightning_tau.tuner.analysis.finder_result.FinderResult.tau_epoch_range>`, wide where the
-  curve is flat). It grows with the distance as a regression prediction interval does:
-  :math:`m(u^*) = \frac{1 + 1/k + (u^* - \bar u)^2 / S_{uu}}{1 + 1/k + (u_e - \bar u)^2 / S_{uu}}` (``u_e`` the
-  nearer end of the measured range; ``m = 1`` inside it).
-- ``C``, the **lack of fit** of one power law: a parabola in ``u`` through the ``k >= 3`` optima has curvature
-  ``c``; a path of that curvature leaves the carried line by ``c |D (u* + u_a - 2 ū)|`` (0 at the anchor, growing
-  with the square of the distance beyond the range). ``C`` is that at ``|c|`` plus its t-quantile times its standard
-  error from the seeds' noise (pooled over the scales), so a curvature the seeds cannot tell from none still
-  widens the interval. With 2 scales there is no lack-of-fit information (``C = 0``; :attr:`Prediction.notes` says
-  so); with 3 the parabola passes through the optima (nothing left over to check it by).
-
-**Coverage** (``tests/test_prediction.py``): optima on curved log-log paths (a constant curvature, and a local
-exponent that drifts by a random walk from one octave to the next), 3 to 5 scales an octave apart, 3 or 8 seeds,
-the true best ``tau_epoch`` 0 to 3 octaves beyond the largest scale: at level 0.9 the interval covers it 89 to
-100 % (at the largest scale itself 89-91 %, where only the anchor's t-interval acts; the test gives the anchor no
-range), against 37-66 % at 3 octaves for the exponent's interval and the anchor alone. The price is width: 3
-scales and 3 seeds give a factor of about 2.7 either way one octave beyond, 12 two octaves beyond.
+More: docs/finder.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
-r"""What following a scaling rule costs: the loss where the rule puts the best ``x`` at the largest scale, against the
+"""What following a scaling rule costs: the loss where the rule puts the best ``x`` at the largest scale, against the
 loss at the best ``x`` there, paired by seed.
 
-Pure (numpy and the standard library). Used by :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult` for every published rule
-of :mod:`lightning_tau.tuner.analysis.rules`.
+The mean over seeds with a Student t-interval; a rule off the grid has no cost. Pure (numpy and the standard library).
 
-A rule of exponent ``e`` carries the smallest scale's best ``x`` (``x_from``) to the largest scale:
-``x_rule = x_from * (s_max / s_min) ** e``. Seed ``j``'s curve at the largest scale, read at ``x_rule`` and at the
-best ``x`` there (``x_best``), gives :math:`c_j = L_j(x_{rule}) - L_j(x_{best})` (for ``mode="max"``,
-:math:`L_j(x_{best}) - L_j(x_{rule})`): positive means following the rule is worse. Between grid points a curve is
-read in ``log x`` (:func:`read_curve`): by the parabola through the seed mean's best grid point and its two
-neighbours (the finder's own smoothing, whose vertex ``x_best`` is) in the two cells around it, by a straight line
-between the two grid points elsewhere; each seed's curve is read the same way at both ``x``. A rule that lands on
-``x_best`` costs exactly 0, and the mean cost is never below 0 where ``x_best`` is that parabola's vertex (a straight
-line between grid points instead would read the vertex above the grid's best point, and a rule landing there as
-cheaper than the best). The cost is the mean :math:`\bar c` over the ``k`` seeds with the paired Student t-interval
-:math:`\bar c \pm t_{k-1,(1+level)/2}\, s_c / \sqrt{k}`: what a seed shares across the grid (its initialization and
-batch order) cancels in each difference.
-
-Where ``x_rule`` lies outside the grid there is no cost (the curve is not measured there, and is not extrapolated);
-the reason says so.
+More: docs/finder.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """How an interval decides the published scaling rules of the finder's width and dataset-size axes.
 
-Pure (the standard library only). A rule (:class:`~lightning_tau.tuner.axes.Rule`) is an exponent of the best swept
-``x`` in the axis's scale; each axis's module in :mod:`lightning_tau.tuner.axes` publishes its own
-(``WIDTH_RULES``, ``SIZE_RULES``; ``../THEORY.md`` §11-12 of the project's notes; docs/finder.rst):
+A rule holds when the whole exponent interval lies within its tolerance band (default 1.25), is excluded when it lies
+wholly outside, and is undetermined otherwise. Pure (the standard library only).
 
-- **Width** (``x = λ_base`` at ``width_exponent = 1``, scale = width): Wang & Aitchison 0 (``α = 1``, ``tau_iter``
-  held), Fan et al. -1/2 (``α = 1/2``), Qiu et al. -1 (``α = 0``: a fixed ``λ`` under μP's ``lr / s``).
-- **Dataset size** (``x = tau_epoch``, scale = training samples ``N``, fixed epochs, batch and lr): Wang & Aitchison
-  0 (``tau_epoch`` constant), the 1/2 rules -1/2 (Loshchilov & Hutter's normalized weight decay; Bergsma et al.'s
-  Power Lines give about -0.53, derived for one epoch), a fixed ``λ`` -1 (``tau_epoch ∝ 1/N``).
-
-**Deciding by equivalence.** A rule is a band, not a point: ``tolerance`` is the factor by which the best ``x`` may
-move over the measured range of scales and still follow the rule. Over scales ``s_min`` to ``s_max`` that is a
-half-width ``δ = log(tolerance) / log(s_max / s_min)`` in the exponent. A rule *holds* when the whole interval lies
-within ``[e - δ, e + δ]``, is *excluded* when the interval lies wholly outside it, and is *undetermined* otherwise
-(two one-sided tests: with enough seeds every drift larger than the tolerance is excluded and every smaller one
-holds, whatever the grid spacing).
-
-**Default tolerance 1.25**: the best ``x`` may move by a quarter over the measured range. On the curves the finder
-measures (a parabola in ``log x``), moving ``x`` by 1.25 from the optimum costs ``c (log2 1.25)^2 ≈ 0.1 c``, a tenth of
-what one octave (a x2 grid step) costs; a held-out width task whose best ``λ_base`` moved x1.16 over an 8x range is
-then Wang & Aitchison's, as a practitioner would read it.
+More: docs/finder.rst, module notes.
 """
 
 from __future__ import annotations

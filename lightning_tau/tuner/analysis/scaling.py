@@ -1,33 +1,10 @@
-r"""Statistics of the finder's width and dataset-size axes: the scaling exponent of the best ``x``, with an interval
-that reaches its nominal coverage.
+"""Statistics of the finder's width and dataset-size axes: the scaling exponent of the best ``x``, with an interval that
+reaches its nominal coverage.
 
-No Lightning or torch import (numpy and the standard library only). Used by the finder's ``axis="width"`` and
-``axis="dataset_size"``, the demos and ``lightning-tau plot``.
+:func:`fit_scaling`, and the axes' other statistics re-exported from the modules below. Pure (numpy and the standard
+library).
 
-A *curve* is a ``grid x seeds`` array of a validation metric: row ``i`` is grid point ``xs[i]`` (``λ_base`` or
-``tau_epoch``), column ``j`` is seed ``j``. Runs with the same seed share their initialisation and batch order
-across the grid, so they are compared in pairs.
-
-- :func:`fit_scaling`: at each scale ``s`` (a width multiplier, or a dataset size ``N``) each seed's best ``x`` is
-  the smoothed optimum of its own curve, by two smoothers (the parabola of
-  :func:`~lightning_tau.tuner.analysis.curve.smoothed_optimum` through ``window`` neighbours, and a parabola with a curvature
-  of its own on each side through ``window + 2``); a seed's exponent is the least-squares slope of
-  ``log best x`` on ``log s``. The interval holds both the seeds' spread and the choice of smoothing, and the
-  reported ``exponent`` is its centre (see :func:`fit_scaling` for the method and the simulation that backs it).
-
-This module also exports, from the modules below it, the rest of the axes' statistics:
-
-- :func:`paired_interior` and :func:`per_seed_optima` (:mod:`lightning_tau.tuner.analysis.grid_best`): whether a curve's best
-  grid point beats each grid neighbour in a one-sided paired t-test on the per-seed differences at ``level``
-  (intersection-union test: both must pass, so no multiplicity correction is needed), and each seed's best grid
-  point.
-- :func:`seed_stages` and :func:`staged_level` (:mod:`lightning_tau.tuner.analysis.staging`): the seed counts at which
-  ``seeds="auto"`` looks at the interval, and the level each look uses so that stopping once every published rule is
-  decided keeps the coverage.
-
-The Student t distribution they use is :mod:`lightning_tau.tuner.analysis.tdist`'s; the sentences that say what an interval
-admits (:func:`~lightning_tau.tuner.analysis.verdicts.width_verdict`, :func:`~lightning_tau.tuner.analysis.verdicts.size_verdict`) are
-:mod:`lightning_tau.tuner.analysis.verdicts`'.
+More: docs/finder.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """What a scaling fit says about the published rules, as data and in plain words: each rule holds, is excluded or is
 undetermined at a tolerance, what following it costs, and what to do.
 
-The fit is :func:`lightning_tau.tuner.analysis.scaling.fit_scaling`'s (:class:`~lightning_tau.tuner.analysis.scaling.ScalingFit`); the rules
-and the equivalence decision are :mod:`lightning_tau.tuner.analysis.rules`'; the loss a rule costs is
-:mod:`lightning_tau.tuner.analysis.rule_costs`'. :func:`judge` decides every rule of an axis (:class:`RuleVerdict`),
-:func:`rule_to_follow` picks the one the full run follows, and :func:`width_verdict` / :func:`size_verdict` say it in
-sentences. Pure (the standard library only).
+Pure (the standard library only).
+
+More: docs/finder.rst, 'Along width and dataset size: measure the rule on your model'.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The finder's axes, each one object: what it varies, its published rules, and how its result is read.
 
-:func:`resolve_axis` turns the user's ``axis`` string (any of an axis's ``spellings``) into its :class:`Axis`
-instance, once, at ``TimescaleFinder(...)``; every module downstream reads the object's attributes (no axis name is
-compared outside this folder). One module per axis: :mod:`~lightning_tau.tuner.axes.fraction`,
-:mod:`~lightning_tau.tuner.axes.width`, :mod:`~lightning_tau.tuner.axes.dataset_size`; the base and the :class:`Rule`
-record in :mod:`~lightning_tau.tuner.axes.base`. Adding an axis: a module defining a subclass of :class:`Axis` (its
-docstring lists what it must define) with its rules, and one line in :data:`AXES`. Pure (the standard library
-only), the lowest floor of the tuner.
+:func:`resolve_axis` turns the user's ``axis`` string into its :class:`Axis` once; no axis name is compared outside this
+folder. Pure (the standard library only).
+
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The dataset-size axis (``TimescaleFinder(axis="dataset_size", fractions=...)``): the sweep on a subset of every
 fraction of the training set.
 
-One model; each point trains on its fraction. The swept ``x`` is ``tau_epoch``, the scale the training samples
-``N`` (fixed epochs, batch and lr): Wang & Aitchison 0 (``tau_epoch`` constant), the 1/2 rules -1/2 (Loshchilov &
-Hutter's normalized weight decay; Bergsma et al.'s Power Lines give about -0.53, derived for one epoch), a fixed
-``λ`` -1 (``tau_epoch ∝ 1/N``). ``../THEORY.md`` §12; docs/finder.rst.
+The swept ``x`` is ``tau_epoch``, the scale the training samples ``N``; the published rules are :data:`SIZE_RULES`.
+
+More: docs/finder.rst, 'Along width and dataset size: measure the rule on your model'.
 """
 
 from __future__ import annotations

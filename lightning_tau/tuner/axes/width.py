@@ -1,10 +1,8 @@
 """The width axis (``TimescaleFinder(axis="width", widths=...)``): the sweep at every width of a μP model.
 
-Every width trains on one subset; ``make_model(width)`` builds each point's model. The swept ``x`` is ``λ_base``
-(the callback at ``width_exponent = 1``), the scale the width, and a rule's exponent of the best ``λ_base`` in the
-width is ``α - 1`` (``λ ∝ s^α``): Wang & Aitchison 0 (``α = 1``, ``tau_iter`` held), Fan et al. -1/2
-(``α = 1/2``), Qiu et al. -1 (``α = 0``: a fixed ``λ`` under μP's ``lr / s``). ``../THEORY.md`` §11;
-docs/finder.rst.
+The swept ``x`` is ``λ_base``, the scale the width; the published rules are :data:`WIDTH_RULES`.
+
+More: docs/finder.rst, 'Along width and dataset size: measure the rule on your model'.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The finder's study wing: where a sweep's trials live and who trains them, behind one small surface.
 
-- ``grid_study``: :class:`GridStudy`, one Optuna study over a grid of ``(tau_epoch, seed)`` trials: enqueue, take,
-  finish, hand back, reclaim a dead process's trials;
-- ``storage``: :func:`open_storage` (a journal file, SQLite, PostgreSQL, an Optuna storage object) and its one-line
-  errors (:class:`StorageError`, :func:`redact_url`);
-- ``journal``: the journal file's lock, repair and checks (:func:`journal_problem`);
-- ``liveness``: which process holds a trial, and whether it is alive (heartbeats, claim tokens, ``/proc``);
-- ``folder``: :func:`study_folder`, a study name made a safe folder name; ``take_lock``: SQLite's take lock.
+Everything outside the wing imports these names from here, never a room behind them (an import-linter contract); they
+are imported on first use (PEP 562).
 
-Everything outside the wing imports these names from here, never a room behind them (an import-linter contract).
-The study's key (:mod:`lightning_tau.tuner.study_key`) stays beside the wing: it reads the finder's settings, which
-sit above the wing on the floors of ``docs/architecture.rst``. The names below are imported
-on first use (PEP 562), so that ``lightning_tau.tuner.study.journal`` (``lightning-tau find``'s usage checks) imports
-neither Optuna's trials nor torch.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,41 +1,9 @@
 """The finder's Optuna study: the ``(tau_epoch, seed)`` grid as enqueued trials that any number of processes share.
 
-Every grid point is one Optuna trial, enqueued with ``Study.enqueue_trial`` (not ``GridSampler``, which may hand
-the same point to two concurrent workers). The study's storage is the one place results live: a worker takes a
-waiting trial (Optuna's atomic WAITING -> RUNNING), trains it, stores its record as the trial's user attribute
-``record`` and tells it COMPLETE. The rules that make any number of workers agree:
+:class:`GridStudy` enqueues, takes, finishes and reclaims them, so every grid point is trained once and the answer does
+not depend on who trained what.
 
-- **One trial per grid point.** Among a grid point's *live* trials (waiting, running, or complete with a valid
-  record) the lowest-numbered one is the point's trial; a worker that takes any other (two processes enqueued the
-  same missing point at once) fails it as a duplicate without training it. A complete trial is never trained
-  again; a grid point with no live trial (never enqueued, its worker died, its record is malformed) is enqueued
-  again by the next process that looks.
-- **Dead workers.** A running trial records its worker (host, machine, pid and the process's start time). A
-  process on the same machine fails it at once if that process is gone (SIGKILL, a crash). Optuna cannot take a
-  trial and tag it in one write, so a worker first writes a claim (``claim/<token>``: the same facts) on the
-  waiting trial, then takes it, then tags it; a trial taken but never tagged is failed as soon as every process
-  that claimed it on this machine is gone (a claimer that lost the take marks its claim ``lost``). On a database storage
-  built here (``RDBStorage`` with ``heartbeat_interval``) Optuna's heartbeat and
-  :func:`optuna.storages.fail_stale_trials` fail it from any machine; on a journal file, which has no heartbeat in
-  Optuna 5, the worker writes the user attribute ``alive_at`` every ``heartbeat`` seconds and another machine fails
-  the trial after ``stale_after`` seconds without one. A failed trial's grid point is enqueued again. The heartbeat
-  is 30 s (``$LIGHTNING_TAU_HEARTBEAT`` sets it); a database's grace is 4 beats (120 s).
-- **Many first openers.** Processes that open a new database or study at the same moment race to create its tables,
-  study and settings; the loser of a race tries again
-  (:func:`~lightning_tau.tuner.study.storage.retry_races`) and finds them made.
-- **Same sweep.** The study's user attribute ``lightning_tau`` holds the sweep's settings; opening the study with
-  other settings is an error naming the difference.
-- **Pruned trials** (a study opened with a pruner) are told PRUNED with a record that says after which epoch
-  (:func:`~lightning_tau.tuner.trial.check_record`); they are finished like complete ones: never retried,
-  reclaimed or trained again.
-- **The answer** is computed from the lowest-numbered valid complete or pruned trial of every grid point, sorted by
-  ``(tau_epoch, seed)``: the same whoever computes it and whatever order the trials finished in.
-
-The storage is opened by :mod:`lightning_tau.tuner.study.storage` (a journal file or a database, with its errors); a
-worker's name on a trial, whether it is alive, and the heartbeat settings are
-:mod:`lightning_tau.tuner.study.liveness`'s;
-the SQLite take lock is :mod:`lightning_tau.tuner.study.take_lock`'s; the folder of a study's logs
-(:func:`~lightning_tau.tuner.study.folder.study_folder`, exported here) is :mod:`lightning_tau.tuner.study.folder`'s.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 """The finder's journal file: is it an Optuna journal, is it damaged, and the repair of a half-written last line.
 
-Optuna's journal file (``JournalFileBackend``) holds one JSON operation per line, each a dict whose first key is
-``op_code`` (``{"op_code":4,"worker_id":...}``), appended under a lock file. Two things go wrong in practice:
-
-- **A half-written last line.** A write cut short (a full disk, a quota, a process killed mid-write) leaves a last
-  line with no newline. Optuna skips it while reading, but the next append lands on the same line and makes it
-  garbage for good. :func:`repair_tail` moves such a line to a backup file next to the journal
-  (``study.journal.corrupt-<time>``) and truncates the journal to its last complete line; the finder does it on
-  open and before every append, under Optuna's lock, so it never cuts a write in progress.
-- **Any other damage** (a line that is not JSON, ``null``, NUL bytes, an unknown ``op_code``), or a file that is
-  not a journal at all: :func:`journal_problem` says which line and why, so the caller can refuse the file before
-  writing a byte to it.
-
-:func:`append_lines` appends whole lines so that a write that fails part way leaves nothing behind.
-
 Pure (no Optuna import), so the command line can check ``--storage`` before it imports anything heavy.
+
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Who is alive: this process's name on a trial, whether a process named there still runs, and the heartbeat settings.
 
-A worker of the finder's study (:mod:`lightning_tau.tuner.study.grid_study`) tags the trial it trains with
-:func:`this_worker` (host, machine, pid and the process's start time) and, before it takes a waiting trial, claims
-it under :func:`claim_token`. A process on the same machine asks :func:`is_alive` whether the worker named there
-still runs; a process elsewhere goes by the worker's signs of life, one every :func:`heartbeat_seconds`.
+Pure (the standard library only).
 
-Pure (the standard library only: no Optuna, no Lightning).
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Where the finder's study lives: opening its Optuna storage (a journal file or a database), and keeping secrets out.
 
-:func:`open_storage` turns ``TimescaleFinder(storage=...)`` into an Optuna storage: ``None`` or a path is a journal
-file, checked and repaired before anything is written to it (the byte-level checks are
-:mod:`lightning_tau.tuner.study.journal`'s) and written through a backend that never leaves a half-written line
-behind; a
-URL is Optuna's ``RDBStorage`` with a heartbeat. Processes that open a new database at the same moment race to create
-its tables; the loser tries again (:func:`retry_races`). Every error is a :class:`StorageError` whose message names
-the storage without its password (:func:`redact_url`, :func:`redact_message`).
+Every error is a :class:`StorageError` naming the storage without its password.
 
-The study in the storage, and its trials, are :mod:`lightning_tau.tuner.study.grid_study`'s.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The file lock that makes processes on one machine take a SQLite database's trials one at a time.
 
-SQLite's WAITING -> RUNNING is not atomic across processes (Optuna's ``SELECT ... FOR UPDATE`` is a no-op there), so
-:meth:`~lightning_tau.tuner.study.grid_study.GridStudy.take` holds an exclusive ``flock`` on a file beside the database
-(:func:`sqlite_take_lock`) while it takes a trial. Other storages need none: a journal file has its own lock, a
-database server its row locks.
+More: docs/architecture.rst, module notes.
 """
 
 from __future__ import annotations
