@@ -31,7 +31,7 @@ def check_beta2_epochs(beta2_epochs: object) -> float | None:
         >>> check_beta2_epochs(0)
         Traceback (most recent call last):
         ...
-        ValueError: `TimescaleCallback(beta2_epochs=0)` is not valid: use a positive number of epochs, or None.
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(beta2_epochs=0)` is not valid: use a positive number of epochs, or None.
     """
     if beta2_epochs is None:
         return None
