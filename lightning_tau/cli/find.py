@@ -16,7 +16,7 @@ from typing import Any
 
 from lightning_tau._constants import GOALS
 from lightning_tau._numbers import exponent, setting
-from lightning_tau.cli import hold_signals
+from lightning_tau.cli.held_signals import hold_signals
 from lightning_tau.cli._args import (
     MAX_SEED,
     fraction_above_zero,

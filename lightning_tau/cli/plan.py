@@ -179,7 +179,7 @@ def plan_config(
             raise PlanError(f"--config {str(path)!r} is not a file.")
     import lightning.pytorch as pl
 
-    from lightning_tau import TimescaleCallback
+    from lightning_tau.callback import TimescaleCallback
     from lightning_tau._trainer import plan_couplings, remaining_steps, scheduled_steps
     from lightning_tau.couplings import COUPLINGS
     from lightning_tau.diagnostics import TimescaleMonitor
