@@ -332,9 +332,10 @@ def held_tau_epoch(
         )
     if batch_exponent != 0.0:
         if shape.global_batch_size is None:
+            hint = "" if "batch_size=" in why else " Pass `TimescaleCallback(batch_size=...)` (the global B)."
             raise ValueError(
                 f"`TimescaleCallback(batch_exponent={batch_exponent:g})`{when} needs the run's global batch size B:"
-                f" {why} Pass `TimescaleCallback(batch_size=...)` (in the unit of reference_batch_size)."
+                f" {why}{hint}"
             )
         held = batch_scaled_tau_epoch(
             held, shape.global_batch_size, batch_exponent=batch_exponent, reference_batch_size=reference_batch_size
