@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from lightning_tau.errors import TimescaleError
 
 __all__ = [
+    "batch_exponent",
     "choice",
     "finite_number",
     "flag",
@@ -27,7 +28,8 @@ __all__ = [
     "size_exponent",
 ]
 
-#: The largest ``|size_exponent|`` taken (``TimescaleCallback``, ``apply_timescale``, ``lightning-tau transfer``).
+#: The largest ``|size_exponent|`` (and ``|batch_exponent|``) taken (``TimescaleCallback``, ``apply_timescale``,
+#: ``lightning-tau transfer``).
 #: The published dataset-size rules lie in [-1, 0] (Wang & Aitchison 0, the 1/2 rules -1/2, a fixed weight decay -1);
 #: an exponent of 2 already moves ``tau_epoch`` 16-fold over a 4-fold ``N``. Beyond it the value is almost surely a
 #: mistake (a width exponent, a log-base slip, a noise-driven fit over a narrow range), and an extrapolation by it
@@ -243,6 +245,33 @@ def size_exponent(owner: str, value: Any) -> float:
         f"use a finite number in [-{SIZE_EXPONENT_LIMIT:g}, {SIZE_EXPONENT_LIMIT:g}], e of tau_epoch ∝ N ** e (0"
         " Wang & Aitchison, -0.5 the 1/2 rules, -1 a fixed weight decay); beyond ±2 a 4-fold N moves tau_epoch"
         " over 16-fold, which no published rule does.",
+        low=-SIZE_EXPONENT_LIMIT,
+        high=SIZE_EXPONENT_LIMIT,
+        low_closed=True,
+        high_closed=True,
+    )
+
+
+def batch_exponent(owner: str, value: Any) -> float:
+    """A batch-size exponent ``e`` of ``tau_epoch ∝ B ** e``: a finite number in ``[-2, 2]``
+    (:data:`SIZE_EXPONENT_LIMIT`, the same bound as the dataset-size exponent's).
+
+    Example:
+        >>> batch_exponent("TimescaleCallback", 1)
+        1.0
+        >>> batch_exponent("TimescaleCallback", float("nan"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(batch_exponent=nan)` is not valid: use a finite ...
+    """
+    return in_range(
+        owner,
+        "batch_exponent",
+        value,
+        f"use a finite number in [-{SIZE_EXPONENT_LIMIT:g}, {SIZE_EXPONENT_LIMIT:g}], e of tau_epoch ∝ B ** e (0"
+        " holds tau_epoch at every B: lambda ∝ B at a fixed lr; 1 a fixed lambda at a fixed lr; with lr ∝ B^m and"
+        " lambda ∝ B^k, e = 1 - k - m); beyond ±2 a 4-fold B moves tau_epoch over 16-fold, which no published rule"
+        " does.",
         low=-SIZE_EXPONENT_LIMIT,
         high=SIZE_EXPONENT_LIMIT,
         low_closed=True,

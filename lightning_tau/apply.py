@@ -39,7 +39,7 @@ from lightning_tau.optim import (
     unsupported_message,
     unwrap_optimizer,
 )
-from lightning_tau.target import check_size_rule, size_scaling_text
+from lightning_tau.target import Target, check_batch_rule, check_size_rule
 from lightning_tau.width import group_width_problem
 
 __all__ = [
@@ -197,7 +197,8 @@ class AppliedTimescale:
         shape: ``M``, ``N`` and ``B`` as given.
         groups: the decision per param group (see :class:`~lightning_tau.decide.GroupTimescale`).
         tau_epoch: the ``tau_epoch`` held: the given one, times ``(N / reference_dataset_size) ** size_exponent``
-            under a dataset-size exponent (``None`` for a ``tau_iter`` target).
+            and ``(B / reference_batch_size) ** batch_exponent`` under those rules (``None`` for a ``tau_iter``
+            target).
         coupling: how the decay follows the lr schedule (:mod:`lightning_tau.couplings`); ``tau_iter`` is held at
             each group's reference lr.
     """
@@ -259,6 +260,8 @@ def apply_timescale(
     size_exponent: float = 0.0,
     reference_dataset_size: int | None = None,
     coupling: Coupling | None = None,
+    batch_exponent: float = 0.0,
+    reference_batch_size: int | None = None,
 ) -> AppliedTimescale:
     r"""Set ``optimizer``'s weight decay so its EMA averages over ``tau_epoch`` epochs (or ``tau_iter`` steps).
 
@@ -271,8 +274,9 @@ def apply_timescale(
     before every ``optimizer.step()`` for that step's lr (``"per_step"``: ``lr_t * weight_decay_t = 1 / tau_iter``
     at every step; :doc:`/couplings`). Call ``.remove()`` on the
     result to detach the hook. With a ``size_exponent`` (the finder's dataset-size axis) the ``tau_epoch`` held is
-    ``tau_epoch * (dataset_size / reference_dataset_size) ** size_exponent``; call again when ``dataset_size``
-    changes.
+    ``tau_epoch * (dataset_size / reference_dataset_size) ** size_exponent``, and with a ``batch_exponent`` (the
+    batch-size axis) times ``(batch_size / reference_batch_size) ** batch_exponent``; call again when
+    ``dataset_size`` or ``batch_size`` changes.
 
     Args:
         optimizer: a torch optimizer with decoupled weight decay (``AdamW``, ``Lion``, ``Muon``, ...).
@@ -290,6 +294,10 @@ def apply_timescale(
             ``η_ref``: ``"constant"`` (default: written once), ``"per_step"`` (``λ_t = λ_ref η_ref / η_t``),
             ``"lr_ratio"`` (``λ_ref η_t / η_ref``: AdamC) or ``"lr_squared"`` (``λ_ref (η_t / η_ref)²``).
             Giving ``mode`` too is allowed only when the two agree.
+        batch_exponent: ``e`` of ``tau_epoch ∝ B ** e`` (0, the default, holds ``tau_epoch`` at every ``B``; 1 a
+            fixed weight decay at a fixed lr), a finite number in [-2, 2]. Nonzero, it needs ``reference_batch_size``
+            and a ``tau_epoch`` target.
+        reference_batch_size: the global ``B`` (same unit as ``batch_size``) at which ``tau_epoch`` was measured.
 
     Returns:
         :class:`AppliedTimescale` with ``tau_iter``, the ``tau_epoch`` held, the decision per group and
@@ -312,6 +320,12 @@ def apply_timescale(
         ...                           reference_dataset_size=12_500)
         >>> applied.tau_epoch, applied.tau_iter, applied.weight_decay["pg1"]
         (4.0, 2000.0, 0.5)
+        >>> # tau_epoch 8 measured at B = 50, at B = 100 under tau_epoch ∝ B^1 (a fixed lambda): 16 epochs
+        >>> applied.remove()
+        >>> applied = apply_timescale(opt, tau_epoch=8.0, dataset_size=50_000, batch_size=100, batch_exponent=1,
+        ...                           reference_batch_size=50)
+        >>> applied.tau_epoch, applied.tau_iter, applied.weight_decay["pg1"]
+        (16.0, 8000.0, 0.125)
     """
     chosen = resolve_coupling("apply_timescale", mode, coupling)
     if not isinstance(optimizer, torch.optim.Optimizer):
@@ -327,22 +341,29 @@ def apply_timescale(
     exponent, reference = check_size_rule(
         scalar(size_exponent), scalar(reference_dataset_size), owner="apply_timescale", tau_iter=tau_iter
     )
+    batch_rule = check_batch_rule(
+        scalar(batch_exponent), scalar(reference_batch_size), owner="apply_timescale", tau_iter=tau_iter
+    )
     if tau_epoch is not None and (n is None or b is None):
         raise TimescaleError(
             f"`apply_timescale(tau_epoch={tau_epoch!r})` needs `dataset_size` and `batch_size` (got"
             f" {dataset_size!r} and {batch_size!r}) to count an epoch in optimizer steps; or pass `tau_iter`."
         )
     shape = RunShape(steps_per_epoch=None if n is None or b is None else n / b, dataset_size=n, global_batch_size=b)
-    held = held_tau_epoch(shape, tau_epoch, size_exponent=exponent, reference_dataset_size=reference)
+    target = Target(tau_epoch, tau_iter, 1.0, exponent, reference, *batch_rule)
+    held = held_tau_epoch(
+        shape,
+        tau_epoch,
+        size_exponent=exponent,
+        reference_dataset_size=reference,
+        batch_exponent=target.batch_exponent,
+        reference_batch_size=target.reference_batch_size,
+    )
     try:
         steps = resolve_tau_iter(tau_epoch=held, tau_iter=tau_iter, steps_per_epoch=shape.steps_per_epoch)
     except ValueError as err:
-        scaled = (
-            None
-            if tau_epoch is None
-            else size_scaling_text(tau_epoch, n, size_exponent=exponent, reference_dataset_size=reference)
-        )
-        held_here = "" if scaled is None else f" (The tau_epoch held at this N: {scaled}.)"
+        scaled = target.scaling_text(n, b)
+        held_here = "" if scaled is None else f" (The tau_epoch held at this {target.scaled_by()}: {scaled}.)"
         raise TimescaleError(f"`apply_timescale`: {err}{held_here}") from None
     kind = decay_kind(optimizer)
     if kind not in ("decoupled", "none"):

@@ -31,7 +31,7 @@ from lightning_tau.diagnostics.monitor import TimescaleMonitor
 from lightning_tau.optim import unwrap_optimizer
 from lightning_tau.optimizer_steps import StepCounter, check_optimizer_indices, check_steps_per_epoch
 from lightning_tau.summary import describe_target, two_callbacks_message
-from lightning_tau.target import Target, check_size_rule, check_target, check_width_exponent
+from lightning_tau.target import Target, check_batch_rule, check_size_rule, check_target, check_width_exponent
 from lightning_tau.token_budget import check_power_law, check_token_budget, power_law_num_params, power_law_tau_iter
 from lightning_tau.transfer import TunedRun
 from lightning_tau.width import FixedLambdaPitfall
@@ -62,13 +62,10 @@ class TimescaleCallback(Callback):
             Required for an ``IterableDataset`` without a length.
         batch_size: global ``B`` (per-device x devices x accumulation, same unit as ``N``, a positive whole
             number); overrides what is read, and ``M = N / B``.
-        coupling: how the weight decay follows the lr schedule (:doc:`/couplings`). Each holds the target timescale at
-            each group's reference lr ``η_ref``: ``"constant"`` (default) writes ``λ_ref = 1 / (η_ref · tau_iter)``
-            once, as the paper does; ``"per_step"`` (``λ_ref η_ref / η_t``), ``"lr_ratio"`` (``λ_ref η_t / η_ref``,
-            AdamC's) and ``"lr_squared"`` (``λ_ref (η_t / η_ref)²``) rewrite it before every optimizer step, through a
-            torch step pre-hook, however the optimizer is stepped.
-        mode: the older name of ``coupling``, with its first two values (``"constant"``, ``"per_step"``); giving
-            both is allowed only when they agree.
+        coupling: how the weight decay follows the lr schedule (:doc:`/couplings`), the target held at each group's
+            reference lr ``η_ref``: ``"constant"`` (default) writes ``λ_ref = 1 / (η_ref · tau_iter)`` once;
+            ``"per_step"``, ``"lr_ratio"`` (AdamC) and ``"lr_squared"`` rewrite it before every optimizer step.
+        mode: the older name of ``coupling`` (``"constant"``, ``"per_step"``); both only when they agree.
         skip_unsupported_optimizers: by default an optimizer with coupled L2 decay (plain ``Adam`` with
             ``weight_decay > 0``, ``SGD``, ...) or one not known to decay decoupled is an error (the EMA view needs
             decoupled decay; :func:`lightning_tau.register_decay_kind` declares your own). ``True`` leaves such
@@ -83,18 +80,16 @@ class TimescaleCallback(Callback):
         power_law_coefficient: ``a`` of the power law (default 1.084, Bergsma et al. 2025).
         power_law_exponent: ``b`` of the power law (default -0.527).
         width_exponent: ``alpha``: every decaying group holds ``tau_iter * S ** (1 - alpha)``, ``S`` the model's muP
-            width multiplier (the largest group's: ``width_mult`` key or mup's ``p.infshape``), so a hidden group
-            gets ``lambda ∝ S ** alpha`` at fixed ``tau_epoch`` (:doc:`/mup`), as the finder's width axis measures.
-            ``1`` (default): Wang & Aitchison; Fan et al. 2025 ``0.5``; ``0`` fixes ``lambda`` across widths. A
-            mapping from group name to ``alpha`` (e.g. ``{"hidden": 0.5}``) sets it per group (others keep 1).
-        size_exponent: ``e`` of ``tau_epoch ∝ N ** e``, what the finder's dataset-size axis measures: the callback
-            holds ``tau_epoch * (N / reference_dataset_size) ** e`` at the run's ``N`` (as read, or
-            ``dataset_size``; tokens when that is given in tokens), re-decided whenever ``N`` changes mid-fit.
-            ``0`` (default) is Wang & Aitchison's rule, ``tau_epoch`` at every ``N``; the 1/2 rules give ``-0.5``,
-            a fixed weight decay ``-1``. A finite number in [-2, 2]; a nonzero one needs ``reference_dataset_size``
-            and a ``tau_epoch`` target (not ``tau_iter``, not ``token_budget``, which scales with the data already).
-        reference_dataset_size: the ``N`` at which ``tau_epoch`` was measured (a positive whole number, in the unit
-            of the run's ``N``); ignored at ``size_exponent=0``.
+            width multiplier, so a hidden group gets ``lambda ∝ S ** alpha`` (:doc:`/mup`). ``1`` (default): Wang &
+            Aitchison; Fan et al. 2025 ``0.5``; or a mapping from group name to ``alpha`` (others keep 1).
+        size_exponent: ``e`` of ``tau_epoch ∝ N ** e`` (the finder's dataset-size axis): hold ``tau_epoch * (N /
+            reference_dataset_size) ** e`` at the run's ``N``, re-decided when ``N`` changes (:doc:`/howto/callback`).
+            ``0`` (default): Wang & Aitchison; ``-0.5`` the 1/2 rules; ``-1`` a fixed weight decay. In [-2, 2]; a
+            nonzero one needs ``reference_dataset_size`` (a positive whole number) and a ``tau_epoch`` target.
+        batch_exponent: ``e`` of ``tau_epoch ∝ B ** e`` (the finder's batch-size axis): times ``(B /
+            reference_batch_size) ** e`` at the run's global ``B``, re-decided when ``B`` changes (accumulation
+            schedules, ``BatchSizeFinder``). ``0`` (default) holds ``tau_epoch`` (``λ ∝ B``); ``1`` a fixed ``λ``.
+            Checked as ``size_exponent``; ``reference_batch_size``: the ``B`` the ``tau_epoch`` was measured at.
         decay_vectors: ``True`` silences the warning, once before training, that a decaying group holds 1-D
             parameters (biases, norm weights: :doc:`/howto/callback`); it never changes the values written.
         steps_per_epoch: manual optimization: ``{optimizer_index: M}``, the steps that optimizer really takes per
@@ -103,16 +98,12 @@ class TimescaleCallback(Callback):
         beta2_epochs: hold Adam's ``β₂`` window at this many epochs, as ``tau_epoch`` holds AdamW's: at each decision
             write ``β₂ = 1 - 1 / (beta2_epochs · M)`` into every Adam-like group (one with a ``betas`` pair) of the
             optimizers it manages (:doc:`/couplings`). ``None`` (default) leaves ``betas`` alone.
-        monitor: the EMA diagnostics logged through ``trainer.loggers`` (:doc:`/howto/dashboards`): ``True``
-            (default) a default :class:`~lightning_tau.TimescaleMonitor`, a configured one, or ``False`` for none; a
-            ``TimescaleMonitor`` with the same ``prefix`` in the Trainer logs instead, so no key is logged twice.
+        monitor: the EMA diagnostics (:doc:`/howto/dashboards`): ``True`` (default) a default ``TimescaleMonitor``, a
+            configured one, or ``False``; one with the same ``prefix`` in the Trainer logs instead.
 
     Raises:
-        ValueError: at construction for a bad argument; at fit start for a second ``TimescaleCallback`` in the
-            Trainer, an optimizer with coupled decay, no param group to manage, an epoch length that cannot be
-            read, a ``width_exponent`` that cannot be applied, or a timescale of one optimizer step or less
-            (``lr * weight_decay >= 1``; the message names the smallest valid ``tau_epoch``). Always before the
-            optimizer step that would use the value.
+        ValueError: at construction for a bad argument; at fit start for a run it cannot manage or a timescale of
+            one optimizer step or less (:doc:`/howto/callback`); always before the step that would use the value.
 
     Example:
         >>> import lightning.pytorch as pl
@@ -142,6 +133,8 @@ class TimescaleCallback(Callback):
         width_exponent: float | dict[str, float] = 1.0,
         size_exponent: float = 0.0,
         reference_dataset_size: int | None = None,
+        batch_exponent: float = 0.0,
+        reference_batch_size: int | None = None,
         decay_vectors: bool = False,
         steps_per_epoch: dict[int, float] | None = None,
         monitor: bool | TimescaleMonitor = True,
@@ -155,6 +148,9 @@ class TimescaleCallback(Callback):
         self.tau_epoch, self.tau_iter = check_target(tau_epoch, tau_iter, token_budget=token_budget)
         self.size_exponent, self.reference_dataset_size = check_size_rule(
             size_exponent, reference_dataset_size, tau_iter=tau_iter, token_budget=token_budget
+        )
+        self.batch_exponent, self.reference_batch_size = check_batch_rule(
+            batch_exponent, reference_batch_size, tau_iter=tau_iter, token_budget=token_budget
         )
         self.dataset_size = (
             None if dataset_size is None else check_size("TimescaleCallback", "dataset_size", dataset_size)
@@ -200,8 +196,8 @@ class TimescaleCallback(Callback):
 
     @property
     def held_tau_epoch(self) -> float | None:
-        """The ``tau_epoch`` held at the run's current ``N`` (``tau_epoch`` at ``size_exponent=0``; ``None`` before
-        train start or for a target in steps)."""
+        """The ``tau_epoch`` held at the run's current ``N`` and ``B`` (``tau_epoch`` at both exponents 0; ``None``
+        before train start or for a target in steps)."""
         return None if self._fit.decision is None else self._fit.decision.tau_epoch
 
     @property
@@ -281,6 +277,8 @@ class TimescaleCallback(Callback):
             )
         if kwargs.get("size_exponent", 0.0) != 0.0 and kwargs.get("reference_dataset_size") is None:
             kwargs["reference_dataset_size"] = tuned.dataset_size  # the N the tuned tau_epoch was measured at
+        if kwargs.get("batch_exponent", 0.0) != 0.0 and kwargs.get("reference_batch_size") is None:
+            kwargs["reference_batch_size"] = tuned.batch_size  # the B it was measured at
         return cls(tau_epoch=tuned.tau_epoch, **kwargs)
 
     @property
@@ -437,6 +435,8 @@ class TimescaleCallback(Callback):
             width_exponent=self.width_exponent,
             size_exponent=self.size_exponent,
             reference_dataset_size=self.reference_dataset_size,
+            batch_exponent=self.batch_exponent,
+            reference_batch_size=self.reference_batch_size,
         )
 
     def _decide(self, trainer: pl.Trainer) -> None:

@@ -85,8 +85,9 @@ class Decision:
         groups: the decision per param group.
         optimizer_steps_per_epoch: optimizer index -> its own ``M`` where it is not the run's.
         tau_iters: the ``tau_iter`` each optimizer holds: one for all, or one per optimizer index.
-        tau_epoch: the ``tau_epoch`` held at this shape's ``N`` (the given one times
-            ``(N / reference_dataset_size) ** size_exponent``); ``None`` for a target in steps.
+        tau_epoch: the ``tau_epoch`` held at this shape's ``N`` and ``B`` (the given one times
+            ``(N / reference_dataset_size) ** size_exponent`` and ``(B / reference_batch_size) ** batch_exponent``);
+            ``None`` for a target in steps.
         weight_decay_before: the user's own ``weight_decay`` per ``(optimizer, group)``, a group first seen in this
             decision included (with its value then): what the next decision is given.
         pinned_lrs: the reference lrs held fixed per ``(optimizer, group)``, the groups first seen in this decision
@@ -129,7 +130,7 @@ def decide_and_write(
     Args:
         optimizers: the run's optimizers, in order.
         shape: the run's shape, just read.
-        target: the target timescale (``tau_epoch`` or ``tau_iter``, the width exponent and the size rule).
+        target: the target timescale (``tau_epoch`` or ``tau_iter``, the width exponent, the size and batch rules).
         power_law: when given, picks ``tau_iter`` instead (``token_budget.power_law_tau_iter`` with its arguments).
         managed_optimizers: indices of the optimizers with decoupled decay.
         weight_decay_before: the user's own ``weight_decay`` per ``(optimizer, group)``; a group missing here (added
@@ -152,6 +153,8 @@ def decide_and_write(
         size_exponent=target.size_exponent,
         reference_dataset_size=target.reference_dataset_size,
         epoch=epoch,
+        batch_exponent=target.batch_exponent,
+        reference_batch_size=target.reference_batch_size,
     )
     try:
         if power_law is not None:
@@ -159,10 +162,10 @@ def decide_and_write(
         else:
             steps, note = run_tau_iter(shape, tau_epoch=held, tau_iter=target.tau_iter, epoch=epoch), None
     except ValueError as err:
-        scaled = target.scaling_text(shape.dataset_size)
+        scaled = target.scaling_text(shape.dataset_size, shape.global_batch_size)
         if scaled is None:
             raise
-        raise ValueError(f"{err} (The tau_epoch held at this N: {scaled}.)") from None
+        raise ValueError(f"{err} (The tau_epoch held at this {target.scaled_by()}: {scaled}.)") from None
     pinned = dict(pinned_lrs)
     for i, optimizer in enumerate(optimizers):
         if id(optimizer) in scheduled:

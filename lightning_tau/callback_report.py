@@ -21,7 +21,7 @@ from lightning_tau.changes import change_line, change_parts
 from lightning_tau.couplings import Coupling, Plan
 from lightning_tau.decide import group_targets
 from lightning_tau.diagnostics.monitor import TimescaleMonitor
-from lightning_tau.summary import size_note, start_summary, start_warnings
+from lightning_tau.summary import batch_note, size_note, start_summary, start_warnings
 from lightning_tau.target import Target
 from lightning_tau.width import FixedLambdaPitfall
 
@@ -68,7 +68,7 @@ def report_change(trainer: pl.Trainer, old: Decision, new: Decision, target: Tar
                 parts,
                 tau_epoch=new.tau_epoch,
                 tau_iter=new.tau_iter,
-                size_scaling=target.scaling_text(new.shape.dataset_size),
+                size_scaling=target.scaling_text(new.shape.dataset_size, new.shape.global_batch_size),
                 epoch=trainer.current_epoch,
                 step=trainer.global_step,
             )
@@ -154,6 +154,12 @@ def report_start(
                 size_exponent=target.size_exponent,
                 reference_dataset_size=target.reference_dataset_size,
             ),
+            batch_scaling=batch_note(
+                target.size_held(shape.dataset_size),
+                shape.global_batch_size,
+                batch_exponent=target.batch_exponent,
+                reference_batch_size=target.reference_batch_size,
+            ),
             coupling=coupling,
             plans={
                 g.name: plans[(g.optimizer_index, g.group_index)]
@@ -174,19 +180,23 @@ def report_start(
 
 
 def follow(monitors: Sequence[TimescaleMonitor], shapes: RunShapeReader, decision: Decision, target: Target) -> None:
-    """Give each monitor of the run the shape reader, the decision's targets and the size rule."""
+    """Give each monitor of the run the shape reader, the decision's targets and the size and batch rules."""
     shape, held, m = decision.shape, decision.tau_epoch, decision.optimizer_steps_per_epoch
     targets = group_targets(decision.groups, decision.tau_iters, held, m, shape.steps_per_epoch)
     if held is None and shape.steps_per_epoch:  # a target in steps: the tau_epoch it is at the run's M
         held = decision.tau_iter / shape.steps_per_epoch
-    size_rule = None
+    size_rule: dict[str, float] = {}
     if target.size_exponent != 0.0:
         assert target.tau_epoch is not None and target.reference_dataset_size is not None
-        size_rule = {
-            "size_exponent": target.size_exponent,
-            "reference_dataset_size": float(target.reference_dataset_size),
-            "tau_epoch_at_reference_size": target.tau_epoch,
-        }
+        size_rule["size_exponent"] = target.size_exponent
+        size_rule["reference_dataset_size"] = float(target.reference_dataset_size)
+    if target.batch_exponent != 0.0:
+        assert target.tau_epoch is not None and target.reference_batch_size is not None
+        size_rule["batch_exponent"] = target.batch_exponent
+        size_rule["reference_batch_size"] = float(target.reference_batch_size)
+    if size_rule:  # the given tau_epoch, at the reference N and B
+        assert target.tau_epoch is not None
+        size_rule["tau_epoch_at_reference_size"] = target.tau_epoch
     for monitor in monitors:
         monitor.follow(
             shapes,
@@ -194,5 +204,5 @@ def follow(monitors: Sequence[TimescaleMonitor], shapes: RunShapeReader, decisio
             tau_epoch=held,
             group_targets=targets,
             optimizer_steps_per_epoch=m,
-            size_rule=size_rule,
+            size_rule=size_rule or None,
         )

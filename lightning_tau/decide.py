@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lightning_tau import timescale, width
-from lightning_tau.target import WidthExponent, size_scaled_tau_epoch
+from lightning_tau.target import WidthExponent, batch_scaled_tau_epoch, size_scaled_tau_epoch
 from lightning_tau.width import NO_MUP
 
 __all__ = [
@@ -291,36 +291,56 @@ def held_tau_epoch(
     size_exponent: float,
     reference_dataset_size: float | None,
     epoch: int | None = None,
+    batch_exponent: float = 0.0,
+    reference_batch_size: float | None = None,
 ) -> float | None:
-    """The ``tau_epoch`` to hold for this run's shape: :func:`size_scaled_tau_epoch` at the shape's ``N``.
+    """The ``tau_epoch`` to hold for this run's shape: :func:`size_scaled_tau_epoch` at the shape's ``N``, times
+    ``(B / reference_batch_size) ** batch_exponent`` at its global ``B`` (:func:`batch_scaled_tau_epoch`).
 
-    ``None`` for a target in steps. Re-decided from each shape, so a reloaded dataloader of a new size gets the
-    ``tau_epoch`` of its ``N``.
+    ``None`` for a target in steps. Re-decided from each shape, so a reloaded dataloader of a new size, or a new
+    accumulation (``GradientAccumulationScheduler``) or batch size, gets the ``tau_epoch`` of its ``N`` and ``B``.
 
     Raises:
-        ValueError: a nonzero ``size_exponent`` on a run whose ``N`` cannot be read (why, and what to pass).
+        ValueError: a nonzero ``size_exponent`` (``batch_exponent``) on a run whose ``N`` (``B``) cannot be read
+            (why, and what to pass).
 
     Example:
         >>> held_tau_epoch(RunShape(50, 50_000), 8.0, size_exponent=-0.5, reference_dataset_size=12_500)
         4.0
+        >>> held_tau_epoch(RunShape(50, 50_000, 256), 8.0, size_exponent=0.0, reference_dataset_size=None,
+        ...                batch_exponent=1.0, reference_batch_size=128)
+        16.0
         >>> held_tau_epoch(RunShape(50, problems=("No N.",)), 8.0, size_exponent=-0.5,
         ...                reference_dataset_size=1)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         ValueError: `TimescaleCallback(size_exponent=-0.5)` needs the run's dataset size N: No N. Pass ...
     """
-    if tau_epoch is None or size_exponent == 0.0:
+    if tau_epoch is None:
         return tau_epoch
-    if shape.dataset_size is None:
-        when = "" if epoch is None else f" at epoch {epoch}"
-        why = " ".join(shape.problems) or "it could not be read."
-        raise ValueError(
-            f"`TimescaleCallback(size_exponent={size_exponent:g})`{when} needs the run's dataset size N: {why} Pass"
-            " `TimescaleCallback(dataset_size=...)` (in the unit of reference_dataset_size)."
+    when = "" if epoch is None else f" at epoch {epoch}"
+    why = " ".join(shape.problems) or "it could not be read."
+    held = tau_epoch
+    if size_exponent != 0.0:
+        if shape.dataset_size is None:
+            raise ValueError(
+                f"`TimescaleCallback(size_exponent={size_exponent:g})`{when} needs the run's dataset size N: {why}"
+                " Pass `TimescaleCallback(dataset_size=...)` (in the unit of reference_dataset_size)."
+            )
+        held = size_scaled_tau_epoch(
+            held, shape.dataset_size, size_exponent=size_exponent, reference_dataset_size=reference_dataset_size
         )
-    return size_scaled_tau_epoch(
-        tau_epoch, shape.dataset_size, size_exponent=size_exponent, reference_dataset_size=reference_dataset_size
-    )
+    if batch_exponent != 0.0:
+        if shape.global_batch_size is None:
+            hint = "" if "batch_size=" in why else " Pass `TimescaleCallback(batch_size=...)` (the global B)."
+            raise ValueError(
+                f"`TimescaleCallback(batch_exponent={batch_exponent:g})`{when} needs the run's global batch size B:"
+                f" {why}{hint}"
+            )
+        held = batch_scaled_tau_epoch(
+            held, shape.global_batch_size, batch_exponent=batch_exponent, reference_batch_size=reference_batch_size
+        )
+    return held
 
 
 def _group_exponents(groups: Sequence[GroupInput], width_exponent: WidthExponent) -> dict[str, float]:

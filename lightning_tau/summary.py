@@ -14,7 +14,7 @@ from lightning_tau._table import table_lines
 from lightning_tau.couplings import Plan
 from lightning_tau.decide import NO_MUP, GroupInput, GroupTimescale, RunShape, model_width_mult, uses_mup
 from lightning_tau._numbers import exponent
-from lightning_tau.target import WidthExponent, size_scaling_text
+from lightning_tau.target import WidthExponent, batch_scaling_text, size_scaling_text
 from lightning_tau.width import FixedLambdaPitfall, GroupRate, find_fixed_lambda_pitfall, format_fixed_lambda_pitfall
 
 __all__ = [
@@ -125,9 +125,11 @@ def start_summary(
     plans: Mapping[str, Plan] | None = None,
     windows: Sequence[Window] = (),
     sample_unit: str = "samples or tokens",
+    batch_scaling: str | None = None,
 ) -> str:
     """The summary ``TimescaleCallback`` prints at train start: :func:`format_summary` with its notes, in order
-    how a dataset-size exponent moved ``tau_epoch`` (``size_scaling``, :func:`size_note`), the decision's ``note``
+    how a dataset-size exponent moved ``tau_epoch`` (``size_scaling``, :func:`size_note`), how a batch-size exponent
+    moved it then (``batch_scaling``, :func:`batch_note`), the decision's ``note``
     (how the power law picked the timescale), :func:`width_note` and, in manual optimization under a ``tau_epoch``
     target (``manual_tau_epoch``, else ``None``), :func:`manual_note`. ``tau_epoch`` is the one held. Then the plan
     of each group under ``coupling`` (``plans`` by group name, :func:`plan_lines`) and every EMA window of the run
@@ -152,7 +154,7 @@ def start_summary(
         tau_epoch=tau_epoch,
         shape=shape,
         planned_steps=planned_steps,
-        notes=[n for n in (size_scaling, note, width_note(width_exponent, groups), manual) if n],
+        notes=[n for n in (size_scaling, batch_scaling, note, width_note(width_exponent, groups), manual) if n],
         optimizer_steps_per_epoch=optimizer_steps_per_epoch,
     )
     extra = plan_lines(coupling, plans) if plans else []
@@ -277,6 +279,31 @@ reference_dataset_size=1347).'
     return (
         f"Held at this N: {text} (size_exponent={shown}: tau_epoch ∝ N^{shown} from"
         f" reference_dataset_size={reference_dataset_size:.10g})."
+    )
+
+
+def batch_note(
+    tau_epoch: float | None, batch_size: float | None, *, batch_exponent: float, reference_batch_size: float | None
+) -> str | None:
+    """The summary line for a batch-size exponent: the ``tau_epoch`` held at this global ``B`` and how it came from
+    ``tau_epoch`` (the one held at this ``N``, after any size rule); ``None`` at exponent 0, or for a target in steps.
+
+    Example:
+        >>> batch_note(8.0, 256, batch_exponent=1.0, reference_batch_size=128)
+        'Held at this B: tau_epoch 8 x (256/128)^1 = 16 (batch_exponent=1: tau_epoch ∝ B^1 from \
+reference_batch_size=128).'
+    """
+    if tau_epoch is None:
+        return None
+    text = batch_scaling_text(
+        tau_epoch, batch_size, batch_exponent=batch_exponent, reference_batch_size=reference_batch_size
+    )
+    if text is None:
+        return None
+    shown = exponent(batch_exponent, sign=False)  # the spelling of the finder's table (lightning_tau._numbers)
+    return (
+        f"Held at this B: {text} (batch_exponent={shown}: tau_epoch ∝ B^{shown} from"
+        f" reference_batch_size={reference_batch_size:.10g})."
     )
 
 

@@ -17,6 +17,9 @@ __all__ = [
     "SIZE_EXPONENT_LIMIT",
     "Target",
     "WidthExponent",
+    "batch_scaled_tau_epoch",
+    "batch_scaling_text",
+    "check_batch_rule",
     "check_size_rule",
     "check_target",
     "check_width_exponent",
@@ -40,10 +43,16 @@ class Target:
             group name (:func:`check_width_exponent`).
         size_exponent: ``e`` of ``tau_epoch ∝ N ** e`` (:func:`check_size_rule`; 0 holds ``tau_epoch`` at every ``N``).
         reference_dataset_size: the ``N`` at which ``tau_epoch`` is the given one (needed where ``e != 0``).
+        batch_exponent: ``e`` of ``tau_epoch ∝ B ** e`` (:func:`check_batch_rule`; 0 holds ``tau_epoch`` at every
+            global ``B``).
+        reference_batch_size: the global ``B`` at which ``tau_epoch`` is the given one (needed where ``e != 0``).
 
     Example:
         >>> Target(tau_epoch=8.0, size_exponent=-0.5, reference_dataset_size=12_500).scaling_text(50_000)
         'tau_epoch 8 x (50000/12500)^-0.5 = 4'
+        >>> Target(tau_epoch=8.0, size_exponent=-0.5, reference_dataset_size=12_500, batch_exponent=1.0,
+        ...        reference_batch_size=128).scaling_text(50_000, 256)
+        'tau_epoch 8 x (50000/12500)^-0.5 = 4; tau_epoch 4 x (256/128)^1 = 8'
     """
 
     tau_epoch: float | None = None
@@ -51,18 +60,53 @@ class Target:
     width_exponent: WidthExponent = 1.0
     size_exponent: float = 0.0
     reference_dataset_size: float | None = None
+    batch_exponent: float = 0.0
+    reference_batch_size: float | None = None
 
-    def scaling_text(self, dataset_size: float | None) -> str | None:
-        """How the ``tau_epoch`` held at ``N`` came from the given one (:func:`size_scaling_text`; ``None`` without a
-        size rule, an ``N`` or a ``tau_epoch``)."""
+    def scaling_text(self, dataset_size: float | None, batch_size: float | None = None) -> str | None:
+        """How the ``tau_epoch`` held at ``N`` and ``B`` came from the given one (:func:`size_scaling_text`, then
+        :func:`batch_scaling_text` from its result; ``None`` without a rule, or a ``tau_epoch``)."""
         if self.tau_epoch is None:
             return None
-        return size_scaling_text(
+        size = size_scaling_text(
             self.tau_epoch,
             dataset_size,
             size_exponent=self.size_exponent,
             reference_dataset_size=self.reference_dataset_size,
         )
+        at_n = self.size_held(dataset_size)
+        assert at_n is not None
+        batch = batch_scaling_text(
+            at_n, batch_size, batch_exponent=self.batch_exponent, reference_batch_size=self.reference_batch_size
+        )
+        return "; ".join(t for t in (size, batch) if t is not None) or None
+
+    def size_held(self, dataset_size: float | None) -> float | None:
+        """The ``tau_epoch`` held at ``N`` by the size rule alone, before any batch rule (``None`` for a target in
+        steps; the given one at exponent 0 or without an ``N``).
+
+        Example:
+            >>> Target(8.0, size_exponent=-0.5, reference_dataset_size=100).size_held(400)
+            4.0
+        """
+        if self.tau_epoch is None or dataset_size is None:
+            return self.tau_epoch
+        return size_scaled_tau_epoch(
+            self.tau_epoch,
+            dataset_size,
+            size_exponent=self.size_exponent,
+            reference_dataset_size=self.reference_dataset_size,
+        )
+
+    def scaled_by(self) -> str:
+        """What the held ``tau_epoch`` moves with: ``"N"``, ``"B"`` or ``"N and B"`` (``"N"`` with neither rule).
+
+        Example:
+            >>> Target(8.0, batch_exponent=1, reference_batch_size=64).scaled_by()
+            'B'
+        """
+        by = [x for x, e in (("N", self.size_exponent), ("B", self.batch_exponent)) if e != 0.0]
+        return " and ".join(by) or "N"
 
 
 def check_target(tau_epoch: object, tau_iter: object, *, token_budget: object) -> tuple[float | None, float | None]:
@@ -210,6 +254,116 @@ def size_scaling_text(
     return (  # the exponent as the finder's table spells it (lightning_tau._numbers); the value held is exact
         f"tau_epoch {tau_epoch:.4g} x ({dataset_size:.10g}/{reference_dataset_size:.10g})"
         f"^{exponent(size_exponent, sign=False)} = {held:.4g}"
+    )
+
+
+def check_batch_rule(
+    batch_exponent: object,
+    reference_batch_size: object,
+    *,
+    owner: str = "TimescaleCallback",
+    tau_iter: object = None,
+    token_budget: object = None,
+) -> tuple[float, int | None]:
+    """``batch_exponent`` and ``reference_batch_size``: how the held ``tau_epoch`` moves with the global batch ``B``.
+
+    ``batch_exponent`` is a finite number in ``[-2, 2]``; a nonzero one needs a ``reference_batch_size`` (a positive
+    whole number, the global ``B`` the given ``tau_epoch`` was measured at, in the unit of the run's ``B``) and a
+    ``tau_epoch`` target, as :func:`check_size_rule` does for ``N``. With ``lr ∝ B^m`` and ``lambda ∝ B^k`` the
+    best ``tau_epoch`` moves as ``B^(1-k-m)`` (THEORY.md §13): ``tau_epoch`` constant (0, the default) is
+    ``k = 1 - m``; a fixed ``lambda`` at a fixed lr is exponent 1.
+
+    Returns ``(batch_exponent, reference_batch_size)`` as a float and an int (or ``None``).
+
+    Example:
+        >>> check_batch_rule(1, 128), check_batch_rule(0, None)
+        ((1.0, 128), (0.0, None))
+        >>> check_batch_rule(-0.5, None)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        lightning_tau.errors.TimescaleError: `TimescaleCallback(batch_exponent=-0.5)` is not valid: a nonzero ...
+    """
+    exponent = _checks.batch_exponent(owner, batch_exponent)
+    reference = None
+    if reference_batch_size is not None:
+        ok = (
+            isinstance(reference_batch_size, (int, float))
+            and not isinstance(reference_batch_size, bool)
+            and timescale.is_positive_integer(reference_batch_size)
+        )
+        if not ok:
+            raise _checks.invalid(
+                owner,
+                "reference_batch_size",
+                reference_batch_size,
+                "use a positive whole number: the global batch size B (devices x per-device batch x accumulation,"
+                " in the unit of the run's B) the given tau_epoch was measured at.",
+            )
+        reference = int(reference_batch_size)
+    if exponent == 0.0:
+        return 0.0, reference
+    if reference is None:
+        raise _checks.invalid(
+            owner,
+            "batch_exponent",
+            batch_exponent,
+            "a nonzero `batch_exponent` needs `reference_batch_size`, the global batch size B the given tau_epoch"
+            " was measured at (the finder's `AxisResult.callback()` passes both).",
+        )
+    if token_budget is not None:
+        raise _checks.invalid(
+            owner,
+            "batch_exponent",
+            batch_exponent,
+            f"`token_budget={token_budget!r}` already picks the timescale as a fraction of the planned steps;"
+            " use `tau_epoch` with `batch_exponent`, or `token_budget` alone.",
+        )
+    if tau_iter is not None:
+        raise _checks.invalid(
+            owner,
+            "batch_exponent",
+            batch_exponent,
+            f"`batch_exponent` scales a `tau_epoch` target with B, and `tau_iter={tau_iter!r}` is in optimizer steps."
+            " Give the target as `tau_epoch`.",
+        )
+    return exponent, reference
+
+
+def batch_scaled_tau_epoch(
+    tau_epoch: float, batch_size: float, *, batch_exponent: float, reference_batch_size: float | None
+) -> float:
+    r"""The ``tau_epoch`` held at global batch ``B``: :math:`\tau_{epoch} (B / B_{ref})^{e}` (``tau_epoch`` at
+    ``e = 0``).
+
+    Example:
+        >>> batch_scaled_tau_epoch(8.0, 512, batch_exponent=-0.5, reference_batch_size=128)
+        4.0
+        >>> batch_scaled_tau_epoch(8.0, 512, batch_exponent=0.0, reference_batch_size=None)
+        8.0
+    """
+    if batch_exponent == 0.0:
+        return tau_epoch
+    assert reference_batch_size is not None  # check_batch_rule refuses a nonzero exponent without it
+    return tau_epoch * (batch_size / reference_batch_size) ** batch_exponent
+
+
+def batch_scaling_text(
+    tau_epoch: float, batch_size: float | None, *, batch_exponent: float, reference_batch_size: float | None
+) -> str | None:
+    """How the ``tau_epoch`` held at ``B`` came from ``tau_epoch`` (``None`` at exponent 0 or without a ``B``).
+
+    Example:
+        >>> batch_scaling_text(8.0, 256, batch_exponent=1.0, reference_batch_size=128)
+        'tau_epoch 8 x (256/128)^1 = 16'
+    """
+    if batch_exponent == 0.0 or batch_size is None or reference_batch_size is None:
+        return None
+    held = batch_scaled_tau_epoch(
+        tau_epoch, batch_size, batch_exponent=batch_exponent, reference_batch_size=reference_batch_size
+    )
+    return (  # the exponent as the finder's table spells it (lightning_tau._numbers); the value held is exact
+        f"tau_epoch {tau_epoch:.4g} x ({batch_size:.10g}/{reference_batch_size:.10g})"
+        f"^{exponent(batch_exponent, sign=False)} = {held:.4g}"
     )
 
 

@@ -100,8 +100,8 @@ class GroupTransfer:
         weight_decay: its weight decay, ``B' / (lr * N' * tau_epoch)``.
         tau_iter: its timescale in steps (the same for every group at ``width_exponent=1``; else times
             ``S ** (1 - width_exponent)``, ``S`` the target's width multiplier, for every group).
-        tau_epoch: its timescale in epochs: the tuned run's, times ``(N' / N) ** size_exponent`` (and
-            ``S ** (1 - width_exponent)``).
+        tau_epoch: its timescale in epochs: the tuned run's, times ``(N' / N) ** size_exponent``,
+            ``(B' / B) ** batch_exponent`` and ``S ** (1 - width_exponent)``.
     """
 
     name: str
@@ -120,6 +120,7 @@ def transfer_groups(
     width_mults: Mapping[str, float] | None = None,
     size_exponent: float = 0.0,
     width_exponent: float = 1.0,
+    batch_exponent: float = 0.0,
 ) -> list[GroupTransfer]:
     """The target run's per-group learning rate and weight decay at the tuned run's ``tau_epoch``.
 
@@ -146,6 +147,9 @@ def transfer_groups(
             -0.5 the 1/2 rules; -1 keeps the weight decay at fixed lr and ``B``), a finite number in [-2, 2].
         width_exponent: ``alpha`` of ``weight_decay ∝ S ** alpha`` for hidden weights (1 the
             paper's rule; 0.5 Fan et al.; 0 a fixed weight decay), a finite number.
+        batch_exponent: ``e`` of ``tau_epoch ∝ B ** e`` from the tuned global ``B`` to the target's (0 keeps
+            ``tau_epoch``, ``λ ∝ B`` at a fixed lr; 1 keeps the weight decay at a fixed lr and ``N``; with
+            ``lr ∝ B^m`` and ``λ ∝ B^k``, ``1 - k - m``), a finite number in [-2, 2]; times the size factor.
 
     Raises:
         ValueError: for ``target.width`` without ``tuned.width`` or ``base_width``, or a bad number.
@@ -166,11 +170,12 @@ def transfer_groups(
         [('vector-like', 0.025, 20.0), ('matrix-like', 0.1, 20.0)]
     """
     size_exponent, width_exponent = check_exponents(size_exponent, width_exponent)
+    batch_exponent = _checks.batch_exponent("transfer_groups", batch_exponent)
     target = TargetRun() if target is None else target
     lr = tuned.lr if target.lr is None else target.lr
     n = tuned.dataset_size if target.dataset_size is None else target.dataset_size
     b = tuned.batch_size if target.batch_size is None else target.batch_size
-    tau_epoch = target_tau_epoch(tuned, n, size_exponent)
+    tau_epoch = target_tau_epoch(tuned, n, size_exponent, batch_size=b, batch_exponent=batch_exponent)
     tau_iter = timescale.tau_iter_from_tau_epoch(tau_epoch, n, b)
 
     if width_mults is not None:
@@ -230,16 +235,28 @@ def check_exponents(
     return size, width
 
 
-def target_tau_epoch(tuned: TunedRun, dataset_size: float, size_exponent: float = 0.0) -> float:
-    """The ``tau_epoch`` the target run holds at ``N' = dataset_size``: ``tuned.tau_epoch * (N' / N) ** e``.
+def target_tau_epoch(
+    tuned: TunedRun,
+    dataset_size: float,
+    size_exponent: float = 0.0,
+    *,
+    batch_size: float | None = None,
+    batch_exponent: float = 0.0,
+) -> float:
+    """The ``tau_epoch`` the target run holds at ``N' = dataset_size`` and ``B' = batch_size``:
+    ``tuned.tau_epoch * (N' / N) ** size_exponent * (B' / B) ** batch_exponent``.
 
     Example:
-        >>> target_tau_epoch(TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100), 200_000, -0.5)
-        10.0
+        >>> tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100)
+        >>> target_tau_epoch(tuned, 200_000, -0.5), target_tau_epoch(tuned, 50_000, batch_size=400, batch_exponent=1)
+        (10.0, 80.0)
     """
-    if size_exponent == 0.0:
-        return tuned.tau_epoch
-    return tuned.tau_epoch * (dataset_size / tuned.dataset_size) ** size_exponent
+    held = tuned.tau_epoch
+    if size_exponent != 0.0:
+        held *= (dataset_size / tuned.dataset_size) ** size_exponent
+    if batch_exponent != 0.0 and batch_size is not None:
+        held *= (batch_size / tuned.batch_size) ** batch_exponent
+    return held
 
 
 def format_transfer_table(
@@ -249,6 +266,7 @@ def format_transfer_table(
     *,
     size_exponent: float = 0.0,
     width_exponent: float = 1.0,
+    batch_exponent: float = 0.0,
 ) -> str:
     """Render :func:`transfer_groups`' rows as the fixed-width table ``lightning-tau transfer`` prints (give the
     exponents the rows were computed with: the header says how ``tau_epoch`` and the weight decay moved).
@@ -269,15 +287,17 @@ def format_transfer_table(
     b = tuned.batch_size if target.batch_size is None else target.batch_size
     width = f", width={_num(tuned.width)}" if tuned.width is not None else ""
     target_width = f", width={_num(target.width)}" if target.width is not None else ""
-    tau_epoch = target_tau_epoch(tuned, n, size_exponent)
+    tau_epoch = target_tau_epoch(tuned, n, size_exponent, batch_size=b, batch_exponent=batch_exponent)
     tau_iter = timescale.tau_iter_from_tau_epoch(tau_epoch, n, b)
-    if size_exponent == 0.0:
+    if size_exponent == 0.0 and batch_exponent == 0.0:
         held = f"same tau_epoch={_num(tuned.tau_epoch)}"
     else:
-        held = (
-            f"tau_epoch {_num(tuned.tau_epoch)} x ({n:.10g}/{tuned.dataset_size:.10g})^{size_exponent:g} ="
-            f" {_num(tau_epoch)}"
-        )
+        factors = [
+            f" x ({new:.10g}/{old:.10g})^{e:g}"
+            for new, old, e in ((n, tuned.dataset_size, size_exponent), (b, tuned.batch_size, batch_exponent))
+            if e != 0.0
+        ]
+        held = f"tau_epoch {_num(tuned.tau_epoch)}{''.join(factors)} = {_num(tau_epoch)}"
     lines = [
         f"Tuned:  lr={_num(tuned.lr)}, weight_decay={_num(tuned.weight_decay)}, N={tuned.dataset_size:,.0f},"
         f" B={tuned.batch_size:,.0f}{width} -> tau_epoch={_num(tuned.tau_epoch)} (tau_iter={_num(tuned.tau_iter)}"

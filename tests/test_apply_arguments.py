@@ -126,3 +126,42 @@ def test_bad_size_rules_are_one_line_errors_before_any_write(kwargs: dict[str, A
         apply_timescale(opt, **kwargs)
     assert "\n" not in str(error.value)
     assert opt.param_groups[0]["weight_decay"] == 0.1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({**EPOCH, "batch_exponent": float("inf")}, r"^`apply_timescale\(batch_exponent=inf\)` is not valid: use a"),
+        (
+            {**EPOCH, "batch_exponent": 3, "reference_batch_size": 9},
+            r"^`apply_timescale\(batch_exponent=3\)` .*\[-2, 2\]",
+        ),
+        ({**EPOCH, "batch_exponent": 1}, r"^`apply_timescale\(batch_exponent=1\)` .* needs `reference_batch_size`"),
+        ({**EPOCH, "batch_exponent": 1, "reference_batch_size": -4}, r"^`apply_timescale\(reference_batch_size=-4\)`"),
+        ({"tau_iter": 50.0, "batch_exponent": 1, "reference_batch_size": 9}, r"Give the target as `tau_epoch`\.$"),
+        (
+            {"tau_epoch": 0.5, "dataset_size": 20, "batch_size": 10, "batch_exponent": 1, "reference_batch_size": 20},
+            r"`tau_epoch=0.25` is 0.5 optimizer steps .* \(The tau_epoch held at this B: tau_epoch 0.5 x \(10/20\)\^1"
+            r" = 0.25\.\)$",
+        ),
+    ],
+)
+def test_bad_batch_rules_are_one_line_errors_before_any_write(kwargs: dict[str, Any], match: str) -> None:
+    opt = adamw()
+    with pytest.raises(ValueError, match=match) as error:
+        apply_timescale(opt, **kwargs)
+    assert "\n" not in str(error.value)
+    assert opt.param_groups[0]["weight_decay"] == 0.1
+
+
+@pytest.mark.parametrize("exponent", [1.0, -0.5])
+def test_apply_timescale_holds_tau_epoch_times_b_over_b_ref_to_the_e(exponent: float) -> None:
+    # tau_epoch 5 measured at B_ref = 40; the loop runs B = 10 over N = 1000 (M = 100): held 5 x (10/40)^e
+    opt = adamw()
+    applied = apply_timescale(opt, **EPOCH, batch_exponent=exponent, reference_batch_size=40)
+    held = 5.0 * (10 / 40) ** exponent
+    assert applied.tau_epoch == pytest.approx(held) and applied.tau_iter == pytest.approx(held * 100)
+    assert opt.param_groups[0]["weight_decay"] == pytest.approx(1 / (1e-3 * held * 100))
+    rules = dict(size_exponent=-0.5, reference_dataset_size=250, batch_exponent=exponent, reference_batch_size=40)
+    both = apply_timescale(adamw(), **EPOCH, **rules)
+    assert both.tau_epoch == pytest.approx(held * 4**-0.5)

@@ -306,6 +306,20 @@ def test_skip_unsupported_optimizers_leaves_them_alone() -> None:
         ({"tau_epoch": 1.0, "reference_dataset_size": -1}, r"`TimescaleCallback\(reference_dataset_size=-1\)`"),
         ({"tau_iter": 9, "size_exponent": -1, "reference_dataset_size": 10}, r"Give the target as `tau_epoch`"),
         ({"token_budget": 1e9, "size_exponent": -1, "reference_dataset_size": 10}, r"would count the data twice"),
+        (
+            {"tau_epoch": 1.0, "batch_exponent": 1},
+            r"^`TimescaleCallback\(batch_exponent=1\)` is not valid: a nonzero `batch_exponent` needs"
+            r" `reference_batch_size`, the global batch size B",
+        ),
+        ({"tau_epoch": 1.0, "batch_exponent": float("nan")}, r"^`TimescaleCallback\(batch_exponent=nan\)` is not"),
+        ({"tau_epoch": 1.0, "batch_exponent": float("inf")}, r"^`TimescaleCallback\(batch_exponent=inf\)` is not"),
+        ({"tau_epoch": 1.0, "batch_exponent": -2.5, "reference_batch_size": 8}, r"batch_exponent=-2.5\)` .* \[-2, 2\]"),
+        ({"tau_epoch": 1.0, "batch_exponent": "1"}, r"^`TimescaleCallback\(batch_exponent='1'\)` is not valid"),
+        ({"tau_epoch": 1.0, "reference_batch_size": 0}, r"^`TimescaleCallback\(reference_batch_size=0\)` is not valid"),
+        ({"tau_epoch": 1.0, "reference_batch_size": 1.5}, r"^`TimescaleCallback\(reference_batch_size=1.5\)`"),
+        ({"tau_epoch": 1.0, "reference_batch_size": True}, r"^`TimescaleCallback\(reference_batch_size=True\)`"),
+        ({"tau_iter": 9, "batch_exponent": 1, "reference_batch_size": 8}, r"with B, .* Give the target as `tau_epoch`"),
+        ({"token_budget": 1e9, "batch_exponent": 1, "reference_batch_size": 8}, r"or `token_budget` alone"),
     ],
 )
 def test_bad_arguments_raise_at_construction(kwargs: dict, match: str) -> None:
@@ -398,6 +412,35 @@ def test_size_exponent_is_in_the_hparams_record_with_the_held_tau_epoch() -> Non
     assert record["timescale/tau_epoch_at_reference_size"] == 8.0
     assert record["timescale/tau_epoch_target"] == pytest.approx(8.0 * (120 / 30) ** -0.5)  # 4: the one held
     assert record["timescale/tau_epoch/pg1"] == pytest.approx(4.0)
+
+
+def test_batch_exponent_is_in_the_hparams_record_with_the_held_tau_epoch() -> None:
+    from helpers.loggers import MemoryLogger
+
+    logger = MemoryLogger()
+    cb = TimescaleCallback(tau_epoch=8.0, batch_exponent=-0.5, reference_batch_size=40, verbose=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quiet_trainer(callbacks=[cb], logger=logger, max_epochs=1).fit(
+            TinyModel(adamw()), make_loader(n=120, batch_size=10)
+        )
+    record = logger.hparams[-1]
+    assert record["timescale/batch_exponent"] == -0.5
+    assert record["timescale/reference_batch_size"] == 40.0
+    assert record["timescale/tau_epoch_at_reference_size"] == 8.0
+    assert "timescale/size_exponent" not in record
+    assert record["timescale/tau_epoch_target"] == pytest.approx(8.0 * (10 / 40) ** -0.5)  # 16: the one held
+    assert record["timescale/tau_epoch/pg1"] == pytest.approx(16.0)
+
+
+def test_a_nonzero_batch_exponent_with_no_readable_b_stops_before_any_step() -> None:
+    cb = TimescaleCallback(tau_epoch=8.0, batch_exponent=1, reference_batch_size=10, verbose=False)
+    model = TinyModel(adamw())
+    before = [p.detach().clone() for p in model.parameters()]
+    batches = make_loader(n=120, batch_size=None)  # no batch dimension Lightning can read
+    with pytest.raises(ValueError, match=r"^`TimescaleCallback\(batch_exponent=1\)` needs the run's global batch"):
+        quiet_trainer(callbacks=[cb], max_epochs=1).fit(model, batches)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 
 def test_size_exponent_zero_is_todays_rule_and_records_nothing_new() -> None:

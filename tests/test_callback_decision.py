@@ -100,10 +100,23 @@ def test_the_all_zero_refusal_says_what_to_do() -> None:
     )
 
 
+def test_decide_and_write_holds_tau_epoch_at_this_b_under_a_batch_rule_and_says_so_when_it_cannot() -> None:
+    opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
+    held = _decide(opt, Target(tau_epoch=4.0, batch_exponent=1.0, reference_batch_size=2))
+    assert (held.tau_epoch, held.tau_iter) == (8.0, 800.0)  # 4 x (4 / 2)^1 epochs of 100 steps
+    assert opt.param_groups[0]["weight_decay"] == pytest.approx(1 / (1e-3 * 800.0))
+    with pytest.raises(ValueError, match=r"\(The tau_epoch held at this B: tau_epoch 0.001 x \(4/2\)\^-1 = 0.0005"):
+        _decide(opt, Target(tau_epoch=1e-3, batch_exponent=-1.0, reference_batch_size=2))
+    rules = dict(size_exponent=-0.5, reference_dataset_size=100, batch_exponent=1, reference_batch_size=2)
+    both = Target(tau_epoch=1e-3, **rules)
+    with pytest.raises(ValueError, match=r"held at this N and B: tau_epoch 0.001 x \(400/100\)\^-0.5 = 0.0005; tau_"):
+        _decide(opt, both)
+
+
 def _decide(opt: torch.optim.Optimizer, target: Target, scheduled: set[int] | None = None):
     return decide_and_write(
         [opt],
-        RunShape(100, dataset_size=400),
+        RunShape(100, dataset_size=400, global_batch_size=4),
         target,
         managed_optimizers={0},
         weight_decay_before={},

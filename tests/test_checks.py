@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from lightning_tau import _checks
+from lightning_tau.errors import TimescaleError
 
 
 def _message(check, *args, **kwargs) -> str:
@@ -111,3 +112,15 @@ def test_a_string_power_law_exponent_is_a_value_error_naming_it() -> None:
 
     with pytest.raises(ValueError, match=re.escape("`TimescaleCallback(power_law_exponent='x')` is not valid")):
         TimescaleCallback(token_budget=1e6, power_law_exponent="x")
+
+
+@pytest.mark.parametrize("value", [2.0001, -2.0001, math.nan, math.inf, True, "1", None])
+def test_batch_exponent_refuses_outside_minus_two_to_two_and_non_numbers(value: object) -> None:
+    shown = re.escape(repr(value))
+    with pytest.raises(TimescaleError, match=rf"^`TimescaleCallback\(batch_exponent={shown}\)` is not valid: use a"):
+        _checks.batch_exponent("TimescaleCallback", value)
+
+
+def test_batch_exponent_takes_both_ends_and_numpy_numbers() -> None:
+    assert _checks.batch_exponent("apply_timescale", -2) == -2.0 and _checks.batch_exponent("x", 2) == 2.0
+    assert _checks.batch_exponent("x", np.float32(0.5)) == 0.5

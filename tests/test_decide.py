@@ -347,5 +347,34 @@ def test_held_tau_epoch_without_a_readable_n_says_why_and_what_to_pass() -> None
         )
 
 
+# --- the batch-size exponent: times (B / B_ref) ** e at the shape's global B -----------------------------------------
+
+
+def test_held_tau_epoch_follows_each_shapes_b_times_the_size_factor() -> None:
+    rule = dict(size_exponent=0.0, reference_dataset_size=None, batch_exponent=1.0, reference_batch_size=20)
+    held = [held_tau_epoch(RunShape(10, 100, b), 5.0, **rule) for b in (10, 20, 80)]
+    assert held == pytest.approx([2.5, 5.0, 20.0])
+    both = dict(size_exponent=-0.5, reference_dataset_size=25, batch_exponent=-0.5, reference_batch_size=20)
+    assert held_tau_epoch(RunShape(10, 100, 80), 8.0, **both) == pytest.approx(8.0 * 4**-0.5 * 4**-0.5)
+    assert held_tau_epoch(RunShape(10, 100, 80), None, **rule) is None  # a tau_iter target
+    assert held_tau_epoch(RunShape(10), 5.0, size_exponent=0.0, reference_dataset_size=None) == 5.0  # B not needed
+
+
+def test_held_tau_epoch_without_a_readable_b_says_why_and_what_to_pass() -> None:
+    with raises_exactly(
+        "`TimescaleCallback(batch_exponent=-0.5)` at epoch 1 needs the run's global batch size B: the batch has no"
+        " size. Pass `TimescaleCallback(batch_size=...)` (the global B)."
+    ):
+        held_tau_epoch(
+            RunShape(10, 100, problems=("the batch has no size.",)),
+            5.0,
+            size_exponent=0.0,
+            reference_dataset_size=None,
+            epoch=1,
+            batch_exponent=-0.5,
+            reference_batch_size=20,
+        )
+
+
 def test_group_timescale_decays_is_the_older_name_of_managed() -> None:
     assert [decided(managed=m).decays for m in (True, False)] == [True, False]

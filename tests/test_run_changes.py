@@ -365,3 +365,60 @@ def test_iterable_dataset_with_dataset_size_counts_the_incomplete_accumulation_w
     assert log.epochs() == [0] * 3 + [1] * 3  # the Trainer's own epoch
     assert cb.resolved_steps_per_epoch == 3 and cb.resolved_batch_size == 40
     assert log.weight_decays() == pytest.approx([closed_form(3)] * 6)  # not closed_form(2.5)
+
+
+@pytest.mark.parametrize("exponent", [1.0, -0.5])
+def test_batch_exponent_follows_each_accumulated_b_at_every_step(
+    exponent: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 100 samples in batches of 10, accumulation 1, 2, 4 in epochs 0, 1, 2: B = 10, 20, 40 and M = 10, 5, 3.
+    # tau_epoch 8 measured at B_ref = 20 is held as 8 x (B / 20) ** e, so wd = 1 / (lr M 8 (B / 20) ** e).
+    log = StepLog()
+    cb = TimescaleCallback(tau_epoch=8.0, batch_exponent=exponent, reference_batch_size=20)
+    gas = GradientAccumulationScheduler({0: 1, 1: 2, 2: 4})
+    trainer = quiet_trainer(callbacks=[gas, cb, log], max_epochs=3)
+    with caplog.at_level("INFO"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the 1-D parameters and the short run: not what this test is about
+        trainer.fit(TinyModel(adamw), make_loader(n=100, batch_size=10))
+    assert log.epochs() == [0] * 10 + [1] * 5 + [2] * 3
+    for epoch, groups in log.steps:
+        b, m = 10 * 2**epoch, {0: 10, 1: 5, 2: 3}[epoch]
+        held = 8.0 * (b / 20) ** exponent
+        assert groups[0][1] == pytest.approx(1 / (LR * m * held), rel=1e-9), (epoch, groups[0][1])
+    assert cb.held_tau_epoch == pytest.approx(8.0 * 2**exponent)
+    shown = f"{exponent:g}"
+    first = f"tau_epoch 8 x (10/20)^{shown} = {8.0 * 0.5**exponent:.4g}"
+    assert f"Held at this B: {first} (batch_exponent={shown}: tau_epoch ∝ B^{shown} from" in caplog.text
+    assert f"(tau_epoch 8 x (20/20)^{shown} = 8 held)." in caplog.text  # each change says the one held
+    assert f"(tau_epoch 8 x (40/20)^{shown} = {8.0 * 2**exponent:.4g} held)." in caplog.text
+
+
+def test_batch_exponent_follows_the_batch_the_batch_size_finder_picks() -> None:
+    log = StepLog()
+    cb = TimescaleCallback(tau_epoch=TAU, batch_exponent=1.0, reference_batch_size=4, verbose=False)
+    finder = BatchSizeFinder(mode="power", steps_per_trial=1, init_val=4, max_trials=2)
+    model = TunableModel()
+    quiet_trainer(callbacks=[cb, finder, log], max_epochs=2).fit(model)
+    assert model.batch_size != 4  # the finder really changed it
+    steps = math.ceil(100 / model.batch_size)
+    held = TAU * model.batch_size / 4
+    assert cb.held_tau_epoch == pytest.approx(held) and len(log.steps) == 2 * steps
+    assert log.weight_decays() == pytest.approx([closed_form(steps, tau_epoch=held)] * (2 * steps))
+
+
+def test_batch_and_size_exponents_multiply() -> None:
+    # tau_epoch 8 at N_ref = 25, B_ref = 5; the run: N = 100, B = 10. Held: 8 x 4^-0.5 x 2^1 = 8, at M = 10.
+    log = StepLog()
+    cb = TimescaleCallback(
+        tau_epoch=8.0,
+        size_exponent=-0.5,
+        reference_dataset_size=25,
+        batch_exponent=1.0,
+        reference_batch_size=5,
+        verbose=False,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quiet_trainer(callbacks=[cb, log], max_epochs=1).fit(TinyModel(adamw), make_loader(n=100, batch_size=10))
+    assert cb.held_tau_epoch == pytest.approx(8.0)
+    assert log.weight_decays() == pytest.approx([1 / (LR * 10 * 8.0)] * 10)

@@ -6,6 +6,7 @@ import torch
 
 from lightning_tau.decide import NO_MUP, GroupInput, GroupTimescale, RunShape
 from lightning_tau.summary import (
+    batch_note,
     describe_target,
     fixed_lambda_warning,
     format_summary,
@@ -185,6 +186,37 @@ def test_start_summary_puts_the_size_note_first() -> None:
     )
     assert said.splitlines()[0].startswith("TimescaleCallback: tau_epoch=4 (tau_iter=500 steps)")
     assert said.splitlines()[-2:] == ["Held at this N: ...", "A note."]
+
+
+def test_batch_note_whole_and_only_when_the_exponent_is_not_zero() -> None:
+    assert batch_note(8.0, 256, batch_exponent=1.0, reference_batch_size=128) == (
+        "Held at this B: tau_epoch 8 x (256/128)^1 = 16 (batch_exponent=1: tau_epoch ∝ B^1 from"
+        " reference_batch_size=128)."
+    )
+    assert batch_note(8.0, 32, batch_exponent=-0.5, reference_batch_size=128) == (
+        "Held at this B: tau_epoch 8 x (32/128)^-0.5 = 16 (batch_exponent=-0.5: tau_epoch ∝ B^-0.5 from"
+        " reference_batch_size=128)."
+    )
+    assert "(batch_exponent=0.62: tau_epoch ∝ B^0.62 from" in batch_note(
+        5.0, 64, batch_exponent=0.6234, reference_batch_size=16
+    )
+    assert batch_note(8.0, 256, batch_exponent=0.0, reference_batch_size=128) is None
+    assert batch_note(None, 256, batch_exponent=1.0, reference_batch_size=128) is None
+    assert batch_note(8.0, None, batch_exponent=1.0, reference_batch_size=128) is None
+
+
+def test_start_summary_puts_the_batch_note_after_the_size_note() -> None:
+    table = dict(tau_iter=500.0, tau_epoch=4.0, shape=RunShape(125), planned_steps=None, optimizer_steps_per_epoch={})
+    said = start_summary(
+        [group()],
+        **table,
+        note="A note.",
+        width_exponent=1.0,
+        manual_tau_epoch=None,  # type: ignore[arg-type]
+        size_scaling="Held at this N: ...",
+        batch_scaling="Held at this B: ...",
+    )
+    assert said.splitlines()[-3:] == ["Held at this N: ...", "Held at this B: ...", "A note."]
 
 
 def test_start_warnings_come_in_order_and_only_when_due() -> None:

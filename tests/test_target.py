@@ -1,4 +1,4 @@
-"""The target timescale's checks and its size rule (lightning_tau/target.py): pure and fast.
+"""The target timescale's checks, its size rule and its batch rule (lightning_tau/target.py): pure and fast.
 
 Among the tests `make mutation` runs against target.py's mutants, so each message is checked whole and each boundary
 from both sides.
@@ -12,6 +12,9 @@ import pytest
 
 from lightning_tau.target import (
     Target,
+    batch_scaled_tau_epoch,
+    batch_scaling_text,
+    check_batch_rule,
     check_size_rule,
     check_target,
     check_width_exponent,
@@ -153,3 +156,84 @@ def test_target_says_how_its_held_tau_epoch_came_only_under_a_size_rule() -> Non
     assert scaled.scaling_text(None) is None
     assert Target(tau_epoch=8.0).scaling_text(50_000) is None
     assert Target(tau_iter=500.0, size_exponent=-0.5, reference_dataset_size=12_500).scaling_text(50_000) is None
+
+
+# --- the batch rule: tau_epoch * (B / B_ref) ** e --------------------------------------------------------------------
+
+BATCH_RANGE = (
+    "use a finite number in [-2, 2], e of tau_epoch ∝ B ** e (0 holds tau_epoch at every B: lambda ∝ B at a fixed"
+    " lr; 1 a fixed lambda at a fixed lr; with lr ∝ B^m and lambda ∝ B^k, e = 1 - k - m); beyond ±2 a 4-fold B moves"
+    " tau_epoch over 16-fold, which no published rule does."
+)
+BATCH = (
+    "use a positive whole number: the global batch size B (devices x per-device batch x accumulation, in the unit"
+    " of the run's B) the given tau_epoch was measured at."
+)
+
+
+def test_check_batch_rule_takes_the_range_and_a_reference() -> None:
+    assert check_batch_rule(1, 128) == (1.0, 128) and isinstance(check_batch_rule(1, 128.0)[1], int)
+    assert check_batch_rule(-2, 1) == (-2.0, 1) and check_batch_rule(2, 1) == (2.0, 1)  # both ends are in
+    assert check_batch_rule(0, None) == (0.0, None) and check_batch_rule(0.0, 64) == (0.0, 64)
+
+
+@pytest.mark.parametrize(
+    ("exponent", "reference", "message"),
+    [
+        (2.001, 8, f"`TimescaleCallback(batch_exponent=2.001)` is not valid: {BATCH_RANGE}"),
+        (-2.001, 8, f"`TimescaleCallback(batch_exponent=-2.001)` is not valid: {BATCH_RANGE}"),
+        (float("nan"), 8, f"`TimescaleCallback(batch_exponent=nan)` is not valid: {BATCH_RANGE}"),
+        (True, 8, f"`TimescaleCallback(batch_exponent=True)` is not valid: {BATCH_RANGE}"),
+        (1, 0, f"`TimescaleCallback(reference_batch_size=0)` is not valid: {BATCH}"),
+        (1, 2.5, f"`TimescaleCallback(reference_batch_size=2.5)` is not valid: {BATCH}"),
+        (0, "64", f"`TimescaleCallback(reference_batch_size='64')` is not valid: {BATCH}"),
+        (
+            0.5,
+            None,
+            "`TimescaleCallback(batch_exponent=0.5)` is not valid: a nonzero `batch_exponent` needs"
+            " `reference_batch_size`, the global batch size B the given tau_epoch was measured at (the finder's"
+            " `AxisResult.callback()` passes both).",
+        ),
+    ],
+)
+def test_check_batch_rule_refuses_in_one_line(exponent: object, reference: object, message: str) -> None:
+    with raises_exactly(message):
+        check_batch_rule(exponent, reference)
+
+
+def test_check_batch_rule_needs_a_tau_epoch_target() -> None:
+    with raises_exactly(
+        "`TimescaleCallback(batch_exponent=1)` is not valid: `batch_exponent` scales a `tau_epoch` target with B,"
+        " and `tau_iter=50` is in optimizer steps. Give the target as `tau_epoch`."
+    ):
+        check_batch_rule(1, 8, tau_iter=50)
+    with raises_exactly(
+        "`apply_timescale(batch_exponent=1)` is not valid: `token_budget=1000000000.0` already picks the timescale"
+        " as a fraction of the planned steps; use `tau_epoch` with `batch_exponent`, or `token_budget` alone."
+    ):
+        check_batch_rule(1, 8, owner="apply_timescale", token_budget=1e9)
+    assert check_batch_rule(0, None, tau_iter=50, token_budget=1e9) == (0.0, None)  # exponent 0: nothing to scale
+
+
+@pytest.mark.parametrize(("exponent", "held"), [(1.0, 16.0), (-0.5, 8.0 / 2**0.5), (0.0, 8.0), (2.0, 32.0)])
+def test_batch_scaled_tau_epoch_is_b_over_b_ref_to_the_e(exponent: float, held: float) -> None:
+    assert batch_scaled_tau_epoch(8.0, 256, batch_exponent=exponent, reference_batch_size=128) == pytest.approx(held)
+    assert batch_scaled_tau_epoch(8.0, 64, batch_exponent=exponent, reference_batch_size=128) == pytest.approx(
+        8.0 * 0.5**exponent
+    )
+
+
+def test_batch_scaling_text_and_the_targets_whole_text() -> None:
+    text = batch_scaling_text(8.0, 256, batch_exponent=1.0, reference_batch_size=128)
+    assert text == "tau_epoch 8 x (256/128)^1 = 16"
+    assert batch_scaling_text(8.0, 64, batch_exponent=-0.5, reference_batch_size=256) == (
+        "tau_epoch 8 x (64/256)^-0.5 = 16"
+    )
+    assert batch_scaling_text(8.0, 256, batch_exponent=0.0, reference_batch_size=128) is None
+    assert batch_scaling_text(8.0, None, batch_exponent=1.0, reference_batch_size=128) is None
+    both = Target(8.0, size_exponent=-0.5, reference_dataset_size=100, batch_exponent=1.0, reference_batch_size=10)
+    assert both.scaling_text(400, 40) == "tau_epoch 8 x (400/100)^-0.5 = 4; tau_epoch 4 x (40/10)^1 = 16"
+    assert both.scaled_by() == "N and B" and both.size_held(400) == 4.0
+    batch = Target(8.0, batch_exponent=1.0, reference_batch_size=10)
+    assert batch.scaling_text(400, 40) == "tau_epoch 8 x (40/10)^1 = 32" and batch.scaled_by() == "B"
+    assert Target(8.0).scaling_text(400, 40) is None and Target(tau_iter=50.0).scaling_text(400, 40) is None

@@ -184,6 +184,43 @@ def test_from_tuned_run_with_a_size_exponent_measures_n_from_the_tuned_run() -> 
     assert given.reference_dataset_size == 30
 
 
+@pytest.mark.parametrize("exponent", [1.0, -0.5])
+def test_batch_exponent_moves_tau_epoch_by_b_over_the_tuned_b(exponent: float) -> None:
+    """Tuned at B = 100 (tau_epoch 20); at B' = 400 the rule holds 20 x 4^e, so wd = B' / (lr N tau_epoch')."""
+    tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100)
+    target = TargetRun(batch_size=400)
+    (row,) = transfer_groups(tuned, target, batch_exponent=exponent)
+    held = 20.0 * 4**exponent
+    assert row.tau_epoch == pytest.approx(held)
+    assert row.weight_decay == pytest.approx(400 / (1e-3 * 50_000 * held), rel=1e-12)
+    header = format_transfer_table(tuned, target, [row], batch_exponent=exponent).splitlines()[1]
+    assert f"-> tau_epoch 20 x (400/100)^{exponent:g} = {held:g} (tau_iter=" in header
+    bigger = TargetRun(dataset_size=200_000, batch_size=400)
+    (both,) = transfer_groups(tuned, bigger, size_exponent=-0.5, batch_exponent=exponent)
+    assert both.tau_epoch == pytest.approx(held / 2)
+    with pytest.raises(ValueError, match=r"^`transfer_groups\(batch_exponent=3\)` is not valid: use a finite number"):
+        transfer_groups(tuned, target, batch_exponent=3)
+
+
+def test_from_tuned_run_with_a_batch_exponent_measures_b_from_the_tuned_run() -> None:
+    """Tuned at B = 10 (N = 240), trained at B = 20 by a fixed λ (e = 1): tau_epoch x 2 at half the steps, same wd."""
+    tuned = TunedRun(lr=1e-2, weight_decay=0.5, dataset_size=240, batch_size=10)
+    callback = TimescaleCallback.from_tuned_run(tuned, batch_exponent=1.0, verbose=False)
+    assert callback.reference_batch_size == 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer = quiet_trainer(callbacks=[callback], max_steps=2)
+        trainer.fit(
+            TinyModel(lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.5)),
+            make_loader(n=240, batch_size=20),
+        )
+    assert trainer.optimizers[0].param_groups[0]["weight_decay"] == pytest.approx(0.5, rel=1e-12)
+    (row,) = transfer_groups(tuned, TargetRun(batch_size=20), batch_exponent=1.0)
+    assert row.weight_decay == pytest.approx(0.5, rel=1e-12)  # the table agrees with the callback
+    given = TimescaleCallback.from_tuned_run(tuned, batch_exponent=1.0, reference_batch_size=5, verbose=False)
+    assert given.reference_batch_size == 5
+
+
 def test_from_tuned_run_rejects_a_second_timescale() -> None:
     with pytest.raises(ValueError, match=r"do not pass \['tau_epoch'\]"):
         TimescaleCallback.from_tuned_run(TunedRun(1e-3, 0.1, 1000, 10), tau_epoch=3.0)
@@ -292,9 +329,27 @@ def test_cli_size_and_width_exponents(capsys: pytest.CaptureFixture[str]) -> Non
     assert [r["weight_decay"] for r in paper] == pytest.approx([0.025, 0.1])
 
 
+def test_cli_batch_exponent(capsys: pytest.CaptureFixture[str]) -> None:
+    # 4x the batch at a fixed lr: a fixed weight decay is tau_epoch ∝ B^1 (20 -> 80); B^0 is weight decay x 4
+    tuned = ["--lr", "1e-3", "--weight-decay", "0.1", "--dataset-size", "50000", "--batch-size", "100"]
+    assert main(["transfer", *tuned, "--target-batch-size", "4x", "--batch-exponent", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "-> tau_epoch 20 x (400/100)^1 = 80 (tau_iter=10000 steps)" in out
+    assert table_rows(out) == {"all": ["1", "0.001", "0.1", "10000", "80"]}
+    assert main(["transfer", *tuned, "--target-batch-size", "4x", "--batch-exponent", "-0.5", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["tau_epoch"] == pytest.approx(10.0) and row["weight_decay"] == pytest.approx(400 / (1e-3 * 50000 * 10))
+    assert main(["transfer", *tuned, "--target-batch-size", "4x", "--json"]) == 0  # the default: tau_epoch held
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["tau_epoch"] == pytest.approx(20.0) and row["weight_decay"] == pytest.approx(0.4)
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
+        (["--batch-exponent", "nan"], "argument --batch-exponent: got 'nan': use a finite number in [-2, 2]"),
+        (["--batch-exponent", "-3"], "argument --batch-exponent: got '-3': use a finite number in [-2, 2]"),
+        (["--batch-exponent", "one"], "argument --batch-exponent: expected a finite number, got 'one'"),
         (["--size-exponent", "nan"], "argument --size-exponent: got 'nan': use a finite number in [-2, 2]"),
         (["--size-exponent", "2.5"], "argument --size-exponent: got '2.5': use a finite number in [-2, 2]"),
         (["--size-exponent", "half"], "argument --size-exponent: expected a finite number, got 'half'"),

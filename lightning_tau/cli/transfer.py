@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 
+from lightning_tau import _checks
 from lightning_tau.cli._args import positive_float
 from lightning_tau.transfer import (
     GroupTransfer,
@@ -35,6 +36,9 @@ examples:
   # 4x the data by the exponent the finder measured (tau_epoch x 4^-0.5), 4x wider by Fan et al. (hidden wd x 4^0.5)
   lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 12500 --batch-size 100 --width 256 \\
       --target-dataset-size 4x --target-width 4x --size-exponent -0.5 --width-exponent 0.5
+  # 4x the global batch at the same lr by a fixed weight decay (tau_epoch ∝ B^1: tau_epoch x 4)
+  lightning-tau transfer --lr 1e-3 --weight-decay 0.1 --dataset-size 50000 --batch-size 100 \\
+      --target-batch-size 4x --batch-exponent 1
 """
 
 
@@ -47,7 +51,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
             "Tune small, train big: from a tuned AdamW run (lr, weight decay, dataset size N, global batch B,"
             " optionally width) compute tau_epoch = B / (lr * wd * N) and print the target run's per-group lr and"
             " weight decay at the same tau_epoch (muP: matrix-like groups get lr / s and weight decay x s), or by"
-            " measured exponents: --size-exponent e (tau_epoch ∝ N^e) and --width-exponent alpha (every group's"
+            " measured exponents: --size-exponent e (tau_epoch ∝ N^e), --batch-exponent e (tau_epoch ∝ B^e) and"
+            " --width-exponent alpha (every group's"
             " timescale x S^(1-alpha) at the target's width multiplier S: hidden weight decay ∝ S^alpha)."
         ),
         epilog=_EPILOG,
@@ -95,6 +100,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         f" [{WIDTH_EXPONENT_RANGE[0]:g}, {WIDTH_EXPONENT_RANGE[1]:g}]: the published rules span 0 to 1, and the range"
         " leaves room on each side for an exponent measured with `find --axis width` and its interval",
     )
+    rules.add_argument(
+        "--batch-exponent",
+        type=_exponent("batch_exponent"),
+        default=0.0,
+        metavar="E",
+        help="tau_epoch ∝ B^E from the tuned global B to the target's (default 0: the same tau_epoch, weight decay ∝"
+        " B at a fixed lr; 1 a fixed weight decay at a fixed lr; with lr ∝ B^m and weight decay ∝ B^k, E = 1-k-m),"
+        " in [-2, 2]; the tuned run is the reference B",
+    )
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     parser.set_defaults(func=run)
     return parser
@@ -118,7 +132,11 @@ def run(args: argparse.Namespace) -> int:
                     " --width (the tuned width) or --base-width (mup's base width)."
                 )
         groups = None if args.group is None else dict(_group(g) for g in args.group)
-        exponents = {"size_exponent": args.size_exponent, "width_exponent": args.width_exponent}
+        exponents = {
+            "size_exponent": args.size_exponent,
+            "width_exponent": args.width_exponent,
+            "batch_exponent": args.batch_exponent,
+        }
         try:
             rows = transfer_groups(tuned, target, base_width=args.base_width, width_mults=groups, **exponents)
         except ValueError as error:
@@ -126,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"lightning-tau transfer: error: {problem}", file=sys.stderr)
                 return 2
             raise
-        _check_target_timescale(rows, target, tuned, args.size_exponent)
+        _check_target_timescale(rows, target, tuned, args.size_exponent, args.batch_exponent)
     except ValueError as error:
         raise SystemExit(f"lightning-tau transfer: error: {error}") from None
     if args.json:
@@ -163,7 +181,11 @@ def _check_tuned_timescale(tuned: TunedRun) -> None:
 
 
 def _check_target_timescale(
-    rows: list[GroupTransfer], target: TargetRun, tuned: TunedRun, size_exponent: float = 0.0
+    rows: list[GroupTransfer],
+    target: TargetRun,
+    tuned: TunedRun,
+    size_exponent: float = 0.0,
+    batch_exponent: float = 0.0,
 ) -> None:
     """A target group whose ``tau_iter`` is one step or less (``lr * weight_decay >= 1``) is an error."""
     shortest = min(rows, key=lambda r: r.tau_iter)
@@ -171,8 +193,9 @@ def _check_target_timescale(
     if tau_iter <= 1:
         n = tuned.dataset_size if target.dataset_size is None else target.dataset_size
         b = tuned.batch_size if target.batch_size is None else target.batch_size
-        held = target_tau_epoch(tuned, n, size_exponent)
-        what = f"the tuned tau_epoch={tuned.tau_epoch:.4g}" if size_exponent == 0.0 else f"tau_epoch={held:.4g}"
+        held = target_tau_epoch(tuned, n, size_exponent, batch_size=b, batch_exponent=batch_exponent)
+        same = size_exponent == 0.0 and batch_exponent == 0.0
+        what = f"the tuned tau_epoch={tuned.tau_epoch:.4g}" if same else f"tau_epoch={held:.4g}"
         where = "in every group" if all(r.tau_iter == tau_iter for r in rows) else f"in group {shortest.name!r}"
         raise ValueError(
             f"the target run (N={n:g}, B={b:g}: M={n / b:.4g} steps per epoch) would hold {what} as"
@@ -213,8 +236,8 @@ WIDTH_EXPONENT_RANGE = (-1.0, 3.0)
 
 
 def _exponent(name: str) -> Callable[[str], float]:
-    """An argparse type for ``--size-exponent`` / ``--width-exponent``: a finite number, the size one in [-2, 2], the
-    width one in :data:`WIDTH_EXPONENT_RANGE`.
+    """An argparse type for ``--size-exponent`` / ``--batch-exponent`` / ``--width-exponent``: a finite number, the
+    size and batch ones in [-2, 2], the width one in :data:`WIDTH_EXPONENT_RANGE`.
 
     Example:
         >>> _exponent("size_exponent")("-0.5")
@@ -235,7 +258,10 @@ def _exponent(name: str) -> Callable[[str], float]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}") from None
         try:
-            check_exponents(**{"size_exponent": 0.0, "width_exponent": 1.0, name: value})
+            if name == "batch_exponent":
+                _checks.batch_exponent("transfer", value)
+            else:
+                check_exponents(**{"size_exponent": 0.0, "width_exponent": 1.0, name: value})
         except ValueError as err:
             raise argparse.ArgumentTypeError(f"got {text!r}: {str(err).split(' is not valid: ', 1)[-1]}") from None
         low, high = WIDTH_EXPONENT_RANGE

@@ -167,8 +167,9 @@ class TimescaleMonitor(Callback):
         #: Optimizer index -> its steps per epoch where it is not the run's ``M`` (manual optimization), pushed by a
         #: ``TimescaleCallback``: that optimizer's groups' ``tau_epoch`` is in its own steps.
         self.optimizer_steps_per_epoch: dict[int, float] = {}
-        #: A ``TimescaleCallback``'s dataset-size rule, for the HParams record (``size_exponent``,
-        #: ``reference_dataset_size``, ``tau_epoch_at_reference_size``); ``None`` without one (exponent 0).
+        #: A ``TimescaleCallback``'s dataset-size and batch-size rules, for the HParams record (``size_exponent``,
+        #: ``reference_dataset_size``, ``batch_exponent``, ``reference_batch_size``, ``tau_epoch_at_reference_size``);
+        #: ``None`` without one (both exponents 0).
         self.size_rule: dict[str, float] | None = None
         self._optimizers: list[torch.optim.Optimizer] = []
         self._quiet_without_logger = False  # a `TimescaleCallback`'s default monitor says nothing with no logger
@@ -423,9 +424,11 @@ class TimescaleMonitor(Callback):
             group_targets: ``(optimizer index, group index) -> (tau_iter, tau_epoch)`` of every group the callback
                 manages; groups it does not name log no target. ``None`` logs the run's target for every group.
             optimizer_steps_per_epoch: optimizer index -> its ``M`` where it is not ``shape``'s.
-            size_rule: the callback's dataset-size rule (``size_exponent``, ``reference_dataset_size``,
-                ``tau_epoch_at_reference_size``), recorded in the HParams record under ``{prefix}/``; ``tau_epoch``
-                is then the one held at the run's ``N``. ``None``: exponent 0, nothing recorded.
+            size_rule: the callback's dataset-size and batch-size rules (``size_exponent``,
+                ``reference_dataset_size``, ``batch_exponent``, ``reference_batch_size``,
+                ``tau_epoch_at_reference_size``: those of the rules in use), recorded in the HParams record under
+                ``{prefix}/``; ``tau_epoch`` is then the one held at the run's ``N`` and ``B``. ``None``: both
+                exponents 0, nothing recorded.
         """
         self.size_rule = None if size_rule is None else {k: float(v) for k, v in size_rule.items()}
         self._shapes = shapes
