@@ -1,5 +1,7 @@
-"""Shared test fixtures: a tiny classification LightningModule whose optimizer set-up each test chooses, a real
-PostgreSQL server (``pg_server.py``) and the finder's single-process reference run (``finder_procs.py``)."""
+"""Shared test fixtures: a tiny classification LightningModule whose optimizer set-up each test chooses
+(``helpers/tiny_model.py``), a real PostgreSQL server (``helpers/pg_server.py``) and the finder's single-process
+reference run (``helpers/finder_procs.py``). The builders tests import live in ``tests/helpers/`` (on the path through
+pyproject's ``pythonpath``), never here: test modules import from helpers, never from each other or from conftest."""
 
 from __future__ import annotations
 
@@ -7,16 +9,14 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import lightning.pytorch as pl
 import pytest
-import torch
 from hypothesis import settings
 from pg_server import PostgresServer, start_postgres
-from torch.utils.data import DataLoader, TensorDataset
+from tiny_model import TinyModel
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
 
@@ -27,55 +27,6 @@ if "MUTANT_UNDER_TEST" in os.environ:
     settings.load_profile("mutation")
 
 
-class TinyModel(pl.LightningModule):
-    """Linear -> LayerNorm -> Linear classifier; `make_optimizer(module)` returns what `configure_optimizers` does."""
-
-    def __init__(self, make_optimizer: Callable[[TinyModel], Any] | None = None, hidden: int = 8) -> None:
-        super().__init__()
-        self.hidden = torch.nn.Linear(4, hidden)
-        self.norm = torch.nn.LayerNorm(hidden)
-        self.head = torch.nn.Linear(hidden, 2)
-        self.make_optimizer = make_optimizer
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.norm(self.hidden(x)).relu())
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        loss = torch.nn.functional.cross_entropy(self(x), y)
-        self.log("train_loss", loss)
-        return loss
-
-    def configure_optimizers(self) -> Any:
-        if self.make_optimizer is not None:
-            return self.make_optimizer(self)
-        return torch.optim.AdamW(self.parameters(), lr=1e-2, weight_decay=0.1)
-
-
-def make_dataset(n: int = 120, seed: int = 0) -> TensorDataset:
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(n, 4, generator=g)
-    return TensorDataset(x, (x[:, 0] > 0).long())
-
-
-def make_loader(n: int = 120, batch_size: int = 10, **kwargs: Any) -> DataLoader:
-    return DataLoader(make_dataset(n), batch_size=batch_size, **kwargs)
-
-
-def quiet_trainer(**kwargs: Any) -> pl.Trainer:
-    defaults: dict[str, Any] = dict(
-        accelerator="cpu",
-        devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        max_epochs=1,
-    )
-    defaults.update(kwargs)
-    return pl.Trainer(**defaults)
-
-
 @pytest.fixture
 def tiny_model() -> type[TinyModel]:
     return TinyModel
@@ -83,7 +34,7 @@ def tiny_model() -> type[TinyModel]:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
-    """A real PostgreSQL server for the whole session (see ``tests/pg_server.py``); stopped and removed at the end.
+    """A real PostgreSQL server for the whole session (see ``tests/helpers/pg_server.py``); stopped and removed at the end.
 
     Its data folder is not under pytest's temporary folder: pytest makes ``/tmp/pytest-of-<user>`` private (0700)
     at the start of every session, so a concurrent session would lock the server's own user (as root: ``pgserver``)

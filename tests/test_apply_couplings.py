@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
+from tiny_model import TinyModel, make_loader, quiet_trainer
 
 from lightning_tau import TimescaleCallback, apply_timescale
 from lightning_tau.couplings import COUPLINGS, decay_at, plan

@@ -160,7 +160,7 @@ import sys
 import torch
 import lightning.pytorch as pl
 from torch.distributed.optim import ZeroRedundancyOptimizer
-from conftest import TinyModel, make_loader
+from tiny_model import TinyModel, make_loader
 from ddp_harness import end_process_group
 from lightning_tau import TimescaleCallback
 from lightning_tau.optim import unwrap_optimizer

@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from helpers.finder_results import finder_result
+from finder_results import finder_result
 
 from lightning_tau.tuner.analysis.axis_result import AxisResult
 from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult

@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers.axis_results import LAMBDA_BASE, TAUS, size_result, sweep, width_result
-from helpers.finder_results import finder_result
+from axis_results import LAMBDA_BASE, TAUS, size_result, sweep, width_result
+from finder_results import finder_result
 
 from lightning_tau import TimescaleCallback
 from lightning_tau._numbers import exponent

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from helpers.axis_results import size_result, sweep, width_result
+from axis_results import size_result, sweep, width_result
 
 from lightning_tau.tuner.analysis.axis_result import AxisResult
 from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult

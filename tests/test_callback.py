@@ -9,8 +9,8 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_dataset, make_loader, quiet_trainer
-from helpers.runs import Recorder, adamw
+from tiny_model import TinyModel, make_dataset, make_loader, quiet_trainer
+from runs import Recorder, adamw
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset, RandomSampler
 
 from lightning_tau import TimescaleCallback, build_param_groups
@@ -383,7 +383,7 @@ def test_two_timescale_callbacks_are_an_error_before_any_step() -> None:
 
 
 def test_size_exponent_is_in_the_hparams_record_with_the_held_tau_epoch() -> None:
-    from helpers.loggers import MemoryLogger
+    from loggers import MemoryLogger
 
     logger = MemoryLogger()
     cb = TimescaleCallback(tau_epoch=8.0, size_exponent=-0.5, reference_dataset_size=30, verbose=False)
@@ -401,7 +401,7 @@ def test_size_exponent_is_in_the_hparams_record_with_the_held_tau_epoch() -> Non
 
 
 def test_size_exponent_zero_is_todays_rule_and_records_nothing_new() -> None:
-    from helpers.loggers import MemoryLogger
+    from loggers import MemoryLogger
 
     logger = MemoryLogger()
     cb = TimescaleCallback(tau_epoch=2.0, reference_dataset_size=30, verbose=False)  # ignored at exponent 0

@@ -13,7 +13,7 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
+from tiny_model import TinyModel, make_loader, quiet_trainer
 from lightning.pytorch.callbacks import BatchSizeFinder, GradientAccumulationScheduler
 from torch.utils.data import DataLoader
 

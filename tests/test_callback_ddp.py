@@ -11,7 +11,7 @@ SCRIPT = """
 import json, sys
 import torch
 import lightning.pytorch as pl
-from conftest import TinyModel, make_loader
+from tiny_model import TinyModel, make_loader
 from ddp_harness import end_process_group
 from lightning_tau import TimescaleCallback
 
@@ -58,7 +58,7 @@ import json
 import torch
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import GradientAccumulationScheduler
-from conftest import TinyModel, make_loader
+from tiny_model import TinyModel, make_loader
 from ddp_harness import end_process_group
 from lightning_tau import TimescaleCallback
 
@@ -105,9 +105,9 @@ import torch
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import GradientAccumulationScheduler
 from torch.distributed.optim import ZeroRedundancyOptimizer
-from conftest import TinyModel, make_loader
+from tiny_model import TinyModel, make_loader
 from ddp_harness import end_process_group
-from helpers.runs import Unfreeze
+from runs import Unfreeze
 from lightning_tau import TimescaleCallback
 from lightning_tau.optim import unwrap_optimizer
 

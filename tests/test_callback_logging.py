@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
-from helpers.loggers import MemoryLogger
-from helpers.runs import Unfreeze, frozen_aware_adamw
+from tiny_model import TinyModel, make_loader, quiet_trainer
+from loggers import MemoryLogger
+from runs import Unfreeze, frozen_aware_adamw
 
 from lightning_tau import TimescaleCallback, TimescaleMonitor
 

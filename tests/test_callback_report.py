@@ -11,7 +11,7 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_loader
+from tiny_model import TinyModel, make_loader
 from lightning.pytorch.callbacks import RichProgressBar, TQDMProgressBar
 
 from lightning_tau import TimescaleCallback

@@ -8,8 +8,8 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
-from helpers.runs import Recorder, adamw
+from tiny_model import TinyModel, make_loader, quiet_trainer
+from runs import Recorder, adamw
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lightning_tau import TimescaleCallback
@@ -76,7 +76,7 @@ def test_per_step_resume_on_new_data_holds_the_new_tau_iter_from_the_first_step(
 
 
 def test_manual_optimization_resume_keeps_the_counted_steps_per_epoch(tmp_path) -> None:
-    from helpers.runs import PerOptimizer, TwoPlayers, closed_form
+    from runs import PerOptimizer, TwoPlayers, closed_form
 
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True)
     with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):  # counted in the first run
@@ -96,7 +96,7 @@ def test_manual_optimization_resume_inside_the_first_epoch_counts_the_whole_epoc
     # TwoPlayers: D steps every batch, G every second one, so global_step is 7 after batch 4 (D 5, G 2). The
     # resumed run takes the epoch's other 5 batches (D 5, G 3): with the checkpoint's partial count, epoch 0 is a
     # full epoch of G 5 steps, and G runs epoch 1 at its own M = 5 (without it, at the assumed M = 10).
-    from helpers.runs import PerOptimizer, TwoPlayers, closed_form
+    from runs import PerOptimizer, TwoPlayers, closed_form
 
     ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=7, save_top_k=-1, filename="{step}")
     with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):
@@ -116,7 +116,7 @@ def test_manual_optimization_resume_inside_the_first_epoch_counts_the_whole_epoc
 def test_manual_optimization_resume_at_a_later_step_keeps_the_count(tmp_path) -> None:
     # a checkpoint in the second epoch carries the first epoch's count, and the second epoch's partial one is
     # continued: the generator runs at its own M from the resumed step
-    from helpers.runs import PerOptimizer, TwoPlayers, closed_form
+    from runs import PerOptimizer, TwoPlayers, closed_form
 
     ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=22, save_top_k=-1, filename="{step}")
     with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):

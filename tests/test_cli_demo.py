@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("sklearn")
 pytest.importorskip("matplotlib")
 
-from helpers.tb_events import read_run
+from tb_events import read_run
 from lightning.pytorch.callbacks import Callback  # noqa: E402
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 from tensorboard.plugins.hparams import plugin_data_pb2  # noqa: E402

@@ -20,7 +20,7 @@ from optuna.trial import TrialState
 pytest.importorskip("sklearn")
 
 from finder_procs import default_sigint  # noqa: E402
-from helpers.finder_study import DROP, copy_study, with_attrs  # noqa: E402
+from finder_study import DROP, copy_study, with_attrs  # noqa: E402
 
 from lightning_tau.cli import main  # noqa: E402
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
+from tiny_model import TinyModel, make_loader, quiet_trainer
 
 pytest.importorskip("sklearn")
 pytest.importorskip("matplotlib")

@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau.tuner.collect import finder_result, finite, last_value, run_value, store_answer, tell_value
 from lightning_tau.tuner.study.grid_study import GridStudy
-from tests.helpers.finder_study import make_finder
+from finder_study import make_finder
 
 
 def _record(*losses: float) -> dict:

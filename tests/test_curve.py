@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.finder_results import finder_result
+from finder_results import finder_result
 
 from lightning_tau.tuner.analysis.curve import LONG_TIMESCALE, log_grid, plateau, reduce_metric, smoothed_optimum
 from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult, PrunedPoint

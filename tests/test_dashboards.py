@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers.tb_events import ticked_columns
+from tb_events import ticked_columns
 from tensorboard.backend.event_processing.io_wrapper import GetLogdirSubdirectories
 from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("mup")
 pytest.importorskip("sklearn")
 
-from helpers.demos import check_text_sweep, check_width_summary, offline_command, text_sizes  # noqa: E402
+from demos import check_text_sweep, check_width_summary, offline_command, text_sizes  # noqa: E402
 
 from lightning_tau.cli.demo import QUICK_TEXT, QUICK_WIDTH  # noqa: E402
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import lightning.pytorch as pl
 import pytest
 import torch
-from helpers.tb_events import read_run
+from tb_events import read_run
 
 from lightning_tau.cli import main
 from lightning_tau.cli.demo import QUICK_SYNTHETIC

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from helpers.demos import check_text_sweep, offline_command, text_sizes
+from demos import check_text_sweep, offline_command, text_sizes
 from lightning.pytorch.callbacks import Callback
 
 from lightning_tau._quiet import quiet_sweep

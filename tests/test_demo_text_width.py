@@ -22,7 +22,7 @@ pytest.importorskip("mup")
 pytest.importorskip("matplotlib")
 
 import lightning.pytorch as pl  # noqa: E402
-from helpers.demos import check_width_summary  # noqa: E402  (shared with the digits sweep's test)
+from demos import check_width_summary  # noqa: E402  (shared with the digits sweep's test)
 from lightning.pytorch.callbacks import Callback  # noqa: E402
 
 from lightning_tau import TimescaleCallback  # noqa: E402

@@ -24,7 +24,7 @@ pytest.importorskip("mup")
 
 import lightning.pytorch as pl  # noqa: E402
 import torch  # noqa: E402
-from helpers.demos import check_width_summary
+from demos import check_width_summary
 from lightning.pytorch.callbacks import Callback  # noqa: E402
 
 from lightning_tau import TimescaleCallback  # noqa: E402

@@ -54,7 +54,7 @@ def test_prediction_at_the_full_n_is_full_tau_epoch_and_carries_the_interval() -
     """Size axis: the prediction is the package's own (``AxisResult.predict``): at the finder's own full N
     ``full_tau_epoch`` and ``full_tau_epoch_range``; at another N the callback's tau_epoch carried there, with an
     interval at least as wide as the exponent's ends carried there (it adds the anchor's range and lack of fit)."""
-    from helpers.axis_results import size_result  # noqa: PLC0415
+    from axis_results import size_result  # noqa: PLC0415
 
     bench = _load("eval_transfer")
     result = size_result()
@@ -76,7 +76,7 @@ def test_width_taus_are_the_smallest_widths_best_carried_by_the_exponent() -> No
     (width_exponent=1), is the smallest width's best tau_epoch times (width / smallest) ** -exponent_used; Wang &
     Aitchison keep the smallest width's; the interval is ``AxisResult.predict``'s, at least as wide as the exponent's
     ends carried there."""
-    from helpers.axis_results import width_result  # noqa: PLC0415
+    from axis_results import width_result  # noqa: PLC0415
 
     bench = _load("eval_transfer")
     result = width_result()

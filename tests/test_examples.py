@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from ddp_harness import DDP_TIMEOUT
-from helpers.examples import run_example
+from examples import run_example
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import lightning as L
 import pytest
 import torch
 from ddp_harness import DDP_TIMEOUT
-from helpers.examples import run_example
+from examples import run_example
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from lightning_tau import apply_timescale

@@ -10,7 +10,7 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from helpers.finder_results import finder_result
+from finder_results import finder_result
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau import TimescaleCallback
@@ -376,7 +376,7 @@ def test_every_run_gets_a_fresh_copy_of_the_callbacks_in_trainer_kwargs(tmp_path
     """A callback with run state gets a fresh copy per run. One ``EarlyStopping`` in ``trainer_kwargs`` used to
     serve every run: once the first run stopped, the next ones started from its best score and patience count and
     stopped after one epoch, a curve of one-epoch runs. A callback without run state is still shared."""
-    from helpers.finder_study import fit_finder, journal_study, make_finder
+    from finder_study import fit_finder, journal_study, make_finder
     from lightning.pytorch.callbacks import EarlyStopping
 
     class Starts(pl.Callback):  # no run state (an empty state_dict): shared by the runs, it sees them all

@@ -476,7 +476,7 @@ def test_along_an_axis_a_process_trains_every_points_free_trials_before_it_waits
     import time
 
     import optuna
-    from helpers.finder_study import DROP, with_attrs
+    from finder_study import DROP, with_attrs
     from optuna.trial import TrialState
 
     from lightning_tau.tuner.study.grid_study import SETTINGS_ATTR

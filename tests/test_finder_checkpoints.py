@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers.finder_study import fit_finder, make_finder
+from finder_study import fit_finder, make_finder
 from lightning.pytorch.callbacks import ModelCheckpoint
 from optuna.trial import TrialState
 

@@ -18,7 +18,7 @@ import numpy as np
 import optuna
 import pytest
 import torch
-from helpers.finder_results import finder_result
+from finder_results import finder_result
 from lightning.pytorch.callbacks import Callback
 from torch.utils.data import DataLoader, TensorDataset
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import torch
-from helpers.finder_study import CurveModel, curve_loaders, fit_finder, make_finder
+from finder_study import CurveModel, curve_loaders, fit_finder, make_finder
 from torch.utils.data import DataLoader, IterableDataset
 
 from lightning_tau.tuner.checks import SettingError

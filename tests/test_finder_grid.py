@@ -15,7 +15,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from helpers.finder_study import TRUE_TAU, CurveModel, curve_loaders, fit_finder, make_finder
+from finder_study import TRUE_TAU, CurveModel, curve_loaders, fit_finder, make_finder
 
 from lightning_tau.tuner.finder import _worker_main
 from lightning_tau.tuner.analysis.grid_extension import AddedPoint

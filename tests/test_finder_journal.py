@@ -11,7 +11,7 @@ from typing import Any
 
 import optuna
 import pytest
-from helpers.finder_study import copy_study, fit_finder, journal_study, make_finder
+from finder_study import copy_study, fit_finder, journal_study, make_finder
 from optuna.trial import TrialState
 
 from lightning_tau.tuner.study.storage import StorageError

@@ -16,8 +16,8 @@ from urllib.parse import quote
 
 import optuna
 import pytest
-import sqlalchemy
 from finder_procs import KEYS, command, finish, overlapping, run, stop_inside_a_trial, suggestion, trained, wait_for
+from finder_study import StoredStudy
 from optuna.trial import TrialState
 from pg_server import PostgresServer, user_db
 
@@ -36,27 +36,6 @@ while not go.exists():
     time.sleep(0.001)
 GridStudy.open(url, root, "s", {"grid": [1, 2]}, [(1.0, 0), (2.0, 0)])
 """
-
-
-class _Study:
-    """The study ``s`` in a database, read with the superuser's URL once a command has created it."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.engine = sqlalchemy.create_engine(url)
-        self.storage: optuna.storages.RDBStorage | None = None
-
-    def __call__(self) -> optuna.Study | None:
-        if self.storage is None:
-            try:
-                with self.engine.connect() as conn:
-                    found = conn.execute(sqlalchemy.text("SELECT 1 FROM studies WHERE study_name = 's'")).first()
-            except sqlalchemy.exc.ProgrammingError:  # no tables yet: creating them is the commands' job
-                return None
-            if found is None:
-                return None
-            self.storage = optuna.storages.RDBStorage(self.url)
-        return optuna.load_study(study_name="s", storage=self.storage)
 
 
 @pytest.mark.slow
@@ -103,7 +82,7 @@ def test_three_commands_on_postgres_share_the_grid_train_at_once_and_never_show_
         run(command(out, tmp_path / "b.json", "--storage", url)),
         run(command(out, tmp_path / "c.json", "--storage", url)),
     ]
-    load = _Study(postgres.url(db))
+    load = StoredStudy(postgres.url(db))
     pid, held = stop_inside_a_trial(load)  # held inside its trial until another trial runs
     try:
         wait_for(
@@ -148,7 +127,7 @@ def test_a_killed_workers_trial_is_handed_on_by_the_database_heartbeat(
     out = tmp_path / "out"
     beat = {"LIGHTNING_TAU_HEARTBEAT": "1"}  # a heartbeat every second, a grace of 4 s
     proc = run(command(out, tmp_path / "killed.json", "--storage", url), **beat)
-    load = _Study(postgres.url(db))
+    load = StoredStudy(postgres.url(db))
     pid, victim = stop_inside_a_trial(load, pids=lambda: {proc.pid}, after_complete=1)
     os.kill(pid, signal.SIGKILL)
     proc.communicate(timeout=60)

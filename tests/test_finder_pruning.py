@@ -13,8 +13,8 @@ from typing import Any
 
 import optuna
 import pytest
-from helpers.finder_results import finder_result
-from helpers.finder_study import BATCH, TRUE_TAU, CurveModel, N, curve_loaders
+from finder_results import finder_result
+from finder_study import BATCH, TRUE_TAU, CurveModel, N, curve_loaders
 from optuna.trial import TrialState
 
 from lightning_tau.tuner.finder import TimescaleFinder

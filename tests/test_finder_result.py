@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers.finder_results import finder_result
+from finder_results import finder_result
 
 from lightning_tau.tuner.analysis.curve import log_grid
 from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult, PrunedPoint

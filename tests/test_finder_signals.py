@@ -157,11 +157,11 @@ def test_a_job_array_on_postgres_with_two_processes_terminated_completes_every_k
     """Four processes of the same command on one PostgreSQL study (one more than the grid: one waits); SIGTERM to
     the waiting one and to one inside a trial; the other two finish the grid, and a rerun trains nothing."""
     from pg_server import user_db
-    from test_finder_postgres import _Study
+    from finder_study import StoredStudy
 
     role, password, db = user_db(postgres)  # type: ignore[arg-type]
     url = postgres.url(db, role, password)  # type: ignore[attr-defined]
-    load = _Study(postgres.url(db))  # type: ignore[attr-defined]
+    load = StoredStudy(postgres.url(db))  # type: ignore[attr-defined]
     argv = [*LONG[:1], "60", *LONG[2:], "--tau-epochs", "2", "8", "32", "--storage", url]
     procs = [Command(*argv, "--out", str(tmp_path / f"out{i}")) for i in range(4)]
     by_pid = {c.proc.pid: c for c in procs}

@@ -14,7 +14,7 @@ import lightning.pytorch as pl
 import optuna
 import pytest
 import torch
-from helpers.finder_study import (
+from finder_study import (
     DROP,
     LR,
     TRUE_TAU,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lightning_tau.tuner.grid_runner import FitProgress
-from tests.helpers.finder_study import fit_finder, make_finder
+from finder_study import fit_finder, make_finder
 
 
 class _Study:

@@ -20,7 +20,7 @@ from typing import Any
 import optuna
 import pytest
 from finder_procs import wait_for
-from helpers.finder_study import fit_finder, journal_study, make_finder
+from finder_study import fit_finder, journal_study, make_finder
 from optuna.trial import FrozenTrial, TrialState
 
 from lightning_tau.cli import main

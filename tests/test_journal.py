@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers.file_limit import with_file_size_limit
+from file_limit import with_file_size_limit
 
 from lightning_tau.tuner.study.journal import (
     DAMAGED_HINT,

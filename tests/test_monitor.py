@@ -9,8 +9,8 @@ from pathlib import Path
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_dataset, make_loader, quiet_trainer
-from helpers.runs import Unfreeze, frozen_aware_adamw
+from tiny_model import TinyModel, make_dataset, make_loader, quiet_trainer
+from runs import Unfreeze, frozen_aware_adamw
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.utilities.exceptions import MisconfigurationException

@@ -11,9 +11,9 @@ SCRIPT = """
 import json, sys
 import torch
 import torch.distributed as dist
-from conftest import TinyModel, make_loader, quiet_trainer
+from tiny_model import TinyModel, make_loader, quiet_trainer
 from ddp_harness import end_process_group
-from helpers.loggers import MemoryLogger
+from loggers import MemoryLogger
 from lightning_tau.diagnostics import TimescaleMonitor
 
 calls = {"collectives": 0}

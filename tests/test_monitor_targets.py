@@ -14,16 +14,16 @@ from typing import Any
 import mup
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
-from helpers.mup_models import (
+from tiny_model import TinyModel, make_loader, quiet_trainer
+from mup_models import (
     BASE_WIDTH,
     LR,
     Module,
     mu_adamw,  # MuAdamW at a constant lr: tau_iter_t is on its target
     mup_mlp,
 )
-from helpers.runs import TwoPlayers
-from helpers.tb_events import hparams_record, load_events, scalar_series
+from runs import TwoPlayers
+from tb_events import hparams_record, load_events, scalar_series
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from lightning_tau import TimescaleCallback

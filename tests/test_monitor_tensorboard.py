@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
-from helpers.tb_events import hparams_record, load_events, scalar_series, ticked_columns
+from tiny_model import TinyModel, make_loader, quiet_trainer
+from tb_events import hparams_record, load_events, scalar_series, ticked_columns
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator

@@ -11,9 +11,9 @@ from typing import Any
 import mup
 import pytest
 import torch
-from conftest import make_loader, quiet_trainer
-from helpers.loggers import MemoryLogger
-from helpers.mup_models import BASE_WIDTH, LR, MLP, TAU_EPOCH, WD, Module, mup_mlp, nanogpt_mup_groups
+from tiny_model import make_loader, quiet_trainer
+from loggers import MemoryLogger
+from mup_models import BASE_WIDTH, LR, MLP, TAU_EPOCH, WD, Module, mup_mlp, nanogpt_mup_groups
 from torch import nn
 
 from lightning_tau import TimescaleCallback

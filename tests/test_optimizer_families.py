@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import torch
-from helpers.optimizers import DECOUPLED_FACTORIES, bnb_factory, matrix_params, zero_grad_step
+from optimizers import DECOUPLED_FACTORIES, bnb_factory, matrix_params, zero_grad_step
 from torch.optim import Optimizer
 
 from lightning_tau.optim import (

@@ -12,8 +12,8 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import quiet_trainer
-from helpers.optimizers import DECOUPLED_FACTORIES, matrix_params, zero_grad_step
+from tiny_model import quiet_trainer
+from optimizers import DECOUPLED_FACTORIES, matrix_params, zero_grad_step
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau import TimescaleCallback, apply_timescale

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from helpers.finder_results import finder_result as _finder_result
+from finder_results import finder_result as _finder_result
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.storages.journal._file import LOCK_FILE_SUFFIX
@@ -102,7 +102,7 @@ def test_our_own_earlier_json_and_figure_are_replaced(tmp_path: Path) -> None:
 
 
 def test_each_kind_of_own_json_is_recognised_by_its_writers_keys(tmp_path: Path) -> None:
-    from helpers.axis_results import size_result
+    from axis_results import size_result
 
     finder_keys, axis_keys, demo_keys = OWN_JSON_KEYS
     assert finder_keys <= finder_result().to_json().keys()

@@ -14,8 +14,8 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
-from helpers.runs import LR, TAU, PerOptimizer, TwoPlayers, Unfreeze, closed_form, frozen_aware_adamw
+from tiny_model import TinyModel, make_loader, quiet_trainer
+from runs import LR, TAU, PerOptimizer, TwoPlayers, Unfreeze, closed_form, frozen_aware_adamw
 from lightning.pytorch.callbacks import BatchSizeFinder, GradientAccumulationScheduler
 from lightning.pytorch.tuner import Tuner
 from lightning.pytorch.utilities import CombinedLoader

@@ -15,7 +15,7 @@ from typing import Any
 
 import optuna
 import pytest
-from helpers.file_limit import with_file_size_limit
+from file_limit import with_file_size_limit
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileSymlinkLock
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError

@@ -14,7 +14,7 @@ import lightning.pytorch as pl
 import optuna
 import pytest
 import torch
-from helpers.finder_study import make_finder
+from finder_study import make_finder
 from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor
 from torch.utils.data import DataLoader, TensorDataset
 

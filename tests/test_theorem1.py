@@ -14,7 +14,7 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import quiet_trainer
+from tiny_model import quiet_trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 

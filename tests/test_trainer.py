@@ -11,8 +11,8 @@ from typing import Any
 
 import lightning.pytorch as pl
 import pytest
-from conftest import TinyModel, make_loader, quiet_trainer
-from helpers.runs import adamw
+from tiny_model import TinyModel, make_loader, quiet_trainer
+from runs import adamw
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lightning_tau import TimescaleCallback

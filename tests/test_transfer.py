@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
+from tiny_model import TinyModel, make_loader, quiet_trainer
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.cli import main

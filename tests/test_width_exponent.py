@@ -15,8 +15,8 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import make_loader, quiet_trainer
-from helpers.mup_models import BASE_WIDTH, LR, MLP, WD, Module, mu_adamw, mup_mlp, nanogpt_mup_groups
+from tiny_model import make_loader, quiet_trainer
+from mup_models import BASE_WIDTH, LR, MLP, WD, Module, mu_adamw, mup_mlp, nanogpt_mup_groups
 from torch import nn
 
 from lightning_tau import TimescaleCallback

@@ -21,7 +21,7 @@ import mup
 import pytest
 import torch
 from axes_models import BASE_WIDTH, PlantedData, PlantedWidthModel
-from helpers.mup_models import MLP, mu_adamw
+from mup_models import MLP, mu_adamw
 from torch import nn
 
 from lightning_tau.tuner.analysis.axis_result import AxisResult

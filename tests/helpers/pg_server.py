@@ -74,7 +74,7 @@ def start_postgres(folder: Path) -> PostgresServer:
     return server
 
 
-if __name__ == "__main__":  # a smoke check: python tests/pg_server.py
+if __name__ == "__main__":  # a smoke check: python tests/helpers/pg_server.py
     import tempfile
 
     server = start_postgres(Path(tempfile.mkdtemp()) / "pg")
