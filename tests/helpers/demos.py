@@ -27,7 +27,7 @@ REFUSE_NETWORK = """
 import socket
 
 def _refuse(*args, **kwargs):
-    raise OSError("network refused by tests/test_demo_text.py")
+    raise OSError("network refused by tests/demos/test_text.py")
 
 _connect = socket.socket.connect
 

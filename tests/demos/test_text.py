@@ -39,7 +39,7 @@ def test_offline_guard_refuses_a_connection(tmp_path: Path) -> None:
     )
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
-    assert "network refused by tests/test_demo_text.py" in proc.stderr or command[0].endswith("unshare")
+    assert "network refused by tests/demos/test_text.py" in proc.stderr or command[0].endswith("unshare")
 
 
 @pytest.mark.slow

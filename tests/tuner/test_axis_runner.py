@@ -1,7 +1,7 @@
 """``lightning_tau.tuner.axis_runner``: the points of a fit on every axis (the fraction axis one point) and their study
 keys; which published rules an axis result leaves undetermined (what ``seeds="auto"`` adds seeds for), and the record
 of how the staging went, in words and JSON; the axis result from hand-written records (no run trains). (The axis fit
-itself, which trains, is tested through ``TimescaleFinder.fit``: ``tests/test_finder_axes.py``.)"""
+itself, which trains, is tested through ``TimescaleFinder.fit``: ``tests/tuner/test_finder_axes.py``.)"""
 
 from __future__ import annotations
 

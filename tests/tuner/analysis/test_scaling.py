@@ -1,7 +1,7 @@
 """``lightning_tau.tuner.analysis.scaling``, the finder axes' statistics (issues 20 and 28): the scaling exponent, its interval's
 coverage, and where the staging of seeds="auto" stops. (The paired interior test's tests are
-``tests/test_grid_best.py``, the stages' ``tests/test_staging.py``, Student's t's ``tests/test_tdist.py``; this file
-keeps its package in its name, as ``tests/test_diagnostics_stats.py`` does for ``lightning_tau/diagnostics/stats.py``.)
+``tests/tuner/analysis/test_grid_best.py``, the stages' ``tests/tuner/analysis/test_staging.py``, Student's t's ``tests/tuner/analysis/test_tdist.py``; this file
+keeps its package in its name, as ``tests/diagnostics/test_stats.py`` does for ``lightning_tau/diagnostics/stats.py``.)
 
 Pure numpy, no Lightning: exact values on hand-made curves, and a simulation of curves like the digits width
 demo's, asymmetric, V-shaped, with correlated noise, and with a shape that changes with scale on the finder's grid

@@ -1,5 +1,5 @@
 """``lightning_tau.tuner.study_key``: what must match for two processes to share a study, the study's name, and the
-studies a finder opens (no model is trained here; ``tests/test_finder_study.py`` trains through them)."""
+studies a finder opens (no model is trained here; ``tests/tuner/test_finder_study.py`` trains through them)."""
 
 from __future__ import annotations
 

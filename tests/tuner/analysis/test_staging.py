@@ -1,6 +1,6 @@
 """``lightning_tau.tuner.analysis.staging``: the seed counts at which ``seeds="auto"`` looks and the level of each look; bad
 input is a one-line error naming the argument. (The coverage of the interval where the staging stops is simulated in
-``tests/test_scaling.py``.)"""
+``tests/tuner/analysis/test_scaling.py``.)"""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from lightning_tau.cli import main  # noqa: E402
 from lightning_tau.cli.plan import plan_table  # noqa: E402
 from lightning_tau.couplings import COUPLINGS, plan  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "examples" / "configs"
 DIGITS = ["--model", "lightning_tau.demos.digits.DigitsMLP", "--data", "lightning_tau.demos.digits.DigitsDataModule"]
 

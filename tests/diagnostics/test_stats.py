@@ -203,7 +203,7 @@ def test_diagnostics_torch_only_modules_load_no_lightning(statement):
     package's ``__init__``."""
     loaded = "sorted(m for m in ('lightning', 'pytorch_lightning') if m in sys.modules)"
     code = f"import sys\n{statement}\nprint('LOADED', {loaded})"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "LOADED []" in done.stdout

@@ -1,6 +1,6 @@
 """``lightning_tau/cli/_args.py``: the parser class of ``lightning-tau`` and its subcommands, here on its own (the
 commands' two-line usage errors, in a subprocess that checks nothing heavy was imported, are in
-``tests/test_cli_errors.py``)."""
+``tests/cli/test_errors.py``)."""
 
 from __future__ import annotations
 

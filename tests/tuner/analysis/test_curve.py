@@ -1,7 +1,7 @@
 """The finder's pure parts (lightning_tau/tuner/analysis/curve.py): grid, smoothed optimum, result, its JSON and its table.
 
 No training: these run under `make mutation` against curve.py's mutants (with test_finder.py's pure tests), so the
-messages, the JSON and the table are checked whole. The Lightning side is tests/test_finder.py.
+messages, the JSON and the table are checked whole. The Lightning side is tests/tuner/test_finder.py.
 """
 
 from __future__ import annotations

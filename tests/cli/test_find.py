@@ -25,7 +25,7 @@ from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP  # noqa: E402
 from lightning_tau.tuner.study.grid_study import study_folder  # noqa: E402
 from lightning_tau.tuner.workers import cores  # noqa: E402
 
-CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "examples" / "configs"
 TINY = ["--epochs", "2", "--tau-epochs", "2", "8", "32", "--seeds", "0", "--no-progress"]
 
 

@@ -375,7 +375,7 @@ def test_a_script_without_the_main_guard_stops_before_any_trial_trains(tmp_path:
     pytest.importorskip("sklearn")
     (tmp_path / "sweep.py").write_text(UNGUARDED)
     env = {k: v for k, v in os.environ.items() if k != START_ENV}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1]), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[2]), env.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, "sweep.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
     )

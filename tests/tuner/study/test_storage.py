@@ -1,7 +1,7 @@
 """``lightning_tau.tuner.study.storage``: storage URLs shown without their passwords, journal files opened, checked,
 repaired
 and written whole, databases opened with a heartbeat, and the retry of a table-creation race (the finder-level
-storage tests, which train, are in ``tests/test_finder_study.py`` and ``tests/test_finder_journal.py``)."""
+storage tests, which train, are in ``tests/tuner/test_finder_study.py`` and ``tests/tuner/test_finder_journal.py``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The finder's grid that leaves its edges, through real fits and real Optuna: an optimum on the grid's edge is
 followed round by round until it is inside, a published rule's point off the grid is trained at every axis point, and
 every point added goes into the same studies, so a rerun trains nothing. (Which points a round adds, and why:
-``tests/test_grid_extension.py``; the seeds="auto" stop where only the shape part is undetermined:
-``tests/test_axis_runner.py``.)"""
+``tests/tuner/analysis/test_grid_extension.py``; the seeds="auto" stop where only the shape part is undetermined:
+``tests/tuner/test_axis_runner.py``.)"""
 
 from __future__ import annotations
 

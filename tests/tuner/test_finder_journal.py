@@ -1,6 +1,6 @@
 """The finder's journal file: a file that is not a journal, damaged lines, a half-written last line, and a trial taken
 by a process killed before it tagged it (real Optuna, real fits, real processes). The full disk is in
-``tests/test_cli_find_journal.py``."""
+``tests/cli/test_find_journal.py``."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from lightning_tau.demos.size import SizeConfig, run_size_demo  # noqa: E402
 from lightning_tau.tuner.analysis.scaling import fit_scaling  # noqa: E402
 from lightning_tau.tuner.analysis.verdicts import RuleVerdict, size_verdict  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@ numbers, the callback, the JSON.
 
 Hand-made sweeps (tests/helpers/axis_results.py: parabolas in log tau_epoch, each seed's vertex a little off the
 point's) so every number is known. These run under `make mutation` against axes.py's and axis_data.py's mutants, so
-the messages and the JSON are checked whole. The fits are in tests/test_finder_axes.py; the table in
-tests/test_axis_table.py; the figure in tests/test_axis_figure.py.
+the messages and the JSON are checked whole. The fits are in tests/tuner/test_finder_axes.py; the table in
+tests/tuner/analysis/test_axis_table.py; the figure in tests/tuner/analysis/test_axis_figure.py.
 """
 
 from __future__ import annotations

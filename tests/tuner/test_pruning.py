@@ -1,5 +1,5 @@
 """``lightning_tau.tuner.pruning``: the Optuna pruner each name gives, the pruner as a study's settings hold it, and
-the pruned seeds (the pruned sweeps themselves, which train, are in ``tests/test_finder_pruning.py``)."""
+the pruned seeds (the pruned sweeps themselves, which train, are in ``tests/tuner/test_finder_pruning.py``)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import pytest
 
 from lightning_tau.cli import SUBCOMMANDS, build_parser
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _make_dry_run(*variables: str) -> list[str]:

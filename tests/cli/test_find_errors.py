@@ -23,7 +23,7 @@ from lightning_tau.cli import main
 
 pytest.importorskip("sklearn")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QUICK = ["--epochs", "1", "--no-progress", "--no-plot"]
 
 

@@ -1,7 +1,7 @@
 """``lightning_tau.tuner.study.journal``: which files are Optuna journals, which line is damaged and why, the repair
 of a
 half-written last line, and appends that a failing write leaves whole (the finder-level journal tests, which train,
-are in ``tests/test_finder_journal.py``)."""
+are in ``tests/tuner/test_finder_journal.py``)."""
 
 from __future__ import annotations
 

@@ -394,7 +394,7 @@ def test_a_script_without_the_main_guard_stops_with_one_line_naming_it(tmp_path:
     than a pipe's buffer, so a worker that dies importing the script must not break the pipe before its exit code)."""
     (tmp_path / "sweep.py").write_text(UNGUARDED)
     env = {k: v for k, v in os.environ.items() if k != START_ENV}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[1]), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[2]), env.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, "sweep.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
     )

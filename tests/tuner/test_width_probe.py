@@ -2,7 +2,7 @@
 ``make_model`` that raises or returns something else, one that ignores ``width``, or a model that is not μP is a
 one-line error naming what to do; the multipliers are read from the param groups; a trial's ``λ_base`` is the widest
 decaying group's weight decay over its ``s``. (The same errors through ``TimescaleFinder.fit``:
-``tests/test_finder_axes.py``.)"""
+``tests/tuner/test_finder_axes.py``.)"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``lightning_tau.tuner.analysis.plain``: numbers and metric names as a person reads them in the finder's tables and figures,
 and ``save_figure``, which makes the folders and closes the figure also when saving fails. (The tick helpers are
-checked on the drawn figures: ``tests/test_axis_figure.py``, ``tests/test_finder_result.py``.)"""
+checked on the drawn figures: ``tests/tuner/analysis/test_axis_figure.py``, ``tests/tuner/analysis/test_finder_result.py``.)"""
 
 from __future__ import annotations
 

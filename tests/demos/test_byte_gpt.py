@@ -1,5 +1,5 @@
 """The text task's model (``lightning_tau.demos.byte_gpt``): which weights ``ByteGPT`` decays, that it is causal, and
-its argument checks. Its μP form against ``MuByteGPT`` and the width sweep: ``tests/test_demo_text_width.py``."""
+its argument checks. Its μP form against ``MuByteGPT`` and the width sweep: ``tests/demos/test_text_width.py``."""
 
 from __future__ import annotations
 
