@@ -169,7 +169,8 @@ def test_unknown_optimizers_are_unknown_with_a_message_that_says_how_to_declare_
     assert decay_kind(optimizer) == "unknown"
     assert not unit_rms_updates(optimizer)
     message = unsupported_message(optimizer, 1)
-    assert "optimizer 1 (test_optimizer_families.PlainOptimizer) is not known to decay decoupled" in message
+    # the module as this file was imported (`tests.test_optimizer_families` under --import-mode=importlib)
+    assert f"optimizer 1 ({PlainOptimizer.__module__}.PlainOptimizer) is not known to decay decoupled" in message
     assert 'lightning_tau.register_decay_kind(PlainOptimizer, "decoupled")' in message
     assert "`TimescaleCallback(skip_unsupported_optimizers=True)`" in message
     assert "apply_timescale(skip" in unsupported_message(optimizer, 1, caller="apply_timescale")
