@@ -5,6 +5,7 @@ pyproject's ``pythonpath``), never here: test modules import from helpers, never
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import lightning.pytorch as pl
 import pytest
 from hypothesis import settings
 from pg_server import PostgresServer, start_postgres
@@ -60,6 +62,44 @@ def finder_single(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, A
     root = tmp_path_factory.mktemp("single")
     printed, _ = finder_procs.finish(finder_procs.run(finder_procs.command(root / "out", root / "r.json")))
     return json.loads((root / "r.json").read_text()), finder_procs.suggestion(printed)
+
+
+# Every Lightning fit of the session, counted by a pass-through wrapper of `Trainer.fit` (it changes nothing of what
+# fit does): a test that is not marked `slow` fails if its set-up or body fitted, so `pytest -m "not slow"` stays the
+# fast loop. Fits in subprocesses are not seen here; the tests that start them are marked slow by what they run.
+_FITS = [0]
+_FITS_BEFORE = pytest.StashKey[int]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    fit = pl.Trainer.fit
+    if getattr(fit, "_counts_fits", False):
+        return
+
+    @functools.wraps(fit)
+    def counted_fit(self: pl.Trainer, *args: Any, **kwargs: Any) -> Any:
+        _FITS[0] += 1
+        return fit(self, *args, **kwargs)
+
+    counted_fit._counts_fits = True  # type: ignore[attr-defined]
+    pl.Trainer.fit = counted_fit  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    item.stash[_FITS_BEFORE] = _FITS[0]
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    result = yield
+    fits = _FITS[0] - item.stash.get(_FITS_BEFORE, _FITS[0])
+    if fits and item.get_closest_marker("slow") is None:
+        pytest.fail(f"{item.nodeid} ran Trainer.fit {fits} time(s) but is not marked slow: add @pytest.mark.slow "
+                    "(or `pytestmark = pytest.mark.slow` for a file that trains throughout)", pytrace=False)
+    return result
+
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -126,6 +126,7 @@ def scheduled_model(schedule: Schedule) -> TinyModel:
 
 @pytest.mark.parametrize("schedule", sorted(SCHEDULES))
 @pytest.mark.parametrize("coupling", COUPLINGS)
+@pytest.mark.slow
 def test_callback_writes_each_couplings_closed_form_at_every_step(coupling: str, schedule: str) -> None:
     model = scheduled_model(SCHEDULES[schedule])
     cb = TimescaleCallback(tau_iter=TAU_ITER, coupling=coupling, verbose=False, monitor=False)
@@ -172,6 +173,7 @@ def test_bad_couplings_are_one_line_errors(kwargs: dict[str, Any], message: str)
 
 
 @pytest.mark.parametrize("coupling", COUPLINGS)
+@pytest.mark.slow
 def test_the_callbacks_plan_is_the_plan_of_the_lrs_the_run_used(coupling: str) -> None:
     """The pre-flight look-ahead of the run's own scheduler gives the plan of the lrs the steps really used."""
     model = scheduled_model(warmup_cosine)
@@ -183,6 +185,7 @@ def test_the_callbacks_plan_is_the_plan_of_the_lrs_the_run_used(coupling: str) -
     assert cb.groups[0].planned_timescales == expected.timescales
 
 
+@pytest.mark.slow
 def test_the_pre_flight_shows_the_plan_and_every_ema_window(caplog: pytest.LogCaptureFixture) -> None:
     def make(m: torch.nn.Module) -> Any:
         opt = torch.optim.AdamW([p for p in m.parameters() if p.ndim > 1], lr=LR, weight_decay=0.1, betas=(0.9, 0.99))

@@ -88,6 +88,7 @@ def assert_every_step_holds(log: StepLog, count: int) -> None:
         assert lr * wd == pytest.approx(1 / TAU_ITER, rel=1e-12), (step, lr, wd)
 
 
+@pytest.mark.slow
 def test_per_step_holds_at_every_step_of_manual_optimization_with_the_raw_optimizer() -> None:
     log, cb = StepLog(), TimescaleCallback(tau_iter=TAU_ITER, mode="per_step", verbose=False)
     trainer = quiet_trainer(callbacks=[log, cb], max_epochs=2)
@@ -98,6 +99,7 @@ def test_per_step_holds_at_every_step_of_manual_optimization_with_the_raw_optimi
     assert [writes for _, _, writes in log.steps] == [2] + [1] * 11 + [2] + [1] * 11
 
 
+@pytest.mark.slow
 def test_per_step_writes_once_per_automatic_step_and_a_second_fit_adds_no_hook() -> None:
     class SameOptimizer(TinyModel):  # hands the same optimizer to every fit: a hook left behind would write twice
         def configure_optimizers(self) -> Any:
@@ -118,6 +120,7 @@ def test_per_step_writes_once_per_automatic_step_and_a_second_fit_adds_no_hook()
     assert opt.param_groups[0]["weight_decay"] == before
 
 
+@pytest.mark.slow
 def test_a_failed_fit_leaves_no_hook_on_the_optimizer() -> None:
     class Fails(TinyModel):
         def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:

@@ -50,6 +50,7 @@ class ChangingBatch(TinyModel):
         return make_loader(n=N, batch_size=10 * 2**self.trainer.current_epoch)
 
 
+@pytest.mark.slow
 def test_beta2_window_is_held_in_epochs_at_every_step_as_the_batch_changes() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, beta2_epochs=1.0, verbose=False, monitor=False)
     trainer = quiet_trainer(callbacks=[cb, log], max_epochs=3, reload_dataloaders_every_n_epochs=1)
@@ -75,6 +76,7 @@ class TunableModel(TinyModel):
         return make_loader(n=N, batch_size=self.batch_size)
 
 
+@pytest.mark.slow
 def test_beta2_follows_the_batch_the_batch_size_finder_picks() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, beta2_epochs=0.5, verbose=False, monitor=False)
     finder = BatchSizeFinder(mode="power", steps_per_trial=1, init_val=4, max_trials=2)
@@ -86,6 +88,7 @@ def test_beta2_follows_the_batch_the_batch_size_finder_picks() -> None:
     assert [beta2 for _, (_, beta2) in log.steps] == [pytest.approx(1 - 1 / (0.5 * m), rel=1e-12)] * (2 * m)
 
 
+@pytest.mark.slow
 def test_without_beta2_epochs_betas_are_left_alone() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, verbose=False, monitor=False)
     quiet_trainer(callbacks=[cb, log], max_epochs=1).fit(TinyModel(adamw), make_loader(n=N))
@@ -124,6 +127,7 @@ TOO_SHORT = (
         (1 / 12, r"0\.08333333333333333\)` is 1 optimizer steps" + r".*" + TOO_SHORT.format(beta2="0")),
     ],
 )
+@pytest.mark.slow
 def test_a_beta2_that_is_not_below_one_or_not_above_zero_is_refused_before_any_step(value: float, message: str) -> None:
     model = TinyModel(adamw)
     before = [p.detach().clone() for p in model.parameters()]
@@ -135,6 +139,7 @@ def test_a_beta2_that_is_not_below_one_or_not_above_zero_is_refused_before_any_s
     assert model.trainer.optimizers[0].param_groups[0]["betas"] == (0.9, 0.95)  # nothing written
 
 
+@pytest.mark.slow
 def test_the_longest_window_the_message_names_is_held() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, beta2_epochs=7.506e14, verbose=False, monitor=False)
     model = TinyModel(adamw)
@@ -172,6 +177,7 @@ class GrowingM(TinyModel):
     ],
     ids=["accumulation", "reloaded-dataloader"],
 )
+@pytest.mark.slow
 def test_a_change_mid_fit_that_pushes_beta2_out_of_range_stops_before_the_step(
     beta2_epochs: float, model_class: type[TinyModel], extra: list[Any], message: str
 ) -> None:
@@ -187,6 +193,7 @@ def test_a_change_mid_fit_that_pushes_beta2_out_of_range_stops_before_the_step(
     assert all(torch.equal(a, b) for a, b in zip(after_epoch_0, model.parameters()))
 
 
+@pytest.mark.slow
 def test_the_pre_flight_lists_the_held_beta2_window(caplog: pytest.LogCaptureFixture) -> None:
     cb = TimescaleCallback(tau_epoch=2.0, beta2_epochs=1.0, monitor=False)
     with caplog.at_level("INFO"):
@@ -204,6 +211,7 @@ def preflight_rows(caplog: pytest.LogCaptureFixture, model: TinyModel, **callbac
     return {line.split("|")[0].strip(): [c.strip() for c in line.split("|")[1:]] for line in caplog.text.splitlines()}
 
 
+@pytest.mark.slow
 def test_the_pre_flight_shows_a_long_but_valid_beta2_window_and_its_beta2_unrounded(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -218,6 +226,7 @@ def test_the_pre_flight_shows_a_long_but_valid_beta2_window_and_its_beta2_unroun
     ]
 
 
+@pytest.mark.slow
 def test_the_pre_flight_shows_a_users_own_beta2_of_one_as_an_endless_window(caplog: pytest.LogCaptureFixture) -> None:
     def beta2_one(m: torch.nn.Module) -> torch.optim.Optimizer:
         opt = adamw(m)

@@ -24,6 +24,7 @@ def fit(callbacks: list[Any], **kwargs: Any) -> MemoryLogger:
     return logger
 
 
+@pytest.mark.slow
 def test_the_callback_alone_logs_the_ema_view_at_every_logging_step() -> None:
     logger = fit([TimescaleCallback(tau_epoch=2.0, verbose=False)])
     assert {
@@ -38,6 +39,7 @@ def test_the_callback_alone_logs_the_ema_view_at_every_logging_step() -> None:
 
 
 @pytest.mark.parametrize("order", ["monitor_first", "callback_first"])
+@pytest.mark.slow
 def test_callback_and_monitor_in_one_trainer_log_each_key_once_per_step(order: str) -> None:
     callback, monitor = TimescaleCallback(tau_epoch=2.0, verbose=False), TimescaleMonitor()
     logger = fit([monitor, callback] if order == "monitor_first" else [callback, monitor])
@@ -48,11 +50,13 @@ def test_callback_and_monitor_in_one_trainer_log_each_key_once_per_step(order: s
     assert {"timescale/tau_iter_target/pg1", "timescale/tau_epoch/pg1"} <= logger.keys()  # the user's monitor got them
 
 
+@pytest.mark.slow
 def test_monitor_false_logs_nothing() -> None:
     logger = fit([TimescaleCallback(tau_epoch=2.0, verbose=False, monitor=False)])
     assert not logger.keys() and not logger.hparams
 
 
+@pytest.mark.slow
 def test_a_configured_monitor_is_used() -> None:
     logger = fit(
         [TimescaleCallback(tau_epoch=2.0, verbose=False, monitor=TimescaleMonitor(prefix="ema", logging_interval=6))]
@@ -66,6 +70,7 @@ def test_bad_monitor_argument_is_a_clear_error() -> None:
         TimescaleCallback(tau_epoch=2.0, monitor="yes")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_the_monitor_logs_a_group_added_mid_fit() -> None:
     logger = MemoryLogger()
     callback = TimescaleCallback(tau_epoch=5.0, verbose=False)

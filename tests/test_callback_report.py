@@ -48,6 +48,7 @@ def _fit_showing_warnings(bar: Any, monkeypatch: pytest.MonkeyPatch, *, bar_firs
         trainer.fit(model, make_loader(40), make_loader(20))
 
 
+@pytest.mark.slow
 def test_start_warning_is_not_on_a_tqdm_bar_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
@@ -59,6 +60,7 @@ def test_start_warning_is_not_on_a_tqdm_bar_line(
     assert line.lstrip().startswith(("/", "`", "UserWarning")) or "callback_report.py" in line, line
 
 
+@pytest.mark.slow
 def test_start_warning_is_whole_above_a_rich_live_display(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:

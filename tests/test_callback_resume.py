@@ -23,6 +23,7 @@ def first_run(tmp_path) -> tuple[str, TimescaleCallback]:
     return str(tmp_path / "last.ckpt"), cb
 
 
+@pytest.mark.slow
 def test_state_is_saved_in_the_checkpoint(tmp_path) -> None:
     path, cb = first_run(tmp_path)
     state = torch.load(path, weights_only=False)["callbacks"][cb.state_key]
@@ -32,6 +33,7 @@ def test_state_is_saved_in_the_checkpoint(tmp_path) -> None:
     assert state["weight_decay"] == {"pg1": pytest.approx(10 / (1e-2 * 120 * 2.0))}
 
 
+@pytest.mark.slow
 def test_resume_keeps_the_decided_value(tmp_path) -> None:
     path, _ = first_run(tmp_path)
     recorder, cb = Recorder(), TimescaleCallback(tau_epoch=2.0)
@@ -44,6 +46,7 @@ def test_resume_keeps_the_decided_value(tmp_path) -> None:
     assert recorder.steps[0][0][1] == pytest.approx(10 / (1e-2 * 120 * 2.0))
 
 
+@pytest.mark.slow
 def test_resume_with_a_new_dataset_size_recomputes_and_warns(tmp_path) -> None:
     path, _ = first_run(tmp_path)
     recorder, cb = Recorder(), TimescaleCallback(tau_epoch=2.0)
@@ -55,6 +58,7 @@ def test_resume_with_a_new_dataset_size_recomputes_and_warns(tmp_path) -> None:
     assert cb.groups[0].weight_decay_before == 0.1  # the user's own value, noted before the restore
 
 
+@pytest.mark.slow
 def test_per_step_resume_on_new_data_holds_the_new_tau_iter_from_the_first_step(tmp_path) -> None:
     def cosine(m: TinyModel):
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
@@ -75,6 +79,7 @@ def test_per_step_resume_on_new_data_holds_the_new_tau_iter_from_the_first_step(
     assert [lr * wd for lr, wd in (s[0] for s in recorder.steps)] == pytest.approx([1 / 12.0] * 12)
 
 
+@pytest.mark.slow
 def test_manual_optimization_resume_keeps_the_counted_steps_per_epoch(tmp_path) -> None:
     from runs import PerOptimizer, TwoPlayers, closed_form
 
@@ -92,6 +97,7 @@ def test_manual_optimization_resume_keeps_the_counted_steps_per_epoch(tmp_path) 
     assert log.of(1) == [(1, pytest.approx(closed_form(5)))] * 5  # the generator's own M from the resumed first step
 
 
+@pytest.mark.slow
 def test_manual_optimization_resume_inside_the_first_epoch_counts_the_whole_epoch(tmp_path) -> None:
     # TwoPlayers: D steps every batch, G every second one, so global_step is 7 after batch 4 (D 5, G 2). The
     # resumed run takes the epoch's other 5 batches (D 5, G 3): with the checkpoint's partial count, epoch 0 is a
@@ -113,6 +119,7 @@ def test_manual_optimization_resume_inside_the_first_epoch_counts_the_whole_epoc
     assert log.of(1) == [(0, pytest.approx(closed_form(10)))] * 3 + [(1, pytest.approx(closed_form(5)))] * 5
 
 
+@pytest.mark.slow
 def test_manual_optimization_resume_at_a_later_step_keeps_the_count(tmp_path) -> None:
     # a checkpoint in the second epoch carries the first epoch's count, and the second epoch's partial one is
     # continued: the generator runs at its own M from the resumed step
@@ -147,6 +154,7 @@ class UsedDecay(pl.Callback):
         self._handle.remove()
 
 
+@pytest.mark.slow
 def test_resume_with_a_size_exponent_holds_tau_epoch_at_the_new_n(tmp_path) -> None:
     # tau_epoch 8 measured at N_ref = 30 and carried by N^-0.5: 4 at the first run's N = 120 (M = 12), then
     # 2 at the resumed run's N = 480 (M = 48), from the first resumed step on

@@ -57,6 +57,7 @@ def test_docs_have_snippets_to_run() -> None:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(DOCS).as_posix() for p in PAGES])
+@pytest.mark.slow
 def test_docs_snippets_run(page: Path) -> None:
     result = doctest.testfile(
         str(page),

@@ -44,6 +44,7 @@ def _write(tmp_path: Path, init_args: dict) -> Path:
 
 # two epochs are shorter than the config's tau_epoch: the callback says so, rightly
 @pytest.mark.filterwarnings("ignore:.*less than one EMA timescale")
+@pytest.mark.slow
 def test_lightning_cli_example_config_parses_and_fits(tmp_path: Path) -> None:
     cli = _cli(
         [
@@ -122,6 +123,7 @@ def test_lightning_cli_surfaces_callback_validation(tmp_path: Path) -> None:
         _cli(["fit", "--config", str(config), "--trainer.logger=false"], run=True)
 
 
+@pytest.mark.slow
 def test_lightning_cli_fits_with_a_size_exponent_from_yaml(tmp_path: Path) -> None:
     """The finder's dataset-size rule from YAML, through LightningCLI for real: tau_epoch 10 measured at N_ref = 32,
     carried by N^-0.5 to the run's N = 128, is 5, so the `decay` group gets B / (lr N 5)."""
@@ -148,6 +150,7 @@ def test_lightning_cli_fits_with_a_size_exponent_from_yaml(tmp_path: Path) -> No
     assert groups["decay"]["weight_decay"] == pytest.approx(64 / (0.003 * 128 * 10.0 * (128 / 32) ** -0.5))
 
 
+@pytest.mark.slow
 def test_lightning_cli_fits_with_a_coupling_from_yaml(tmp_path: Path) -> None:
     """``coupling: lr_ratio`` from YAML, through LightningCLI for real: the config's cosine runs 2 steps (N = 128,
     B = 64) from 0.003 to 0.1 x 0.003, so the last step runs at lr 0.00165 and its decay is λ_ref x 0.00165 / 0.003,

@@ -53,6 +53,7 @@ def test_width_mult_read_from_infshape() -> None:
 
 
 @pytest.mark.parametrize("width", [BASE_WIDTH, 4 * BASE_WIDTH])
+@pytest.mark.slow
 def test_mu_adamw_groups_get_same_lr_times_weight_decay_at_every_width(width: int) -> None:
     s = width / BASE_WIDTH
     with warnings.catch_warnings():
@@ -69,6 +70,7 @@ def test_mu_adamw_groups_get_same_lr_times_weight_decay_at_every_width(width: in
     assert summary_row.width_mult == s
 
 
+@pytest.mark.slow
 def test_matrix_weight_decay_scales_with_width_across_two_models() -> None:
     _, base = fit(mup_mlp(BASE_WIDTH), mu_adamw)
     _, wide = fit(mup_mlp(4 * BASE_WIDTH), mu_adamw)
@@ -86,6 +88,7 @@ def mu_adamw_decoupled_wd(net: nn.Module) -> torch.optim.Optimizer:
     return optimizer
 
 
+@pytest.mark.slow
 def test_decoupled_wd_pitfall_is_reported_and_fixed() -> None:
     match = r"fixed-λ muP pitfall.*s=4, lr\*weight_decay=0\.00025, weight_decay 0\.1 -> 16\.67"
     with pytest.warns(UserWarning, match=match):
@@ -99,6 +102,7 @@ def test_decoupled_wd_pitfall_is_reported_and_fixed() -> None:
         assert group["lr"] * group["weight_decay"] == pytest.approx(1 / TAU_ITER, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_nanogpt_mup_groups_pitfall_is_reported_and_fixed() -> None:
     logger = MemoryLogger()
     with pytest.warns(UserWarning, match=r"fixed-λ muP pitfall.*'mup_decay' \(s=4, .*weight_decay 0\.1 -> 16\.67\)"):
@@ -127,6 +131,7 @@ def test_param_groups_helper_matches_mu_adamw() -> None:
     assert hidden["params"] == [net.hidden.weight]
 
 
+@pytest.mark.slow
 def test_param_groups_helper_without_mup_gives_the_rule_through_the_callback() -> None:
     net = MLP(32, readout=False)
     with warnings.catch_warnings():

@@ -60,6 +60,7 @@ def data() -> DataLoader:
 @pytest.mark.filterwarnings(PAGED_ON_CPU)
 @pytest.mark.filterwarnings(TORCHAO_HASH)
 @pytest.mark.parametrize("name", names())
+@pytest.mark.slow
 def test_fit_through_the_callback_writes_the_closed_form_at_every_step(name: str) -> None:
     model = Matrix(DECOUPLED_FACTORIES[name])
     callback = TimescaleCallback(tau_epoch=TAU_EPOCH, verbose=False, monitor=False)
@@ -136,6 +137,7 @@ def test_apply_timescale_refuses_coupled_decay_and_says_what_to_do() -> None:
         apply_timescale(optimizer, tau_iter=10.0)
 
 
+@pytest.mark.slow
 def test_the_callback_refuses_an_unknown_optimizer_until_it_is_declared() -> None:
     from lightning_tau import register_decay_kind
 

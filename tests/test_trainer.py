@@ -37,12 +37,14 @@ class Remaining(pl.Callback):
         self._look(trainer)
 
 
+@pytest.mark.slow
 def test_remaining_steps_at_each_epoch_start_count_from_there() -> None:
     looks = Remaining()
     quiet_trainer(callbacks=[looks], max_epochs=3).fit(TinyModel(adamw()), make_loader(n=120, batch_size=10))
     assert looks.seen == [(0, 0, 36), (0, 0, 36), (1, 12, 24), (2, 24, 12)]  # not 3 x 12 at every look
 
 
+@pytest.mark.slow
 def test_remaining_steps_after_a_resume_and_under_max_steps(tmp_path) -> None:
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True)
     first = quiet_trainer(callbacks=[ckpt], enable_checkpointing=True, max_epochs=2)

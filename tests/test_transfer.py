@@ -154,6 +154,7 @@ def test_transfer_errors_name_the_argument() -> None:
         transfer_groups(TunedRun(1e-3, 0.1, 1000, 10), width_mults={"h": 0})
 
 
+@pytest.mark.slow
 def test_from_tuned_run_keeps_tau_epoch_on_a_bigger_dataset() -> None:
     """Tuned on N=120 with (lr, wd); trained on N=240 at the same B: the callback writes wd / 2."""
     tuned = TunedRun(lr=1e-2, weight_decay=0.5, dataset_size=120, batch_size=10)
@@ -166,6 +167,7 @@ def test_from_tuned_run_keeps_tau_epoch_on_a_bigger_dataset() -> None:
     assert row.weight_decay == pytest.approx(0.25, rel=1e-12)  # the table agrees with the callback
 
 
+@pytest.mark.slow
 def test_from_tuned_run_with_a_size_exponent_measures_n_from_the_tuned_run() -> None:
     """Tuned on N=60, trained on N=240 by the 1/2 rules: tau_epoch x 4^-0.5, so wd x 4^-0.5 / 4 = wd / 2."""
     tuned = TunedRun(lr=1e-2, weight_decay=0.5, dataset_size=60, batch_size=10)
@@ -195,6 +197,7 @@ def tiny_params() -> int:
     return sum(p.numel() for p in TinyModel().parameters())  # 74
 
 
+@pytest.mark.slow
 def test_power_law_picks_tau_from_tokens_per_parameter() -> None:
     n_params = tiny_params()
     callback = TimescaleCallback(token_budget=20 * n_params, verbose=False)
@@ -207,6 +210,7 @@ def test_power_law_picks_tau_from_tokens_per_parameter() -> None:
     assert trainer.optimizers[0].param_groups[0]["weight_decay"] == pytest.approx(1 / (1e-2 * tau * 12), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_power_law_coefficients_and_parameter_count_overridable() -> None:
     callback = TimescaleCallback(
         token_budget=1000, num_params=10, power_law_coefficient=2.0, power_law_exponent=-0.5, verbose=False
@@ -232,6 +236,7 @@ def test_power_law_bad_arguments_raise_at_construction(kwargs: dict, match: str)
         TimescaleCallback(**kwargs)
 
 
+@pytest.mark.slow
 def test_power_law_needs_a_planned_run() -> None:
     trainer = quiet_trainer(callbacks=[TimescaleCallback(token_budget=1e4)], max_epochs=-1, max_steps=-1)
     model = TinyModel()

@@ -65,6 +65,7 @@ def fit(
     return log, callback
 
 
+@pytest.mark.slow
 def test_alpha_one_is_todays_rule_bit_for_bit() -> None:
     width = 4 * BASE_WIDTH  # at the base width every s is 1: nothing to tell apart
     default, _ = fit(mup_mlp(width))
@@ -77,6 +78,7 @@ def test_alpha_one_is_todays_rule_bit_for_bit() -> None:
 
 
 @pytest.mark.parametrize("alpha", [0.5, 0.0])
+@pytest.mark.slow
 def test_alpha_scales_every_groups_weight_decay_by_the_models_s_at_every_step(alpha: float) -> None:
     matrix_wd, vector_wd = {}, {}
     for width in (BASE_WIDTH, 4 * BASE_WIDTH):
@@ -101,6 +103,7 @@ def test_alpha_scales_every_groups_weight_decay_by_the_models_s_at_every_step(al
     assert vector_wd[BASE_WIDTH] == LAMBDA_BASE  # at the base width S = 1: nothing moves
 
 
+@pytest.mark.slow
 def test_alpha_in_per_step_mode_holds_each_groups_own_timescale() -> None:
     def cosine(net: nn.Module) -> Any:
         opt = mu_adamw(net)
@@ -113,6 +116,7 @@ def test_alpha_in_per_step_mode_holds_each_groups_own_timescale() -> None:
             assert lr * wd == pytest.approx(1 / (TAU_ITER * 4**0.5), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_a_mapping_sets_alpha_per_group_and_others_keep_one() -> None:
     # nanoGPT-mup style groups, with the readout held apart in its own width-scaled group
     def groups(net: MLP) -> torch.optim.Optimizer:
@@ -146,6 +150,7 @@ def assert_fit_raises(match: str, net: nn.Module, make_optimizer: Any, **callbac
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 
+@pytest.mark.slow
 def test_a_group_of_unknown_width_is_an_error_naming_it() -> None:
     # the 'decay' group has no `width_mult` key and no mup infshape: s is unknown
     assert_fit_raises(
@@ -165,6 +170,7 @@ def test_a_group_of_unknown_width_is_an_error_naming_it() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_mapping_naming_an_unknown_group_is_an_error_naming_the_known_ones() -> None:
     assert_fit_raises(
         r"`width_exponent` names param group\(s\) \['hiden'\] that this run does not have\. Its groups are"
@@ -175,6 +181,7 @@ def test_a_mapping_naming_an_unknown_group_is_an_error_naming_the_known_ones() -
     )
 
 
+@pytest.mark.slow
 def test_build_param_groups_declares_every_width() -> None:
     net = MLP(32, readout=False)
     log, _ = fit(
@@ -227,6 +234,7 @@ def test_lightning_cli_parses_a_number_and_a_mapping(monkeypatch: pytest.MonkeyP
     assert callback.width_exponent == expected and type(callback.width_exponent) is type(expected)
 
 
+@pytest.mark.slow
 def test_a_model_without_mup_ignores_the_exponent_with_one_warning() -> None:
     # plain AdamW over a plain model: no group has a width multiplier, so every group is at s = 1 and needs none
     def plain(net: nn.Module) -> torch.optim.Optimizer:

@@ -50,6 +50,7 @@ def _run_dirs(sweep: Path) -> list[Path]:
     return sorted({p.parent for p in sweep.rglob("events.out.tfevents.*") if not p.is_symlink()} - {sweep})
 
 
+@pytest.mark.slow
 def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Path, str]) -> None:
     out, _ = quick_sweep
     sweep = out / "sweep_0"
@@ -187,6 +188,7 @@ class _StepDecays(Callback):
         trainer.optimizers[0].register_step_post_hook(lambda *_: used.append(group["weight_decay"]))
 
 
+@pytest.mark.slow
 def test_size_demo_every_step_uses_its_sizes_weight_decay(tmp_path: Path) -> None:
     """Every optimizer step of every run used ``B / (lr N tau_epoch)`` (``M = ceil(N / B)`` steps an epoch) for the
     ``N`` the demo asked for: the finder's subset of the sizes' fractions holds exactly that many digits."""
@@ -201,6 +203,7 @@ def test_size_demo_every_step_uses_its_sizes_weight_decay(tmp_path: Path) -> Non
         assert used == pytest.approx([1 / (config.lr * m * tau)] * len(used), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_demo_second_call_writes_a_new_sweep_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "sweep_0").mkdir()
     code = main(["demo", "--quick", "--out", str(tmp_path), "--no-progress", "--no-plot"])

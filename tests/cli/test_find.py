@@ -29,6 +29,7 @@ CONFIGS = Path(__file__).resolve().parents[2] / "examples" / "configs"
 TINY = ["--epochs", "2", "--tau-epochs", "2", "8", "32", "--seeds", "0", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_find_on_digits_prints_the_suggestion_and_writes_json_and_plot(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -94,6 +95,7 @@ def _tiny_config(tmp_path: Path, **trainer: object) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_find_with_a_lightning_cli_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     callbacks = [{"class_path": "lightning_tau.TimescaleCallback", "init_args": {"tau_epoch": 5.0}}]
     config = _tiny_config(tmp_path, max_epochs=2, callbacks=callbacks)
@@ -191,6 +193,7 @@ def test_find_a_timescale_beyond_a_float_is_a_usage_error_before_training(
     assert not (out / "tb").exists() and not (out / "study.journal").exists()  # nothing trained, no study
 
 
+@pytest.mark.slow
 def test_find_reports_a_monitor_the_model_does_not_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # a usage error (exit 2, one line naming --monitor and what the model logs) at the first trial's first validation
     config = _tiny_config(tmp_path, max_epochs=3)

@@ -20,6 +20,7 @@ from lightning_tau.cli import main  # noqa: E402
 TINY = ["--epochs", "2", "--tau-epochs", "2", "8", "32", "--seeds", "0", "--no-progress", "--no-plot"]
 
 
+@pytest.mark.slow
 def test_find_config_imports_the_model_module_from_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -46,6 +47,7 @@ def test_find_config_imports_the_model_module_from_the_working_directory(
     assert "contact_cwd_model" in sys.modules
 
 
+@pytest.mark.slow
 def test_study_name_alone_reopens_the_study_with_its_settings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -60,6 +60,7 @@ def test_plan_prints_every_couplings_plan_of_the_configs_schedule_and_draws_it(t
     assert not list(tmp_path.rglob("events.out.tfevents.*")) and not list(tmp_path.rglob("*.ckpt"))  # no training
 
 
+@pytest.mark.slow
 def test_plan_needs_a_timescale_and_says_how_to_give_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

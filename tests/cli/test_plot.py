@@ -45,6 +45,7 @@ def _expected_optima(logged: list[dict], metric: str) -> dict[int, tuple[float, 
 
 
 @pytest.mark.parametrize("metric", ["hp/val_loss", "hp/val_error"])
+@pytest.mark.slow
 def test_plot_optimum_table_matches_the_logged_metrics(
     sweep: tuple[Path, list[dict]], tmp_path: Path, capsys: pytest.CaptureFixture[str], metric: str
 ) -> None:
@@ -148,6 +149,7 @@ class _ValModel(TinyModel):
         self.log("val_loss", torch.nn.functional.cross_entropy(self(x), y))
 
 
+@pytest.mark.slow
 def test_plot_reads_the_package_s_own_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Runs with `TimescaleCallback` and Lightning's default TensorBoard logger (the quick start, or what
     `lightning-tau find` writes) record `timescale/...` hparams, not the demo's `tau_epoch`: plot reads them."""
@@ -170,6 +172,7 @@ def test_plot_reads_the_package_s_own_logs(tmp_path: Path, capsys: pytest.Captur
     assert optimum.metric == pytest.approx(final[best], rel=1e-5)
 
 
+@pytest.mark.slow
 def test_plot_without_timescales_says_so_in_one_short_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trainer = quiet_trainer(logger=True, default_root_dir=tmp_path)
     trainer.fit(TinyModel(), make_loader())

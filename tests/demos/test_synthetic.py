@@ -89,6 +89,7 @@ def test_default_config_is_one_the_demo_accepts() -> None:
     assert config.fractions()[-1] == 1.0 and len(config.seeds) >= 5
 
 
+@pytest.mark.slow
 def test_quick_synthetic_demo_summary_follows_from_its_logged_runs(tmp_path: Path) -> None:
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):

@@ -70,6 +70,7 @@ class _RecordSteps(Callback):
         )
 
 
+@pytest.mark.slow
 def test_text_run_holds_weight_decay_from_its_size_at_every_step(tmp_path: Path) -> None:
     config = TextDemoConfig(
         sizes=[0.5, 1.0], tau_epochs=[1.0], seeds=[0], epochs=2, batch_size=4, block_size=16, n_layer=1, n_head=2,

@@ -72,6 +72,7 @@ class _EveryStep(Callback):
         trainer.optimizers[0].register_step_post_hook(hook)
 
 
+@pytest.mark.slow
 def test_hidden_matrices_step_with_s_lambda_base_at_every_step(tmp_path: Path) -> None:
     every = _EveryStep()
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
@@ -91,6 +92,7 @@ def test_hidden_matrices_step_with_s_lambda_base_at_every_step(tmp_path: Path) -
             assert {wd for wd, _ in seen[kind]} == {0.0}, kind
 
 
+@pytest.mark.slow
 def test_text_width_sweep_summary_follows_from_its_curves(tmp_path: Path) -> None:
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):

@@ -65,6 +65,7 @@ class _EveryStep(Callback):
         trainer.optimizers[0].register_step_post_hook(hook)
 
 
+@pytest.mark.slow
 def test_every_run_steps_with_the_width_axis_weight_decay(tmp_path: Path) -> None:
     every = _EveryStep(TINY.lr)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
@@ -91,6 +92,7 @@ def width_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return out / "sweep_0", buffer.getvalue()
 
 
+@pytest.mark.slow
 def test_summary_is_the_stats_of_its_own_curves_and_the_logged_runs(width_sweep: tuple[Path, str]) -> None:
     sweep, printed = width_sweep
     summary = check_width_summary(sweep, printed, [8, 32], [4.0, 16.0, 64.0], [0, 1])

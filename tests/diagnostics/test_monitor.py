@@ -77,6 +77,7 @@ def test_monitor_rejects_bad_arguments(kwargs, match):
         TimescaleMonitor(**kwargs)
 
 
+@pytest.mark.slow
 def test_monitor_csv_logs_closed_forms(tmp_path):
     model = TinyModel(two_groups)
     trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[TimescaleMonitor(4)])
@@ -110,6 +111,7 @@ def test_monitor_csv_logs_closed_forms(tmp_path):
     assert last["timescale/weight_rms/pg2"] == pytest.approx(magnitudes(rest)[1], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_monitor_init_memory_follows_scheduled_lr(tmp_path):
     """The product uses the lr of each step as taken (before the scheduler moves it)."""
 
@@ -132,6 +134,7 @@ def test_monitor_init_memory_follows_scheduled_lr(tmp_path):
         assert logged[step]["timescale/tau_iter/pg1"] == pytest.approx(1 / (LR * 0.8 ** (step - 1) * WD))
 
 
+@pytest.mark.slow
 def test_monitor_uses_timescale_callback_shape(tmp_path):
     callback = TimescaleCallback(tau_epoch=5.0, dataset_size=600, batch_size=20, verbose=False)
     trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[callback, TimescaleMonitor(12)])
@@ -143,6 +146,7 @@ def test_monitor_uses_timescale_callback_shape(tmp_path):
     assert row["timescale/init_memory/pg1"] == pytest.approx((1 - LR * wd) ** 12, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_monitor_logs_each_step_once_with_accumulation(tmp_path):
     trainer = quiet_trainer(
         logger=CSVLogger(tmp_path, name="", version=""),
@@ -158,6 +162,7 @@ def test_monitor_logs_each_step_once_with_accumulation(tmp_path):
     assert logged[8]["timescale/tau_epoch/pg1"] == pytest.approx(1 / (LR * WD) * 30 / N)
 
 
+@pytest.mark.slow
 def test_monitor_default_interval_is_log_every_n_steps(tmp_path):
     trainer = quiet_trainer(
         logger=CSVLogger(tmp_path, name="", version=""), callbacks=[TimescaleMonitor()], log_every_n_steps=5
@@ -166,6 +171,7 @@ def test_monitor_default_interval_is_log_every_n_steps(tmp_path):
     assert sorted(timescale_rows(read_csv(tmp_path))) == [5, 10]
 
 
+@pytest.mark.slow
 def test_monitor_per_tensor_and_width_mult(tmp_path):
     def grouped(module):
         return torch.optim.AdamW(
@@ -198,6 +204,7 @@ class _Stream(IterableDataset):
         return iter(dataset[i] for i in range(N))
 
 
+@pytest.mark.slow
 def test_monitor_leaves_out_tau_epoch_without_dataset_size(tmp_path):
     trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[TimescaleMonitor(6)])
     trainer.fit(TinyModel(), DataLoader(_Stream(), batch_size=B))
@@ -206,6 +213,7 @@ def test_monitor_leaves_out_tau_epoch_without_dataset_size(tmp_path):
     assert row["timescale/tau_iter/pg1"] == pytest.approx(1 / (LR * WD))
 
 
+@pytest.mark.slow
 def test_monitor_without_logger_raises_before_training_like_lightning_s_lr_monitor():
     model = TinyModel()
     before = [p.detach().clone() for p in model.parameters()]
@@ -222,6 +230,7 @@ def test_monitor_without_logger_raises_before_training_like_lightning_s_lr_monit
     quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=2.0, verbose=False)]).fit(model, make_loader(N, B))
 
 
+@pytest.mark.slow
 def test_monitor_keeps_state(tmp_path):
     monitor = TimescaleMonitor(4)
     trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[monitor])
@@ -232,6 +241,7 @@ def test_monitor_keeps_state(tmp_path):
     assert state["timescales_elapsed"]["pg1"] == pytest.approx(12 * LR * WD)
 
 
+@pytest.mark.slow
 def test_monitor_resume_continues_init_memory(tmp_path):
     first = quiet_trainer(
         default_root_dir=tmp_path,
@@ -254,6 +264,7 @@ def test_monitor_resume_continues_init_memory(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_monitor_load_state_dict_tolerates_missing_keys(tmp_path):
     monitor = TimescaleMonitor()
     monitor.load_state_dict({})
@@ -263,6 +274,7 @@ def test_monitor_load_state_dict_tolerates_missing_keys(tmp_path):
 
 
 @pytest.mark.parametrize("monitor_first", [True, False])
+@pytest.mark.slow
 def test_monitor_logs_the_lr_and_weight_decay_the_step_used(tmp_path, monitor_first):
     """Under a per-step warm-up, in per_step mode, every logged tau_iter is the callback's target exactly.
 
@@ -287,6 +299,7 @@ def test_monitor_logs_the_lr_and_weight_decay_the_step_used(tmp_path, monitor_fi
         assert row["timescale/tau_iter/pg1"] == pytest.approx(2.0 * 12)  # tau_epoch x M, the target
 
 
+@pytest.mark.slow
 def test_monitor_window_matches_the_direct_sum_over_a_500_step_run(tmp_path):
     """The logged window (an O(1) recursion per step) against the direct sum over every update, under warm-up and
     cosine decay of the lr, at every logging step of a 500-step run."""
@@ -323,6 +336,7 @@ def test_monitor_window_matches_the_direct_sum_over_a_500_step_run(tmp_path):
         assert row["timescale/window_epochs/pg1"] == pytest.approx(direct * B / N, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_monitor_tracks_a_group_added_mid_fit_once_and_keeps_the_others_series(tmp_path):
     # BaseFinetuning adds the head as a group at epoch 1 (step 12): each group is tracked once, and pg1's init memory
     # goes on from step 0 (a second, fresh state of pg1 would log (1 - r)^(step - 12) over it)

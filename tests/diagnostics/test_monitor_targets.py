@@ -42,6 +42,7 @@ def fit_logged(tmp_path: Path, model: Any, callbacks: list[Any], n: int = N, epo
 
 
 @pytest.mark.parametrize("width", [2 * BASE_WIDTH, 4 * BASE_WIDTH])
+@pytest.mark.slow
 def test_width_exponent_each_group_logs_its_own_target(tmp_path: Path, width: int) -> None:
     alpha = 0.5
     callback = TimescaleCallback(tau_epoch=TAU_EPOCH, width_exponent=alpha, decay_vectors=True, verbose=False)
@@ -68,6 +69,7 @@ def test_width_exponent_each_group_logs_its_own_target(tmp_path: Path, width: in
     assert hparams["timescale/tau_epoch/pg1"] == pytest.approx(TAU_EPOCH * s ** (1 - alpha), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_manual_optimization_logs_tau_epoch_in_each_optimizers_own_steps(tmp_path: Path) -> None:
     # TwoPlayers: 10 batches, the discriminator (optimizer 0) steps every batch, the generator every second
     callback = TimescaleCallback(tau_epoch=TAU_EPOCH, steps_per_epoch={1: 5}, verbose=False)
@@ -89,6 +91,7 @@ def test_manual_optimization_logs_tau_epoch_in_each_optimizers_own_steps(tmp_pat
     assert hparams["timescale/steps_per_epoch"] == 10  # the run's M (one step per batch)
 
 
+@pytest.mark.slow
 def test_groups_sharing_a_name_are_logged_one_series_each(tmp_path: Path) -> None:
     # MuAdamW splits the one group named "all" into an s = 4 group (lr / 4) and an s = 1 group, both named "all"
     def named(net: Any) -> Any:
@@ -116,6 +119,7 @@ def test_groups_sharing_a_name_are_logged_one_series_each(tmp_path: Path) -> Non
     assert sorted(hparams[f"timescale/weight_decay/{n}"] for n in names) == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_manual_optimization_with_tau_iter_logs_tau_epoch_in_each_optimizers_own_steps(tmp_path: Path) -> None:
     # tau_iter=20 steps for both optimizers: 2 epochs of the discriminator's 10 steps, 4 of the generator's 5
     callback = TimescaleCallback(tau_iter=20.0, steps_per_epoch={1: 5}, verbose=False)
@@ -130,6 +134,7 @@ def test_manual_optimization_with_tau_iter_logs_tau_epoch_in_each_optimizers_own
         assert all(v == pytest.approx(20.0) for v in tau_iter_target.values()), name
 
 
+@pytest.mark.slow
 def test_hparams_record_the_reference_lr_not_the_warmup_lr_of_the_first_step(tmp_path: Path) -> None:
     # a linear warm-up from 0.1 x lr: the first step runs at lr 0.001, the reference (initial_lr) is 0.01
     def warmup(m: TinyModel) -> dict[str, Any]:
@@ -149,6 +154,7 @@ def test_hparams_record_the_reference_lr_not_the_warmup_lr_of_the_first_step(tmp
     assert hparams["timescale/tau_epoch/pg1"] == pytest.approx(TAU_EPOCH)
 
 
+@pytest.mark.slow
 def test_a_trainer_monitor_reads_the_shape_the_callback_decided_with(tmp_path: Path) -> None:
     # the callback's own N and B (M = 300 / 10 = 30) differ from the loader's (12 batches per epoch): the monitor
     # in the Trainer (listed first, so its hooks run first) must log tau_epoch in the callback's M, in both epochs

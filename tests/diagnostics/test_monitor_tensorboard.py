@@ -65,6 +65,7 @@ def layout_charts(events: EventAccumulator) -> dict[str, layout_pb2.Chart]:
     return {c.title: c for category in layout.category for c in category.chart}
 
 
+@pytest.mark.slow
 def test_monitor_tensorboard_scalars_layout_and_hparams(tmp_path):
     model, log_dir = fit_with_tensorboard(tmp_path, HparamsModel(), default_hp_metric=False)
     events = load_events(log_dir)
@@ -120,6 +121,7 @@ def test_monitor_tensorboard_scalars_layout_and_hparams(tmp_path):
     assert set(scalar_series(events, "hp/train_loss")) == {12}
 
 
+@pytest.mark.slow
 def test_monitor_logs_the_target_timescale_beside_the_instantaneous_one(tmp_path):
     """The targets a `TimescaleCallback` sets on the monitor are logged per decaying group, and recorded as hparams."""
     monitor = TimescaleMonitor(4)
@@ -136,6 +138,7 @@ def test_monitor_logs_the_target_timescale_beside_the_instantaneous_one(tmp_path
     assert hparams["timescale/tau_epoch_target"] == 83.5
 
 
+@pytest.mark.slow
 def test_callback_alone_logs_targets_layout_and_hparams(tmp_path):
     """The quick start's one line: `TimescaleCallback` alone gives the targets, the layout and the hparams record."""
     logger = TensorBoardLogger(tmp_path, name="runs", version="v0", default_hp_metric=False)
@@ -155,6 +158,7 @@ def test_callback_alone_logs_targets_layout_and_hparams(tmp_path):
     assert metric_tags == ["hp/train_loss"]
 
 
+@pytest.mark.slow
 def test_monitor_hparams_with_only_a_training_loss_and_an_unlogged_monitor(tmp_path, caplog):
     """No validation: `EarlyStopping(monitor="val_loss")` never sees its metric; the record shows the train loss."""
     stopping = EarlyStopping(monitor="val_loss", check_on_train_epoch_end=False)
@@ -169,6 +173,7 @@ def test_monitor_hparams_with_only_a_training_loss_and_an_unlogged_monitor(tmp_p
     assert 0 < final_loss < 2  # a cross-entropy over two classes, recorded at the last step
 
 
+@pytest.mark.slow
 def test_monitor_hparams_when_nothing_is_logged(tmp_path):
     """A module that logs nothing still gets its record, next to the monitor's own timescales elapsed."""
     _, log_dir = fit_with_tensorboard(tmp_path, SilentModel(), default_hp_metric=False)
@@ -179,6 +184,7 @@ def test_monitor_hparams_when_nothing_is_logged(tmp_path):
     assert scalar_series(events, "hp/timescale/timescales_elapsed/pg1")[12] == pytest.approx(12 * LR * WD)
 
 
+@pytest.mark.slow
 def test_monitor_hparams_metric_not_logged_warns_and_records_the_logged_scalars(tmp_path):
     with pytest.warns(UserWarning, match=r"hparams_metric='val_acc'\)`: that metric was not logged"):
         _, log_dir = fit_with_tensorboard(
@@ -206,6 +212,7 @@ def session_starts(log_dir: Path) -> list[dict[str, object]]:
     return records
 
 
+@pytest.mark.slow
 def test_default_path_hparams_record_holds_the_timescales_and_the_module_s_hparams(tmp_path, recwarn):
     """README's quick start: `TimescaleCallback` with its own monitor, Lightning's default TensorBoard logger
     (`default_hp_metric=True`) and a module that calls `save_hyperparameters`."""
@@ -229,6 +236,7 @@ def test_default_path_hparams_record_holds_the_timescales_and_the_module_s_hpara
     assert not [w for w in recwarn if "hparams" in str(w.message)]
 
 
+@pytest.mark.slow
 def test_monitor_tensorboard_hparams_with_default_hp_metric_and_no_module_hparams(tmp_path):
     """Lightning writes no hparams record for a module without `save_hyperparameters`, so ours shows."""
     _, log_dir = fit_with_tensorboard(tmp_path)  # default_hp_metric=True
@@ -237,6 +245,7 @@ def test_monitor_tensorboard_hparams_with_default_hp_metric_and_no_module_hparam
     assert session.session_start_info.hparams["timescale/weight_decay/pg1"].number_value == pytest.approx(WD)
 
 
+@pytest.mark.slow
 def test_monitor_csv_and_tensorboard_log_the_same_keys(tmp_path):
     tb = TensorBoardLogger(tmp_path, name="tb", version="", default_hp_metric=False)
     csv_logger = CSVLogger(tmp_path, name="csv", version="")
@@ -304,6 +313,7 @@ def test_monitor_tensorboard_server_serves_layout_and_scalars(tmp_path):
             server.wait(timeout=15)
 
 
+@pytest.mark.slow
 def test_monitor_band_charts_only_for_decaying_groups(tmp_path):
     def two_groups(module: TinyModel) -> torch.optim.Optimizer:
         decay = [module.hidden.weight, module.head.weight]
@@ -331,6 +341,7 @@ class TwoGroupModel(HparamsModel):
         )
 
 
+@pytest.mark.slow
 def test_monitor_hparams_tab_ticks_tau_epoch_and_weight_decay_per_group(tmp_path):
     """TensorBoard ticks the first five hparams of the run's experiment config (those marked ``differs`` first,
     by name) and its first five metrics: the monitor's config marks the timescale and weight decay of each group."""

@@ -90,6 +90,7 @@ def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[TimescaleFinder, F
     return finder, finder.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
 
 
+@pytest.mark.slow
 def test_finder_trains_on_the_subset_and_the_callback_sees_its_n(
     fitted: tuple[TimescaleFinder, FinderResult],
 ) -> None:
@@ -160,6 +161,7 @@ def test_finder_json_schema_and_plot(fitted: tuple[TimescaleFinder, FinderResult
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_finder_reuses_the_study_and_a_named_study_refuses_other_settings(tmp_path: Path) -> None:
     train, val = _loaders()
     first = _finder(tmp_path).fit(ValModel, train_dataloaders=train, val_dataloaders=val)
@@ -184,6 +186,7 @@ def test_finder_reuses_the_study_and_a_named_study_refuses_other_settings(tmp_pa
     assert ValModel.fits == before
 
 
+@pytest.mark.slow
 def test_finder_with_a_datamodule_and_a_missing_monitor(tmp_path: Path) -> None:
     pytest.importorskip("sklearn")
     from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
@@ -358,6 +361,7 @@ class SharedNameModel(ValModel):
         )
 
 
+@pytest.mark.slow
 def test_finder_result_keeps_groups_that_share_a_name_apart(tmp_path: Path) -> None:
     train, val = _loaders()
     result = _finder(tmp_path, tau_epochs=(1.0, 4.0)).fit(SharedNameModel, train_dataloaders=train, val_dataloaders=val)
@@ -372,6 +376,7 @@ def test_finder_result_keeps_groups_that_share_a_name_apart(tmp_path: Path) -> N
         assert point.weight_decay["all/pg1"] == pytest.approx(4 * point.weight_decay["all/pg2"])
 
 
+@pytest.mark.slow
 def test_every_run_gets_a_fresh_copy_of_the_callbacks_in_trainer_kwargs(tmp_path: Path) -> None:
     """A callback with run state gets a fresh copy per run. One ``EarlyStopping`` in ``trainer_kwargs`` used to
     serve every run: once the first run stopped, the next ones started from its best score and patience count and

@@ -11,6 +11,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from optuna.trial import TrialState
 
 
+@pytest.mark.slow
 def test_a_model_checkpoint_saves_each_runs_checkpoint_in_its_own_folder(tmp_path: Path) -> None:
     checkpoint = ModelCheckpoint(monitor="val_loss", save_top_k=1)
     finder = make_finder(

@@ -82,6 +82,7 @@ def _fit(finder: TimescaleFinder, model: Any) -> FinderResult:
     return finder.fit(model, train_dataloaders=train, val_dataloaders=val)
 
 
+@pytest.mark.slow
 def test_a_rerun_with_a_new_unseeded_instance_trains_nothing_prints_the_answer_and_stores_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -118,6 +119,7 @@ def test_a_rerun_with_a_new_unseeded_instance_trains_nothing_prints_the_answer_a
     assert capsys.readouterr().out == ""
 
 
+@pytest.mark.slow
 def test_a_rerun_that_trains_nothing_says_nothing_of_capping_its_workers(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -141,6 +143,7 @@ class _Threads(Callback):
 
 
 @pytest.mark.parametrize(("setting", "expected"), [(None, 1), ("auto", "cores"), (3, 3)])
+@pytest.mark.slow
 def test_trials_run_on_the_threads_setting_and_warn_once_per_fit(tmp_path: Path, setting, expected) -> None:
     """One torch thread per process by default (benchmarks/bench_threads.py: all threads ran 5-30x slower on a busy
     machine), ``threads="auto"`` for cores // workers, a number as given; torch's own setting restored after."""
@@ -167,6 +170,7 @@ def test_trials_run_on_the_threads_setting_and_warn_once_per_fit(tmp_path: Path,
     assert len(vectors) == 1, [str(w.message) for w in vectors]
 
 
+@pytest.mark.slow
 def test_a_trial_warning_shows_once_per_fit_on_its_own_line_beside_the_bar(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -259,6 +263,7 @@ class PlaceholderNet(Net):
         return torch.optim.AdamW(build_param_groups(self, weight_decay=self.hparams["weight_decay"]), lr=1e-2)
 
 
+@pytest.mark.slow
 def test_plot_of_the_finder_s_logs_reads_the_weight_decay_the_callback_wrote(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -61,6 +61,7 @@ def test_a_subset_smaller_than_one_batch_is_refused_before_training(
     assert not (tmp_path / "finder").exists()
 
 
+@pytest.mark.slow
 def test_a_subset_of_exactly_one_batch_trains(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, fraction=0.25, tau_epochs=(2.0, 4.0, 16.0))  # 16 of 64 samples, batch 16
     assert math.isfinite(fit_finder(finder).tau_epoch)
@@ -71,6 +72,7 @@ class Diverging(CurveModel):
         self.log("val_loss", math.nan)
 
 
+@pytest.mark.slow
 def test_every_run_diverged_is_said_without_internal_names(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0, 16.0))
     with pytest.raises(ValueError) as info:

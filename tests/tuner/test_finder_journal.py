@@ -46,6 +46,7 @@ def test_a_file_that_is_not_a_journal_is_refused_and_left_as_it_was(tmp_path: Pa
         (b'{"op_code":99,"worker_id":"w"}', "op_code 99, which this version of Optuna does not know"),
     ],
 )
+@pytest.mark.slow
 def test_a_damaged_line_is_a_one_line_error_naming_the_file_and_the_line(
     tmp_path: Path, reference: tuple[Any, Any], line: bytes, why: str
 ) -> None:
@@ -63,6 +64,7 @@ def test_a_damaged_line_is_a_one_line_error_naming_the_file_and_the_line(
     assert not (tmp_path / "finder").exists()
 
 
+@pytest.mark.slow
 def test_a_half_written_last_line_is_moved_aside_and_its_trial_trained_again(
     tmp_path: Path, reference: tuple[Any, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -100,6 +102,7 @@ sys.stdin.read()  # holds the trial, untagged, until killed
 """
 
 
+@pytest.mark.slow
 def test_a_trial_taken_by_a_process_killed_before_tagging_it_is_handed_on_at_once(
     tmp_path: Path, reference: tuple[Any, Any]
 ) -> None:

@@ -61,6 +61,7 @@ def pruned(tmp_path_factory: pytest.TempPathFactory) -> tuple[TimescaleFinder, F
     return finder, _fit(finder)
 
 
+@pytest.mark.slow
 def test_a_hopeless_tau_epoch_is_pruned_in_the_study_and_never_on_the_curve(
     pruned: tuple[TimescaleFinder, FinderResult],
 ) -> None:
@@ -104,6 +105,7 @@ def test_pruned_points_are_shown_as_pruned_in_the_table_json_and_figure(
     assert result.plot(tmp_path / "pruned.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_the_suggestion_is_the_unpruned_runs_and_the_study_attributes_say_what_was_pruned(
     pruned: tuple[TimescaleFinder, FinderResult], tmp_path: Path
 ) -> None:
@@ -171,6 +173,7 @@ def test_a_rerun_trains_nothing_and_gives_the_same_answer(
     assert second.to_json() == result.to_json()
 
 
+@pytest.mark.slow
 def test_on_a_database_storage_pruned_trials_are_kept_and_a_rerun_trains_nothing(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'finder.db'}"
     first = _finder(tmp_path / "a", pruner=PRUNER, storage=url)
@@ -211,6 +214,7 @@ class _PruneAll(optuna.pruners.BasePruner):
         return True
 
 
+@pytest.mark.slow
 def test_a_pruner_that_prunes_everything_is_an_error_not_a_suggestion(tmp_path: Path) -> None:
     finder = _finder(tmp_path, tau_epochs=(3.0, 6.0), seeds=(0,), pruner=_PruneAll())
     with pytest.raises(ValueError, match=r"pruned every tau_epoch of the grid \[3.0, 6.0\].*gentler pruner"):
@@ -265,6 +269,7 @@ def test_find_refuses_a_bad_pruner_in_one_line_before_training(tmp_path: Path) -
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_find_with_a_pruner_keeps_it_in_the_study_and_study_name_alone_reopens_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -37,6 +37,7 @@ from lightning_tau.tuner.study.storage import StorageError
 
 
 @pytest.mark.parametrize(("mode", "sign"), [("min", 1.0), ("max", -1.0)])
+@pytest.mark.slow
 def test_the_suggestion_is_the_vertex_of_the_curve_around_its_best_interior_point(
     tmp_path: Path, mode: str, sign: float
 ) -> None:
@@ -52,6 +53,7 @@ def test_the_suggestion_is_the_vertex_of_the_curve_around_its_best_interior_poin
     assert result.weight_decay == {"decay": pytest.approx(1 / (LR * TRUE_TAU * 4))}
 
 
+@pytest.mark.slow
 def test_a_model_instance_trains_seeded_fresh_copies_and_the_result_gives_the_callback(tmp_path: Path) -> None:
     class Starts(pl.Callback):
         def __init__(self) -> None:
@@ -105,6 +107,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[TimescaleFinder
 
 
 @pytest.mark.parametrize("bad", [None, [], {"format": 2}, DROP, {"format": 1, "groups": {}}])
+@pytest.mark.slow
 def test_a_malformed_stored_result_is_trained_again(
     tmp_path: Path, reference: tuple[TimescaleFinder, Any], bad: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -118,6 +121,7 @@ def test_a_malformed_stored_result_is_trained_again(
     assert "trial #1 (tau_epoch=4, seed=0) is complete but its stored result is not usable (" in caplog.text
 
 
+@pytest.mark.slow
 def test_dead_and_stale_workers_trials_are_handed_on_live_ones_are_waited_for(
     tmp_path: Path, reference: tuple[TimescaleFinder, Any]
 ) -> None:
@@ -185,6 +189,7 @@ class _HandOver(pl.Callback):
 
 
 @pytest.mark.parametrize("backend", ["journal", "database"])
+@pytest.mark.slow
 def test_a_trial_handed_on_while_training_is_dropped_and_trained_again(
     tmp_path: Path,
     reference: tuple[TimescaleFinder, Any],
@@ -206,6 +211,7 @@ def test_a_trial_handed_on_while_training_is_dropped_and_trained_again(
     assert trials[number].state == TrialState.FAIL and "record" not in trials[number].user_attrs
 
 
+@pytest.mark.slow
 def test_a_duplicate_enqueued_point_is_trained_once(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:
     source, expected = reference
     journal = tmp_path / "copy.journal"
@@ -225,6 +231,7 @@ def test_a_duplicate_enqueued_point_is_trained_once(tmp_path: Path, reference: t
 # --- storages --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_database_url_storage(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:
     url = f"sqlite:///{tmp_path / 'finder.db'}"
     first = make_finder(tmp_path, storage=url)
@@ -278,6 +285,7 @@ def test_seeds_numpy_cannot_take_and_timescales_the_callback_cannot_set_fail_bef
     assert not (tmp_path / "finder").exists()  # no study, nothing trained
 
 
+@pytest.mark.slow
 def test_workers_are_capped_at_the_trials_left(
     tmp_path: Path, reference: tuple[TimescaleFinder, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -301,6 +309,7 @@ class _LastEpochWorse(CurveModel):
 
 
 @pytest.mark.parametrize("reduce", ["last", "best"])
+@pytest.mark.slow
 def test_reduce_picks_each_runs_last_or_best_epoch_for_the_curve_and_the_study(tmp_path: Path, reduce: str) -> None:
     finder = make_finder(tmp_path, reduce=reduce, tau_epochs=(2.0, 6.0, 18.0), trainer_kwargs={"max_epochs": 2})
     result = fit_finder(finder, _LastEpochWorse)
@@ -310,6 +319,7 @@ def test_reduce_picks_each_runs_last_or_best_epoch_for_the_curve_and_the_study(t
     assert [value for _, value in told] == pytest.approx(expected, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_the_docs_python_reuse_recipe_for_an_axis_sweep_trains_nothing_the_second_time(tmp_path: Path) -> None:
     # docs/finder.rst's recipe as written, on a tiny planted μP model: a named width sweep run twice from Python
     import functools

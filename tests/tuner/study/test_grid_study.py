@@ -67,6 +67,7 @@ def _files(folder: Path) -> set[Path]:
     return {path for path in folder.rglob("*") if path.is_file()}
 
 
+@pytest.mark.slow
 def test_a_finder_study_named_dotdot_writes_only_under_root_dir(tmp_path: Path) -> None:
     root = tmp_path / "deep" / "finder"
     finder = make_finder(tmp_path, root_dir=root, study_name="../x", tau_epochs=(1.0, 4.0, 16.0))
