@@ -85,6 +85,7 @@ def _experiment_configs(run_dir: Path) -> list:
     return [] if content is None else [plugin_data_pb2.HParamsPluginData.FromString(content).experiment]
 
 
+@pytest.mark.slow
 def test_demo_hparams_tab_shows_what_the_sweep_varies_first(quick_sweep: tuple[Path, str]) -> None:
     """TensorBoard ticks the first five hparams, those marked ``differs`` first, then by name, from one experiment
     config: the sweep root's, as no run writes its own. It marks tau_epoch and weight_decay, and lists besides them
@@ -101,6 +102,7 @@ def test_demo_hparams_tab_shows_what_the_sweep_varies_first(quick_sweep: tuple[P
     assert all(_experiment_configs(run_dir) == [] for run_dir in run_dirs)
 
 
+@pytest.mark.slow
 def test_demo_prints_a_dashboard_view_that_opens_on_charts(quick_sweep: tuple[Path, str]) -> None:
     """First the largest size's first seed, one run per tau_epoch named by its values (TensorBoard pre-selects at
     most 40 runs and has 7 colours), then the whole sweep for the HParams tab: each a short command on a folder of
@@ -123,12 +125,14 @@ def test_demo_prints_a_dashboard_view_that_opens_on_charts(quick_sweep: tuple[Pa
     assert len({p.name[:12] for p in every}) == len(every)  # trial IDs that differ at a glance
 
 
+@pytest.mark.slow
 def test_demo_quick_logs_the_timescale_monitor(quick_sweep: tuple[Path, str]) -> None:
     out, _ = quick_sweep
     _, scalars = read_run(_run_dirs(out / "sweep_0")[0])
     assert any(tag.startswith("timescale/tau_iter/") for tag in scalars)
 
 
+@pytest.mark.slow
 def test_demo_quick_draws_the_figures_and_prints_where(quick_sweep: tuple[Path, str]) -> None:
     out, printed = quick_sweep
     sweep = out / "sweep_0"
@@ -144,6 +148,7 @@ def test_demo_quick_draws_the_figures_and_prints_where(quick_sweep: tuple[Path, 
         assert f"\n  {n} " in printed
 
 
+@pytest.mark.slow
 def test_demo_quick_summary_follows_from_its_curves_and_its_logs(quick_sweep: tuple[Path, str]) -> None:
     """``summary.json``: the curves are the logged runs' final losses; the exponent, its interval (or the reason
     there is none) and the per-seed grid optima are ``fit_scaling``'s on those curves."""

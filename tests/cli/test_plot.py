@@ -70,6 +70,7 @@ def test_plot_optimum_table_matches_the_logged_metrics(
     assert (tmp_path / "tau_sweep.svg").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_plot_reads_hparams_and_final_metrics(sweep: tuple[Path, list[dict]]) -> None:
     sweep_dir, logged = sweep
     runs = [r for r in load_runs(sweep_dir) if r.path != sweep_dir]  # the root holds the HParams config only
@@ -83,6 +84,7 @@ def test_plot_reads_hparams_and_final_metrics(sweep: tuple[Path, list[dict]]) ->
         assert math.isfinite(run.scalars["val/loss"])
 
 
+@pytest.mark.slow
 def test_plot_group_by_other_hparam_and_goal_max(sweep: tuple[Path, list[dict]], tmp_path: Path) -> None:
     sweep_dir, logged = sweep
     result = plot_sweep(sweep_dir, tmp_path, metric="hp/val_loss", group_by="seed", goal="max", quiet=True)
@@ -102,6 +104,7 @@ def test_plot_group_by_other_hparam_and_goal_max(sweep: tuple[Path, list[dict]],
         assert optimum.metric == pytest.approx(means[highest], rel=1e-5)
 
 
+@pytest.mark.slow
 def test_plot_will_not_write_over_a_figure_the_package_did_not_write(
     sweep: tuple[Path, list[dict]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -127,6 +130,7 @@ def test_plot_fails_clearly_without_a_sweep(tmp_path: Path, capsys: pytest.Captu
     assert "is not a directory" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_plot_unknown_metric_names_what_was_found(
     sweep: tuple[Path, list[dict]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -100,6 +100,7 @@ def test_summary_is_the_stats_of_its_own_curves_and_the_logged_runs(width_sweep:
     assert f"tensorboard --logdir {sweep / 'tb'}" in printed
 
 
+@pytest.mark.slow
 def test_width_demo_draws_the_figure(width_sweep: tuple[Path, str]) -> None:
     sweep, printed = width_sweep
     png, svg = sweep / "width_sweep.png", sweep / "width_sweep.svg"

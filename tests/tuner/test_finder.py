@@ -116,6 +116,7 @@ def test_finder_trains_on_the_subset_and_the_callback_sees_its_n(
     assert len(logs) == 1
 
 
+@pytest.mark.slow
 def test_finder_cost_and_full_cost(fitted: tuple[TimescaleFinder, FinderResult]) -> None:
     _, result = fitted
     runs = 3
@@ -126,6 +127,7 @@ def test_finder_cost_and_full_cost(fitted: tuple[TimescaleFinder, FinderResult])
     assert result.cost_fraction == pytest.approx(0.25)
 
 
+@pytest.mark.slow
 def test_finder_full_run_weight_decay_uses_the_full_n(fitted: tuple[TimescaleFinder, FinderResult]) -> None:
     _, result = fitted
     assert set(result.weight_decay) == {"decay"} and result.lr == {"decay": LR}
@@ -136,6 +138,7 @@ def test_finder_full_run_weight_decay_uses_the_full_n(fitted: tuple[TimescaleFin
     assert result.subset_weight_decay == best.weight_decay
 
 
+@pytest.mark.slow
 def test_finder_json_schema_and_plot(fitted: tuple[TimescaleFinder, FinderResult], tmp_path: Path) -> None:
     _, result = fitted
     data = json.loads(result.save_json(tmp_path / "out" / "finder.json").read_text())

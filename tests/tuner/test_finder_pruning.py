@@ -88,6 +88,7 @@ def test_a_hopeless_tau_epoch_is_pruned_in_the_study_and_never_on_the_curve(
     assert result.full_cost == len(GRID) * 2 * EPOCHS * (N // BATCH)
 
 
+@pytest.mark.slow
 def test_pruned_points_are_shown_as_pruned_in_the_table_json_and_figure(
     pruned: tuple[TimescaleFinder, FinderResult], tmp_path: Path
 ) -> None:
@@ -130,6 +131,7 @@ def test_the_suggestion_is_the_unpruned_runs_and_the_study_attributes_say_what_w
     assert attrs["lightning_tau"]["settings"]["pruner"] == "median"
 
 
+@pytest.mark.slow
 def test_a_tau_epoch_with_one_seed_pruned_and_one_complete_stays_off_the_curve(
     pruned: tuple[TimescaleFinder, FinderResult], tmp_path: Path
 ) -> None:
@@ -162,6 +164,7 @@ def test_a_tau_epoch_with_one_seed_pruned_and_one_complete_stays_off_the_curve(
     assert [(p.tau_epoch, p.note) for p in result.pruned] == [(96.0, "pruned: seed 0 after epoch 1, seed 1 completed")]
 
 
+@pytest.mark.slow
 def test_a_rerun_trains_nothing_and_gives_the_same_answer(
     pruned: tuple[TimescaleFinder, FinderResult],
 ) -> None:
