@@ -36,7 +36,7 @@ def tiny_model() -> type[TinyModel]:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
-    """A real PostgreSQL server for the whole session (see ``tests/helpers/pg_server.py``); stopped and removed at the end.
+    """A real PostgreSQL server for the whole session (``tests/helpers/pg_server.py``); stopped and removed at the end.
 
     Its data folder is not under pytest's temporary folder: pytest makes ``/tmp/pytest-of-<user>`` private (0700)
     at the start of every session, so a concurrent session would lock the server's own user (as root: ``pgserver``)

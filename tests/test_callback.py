@@ -83,7 +83,7 @@ def test_one_cycle_uses_max_lr() -> None:
 
 
 @pytest.mark.slow
-def test_groups_with_zero_weight_decay_stay_zero_and_each_group_uses_its_own_lr() -> None:
+def test_groups_with_zero_weight_decay_stay_zero_and_each_group_uses_own_lr() -> None:
     def make(m: TinyModel):
         decay = [m.hidden.weight, m.head.weight]
         no_decay = [m.hidden.bias, m.head.bias, m.norm.weight, m.norm.bias]
@@ -119,7 +119,7 @@ def test_per_group_lr_gives_per_group_weight_decay() -> None:
 
 
 @pytest.mark.slow
-def test_explicit_overrides_win_over_what_is_read() -> None:
+def test_explicit_overrides_win_over_what_read() -> None:
     cb = TimescaleCallback(tau_epoch=2.0, dataset_size=1000, batch_size=50)
     recorder, _ = fit(adamw(), make_loader(n=120, batch_size=10), callback=cb)
     assert recorder.steps[0][0][1] == pytest.approx(50 / (1e-2 * 1000 * 2.0))
@@ -134,7 +134,7 @@ def test_tau_iter_needs_no_dataset() -> None:
 
 
 @pytest.mark.slow
-def test_adam_with_decoupled_weight_decay_is_managed() -> None:
+def test_adam_with_decoupled_weight_decay_managed() -> None:
     make = lambda m: torch.optim.Adam(m.parameters(), lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True)  # noqa: E731
     recorder, _ = fit(make, make_loader(n=120, batch_size=10))
     assert recorder.steps[0][0][1] == pytest.approx(10 / (1e-2 * 120 * 2.0))
@@ -160,7 +160,7 @@ def test_per_step_mode_holds_lr_times_weight_decay() -> None:
 
 
 @pytest.mark.slow
-def test_limit_train_batches_shrinks_the_epoch() -> None:
+def test_limit_train_batches_shrinks_epoch() -> None:
     recorder, cb = fit(adamw(), make_loader(n=120, batch_size=10), limit_train_batches=4)
     assert cb.resolved_dataset_size == 40  # 4 batches of 10 per epoch
     assert recorder.steps[0][0][1] == pytest.approx(10 / (1e-2 * 40 * 2.0))
@@ -238,7 +238,7 @@ def test_iterable_dataset_without_length_asks_for_dataset_size() -> None:
 
 
 @pytest.mark.slow
-def test_unknown_batch_size_needs_no_batch_size_when_the_trainer_counts_the_epoch() -> None:
+def test_unknown_batch_size_needs_no_batch_size_trainer_counts_epoch() -> None:
     # batch_size=None: the dataset yields ready-made batches, so the loader cannot say how big they are; the
     # epoch is still 5 optimizer steps, and that is all tau_epoch needs
     ds = [(torch.randn(6, 4), torch.zeros(6, dtype=torch.long)) for _ in range(5)]
@@ -343,7 +343,7 @@ def test_summary_and_warnings(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.mark.slow
-def test_summary_is_printed(caplog: pytest.LogCaptureFixture) -> None:
+def test_summary_printed(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("INFO"):
         fit(adamw(), make_loader(n=120, batch_size=10), max_epochs=4)
     text = caplog.text
@@ -381,7 +381,7 @@ def test_decaying_biases_and_norms_warn_once_naming_them() -> None:
 
 
 @pytest.mark.slow
-def test_the_vector_warning_caps_its_list_and_skips_groups_that_do_not_decay() -> None:
+def test_vector_warning_caps_list_and_skips_groups_do_not_decay() -> None:
     class Deep(TinyModel):
         def __init__(self, make_optimizer) -> None:
             super().__init__(make_optimizer)
@@ -398,7 +398,7 @@ def test_the_vector_warning_caps_its_list_and_skips_groups_that_do_not_decay() -
 
 
 @pytest.mark.slow
-def test_two_timescale_callbacks_are_an_error_before_any_step() -> None:
+def test_two_timescale_callbacks_error_before_any_step() -> None:
     model = TinyModel(adamw())
     before = weights(model)
     trainer = quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=2.0), TimescaleCallback(tau_iter=50)])
@@ -408,7 +408,7 @@ def test_two_timescale_callbacks_are_an_error_before_any_step() -> None:
 
 
 @pytest.mark.slow
-def test_size_exponent_is_in_the_hparams_record_with_the_held_tau_epoch() -> None:
+def test_size_exponent_in_hparams_record_with_held_tau_epoch() -> None:
     from loggers import MemoryLogger
 
     logger = MemoryLogger()
@@ -427,7 +427,7 @@ def test_size_exponent_is_in_the_hparams_record_with_the_held_tau_epoch() -> Non
 
 
 @pytest.mark.slow
-def test_size_exponent_zero_is_todays_rule_and_records_nothing_new() -> None:
+def test_size_exponent_zero_todays_rule_and_records_nothing_new() -> None:
     from loggers import MemoryLogger
 
     logger = MemoryLogger()

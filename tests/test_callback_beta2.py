@@ -51,7 +51,7 @@ class ChangingBatch(TinyModel):
 
 
 @pytest.mark.slow
-def test_beta2_window_is_held_in_epochs_at_every_step_as_the_batch_changes() -> None:
+def test_window_held_in_epochs_at_every_step_as_batch_changes() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, beta2_epochs=1.0, verbose=False, monitor=False)
     trainer = quiet_trainer(callbacks=[cb, log], max_epochs=3, reload_dataloaders_every_n_epochs=1)
     trainer.fit(ChangingBatch(adamw))
@@ -77,7 +77,7 @@ class TunableModel(TinyModel):
 
 
 @pytest.mark.slow
-def test_beta2_follows_the_batch_the_batch_size_finder_picks() -> None:
+def test_follows_batch_batch_size_finder_picks() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, beta2_epochs=0.5, verbose=False, monitor=False)
     finder = BatchSizeFinder(mode="power", steps_per_trial=1, init_val=4, max_trials=2)
     model = TunableModel()
@@ -89,7 +89,7 @@ def test_beta2_follows_the_batch_the_batch_size_finder_picks() -> None:
 
 
 @pytest.mark.slow
-def test_without_beta2_epochs_betas_are_left_alone() -> None:
+def test_without_beta2_epochs_betas_left_alone() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, verbose=False, monitor=False)
     quiet_trainer(callbacks=[cb, log], max_epochs=1).fit(TinyModel(adamw), make_loader(n=N))
     assert {betas for _, betas in log.steps} == {(0.9, 0.95)} and cb.beta2 == {}
@@ -103,7 +103,7 @@ def test_without_beta2_epochs_betas_are_left_alone() -> None:
         (math.inf, r"^`TimescaleCallback\(beta2_epochs=inf\)` is not valid"),
     ],
 )
-def test_bad_beta2_epochs_is_a_one_line_error(value: Any, message: str) -> None:
+def test_bad_beta2_epochs_one_line_error(value: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TimescaleCallback(tau_epoch=2.0, beta2_epochs=value)
 
@@ -128,7 +128,7 @@ TOO_SHORT = (
     ],
 )
 @pytest.mark.slow
-def test_a_beta2_that_is_not_below_one_or_not_above_zero_is_refused_before_any_step(value: float, message: str) -> None:
+def test_beta2_not_below_one_or_not_above_zero_refused_before_any_step(value: float, message: str) -> None:
     model = TinyModel(adamw)
     before = [p.detach().clone() for p in model.parameters()]
     cb = TimescaleCallback(tau_epoch=2.0, beta2_epochs=value, verbose=False, monitor=False)  # M = 12 steps of B = 10
@@ -140,7 +140,7 @@ def test_a_beta2_that_is_not_below_one_or_not_above_zero_is_refused_before_any_s
 
 
 @pytest.mark.slow
-def test_the_longest_window_the_message_names_is_held() -> None:
+def test_longest_window_message_names_held() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, beta2_epochs=7.506e14, verbose=False, monitor=False)
     model = TinyModel(adamw)
     quiet_trainer(callbacks=[cb, log], max_epochs=1).fit(model, make_loader(n=N))
@@ -178,7 +178,7 @@ class GrowingM(TinyModel):
     ids=["accumulation", "reloaded-dataloader"],
 )
 @pytest.mark.slow
-def test_a_change_mid_fit_that_pushes_beta2_out_of_range_stops_before_the_step(
+def test_change_mid_fit_pushes_beta2_out_of_range_stops_before_step(
     beta2_epochs: float, model_class: type[TinyModel], extra: list[Any], message: str
 ) -> None:
     model, log, weights = model_class(adamw), BetaLog(), WeightsAtEpochEnd()
@@ -194,7 +194,7 @@ def test_a_change_mid_fit_that_pushes_beta2_out_of_range_stops_before_the_step(
 
 
 @pytest.mark.slow
-def test_the_pre_flight_lists_the_held_beta2_window(caplog: pytest.LogCaptureFixture) -> None:
+def test_pre_flight_lists_held_beta2_window(caplog: pytest.LogCaptureFixture) -> None:
     cb = TimescaleCallback(tau_epoch=2.0, beta2_epochs=1.0, monitor=False)
     with caplog.at_level("INFO"):
         quiet_trainer(callbacks=[cb], max_epochs=1).fit(TinyModel(adamw), make_loader(n=N))
@@ -212,7 +212,7 @@ def preflight_rows(caplog: pytest.LogCaptureFixture, model: TinyModel, **callbac
 
 
 @pytest.mark.slow
-def test_the_pre_flight_shows_a_long_but_valid_beta2_window_and_its_beta2_unrounded(
+def test_pre_flight_shows_long_but_valid_beta2_window_and_beta2_unrounded(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # 1e14 epochs of M = 12 steps: 1 - 1/1.2e15 rounds to the double 1 - 8 * 2^-53 = 1 - 8.882e-16, whose window is
@@ -227,7 +227,7 @@ def test_the_pre_flight_shows_a_long_but_valid_beta2_window_and_its_beta2_unroun
 
 
 @pytest.mark.slow
-def test_the_pre_flight_shows_a_users_own_beta2_of_one_as_an_endless_window(caplog: pytest.LogCaptureFixture) -> None:
+def test_pre_flight_shows_users_own_beta2_of_one_as_endless_window(caplog: pytest.LogCaptureFixture) -> None:
     def beta2_one(m: torch.nn.Module) -> torch.optim.Optimizer:
         opt = adamw(m)
         opt.param_groups[0]["betas"] = (0.9, 1.0)  # torch refuses it in the constructor, not afterwards

@@ -19,7 +19,7 @@ from lightning_tau.decide import RunShape
 from lightning_tau.target import Target
 
 
-def test_decide_and_write_changes_no_argument_and_returns_what_the_next_decision_needs() -> None:
+def test_decide_and_write_changes_no_argument_and_returns_what_next_decision_needs() -> None:
     net = torch.nn.Linear(2, 2)
     opt = torch.optim.AdamW(
         [{"params": [net.weight]}, {"params": [net.bias], "weight_decay": 0.05}], lr=1e-3, weight_decay=0.1
@@ -44,7 +44,7 @@ def test_decide_and_write_changes_no_argument_and_returns_what_the_next_decision
     assert [group["weight_decay"] for group in opt.param_groups] == pytest.approx([2.0, 2.0])  # 1 / (1e-3 x 500)
 
 
-def test_hold_beta2_writes_each_adam_groups_beta2_for_its_optimizers_own_m() -> None:
+def test_hold_beta2_writes_each_adam_groups_beta2_for_optimizers_own_m() -> None:
     first, second = (torch.optim.AdamW(torch.nn.Linear(2, 2).parameters()) for _ in range(2))
     decision = decide_and_write(
         [first, second],
@@ -76,7 +76,7 @@ def test_checked_beta2_takes_windows_over_one_step_up_to_where_beta2_rounds_to_o
         checked_beta2(0.5, 2.0, where=", optimizer 1")
 
 
-def test_hold_beta2_checks_every_group_before_writing_any_and_names_the_epoch_mid_fit() -> None:
+def test_hold_beta2_checks_every_group_before_writing_any_and_names_epoch_mid_fit() -> None:
     first, second = (torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), betas=(0.9, 0.99)) for _ in range(2))
     # optimizer 1 steps 4 times an epoch (declared), the run's M is 100: 0.2 epochs is 20 steps, then 0.8
     shape = RunShape(100, sources=("M = 100 batches.",))
@@ -85,7 +85,7 @@ def test_hold_beta2_checks_every_group_before_writing_any_and_names_the_epoch_mi
                        r" optimizer 1 is 0.8 optimizer steps at M=4 steps per epoch"):
         hold_beta2([first, second], decision, {0, 1}, beta2_epochs=0.2)
     assert [o.param_groups[0]["betas"] for o in (first, second)] == [(0.9, 0.99), (0.9, 0.99)]  # nothing written
-def test_decoupled_groups_refuses_an_adamw_whose_groups_all_have_zero_weight_decay() -> None:
+def test_decoupled_groups_refuses_adamw_whose_groups_all_have_zero_weight_decay() -> None:
     net = torch.nn.Linear(2, 2)
     none_decay = torch.optim.AdamW([{"params": [net.weight]}, {"params": [net.bias]}], weight_decay=0.0)
     with pytest.raises(ValueError, match=r"^`TimescaleCallback` found no AdamW param group with `weight_decay > 0`"):
@@ -96,7 +96,7 @@ def test_decoupled_groups_refuses_an_adamw_whose_groups_all_have_zero_weight_dec
     assert decoupled_groups([one_decays], skip_unsupported=False, warn=pytest.fail) == ({0}, {(0, 0): 0.1, (0, 1): 0.0})
 
 
-def test_under_reduce_lr_on_plateau_the_reference_lr_stays_the_first_seen() -> None:
+def test_under_reduce_lr_on_plateau_reference_lr_stays_first_seen() -> None:
     # the plateau scheduler lowers `lr` and sets no `initial_lr`: a later decision keeps the lr pinned at the first
     # one as the reference, so the decay is not raised to undo the lowered lr
     opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3, weight_decay=0.1)
@@ -118,7 +118,7 @@ def test_under_reduce_lr_on_plateau_the_reference_lr_stays_the_first_seen() -> N
     assert opt.param_groups[0]["weight_decay"] == pytest.approx(2.0)  # 1 / (1e-3 x 500), not 1 / (1e-4 x 500)
 
 
-def test_decoupled_groups_refuses_or_skips_with_a_reason_the_optimizers_it_cannot_manage() -> None:
+def test_decoupled_groups_refuses_or_skips_with_reason_optimizers_it_cannot_manage() -> None:
     class Unknown(torch.optim.Optimizer):  # no decay kind registered for it
         def __init__(self, params) -> None:
             super().__init__(params, {"lr": 0.1, "weight_decay": 0.1})
@@ -139,7 +139,7 @@ def test_decoupled_groups_refuses_or_skips_with_a_reason_the_optimizers_it_canno
     ]
 
 
-def test_the_all_zero_refusal_says_what_to_do() -> None:
+def test_all_zero_refusal_says_what_to_do() -> None:
     zero = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), weight_decay=0.0)
     with pytest.raises(ValueError) as info:
         decoupled_groups([zero], skip_unsupported=False, warn=pytest.fail)
@@ -164,7 +164,7 @@ def _decide(opt: torch.optim.Optimizer, target: Target, scheduled: set[int] | No
     )
 
 
-def test_decide_and_write_holds_tau_epoch_at_this_n_under_a_size_rule_and_says_so_when_it_cannot() -> None:
+def test_decide_and_write_holds_tau_epoch_at_this_n_under_size_rule_and_says_so_it_cannot() -> None:
     opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
     held = _decide(opt, Target(tau_epoch=4.0, size_exponent=-0.5, reference_dataset_size=100))
     assert (held.tau_epoch, held.tau_iter) == (2.0, 200.0)  # 4 x (400 / 100)^-0.5 epochs of 100 steps
@@ -175,13 +175,13 @@ def test_decide_and_write_holds_tau_epoch_at_this_n_under_a_size_rule_and_says_s
         _decide(opt, Target(tau_epoch=1e-3))  # no size rule: nothing added
 
 
-def test_a_scheduler_that_sets_initial_lr_is_not_pinned() -> None:
+def test_scheduler_sets_initial_lr_not_pinned() -> None:
     opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
     torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=10)  # sets each group's initial_lr
     assert _decide(opt, Target(tau_epoch=5.0), scheduled={id(opt)}).pinned_lrs == {}
 
 
-def test_hold_beta2_without_an_epoch_length_says_what_to_give() -> None:
+def test_hold_beta2_without_epoch_length_says_what_to_give() -> None:
     opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters())
     unknown = Decision(RunShape(None), 500.0, None, [], [], {}, 500.0)
     with pytest.raises(ValueError) as info:

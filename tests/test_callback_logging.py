@@ -25,7 +25,7 @@ def fit(callbacks: list[Any], **kwargs: Any) -> MemoryLogger:
 
 
 @pytest.mark.slow
-def test_the_callback_alone_logs_the_ema_view_at_every_logging_step() -> None:
+def test_callback_alone_logs_ema_view_at_every_logging_step() -> None:
     logger = fit([TimescaleCallback(tau_epoch=2.0, verbose=False)])
     assert {
         "timescale/tau_iter/pg1",
@@ -57,7 +57,7 @@ def test_monitor_false_logs_nothing() -> None:
 
 
 @pytest.mark.slow
-def test_a_configured_monitor_is_used() -> None:
+def test_configured_monitor_used() -> None:
     logger = fit(
         [TimescaleCallback(tau_epoch=2.0, verbose=False, monitor=TimescaleMonitor(prefix="ema", logging_interval=6))]
     )
@@ -65,13 +65,13 @@ def test_a_configured_monitor_is_used() -> None:
     assert sorted({s for k, s in logger.calls if k == "ema/tau_iter/pg1"}) == [6, 12, 18, 24]
 
 
-def test_bad_monitor_argument_is_a_clear_error() -> None:
+def test_bad_monitor_argument_clear_error() -> None:
     with pytest.raises(ValueError, match=r"TimescaleCallback\(monitor='yes'\)` is not valid: use True"):
         TimescaleCallback(tau_epoch=2.0, monitor="yes")  # type: ignore[arg-type]
 
 
 @pytest.mark.slow
-def test_the_monitor_logs_a_group_added_mid_fit() -> None:
+def test_monitor_logs_group_added_mid_fit() -> None:
     logger = MemoryLogger()
     callback = TimescaleCallback(tau_epoch=5.0, verbose=False)
     trainer = quiet_trainer(logger=logger, callbacks=[Unfreeze(), callback], log_every_n_steps=5, max_epochs=3)

@@ -49,7 +49,7 @@ def _fit_showing_warnings(bar: Any, monkeypatch: pytest.MonkeyPatch, *, bar_firs
 
 
 @pytest.mark.slow
-def test_start_warning_is_not_on_a_tqdm_bar_line(
+def test_start_warning_not_on_tqdm_bar_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     _fit_showing_warnings(TQDMProgressBar(), monkeypatch, bar_first=True)  # the bar drawn when the callback warns
@@ -61,7 +61,7 @@ def test_start_warning_is_not_on_a_tqdm_bar_line(
 
 
 @pytest.mark.slow
-def test_start_warning_is_whole_above_a_rich_live_display(
+def test_start_warning_whole_above_rich_live_display(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     import rich

@@ -24,7 +24,7 @@ def first_run(tmp_path) -> tuple[str, TimescaleCallback]:
 
 
 @pytest.mark.slow
-def test_state_is_saved_in_the_checkpoint(tmp_path) -> None:
+def test_state_saved_in_checkpoint(tmp_path) -> None:
     path, cb = first_run(tmp_path)
     state = torch.load(path, weights_only=False)["callbacks"][cb.state_key]
     assert state["dataset_size"] == 120
@@ -34,7 +34,7 @@ def test_state_is_saved_in_the_checkpoint(tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_resume_keeps_the_decided_value(tmp_path) -> None:
+def test_keeps_decided_value(tmp_path) -> None:
     path, _ = first_run(tmp_path)
     recorder, cb = Recorder(), TimescaleCallback(tau_epoch=2.0)
     trainer = quiet_trainer(callbacks=[cb, recorder], max_epochs=3)
@@ -47,7 +47,7 @@ def test_resume_keeps_the_decided_value(tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_resume_with_a_new_dataset_size_recomputes_and_warns(tmp_path) -> None:
+def test_resume_with_new_dataset_size_recomputes_and_warns(tmp_path) -> None:
     path, _ = first_run(tmp_path)
     recorder, cb = Recorder(), TimescaleCallback(tau_epoch=2.0)
     trainer = quiet_trainer(callbacks=[cb, recorder], max_epochs=3)
@@ -59,7 +59,7 @@ def test_resume_with_a_new_dataset_size_recomputes_and_warns(tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_per_step_resume_on_new_data_holds_the_new_tau_iter_from_the_first_step(tmp_path) -> None:
+def test_per_step_resume_on_new_data_holds_new_tau_iter_from_first_step(tmp_path) -> None:
     def cosine(m: TinyModel):
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=60, eta_min=1e-3)
@@ -80,7 +80,7 @@ def test_per_step_resume_on_new_data_holds_the_new_tau_iter_from_the_first_step(
 
 
 @pytest.mark.slow
-def test_manual_optimization_resume_keeps_the_counted_steps_per_epoch(tmp_path) -> None:
+def test_manual_optimization_resume_keeps_counted_steps_per_epoch(tmp_path) -> None:
     from runs import PerOptimizer, TwoPlayers, closed_form
 
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True)
@@ -98,7 +98,7 @@ def test_manual_optimization_resume_keeps_the_counted_steps_per_epoch(tmp_path) 
 
 
 @pytest.mark.slow
-def test_manual_optimization_resume_inside_the_first_epoch_counts_the_whole_epoch(tmp_path) -> None:
+def test_manual_optimization_resume_inside_first_epoch_counts_whole_epoch(tmp_path) -> None:
     # TwoPlayers: D steps every batch, G every second one, so global_step is 7 after batch 4 (D 5, G 2). The
     # resumed run takes the epoch's other 5 batches (D 5, G 3): with the checkpoint's partial count, epoch 0 is a
     # full epoch of G 5 steps, and G runs epoch 1 at its own M = 5 (without it, at the assumed M = 10).
@@ -120,7 +120,7 @@ def test_manual_optimization_resume_inside_the_first_epoch_counts_the_whole_epoc
 
 
 @pytest.mark.slow
-def test_manual_optimization_resume_at_a_later_step_keeps_the_count(tmp_path) -> None:
+def test_manual_optimization_resume_at_later_step_keeps_count(tmp_path) -> None:
     # a checkpoint in the second epoch carries the first epoch's count, and the second epoch's partial one is
     # continued: the generator runs at its own M from the resumed step
     from runs import PerOptimizer, TwoPlayers, closed_form
@@ -155,7 +155,7 @@ class UsedDecay(pl.Callback):
 
 
 @pytest.mark.slow
-def test_resume_with_a_size_exponent_holds_tau_epoch_at_the_new_n(tmp_path) -> None:
+def test_resume_with_size_exponent_holds_tau_epoch_at_new_n(tmp_path) -> None:
     # tau_epoch 8 measured at N_ref = 30 and carried by N^-0.5: 4 at the first run's N = 120 (M = 12), then
     # 2 at the resumed run's N = 480 (M = 48), from the first resumed step on
     rule = dict(tau_epoch=8.0, size_exponent=-0.5, reference_dataset_size=30, verbose=False)

@@ -89,7 +89,7 @@ def mu_adamw_decoupled_wd(net: nn.Module) -> torch.optim.Optimizer:
 
 
 @pytest.mark.slow
-def test_decoupled_wd_pitfall_is_reported_and_fixed() -> None:
+def test_decoupled_wd_pitfall_reported_and_fixed() -> None:
     match = r"fixed-λ muP pitfall.*s=4, lr\*weight_decay=0\.00025, weight_decay 0\.1 -> 16\.67"
     with pytest.warns(UserWarning, match=match):
         callback, optimizer = fit(mup_mlp(4 * BASE_WIDTH), mu_adamw_decoupled_wd)
@@ -103,7 +103,7 @@ def test_decoupled_wd_pitfall_is_reported_and_fixed() -> None:
 
 
 @pytest.mark.slow
-def test_nanogpt_mup_groups_pitfall_is_reported_and_fixed() -> None:
+def test_nanogpt_mup_groups_pitfall_reported_and_fixed() -> None:
     logger = MemoryLogger()
     with pytest.warns(UserWarning, match=r"fixed-λ muP pitfall.*'mup_decay' \(s=4, .*weight_decay 0\.1 -> 16\.67\)"):
         callback, optimizer = fit(MLP(32, readout=False), nanogpt_mup_groups, logger=logger)
@@ -132,7 +132,7 @@ def test_param_groups_helper_matches_mu_adamw() -> None:
 
 
 @pytest.mark.slow
-def test_param_groups_helper_without_mup_gives_the_rule_through_the_callback() -> None:
+def test_param_groups_helper_without_mup_gives_rule_through_callback() -> None:
     net = MLP(32, readout=False)
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*pitfall")
@@ -149,7 +149,7 @@ def test_param_groups_helper_without_mup_gives_the_rule_through_the_callback() -
     assert callback.fixed_lambda_pitfalls == []
 
 
-def test_pitfall_logic_without_a_base_group() -> None:
+def test_pitfall_logic_without_base_group() -> None:
     """Only width-scaled decaying groups: s * lr * wd constant across two multipliers is the fixed-λ signature."""
     fixed = [GroupRate("a", LR / 2, WD, 2.0), GroupRate("b", LR / 4, WD, 4.0)]
     assert [p.name for p in find_fixed_lambda_pitfall(fixed)] == ["a", "b"]
@@ -161,7 +161,7 @@ def test_pitfall_logic_without_a_base_group() -> None:
     assert math.isclose(find_fixed_lambda_pitfall(fixed)[0].corrected_weight_decay, 2 * WD)
 
 
-def test_mup_model_without_mup_true_gets_unsplit_groups() -> None:
+def test_model_without_mup_true_gets_unsplit_groups() -> None:
     """``p.infshape`` is read only with ``mup=True``: without it a mup model gets the plain two groups at s = 1."""
     groups = build_param_groups(mup_mlp(4 * BASE_WIDTH), 0.1, 1e-3)
     assert [(g["name"], g["width_mult"], g["lr"], g["weight_decay"]) for g in groups] == [

@@ -61,7 +61,7 @@ def data() -> DataLoader:
 @pytest.mark.filterwarnings(TORCHAO_HASH)
 @pytest.mark.parametrize("name", names())
 @pytest.mark.slow
-def test_fit_through_the_callback_writes_the_closed_form_at_every_step(name: str) -> None:
+def test_fit_through_callback_writes_closed_form_at_every_step(name: str) -> None:
     model = Matrix(DECOUPLED_FACTORIES[name])
     callback = TimescaleCallback(tau_epoch=TAU_EPOCH, verbose=False, monitor=False)
     quiet_trainer(callbacks=[callback], max_epochs=2).fit(model, data())
@@ -74,7 +74,7 @@ def test_fit_through_the_callback_writes_the_closed_form_at_every_step(name: str
 @pytest.mark.filterwarnings(PAGED_ON_CPU)
 @pytest.mark.filterwarnings(TORCHAO_HASH)
 @pytest.mark.parametrize("name", names())
-def test_apply_timescale_writes_the_closed_form_and_the_step_decays_by_it(name: str) -> None:
+def test_apply_timescale_writes_closed_form_and_step_decays_by_it(name: str) -> None:
     params = matrix_params()[:1]
     optimizer = DECOUPLED_FACTORIES[name](params)
     lr = float(optimizer.param_groups[0]["lr"])
@@ -86,7 +86,7 @@ def test_apply_timescale_writes_the_closed_form_and_the_step_decays_by_it(name: 
     torch.testing.assert_close(params[0].detach(), before[0] * (1 - lr * expected), rtol=1e-6, atol=0)
 
 
-def test_apply_timescale_per_step_in_a_hand_written_loop_holds_lr_times_wd() -> None:
+def test_apply_timescale_per_step_in_hand_written_loop_holds_lr_times_wd() -> None:
     net = torch.nn.Linear(8, 8)
     optimizer = torch.optim.AdamW(
         [{"params": [net.weight]}, {"params": [net.bias], "weight_decay": 0.0}], lr=1e-2, weight_decay=0.1
@@ -138,7 +138,7 @@ def test_apply_timescale_refuses_coupled_decay_and_says_what_to_do() -> None:
 
 
 @pytest.mark.slow
-def test_the_callback_refuses_an_unknown_optimizer_until_it_is_declared() -> None:
+def test_callback_refuses_unknown_optimizer_until_it_declared() -> None:
     from lightning_tau import register_decay_kind
 
     class MyAdamW(torch.optim.Optimizer):  # decays decoupled, but nothing tells the package so

@@ -66,7 +66,7 @@ def fit(
 
 
 @pytest.mark.slow
-def test_alpha_one_is_todays_rule_bit_for_bit() -> None:
+def test_alpha_one_todays_rule_bit_for_bit() -> None:
     width = 4 * BASE_WIDTH  # at the base width every s is 1: nothing to tell apart
     default, _ = fit(mup_mlp(width))
     explicit, callback = fit(mup_mlp(width), width_exponent=1.0)
@@ -79,7 +79,7 @@ def test_alpha_one_is_todays_rule_bit_for_bit() -> None:
 
 @pytest.mark.parametrize("alpha", [0.5, 0.0])
 @pytest.mark.slow
-def test_alpha_scales_every_groups_weight_decay_by_the_models_s_at_every_step(alpha: float) -> None:
+def test_alpha_scales_every_groups_weight_decay_by_models_s_at_every_step(alpha: float) -> None:
     matrix_wd, vector_wd = {}, {}
     for width in (BASE_WIDTH, 4 * BASE_WIDTH):
         log, callback = fit(mup_mlp(width), width_exponent=alpha)
@@ -117,7 +117,7 @@ def test_alpha_in_per_step_mode_holds_each_groups_own_timescale() -> None:
 
 
 @pytest.mark.slow
-def test_a_mapping_sets_alpha_per_group_and_others_keep_one() -> None:
+def test_mapping_sets_alpha_per_group_and_others_keep_one() -> None:
     # nanoGPT-mup style groups, with the readout held apart in its own width-scaled group
     def groups(net: MLP) -> torch.optim.Optimizer:
         return torch.optim.AdamW(
@@ -151,7 +151,7 @@ def assert_fit_raises(match: str, net: nn.Module, make_optimizer: Any, **callbac
 
 
 @pytest.mark.slow
-def test_a_group_of_unknown_width_is_an_error_naming_it() -> None:
+def test_group_of_unknown_width_error_naming_it() -> None:
     # the 'decay' group has no `width_mult` key and no mup infshape: s is unknown
     assert_fit_raises(
         r"`width_exponent=0.5` for param group 'decay' needs its muP width multiplier s, but it has no `width_mult`"
@@ -171,7 +171,7 @@ def test_a_group_of_unknown_width_is_an_error_naming_it() -> None:
 
 
 @pytest.mark.slow
-def test_a_mapping_naming_an_unknown_group_is_an_error_naming_the_known_ones() -> None:
+def test_mapping_naming_unknown_group_error_naming_known_ones() -> None:
     assert_fit_raises(
         r"`width_exponent` names param group\(s\) \['hiden'\] that this run does not have\. Its groups are"
         r" \['pg1', 'pg2'\]",
@@ -205,7 +205,7 @@ def test_build_param_groups_declares_every_width() -> None:
         ({0: 0.5}, r"entry 0: 0.5"),
     ],
 )
-def test_bad_width_exponent_is_an_error_at_construction(value: Any, match: str) -> None:
+def test_bad_width_exponent_error_at_construction(value: Any, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         TimescaleCallback(tau_epoch=TAU_EPOCH, width_exponent=value)
 
@@ -213,7 +213,7 @@ def test_bad_width_exponent_is_an_error_at_construction(value: Any, match: str) 
 @pytest.mark.parametrize(
     ("text", "expected"), [("0.5", 0.5), ("{hidden: 0.0, readout: 1}", {"hidden": 0.0, "readout": 1.0})]
 )
-def test_lightning_cli_parses_a_number_and_a_mapping(monkeypatch: pytest.MonkeyPatch, text: str, expected: Any) -> None:
+def test_lightning_cli_parses_number_and_mapping(monkeypatch: pytest.MonkeyPatch, text: str, expected: Any) -> None:
     from lightning.pytorch.cli import LightningCLI
 
     from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
@@ -235,7 +235,7 @@ def test_lightning_cli_parses_a_number_and_a_mapping(monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.slow
-def test_a_model_without_mup_ignores_the_exponent_with_one_warning() -> None:
+def test_model_without_mup_ignores_exponent_with_one_warning() -> None:
     # plain AdamW over a plain model: no group has a width multiplier, so every group is at s = 1 and needs none
     def plain(net: nn.Module) -> torch.optim.Optimizer:
         return torch.optim.AdamW(net.parameters(), lr=LR, weight_decay=WD)

@@ -26,11 +26,11 @@ def _parser() -> CommandParser:
         (["-fractoin", "0.1"], "unknown flag -fractoin 0.1; did you mean --fraction 0.1?"),
     ],
 )
-def test_a_single_dash_typo_of_a_flag_gets_its_did_you_mean(typed: list[str], expected: str) -> None:
+def test_single_dash_typo_of_flag_gets_did_you_mean(typed: list[str], expected: str) -> None:
     assert _parser().unknown_words_message(typed, typed) == expected
 
 
-def test_a_single_dash_typo_through_a_subcommand_is_a_usage_error_naming_the_flag(
+def test_single_dash_typo_through_subcommand_usage_error_naming_flag(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with pytest.raises(SystemExit) as exit:
@@ -41,7 +41,7 @@ def test_a_single_dash_typo_through_a_subcommand_is_a_usage_error_naming_the_fla
     )
 
 
-def test_a_typo_of_a_required_flag_is_reported_as_the_typo_not_as_missing(capsys: pytest.CaptureFixture[str]) -> None:
+def test_typo_of_required_flag_reported_as_typo_not_as_missing(capsys: pytest.CaptureFixture[str]) -> None:
     """argparse checks required flags before it reports unknown words: `-lr` for the required `--lr` said
     "the following arguments are required: --lr"; the typo is what the user should hear about."""
     argv = ["transfer", "-lr", "1e-3", "--weight-decay", "0.1", "--dataset-size", "50000", "--batch-size", "100"]

@@ -51,7 +51,7 @@ def _run_dirs(sweep: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-def test_demo_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Path, str]) -> None:
+def test_quick_writes_one_tensorboard_run_per_setting(quick_sweep: tuple[Path, str]) -> None:
     out, _ = quick_sweep
     sweep = out / "sweep_0"
     run_dirs = _run_dirs(sweep)
@@ -86,7 +86,7 @@ def _experiment_configs(run_dir: Path) -> list:
 
 
 @pytest.mark.slow
-def test_demo_hparams_tab_shows_what_the_sweep_varies_first(quick_sweep: tuple[Path, str]) -> None:
+def test_hparams_tab_shows_what_sweep_varies_first(quick_sweep: tuple[Path, str]) -> None:
     """TensorBoard ticks the first five hparams, those marked ``differs`` first, then by name, from one experiment
     config: the sweep root's, as no run writes its own. It marks tau_epoch and weight_decay, and lists besides them
     only what varies across the runs."""
@@ -103,7 +103,7 @@ def test_demo_hparams_tab_shows_what_the_sweep_varies_first(quick_sweep: tuple[P
 
 
 @pytest.mark.slow
-def test_demo_prints_a_dashboard_view_that_opens_on_charts(quick_sweep: tuple[Path, str]) -> None:
+def test_prints_dashboard_view_opens_on_charts(quick_sweep: tuple[Path, str]) -> None:
     """First the largest size's first seed, one run per tau_epoch named by its values (TensorBoard pre-selects at
     most 40 runs and has 7 colours), then the whole sweep for the HParams tab: each a short command on a folder of
     links."""
@@ -126,14 +126,14 @@ def test_demo_prints_a_dashboard_view_that_opens_on_charts(quick_sweep: tuple[Pa
 
 
 @pytest.mark.slow
-def test_demo_quick_logs_the_timescale_monitor(quick_sweep: tuple[Path, str]) -> None:
+def test_quick_logs_timescale_monitor(quick_sweep: tuple[Path, str]) -> None:
     out, _ = quick_sweep
     _, scalars = read_run(_run_dirs(out / "sweep_0")[0])
     assert any(tag.startswith("timescale/tau_iter/") for tag in scalars)
 
 
 @pytest.mark.slow
-def test_demo_quick_draws_the_figures_and_prints_where(quick_sweep: tuple[Path, str]) -> None:
+def test_quick_draws_figures_and_prints_where(quick_sweep: tuple[Path, str]) -> None:
     out, printed = quick_sweep
     sweep = out / "sweep_0"
     for stem in ("tau_sweep", "size_sweep"):  # Figure 1 from the TensorBoard runs; the finder's axis figure
@@ -149,7 +149,7 @@ def test_demo_quick_draws_the_figures_and_prints_where(quick_sweep: tuple[Path, 
 
 
 @pytest.mark.slow
-def test_demo_quick_summary_follows_from_its_curves_and_its_logs(quick_sweep: tuple[Path, str]) -> None:
+def test_quick_summary_follows_from_curves_and_logs(quick_sweep: tuple[Path, str]) -> None:
     """``summary.json``: the curves are the logged runs' final losses; the exponent, its interval (or the reason
     there is none) and the per-seed grid optima are ``fit_scaling``'s on those curves."""
     out, printed = quick_sweep
@@ -194,7 +194,7 @@ class _StepDecays(Callback):
 
 
 @pytest.mark.slow
-def test_size_demo_every_step_uses_its_sizes_weight_decay(tmp_path: Path) -> None:
+def test_size_demo_every_step_uses_sizes_weight_decay(tmp_path: Path) -> None:
     """Every optimizer step of every run used ``B / (lr N tau_epoch)`` (``M = ceil(N / B)`` steps an epoch) for the
     ``N`` the demo asked for: the finder's subset of the sizes' fractions holds exactly that many digits."""
     config = SizeConfig(sizes=[100, 300], tau_epochs=[1.0, 10.0], seeds=[0], epochs=2, hidden=16)
@@ -209,7 +209,7 @@ def test_size_demo_every_step_uses_its_sizes_weight_decay(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-def test_demo_second_call_writes_a_new_sweep_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_second_call_writes_new_sweep_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "sweep_0").mkdir()
     code = main(["demo", "--quick", "--out", str(tmp_path), "--no-progress", "--no-plot"])
     assert code == 0
@@ -227,7 +227,7 @@ def test_demo_second_call_writes_a_new_sweep_dir(tmp_path: Path, capsys: pytest.
         (["--norm", "batch"], "argument --norm: invalid choice: 'batch'"),
     ],
 )
-def test_demo_rejects_bad_options(
+def test_rejects_bad_options(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
 ) -> None:
     with pytest.raises(SystemExit) as exit_info:
@@ -237,7 +237,7 @@ def test_demo_rejects_bad_options(
     assert not list(tmp_path.iterdir())
 
 
-def test_demo_rejects_a_size_larger_than_the_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rejects_size_larger_than_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--sizes", "200", "1500", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "1500 is more than the 1400 digits left for training" in err and "use sizes up to 1400" in err
@@ -285,7 +285,7 @@ def test_help_as_subprocesses() -> None:
         (["--task", "text", "--fractions", "0.5"], "--fractions 0.5: give at least two dataset sizes to compare"),
     ],
 )
-def test_demo_needs_two_dataset_sizes(
+def test_needs_two_dataset_sizes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
 ) -> None:
     """The finder's dataset-size axis fits an exponent over the sizes: one size is an error before any training."""

@@ -31,7 +31,7 @@ def _one_error_line(err: str, command: str) -> str:
     return lines[0]
 
 
-def test_demo_out_is_an_existing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_out_existing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     existing = tmp_path / "notes.txt"
     existing.write_text("mine\n")
     assert main(["demo", "--quick", "--no-progress", "--out", str(existing)]) == 2
@@ -49,7 +49,7 @@ def test_demo_out_cannot_be_created(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert f"--out {out} cannot be written" in line and "give a directory you can write to" in line
 
 
-def test_demo_negative_seed_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_negative_seed_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["demo", "--seeds", "0", "-1", "--out", str(tmp_path)])
     assert exit_info.value.code == 2
@@ -58,7 +58,7 @@ def test_demo_negative_seed_is_a_usage_error(tmp_path: Path, capsys: pytest.Capt
     assert not list(tmp_path.iterdir())
 
 
-def test_demo_timescale_under_one_step_is_refused_before_training(
+def test_demo_timescale_under_one_step_refused_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # N=100, B=64: an epoch is 2 optimizer steps, so tau_epoch=0.01 is 0.02 steps (lr * weight_decay = 50)
@@ -69,7 +69,7 @@ def test_demo_timescale_under_one_step_is_refused_before_training(
     assert not list(tmp_path.iterdir())  # no sweep_0: nothing was trained
 
 
-def test_demo_timescale_beyond_a_float_is_refused_before_training(
+def test_demo_timescale_beyond_float_refused_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # N=100, B=64: 2 steps per epoch, so tau_epoch=1e308 is 2e308 steps: inf, no weight decay to set
@@ -80,7 +80,7 @@ def test_demo_timescale_beyond_a_float_is_refused_before_training(
     assert not list(tmp_path.iterdir())  # nothing was trained
 
 
-def test_text_demo_timescale_under_one_step_is_refused_before_training(
+def test_text_demo_timescale_under_one_step_refused_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["demo", "--task", "text", "--fractions", "0.5", "--tau-epochs", "1e-5", "4", "--epochs", "1"]
@@ -90,7 +90,7 @@ def test_text_demo_timescale_under_one_step_is_refused_before_training(
     assert not list(tmp_path.iterdir())  # no sweep_0: nothing was trained
 
 
-def test_width_demo_lr_times_lambda_of_one_or_more_is_refused_before_training(
+def test_width_demo_lr_times_lambda_of_one_or_more_refused_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["demo", "--axis", "width", "--weight-decays", "1", "2", "4000", "--lr-base", "0.001"]
@@ -120,7 +120,7 @@ def test_plot_out_cannot_be_written(tmp_path: Path, capsys: pytest.CaptureFixtur
         ([*TUNED, "--target-batch-size", "40000x"], "tau_iter=0.25 optimizer steps"),
     ],
 )
-def test_transfer_refuses_a_timescale_under_one_step(argv: list[str], expected: str) -> None:
+def test_transfer_refuses_timescale_under_one_step(argv: list[str], expected: str) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["transfer", *argv])
     message = str(exit_info.value.code)
@@ -207,7 +207,7 @@ def test_find_help_and_usage_errors_import_no_heavy_package(tmp_path: Path) -> N
         "--target-width",
     ],
 )
-def test_transfer_refuses_a_number_that_is_not_positive(
+def test_transfer_refuses_number_not_positive(
     flag: str, bad: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # --base-width -1 used to be accepted silently (it is read only with --target-width); every number is checked
@@ -221,7 +221,7 @@ def test_transfer_refuses_a_number_that_is_not_positive(
 
 
 @pytest.mark.parametrize("bad", ["0x", "-2x", "nanx"])
-def test_transfer_refuses_a_multiple_that_is_not_positive(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_transfer_refuses_multiple_not_positive(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["transfer", *TUNED, f"--target-dataset-size={bad}"])
     assert exit_info.value.code == 2
@@ -230,7 +230,7 @@ def test_transfer_refuses_a_multiple_that_is_not_positive(bad: str, capsys: pyte
 
 
 @pytest.mark.parametrize("bad", ["hidden=0", "hidden=-2", "hidden=nan"])
-def test_transfer_group_multiplier_is_named_as_given(bad: str) -> None:
+def test_transfer_group_multiplier_named_as_given(bad: str) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["transfer", *TUNED, "--group", bad])
     message = str(exit_info.value.code)
@@ -238,7 +238,7 @@ def test_transfer_group_multiplier_is_named_as_given(bad: str) -> None:
     assert f"`--group {bad}`" in message and "positive" in message
 
 
-def test_transfer_target_width_without_a_tuned_width_names_the_flags() -> None:
+def test_transfer_target_width_without_tuned_width_names_flags() -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["transfer", *TUNED, "--target-width", "1024"])
     message = str(exit_info.value.code)
@@ -250,7 +250,7 @@ def test_transfer_target_width_without_a_tuned_width_names_the_flags() -> None:
 # --- exact boundaries: the value equal to the limit is refused, the one just inside it accepted ----------------------
 
 
-def test_demo_seeds_up_to_two_to_the_32_minus_one(capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_seeds_up_to_two_to_32_minus_one(capsys: pytest.CaptureFixture[str]) -> None:
     assert build_parser("demo").parse_args(["demo", "--seeds", "0", "4294967295"]).seeds == [0, 2**32 - 1]
     with pytest.raises(SystemExit) as exit_info:
         build_parser("demo").parse_args(["demo", "--seeds", "0", "4294967296"])
@@ -259,7 +259,7 @@ def test_demo_seeds_up_to_two_to_the_32_minus_one(capsys: pytest.CaptureFixture[
     assert "argument --seeds: expected an integer from 0 to 4294967295, got '4294967296'" in line
 
 
-def test_demo_tau_epoch_of_exactly_one_step_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_tau_epoch_of_exactly_one_step_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # N=100, B=64: an epoch is 2 optimizer steps, so tau_epoch=0.5 is exactly 1 step (lr * weight_decay = 1)
     argv = ["demo", "--sizes", "100", "--tau-epochs", "0.5", "5", "--epochs", "1", "--out", str(tmp_path)]
     assert main([*argv, "--no-progress", "--no-plot"]) == 2
@@ -270,7 +270,7 @@ def test_demo_tau_epoch_of_exactly_one_step_is_refused(tmp_path: Path, capsys: p
     assert too_short_timescale(DemoConfig(sizes=[100], tau_epochs=[0.5, 5.0], batch_size=64)) is not None
 
 
-def test_width_demo_lr_times_lambda_of_exactly_one_is_refused(
+def test_width_demo_lr_times_lambda_of_exactly_one_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["demo", "--axis", "width", "--weight-decays", "0.5", "1", "2", "--lr-base", "0.5"]  # 0.5 x 2 = 1
@@ -282,7 +282,7 @@ def test_width_demo_lr_times_lambda_of_exactly_one_is_refused(
     assert width_grid_problem(WidthConfig(widths=[8, 32], weight_decays=[0.5, 1.0, 2.0], lr=0.5)) is not None
 
 
-def test_transfer_lr_times_weight_decay_of_exactly_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+def test_transfer_lr_times_weight_decay_of_exactly_one_refused(capsys: pytest.CaptureFixture[str]) -> None:
     run = ["--dataset-size", "100", "--batch-size", "10"]
     with pytest.raises(SystemExit, match=r"`--lr 0.5 --weight-decay 2` give `lr \* weight_decay = 1` \(>= 1\)"):
         main(["transfer", "--lr", "0.5", "--weight-decay", "2", *run])
@@ -334,7 +334,7 @@ USAGE_ERRORS = [
 ]
 
 
-def test_usage_errors_are_two_lines_in_the_subcommand_s_terms(tmp_path: Path) -> None:
+def test_usage_errors_two_lines_in_subcommand_s_terms(tmp_path: Path) -> None:
     argvs = [argv for argv, _, _ in USAGE_ERRORS]
     proc = subprocess.run(
         [sys.executable, "-c", _USAGE_PROBE, json.dumps(argvs)],
@@ -360,7 +360,7 @@ def test_usage_errors_are_two_lines_in_the_subcommand_s_terms(tmp_path: Path) ->
                                                           ("demo", "dataset-size", "dataset-size"),
                                                           ("find", "dataset-size", "dataset_size"),
                                                           ("find", "dataset_size", "dataset_size")])  # fmt: skip
-def test_both_spellings_of_an_axis_are_accepted(command: str, typed: str, parsed: str) -> None:
+def test_both_spellings_of_axis_accepted(command: str, typed: str, parsed: str) -> None:
     assert build_parser(command).parse_args([command, "--axis", typed]).axis == parsed
 
 
@@ -374,7 +374,7 @@ def test_find_help_shows_one_default_per_option(capsys: pytest.CaptureFixture[st
 
 
 @pytest.mark.parametrize("bad", ["-5", "3.5", "1e308"])
-def test_transfer_width_exponent_outside_its_documented_range_is_a_usage_error(
+def test_transfer_width_exponent_outside_documented_range_usage_error(
     bad: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exit_info:
@@ -386,7 +386,7 @@ def test_transfer_width_exponent_outside_its_documented_range_is_a_usage_error(
     assert main(["transfer", *TUNED, "--width", "64", "--target-width", "4x", "--width-exponent", "-1"]) == 0
 
 
-def test_transfer_target_width_out_of_float_range_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+def test_transfer_target_width_out_of_float_range_names_flag(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["transfer", *TUNED, "--width", "64", "--target-width", "1e308", "--width-exponent", "3"]
     assert main(argv) == 2
     line = _one_error_line(capsys.readouterr().err, "transfer")
@@ -394,7 +394,7 @@ def test_transfer_target_width_out_of_float_range_names_the_flag(capsys: pytest.
     assert "tau_iter" not in line
 
 
-def test_no_help_text_gives_its_default_twice() -> None:
+def test_no_help_text_gives_default_twice() -> None:
     parser = build_parser()
     (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     doubled = []

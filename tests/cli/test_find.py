@@ -30,7 +30,7 @@ TINY = ["--epochs", "2", "--tau-epochs", "2", "8", "32", "--seeds", "0", "--no-p
 
 
 @pytest.mark.slow
-def test_find_on_digits_prints_the_suggestion_and_writes_json_and_plot(
+def test_find_on_digits_prints_suggestion_and_writes_json_and_plot(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     out, json_path = tmp_path / "find", tmp_path / "result.json"
@@ -96,7 +96,7 @@ def _tiny_config(tmp_path: Path, **trainer: object) -> Path:
 
 
 @pytest.mark.slow
-def test_find_with_a_lightning_cli_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_find_with_lightning_cli_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     callbacks = [{"class_path": "lightning_tau.TimescaleCallback", "init_args": {"tau_epoch": 5.0}}]
     config = _tiny_config(tmp_path, max_epochs=2, callbacks=callbacks)
     out = tmp_path / "find"
@@ -117,7 +117,7 @@ def test_find_with_a_lightning_cli_config(tmp_path: Path, capsys: pytest.Capture
     assert not list(out.rglob("tau_finder.png"))
 
 
-def test_find_config_without_max_epochs_and_missing_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_without_max_epochs_and_missing_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["find", "--config", str(_tiny_config(tmp_path)), "--out", str(tmp_path / "o")]) == 2
     assert "sets no trainer.max_epochs" in capsys.readouterr().err
     assert main(["find", "--config", str(tmp_path / "nope.yaml")]) == 2
@@ -142,7 +142,7 @@ def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
         ("trainer: [\n", "Problems parsing config"),
     ],
 )
-def test_find_a_bad_config_is_one_line_naming_it(
+def test_bad_config_one_line_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
 ) -> None:
     config = yaml.safe_load(_tiny_config(tmp_path, max_epochs=1).read_text())
@@ -160,7 +160,7 @@ def test_find_a_bad_config_is_one_line_naming_it(
     assert not (tmp_path / "o" / "study.journal").exists()
 
 
-def test_find_unwritable_out_json_and_storage_fail_before_training(
+def test_unwritable_out_json_and_storage_fail_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     blocker = tmp_path / "a_file"
@@ -179,7 +179,7 @@ def test_find_unwritable_out_json_and_storage_fail_before_training(
     assert not (tmp_path / "o" / "study.journal").exists() and not (tmp_path / "o" / "tb").exists()
 
 
-def test_find_a_timescale_beyond_a_float_is_a_usage_error_before_training(
+def test_timescale_beyond_float_usage_error_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # the subset (350 samples, B=64) has 6 steps per epoch: tau_epoch=1e308 is inf steps, which no weight decay gives
@@ -194,7 +194,7 @@ def test_find_a_timescale_beyond_a_float_is_a_usage_error_before_training(
 
 
 @pytest.mark.slow
-def test_find_reports_a_monitor_the_model_does_not_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reports_monitor_model_not_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # a usage error (exit 2, one line naming --monitor and what the model logs) at the first trial's first validation
     config = _tiny_config(tmp_path, max_epochs=3)
     out = tmp_path / "o"
@@ -228,7 +228,7 @@ def test_example_find_config_loads_fresh_models() -> None:
         (["--reduce", "mean"], "argument --reduce: invalid choice: 'mean'"),
     ],
 )
-def test_find_rejects_bad_options(
+def test_rejects_bad_options(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
 ) -> None:
     with pytest.raises(SystemExit) as exit_info:
@@ -239,7 +239,7 @@ def test_find_rejects_bad_options(
 
 
 @pytest.mark.slow
-def test_find_help_from_the_console_script() -> None:
+def test_help_from_console_script() -> None:
     script = Path(sys.executable).parent / ("lightning-tau.exe" if os.name == "nt" else "lightning-tau")
     assert script.exists(), f"console script {script} is missing: install the package (`make test` does)"
     proc = subprocess.run([str(script), "find", "--help"], capture_output=True, text=True, timeout=300)

@@ -21,7 +21,7 @@ TINY = ["--epochs", "2", "--tau-epochs", "2", "8", "32", "--seeds", "0", "--no-p
 
 
 @pytest.mark.slow
-def test_find_config_imports_the_model_module_from_the_working_directory(
+def test_config_imports_model_module_from_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "contact_cwd_model.py").write_text(
@@ -48,7 +48,7 @@ def test_find_config_imports_the_model_module_from_the_working_directory(
 
 
 @pytest.mark.slow
-def test_study_name_alone_reopens_the_study_with_its_settings(
+def test_study_name_alone_reopens_study_with_settings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "find"

@@ -47,7 +47,7 @@ def _one_line(err: str) -> str:
         (["--axis", "width", "--widths", "32", "32"], "argument --widths: `TimescaleFinder(widths=[32, 32])`"),
     ],
 )
-def test_find_refuses_a_repeated_value_naming_the_option(
+def test_refuses_repeated_value_naming_option(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], start: str
 ) -> None:
     assert main(["find", *argv, *QUICK, "--out", str(tmp_path)]) == 2
@@ -70,7 +70,7 @@ def test_find_refuses_a_repeated_value_naming_the_option(
         ),
     ],
 )
-def test_find_refuses_a_fraction_below_one_batch_naming_the_option_exit_2(
+def test_refuses_fraction_below_one_batch_naming_option_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], start: str
 ) -> None:
     assert main(["find", *argv, "--tau-epochs", "2", "8", "--seeds", "0", *QUICK, "--out", str(tmp_path)]) == 2
@@ -79,7 +79,7 @@ def test_find_refuses_a_fraction_below_one_batch_naming_the_option_exit_2(
 
 
 @pytest.mark.parametrize("bad", ["99999999999999999999", "-5", "4294967296"])
-def test_find_subset_seed_out_of_range_is_refused_as_seeds_are(
+def test_subset_seed_out_of_range_refused_as_seeds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str
 ) -> None:
     with pytest.raises(SystemExit) as exit_info:
@@ -93,7 +93,7 @@ def test_find_subset_seed_out_of_range_is_refused_as_seeds_are(
     assert err.splitlines()[-1].replace("--subset-seed", "--seeds") == seeds.splitlines()[-1]
 
 
-def test_a_damaged_default_journal_is_not_blamed_on_storage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_damaged_default_journal_not_blamed_on_storage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "study.journal").write_text("not a journal\n")
     assert main(["find", *QUICK, "--out", str(tmp_path)]) == 2
     line = _one_line(capsys.readouterr().err)
@@ -130,7 +130,7 @@ def _signal_while_importing_torch(tmp_path: Path, signum: int) -> subprocess.Com
         (signal.SIGTERM, 143, "lightning-tau find: stopped by SIGTERM."),
     ],
 )
-def test_a_signal_in_the_first_seconds_is_one_line_and_the_shells_exit_code(
+def test_signal_in_first_seconds_one_line_and_shells_exit_code(
     tmp_path: Path, signum: int, code: int, line: str
 ) -> None:
     done = _signal_while_importing_torch(tmp_path, signum)
@@ -173,7 +173,7 @@ def _journal_with_a_study(path: Path) -> Path:
     return path
 
 
-def test_json_at_a_studys_files_or_a_users_file_is_refused_before_torch(tmp_path: Path) -> None:
+def test_json_at_studys_files_or_users_file_refused_before_torch(tmp_path: Path) -> None:
     out = tmp_path / "o"
     journal = _journal_with_a_study(out / "study.journal")
     database = out / "finder.db"
@@ -206,7 +206,7 @@ def test_json_at_a_studys_files_or_a_users_file_is_refused_before_torch(tmp_path
 
 
 @pytest.mark.slow
-def test_json_at_a_finished_studys_journal_keeps_every_trial_and_our_json_is_replaced(
+def test_json_at_finished_studys_journal_keeps_every_trial_and_our_json_replaced(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "o"
@@ -227,7 +227,7 @@ def test_json_at_a_finished_studys_journal_keeps_every_trial_and_our_json_is_rep
     assert journal.read_bytes().startswith(before)  # every trial kept (the rerun only appends)
 
 
-def test_cross_flag_mistakes_are_one_line_in_flag_terms_before_torch(tmp_path: Path) -> None:
+def test_cross_flag_mistakes_one_line_in_flag_terms_before_torch(tmp_path: Path) -> None:
     base = ["find", *QUICK, "--out", str(tmp_path / "o")]
     long_name = "s" * 600
     cases = [
@@ -260,14 +260,14 @@ def test_cross_flag_mistakes_are_one_line_in_flag_terms_before_torch(tmp_path: P
     assert not (tmp_path / "o" / "study.journal").exists()
 
 
-def test_max_grid_extensions_below_zero_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+def test_max_grid_extensions_below_zero_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stopped:
         main(["find", "--max-grid-extensions", "-1"])
     assert stopped.value.code == 2
     assert "argument --max-grid-extensions: expected an integer >= 0, got '-1'" in capsys.readouterr().err
 
 
-def test_a_password_in_storage_gets_a_one_line_note_naming_the_safe_form(tmp_path: Path) -> None:
+def test_password_in_storage_gets_one_line_note_naming_safe_form(tmp_path: Path) -> None:
     base = ["find", *QUICK, "--out", str(tmp_path / "o"), "--widths", "16"]  # --widths: stops before torch
     with_password = ["--storage", "postgresql+psycopg2://tau:s3cret@127.0.0.1:1/db"]
     without = ["--storage", "postgresql+psycopg2://tau@127.0.0.1:1/db"]
@@ -279,7 +279,7 @@ def test_a_password_in_storage_gets_a_one_line_note_naming_the_safe_form(tmp_pat
     assert "note:" not in plain
 
 
-def test_find_without_config_says_it_trains_the_digits_task_and_how_many_trials(
+def test_find_without_config_says_it_trains_digits_task_and_how_many_trials(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # --fraction 0.01 is refused once the data is known: after the line, before the first trial
@@ -292,7 +292,7 @@ def test_find_without_config_says_it_trains_the_digits_task_and_how_many_trials(
 
 
 @pytest.mark.slow
-def test_postgres_without_the_password_on_the_command_line_pgpass_or_pgpassword(
+def test_postgres_without_password_on_command_line_pgpass_or_pgpassword(
     tmp_path: Path, postgres: PostgresServer
 ) -> None:
     # the safe form docs/finder.rst shows: a URL without the password, the password in a .pgpass file or PGPASSWORD

@@ -76,7 +76,7 @@ exit $code
 
 
 @pytest.mark.slow
-def test_a_full_disk_mid_run_ends_in_one_line_naming_the_journal_and_the_next_run_finishes(
+def test_full_disk_mid_run_ends_in_one_line_naming_journal_and_next_run_finishes(
     tmp_path: Path, done: Path
 ) -> None:
     # the sweep's first five operations (the study, its settings, three enqueued trials), none trained yet
@@ -127,7 +127,7 @@ def test_a_full_disk_mid_run_ends_in_one_line_naming_the_journal_and_the_next_ru
 
 
 @pytest.mark.slow
-def test_ctrl_c_while_waiting_for_a_trial_elsewhere_is_one_line_and_exit_130(tmp_path: Path, done: Path) -> None:
+def test_ctrl_c_while_waiting_for_trial_elsewhere_one_line_and_exit_130(tmp_path: Path, done: Path) -> None:
     journal = tmp_path / "copy.journal"
     far = {"host": "far", "machine": "far/1", "pid": 4242}
 
@@ -186,7 +186,7 @@ def _terminate_once_training(proc: subprocess.Popen, tb: Path) -> None:
     pytest.fail(f"no trial logged a scalar (exit {proc.poll()})")
 
 
-def test_sigterm_mid_trial_exits_143_in_one_line_and_a_rerun_trains_the_trial_again(tmp_path: Path) -> None:
+def test_sigterm_mid_trial_exits_143_in_one_line_and_rerun_trains_trial_again(tmp_path: Path) -> None:
     """Lightning ends a fit on SIGTERM with a SystemExit that has no code (exit 0): the command must not look
     finished to a scheduler or a `find && train` chain."""
     out = tmp_path / "o"
@@ -208,7 +208,7 @@ def test_sigterm_mid_trial_exits_143_in_one_line_and_a_rerun_trains_the_trial_ag
     assert states.count(TrialState.COMPLETE) == 2 and states.count(TrialState.FAIL) == 1
 
 
-def test_sigterm_mid_trial_ends_a_python_fit_with_exit_143(tmp_path: Path) -> None:
+def test_sigterm_mid_trial_ends_python_fit_with_exit_143(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "from lightning_tau import TimescaleFinder\n"

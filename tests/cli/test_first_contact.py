@@ -30,7 +30,7 @@ def _make_dry_run(*variables: str) -> list[str]:
     return [line for line in done.stdout.splitlines() if " torch==" in line and "pip install" in line]
 
 
-def test_make_installs_torch_from_pip_s_index_unless_torch_index_is_given() -> None:
+def test_make_installs_torch_from_pip_s_index_unless_torch_index_given() -> None:
     (default,) = _make_dry_run()
     assert "--index-url" not in default and "--extra-index-url" not in default
     (cpu,) = _make_dry_run("TORCH_INDEX=https://download.pytorch.org/whl/cpu")
@@ -57,7 +57,7 @@ def test_help_imports_neither_lightning_nor_torch() -> None:
     assert "HEAVY []" in done.stdout
 
 
-def test_listed_help_is_each_subcommand_s_own() -> None:
+def test_listed_help_each_subcommand_s_own() -> None:
     """The one-line help ``--help`` shows without importing a command is the one its module registers."""
     parser = build_parser()
     (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
@@ -69,7 +69,7 @@ def test_listed_help_is_each_subcommand_s_own() -> None:
 
 
 @pytest.mark.parametrize(("typed", "command"), [*((name, name) for name in SUBCOMMANDS), ("report", "plot")])
-def test_each_command_parses_with_only_its_module(typed: str, command: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_command_parses_with_only_module(typed: str, command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         build_parser(command).parse_args([typed, "--help"])
     assert exit_info.value.code == 0

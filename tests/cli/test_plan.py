@@ -30,7 +30,7 @@ def cosine_lrs(lr: float, steps: int, final_ratio: float = 0.1) -> list[float]:
     return [low + (lr - low) * (1 + math.cos(math.pi * t / steps)) / 2 for t in range(steps)]
 
 
-def test_plan_prints_every_couplings_plan_of_the_configs_schedule_and_draws_it(tmp_path: Path) -> None:
+def test_prints_every_couplings_plan_of_configs_schedule_and_draws_it(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "lightning_tau", "plan", "--config", str(CONFIGS / "digits_timescale.yaml"), *DIGITS]
@@ -61,7 +61,7 @@ def test_plan_prints_every_couplings_plan_of_the_configs_schedule_and_draws_it(t
 
 
 @pytest.mark.slow
-def test_plan_needs_a_timescale_and_says_how_to_give_one(
+def test_needs_timescale_and_says_how_to_give_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -77,7 +77,7 @@ def test_plan_needs_a_timescale_and_says_how_to_give_one(
     )
 
 
-def test_plan_says_in_one_line_when_the_config_has_no_model_class(
+def test_says_in_one_line_config_has_no_model_class(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["plan", "--config", str(CONFIGS / "digits_timescale.yaml"), "--out", str(tmp_path)]) == 2
@@ -87,7 +87,7 @@ def test_plan_says_in_one_line_when_the_config_has_no_model_class(
     assert err.endswith("(a `model:` without class_path needs --model)")  # the hint that fits, only
 
 
-def test_plan_names_the_bad_callback_argument_without_an_unrelated_hint(
+def test_names_bad_callback_argument_without_unrelated_hint(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     text = (CONFIGS / "digits_timescale.yaml").read_text()
@@ -118,7 +118,7 @@ for argv in json.loads(sys.argv[1]):
 """
 
 
-def test_plan_refuses_a_missing_config_and_a_figure_it_did_not_write_before_torch(tmp_path: Path) -> None:
+def test_refuses_missing_config_and_figure_it_did_not_write_before_torch(tmp_path: Path) -> None:
     (tmp_path / "tau_plan.svg").write_text("<svg>my drawing</svg>")
     config = str(CONFIGS / "digits_timescale.yaml")
     argvs = [
@@ -153,7 +153,7 @@ def _figure(lrs: list[float]):
     return fig
 
 
-def test_plan_figure_labels_couplings_that_coincide_as_one_line() -> None:
+def test_figure_labels_couplings_coincide_as_one_line() -> None:
     import matplotlib.pyplot as plt
 
     flat = _figure([0.003] * 320)  # a constant lr: every coupling holds tau_iter, one line
@@ -171,7 +171,7 @@ def test_plan_figure_labels_couplings_that_coincide_as_one_line() -> None:
         plt.close(cosine)
 
 
-def test_plan_figure_legend_covers_no_line() -> None:
+def test_figure_legend_covers_no_line() -> None:
     import matplotlib.pyplot as plt
 
     fig = _figure(cosine_lrs(0.003, 320))

@@ -46,7 +46,7 @@ def _expected_optima(logged: list[dict], metric: str) -> dict[int, tuple[float, 
 
 @pytest.mark.parametrize("metric", ["hp/val_loss", "hp/val_error"])
 @pytest.mark.slow
-def test_plot_optimum_table_matches_the_logged_metrics(
+def test_optimum_table_matches_logged_metrics(
     sweep: tuple[Path, list[dict]], tmp_path: Path, capsys: pytest.CaptureFixture[str], metric: str
 ) -> None:
     sweep_dir, logged = sweep
@@ -71,7 +71,7 @@ def test_plot_optimum_table_matches_the_logged_metrics(
 
 
 @pytest.mark.slow
-def test_plot_reads_hparams_and_final_metrics(sweep: tuple[Path, list[dict]]) -> None:
+def test_reads_hparams_and_final_metrics(sweep: tuple[Path, list[dict]]) -> None:
     sweep_dir, logged = sweep
     runs = [r for r in load_runs(sweep_dir) if r.path != sweep_dir]  # the root holds the HParams config only
     assert len(runs) == len(logged)
@@ -85,7 +85,7 @@ def test_plot_reads_hparams_and_final_metrics(sweep: tuple[Path, list[dict]]) ->
 
 
 @pytest.mark.slow
-def test_plot_group_by_other_hparam_and_goal_max(sweep: tuple[Path, list[dict]], tmp_path: Path) -> None:
+def test_group_by_other_hparam_and_goal_max(sweep: tuple[Path, list[dict]], tmp_path: Path) -> None:
     sweep_dir, logged = sweep
     result = plot_sweep(sweep_dir, tmp_path, metric="hp/val_loss", group_by="seed", goal="max", quiet=True)
     assert sorted(int(o.group) for o in result.optima) == [0, 1]
@@ -105,7 +105,7 @@ def test_plot_group_by_other_hparam_and_goal_max(sweep: tuple[Path, list[dict]],
 
 
 @pytest.mark.slow
-def test_plot_will_not_write_over_a_figure_the_package_did_not_write(
+def test_will_not_write_over_figure_package_did_not_write(
     sweep: tuple[Path, list[dict]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sweep_dir, _ = sweep
@@ -122,7 +122,7 @@ def test_plot_will_not_write_over_a_figure_the_package_did_not_write(
     assert main(["plot", str(sweep_dir), "--out", str(out)]) == 0
 
 
-def test_plot_fails_clearly_without_a_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fails_clearly_without_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plot", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "No run under" in err and "no TensorBoard event files" in err
@@ -131,7 +131,7 @@ def test_plot_fails_clearly_without_a_sweep(tmp_path: Path, capsys: pytest.Captu
 
 
 @pytest.mark.slow
-def test_plot_unknown_metric_names_what_was_found(
+def test_unknown_metric_names_what_was_found(
     sweep: tuple[Path, list[dict]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sweep_dir, _ = sweep
@@ -154,7 +154,7 @@ class _ValModel(TinyModel):
 
 
 @pytest.mark.slow
-def test_plot_reads_the_package_s_own_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reads_package_s_own_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Runs with `TimescaleCallback` and Lightning's default TensorBoard logger (the quick start, or what
     `lightning-tau find` writes) record `timescale/...` hparams, not the demo's `tau_epoch`: plot reads them."""
     final = {}

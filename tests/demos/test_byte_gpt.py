@@ -9,7 +9,7 @@ import torch
 from lightning_tau.demos.byte_gpt import ByteGPT
 
 
-def test_byte_gpt_decays_matrices_only() -> None:
+def test_decays_matrices_only() -> None:
     model = ByteGPT(block_size=16, n_layer=1, n_head=2, n_embd=16)
     groups = {g["name"]: g for g in model.configure_optimizers()["optimizer"].param_groups}
     names = {id(p): n for n, p in model.named_parameters()}
@@ -27,7 +27,7 @@ def test_byte_gpt_decays_matrices_only() -> None:
     assert torch.allclose(model(x)[0, :5], model(changed)[0, :5]) and not torch.allclose(model(x), model(changed))
 
 
-def test_byte_gpt_decay_input_false_moves_the_token_embedding_to_no_decay() -> None:
+def test_decay_input_false_moves_token_embedding_to_no_decay() -> None:
     model = ByteGPT(block_size=16, n_layer=1, n_head=2, n_embd=16, decay_input=False)
     groups = {g["name"]: g for g in model.build_optimizer().param_groups}
     assert any(p is model.tok.weight for p in groups["no_decay"]["params"])
@@ -35,7 +35,7 @@ def test_byte_gpt_decay_input_false_moves_the_token_embedding_to_no_decay() -> N
     assert any(p is model.head.weight for p in groups["decay"]["params"])  # without μP the head decays
 
 
-def test_byte_gpt_set_base_shapes_needs_mup_true() -> None:
+def test_set_base_shapes_needs_mup_true() -> None:
     with pytest.raises(ValueError, match=r"^`ByteGPT\(mup=False\)` is not valid: set_base_shapes is for the μP model"):
         ByteGPT(block_size=16, n_layer=1, n_head=2, n_embd=16).set_base_shapes(base_width=8)
 
@@ -56,7 +56,7 @@ def test_byte_gpt_set_base_shapes_needs_mup_true() -> None:
         ({"mup": 1}, "`ByteGPT(mup=1)` is not valid: use True or False."),
     ],
 )
-def test_byte_gpt_rejects_bad_arguments(kwargs: dict, message: str) -> None:
+def test_rejects_bad_arguments(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError) as info:
         ByteGPT(**kwargs)
     assert str(info.value) == message

@@ -49,5 +49,5 @@ def test_mlp_rejects_bad_arguments(kwargs: dict[str, Any], message: str) -> None
     assert str(info.value) == message
 
 
-def test_mlp_takes_a_zero_weight_decay() -> None:
+def test_mlp_takes_zero_weight_decay() -> None:
     assert DigitsMLP(hidden=8, depth=1, weight_decay=0.0).weight_decay == 0.0

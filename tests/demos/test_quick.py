@@ -31,7 +31,7 @@ def _run_quick(tmp_path: Path, *args: str) -> tuple[Path, str]:
 
 
 @pytest.mark.slow
-def test_quick_width_demo_summary_follows_from_its_curves_and_its_logs(tmp_path: Path) -> None:
+def test_width_demo_summary_follows_from_curves_and_logs(tmp_path: Path) -> None:
     sweep, printed = _run_quick(tmp_path, "--axis", "width")
     widths, grid = QUICK_WIDTH.widths, sorted(QUICK_WIDTH.weight_decays)
     assert len(widths) >= 3 and widths[-1] / widths[0] >= 16 and len(QUICK_WIDTH.seeds) >= 3
@@ -40,7 +40,7 @@ def test_quick_width_demo_summary_follows_from_its_curves_and_its_logs(tmp_path:
 
 
 @pytest.mark.slow
-def test_quick_text_demo_offline_writes_the_best_tau_per_dataset_size(tmp_path: Path) -> None:
+def test_text_demo_offline_writes_best_tau_per_dataset_size(tmp_path: Path) -> None:
     sweep, printed = _run_quick(tmp_path, "--task", "text")
     sizes = text_sizes(QUICK_TEXT.sizes, QUICK_TEXT.max_tokens, QUICK_TEXT.block_size)
     runs = len(QUICK_TEXT.sizes) * len(QUICK_TEXT.tau_epochs) * len(QUICK_TEXT.seeds)

@@ -23,7 +23,7 @@ from lightning_tau.demos.synthetic import SyntheticDataModule, SyntheticSizeConf
 from lightning_tau.tuner.analysis.scaling import fit_scaling
 
 
-def test_training_labels_are_drawn_from_the_teachers_probabilities() -> None:
+def test_training_labels_drawn_from_teachers_probabilities() -> None:
     """The inputs are drawn in one block, so ``(n, 0)`` and ``(0, n)`` are the same inputs: the second gives the
     teacher's probabilities on the first's training inputs. The labels follow them (class frequencies, and how often
     a label differs from the teacher's most likely class), and the seed fixes everything."""
@@ -82,7 +82,7 @@ def test_datamodule_rejects_bad_arguments(kwargs: dict, message: str) -> None:
     assert str(info.value) == message
 
 
-def test_default_config_is_one_the_demo_accepts() -> None:
+def test_default_config_one_demo_accepts() -> None:
     """The default grid is more than one optimizer step at every size, and there are at least 5 seeds (issue 28)."""
     config = SyntheticSizeConfig()
     assert too_short_timescale(config) is None and too_short_timescale(QUICK_SYNTHETIC) is None
@@ -90,7 +90,7 @@ def test_default_config_is_one_the_demo_accepts() -> None:
 
 
 @pytest.mark.slow
-def test_quick_synthetic_demo_summary_follows_from_its_logged_runs(tmp_path: Path) -> None:
+def test_quick_synthetic_demo_summary_follows_from_logged_runs(tmp_path: Path) -> None:
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
         code = main(["demo", "--task", "synthetic", "--quick", "--no-progress", "--no-plot", "--out", str(tmp_path)])
@@ -133,7 +133,7 @@ def test_quick_synthetic_demo_summary_follows_from_its_logged_runs(tmp_path: Pat
         (["--task", "synthetic", "--sizes", "128"], "--sizes 128: give at least two dataset sizes to compare."),
     ],
 )
-def test_synthetic_demo_rejects_what_it_cannot_run(
+def test_rejects_what_it_cannot_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
 ) -> None:
     assert main(["demo", *argv, "--out", str(tmp_path)]) == 2

@@ -33,7 +33,7 @@ TINY = [
 ]  # fmt: skip
 
 
-def test_offline_guard_refuses_a_connection(tmp_path: Path) -> None:
+def test_offline_guard_refuses_connection(tmp_path: Path) -> None:
     command, env = offline_command(
         tmp_path, "-c", "import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)"
     )
@@ -43,7 +43,7 @@ def test_offline_guard_refuses_a_connection(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_demo_text_offline_writes_the_best_tau_per_dataset_size(tmp_path: Path) -> None:
+def test_offline_writes_best_tau_per_dataset_size(tmp_path: Path) -> None:
     args = ["-m", "lightning_tau", "demo", "--task", "text", *TINY, "--out", str(tmp_path / "runs"), "--no-progress"]
     command, env = offline_command(tmp_path, *args)
     proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
@@ -71,7 +71,7 @@ class _RecordSteps(Callback):
 
 
 @pytest.mark.slow
-def test_text_run_holds_weight_decay_from_its_size_at_every_step(tmp_path: Path) -> None:
+def test_run_holds_weight_decay_from_size_at_every_step(tmp_path: Path) -> None:
     config = TextDemoConfig(
         sizes=[0.5, 1.0], tau_epochs=[1.0], seeds=[0], epochs=2, batch_size=4, block_size=16, n_layer=1, n_head=2,
         n_embd=16, max_tokens=4000, val_tokens=1000, accelerator="cpu",
@@ -132,7 +132,7 @@ def test_corpus_splits_by_document_and_nests_fractions() -> None:
     ],
     ids=["one-batch", "val-window", "fraction-bool", "block-size", "corpus-too-small"],
 )
-def test_text_data_rejects_bad_sizes_naming_the_argument(build: Any, message: str) -> None:
+def test_data_rejects_bad_sizes_naming_argument(build: Any, message: str) -> None:
     with pytest.raises(ValueError) as info:
         build()
     assert str(info.value).startswith(message) and "\n" not in str(info.value)
@@ -158,7 +158,7 @@ def test_text_data_rejects_bad_sizes_naming_the_argument(build: Any, message: st
         (["--fractions", "0.001", "--max-tokens", "20000"], "less than one batch"),
     ],
 )
-def test_demo_text_bad_options_fail_before_training(
+def test_bad_options_fail_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
     code = main(["demo", "--task", "text", *args, "--out", str(tmp_path)])
@@ -168,6 +168,6 @@ def test_demo_text_bad_options_fail_before_training(
     assert not list(tmp_path.iterdir())
 
 
-def test_demo_digits_rejects_text_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_digits_rejects_text_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--fractions", "0.5", "--n-embd", "32", "--out", str(tmp_path)]) == 2
     assert "--fractions --n-embd apply to `--task text` only" in capsys.readouterr().err

@@ -93,7 +93,7 @@ def test_hidden_matrices_step_with_s_lambda_base_at_every_step(tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_text_width_sweep_summary_follows_from_its_curves(tmp_path: Path) -> None:
+def test_sweep_summary_follows_from_curves(tmp_path: Path) -> None:
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         code = main(["demo", "--task", "text", "--axis", "width", *SWEEP, "--out", str(tmp_path), "--no-progress"])
@@ -121,7 +121,7 @@ def test_mu_byte_gpt_scales_attention_and_init_with_width() -> None:
         MuByteGPT(width=30, n_head=4)
 
 
-def test_mu_byte_gpt_is_byte_gpt_with_mup_true() -> None:
+def test_mu_byte_gpt_byte_gpt_with_mup_true() -> None:
     """The width sweep's model is ``ByteGPT(mup=True)``; ``MuByteGPT(width=w)`` is the same model, draw for draw."""
     shape = {"block_size": 8, "n_layer": 1, "n_head": 2, "decay_input": False}
     torch.manual_seed(0)
@@ -137,7 +137,7 @@ def test_mu_byte_gpt_is_byte_gpt_with_mup_true() -> None:
     assert type(config.model(64)) is ByteGPT and config.model(64).mup
 
 
-def test_full_form_fits_the_corpus_and_keeps_lr_times_lambda_below_one() -> None:
+def test_full_form_fits_corpus_and_keeps_lr_times_lambda_below_one() -> None:
     from lightning_tau.demos.text import load_stdlib_corpus
 
     config = TextWidthConfig()
@@ -153,7 +153,7 @@ def _files_in(data: torch.Tensor, fingerprints: dict[int, bytes]) -> set[int]:
     return {index for index, fingerprint in fingerprints.items() if fingerprint in raw}
 
 
-def test_validation_is_held_out_files_picked_by_the_seed() -> None:
+def test_validation_held_out_files_picked_by_seed() -> None:
     # each file's first 200 bytes identify it (files this short are left out)
     fingerprints = {i: f.read_bytes()[:200] for i, f in enumerate(stdlib_sources())}
     fingerprints = {i: fp for i, fp in fingerprints.items() if len(fp) == 200}
@@ -174,7 +174,7 @@ def test_validation_is_held_out_files_picked_by_the_seed() -> None:
     assert dm.val_set is not None and _files_in(dm.val_set.tensors[0], fingerprints) == held_out[1]
 
 
-def test_quick_text_width_is_the_held_out_file_regime() -> None:
+def test_quick_text_width_held_out_file_regime() -> None:
     from lightning_tau.cli.demo import PRESETS
 
     quick = PRESETS[("text", "width")].quick
@@ -202,7 +202,7 @@ def test_quick_text_width_is_the_held_out_file_regime() -> None:
     ],
     ids=["negative", "bool", "float", "config", "corpus-seed", "corpus-max-tokens", "corpus-val-tokens"],
 )
-def test_bad_split_arguments_are_one_line_errors(build: Any, message: str) -> None:
+def test_bad_split_arguments_one_line_errors(build: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message) as info:
         build()
     assert "\n" not in str(info.value)

@@ -66,7 +66,7 @@ class _EveryStep(Callback):
 
 
 @pytest.mark.slow
-def test_every_run_steps_with_the_width_axis_weight_decay(tmp_path: Path) -> None:
+def test_every_run_steps_with_width_axis_weight_decay(tmp_path: Path) -> None:
     every = _EveryStep(TINY.lr)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.filterwarnings("ignore", message=r".*(does not have many workers|less than one)")
@@ -93,7 +93,7 @@ def width_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 @pytest.mark.slow
-def test_summary_is_the_stats_of_its_own_curves_and_the_logged_runs(width_sweep: tuple[Path, str]) -> None:
+def test_summary_stats_of_own_curves_and_logged_runs(width_sweep: tuple[Path, str]) -> None:
     sweep, printed = width_sweep
     summary = check_width_summary(sweep, printed, [8, 32], [4.0, 16.0, 64.0], [0, 1])
     assert summary["lr_base"] == 0.003 and summary["metric"] == "val/loss"
@@ -101,7 +101,7 @@ def test_summary_is_the_stats_of_its_own_curves_and_the_logged_runs(width_sweep:
 
 
 @pytest.mark.slow
-def test_width_demo_draws_the_figure(width_sweep: tuple[Path, str]) -> None:
+def test_draws_figure(width_sweep: tuple[Path, str]) -> None:
     sweep, printed = width_sweep
     png, svg = sweep / "width_sweep.png", sweep / "width_sweep.svg"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -109,7 +109,7 @@ def test_width_demo_draws_the_figure(width_sweep: tuple[Path, str]) -> None:
     assert f"Figure: {png}" in printed and f"Figure: {svg}" in printed
 
 
-def test_demo_rejects_a_bad_axis(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rejects_bad_axis(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["demo", "--axis", "depth", "--out", str(tmp_path)])
     assert exit_info.value.code == 2
@@ -129,7 +129,7 @@ def test_demo_rejects_a_bad_axis(tmp_path: Path, capsys: pytest.CaptureFixture[s
         (["--axis", "width", "--depth", "1"], "--depth 1: the width demo needs depth >= 2"),
     ],
 )
-def test_demo_rejects_options_of_the_other_axis(
+def test_rejects_options_of_other_axis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
 ) -> None:
     assert main(["demo", "--out", str(tmp_path), *argv]) == 2

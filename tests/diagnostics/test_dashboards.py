@@ -45,7 +45,7 @@ def test_run_names_differ_in_their_first_characters() -> None:
     assert run_name({"tau_epoch": 0.25, "width": 64, "seed": 3}) == "tau0.25_w64_s3"
 
 
-def test_link_runs_makes_a_short_logdir_tensorboard_reads(tmp_path: Path) -> None:
+def test_link_runs_makes_short_logdir_tensorboard_reads(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep_0"
     paths = {}
     for run in RUNS[:3]:

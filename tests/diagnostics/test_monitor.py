@@ -72,13 +72,13 @@ def magnitudes(params: list[torch.Tensor]) -> tuple[float, float]:
         ({"chunk_numel": 0}, r"chunk_numel=0\)` is not valid"),
     ],
 )
-def test_monitor_rejects_bad_arguments(kwargs, match):
+def test_rejects_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         TimescaleMonitor(**kwargs)
 
 
 @pytest.mark.slow
-def test_monitor_csv_logs_closed_forms(tmp_path):
+def test_csv_logs_closed_forms(tmp_path):
     model = TinyModel(two_groups)
     trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[TimescaleMonitor(4)])
     trainer.fit(model, make_loader(N, B))
@@ -112,7 +112,7 @@ def test_monitor_csv_logs_closed_forms(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_init_memory_follows_scheduled_lr(tmp_path):
+def test_init_memory_follows_scheduled_lr(tmp_path):
     """The product uses the lr of each step as taken (before the scheduler moves it)."""
 
     def scheduled(module):
@@ -135,7 +135,7 @@ def test_monitor_init_memory_follows_scheduled_lr(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_uses_timescale_callback_shape(tmp_path):
+def test_uses_timescale_callback_shape(tmp_path):
     callback = TimescaleCallback(tau_epoch=5.0, dataset_size=600, batch_size=20, verbose=False)
     trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[callback, TimescaleMonitor(12)])
     trainer.fit(TinyModel(), make_loader(N, B))
@@ -147,7 +147,7 @@ def test_monitor_uses_timescale_callback_shape(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_logs_each_step_once_with_accumulation(tmp_path):
+def test_logs_each_step_once_with_accumulation(tmp_path):
     trainer = quiet_trainer(
         logger=CSVLogger(tmp_path, name="", version=""),
         callbacks=[TimescaleMonitor(2)],
@@ -163,7 +163,7 @@ def test_monitor_logs_each_step_once_with_accumulation(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_default_interval_is_log_every_n_steps(tmp_path):
+def test_default_interval_log_every_n_steps(tmp_path):
     trainer = quiet_trainer(
         logger=CSVLogger(tmp_path, name="", version=""), callbacks=[TimescaleMonitor()], log_every_n_steps=5
     )
@@ -172,7 +172,7 @@ def test_monitor_default_interval_is_log_every_n_steps(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_per_tensor_and_width_mult(tmp_path):
+def test_per_tensor_and_width_mult(tmp_path):
     def grouped(module):
         return torch.optim.AdamW(
             [
@@ -205,7 +205,7 @@ class _Stream(IterableDataset):
 
 
 @pytest.mark.slow
-def test_monitor_leaves_out_tau_epoch_without_dataset_size(tmp_path):
+def test_leaves_out_tau_epoch_without_dataset_size(tmp_path):
     trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[TimescaleMonitor(6)])
     trainer.fit(TinyModel(), DataLoader(_Stream(), batch_size=B))
     row = timescale_rows(read_csv(tmp_path))[12]
@@ -231,7 +231,7 @@ def test_monitor_without_logger_raises_before_training_like_lightning_s_lr_monit
 
 
 @pytest.mark.slow
-def test_monitor_keeps_state(tmp_path):
+def test_keeps_state(tmp_path):
     monitor = TimescaleMonitor(4)
     trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[monitor])
     trainer.fit(TinyModel(), make_loader(N, B))
@@ -242,7 +242,7 @@ def test_monitor_keeps_state(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_resume_continues_init_memory(tmp_path):
+def test_resume_continues_init_memory(tmp_path):
     first = quiet_trainer(
         default_root_dir=tmp_path,
         logger=CSVLogger(tmp_path, name="first", version=""),
@@ -265,7 +265,7 @@ def test_monitor_resume_continues_init_memory(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_load_state_dict_tolerates_missing_keys(tmp_path):
+def test_load_state_dict_tolerates_missing_keys(tmp_path):
     monitor = TimescaleMonitor()
     monitor.load_state_dict({})
     trainer = quiet_trainer(logger=CSVLogger(tmp_path, name="", version=""), callbacks=[monitor], max_steps=1)
@@ -275,7 +275,7 @@ def test_monitor_load_state_dict_tolerates_missing_keys(tmp_path):
 
 @pytest.mark.parametrize("monitor_first", [True, False])
 @pytest.mark.slow
-def test_monitor_logs_the_lr_and_weight_decay_the_step_used(tmp_path, monitor_first):
+def test_logs_lr_and_weight_decay_step_used(tmp_path, monitor_first):
     """Under a per-step warm-up, in per_step mode, every logged tau_iter is the callback's target exactly.
 
     Step-interval schedulers step before `on_train_batch_end`, and the callback rewrites the weight decay in
@@ -300,7 +300,7 @@ def test_monitor_logs_the_lr_and_weight_decay_the_step_used(tmp_path, monitor_fi
 
 
 @pytest.mark.slow
-def test_monitor_window_matches_the_direct_sum_over_a_500_step_run(tmp_path):
+def test_window_matches_direct_sum_over_500_step_run(tmp_path):
     """The logged window (an O(1) recursion per step) against the direct sum over every update, under warm-up and
     cosine decay of the lr, at every logging step of a 500-step run."""
     steps = 500
@@ -337,7 +337,7 @@ def test_monitor_window_matches_the_direct_sum_over_a_500_step_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_tracks_a_group_added_mid_fit_once_and_keeps_the_others_series(tmp_path):
+def test_tracks_group_added_mid_fit_once_and_keeps_others_series(tmp_path):
     # BaseFinetuning adds the head as a group at epoch 1 (step 12): each group is tracked once, and pg1's init memory
     # goes on from step 0 (a second, fresh state of pg1 would log (1 - r)^(step - 12) over it)
     monitor = TimescaleMonitor(4)

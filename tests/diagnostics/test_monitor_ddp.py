@@ -54,7 +54,7 @@ end_process_group()
 
 
 @pytest.mark.slow
-def test_monitor_ddp_logs_each_key_once_from_rank_zero(tmp_path):
+def test_logs_each_key_once_from_rank_zero(tmp_path):
     out = tmp_path / "result.json"
     run_script(SCRIPT, tmp_path, str(out))
     rank0 = json.loads((tmp_path / "result.json.0").read_text())

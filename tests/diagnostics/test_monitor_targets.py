@@ -43,7 +43,7 @@ def fit_logged(tmp_path: Path, model: Any, callbacks: list[Any], n: int = N, epo
 
 @pytest.mark.parametrize("width", [2 * BASE_WIDTH, 4 * BASE_WIDTH])
 @pytest.mark.slow
-def test_width_exponent_each_group_logs_its_own_target(tmp_path: Path, width: int) -> None:
+def test_width_exponent_each_group_logs_own_target(tmp_path: Path, width: int) -> None:
     alpha = 0.5
     callback = TimescaleCallback(tau_epoch=TAU_EPOCH, width_exponent=alpha, decay_vectors=True, verbose=False)
     events = load_events(fit_logged(tmp_path, Module(mup_mlp(width), mu_adamw), [callback]))  # its own monitor
@@ -92,7 +92,7 @@ def test_manual_optimization_logs_tau_epoch_in_each_optimizers_own_steps(tmp_pat
 
 
 @pytest.mark.slow
-def test_groups_sharing_a_name_are_logged_one_series_each(tmp_path: Path) -> None:
+def test_groups_sharing_name_logged_one_series_each(tmp_path: Path) -> None:
     # MuAdamW splits the one group named "all" into an s = 4 group (lr / 4) and an s = 1 group, both named "all"
     def named(net: Any) -> Any:
         return mup.MuAdamW([{"params": list(net.parameters()), "name": "all"}], lr=LR, weight_decay=0.1)
@@ -135,7 +135,7 @@ def test_manual_optimization_with_tau_iter_logs_tau_epoch_in_each_optimizers_own
 
 
 @pytest.mark.slow
-def test_hparams_record_the_reference_lr_not_the_warmup_lr_of_the_first_step(tmp_path: Path) -> None:
+def test_hparams_record_reference_lr_not_warmup_lr_of_first_step(tmp_path: Path) -> None:
     # a linear warm-up from 0.1 x lr: the first step runs at lr 0.001, the reference (initial_lr) is 0.01
     def warmup(m: TinyModel) -> dict[str, Any]:
         opt = torch.optim.AdamW(m.parameters(), lr=0.01, weight_decay=0.1)
@@ -155,7 +155,7 @@ def test_hparams_record_the_reference_lr_not_the_warmup_lr_of_the_first_step(tmp
 
 
 @pytest.mark.slow
-def test_a_trainer_monitor_reads_the_shape_the_callback_decided_with(tmp_path: Path) -> None:
+def test_trainer_monitor_reads_shape_callback_decided_with(tmp_path: Path) -> None:
     # the callback's own N and B (M = 300 / 10 = 30) differ from the loader's (12 batches per epoch): the monitor
     # in the Trainer (listed first, so its hooks run first) must log tau_epoch in the callback's M, in both epochs
     callback = TimescaleCallback(tau_epoch=TAU_EPOCH, dataset_size=300, batch_size=10, verbose=False)

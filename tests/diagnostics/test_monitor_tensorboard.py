@@ -66,7 +66,7 @@ def layout_charts(events: EventAccumulator) -> dict[str, layout_pb2.Chart]:
 
 
 @pytest.mark.slow
-def test_monitor_tensorboard_scalars_layout_and_hparams(tmp_path):
+def test_scalars_layout_and_hparams(tmp_path):
     model, log_dir = fit_with_tensorboard(tmp_path, HparamsModel(), default_hp_metric=False)
     events = load_events(log_dir)
     tags = set(events.Tags()["tensors"])
@@ -122,7 +122,7 @@ def test_monitor_tensorboard_scalars_layout_and_hparams(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_logs_the_target_timescale_beside_the_instantaneous_one(tmp_path):
+def test_logs_target_timescale_beside_instantaneous_one(tmp_path):
     """The targets a `TimescaleCallback` sets on the monitor are logged per decaying group, and recorded as hparams."""
     monitor = TimescaleMonitor(4)
     monitor.target_tau_iter, monitor.target_tau_epoch = 1000.0, 83.5
@@ -159,7 +159,7 @@ def test_callback_alone_logs_targets_layout_and_hparams(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_hparams_with_only_a_training_loss_and_an_unlogged_monitor(tmp_path, caplog):
+def test_hparams_with_only_training_loss_and_unlogged_monitor(tmp_path, caplog):
     """No validation: `EarlyStopping(monitor="val_loss")` never sees its metric; the record shows the train loss."""
     stopping = EarlyStopping(monitor="val_loss", check_on_train_epoch_end=False)
     with caplog.at_level("INFO"):
@@ -174,7 +174,7 @@ def test_monitor_hparams_with_only_a_training_loss_and_an_unlogged_monitor(tmp_p
 
 
 @pytest.mark.slow
-def test_monitor_hparams_when_nothing_is_logged(tmp_path):
+def test_hparams_nothing_logged(tmp_path):
     """A module that logs nothing still gets its record, next to the monitor's own timescales elapsed."""
     _, log_dir = fit_with_tensorboard(tmp_path, SilentModel(), default_hp_metric=False)
     events = load_events(log_dir)
@@ -185,7 +185,7 @@ def test_monitor_hparams_when_nothing_is_logged(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_hparams_metric_not_logged_warns_and_records_the_logged_scalars(tmp_path):
+def test_hparams_metric_not_logged_warns_and_records_logged_scalars(tmp_path):
     with pytest.warns(UserWarning, match=r"hparams_metric='val_acc'\)`: that metric was not logged"):
         _, log_dir = fit_with_tensorboard(
             tmp_path, monitor=TimescaleMonitor(4, hparams_metric="val_acc"), default_hp_metric=False
@@ -213,7 +213,7 @@ def session_starts(log_dir: Path) -> list[dict[str, object]]:
 
 
 @pytest.mark.slow
-def test_default_path_hparams_record_holds_the_timescales_and_the_module_s_hparams(tmp_path, recwarn):
+def test_default_path_hparams_record_holds_timescales_and_module_s_hparams(tmp_path, recwarn):
     """README's quick start: `TimescaleCallback` with its own monitor, Lightning's default TensorBoard logger
     (`default_hp_metric=True`) and a module that calls `save_hyperparameters`."""
     model = HparamsModel()
@@ -237,7 +237,7 @@ def test_default_path_hparams_record_holds_the_timescales_and_the_module_s_hpara
 
 
 @pytest.mark.slow
-def test_monitor_tensorboard_hparams_with_default_hp_metric_and_no_module_hparams(tmp_path):
+def test_hparams_with_default_hp_metric_and_no_module_hparams(tmp_path):
     """Lightning writes no hparams record for a module without `save_hyperparameters`, so ours shows."""
     _, log_dir = fit_with_tensorboard(tmp_path)  # default_hp_metric=True
     content = load_events(log_dir).PluginTagToContent("hparams")
@@ -246,7 +246,7 @@ def test_monitor_tensorboard_hparams_with_default_hp_metric_and_no_module_hparam
 
 
 @pytest.mark.slow
-def test_monitor_csv_and_tensorboard_log_the_same_keys(tmp_path):
+def test_csv_and_tensorboard_log_same_keys(tmp_path):
     tb = TensorBoardLogger(tmp_path, name="tb", version="", default_hp_metric=False)
     csv_logger = CSVLogger(tmp_path, name="csv", version="")
     trainer = quiet_trainer(logger=[tb, csv_logger], callbacks=[TimescaleMonitor(6)])
@@ -271,7 +271,7 @@ def _get_json(url: str) -> object:
 
 
 @pytest.mark.slow
-def test_monitor_tensorboard_server_serves_layout_and_scalars(tmp_path):
+def test_server_serves_layout_and_scalars(tmp_path):
     fit_with_tensorboard(tmp_path, default_hp_metric=False)
     port = _free_port()
     command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(tmp_path / "runs"), "--host", "127.0.0.1",
@@ -314,7 +314,7 @@ def test_monitor_tensorboard_server_serves_layout_and_scalars(tmp_path):
 
 
 @pytest.mark.slow
-def test_monitor_band_charts_only_for_decaying_groups(tmp_path):
+def test_band_charts_only_for_decaying_groups(tmp_path):
     def two_groups(module: TinyModel) -> torch.optim.Optimizer:
         decay = [module.hidden.weight, module.head.weight]
         rest = [p for p in module.parameters() if all(p is not q for q in decay)]
@@ -342,7 +342,7 @@ class TwoGroupModel(HparamsModel):
 
 
 @pytest.mark.slow
-def test_monitor_hparams_tab_ticks_tau_epoch_and_weight_decay_per_group(tmp_path):
+def test_hparams_tab_ticks_tau_epoch_and_weight_decay_per_group(tmp_path):
     """TensorBoard ticks the first five hparams of the run's experiment config (those marked ``differs`` first,
     by name) and its first five metrics: the monitor's config marks the timescale and weight decay of each group."""
     _, log_dir = fit_with_tensorboard(tmp_path, TwoGroupModel(), default_hp_metric=False)

@@ -22,7 +22,7 @@ def reference(tensors):
 
 
 @pytest.mark.parametrize("chunk_numel", [1, 7, 64, 1 << 19])
-def test_diagnostics_weight_sums_match_closed_form(chunk_numel):
+def test_weight_sums_match_closed_form(chunk_numel):
     g = torch.Generator().manual_seed(0)
     tensors = [torch.randn(shape, generator=g) for shape in [(13, 11), (5,), (1,), (3, 4, 5), (0,)]]
     sums = weight_sums(tensors, chunk_numel=chunk_numel)
@@ -30,18 +30,18 @@ def test_diagnostics_weight_sums_match_closed_form(chunk_numel):
     torch.testing.assert_close(sums, reference(tensors), rtol=1e-6, atol=0)
 
 
-def test_diagnostics_weight_sums_low_precision_and_float64():
+def test_weight_sums_low_precision_and_float64():
     g = torch.Generator().manual_seed(1)
     tensors = [torch.randn(100, generator=g).bfloat16(), torch.randn(50, generator=g).double()]
     torch.testing.assert_close(weight_sums(tensors, chunk_numel=16), reference(tensors), rtol=1e-6, atol=0)
 
 
-def test_diagnostics_weight_sums_rejects_integer_tensors():
+def test_weight_sums_rejects_integer_tensors():
     with pytest.raises(ValueError, match="needs floating-point tensors, got tensor 0 of dtype torch.int64"):
         weight_sums([torch.ones(3, dtype=torch.long)])
 
 
-def test_diagnostics_group_sums_and_magnitudes():
+def test_group_sums_and_magnitudes():
     sums = weight_sums([torch.full((4,), -2.0), torch.tensor([3.0, 4.0]), torch.ones(2)])
     table = group_sums(sums, [0, 1, 0], num_groups=2)
     assert table.tolist() == [[10.0, 18.0, 6.0], [7.0, 25.0, 2.0]]
@@ -49,7 +49,7 @@ def test_diagnostics_group_sums_and_magnitudes():
     assert all(x != x for x in magnitudes([0.0, 0.0, 0.0]))  # NaN for an empty group
 
 
-def test_diagnostics_pass_keeps_its_plan_for_the_same_tensors_and_remakes_it_for_others():
+def test_pass_keeps_plan_for_same_tensors_and_remakes_it_for_others():
     """The counts and groupings are made once per list of tensors (no host->device copies on later GPU calls), and a
     different list (other sizes, a dtype, one tensor more) gets its own, so every call's sums are its tensors'."""
     g = torch.Generator().manual_seed(2)
@@ -70,7 +70,7 @@ def test_diagnostics_pass_keeps_its_plan_for_the_same_tensors_and_remakes_it_for
         assert stats_pass._plan is not plan
 
 
-def test_diagnostics_pass_allocates_nothing_parameter_sized():
+def test_pass_allocates_nothing_parameter_sized():
     """Total bytes the pass allocates (profiler) stay at its chunk buffer plus small tables, not the params."""
     params = [torch.randn(1 << 18), torch.randn(512, 512), torch.randn(1000)]  # 2 MiB, 1 MiB, 4 KB
     stats_pass = WeightStatsPass(chunk_numel=1 << 12)  # 16 KiB buffer
@@ -157,7 +157,7 @@ def sharded_result(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_diagnostics_sharded_sums_reduce_to_the_whole_tensor(sharded_result):
+def test_sharded_sums_reduce_to_whole_tensor(sharded_result):
     result = sharded_result
     g = torch.Generator().manual_seed(0)
     full = [torch.randn(7, 5, generator=g), torch.randn(3, generator=g), torch.randn(1, generator=g)]
@@ -181,7 +181,7 @@ def test_diagnostics_sharded_sums_reduce_to_the_whole_tensor(sharded_result):
 
 
 @pytest.mark.slow
-def test_diagnostics_fsdp1_flat_parameters_count_real_elements_only(sharded_result):
+def test_fsdp1_flat_parameters_count_real_elements_only(sharded_result):
     result = sharded_result
     assert result["fsdp1_local_numel"] == [2, 11]  # rank 0's shards: the root unit's, then the padded inner one
     assert [row[2] for row in result["fsdp1"]] == [4, 21]  # all-reduced counts: the unsharded model's, no padding
@@ -198,7 +198,7 @@ def test_diagnostics_fsdp1_flat_parameters_count_real_elements_only(sharded_resu
         "from lightning_tau.diagnostics import TimescaleTracker, WeightStatsPass, timescale_metrics",
     ],
 )
-def test_diagnostics_torch_only_modules_load_no_lightning(statement):
+def test_torch_only_modules_load_no_lightning(statement):
     """The modules documented as torch-only (a plain PyTorch or Fabric loop) do not load Lightning through the
     package's ``__init__``."""
     loaded = "sorted(m for m in ('lightning', 'pytorch_lightning') if m in sys.modules)"

@@ -9,7 +9,7 @@ from lightning_tau.diagnostics import _stats_triton
 from lightning_tau.diagnostics._stats_triton import BLOCK, ITERS, BlockTable, supported, table_key
 
 
-def test_every_element_belongs_to_exactly_one_block_of_its_own_tensor() -> None:
+def test_every_element_belongs_to_exactly_one_block_of_own_tensor() -> None:
     per_block = BLOCK * ITERS
     tensors = [torch.zeros(3), torch.zeros(per_block), torch.zeros(per_block + 1), torch.zeros(2 * per_block, 2)]
     table = BlockTable(tensors)
@@ -30,7 +30,7 @@ def test_every_element_belongs_to_exactly_one_block_of_its_own_tensor() -> None:
     assert table.key == table_key(tensors) != table_key(tensors[:3])
 
 
-def test_cpu_tensors_are_not_the_kernels_and_the_pass_knows_whether_triton_imported() -> None:
+def test_cpu_tensors_not_kernels_and_pass_knows_whether_triton_imported() -> None:
     assert not supported([torch.zeros(3)])
     assert not supported([])
     assert _stats_triton.AVAILABLE == (_stats_triton.triton is not None)

@@ -24,7 +24,7 @@ def _runs() -> list[RunRecord]:
     ]
 
 
-def test_sweep_figure_names_the_metric_without_hp_prefix_and_says_what_stars_mark() -> None:
+def test_figure_names_metric_without_hp_prefix_and_says_what_stars_mark() -> None:
     import matplotlib.pyplot as plt
 
     runs = _runs()
@@ -44,6 +44,6 @@ def test_sweep_figure_names_the_metric_without_hp_prefix_and_says_what_stars_mar
         plt.close(fig)
 
 
-def test_shown_metric_drops_only_the_hparams_prefix() -> None:
+def test_shown_metric_drops_only_hparams_prefix() -> None:
     assert shown_metric("hp/val/loss") == "val/loss"
     assert shown_metric("val_hp/loss") == "val_hp/loss"

@@ -32,7 +32,7 @@ from axes_models import PlantedWidthModel
 from finder_study import CurveModel, curve_loaders, make_finder
 
 
-def test_the_fraction_axis_is_one_point_keyed_as_before(tmp_path: Path) -> None:
+def test_fraction_axis_one_point_keyed_as_before(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0), seeds=(0,))
     [point] = axis_points(finder.settings, CurveModel, curve_loaders()[0], None)
     assert (point.value, len(point.train.dataset), point.factory) == (0.5, 32, CurveModel)  # type: ignore[arg-type]
@@ -45,7 +45,7 @@ def test_the_fraction_axis_is_one_point_keyed_as_before(tmp_path: Path) -> None:
     assert study_name(point.settings, None) == "tau_finder_9443dd0036bc"
 
 
-def test_the_dataset_size_axis_keys_each_point_by_its_fraction(tmp_path: Path) -> None:
+def test_dataset_size_axis_keys_each_point_by_fraction(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, fraction=None, axis="dataset_size", fractions=(0.5, 1.0), tau_epochs=(1.0, 4.0))
     points = axis_points(finder.settings, CurveModel, curve_loaders()[0], None)
     assert [(p.value, len(p.train.dataset)) for p in points] == [(0.5, 32), (1.0, 64)]  # type: ignore[arg-type]
@@ -77,7 +77,7 @@ def _record(tau: float, loss: float) -> dict[str, Any]:
     }
 
 
-def test_each_dataset_size_points_result_holds_its_own_fraction(tmp_path: Path) -> None:
+def test_each_dataset_size_points_result_holds_own_fraction(tmp_path: Path) -> None:
     taus, seeds = (1.0, 4.0, 16.0), (0, 1)
     finder = make_finder(
         tmp_path, fraction=None, axis="dataset_size", fractions=(0.5, 1.0), tau_epochs=taus, seeds=seeds
@@ -98,7 +98,7 @@ def test_each_dataset_size_points_result_holds_its_own_fraction(tmp_path: Path) 
     assert said == []
 
 
-def test_undetermined_rules_are_the_results_own_undecided_rules() -> None:
+def test_undetermined_rules_results_own_undecided_rules() -> None:
     width, size = width_result(), size_result()
     assert undetermined_rules(width, width.tolerance) == []  # Fan et al. holds, the other two are excluded
     assert undetermined_rules(size, size.tolerance) == ["Wang & Aitchison"]
@@ -147,7 +147,7 @@ SHAPE_ONLY = {"ci": (-0.05, 0.25), "shape": (0.10, 0.20)}  # only Wang & Aitchis
 SEEDS_TOO = {"ci": (-0.40, 0.25), "shape": (0.10, 0.20)}  # the 1/2 rules undetermined too, by the seeds part
 
 
-def test_auto_seeds_stop_where_only_the_shape_part_leaves_rules_undetermined() -> None:
+def test_auto_seeds_stop_where_only_shape_part_leaves_rules_undetermined() -> None:
     stages, level = seed_stages(12), 0.9875
     shape = _decided_by(size_result(), **SHAPE_ONLY)
     assert undetermined_rules(shape, 1.25) == shape.shape_undetermined() == ["Wang & Aitchison"]
@@ -167,7 +167,7 @@ def test_auto_seeds_stop_where_only_the_shape_part_leaves_rules_undetermined() -
     assert seed_look(decided, 1.25, stages, 2, level) == SeedStaging(5, 12, (3, 5), level, 1.25, ())
 
 
-def test_the_grid_round_adds_midpoints_only_where_the_shape_part_alone_is_undetermined() -> None:
+def test_grid_round_adds_midpoints_only_where_shape_part_alone_undetermined() -> None:
     settings = FinderSettings.build(
         axis="dataset_size", fractions=(0.25, 1.0), tau_epochs=TAUS, seeds=(0, 1, 2), trainer_kwargs={"max_epochs": 2}
     )
@@ -180,7 +180,7 @@ def test_the_grid_round_adds_midpoints_only_where_the_shape_part_alone_is_undete
     assert waiting.added == ()  # seeds="auto" still adding seeds
 
 
-def test_the_grid_round_brings_an_off_grid_rule_onto_the_grid_on_either_axis() -> None:
+def test_grid_round_brings_off_grid_rule_onto_grid_on_either_axis() -> None:
     size = FinderSettings.build(
         axis="dataset_size", fractions=(0.25, 1.0), tau_epochs=TAUS, seeds=(0, 1, 2), trainer_kwargs={"max_epochs": 2}
     )
@@ -202,7 +202,7 @@ class _Study:  # what axis_intro reads of a GridStudy: its Optuna study's name a
         self.study, self.shown = type("S", (), {"study_name": name})(), "tau_runs/find"
 
 
-def test_axis_intro_names_the_samples_epochs_and_seeds_on_every_axis(tmp_path: Path) -> None:
+def test_intro_names_samples_epochs_and_seeds_on_every_axis(tmp_path: Path) -> None:
     train = curve_loaders()[0]  # 64 samples
     trainer = {"max_epochs": 3, "accelerator": "cpu", "devices": 1}
     finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0), seeds=(0, 1), trainer_kwargs=trainer)

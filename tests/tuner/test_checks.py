@@ -60,13 +60,13 @@ def test_check_tolerance_default_and_range() -> None:
     )
 
 
-def test_check_axis_returns_the_axis_with_what_it_uses() -> None:
+def test_check_axis_returns_axis_with_what_it_uses() -> None:
     assert check_axis("fraction", 0.5, None, None) == "fraction"
     assert check_axis("width", 0.5, (1, 2), None) == "width"
     assert check_axis("dataset_size", None, None, (0.1, 0.2)) == "dataset_size"
 
 
-def test_check_axis_names_an_argument_given_to_the_wrong_axis_or_missing() -> None:
+def test_check_axis_names_argument_given_to_wrong_axis_or_missing() -> None:
     assert _error(check_axis, "x", None, None, None) == (
         f"{F}(axis='x')` is not supported. Use 'fraction' (one sweep on a subset), 'width' (with `widths`) or"
         " 'dataset_size' (with `fractions`)."
@@ -106,7 +106,7 @@ def test_check_widths_refuses_fewer_than_two_or_no_sequence(widths: Any) -> None
     )
 
 
-def test_check_widths_names_the_bad_width_and_the_order() -> None:
+def test_check_widths_names_bad_width_and_order() -> None:
     for bad, shown in [((64, True), "True"), ((64, 1.5), "1.5"), ((0, 2), "0")]:
         assert _error(check_widths, bad) == (
             f"{F}(widths={list(bad)!r})` is not valid: {shown} is not a positive integer width."
@@ -122,7 +122,7 @@ def test_check_fractions_gives_increasing_floats_up_to_one() -> None:
     assert check_fractions([0.1, 0.25]) == (0.1, 0.25)
 
 
-def test_check_fractions_names_the_bad_fraction_and_the_order() -> None:
+def test_check_fractions_names_bad_fraction_and_order() -> None:
     assert _error(check_fractions, (0.5,)) == (
         f"{F}(fractions=(0.5,))` is not valid: give at least 2 increasing fractions in (0, 1], e.g. (0.1, 0.25,"
         " 0.5): the exponent is a slope across dataset sizes."
@@ -141,7 +141,7 @@ def test_check_fractions_names_the_bad_fraction_and_the_order() -> None:
 # --- the pruner, the folder and the storage ------------------------------------------------------------------------
 
 
-def test_check_pruner_takes_a_name_or_a_pruner_on_the_fraction_axis_only() -> None:
+def test_check_pruner_takes_name_or_pruner_on_fraction_axis_only() -> None:
     assert check_pruner(None, "width") is None
     for pruner in ["median", "successive_halving", "hyperband", optuna.pruners.NopPruner()]:
         assert check_pruner(pruner, "fraction") is None
@@ -175,7 +175,7 @@ def test_check_root_dir_and_check_storage() -> None:
 # --- the data ``fit`` is given -------------------------------------------------------------------------------------
 
 
-def test_setting_error_names_its_argument() -> None:
+def test_setting_error_names_argument() -> None:
     error = SettingError("fraction", "the message")
     assert error.argument == "fraction" and str(error) == "the message" and isinstance(error, ValueError)
 
@@ -207,7 +207,7 @@ def test_check_subset_size_leaves_no_batch_size_drop_last_and_empty_data_to_othe
     assert check_subset_size(_loader(0, 8), 0.5, "fraction", 0.5) is None
 
 
-def test_check_timescales_refuses_a_timescale_of_one_step_or_an_infinite_one() -> None:
+def test_check_timescales_refuses_timescale_of_one_step_or_infinite_one() -> None:
     train = _loader(40, 8)  # M = 5 steps per epoch
     assert check_timescales((1.0, 0.21), train, 1) is None
     assert check_timescales((0.45,), train, 2) is None  # ceil(5 / 2) = 3 steps: 1.35 steps
@@ -229,7 +229,7 @@ def test_check_timescales_refuses_a_timescale_of_one_step_or_an_infinite_one() -
     )
 
 
-def test_check_subset_needs_a_full_batch_and_settable_timescales() -> None:
+def test_check_subset_needs_full_batch_and_settable_timescales() -> None:
     assert check_subset(_loader(40, 8), "fraction", 0.05, (1.0,), 1) is None
     with pytest.raises(SettingError) as info:
         check_subset(_loader(5, 8, drop_last=True), "fractions", 0.05, (1.0,), 1)
@@ -247,7 +247,7 @@ def test_check_subset_needs_a_full_batch_and_settable_timescales() -> None:
 # --- the seeds' count along an axis ----------------------------------------------------------------------------
 
 
-def test_check_seed_count_defaults_per_axis_and_the_auto_stages() -> None:
+def test_check_seed_count_defaults_per_axis_and_auto_stages() -> None:
     assert check_seed_count(None, None, "fraction") == ((0, 1, 2), False, 3)
     assert check_seed_count(None, None, "dataset_size") == ((0, 1, 2, 3, 4), False, 5)
     assert check_seed_count([5, 3], None, "width") == ((5, 3), False, 2)
@@ -256,7 +256,7 @@ def test_check_seed_count_defaults_per_axis_and_the_auto_stages() -> None:
     assert check_seed_count("auto", 2**32 - 1, "width") == ((0, 1, 2), True, 4294967295)
 
 
-def test_check_seed_count_refuses_auto_where_it_is_not_used_and_max_seeds_without_it() -> None:
+def test_check_seed_count_refuses_auto_where_it_not_used_and_max_seeds_without_it() -> None:
     assert _error(check_seed_count, "auto", None, "fraction") == (
         f"{F}(seeds='auto')` is only used with axis='width' or 'dataset_size' (axis is 'fraction'): it adds seeds"
         " until the axis's published rules are decided. Give the seeds, e.g. seeds=(0, 1, 2)."

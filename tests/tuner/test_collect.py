@@ -22,14 +22,14 @@ def _record(*losses: float) -> dict:
     return {"metrics": [{"val/loss": loss, "epoch": i} for i, loss in enumerate(losses)]}
 
 
-def test_a_diverged_run_tells_optuna_the_worst_value_of_the_study_direction() -> None:
+def test_diverged_run_tells_optuna_worst_value_of_study_direction() -> None:
     diverged = _record(0.9, math.nan)
     assert tell_value(diverged, "val/loss", "last", "min", minimize=True) == math.inf
     assert tell_value(diverged, "val/loss", "last", "max", minimize=False) == -math.inf
     assert tell_value(_record(math.inf), "val/loss", "best", "min", minimize=True) == math.inf
 
 
-def test_a_finite_run_tells_its_reduced_metric() -> None:
+def test_finite_run_tells_reduced_metric() -> None:
     run = _record(0.9, 0.4, 0.6)
     assert tell_value(run, "val/loss", "last", "min", minimize=True) == 0.6
     assert tell_value(run, "val/loss", "best", "min", minimize=True) == 0.4
@@ -69,7 +69,7 @@ def _grid_answer(tmp_path: Path) -> tuple[Any, Any, dict]:
     return finder, finder_result(finder.settings, records, full_train, dataset_size=80, subset_size=32), records
 
 
-def test_finder_result_builds_the_curve_the_pruned_points_and_the_full_runs_weight_decay(tmp_path: Path) -> None:
+def test_finder_result_builds_curve_pruned_points_and_full_runs_weight_decay(tmp_path: Path) -> None:
     finder, result, _ = _grid_answer(tmp_path)
     assert finder.reduce == "last" and finder.mode == "min"
     assert [(p.tau_epoch, p.values, p.seeds, p.steps) for p in result.curve] == [
@@ -93,7 +93,7 @@ def test_finder_result_builds_the_curve_the_pruned_points_and_the_full_runs_weig
     assert result.weight_decay["pg1"] == pytest.approx(1 / (1e-2 * 4.0 * 5))
 
 
-def test_store_answer_puts_the_answer_on_the_study_and_it_reads_back(tmp_path: Path) -> None:
+def test_store_answer_puts_answer_on_study_and_it_reads_back(tmp_path: Path) -> None:
     finder, result, _ = _grid_answer(tmp_path)
     grid = [(tau, seed) for tau in finder.tau_epochs for seed in finder.seeds]
     study = GridStudy.open(tmp_path / "j.journal", tmp_path, "s", {"seeds": [0, 1]}, grid)
@@ -117,7 +117,7 @@ def test_store_answer_puts_the_answer_on_the_study_and_it_reads_back(tmp_path: P
     }
 
 
-def test_finder_result_takes_the_full_runs_steps_over_devices_and_accumulation_and_the_reduce(tmp_path: Path) -> None:
+def test_finder_result_takes_full_runs_steps_over_devices_and_accumulation_and_reduce(tmp_path: Path) -> None:
     trainer_kwargs = {"max_epochs": 2, "accelerator": "cpu", "devices": 1, "accumulate_grad_batches": 2}
     finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0), seeds=(0,), reduce="best", trainer_kwargs=trainer_kwargs)
     records = {(1.0, 0): _run(1.0, 0, [0.5, 0.9]), (4.0, 0): _run(4.0, 0, [0.7, 0.6])}
@@ -131,7 +131,7 @@ def test_finder_result_takes_the_full_runs_steps_over_devices_and_accumulation_a
     assert (result.dataset_size, result.subset_size, result.batch_size) == (80, 40, 16)
 
 
-def test_finder_result_keeps_a_curve_with_one_diverged_point(tmp_path: Path) -> None:
+def test_finder_result_keeps_curve_with_one_diverged_point(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0), seeds=(0,))
     records = {(1.0, 0): _run(1.0, 0, [math.nan]), (4.0, 0): _run(4.0, 0, [0.5])}
     full_train = DataLoader(TensorDataset(torch.zeros(80, 1)), batch_size=16)
@@ -139,7 +139,7 @@ def test_finder_result_keeps_a_curve_with_one_diverged_point(tmp_path: Path) -> 
     assert math.isnan(result.curve[0].values[0]) and result.curve[1].values == [0.5]
 
 
-def test_a_pruned_point_no_run_of_which_trained_has_no_weight_decay(tmp_path: Path) -> None:
+def test_pruned_point_no_run_of_which_trained_has_no_weight_decay(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0, 16.0), seeds=(0, 1))
     untrained = {"metrics": [], "steps": 0, "pruned": {"after_epoch": 0}}
     records = {(tau, seed): _run(tau, seed, [1 / tau]) for tau in (1.0, 4.0) for seed in (0, 1)}
@@ -161,7 +161,7 @@ def _answer_error(tmp_path: Path, records: dict, **kwargs: Any) -> str:
     return str(info.value)
 
 
-def test_finder_result_says_why_there_is_no_answer(tmp_path: Path) -> None:
+def test_finder_result_says_why_there_no_answer(tmp_path: Path) -> None:
     pruned = {(tau, 0): _run(tau, 0, [1.0], pruned_after=0) for tau in (1.0, 4.0)}
     assert _answer_error(tmp_path, pruned, pruner="median") == (
         "`TimescaleFinder(pruner='median')` pruned every tau_epoch of the grid [1.0, 4.0]: there is no curve to"
@@ -183,7 +183,7 @@ def test_finder_result_says_why_there_is_no_answer(tmp_path: Path) -> None:
     )
 
 
-def test_finder_result_names_the_run_that_never_validated(tmp_path: Path) -> None:
+def test_finder_result_names_run_never_validated(tmp_path: Path) -> None:
     records = {(1.0, 0): _run(1.0, 0, [0.5]), (4.0, 0): _run(4.0, 0, [])}
     assert _answer_error(tmp_path, records).startswith(
         "`TimescaleFinder`: the run tau_epoch=4, seed=0 never validated."
@@ -192,7 +192,7 @@ def test_finder_result_names_the_run_that_never_validated(tmp_path: Path) -> Non
     assert "the run tau_epoch=4, seed=3 never validated" in _answer_error(tmp_path, records, seeds=(3,))
 
 
-def test_run_value_reduces_the_monitor_and_names_a_run_without_it() -> None:
+def test_run_value_reduces_monitor_and_names_run_without_it() -> None:
     run = {"metrics": [{"val_loss": 0.5, "epoch": 0}, {"epoch": 1}, {"val_loss": 0.7, "epoch": 2}]}
     assert run_value(run, 4.0, 1, "val_loss", "last", "min") == 0.7
     assert run_value(run, 4.0, 1, "val_loss", "best", "min") == 0.5
@@ -231,7 +231,7 @@ class _Attrs:
         self.user_attrs[key] = value
 
 
-def test_store_answer_writes_only_what_changed_counts_pruned_trials_and_says_when_it_cannot(tmp_path: Path) -> None:
+def test_store_answer_writes_only_what_changed_counts_pruned_trials_and_says_it_cannot(tmp_path: Path) -> None:
     finder, result, _ = _grid_answer(tmp_path)
     result.pruned[0].pruned_after[1] = 1  # both seeds of tau_epoch=16 pruned
     study = SimpleNamespace(study=_Attrs())

@@ -91,7 +91,7 @@ def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[TimescaleFinder, F
 
 
 @pytest.mark.slow
-def test_finder_trains_on_the_subset_and_the_callback_sees_its_n(
+def test_trains_on_subset_and_callback_sees_n(
     fitted: tuple[TimescaleFinder, FinderResult],
 ) -> None:
     finder, result = fitted
@@ -117,7 +117,7 @@ def test_finder_trains_on_the_subset_and_the_callback_sees_its_n(
 
 
 @pytest.mark.slow
-def test_finder_cost_and_full_cost(fitted: tuple[TimescaleFinder, FinderResult]) -> None:
+def test_cost_and_full_cost(fitted: tuple[TimescaleFinder, FinderResult]) -> None:
     _, result = fitted
     runs = 3
     subset_steps = math.ceil(round(0.25 * N_TRAIN) / BATCH)  # 30 samples -> 2 batches per epoch
@@ -128,7 +128,7 @@ def test_finder_cost_and_full_cost(fitted: tuple[TimescaleFinder, FinderResult])
 
 
 @pytest.mark.slow
-def test_finder_full_run_weight_decay_uses_the_full_n(fitted: tuple[TimescaleFinder, FinderResult]) -> None:
+def test_full_run_weight_decay_uses_full_n(fitted: tuple[TimescaleFinder, FinderResult]) -> None:
     _, result = fitted
     assert set(result.weight_decay) == {"decay"} and result.lr == {"decay": LR}
     # what TimescaleCallback(tau_epoch) writes on the full data: 1 / (lr * tau * M), M = ceil(120 / 16) = 8 steps
@@ -139,7 +139,7 @@ def test_finder_full_run_weight_decay_uses_the_full_n(fitted: tuple[TimescaleFin
 
 
 @pytest.mark.slow
-def test_finder_json_schema_and_plot(fitted: tuple[TimescaleFinder, FinderResult], tmp_path: Path) -> None:
+def test_json_schema_and_plot(fitted: tuple[TimescaleFinder, FinderResult], tmp_path: Path) -> None:
     _, result = fitted
     data = json.loads(result.save_json(tmp_path / "out" / "finder.json").read_text())
     for key, kind in {
@@ -165,7 +165,7 @@ def test_finder_json_schema_and_plot(fitted: tuple[TimescaleFinder, FinderResult
 
 
 @pytest.mark.slow
-def test_finder_reuses_the_study_and_a_named_study_refuses_other_settings(tmp_path: Path) -> None:
+def test_reuses_study_and_named_study_refuses_other_settings(tmp_path: Path) -> None:
     train, val = _loaders()
     first = _finder(tmp_path).fit(ValModel, train_dataloaders=train, val_dataloaders=val)
     before = ValModel.fits
@@ -190,7 +190,7 @@ def test_finder_reuses_the_study_and_a_named_study_refuses_other_settings(tmp_pa
 
 
 @pytest.mark.slow
-def test_finder_with_a_datamodule_and_a_missing_monitor(tmp_path: Path) -> None:
+def test_finder_with_datamodule_and_missing_monitor(tmp_path: Path) -> None:
     pytest.importorskip("sklearn")
     from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
 
@@ -208,7 +208,7 @@ def test_finder_with_a_datamodule_and_a_missing_monitor(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("true_tau", [3.0, 7.5, 12.0, 20.0])
-def test_smoothed_optimum_recovers_a_parabola_vertex_in_log_tau(true_tau: float) -> None:
+def test_smoothed_optimum_recovers_parabola_vertex_in_log_tau(true_tau: float) -> None:
     grid = log_grid(1.0, 64.0, 7)  # 1, 2, 4, ..., 64
     curve = [0.3 + 0.05 * (math.log(t) - math.log(true_tau)) ** 2 for t in grid]
     for window in (1, 2):
@@ -312,13 +312,13 @@ _EPOCHS = {"max_epochs": 2}
         ({"stale_after": -1}, r"stale_after=-1"),
     ],
 )
-def test_finder_rejects_bad_arguments(kwargs: dict[str, Any], match: str) -> None:
+def test_rejects_bad_arguments(kwargs: dict[str, Any], match: str) -> None:
     settings: dict[str, Any] = {"trainer_kwargs": _EPOCHS, **kwargs}
     with pytest.raises(ValueError, match=match):
         TimescaleFinder(**settings)
 
 
-def test_finder_fit_rejects_bad_data_and_models_before_training(tmp_path: Path) -> None:
+def test_fit_rejects_bad_data_and_models_before_training(tmp_path: Path) -> None:
     train, val = _loaders()
     finder = _finder(tmp_path)
     before = ValModel.fits
@@ -365,7 +365,7 @@ class SharedNameModel(ValModel):
 
 
 @pytest.mark.slow
-def test_finder_result_keeps_groups_that_share_a_name_apart(tmp_path: Path) -> None:
+def test_result_keeps_groups_share_name_apart(tmp_path: Path) -> None:
     train, val = _loaders()
     result = _finder(tmp_path, tau_epochs=(1.0, 4.0)).fit(SharedNameModel, train_dataloaders=train, val_dataloaders=val)
     assert result.lr == {"all/pg1": LR / 4, "all/pg2": LR}
@@ -380,7 +380,7 @@ def test_finder_result_keeps_groups_that_share_a_name_apart(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-def test_every_run_gets_a_fresh_copy_of_the_callbacks_in_trainer_kwargs(tmp_path: Path) -> None:
+def test_every_run_gets_fresh_copy_of_callbacks_in_trainer_kwargs(tmp_path: Path) -> None:
     """A callback with run state gets a fresh copy per run. One ``EarlyStopping`` in ``trainer_kwargs`` used to
     serve every run: once the first run stopped, the next ones started from its best score and patience count and
     stopped after one epoch, a curve of one-epoch runs. A callback without run state is still shared."""
@@ -404,7 +404,7 @@ def test_every_run_gets_a_fresh_copy_of_the_callbacks_in_trainer_kwargs(tmp_path
     assert starts.runs == 8
 
 
-def test_a_callback_that_cannot_be_copied_is_refused_before_any_training(tmp_path: Path) -> None:
+def test_callback_cannot_be_copied_refused_before_any_training(tmp_path: Path) -> None:
     import threading
 
     class Locked(pl.Callback):  # run state of its own (a non-empty state_dict), and a lock

@@ -44,7 +44,7 @@ def _width_finder(tmp_path: Path, **kwargs: Any) -> TimescaleFinder:
 
 
 @pytest.mark.slow
-def test_width_axis_measures_the_planted_exponent_and_reuses_its_study(tmp_path: Path) -> None:
+def test_width_axis_measures_planted_exponent_and_reuses_study(tmp_path: Path) -> None:
     finder = _width_finder(tmp_path)
     result = finder.fit(PlantedWidthModel, datamodule=PlantedData())  # best λ_base ∝ width^-1/2 (Fan et al.)
     assert finder.trained_runs == len(WIDTHS) * len(TAUS) * len(SEEDS) and finder.reused_runs == 0
@@ -108,7 +108,7 @@ def test_dataset_size_axis_with_one_seed_has_no_interval_and_says_why(tmp_path: 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("planted", [0.0, -0.5])
-def test_dataset_size_axis_reports_how_the_best_tau_epoch_moves_with_n(tmp_path: Path, planted: float) -> None:
+def test_dataset_size_axis_reports_how_best_tau_epoch_moves_with_n(tmp_path: Path, planted: float) -> None:
     finder = TimescaleFinder(
         axis="dataset_size",
         fractions=(0.25, 0.5, 1.0),
@@ -184,7 +184,7 @@ def make_model(width: int) -> MyMuMLP:
 
 
 @pytest.mark.slow
-def test_a_users_own_mup_model_gets_an_exponent_a_verdict_and_a_callback(tmp_path: Path) -> None:
+def test_users_own_mup_model_gets_exponent_verdict_and_callback(tmp_path: Path) -> None:
     from lightning_tau.demos.digits import DigitsDataModule
 
     finder = TimescaleFinder(
@@ -253,13 +253,13 @@ def test_a_users_own_mup_model_gets_an_exponent_a_verdict_and_a_callback(tmp_pat
         ),
     ],
 )
-def test_bad_axis_arguments_are_one_line_errors(kwargs: dict[str, Any], match: str) -> None:
+def test_bad_axis_arguments_one_line_errors(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match) as err:
         TimescaleFinder(trainer_kwargs=TRAINER, **kwargs)
     assert "\n" not in str(err.value)
 
 
-def test_axes_default_to_five_seeds_and_auto_starts_at_three() -> None:
+def test_default_to_five_seeds_and_auto_starts_at_three() -> None:
     width = TimescaleFinder(axis="width", widths=(8, 16), trainer_kwargs=TRAINER)
     size = TimescaleFinder(axis="dataset_size", fractions=(0.5, 1.0), trainer_kwargs=TRAINER)
     one = TimescaleFinder(trainer_kwargs=TRAINER)
@@ -285,7 +285,7 @@ def _without_base_shapes(width: int) -> MyMuMLP:
         (lambda width: torch.nn.Linear(width, 2), TypeError, r"make_model\(8\) must return a LightningModule"),
     ],
 )
-def test_bad_width_models_are_one_line_errors_before_any_training(
+def test_bad_width_models_one_line_errors_before_any_training(
     tmp_path: Path, model: Any, error: type[Exception], match: str
 ) -> None:
     finder = _width_finder(tmp_path)
@@ -312,7 +312,7 @@ def _config(tmp_path: Path, model: str, init_args: dict[str, Any]) -> Path:
 
 
 @pytest.mark.slow
-def test_cli_and_python_api_give_the_same_answer_for_the_same_study(
+def test_cli_and_python_api_give_same_answer_for_same_study(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from lightning_tau.cli import main
@@ -341,7 +341,7 @@ def test_cli_and_python_api_give_the_same_answer_for_the_same_study(
 
 
 @pytest.mark.slow
-def test_cli_study_name_alone_reopens_an_axis_sweep_with_its_axis_points_and_grid(
+def test_cli_study_name_alone_reopens_axis_sweep_with_axis_points_and_grid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from lightning_tau.cli import main
@@ -396,7 +396,7 @@ def test_cli_axis_usage_errors_exit_2_with_one_line(
     assert not (tmp_path / "o" / "tb").exists()
 
 
-def test_cli_width_axis_needs_a_model_that_takes_width(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_width_axis_needs_model_takes_width(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from lightning_tau.cli import main
 
     pytest.importorskip("jsonargparse")
@@ -440,7 +440,7 @@ def test_cli_seed_and_tolerance_usage_errors_exit_2_in_flag_terms(
     assert not (tmp_path / "o" / "tb").exists()
 
 
-def test_cli_max_grid_extensions_reaches_the_finder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_max_grid_extensions_reaches_finder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from lightning_tau.cli import main
     from lightning_tau.tuner.finder import TimescaleFinder
 
@@ -457,7 +457,7 @@ def test_cli_max_grid_extensions_reaches_the_finder(tmp_path: Path, monkeypatch:
     assert seen == [0, 3]
 
 
-def test_cli_rejects_an_unknown_axis(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_rejects_unknown_axis(capsys: pytest.CaptureFixture[str]) -> None:
     from lightning_tau.cli import main
 
     with pytest.raises(SystemExit) as exit_info:
@@ -466,7 +466,7 @@ def test_cli_rejects_an_unknown_axis(capsys: pytest.CaptureFixture[str]) -> None
 
 
 @pytest.mark.slow
-def test_along_an_axis_a_process_trains_every_points_free_trials_before_it_waits_on_one_held_elsewhere(
+def test_along_axis_process_trains_every_points_free_trials_before_it_waits_on_one_held_elsewhere(
     tmp_path: Path,
 ) -> None:
     """A process on several axis points first takes every point's free trials, then waits: a first point's trial
@@ -540,7 +540,7 @@ def test_along_an_axis_a_process_trains_every_points_free_trials_before_it_waits
         ),
     ],
 )
-def test_axis_points_out_of_order_are_refused_in_one_whole_message(kwargs: dict[str, Any], message: str) -> None:
+def test_axis_points_out_of_order_refused_in_one_whole_message(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError) as err:
         TimescaleFinder(trainer_kwargs=TRAINER, **kwargs)
     assert str(err.value) == message
@@ -560,7 +560,7 @@ def _trials_per_study(root: Path) -> dict[str, int]:
 
 
 @pytest.mark.slow
-def test_auto_seeds_stop_at_the_first_stage_that_decides_every_rule(
+def test_auto_seeds_stop_at_first_stage_decides_every_rule(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # the planted exponent 0 with a seed's offset the same at every N: the interval is a point at 0, so every rule is
@@ -594,7 +594,7 @@ def test_auto_seeds_stop_at_the_first_stage_that_decides_every_rule(
 
 
 @pytest.mark.slow
-def test_auto_seeds_add_stages_to_the_same_studies_up_to_max_seeds(tmp_path: Path) -> None:
+def test_auto_seeds_add_stages_to_same_studies_up_to_max_seeds(tmp_path: Path) -> None:
     # a width x1.01 of tolerance is narrower than any 5-seed interval: Fan et al. (the planted -1/2) stays
     # undetermined, so the finder looks at 3 seeds, adds 2 more to the same two studies, and stops at max_seeds
     finder = _width_finder(tmp_path, widths=(8, 32), seeds="auto", max_seeds=5, tolerance=1.01)
@@ -621,7 +621,7 @@ def test_auto_seeds_add_stages_to_the_same_studies_up_to_max_seeds(tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_a_worker_sent_a_stage_trains_its_seeds_into_the_same_studies(tmp_path: Path) -> None:
+def test_worker_sent_stage_trains_seeds_into_same_studies(tmp_path: Path) -> None:
     from lightning_tau.tuner.finder import _worker_main
 
     # what the main process sends a worker at the 5-seed stage, run here: the worker's finder is built with
@@ -650,7 +650,7 @@ def test_a_worker_sent_a_stage_trains_its_seeds_into_the_same_studies(tmp_path: 
 
 
 @pytest.mark.slow
-def test_cli_seeds_auto_says_why_it_stopped_and_the_study_name_alone_reopens_it(
+def test_cli_seeds_auto_says_why_it_stopped_and_study_name_alone_reopens_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from lightning_tau.cli import main

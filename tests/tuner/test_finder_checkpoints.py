@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 
 @pytest.mark.slow
-def test_a_model_checkpoint_saves_each_runs_checkpoint_in_its_own_folder(tmp_path: Path) -> None:
+def test_model_checkpoint_saves_each_runs_checkpoint_in_own_folder(tmp_path: Path) -> None:
     checkpoint = ModelCheckpoint(monitor="val_loss", save_top_k=1)
     finder = make_finder(
         tmp_path, tau_epochs=(1.0, 4.0, 16.0), trainer_kwargs={"max_epochs": 2, "callbacks": [checkpoint]}
@@ -24,7 +24,7 @@ def test_a_model_checkpoint_saves_each_runs_checkpoint_in_its_own_folder(tmp_pat
     assert len(saved) == 3 and len({path.parent for path in saved}) == 3, saved
 
 
-def test_a_model_checkpoint_with_a_dirpath_every_run_shares_is_refused(tmp_path: Path) -> None:
+def test_model_checkpoint_with_dirpath_every_run_shares_refused(tmp_path: Path) -> None:
     checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val_loss")
     with pytest.raises(
         ValueError, match=r"^`TimescaleFinder\(trainer_kwargs=\{'callbacks': \[ModelCheckpoint\(dirpath="

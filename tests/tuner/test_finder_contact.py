@@ -83,7 +83,7 @@ def _fit(finder: TimescaleFinder, model: Any) -> FinderResult:
 
 
 @pytest.mark.slow
-def test_a_rerun_with_a_new_unseeded_instance_trains_nothing_prints_the_answer_and_stores_it(
+def test_rerun_with_new_unseeded_instance_trains_nothing_prints_answer_and_stores_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first = _finder(tmp_path)
@@ -120,7 +120,7 @@ def test_a_rerun_with_a_new_unseeded_instance_trains_nothing_prints_the_answer_a
 
 
 @pytest.mark.slow
-def test_a_rerun_that_trains_nothing_says_nothing_of_capping_its_workers(
+def test_rerun_trains_nothing_says_nothing_of_capping_workers(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     _fit(_finder(tmp_path, seeds=(0,), trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1}), Net())
@@ -144,7 +144,7 @@ class _Threads(Callback):
 
 @pytest.mark.parametrize(("setting", "expected"), [(None, 1), ("auto", "cores"), (3, 3)])
 @pytest.mark.slow
-def test_trials_run_on_the_threads_setting_and_warn_once_per_fit(tmp_path: Path, setting, expected) -> None:
+def test_trials_run_on_threads_setting_and_warn_once_per_fit(tmp_path: Path, setting, expected) -> None:
     """One torch thread per process by default (benchmarks/bench_threads.py: all threads ran 5-30x slower on a busy
     machine), ``threads="auto"`` for cores // workers, a number as given; torch's own setting restored after."""
     threads = _Threads()
@@ -171,7 +171,7 @@ def test_trials_run_on_the_threads_setting_and_warn_once_per_fit(tmp_path: Path,
 
 
 @pytest.mark.slow
-def test_a_trial_warning_shows_once_per_fit_on_its_own_line_beside_the_bar(
+def test_trial_warning_shows_once_per_fit_on_own_line_beside_bar(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     finder = _finder(
@@ -217,7 +217,7 @@ def test_two_identical_noisy_runs_suggest_inside_each_other_s_ranges() -> None:
     assert inside >= 0.8 * pairs
 
 
-def test_the_range_is_the_grid_points_a_paired_test_cannot_tell_from_the_best_one() -> None:
+def test_range_grid_points_paired_test_cannot_tell_from_best_one() -> None:
     # hand-computed: 3 seeds, best grid point 4; per-seed differences to it, t = t_0.95(2 df) = 2.920:
     # at 2: [0.01, 0.02, 0.03], mean 0.02 > 2.920 x 0.01 / sqrt(3) = 0.0169: worse;
     # at 8: [0, 0.01, -0.005], mean 0.0017 < 2.920 x 0.0076 / sqrt(3) = 0.0129: as good; 1 and 16: worse by 1
@@ -231,7 +231,7 @@ def test_the_range_is_the_grid_points_a_paired_test_cannot_tell_from_the_best_on
     assert optimum_range(grid, [[(math.log(t) - math.log(4.0)) ** 2] for t in grid]) == (2.0, 8.0)
 
 
-def test_the_range_is_in_the_result_its_json_table_and_figure(tmp_path: Path) -> None:
+def test_range_in_result_json_table_and_figure(tmp_path: Path) -> None:
     grid = [2.0, 4.0, 8.0, 16.0, 32.0]
     values = _noisy_run(np.random.default_rng(0), 0.01, grid)
     curve = [CurvePoint(t, v, [0, 1, 2], {"decay": 0.1 / t}, [10, 10, 10]) for t, v in zip(grid, values)]
@@ -264,7 +264,7 @@ class PlaceholderNet(Net):
 
 
 @pytest.mark.slow
-def test_plot_of_the_finder_s_logs_reads_the_weight_decay_the_callback_wrote(
+def test_plot_of_finder_s_logs_reads_weight_decay_callback_wrote(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from lightning_tau.cli import main
@@ -307,7 +307,7 @@ class _HoldFirstTrial(Callback):
 
 
 @pytest.mark.slow
-def test_the_progress_bar_counts_the_workers_trials_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_bar_counts_workers_trials_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     hold = _HoldFirstTrial(tmp_path / "study.journal", "bar")
     finder = _finder(
         tmp_path,
@@ -337,7 +337,7 @@ class _RecordThreads(Callback):
 
 @pytest.mark.slow
 @pytest.mark.skipif(cores() < 2, reason="dividing the cores between 2 workers needs 2 cores")
-def test_two_workers_each_train_on_their_share_of_the_cores(tmp_path: Path) -> None:
+def test_two_workers_each_train_on_their_share_of_cores(tmp_path: Path) -> None:
     record = tmp_path / "threads.txt"
     hold = _HoldFirstTrial(tmp_path / "study.journal", "threads")  # so that the worker process trains a trial
     before = torch.get_num_threads()

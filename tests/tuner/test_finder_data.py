@@ -26,7 +26,7 @@ class Stream(IterableDataset):
 @pytest.mark.parametrize(
     "axis", [{}, {"axis": "dataset_size", "fractions": (0.5, 1.0)}, {"axis": "width", "widths": (4, 8)}]
 )
-def test_a_dataset_with_no_length_gets_the_same_message_on_every_axis(tmp_path: Path, axis: dict[str, Any]) -> None:
+def test_dataset_with_no_length_gets_same_message_on_every_axis(tmp_path: Path, axis: dict[str, Any]) -> None:
     finder = make_finder(tmp_path, **({"fraction": None} if axis else {}), **axis)
     _, val = curve_loaders()
     with pytest.raises(ValueError, match=r"^`TimescaleFinder` cannot subset the train dataset 'Stream': it has no len"):
@@ -48,7 +48,7 @@ def test_a_dataset_with_no_length_gets_the_same_message_on_every_axis(tmp_path: 
         ),
     ],
 )
-def test_a_subset_smaller_than_one_batch_is_refused_before_training(
+def test_subset_smaller_than_one_batch_refused_before_training(
     tmp_path: Path, kwargs: dict[str, Any], start: str
 ) -> None:
     finder = make_finder(tmp_path, **kwargs)
@@ -62,7 +62,7 @@ def test_a_subset_smaller_than_one_batch_is_refused_before_training(
 
 
 @pytest.mark.slow
-def test_a_subset_of_exactly_one_batch_trains(tmp_path: Path) -> None:
+def test_subset_of_exactly_one_batch_trains(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, fraction=0.25, tau_epochs=(2.0, 4.0, 16.0))  # 16 of 64 samples, batch 16
     assert math.isfinite(fit_finder(finder).tau_epoch)
 
@@ -73,7 +73,7 @@ class Diverging(CurveModel):
 
 
 @pytest.mark.slow
-def test_every_run_diverged_is_said_without_internal_names(tmp_path: Path) -> None:
+def test_every_run_diverged_said_without_internal_names(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0, 16.0))
     with pytest.raises(ValueError) as info:
         fit_finder(finder, Diverging)

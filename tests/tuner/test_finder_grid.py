@@ -24,7 +24,7 @@ GIVEN = (16.0, 32.0, 64.0)  # CurveModel's loss is lowest at tau_epoch 6: below 
 
 
 @pytest.mark.slow
-def test_an_edge_optimum_extends_the_grid_until_it_is_interior_and_a_rerun_trains_nothing(tmp_path: Path) -> None:
+def test_edge_optimum_extends_grid_until_it_interior_and_rerun_trains_nothing(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, tau_epochs=GIVEN)
     result = fit_finder(finder)
     # 16 was the best, then 8: a step down (the grid's x2) each round, until 8 has a worse point on each side
@@ -59,7 +59,7 @@ def test_an_edge_optimum_extends_the_grid_until_it_is_interior_and_a_rerun_train
 
 
 @pytest.mark.slow
-def test_the_extension_stops_at_its_limit_and_at_two_optimizer_steps(tmp_path: Path) -> None:
+def test_extension_stops_at_limit_and_at_two_optimizer_steps(tmp_path: Path) -> None:
     # one step allowed: 8 is added, still the edge, and nothing more
     one = fit_finder(make_finder(tmp_path / "one", tau_epochs=GIVEN, max_grid_extensions=1))
     assert [p.tau_epoch for p in one.grid_added] == [8.0] and one.at_edge
@@ -72,7 +72,7 @@ def test_the_extension_stops_at_its_limit_and_at_two_optimizer_steps(tmp_path: P
 
 
 @pytest.mark.slow
-def test_a_rule_off_the_grid_is_trained_at_every_axis_point(tmp_path: Path) -> None:
+def test_rule_off_grid_trained_at_every_axis_point(tmp_path: Path) -> None:
     axis = {"fraction": None, "axis": "dataset_size", "fractions": (0.5, 1.0)}
     finder = make_finder(tmp_path, tau_epochs=(4.0, 8.0, 16.0), **axis)
     result = fit_finder(finder)
@@ -86,7 +86,7 @@ def test_a_rule_off_the_grid_is_trained_at_every_axis_point(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-def test_a_worker_sent_a_round_trains_its_added_points_into_the_same_study(tmp_path: Path) -> None:
+def test_worker_sent_round_trains_added_points_into_same_study(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, tau_epochs=GIVEN, workers=2)
     fit_finder(finder)  # (the grid is extended here; a worker process may take some of its trials)
     finder.settings = dataclasses.replace(finder.settings, tau_epochs=(2.0, *finder.tau_epochs))

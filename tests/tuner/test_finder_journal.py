@@ -25,7 +25,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("text", ["my notes\n", "my notes", "line one\nline two\n", '{"a": 1}\n{"b": 2}\n'])
-def test_a_file_that_is_not_a_journal_is_refused_and_left_as_it_was(tmp_path: Path, text: str) -> None:
+def test_file_not_journal_refused_and_left_as_it_was(tmp_path: Path, text: str) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text(text)
     with pytest.raises(StorageError) as info:
@@ -47,7 +47,7 @@ def test_a_file_that_is_not_a_journal_is_refused_and_left_as_it_was(tmp_path: Pa
     ],
 )
 @pytest.mark.slow
-def test_a_damaged_line_is_a_one_line_error_naming_the_file_and_the_line(
+def test_damaged_line_one_line_error_naming_file_and_line(
     tmp_path: Path, reference: tuple[Any, Any], line: bytes, why: str
 ) -> None:
     journal = tmp_path / "copy.journal"
@@ -65,7 +65,7 @@ def test_a_damaged_line_is_a_one_line_error_naming_the_file_and_the_line(
 
 
 @pytest.mark.slow
-def test_a_half_written_last_line_is_moved_aside_and_its_trial_trained_again(
+def test_half_written_last_line_moved_aside_and_trial_trained_again(
     tmp_path: Path, reference: tuple[Any, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     source, expected = reference
@@ -103,7 +103,7 @@ sys.stdin.read()  # holds the trial, untagged, until killed
 
 
 @pytest.mark.slow
-def test_a_trial_taken_by_a_process_killed_before_tagging_it_is_handed_on_at_once(
+def test_trial_taken_by_process_killed_before_tagging_it_handed_on_at_once(
     tmp_path: Path, reference: tuple[Any, Any]
 ) -> None:
     source, expected = reference

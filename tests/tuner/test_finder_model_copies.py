@@ -65,7 +65,7 @@ def loaders() -> tuple[DataLoader, DataLoader]:
     return DataLoader(data, batch_size=16, shuffle=True), DataLoader(TensorDataset(x[:32], data.tensors[1][:32]))
 
 
-def test_a_mup_instance_is_refused_before_any_training_saying_to_pass_the_class(tmp_path: Path) -> None:
+def test_mup_instance_refused_before_any_training_saying_to_pass_class(tmp_path: Path) -> None:
     # its μP initialization (set_base_shapes) is not what reset_parameters draws: each seed cannot start afresh
     train, val = loaders()
     finder = TimescaleFinder(
@@ -102,7 +102,7 @@ def _weights(model: nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach().clone() for name, p in model.named_parameters()}
 
 
-def test_each_seed_starts_from_its_own_initialization_and_a_seed_from_the_same() -> None:
+def test_each_seed_starts_from_own_initialization_and_seed_from_same() -> None:
     instance = Ordinary()
     before = _weights(instance)
     copies = pickle.loads(pickle.dumps(ModelCopies(instance)))  # as workers get it
@@ -149,7 +149,7 @@ class ZeroHead(pl.LightningModule):
         ),
     ],
 )
-def test_an_instance_whose_initialization_cannot_be_rerun_is_refused(model: pl.LightningModule, match: str) -> None:
+def test_instance_whose_initialization_cannot_be_rerun_refused(model: pl.LightningModule, match: str) -> None:
     with pytest.raises(TypeError, match=match) as error:
         ModelCopies(model)
     message = str(error.value)
@@ -194,7 +194,7 @@ class Starts(pl.Callback):
 
 
 @pytest.mark.slow
-def test_an_instance_on_the_dataset_size_axis_gives_seeds_of_their_own_and_an_interval(tmp_path: Path) -> None:
+def test_instance_on_dataset_size_axis_gives_seeds_of_their_own_and_interval(tmp_path: Path) -> None:
     starts = Starts()
     finder = TimescaleFinder(
         axis="dataset_size",
@@ -226,7 +226,7 @@ class Locked(MuNet):
         self.lock = threading.Lock()
 
 
-def test_an_instance_that_cannot_be_copied_says_to_pass_the_class(tmp_path: Path) -> None:
+def test_instance_cannot_be_copied_says_to_pass_class(tmp_path: Path) -> None:
     train, val = loaders()
     finder = TimescaleFinder(
         tau_epochs=(2.0, 8.0), seeds=(0,), trainer_kwargs={"max_epochs": 2}, root_dir=tmp_path, progress=False

@@ -40,7 +40,7 @@ GridStudy.open(url, root, "s", {"grid": [1, 2]}, [(1.0, 0), (2.0, 0)])
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["postgresql", "sqlite"])
-def test_processes_opening_an_empty_database_at_once_all_start(
+def test_processes_opening_empty_database_at_once_all_start(
     tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
     # Optuna's table creation races (PostgreSQL: duplicate key ... pg_type_typname_nsp_index, type "studydirection"
@@ -70,7 +70,7 @@ def test_processes_opening_an_empty_database_at_once_all_start(
 
 
 @pytest.mark.slow
-def test_three_commands_on_postgres_share_the_grid_train_at_once_and_never_show_the_password(
+def test_three_commands_on_postgres_share_grid_train_at_once_and_never_show_password(
     tmp_path: Path, postgres: PostgresServer, finder_single: tuple[dict[str, Any], str]
 ) -> None:
     role, password, db = user_db(postgres)
@@ -119,7 +119,7 @@ def test_three_commands_on_postgres_share_the_grid_train_at_once_and_never_show_
 
 
 @pytest.mark.slow
-def test_a_killed_workers_trial_is_handed_on_by_the_database_heartbeat(
+def test_killed_workers_trial_handed_on_by_database_heartbeat(
     tmp_path: Path, postgres: PostgresServer, finder_single: tuple[dict[str, Any], str]
 ) -> None:
     role, password, db = user_db(postgres)
@@ -155,7 +155,7 @@ def test_a_killed_workers_trial_is_handed_on_by_the_database_heartbeat(
     assert len(done[(victim.user_attrs["tau_epoch"], 0)]) == 2  # the killed one and its retraining
 
 
-def test_database_errors_never_show_the_password(tmp_path: Path, postgres: PostgresServer) -> None:
+def test_database_errors_never_show_password(tmp_path: Path, postgres: PostgresServer) -> None:
     role, password, db = user_db(postgres)
     wrong = postgres.url(db, role, password + "x")
     with pytest.raises(StorageError, match=r"password authentication failed") as info:

@@ -62,7 +62,7 @@ def pruned(tmp_path_factory: pytest.TempPathFactory) -> tuple[TimescaleFinder, F
 
 
 @pytest.mark.slow
-def test_a_hopeless_tau_epoch_is_pruned_in_the_study_and_never_on_the_curve(
+def test_hopeless_tau_epoch_pruned_in_study_and_never_on_curve(
     pruned: tuple[TimescaleFinder, FinderResult],
 ) -> None:
     finder, result = pruned
@@ -89,7 +89,7 @@ def test_a_hopeless_tau_epoch_is_pruned_in_the_study_and_never_on_the_curve(
 
 
 @pytest.mark.slow
-def test_pruned_points_are_shown_as_pruned_in_the_table_json_and_figure(
+def test_pruned_points_shown_as_pruned_in_table_json_and_figure(
     pruned: tuple[TimescaleFinder, FinderResult], tmp_path: Path
 ) -> None:
     _, result = pruned
@@ -107,7 +107,7 @@ def test_pruned_points_are_shown_as_pruned_in_the_table_json_and_figure(
 
 
 @pytest.mark.slow
-def test_the_suggestion_is_the_unpruned_runs_and_the_study_attributes_say_what_was_pruned(
+def test_suggestion_unpruned_runs_and_study_attributes_say_what_was_pruned(
     pruned: tuple[TimescaleFinder, FinderResult], tmp_path: Path
 ) -> None:
     finder, result = pruned
@@ -132,7 +132,7 @@ def test_the_suggestion_is_the_unpruned_runs_and_the_study_attributes_say_what_w
 
 
 @pytest.mark.slow
-def test_a_tau_epoch_with_one_seed_pruned_and_one_complete_stays_off_the_curve(
+def test_tau_epoch_with_one_seed_pruned_and_one_complete_stays_off_curve(
     pruned: tuple[TimescaleFinder, FinderResult], tmp_path: Path
 ) -> None:
     # two workers raced: the second seed of 96 completed before its first seed was pruned. The study holds both;
@@ -165,7 +165,7 @@ def test_a_tau_epoch_with_one_seed_pruned_and_one_complete_stays_off_the_curve(
 
 
 @pytest.mark.slow
-def test_a_rerun_trains_nothing_and_gives_the_same_answer(
+def test_rerun_trains_nothing_and_gives_same_answer(
     pruned: tuple[TimescaleFinder, FinderResult],
 ) -> None:
     finder, result = pruned
@@ -177,7 +177,7 @@ def test_a_rerun_trains_nothing_and_gives_the_same_answer(
 
 
 @pytest.mark.slow
-def test_on_a_database_storage_pruned_trials_are_kept_and_a_rerun_trains_nothing(tmp_path: Path) -> None:
+def test_on_database_storage_pruned_trials_kept_and_rerun_trains_nothing(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'finder.db'}"
     first = _finder(tmp_path / "a", pruner=PRUNER, storage=url)
     result = _fit(first)
@@ -218,13 +218,13 @@ class _PruneAll(optuna.pruners.BasePruner):
 
 
 @pytest.mark.slow
-def test_a_pruner_that_prunes_everything_is_an_error_not_a_suggestion(tmp_path: Path) -> None:
+def test_pruner_prunes_everything_error_not_suggestion(tmp_path: Path) -> None:
     finder = _finder(tmp_path, tau_epochs=(3.0, 6.0), seeds=(0,), pruner=_PruneAll())
     with pytest.raises(ValueError, match=r"pruned every tau_epoch of the grid \[3.0, 6.0\].*gentler pruner"):
         _fit(finder)
 
 
-def test_a_tau_epoch_with_a_pruned_seed_is_never_the_suggestion() -> None:
+def test_tau_epoch_with_pruned_seed_never_suggestion() -> None:
     # 4 was pruned with a last value (from an early epoch) below every curve value: the suggestion stays on the
     # curve, and the curve's first point is not "at the edge" when a pruned tau_epoch lies beyond it
     curve = [CurvePoint(t, [v, v + 0.01], [0, 1], {}, [10, 10]) for t, v in [(8.0, 0.2), (16.0, 0.3), (32.0, 0.4)]]
@@ -259,7 +259,7 @@ def test_bad_pruner_arguments_fail_at_construction_in_one_line(
     assert not (tmp_path / "study.journal").exists()
 
 
-def test_find_refuses_a_bad_pruner_in_one_line_before_training(tmp_path: Path) -> None:
+def test_find_refuses_bad_pruner_in_one_line_before_training(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "lightning_tau", "find", "--pruner", "bogus", "--out", str(tmp_path / "out")],
         capture_output=True,
@@ -273,7 +273,7 @@ def test_find_refuses_a_bad_pruner_in_one_line_before_training(tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_find_with_a_pruner_keeps_it_in_the_study_and_study_name_alone_reopens_it(
+def test_find_with_pruner_keeps_it_in_study_and_study_name_alone_reopens_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("sklearn")

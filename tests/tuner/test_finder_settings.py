@@ -14,13 +14,13 @@ from lightning_tau.tuner.finder_settings import FinderSettings
 EPOCHS = {"max_epochs": 4}
 
 
-def test_build_takes_the_finders_arguments_with_the_same_defaults() -> None:
+def test_build_takes_finders_arguments_with_same_defaults() -> None:
     finder = list(inspect.signature(TimescaleFinder.__init__).parameters.values())[1:]
     build = list(inspect.signature(FinderSettings.build).parameters.values())
     assert [(p.name, p.default) for p in build] == [(p.name, p.default) for p in finder]
 
 
-def test_the_finder_holds_its_settings_and_reads_its_attributes_from_them(tmp_path: Path) -> None:
+def test_finder_holds_settings_and_reads_attributes_from_them(tmp_path: Path) -> None:
     finder = TimescaleFinder(tau_epochs=(2, 8), seeds=(3,), trainer_kwargs=EPOCHS, root_dir=tmp_path, pruner="median")
     settings = finder.settings
     again = FinderSettings.build(tau_epochs=(2, 8), seeds=(3,), trainer_kwargs=EPOCHS, root_dir=tmp_path)
@@ -35,7 +35,7 @@ def test_the_finder_holds_its_settings_and_reads_its_attributes_from_them(tmp_pa
         finder.seeds = (0,)  # type: ignore[misc]
 
 
-def test_the_first_bad_argument_in_the_constructors_order_is_the_one_named() -> None:
+def test_first_bad_argument_in_constructors_order_one_named() -> None:
     # the axis step before the metric step before the trainer step before the study step
     with pytest.raises(ValueError, match=r"`TimescaleFinder\(level=2\)`"):
         FinderSettings.build(level=2, monitor="", trainer_kwargs=None, workers=0)
@@ -50,7 +50,7 @@ def test_the_first_bad_argument_in_the_constructors_order_is_the_one_named() -> 
 
 
 @pytest.mark.parametrize("threads", [0, -1, 1.5, True, "all"])
-def test_threads_is_a_positive_int_or_auto(threads) -> None:
+def test_threads_positive_int_or_auto(threads) -> None:
     with pytest.raises(ValueError, match=r"`TimescaleFinder\(threads=.*\)` is not valid: use a positive number"):
         FinderSettings.build(trainer_kwargs=EPOCHS, threads=threads)
     assert FinderSettings.build(trainer_kwargs=EPOCHS).threads == 1
@@ -58,7 +58,7 @@ def test_threads_is_a_positive_int_or_auto(threads) -> None:
     assert FinderSettings.build(trainer_kwargs=EPOCHS, threads=4).threads == 4
 
 
-def test_derived_settings_follow_from_the_arguments() -> None:
+def test_derived_settings_follow_from_arguments() -> None:
     size = FinderSettings.build(axis="dataset_size", fractions=(0.2, 0.6), trainer_kwargs=EPOCHS)
     assert (size.fraction, size.fractions, size.seeds, size.widths) == (0.6, (0.2, 0.6), (0, 1, 2, 3, 4), None)
     auto = FinderSettings.build(axis="width", widths=(8, 16), seeds="auto", max_seeds=5, trainer_kwargs=EPOCHS)
@@ -67,7 +67,7 @@ def test_derived_settings_follow_from_the_arguments() -> None:
     assert (accumulated.accumulate, FinderSettings.build(trainer_kwargs=EPOCHS).accumulate) == (3, 1)
 
 
-def test_max_grid_extensions_defaults_to_three_and_the_study_key_keeps_the_grid_given() -> None:
+def test_max_grid_extensions_defaults_to_three_and_study_key_keeps_grid_given() -> None:
     settings = FinderSettings.build(tau_epochs=(8, 2), trainer_kwargs=EPOCHS)
     assert (settings.max_grid_extensions, settings.base_tau_epochs) == (3, (2.0, 8.0))
     assert FinderSettings.build(trainer_kwargs=EPOCHS, max_grid_extensions=0).max_grid_extensions == 0
@@ -80,13 +80,13 @@ def test_max_grid_extensions_defaults_to_three_and_the_study_key_keeps_the_grid_
         TimescaleFinder(trainer_kwargs=EPOCHS, max_grid_extensions=2.5)
 
 
-def test_a_pruned_grid_goes_seed_by_seed_an_unpruned_one_tau_by_tau() -> None:
+def test_pruned_grid_goes_seed_by_seed_unpruned_one_tau_by_tau() -> None:
     grid = {"tau_epochs": (2, 8), "seeds": (0, 1), "trainer_kwargs": EPOCHS}
     assert FinderSettings.build(**grid).grid_order() == [(2.0, 0), (2.0, 1), (8.0, 0), (8.0, 1)]
     assert FinderSettings.build(**grid, pruner="median").grid_order() == [(2.0, 0), (8.0, 0), (2.0, 1), (8.0, 1)]
 
 
-def test_fraction_is_in_zero_to_one_with_one_allowed() -> None:
+def test_fraction_in_zero_to_one_with_one_allowed() -> None:
     assert FinderSettings.build(fraction=1.0, trainer_kwargs=EPOCHS).fraction == 1.0  # the whole training set
     assert FinderSettings.build(axis="dataset_size", fractions=(0.5, 1.0), trainer_kwargs=EPOCHS).fraction == 1.0
     for bad in (0.0, 1.5):
@@ -120,13 +120,13 @@ def test_fraction_is_in_zero_to_one_with_one_allowed() -> None:
         ),
     ],
 )
-def test_each_argument_is_refused_in_its_own_words(kwargs, message) -> None:
+def test_each_argument_refused_in_own_words(kwargs, message) -> None:
     with pytest.raises(ValueError) as info:
         FinderSettings.build(trainer_kwargs=EPOCHS, **kwargs)
     assert str(info.value).startswith(message)
 
 
-def test_the_settings_hold_the_arguments_given() -> None:
+def test_settings_hold_arguments_given() -> None:
     given = dict(monitor="val_acc", mode="max", reduce="best", study_name="mine", progress=False, window=2)
     width = FinderSettings.build(axis="width", widths=(8, 16), tolerance=1.5, trainer_kwargs=EPOCHS, **given)
     assert (width.widths, width.tolerance, width.monitor, width.mode, width.reduce) == (

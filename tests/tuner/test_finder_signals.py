@@ -98,7 +98,7 @@ def _stopped_line(where: str, complete: int) -> str:
 
 
 @pytest.mark.slow
-def test_sigterm_while_waiting_on_a_trial_elsewhere_exits_143_in_one_line(tmp_path: Path) -> None:
+def test_sigterm_while_waiting_on_trial_elsewhere_exits_143_in_one_line(tmp_path: Path) -> None:
     out = tmp_path / "out"
     journal = out / "study.journal"
     argv = [*LONG, "--tau-epochs", "4", "--out", str(out)]
@@ -138,7 +138,7 @@ print("fit returned")
 
 
 @pytest.mark.slow
-def test_sigterm_holding_a_trial_outside_its_fit_fails_it_and_exits_143(tmp_path: Path) -> None:
+def test_sigterm_holding_trial_outside_fit_fails_it_and_exits_143(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", HELD_OUTSIDE_A_FIT, str(tmp_path)], capture_output=True, text=True, timeout=240
     )
@@ -151,7 +151,7 @@ def test_sigterm_holding_a_trial_outside_its_fit_fails_it_and_exits_143(tmp_path
 
 
 @pytest.mark.slow
-def test_a_job_array_on_postgres_with_two_processes_terminated_completes_every_key_once(
+def test_job_array_on_postgres_with_two_processes_terminated_completes_every_key_once(
     tmp_path: Path, postgres: object
 ) -> None:
     """Four processes of the same command on one PostgreSQL study (one more than the grid: one waits); SIGTERM to
@@ -307,7 +307,7 @@ MOMENTS: dict[str, tuple[str, Callable[[Job], object]]] = {
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="watches /proc (Linux)")
 @pytest.mark.parametrize(("workers", "group"), [(1, False), (2, False), (2, True)])
-def test_ctrl_c_inside_a_fit_hands_the_trials_back_and_exits_130(tmp_path: Path, workers: int, group: bool) -> None:
+def test_ctrl_c_inside_fit_hands_trials_back_and_exits_130(tmp_path: Path, workers: int, group: bool) -> None:
     """Lightning ends a fit on Ctrl-C with ``sys.exit(1)``: exit 1, no line, the trial FAIL with ``SystemExit: 1``,
     and (to the command's process alone) its workers training on. Sent once every process is inside a fit."""
     job = Job(tmp_path / "out", "--epochs", "400", "--workers", str(workers))
@@ -327,7 +327,7 @@ def test_ctrl_c_inside_a_fit_hands_the_trials_back_and_exits_130(tmp_path: Path,
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="watches /proc (Linux)")
-def test_ctrl_c_typed_on_a_terminal_inside_a_fit_exits_130_in_one_line(tmp_path: Path) -> None:
+def test_ctrl_c_typed_on_terminal_inside_fit_exits_130_in_one_line(tmp_path: Path) -> None:
     """The command on a pseudo-terminal of its own (its session's foreground job); the terminal's ^C byte makes the
     kernel SIGINT every process of that job: the command, its worker server and its worker."""
     import pty
@@ -379,7 +379,7 @@ def test_ctrl_c_typed_on_a_terminal_inside_a_fit_exits_130_in_one_line(tmp_path:
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="watches /proc (Linux)")
 @pytest.mark.parametrize("moment", list(MOMENTS))
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_at_any_moment_of_a_two_worker_sweep_is_one_line_and_its_code(
+def test_signal_at_any_moment_of_two_worker_sweep_one_line_and_code(
     tmp_path: Path, moment: str, signum: int
 ) -> None:
     """SIGINT to the whole job (a terminal's Ctrl-C reaches the worker server too: it printed a traceback while it

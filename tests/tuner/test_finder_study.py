@@ -38,7 +38,7 @@ from lightning_tau.tuner.study.storage import StorageError
 
 @pytest.mark.parametrize(("mode", "sign"), [("min", 1.0), ("max", -1.0)])
 @pytest.mark.slow
-def test_the_suggestion_is_the_vertex_of_the_curve_around_its_best_interior_point(
+def test_suggestion_vertex_of_curve_around_best_interior_point(
     tmp_path: Path, mode: str, sign: float
 ) -> None:
     # the metric is a parabola in log(tau_epoch) with its best at 6: grid best 4 (interior), the smoothing through
@@ -54,7 +54,7 @@ def test_the_suggestion_is_the_vertex_of_the_curve_around_its_best_interior_poin
 
 
 @pytest.mark.slow
-def test_a_model_instance_trains_seeded_fresh_copies_and_the_result_gives_the_callback(tmp_path: Path) -> None:
+def test_model_instance_trains_seeded_fresh_copies_and_result_gives_callback(tmp_path: Path) -> None:
     class Starts(pl.Callback):
         def __init__(self) -> None:
             self.weights: list[torch.Tensor] = []
@@ -108,7 +108,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[TimescaleFinder
 
 @pytest.mark.parametrize("bad", [None, [], {"format": 2}, DROP, {"format": 1, "groups": {}}])
 @pytest.mark.slow
-def test_a_malformed_stored_result_is_trained_again(
+def test_malformed_stored_result_trained_again(
     tmp_path: Path, reference: tuple[TimescaleFinder, Any], bad: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     source, expected = reference
@@ -122,7 +122,7 @@ def test_a_malformed_stored_result_is_trained_again(
 
 
 @pytest.mark.slow
-def test_dead_and_stale_workers_trials_are_handed_on_live_ones_are_waited_for(
+def test_dead_and_stale_workers_trials_handed_on_live_ones_waited_for(
     tmp_path: Path, reference: tuple[TimescaleFinder, Any]
 ) -> None:
     source, expected = reference
@@ -190,7 +190,7 @@ class _HandOver(pl.Callback):
 
 @pytest.mark.parametrize("backend", ["journal", "database"])
 @pytest.mark.slow
-def test_a_trial_handed_on_while_training_is_dropped_and_trained_again(
+def test_trial_handed_on_while_training_dropped_and_trained_again(
     tmp_path: Path,
     reference: tuple[TimescaleFinder, Any],
     backend: str,
@@ -212,7 +212,7 @@ def test_a_trial_handed_on_while_training_is_dropped_and_trained_again(
 
 
 @pytest.mark.slow
-def test_a_duplicate_enqueued_point_is_trained_once(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:
+def test_duplicate_enqueued_point_trained_once(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:
     source, expected = reference
     journal = tmp_path / "copy.journal"
     copy_study(
@@ -232,7 +232,7 @@ def test_a_duplicate_enqueued_point_is_trained_once(tmp_path: Path, reference: t
 
 
 @pytest.mark.slow
-def test_a_database_url_storage(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:
+def test_database_url_storage(tmp_path: Path, reference: tuple[TimescaleFinder, Any]) -> None:
     url = f"sqlite:///{tmp_path / 'finder.db'}"
     first = make_finder(tmp_path, storage=url)
     assert fit_finder(first).to_json() == reference[1].to_json()
@@ -242,7 +242,7 @@ def test_a_database_url_storage(tmp_path: Path, reference: tuple[TimescaleFinder
     assert not (tmp_path / "finder" / "study.journal").exists()
 
 
-def test_bad_storages_fail_before_training_and_never_show_a_password(tmp_path: Path) -> None:
+def test_bad_storages_fail_before_training_and_never_show_password(tmp_path: Path) -> None:
     secret = "pa55w0rd"
     for storage, match in [
         (f"postgresql://tau:{secret}@127.0.0.1:1/finder", r"storage='postgresql://tau:\*\*\*@127.0.0.1:1/finder'\)`"),
@@ -256,7 +256,7 @@ def test_bad_storages_fail_before_training_and_never_show_a_password(tmp_path: P
     assert not (tmp_path / "finder").exists()  # nothing trained
 
 
-def test_a_bad_heartbeat_setting_is_refused_before_any_training(
+def test_bad_heartbeat_setting_refused_before_any_training(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LIGHTNING_TAU_HEARTBEAT", "0.5")
@@ -265,12 +265,12 @@ def test_a_bad_heartbeat_setting_is_refused_before_any_training(
     assert not (tmp_path / "finder" / "tb").exists()
 
 
-def test_workers_need_a_model_and_data_that_pickle(tmp_path: Path) -> None:
+def test_workers_need_model_and_data_pickle(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"workers=2\)` sends the model and the data.*do not pickle"):
         fit_finder(make_finder(tmp_path, workers=2), lambda: CurveModel())
 
 
-def test_seeds_numpy_cannot_take_and_timescales_the_callback_cannot_set_fail_before_training(tmp_path: Path) -> None:
+def test_seeds_numpy_cannot_take_and_timescales_callback_cannot_set_fail_before_training(tmp_path: Path) -> None:
     for seeds in ([0, -1], [2**32]):
         with pytest.raises(ValueError, match=r"is not a seed numpy accepts; use integers from 0 to 4294967295"):
             make_finder(tmp_path, seeds=seeds)
@@ -286,7 +286,7 @@ def test_seeds_numpy_cannot_take_and_timescales_the_callback_cannot_set_fail_bef
 
 
 @pytest.mark.slow
-def test_workers_are_capped_at_the_trials_left(
+def test_workers_capped_at_trials_left(
     tmp_path: Path, reference: tuple[TimescaleFinder, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     source, expected = reference
@@ -310,7 +310,7 @@ class _LastEpochWorse(CurveModel):
 
 @pytest.mark.parametrize("reduce", ["last", "best"])
 @pytest.mark.slow
-def test_reduce_picks_each_runs_last_or_best_epoch_for_the_curve_and_the_study(tmp_path: Path, reduce: str) -> None:
+def test_reduce_picks_each_runs_last_or_best_epoch_for_curve_and_study(tmp_path: Path, reduce: str) -> None:
     finder = make_finder(tmp_path, reduce=reduce, tau_epochs=(2.0, 6.0, 18.0), trainer_kwargs={"max_epochs": 2})
     result = fit_finder(finder, _LastEpochWorse)
     expected = [1.0 + math.log(t / TRUE_TAU) ** 2 + (10.0 if reduce == "last" else 0.0) for t in (2.0, 6.0, 18.0)]
@@ -320,7 +320,7 @@ def test_reduce_picks_each_runs_last_or_best_epoch_for_the_curve_and_the_study(t
 
 
 @pytest.mark.slow
-def test_the_docs_python_reuse_recipe_for_an_axis_sweep_trains_nothing_the_second_time(tmp_path: Path) -> None:
+def test_docs_python_reuse_recipe_for_axis_sweep_trains_nothing_second_time(tmp_path: Path) -> None:
     # docs/finder.rst's recipe as written, on a tiny planted μP model: a named width sweep run twice from Python
     import functools
 

@@ -50,7 +50,7 @@ def _study(out: Path) -> optuna.Study | None:
 
 
 @pytest.mark.slow
-def test_two_commands_one_with_two_workers_share_the_grid_and_train_at_once(
+def test_two_commands_one_with_two_workers_share_grid_and_train_at_once(
     tmp_path: Path, finder_single: tuple[dict[str, Any], str]
 ) -> None:
     out = tmp_path / "out"
@@ -83,7 +83,7 @@ def test_two_commands_one_with_two_workers_share_the_grid_and_train_at_once(
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_trial_the_next_run_completes_the_grid(
+def test_worker_killed_mid_trial_next_run_completes_grid(
     tmp_path: Path, finder_single: tuple[dict[str, Any], str]
 ) -> None:
     out = tmp_path / "out"
@@ -172,7 +172,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.slow
-def test_workers_fork_from_a_preloaded_server_and_run_a_model_factory_from_the_users_script(tmp_path: Path) -> None:
+def test_fork_from_preloaded_server_and_run_model_factory_from_users_script(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (tmp_path / "sweep.py").write_text(SCRIPT)
@@ -239,7 +239,7 @@ class HoldFirstTrial(pl.Callback):
 
 
 @pytest.mark.slow
-def test_the_width_axis_with_two_workers_trains_each_point_once_and_gives_the_one_worker_result(
+def test_width_axis_with_two_workers_trains_each_point_once_and_gives_one_worker_result(
     tmp_path: Path,
 ) -> None:
     widths, taus, seeds = (8, 16), (2.0, 4.0, 8.0), (0, 1, 2)
@@ -286,7 +286,7 @@ def test_the_width_axis_with_two_workers_trains_each_point_once_and_gives_the_on
     assert len(pids) == 2 and os.getpid() in pids
 
 
-def test_workers_start_from_a_forkserver_on_linux_spawn_on_request_and_a_bad_choice_is_one_line(
+def test_start_from_forkserver_on_linux_spawn_on_request_and_bad_choice_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from lightning_tau.cli import main
@@ -313,7 +313,7 @@ def _report_token(folder: str) -> None:
 
 
 @pytest.mark.slow
-def test_each_forked_worker_claims_trials_under_a_token_of_its_own(tmp_path: Path) -> None:
+def test_each_forked_worker_claims_trials_under_token_of_own(tmp_path: Path) -> None:
     """Forks of one server share what it made at import: a claim token made then would be every worker's, and one
     worker's lost take would mark another's claim lost (its trial then waits out ``stale_after`` if it dies)."""
     from lightning_tau.tuner.study import liveness
@@ -348,7 +348,7 @@ if __name__ == "__main__":
 
 @pytest.mark.slow
 @pytest.mark.parametrize("given", ["instance", "class"])
-def test_a_model_of_the_users_script_with_two_workers_is_one_study_that_each_grid_point_joins_once(
+def test_model_of_users_script_with_two_workers_one_study_each_grid_point_joins_once(
     tmp_path: Path, given: str
 ) -> None:
     """``fit(MyModel(), ...)`` or ``fit(MyModel, ...)`` with ``workers=2``, ``MyModel`` defined in the script: the
@@ -388,7 +388,7 @@ print("the script went on")
 
 
 @pytest.mark.slow
-def test_a_script_without_the_main_guard_stops_with_one_line_naming_it(tmp_path: Path) -> None:
+def test_script_without_main_guard_stops_with_one_line_naming_it(tmp_path: Path) -> None:
     """Its worker would start the finder again while importing it (multiprocessing's 30-line "bootstrapping phase"
     traceback): the script stops, non-zero, with one line that shows the guard (400 samples: a start message larger
     than a pipe's buffer, so a worker that dies importing the script must not break the pipe before its exit code)."""

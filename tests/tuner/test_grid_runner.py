@@ -26,7 +26,7 @@ class _Study:
 GRID = [(t, s) for t in (1.0, 4.0) for s in (0, 1)]
 
 
-def test_one_bar_across_the_studies_with_the_point_and_the_run(tmp_path: Path) -> None:
+def test_one_bar_across_studies_with_point_and_run(tmp_path: Path) -> None:
     settings = make_finder(
         tmp_path, fraction=None, axis="dataset_size", fractions=(0.5, 1.0), tau_epochs=(1.0, 4.0), seeds=(0, 1),
         progress=True, trainer_kwargs={"max_epochs": 5, "accelerator": "cpu", "devices": 1},
@@ -52,7 +52,7 @@ def test_one_bar_across_the_studies_with_the_point_and_the_run(tmp_path: Path) -
     assert bar.total == bar.n == 8  # closed at what it counted
 
 
-def test_sizes_of_different_samples_count_samples_so_the_eta_holds(tmp_path: Path) -> None:
+def test_sizes_of_different_samples_count_samples_so_eta_holds(tmp_path: Path) -> None:
     """An epoch at N=200 costs four at N=50: counted in epochs, the ETA while the small size trained was a third of
     the truth (issue 38). Points of different sizes count samples (epochs x the point's samples)."""
     settings = make_finder(
@@ -77,7 +77,7 @@ def test_sizes_of_different_samples_count_samples_so_the_eta_holds(tmp_path: Pat
     assert same.unit == "epoch" and same.total == 6 * 5  # one size of subset (the width axis): epochs
 
 
-def test_the_width_axis_counts_widths_and_the_fraction_axis_names_no_point(tmp_path: Path) -> None:
+def test_width_axis_counts_widths_and_fraction_axis_names_no_point(tmp_path: Path) -> None:
     width = make_finder(tmp_path, axis="width", widths=(8, 16, 32), tau_epochs=(1.0, 4.0), progress=True).settings
     progress = FitProgress(width, [_Study(GRID, {}), _Study(GRID, {}), _Study(GRID, {})])  # type: ignore[list-item]
     assert progress.description(progress.studies[1]) == "tau finder, width 2 of 3"  # type: ignore[arg-type]
@@ -85,7 +85,7 @@ def test_the_width_axis_counts_widths_and_the_fraction_axis_names_no_point(tmp_p
     assert one.description(one.studies[0]) == "tau finder"  # type: ignore[arg-type]
 
 
-def test_progress_off_is_silent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_off_silent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     quiet = make_finder(tmp_path, progress=False).settings
     progress = FitProgress(quiet, [_Study(GRID, {})])  # type: ignore[list-item]
     bar = progress.start(progress.studies[0], 1.0, 0)  # type: ignore[arg-type]
@@ -95,7 +95,7 @@ def test_progress_off_is_silent(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 @pytest.mark.slow
-def test_a_dataset_size_fit_draws_one_line_for_both_sizes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dataset_size_fit_draws_one_line_for_both_sizes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     finder = make_finder(  # the grid as given: one _run call, one bar (a grid round would make its own)
         tmp_path, fraction=None, axis="dataset_size", fractions=(0.5, 1.0), tau_epochs=(1.0, 4.0), progress=True,
         max_grid_extensions=0,

@@ -16,7 +16,7 @@ def _setting(name: Any, epochs: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("epochs", "warmup"), [(40, 5), (16, 2), (15, 1), (8, 1), (7, 0), (1, 0)])
-def test_median_waits_for_three_runs_and_the_first_eighth_of_the_epochs(epochs: int, warmup: int) -> None:
+def test_median_waits_for_three_runs_and_first_eighth_of_epochs(epochs: int, warmup: int) -> None:
     pruner = make_pruner("median", epochs)
     assert type(pruner) is optuna.pruners.MedianPruner
     assert _setting("median", epochs) == {
@@ -29,7 +29,7 @@ def test_median_waits_for_three_runs_and_the_first_eighth_of_the_epochs(epochs: 
 
 
 @pytest.mark.parametrize(("epochs", "low"), [(40, 5), (16, 2), (15, 1), (8, 1), (7, 1), (1, 1)])
-def test_halving_and_hyperband_start_at_an_eighth_of_the_epochs_and_at_least_one(epochs: int, low: int) -> None:
+def test_halving_and_hyperband_start_at_eighth_of_epochs_and_at_least_one(epochs: int, low: int) -> None:
     assert type(make_pruner("successive_halving", epochs)) is optuna.pruners.SuccessiveHalvingPruner
     assert _setting("successive_halving", epochs) == {
         "_min_resource": low,
@@ -43,7 +43,7 @@ def test_halving_and_hyperband_start_at_an_eighth_of_the_epochs_and_at_least_one
 
 
 @pytest.mark.parametrize("name", ["Median", "nop", "", None])
-def test_an_unknown_pruner_name_names_the_known_ones(name: Any) -> None:
+def test_unknown_pruner_name_names_known_ones(name: Any) -> None:
     with pytest.raises(ValueError) as info:
         make_pruner(name, 8)
     assert str(info.value) == (
@@ -51,7 +51,7 @@ def test_an_unknown_pruner_name_names_the_known_ones(name: Any) -> None:
     )
 
 
-def test_the_setting_is_a_name_or_an_instances_class_and_attributes() -> None:
+def test_setting_name_or_instances_class_and_attributes() -> None:
     assert pruner_setting(None) is None
     assert pruner_setting("median") == "median"
     assert pruner_setting(optuna.pruners.PercentilePruner(25.0, n_startup_trials=2, n_warmup_steps=float("inf"))) == {
@@ -71,7 +71,7 @@ def test_the_setting_is_a_name_or_an_instances_class_and_attributes() -> None:
             return False
 
     assert pruner_setting(Mine()) == {
-        "class": f"{__name__}.test_the_setting_is_a_name_or_an_instances_class_and_attributes.<locals>.Mine",
+        "class": f"{__name__}.test_setting_name_or_instances_class_and_attributes.<locals>.Mine",
         "levels": [1, 2],
     }
 
@@ -79,7 +79,7 @@ def test_the_setting_is_a_name_or_an_instances_class_and_attributes() -> None:
 RUN = {"groups": [], "values": [1.0]}
 
 
-def test_a_pruned_sibling_is_another_seeds_trained_run_at_the_same_tau() -> None:
+def test_pruned_sibling_another_seeds_trained_run_at_same_tau() -> None:
     pruned = {**RUN, "pruned": {"after_epoch": 3}}
     records = {(4.0, 0): pruned, (4.0, 1): RUN, (8.0, 0): RUN}
     assert pruned_sibling(records, 4.0, 1) == (0, 3)
@@ -89,7 +89,7 @@ def test_a_pruned_sibling_is_another_seeds_trained_run_at_the_same_tau() -> None
     assert pruned_sibling({}, 4.0, 1) is None
 
 
-def test_a_pruned_sibling_needs_a_trained_record_and_the_lowest_seed_is_named() -> None:
+def test_pruned_sibling_needs_trained_record_and_lowest_seed_named() -> None:
     untrained = {"pruned": {"after_epoch": 2}}  # no "groups": not a trained run's record
     assert pruned_sibling({(4.0, 0): untrained}, 4.0, 1) is None
     records = {

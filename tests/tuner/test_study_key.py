@@ -44,7 +44,7 @@ def _settings(finder: TimescaleFinder, model: pl.LightningModule, **kwargs: Any)
     )
 
 
-def test_the_study_settings_are_the_grid_subset_model_and_trainer(tmp_path: Path) -> None:
+def test_study_settings_grid_subset_model_and_trainer(tmp_path: Path) -> None:
     finder = make_finder(
         tmp_path,
         tau_epochs=(1.0, 4.0, 16.0),
@@ -87,14 +87,14 @@ def test_the_study_settings_are_the_grid_subset_model_and_trainer(tmp_path: Path
     assert json.loads(json.dumps(settings)) == settings  # what a study stores compares equal to it
 
 
-def test_the_points_the_grid_extension_adds_keep_the_study_key_of_the_grid_given(tmp_path: Path) -> None:
+def test_points_grid_extension_adds_keep_study_key_of_grid_given(tmp_path: Path) -> None:
     finder = make_finder(tmp_path, tau_epochs=(4.0, 16.0), seeds=(0,))
     given = _settings(finder, Net())
     finder.settings = dataclasses.replace(finder.settings, tau_epochs=(1.0, 2.0, 4.0, 16.0))  # two points added
     assert _settings(finder, Net()) == given and given["tau_epochs"] == [4.0, 16.0]
 
 
-def test_the_settings_say_auto_seeds_the_order_the_init_and_the_pruner(tmp_path: Path) -> None:
+def test_settings_say_auto_seeds_order_init_and_pruner(tmp_path: Path) -> None:
     model = Net()
     plain = _settings(make_finder(tmp_path), model, train=_loader(batch_size=5))
     assert (plain["seeds"], plain["batch_size"], plain["shuffle"], plain["drop_last"]) == ([0], 5, False, False)
@@ -111,7 +111,7 @@ def test_the_settings_say_auto_seeds_the_order_the_init_and_the_pruner(tmp_path:
     assert _settings(monitor, model)["callbacks"] == ["LearningRateMonitor"]
 
 
-def test_a_model_without_hparams_keys_its_class_and_shapes_only(tmp_path: Path) -> None:
+def test_model_without_hparams_keys_class_and_shapes_only(tmp_path: Path) -> None:
     class Bare(pl.LightningModule):
         def __init__(self) -> None:
             super().__init__()
@@ -119,7 +119,7 @@ def test_a_model_without_hparams_keys_its_class_and_shapes_only(tmp_path: Path) 
 
     model = Bare()
     assert _settings(make_finder(tmp_path), model)["model"] == {
-        "class": f"{__name__}.test_a_model_without_hparams_keys_its_class_and_shapes_only.<locals>.Bare",
+        "class": f"{__name__}.test_model_without_hparams_keys_class_and_shapes_only.<locals>.Bare",
         "hparams": {},
         "num_params": 4,
         "parameters": shapes_digest(model),
@@ -127,7 +127,7 @@ def test_a_model_without_hparams_keys_its_class_and_shapes_only(tmp_path: Path) 
     }
 
 
-def test_the_shapes_digest_keys_names_shapes_and_dtypes_not_values() -> None:
+def test_shapes_digest_keys_names_shapes_and_dtypes_not_values() -> None:
     torch.manual_seed(0)
     first = Net()
     torch.manual_seed(1)
@@ -151,7 +151,7 @@ def test_the_shapes_digest_keys_names_shapes_and_dtypes_not_values() -> None:
     assert shapes_digest(no_buffers) != digest  # a buffer
 
 
-def test_the_study_name_is_given_or_a_hash_of_the_sorted_settings() -> None:
+def test_study_name_given_or_hash_of_sorted_settings() -> None:
     settings = {"seeds": [0], "b": {"y": 1, "x": 2}}
     name = study_name(settings, None)
     assert name == "tau_finder_" + hashlib.sha256(b'{"b": {"x": 2, "y": 1}, "seeds": [0]}').hexdigest()[:12]
@@ -183,12 +183,12 @@ class Thing:
         ({3, 4} - {4}, "{3}"),
     ],
 )
-def test_jsonable_keeps_json_values_and_names_the_rest(value: Any, expected: Any) -> None:
+def test_jsonable_keeps_json_values_and_names_rest(value: Any, expected: Any) -> None:
     assert jsonable(value) == expected
     json.dumps(jsonable(value), allow_nan=False)
 
 
-def test_jsonable_names_objects_the_same_in_every_process() -> None:
+def test_jsonable_names_objects_same_in_every_process() -> None:
     thing = Thing()
     assert " at 0x" in repr(thing)
     assert jsonable(thing) == f"<{__name__}.Thing object>"  # no address
@@ -214,7 +214,7 @@ def _point(settings: dict[str, Any], value: float = 0.5) -> StudyPoint:
 GRID = [(1.0, 0), (4.0, 0)]
 
 
-def test_open_studies_names_each_points_study_in_the_finders_storage(tmp_path: Path) -> None:
+def test_open_studies_names_each_points_study_in_finders_storage(tmp_path: Path) -> None:
     logged: list[str] = []
     finder = make_finder(tmp_path, tau_epochs=(1.0, 4.0), stale_after=123.0)
     (study,) = open_studies(finder.settings, [_point({"k": 1})], GRID, logged.append)
@@ -233,7 +233,7 @@ def test_open_studies_names_each_points_study_in_the_finders_storage(tmp_path: P
     assert logged == []
 
 
-def test_open_studies_along_an_axis_names_each_points_study_after_its_value(tmp_path: Path) -> None:
+def test_open_studies_along_axis_names_each_points_study_after_value(tmp_path: Path) -> None:
     storage = tmp_path / "shared.journal"
     finder = make_finder(tmp_path, axis="dataset_size", fraction=None, fractions=(0.25, 0.5), storage=storage)
     studies = open_studies(finder.settings, [_point({"k": 1}, 0.25), _point({"k": 2}, 0.5)], GRID, print)
@@ -252,7 +252,7 @@ def test_open_studies_along_an_axis_names_each_points_study_after_its_value(tmp_
     assert isinstance(study.study.pruner, optuna.pruners.MedianPruner)
 
 
-def test_open_studies_uses_the_finders_storage_and_log(tmp_path: Path) -> None:
+def test_open_studies_uses_finders_storage_and_log(tmp_path: Path) -> None:
     storage = tmp_path / "shared.journal"
     storage.write_bytes(b'{"op_co')  # a write cut short: opening the study moves it aside, and says so
     logged: list[str] = []

@@ -22,7 +22,7 @@ def _data(n: int = N_TRAIN, seed: int = 0) -> TensorDataset:
     return TensorDataset(x, (x[:, 0] + 0.3 * x[:, 1] > 0).long())
 
 
-def test_subset_dataloader_is_a_fixed_random_subset_with_the_loader_settings() -> None:
+def test_subset_dataloader_fixed_random_subset_with_loader_settings() -> None:
     full = DataLoader(_data(), batch_size=BATCH, shuffle=True, drop_last=True, collate_fn=None)
     part = subset_dataloader(full, 0.3, seed=3)
     assert isinstance(part.dataset, Subset) and part.dataset.dataset is full.dataset
@@ -53,6 +53,6 @@ def test_subset_dataloader_refuses_loaders_it_cannot_rebuild(loader: Any, error:
         subset_dataloader(loader, 0.5)
 
 
-def test_subset_dataloader_refuses_an_empty_subset() -> None:
+def test_subset_dataloader_refuses_empty_subset() -> None:
     with pytest.raises(ValueError, match=r"fraction=0.001\)` keeps no sample of the 120"):
         subset_dataloader(DataLoader(_data(), batch_size=4), 0.001)

@@ -36,7 +36,7 @@ class NeedsTrainer(Net):
         return super().configure_optimizers()
 
 
-def test_probe_width_refuses_a_factory_that_raises_or_returns_no_lightning_module() -> None:
+def test_refuses_factory_raises_or_returns_no_lightning_module() -> None:
     def broken(width: int) -> Any:
         raise RuntimeError("no such width")
 
@@ -47,24 +47,24 @@ def test_probe_width_refuses_a_factory_that_raises_or_returns_no_lightning_modul
     assert isinstance(probe_width(Net, 8), Net)
 
 
-def test_width_mults_are_read_from_the_decaying_param_groups() -> None:
+def test_mults_read_from_decaying_param_groups() -> None:
     assert width_mults(Net(32, width_mult=4.0)) == [1.0, 4.0]  # the plain weights at s = 1, the readout's at 4
     assert width_mults(Net(32)) == [1.0]  # plain groups: one decaying group at s = 1
     assert width_mults(NeedsTrainer(32)) is None  # cannot be read without a trainer
 
 
-def test_check_mup_refuses_a_factory_that_ignores_the_width() -> None:
+def test_check_mup_refuses_factory_ignores_width() -> None:
     with pytest.raises(ValueError, match=re.escape("make_model(8) and make_model(32) build parameters of the same")):
         check_mup({8: Net(8), 32: Net(8)})
 
 
-def test_check_mup_refuses_a_model_whose_every_multiplier_is_one() -> None:
+def test_check_mup_refuses_model_whose_every_multiplier_one() -> None:
     with pytest.raises(ValueError, match=re.escape("make_model(32) is not μP: every decaying weight has width")):
         check_mup({8: Net(8), 32: Net(32)})
     check_mup({8: Net(8, width_mult=1.0), 32: Net(32, width_mult=4.0)})  # s = 4 somewhere: accepted
 
 
-def test_record_lambda_base_is_the_widest_decaying_groups_decay_over_its_s() -> None:
+def test_record_lambda_base_widest_decaying_groups_decay_over_s() -> None:
     record = {
         "groups": {
             "decay": {"decays": True, "width_mult": 1.0, "weight_decay": 0.2},

@@ -100,7 +100,7 @@ def axis(tmp_path_factory: pytest.TempPathFactory) -> AxisResult:
     [functools.partial(PlantedWidthModel, exponent=-0.5, spread=0.0), MupModel],
     ids=["build_param_groups", "mup"],
 )
-def test_the_callback_writes_what_the_width_axis_trial_wrote_into_every_group(
+def test_callback_writes_what_width_axis_trial_wrote_into_every_group(
     axis: AxisResult, make_model: Any, tmp_path: Path
 ) -> None:
     kwargs = axis.callback_kwargs()

@@ -42,7 +42,7 @@ class Stopped(Exception):
     pass
 
 
-def test_sigterm_inside_the_block_raises_at_once_and_the_handler_is_restored_after() -> None:
+def test_sigterm_inside_block_raises_at_once_and_handler_restored_after() -> None:
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(Stopped), sigterm_raises(Stopped):
         signal.raise_signal(signal.SIGTERM)
@@ -50,7 +50,7 @@ def test_sigterm_inside_the_block_raises_at_once_and_the_handler_is_restored_aft
     assert signal.getsignal(signal.SIGTERM) is before
 
 
-def test_sigterm_under_a_handler_that_chains_ours_leaves_the_stop_to_it() -> None:
+def test_sigterm_under_handler_chains_ours_leaves_stop_to_it() -> None:
     """Lightning's fit installs a handler that records the SIGTERM and calls the one it found (ours): the fit then
     ends at the batch's end, so ours must not raise in the middle of the fit."""
     seen: list[int] = []
@@ -69,7 +69,7 @@ def test_sigterm_under_a_handler_that_chains_ours_leaves_the_stop_to_it() -> Non
     assert seen == [signal.SIGTERM]
 
 
-def test_a_second_sigterm_while_the_first_is_handled_is_ignored() -> None:
+def test_second_sigterm_while_first_handled_ignored() -> None:
     handled = []
     with pytest.raises(Stopped), sigterm_raises(Stopped):
         try:
@@ -81,7 +81,7 @@ def test_a_second_sigterm_while_the_first_is_handled_is_ignored() -> None:
     assert handled == [True]
 
 
-def test_sigint_inside_the_block_raises_once_then_is_ignored_and_the_handler_is_restored() -> None:
+def test_sigint_inside_block_raises_once_then_ignored_and_handler_restored() -> None:
     before = signal.getsignal(signal.SIGINT)
     if before is not signal.default_int_handler:
         pytest.skip("SIGINT is not at Python's default here (ignored, or another handler)")
@@ -95,7 +95,7 @@ def test_sigint_inside_the_block_raises_once_then_is_ignored_and_the_handler_is_
     assert raised == 1 and signal.getsignal(signal.SIGINT) is before
 
 
-def test_sigint_ignored_when_the_block_starts_stays_ignored() -> None:
+def test_sigint_ignored_block_starts_stays_ignored() -> None:
     """A background job starts with SIGINT ignored: the sweep does not start hearing it."""
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -106,7 +106,7 @@ def test_sigint_ignored_when_the_block_starts_stays_ignored() -> None:
         signal.signal(signal.SIGINT, before)
 
 
-def test_a_worker_takes_the_starting_processs_environment_without_what_it_removed(
+def test_worker_takes_starting_processs_environment_without_what_it_removed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("TAU_TEST_REMOVED", "inherited from the server")
@@ -120,7 +120,7 @@ def test_a_worker_takes_the_starting_processs_environment_without_what_it_remove
 # --- the start method ----------------------------------------------------------------------------------------------
 
 
-def test_the_start_method_is_forkserver_on_linux_else_spawn(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_start_method_forkserver_on_linux_else_spawn(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(START_ENV, raising=False)
     monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["fork", "spawn", "forkserver"])
     monkeypatch.setattr(sys, "platform", "linux")
@@ -134,7 +134,7 @@ def test_the_start_method_is_forkserver_on_linux_else_spawn(monkeypatch: pytest.
     assert start_method() == "spawn"
 
 
-def test_the_start_method_variable_is_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_start_method_variable_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["fork", "spawn", "forkserver"])
     monkeypatch.setenv(START_ENV, " spawn ")
     assert start_method() == "spawn"
@@ -155,7 +155,7 @@ def test_the_start_method_variable_is_read_and_checked(monkeypatch: pytest.Monke
         start_method()
 
 
-def test_the_context_has_the_start_method_and_a_forkserver_preloads_the_finder(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_context_has_start_method_and_forkserver_preloads_finder(monkeypatch: pytest.MonkeyPatch) -> None:
     from multiprocessing import forkserver
 
     monkeypatch.setenv(START_ENV, "spawn")
@@ -172,7 +172,7 @@ def test_the_context_has_the_start_method_and_a_forkserver_preloads_the_finder(m
 # --- cores and threads ---------------------------------------------------------------------------------------------
 
 
-def test_cores_are_the_affinity_else_the_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cores_affinity_else_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     assert cores() == 3
@@ -185,14 +185,14 @@ def test_cores_are_the_affinity_else_the_cpu_count(monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize(
     ("current", "count", "threads"), [(16, 2, 4), (3, 2, 3), (16, 3, 2), (16, 8, 1), (16, 16, 1), (0, 1, 1)]
 )
-def test_threads_per_worker_divide_the_cores_capped_by_the_current_setting(
+def test_threads_per_worker_divide_cores_capped_by_current_setting(
     monkeypatch: pytest.MonkeyPatch, current: int, count: int, threads: int
 ) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     assert threads_per_process(current, count) == threads
 
 
-def test_the_threads_setting_a_number_as_given_auto_the_cores_share(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_threads_setting_number_as_given_auto_cores_share(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     assert torch_threads(1, current=16, workers=1) == 1  # the default: one thread whatever the cores
     assert torch_threads(3, current=1, workers=4) == 3  # a number is the user's, not capped
@@ -200,7 +200,7 @@ def test_the_threads_setting_a_number_as_given_auto_the_cores_share(monkeypatch:
     assert torch_threads("auto", current=2, workers=1) == 2
 
 
-def test_the_threads_line_names_the_setting_and_the_other_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_threads_line_names_setting_and_other_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     assert threads_line(1, 1, 2) == (
         "torch threads per process: 1 (threads=1; one is the default: a small model's trials train about as fast on"
@@ -215,13 +215,13 @@ def test_the_threads_line_names_the_setting_and_the_other_choice(monkeypatch: py
 # --- what a worker process knows about itself ----------------------------------------------------------------------
 
 
-def test_preloaded_is_whether_another_process_imported_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_preloaded_whether_another_process_imported_module(monkeypatch: pytest.MonkeyPatch) -> None:
     assert preloaded() is False
     monkeypatch.setattr(workers, "_IMPORTED_IN", os.getpid() + 1)  # as in a fork of the server
     assert preloaded() is True
 
 
-def test_importing_main_is_multiprocessings_inheriting_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_importing_main_multiprocessings_inheriting_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     process = multiprocessing.process.current_process()
     assert not hasattr(process, "_inheriting") and importing_main() is False
     monkeypatch.setattr(process, "_inheriting", 1, raising=False)  # set by multiprocessing while a worker bootstraps
@@ -230,7 +230,7 @@ def test_importing_main_is_multiprocessings_inheriting_flag(monkeypatch: pytest.
     assert importing_main() is False
 
 
-def test_the_unguarded_script_line_names_the_worker_count_and_the_guard() -> None:
+def test_unguarded_script_line_names_worker_count_and_guard() -> None:
     assert unguarded_script(3) == (
         "`TimescaleFinder(workers=3)`: the worker processes import your script, which starts the finder again at"
         ' import; put the script\'s code under `if __name__ == "__main__":`.'
@@ -266,7 +266,7 @@ def _no_workers(monkeypatch: pytest.MonkeyPatch) -> Workers:
     return started
 
 
-def test_workers_that_cannot_start_are_reported_and_nothing_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cannot_start_reported_and_nothing_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     started = _no_workers(monkeypatch)
     [error] = started.errors
     assert error.startswith("`LIGHTNING_TAU_WORKER_START=fork` is not valid")
@@ -274,7 +274,7 @@ def test_workers_that_cannot_start_are_reported_and_nothing_runs(monkeypatch: py
     assert started.problems() == [f"{error}; trained without it."]
 
 
-def test_workers_report_nonzero_exit_codes_and_an_unguarded_script(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_nonzero_exit_codes_and_unguarded_script(monkeypatch: pytest.MonkeyPatch) -> None:
     started = _no_workers(monkeypatch)
     started.errors.clear()
     started.processes += [Ended(11, 0), Ended(12, 1), Ended(13, -15)]
@@ -288,7 +288,7 @@ def test_workers_report_nonzero_exit_codes_and_an_unguarded_script(monkeypatch: 
     assert started.unguarded()
 
 
-def test_workers_are_alive_while_one_runs_and_terminate_signals_only_those(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_alive_while_one_runs_and_terminate_signals_only_those(monkeypatch: pytest.MonkeyPatch) -> None:
     started = _no_workers(monkeypatch)
     done, running = Ended(11, 0), Ended(12, None, alive=True)
     started.processes.append(done)
@@ -300,7 +300,7 @@ def test_workers_are_alive_while_one_runs_and_terminate_signals_only_those(monke
 
 
 @pytest.mark.parametrize("refuse", [ProcessLookupError("gone meanwhile"), ValueError("process object is closed")])
-def test_terminate_goes_on_past_a_worker_that_ended_meanwhile(
+def test_terminate_goes_on_past_worker_ended_meanwhile(
     monkeypatch: pytest.MonkeyPatch, refuse: Exception
 ) -> None:
     started = _no_workers(monkeypatch)
@@ -328,11 +328,11 @@ def test_terminate_goes_on_past_a_worker_that_ended_meanwhile(
         ("import x\n", 5, False),  # no such line
     ],
 )
-def test_a_statement_runs_at_import_only_through_no_condition(source: str, line: int, runs: bool) -> None:
+def test_statement_runs_at_import_only_through_no_condition(source: str, line: int, runs: bool) -> None:
     assert runs_at_import(source, line) is runs
 
 
-def test_a_call_is_unguarded_only_from_a_main_module_the_workers_import(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_call_unguarded_only_from_main_module_workers_import(monkeypatch: pytest.MonkeyPatch) -> None:
     """The call site is read from the stack: the main module's top-level frame and the script's source."""
     script = "import sys\nframe = sys._getframe()\n"
     main = types.ModuleType("__main__")
@@ -369,7 +369,7 @@ print("the script went on")
 
 
 @pytest.mark.slow
-def test_a_script_without_the_main_guard_stops_before_any_trial_trains(tmp_path: Path) -> None:
+def test_script_without_main_guard_stops_before_any_trial_trains(tmp_path: Path) -> None:
     """It used to train the grid in the main process while its worker found the finder at import, and only then
     stop: here it stops with the one line and no trial was trained (no study written, no TensorBoard run)."""
     pytest.importorskip("sklearn")

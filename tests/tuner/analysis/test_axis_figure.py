@@ -61,7 +61,7 @@ def _overlaps(labels) -> list[tuple[str, str]]:
     return [(a, b) for i, (a, box) in enumerate(boxes) for b, other in boxes[i + 1 :] if box.overlaps(other)]
 
 
-def test_axes_figure_draws_each_curve_its_optima_the_fitted_line_and_its_band() -> None:
+def test_axes_figure_draws_each_curve_optima_fitted_line_and_band() -> None:
     import matplotlib.pyplot as plt
 
     result = _size_result()
@@ -103,7 +103,7 @@ def test_axes_figure_draws_each_curve_its_optima_the_fitted_line_and_its_band() 
         plt.close(fig)
 
 
-def test_axes_figure_draws_each_rule_with_its_decision_and_cost() -> None:
+def test_axes_figure_draws_each_rule_with_decision_and_cost() -> None:
     import matplotlib.pyplot as plt
 
     result = _size_result()
@@ -137,7 +137,7 @@ def _edge_result() -> AxisResult:
 
 
 @pytest.mark.parametrize("case", ["size", "width", "edge"])
-def test_axes_figure_y_limits_are_the_points_with_a_margin(case: str) -> None:
+def test_axes_figure_y_limits_points_with_margin(case: str) -> None:
     import matplotlib.pyplot as plt
 
     result = {"size": _size_result, "width": _width_result, "edge": _edge_result}[case]()
@@ -155,7 +155,7 @@ def test_axes_figure_y_limits_are_the_points_with_a_margin(case: str) -> None:
         plt.close(fig)
 
 
-def test_axes_figure_clips_the_rules_that_leave_and_says_where() -> None:
+def test_axes_figure_clips_rules_leave_and_says_where() -> None:
     import matplotlib.pyplot as plt
 
     result = _edge_result()
@@ -178,7 +178,7 @@ def test_axes_figure_clips_the_rules_that_leave_and_says_where() -> None:
         plt.close(fig)
 
 
-def test_axes_figure_puts_every_mark_in_a_legend_and_words_on_the_axes() -> None:
+def test_axes_figure_puts_every_mark_in_legend_and_words_on_axes() -> None:
     import matplotlib.pyplot as plt
 
     result = _size_result(monitor="hp/val_loss")
@@ -239,6 +239,6 @@ def test_axes_figure_tick_labels_never_touch_and_titles_fit_in_two_lines(case: s
         plt.close(fig)
 
 
-def test_axes_plot_writes_the_figure(tmp_path) -> None:
+def test_axes_plot_writes_figure(tmp_path) -> None:
     path = _size_result().plot(tmp_path / "sub" / "axis.png")
     assert path == tmp_path / "sub" / "axis.png" and path.stat().st_size > 10_000

@@ -56,7 +56,7 @@ def test_axes_build_messages() -> None:
         AxisResult.build("width", [64, 128], points, lambda_base=LAMBDA_BASE[:-1])
 
 
-def test_axes_width_build_reverses_the_grid_into_lambda_base() -> None:
+def test_axes_width_build_reverses_grid_into_lambda_base() -> None:
     result = width_result()
     assert (result.axis, result.x_name, result.values, result.scales) == (
         "width",
@@ -97,7 +97,7 @@ def test_axes_build_passes_level_and_window_on() -> None:
     assert result.fit.level == 0.5 and result.fit.ci != width_result().fit.ci
 
 
-def test_axes_dataset_size_build_and_its_numbers() -> None:
+def test_axes_dataset_size_build_and_numbers() -> None:
     result = size_result()
     assert (result.axis, result.x_name, result.values, result.scales, result.xs) == (
         "dataset_size",
@@ -115,7 +115,7 @@ def test_axes_dataset_size_build_and_its_numbers() -> None:
     assert result.note() == result.fit.note()  # the fit's caution (tuner/analysis/scaling.py), passed on
 
 
-def test_axes_callback_follows_the_rule_that_holds() -> None:
+def test_axes_callback_follows_rule_holds() -> None:
     width = width_result()
     assert width.callback_kwargs() == {"tau_epoch": width.tau_epoch, "width_exponent": 0.5}  # Fan et al.'s α
     assert width.width_exponent == pytest.approx(0.49885, abs=1e-5)  # the measured α, not used
@@ -133,7 +133,7 @@ def test_axes_callback_follows_the_rule_that_holds() -> None:
     }
 
 
-def test_axes_callback_uses_the_measured_exponent_when_no_rule_holds() -> None:
+def test_axes_callback_uses_measured_exponent_no_rule_holds() -> None:
     # best tau_epoch 6, 7, 8: the best λ_base falls as width^-0.21, which no rule's band (+-0.16) holds
     points = [sweep(6.0, (1, 1.02, 0.98)), sweep(7.0, (1, 0.98, 1.02)), sweep(8.0, (1, 1.01, 0.99))]
     result = AxisResult.build("width", [64, 128, 256], points, lambda_base=LAMBDA_BASE)
@@ -146,7 +146,7 @@ def test_axes_callback_uses_the_measured_exponent_when_no_rule_holds() -> None:
     )
 
 
-def test_axes_dataset_size_extrapolates_to_the_full_n() -> None:
+def test_axes_dataset_size_extrapolates_to_full_n() -> None:
     points = [sweep(5.0, (1, 1.1, 0.95), size=250, fraction=0.25), sweep(5.5, (1, 0.9, 1.05), size=500, fraction=0.5)]
     result = AxisResult.build("dataset_size", [0.25, 0.5], points)
     e, (lo, hi) = result.exponent, result.fit.ci
@@ -178,7 +178,7 @@ def test_axes_dataset_size_extrapolates_to_the_full_n() -> None:
     ) in lines
 
 
-def test_axes_dataset_size_callback_follows_the_rule_that_holds() -> None:
+def test_axes_dataset_size_callback_follows_rule_holds() -> None:
     # the best tau_epoch moves x1.04 over N = 100 to 800: Wang & Aitchison holds (band +-0.107), exponent +0.019
     points = [sweep(5.0, (1, 1.02, 0.98), size=100, fraction=0.125), sweep(5.2, (1, 0.99, 1.01), size=800)]
     result = AxisResult.build("dataset_size", [0.125, 1.0], points)
@@ -211,7 +211,7 @@ def test_axes_dataset_size_callback_follows_the_rule_that_holds() -> None:
     assert measured.size_exponent == pytest.approx(0.089, abs=0.001) and measured.reference_dataset_size == 500
 
 
-def test_axes_tolerance_is_stored_checked_and_decides() -> None:
+def test_axes_tolerance_stored_checked_and_decides() -> None:
     assert width_result().tolerance == 1.25
     wide = width_result(tolerance=3.0)  # band log 3 / log 4 = 0.79 either side: the bands overlap
     assert wide.tolerance == 3.0 and [r.tolerance for r in wide.rules] == [3.0] * 3
@@ -224,7 +224,7 @@ def test_axes_tolerance_is_stored_checked_and_decides() -> None:
             width_result(tolerance=bad)
 
 
-def test_axes_rule_costs_are_taken_at_the_largest_scale() -> None:
+def test_axes_rule_costs_taken_at_largest_scale() -> None:
     result = width_result()
     largest = [p.values for p in result.results[-1].curve][::-1]  # grid x seeds, λ_base increasing
     for rule, r in zip(result.rules, (0.0, -0.5, -1.0)):
@@ -243,7 +243,7 @@ def test_axes_rule_costs_are_taken_at_the_largest_scale() -> None:
     assert abs(result.rules[1].loss_cost) < 1e-3  # Fan et al. lands on width 256's best
 
 
-def test_axes_edge_warning_is_repeated_where_the_callback_is_built() -> None:
+def test_axes_edge_warning_repeated_where_callback_built() -> None:
     # best tau_epoch 40 at N=1000: beyond the grid's last point 32
     points = [sweep(5.0, (1, 1.1, 0.95), size=250, fraction=0.25), sweep(40.0, (1, 0.9, 1.05))]
     result = AxisResult.build("dataset_size", [0.25, 1.0], points)
@@ -341,7 +341,7 @@ def test_axes_to_json_and_save_json(tmp_path: Path) -> None:
     assert json.loads(path.read_text()) == json.loads(json.dumps(data))
 
 
-def test_axes_to_json_writes_null_for_a_non_finite_exponent() -> None:
+def test_axes_to_json_writes_null_for_non_finite_exponent() -> None:
     result = size_result()
     broken = AxisResult(**{**result.__dict__, "fit": type(result.fit)(**{**result.fit.__dict__, "exponent": math.nan})})
     data = broken.to_json()
@@ -351,7 +351,7 @@ def test_axes_to_json_writes_null_for_a_non_finite_exponent() -> None:
     assert (broken.to_json()["exponent"], broken.to_json()["width_exponent"]) == (None, None)
 
 
-def test_axes_the_half_rules_hold_in_plural_and_set_the_callback() -> None:
+def test_axes_half_rules_hold_in_plural_and_set_callback() -> None:
     # the best tau_epoch halves from N = 250 to 1000: exponent -1/2, the 1/2 rules hold (band +-0.16)
     points = [sweep(8.0, (1, 1.02, 0.98), size=250, fraction=0.25), sweep(4.0, (1, 0.99, 1.01))]
     result = AxisResult.build("dataset_size", [0.25, 1.0], points)
@@ -382,7 +382,7 @@ def test_axes_callback_applies_no_unbacked_exponent() -> None:
     assert width_result().unbacked is None  # a rule holds: nothing to say
 
 
-def test_axes_snap_to_a_rule_whose_exponent_the_interval_excludes_says_its_cost() -> None:
+def test_axes_snap_to_rule_whose_exponent_interval_excludes_says_cost() -> None:
     # the best tau_epoch moves x1.1 over N = 100 to 800: the interval excludes 0 itself but lies in its band (±0.107)
     points = [sweep(5.0, (1, 1.01, 0.99), size=100, fraction=0.125), sweep(5.5, (1, 0.995, 1.005), size=800)]
     result = AxisResult.build("dataset_size", [0.125, 1.0], points)
@@ -400,7 +400,7 @@ def test_axes_snap_to_a_rule_whose_exponent_the_interval_excludes_says_its_cost(
     assert width_result().snap_excludes is None  # Fan et al.'s -1/2 lies inside the interval
 
 
-def test_axes_plateau_of_the_callbacks_point_and_no_widen_the_grid() -> None:
+def test_axes_plateau_of_callbacks_point_and_no_widen_grid() -> None:
     # N=1000's loss falls to a floor from tau_epoch 8 on, flat within one seed s.d. (0.02), 2 epochs per run
     flat = [0.5, 0.3, 0.201, 0.2005, 0.2]
     curve = [

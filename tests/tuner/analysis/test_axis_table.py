@@ -14,7 +14,7 @@ from lightning_tau.tuner.analysis.axis_result import AxisResult
 from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
 
 
-def test_axis_table_width_table_whole() -> None:
+def test_width_table_whole() -> None:
     result = width_result()
     assert result.table() == "\n".join(
         [
@@ -68,7 +68,7 @@ def test_axis_table_width_table_whole() -> None:
     )
 
 
-def test_axis_table_dataset_size_table_whole() -> None:
+def test_dataset_size_table_whole() -> None:
     result = size_result()
     assert result.table() == "\n".join(
         [
@@ -123,7 +123,7 @@ def test_axis_table_dataset_size_table_whole() -> None:
     )
 
 
-def test_axis_table_table_without_an_interval_nan_values_or_a_full_cost() -> None:
+def test_table_without_interval_nan_values_or_full_cost() -> None:
     diverged = sweep(6.0, (1,), size=500, full_cost=0)
     first = diverged.curve[0]
     diverged = FinderResult(
@@ -150,7 +150,7 @@ def test_axis_table_table_without_an_interval_nan_values_or_a_full_cost() -> Non
     assert lines[-1] == "Cost: 100 optimizer steps."
 
 
-def test_axis_table_says_a_same_point_cost_in_words_and_rounds_the_kwargs() -> None:
+def test_says_same_point_cost_in_words_and_rounds_kwargs() -> None:
     import dataclasses
 
     result = size_result()
@@ -165,14 +165,14 @@ def test_axis_table_says_a_same_point_cost_in_words_and_rounds_the_kwargs() -> N
     assert result.to_json()["callback"]["size_exponent"] == result.exponent_used  # the JSON keeps it exact
 
 
-def test_axis_table_headers_name_the_data_of_every_run() -> None:
+def test_headers_name_data_of_every_run() -> None:
     width = width_result().table().splitlines()[0]
     assert "x 3 seeds on 1000 of 1000 training samples (fraction 1), 2 epochs each;" in width
     size = size_result().table().splitlines()[0]
     assert "2 fractions of 1000 training samples (0.25, 1: N=250, 1000) x 5 tau_epochs x 3 seeds, 2 epochs each" in size
 
 
-def test_axis_table_same_best_point_at_both_sizes_says_so_and_prints_zero() -> None:
+def test_same_best_point_at_both_sizes_says_so_and_prints_zero() -> None:
     same = AxisResult.build(
         "dataset_size", [0.5, 1.0], [sweep(8.0, (1,), size=500, full_cost=0), sweep(8.0, (1,), full_cost=0)]
     )

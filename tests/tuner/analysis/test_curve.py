@@ -110,14 +110,14 @@ def test_smoothed_optimum_edges_and_mode_max() -> None:
     assert wide.smoothed and wide.tau_epoch == pytest.approx(4.0)
 
 
-def test_curve_point_mean_and_std_edge_cases() -> None:
+def test_point_mean_and_std_edge_cases() -> None:
     assert CurvePoint(1.0, [], []).mean == math.inf and CurvePoint(1.0, [], []).std == 0.0
     assert CurvePoint(1.0, [0.25], [0]).std == 0.0 and CurvePoint(1.0, [0.25], [0]).mean == 0.25
     assert math.isnan(CurvePoint(1.0, [0.2, math.inf], [0, 1]).std)
     assert CurvePoint(1.0, [0.2, 0.4, 0.9], [0, 1, 2]).std == pytest.approx(0.36055512754639896)
 
 
-def test_from_curve_sorts_the_grid_and_derives_the_full_runs_weight_decay() -> None:
+def test_from_curve_sorts_grid_and_derives_full_runs_weight_decay() -> None:
     r = result(diverged_neighbour_curve())
     assert [p.tau_epoch for p in r.curve] == [2.0, 8.0, 32.0]
     assert (r.tau_epoch, r.grid_tau_epoch, r.at_edge, r.smoothed) == (8.0, 8.0, False, False)
@@ -130,7 +130,7 @@ def test_from_curve_sorts_the_grid_and_derives_the_full_runs_weight_decay() -> N
     assert r.weight_decay["decay"] == pytest.approx(1 / (1e-3 * 2.0 * 25)) and math.isnan(r.cost_fraction)
 
 
-def test_from_curve_passes_the_window_on() -> None:
+def test_from_curve_passes_window_on() -> None:
     taus, means = [1.0, 2.0, 4.0, 8.0, 16.0], [0.9, 0.2, 0.21, 0.22, 0.3]
     curve = [CurvePoint(t, [m], [0], {}, [1]) for t, m in zip(taus, means)]
     assert result(curve, window=2).tau_epoch == smoothed_optimum(taus, means, window=2).tau_epoch
@@ -188,12 +188,12 @@ def test_save_json_writes_strict_json_only(tmp_path: Path) -> None:
         result(diverged_neighbour_curve(), full_cost=0).save_json(tmp_path / "finder.json")
 
 
-def test_callback_passes_its_arguments_on() -> None:
+def test_callback_passes_arguments_on() -> None:
     callback = result(diverged_neighbour_curve()).callback(verbose=False)
     assert (callback.tau_epoch, callback.verbose) == (8.0, False)
 
 
-def test_table_shows_the_curve_the_suggestion_and_the_cost() -> None:
+def test_table_shows_curve_suggestion_and_cost() -> None:
     assert result(diverged_neighbour_curve()).table() == "\n".join(
         [
             "Timescale finder: 3 tau_epochs x 2 seeds on a 0.25 subset (250 of 1000 samples), 10 epochs, B=50; final"
@@ -216,7 +216,7 @@ def test_table_shows_the_curve_the_suggestion_and_the_cost() -> None:
     )
 
 
-def test_table_says_how_it_smoothed_and_warns_at_the_edge() -> None:
+def test_table_says_how_it_smoothed_and_warns_at_edge() -> None:
     smooth = [CurvePoint(t, [v], [0], {}, [1000]) for t, v in [(2.0, 0.4), (8.0, 0.2), (32.0, 0.3)]]
     lines = result(smooth, reduce="best", full_cost=2000).table().splitlines()
     assert lines[0].endswith("B=50; best val_loss (lower is better):")
@@ -235,7 +235,7 @@ def test_table_says_how_it_smoothed_and_warns_at_the_edge() -> None:
     ]
 
 
-def test_optimum_range_uses_the_exact_t_quantile_beyond_two_degrees_of_freedom() -> None:
+def test_optimum_range_uses_exact_t_quantile_beyond_two_degrees_of_freedom() -> None:
     """4 seeds (df 3): the right neighbour's paired t statistic is 2.34, between the Cornish-Fisher approximation of
     the 95% quantile (2.311, which the range used before) and the exact one (2.353); only the exact rule joins it."""
     from lightning_tau.tuner.analysis.curve import optimum_range
@@ -249,7 +249,7 @@ def test_optimum_range_uses_the_exact_t_quantile_beyond_two_degrees_of_freedom()
     assert low == 4.0  # the best grid point (the smoothed optimum is ~5.2); the left neighbour is far worse
 
 
-def test_optimum_range_messages_and_a_single_resample() -> None:
+def test_optimum_range_messages_and_single_resample() -> None:
     from lightning_tau.tuner.analysis.curve import optimum_range
 
     grid = [1.0, 3.0, 9.0, 27.0, 81.0]
@@ -264,7 +264,7 @@ def test_optimum_range_messages_and_a_single_resample() -> None:
     assert optimum_range(grid, seeds, resamples=2) == pytest.approx((4.712459649086564, 21.220340850957356), rel=1e-9)
 
 
-def test_optimum_range_needs_the_same_seeds_and_counts_a_diverged_run_as_the_worst() -> None:
+def test_optimum_range_needs_same_seeds_and_counts_diverged_run_as_worst() -> None:
     from lightning_tau.tuner.analysis.curve import optimum_range
 
     for values, counts in (([[0.1, 0.2], [0.3]], "[1, 2]"), ([[], []], "[0]")):
@@ -279,7 +279,7 @@ def test_optimum_range_needs_the_same_seeds_and_counts_a_diverged_run_as_the_wor
     assert optimum_range(grid, [[-v for v in row] for row in values], mode="max") == pytest.approx(expected, rel=1e-9)
 
 
-def test_reduce_metric_takes_the_last_value_or_the_best_finite_one() -> None:
+def test_reduce_metric_takes_last_value_or_best_finite_one() -> None:
     values = [0.9, 0.4, math.nan, 0.6]
     assert reduce_metric(values, "last", "min") == 0.6
     assert math.isnan(reduce_metric([0.5, math.nan], "last", "min"))  # a run that diverged at the end
@@ -304,7 +304,7 @@ def _pruned_sweep() -> tuple[list[CurvePoint], list[PrunedPoint]]:
     return curve, pruned
 
 
-def test_pruned_points_in_grid_order_in_the_table_and_json_and_the_range_reaches_the_nearest_beyond() -> None:
+def test_pruned_points_in_grid_order_in_table_and_json_and_range_reaches_nearest_beyond() -> None:
     curve, pruned = _pruned_sweep()
     found = result(curve, pruned=pruned, lr={"decay": 1e-3}, full_cost=9600)
     assert [p.tau_epoch for p in found.pruned] == [4.0, 64.0, 128.0]
@@ -340,7 +340,7 @@ def test_pruned_points_in_grid_order_in_the_table_and_json_and_the_range_reaches
     assert [p["tau_epoch"] for p in found.to_json()["pruned"]] == [4.0, 64.0, 128.0]
 
 
-def test_a_best_point_at_the_curves_low_end_reaches_the_nearest_pruned_point_below() -> None:
+def test_best_point_at_curves_low_end_reaches_nearest_pruned_point_below() -> None:
     curve = [
         CurvePoint(t, [v, v + 0.01], [0, 1], {"decay": 1.0 / t}, [10, 10])
         for t, v in [(8.0, 0.2), (16.0, 0.3), (32.0, 0.4)]
@@ -360,7 +360,7 @@ def _seeded(means: list[float], spread: float = 0.002) -> list[list[float]]:
     return [[m - spread, m, m + spread] for m in means]
 
 
-def test_plateau_is_the_start_of_the_flat_top_within_one_seed_sd():
+def test_plateau_start_of_flat_top_within_one_seed_sd():
     assert plateau(_GRID6, _seeded(_FLAT_TOP), epochs=20) == 32.0
     # a wider seed spread makes more of the top flat: 16 is within 0.006 of the best
     assert plateau(_GRID6, _seeded(_FLAT_TOP, 0.006), epochs=20) == 16.0
@@ -368,13 +368,13 @@ def test_plateau_is_the_start_of_the_flat_top_within_one_seed_sd():
     assert plateau(_GRID6, [[-v for v in row] for row in _seeded(_FLAT_TOP)], "max", epochs=20) == 32.0
 
 
-def test_plateau_needs_a_top_longer_than_the_run():
+def test_plateau_needs_top_longer_than_run():
     assert plateau(_GRID6, _seeded(_FLAT_TOP), epochs=128 / LONG_TIMESCALE) == 32.0
     assert plateau(_GRID6, _seeded(_FLAT_TOP), epochs=128 / LONG_TIMESCALE + 1) is None
     assert plateau(_GRID6, _seeded(_FLAT_TOP)) == 32.0  # epochs not given: not checked
 
 
-def test_plateau_is_none_for_an_edge_an_interior_optimum_or_one_seed():
+def test_plateau_none_for_edge_interior_optimum_or_one_seed():
     falling = [0.20, 0.17, 0.155, 0.14, 0.12, 0.10]  # still falling: an edge to widen, not a plateau
     assert plateau(_GRID6, _seeded(falling), epochs=20) is None
     interior = [0.20, 0.15, 0.12, 0.15, 0.18, 0.20]

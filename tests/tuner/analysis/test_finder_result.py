@@ -74,7 +74,7 @@ def _diverged(result: FinderResult, tau_epoch: float) -> FinderResult:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_finder_figure_tick_labels_never_touch_and_the_title_fits(case: str) -> None:
+def test_figure_tick_labels_never_touch_and_title_fits(case: str) -> None:
     import matplotlib.pyplot as plt
 
     result = CASES[case]()
@@ -102,7 +102,7 @@ def test_finder_figure_tick_labels_never_touch_and_the_title_fits(case: str) -> 
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_finder_figure_puts_every_mark_in_the_legend_and_words_on_the_axes(case: str) -> None:
+def test_figure_puts_every_mark_in_legend_and_words_on_axes(case: str) -> None:
     import matplotlib.pyplot as plt
 
     result = CASES[case]()
@@ -137,7 +137,7 @@ def test_finder_figure_puts_every_mark_in_the_legend_and_words_on_the_axes(case:
         plt.close(fig)
 
 
-def test_finder_figure_caption_says_the_verdict_and_each_groups_weight_decay() -> None:
+def test_figure_caption_says_verdict_and_each_groups_weight_decay() -> None:
     import matplotlib.pyplot as plt
 
     result = _result(WIDE, 12.0)
@@ -152,12 +152,12 @@ def test_finder_figure_caption_says_the_verdict_and_each_groups_weight_decay() -
         plt.close(fig)
 
 
-def test_finder_plot_writes_the_figure(tmp_path) -> None:
+def test_plot_writes_figure(tmp_path) -> None:
     path = _result(NARROW, 5.5).plot(tmp_path / "sub" / "tau_finder.png")
     assert path == tmp_path / "sub" / "tau_finder.png" and path.stat().st_size > 10_000
 
 
-def test_verdict_names_the_edge_and_says_which_way_to_widen() -> None:
+def test_verdict_names_edge_and_says_which_way_to_widen() -> None:
     falling = _result([2.0, 4.0, 8.0], 50.0)
     rising = _result([16.0, 32.0, 64.0], 2.0)
     assert (
@@ -168,7 +168,7 @@ def test_verdict_names_the_edge_and_says_which_way_to_widen() -> None:
     )
 
 
-def test_callback_from_an_edge_value_repeats_the_edge_warning() -> None:
+def test_callback_from_edge_value_repeats_edge_warning() -> None:
     edge = _result([2.0, 4.0, 8.0], 50.0)
     with pytest.warns(
         UserWarning, match=r"^`FinderResult\.callback\(\)`: the best tau_epoch is the grid's largest \(8\)"
@@ -190,7 +190,7 @@ def _flat_seeds(values: list[tuple[float, float]]) -> FinderResult:
     )
 
 
-def test_a_range_without_width_is_said_so_and_drawn_without_a_band() -> None:
+def test_range_without_width_said_so_and_drawn_without_band() -> None:
     import matplotlib.pyplot as plt
 
     one = _flat_seeds([(4.0, 0.9)])
@@ -215,7 +215,7 @@ def test_a_range_without_width_is_said_so_and_drawn_without_a_band() -> None:
             plt.close(fig)
 
 
-def test_a_flat_top_longer_than_the_run_is_a_plateau_not_an_edge() -> None:
+def test_flat_top_longer_than_run_plateau_not_edge() -> None:
     # a 10-epoch run whose loss falls to a floor of 0.149 from tau_epoch 32 on (seed spread 0.002), grid up to 128
     values = [0.20, 0.17, 0.155, 0.1492, 0.1491, 0.149]
     curve = [CurvePoint(t, [m + d for d in (-0.002, 0.0, 0.002)], [0, 1, 2], {}, [10] * 3)

@@ -19,7 +19,7 @@ SHAPE_HINT = (
 INCREASING = "is not valid: use positive numbers in increasing order."
 
 
-def test_paired_test_sees_a_gap_that_the_seed_spread_hides():
+def test_paired_test_sees_gap_seed_spread_hides():
     """Seeds 0.1 apart everywhere (shared offsets), the middle point 0.02-0.03 better for every seed."""
     curve = np.array([[0.62, 0.52, 0.43], [0.60, 0.50, 0.40], [0.63, 0.51, 0.42]])
     test = paired_interior(curve)
@@ -73,7 +73,7 @@ def test_per_seed_optima():
     assert per_seed_optima([8.0, 16.0, 32.0], values, mode="max")[:2] == [8.0, 16.0]
 
 
-def test_best_index_zero_is_the_low_edge():
+def test_index_zero_low_edge():
     test = paired_interior([[0.4, 0.5], [0.5, 0.6], [0.7, 0.8]], best_index=0)
     assert (test.interior, test.p_lower, test.reason) == (False, None, "at the grid edge")
     assert test.p_upper == pytest.approx(0.0, abs=1e-12)
@@ -158,6 +158,6 @@ def test_one_grid_point_and_one_comparable_pair():
         ),
     ],
 )
-def test_bad_input_is_one_line_naming_the_argument(call, message):
+def test_bad_input_one_line_naming_argument(call, message):
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         call()

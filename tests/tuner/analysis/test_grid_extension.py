@@ -37,7 +37,7 @@ def plan(scales: list[ScaleCurve], grid: tuple[float, ...] = BASE, **kwargs: Any
     return plan_round(BASE, grid, scales, **settings)
 
 
-def test_an_edge_at_any_axis_point_adds_one_step_at_that_end() -> None:
+def test_edge_at_any_axis_point_adds_one_step_at_end() -> None:
     # the smallest N's best is the grid's smallest; the largest N's is inside
     bottom = plan([curve("N=250", 1.0), curve("N=1000", 8.0)])
     assert bottom.added == (AddedPoint(1.0, "edge at N=250", 0),) and bottom.held == ()
@@ -49,7 +49,7 @@ def test_an_edge_at_any_axis_point_adds_one_step_at_that_end() -> None:
     assert plan([curve("N=250", 6.0), curve("N=1000", 10.0)]).added == ()  # interior everywhere: nothing
 
 
-def test_the_step_is_the_given_grids_log_step_at_that_end() -> None:
+def test_step_given_grids_log_step_at_end() -> None:
     base = (1.0, 3.0, 9.0, 12.0)
     scale = ScaleCurve("N=64", list(base), [[3.0, 3.1], [2.0, 2.1], [1.0, 1.1], [0.5, 0.6]], 12.0, "top")
     assert [p.tau_epoch for p in plan_round(base, base, [scale], mode="min", epochs=100, lowest=0.1,
@@ -59,7 +59,7 @@ def test_the_step_is_the_given_grids_log_step_at_that_end() -> None:
                                              at_round=0).added] == [pytest.approx(1 / 3)]
 
 
-def test_the_extension_stops_at_max_grid_extensions_steps_per_end() -> None:
+def test_extension_stops_at_max_grid_extensions_steps_per_end() -> None:
     grown = (0.5, 1.0, *BASE)  # two steps below the grid given already
     second = plan([curve("N=250", 0.1, grid=grown)], grid=grown)
     assert [p.tau_epoch for p in second.added] == [0.25]
@@ -73,7 +73,7 @@ def test_the_extension_stops_at_max_grid_extensions_steps_per_end() -> None:
     assert off.added == () and "max_grid_extensions=0" in off.held[0]
 
 
-def test_the_extension_stops_above_two_optimizer_steps() -> None:
+def test_extension_stops_above_two_optimizer_steps() -> None:
     # a 4-step epoch: 2 steps is tau_epoch 0.5; the next step below 1 would be 0.5, then 0.25
     assert lowest_tau_epoch([4, 16]) == 0.5
     grid = (1.0, *BASE)
@@ -88,7 +88,7 @@ def test_the_extension_stops_above_two_optimizer_steps() -> None:
         lowest_tau_epoch([0, 4])
 
 
-def test_the_extension_stops_above_max_runs_times_the_run() -> None:
+def test_extension_stops_above_max_runs_times_run() -> None:
     # one seed (no s.d.: no plateau to judge), loss still falling at 32 in a 2-epoch run: 64 is 32 runs long
     falling = curve("N=250", 1000.0, seeds=1)
     held = plan([falling], epochs=2)
@@ -100,7 +100,7 @@ def test_the_extension_stops_above_max_runs_times_the_run() -> None:
     assert [p.tau_epoch for p in plan([falling], epochs=4).added] == [64.0]  # 64 is 16 runs: still added
 
 
-def test_a_plateau_at_the_top_is_not_an_edge_to_widen() -> None:
+def test_plateau_at_top_not_edge_to_widen() -> None:
     # the loss falls to 8 and is flat from there (within the seeds' spread, 0.01): weight decay stops mattering
     means = (0.30, 0.20, 0.150, 0.1495, 0.149)
     flat = ScaleCurve("N=1000", list(BASE), [[m - 0.01, m, m + 0.01] for m in means], 32.0, "top")
@@ -114,7 +114,7 @@ def test_a_plateau_at_the_top_is_not_an_edge_to_widen() -> None:
     assert [p.tau_epoch for p in plan([flat], epochs=20).added] == [64.0]
 
 
-def test_a_rule_off_the_grid_adds_whole_steps_until_the_grid_covers_it() -> None:
+def test_rule_off_grid_adds_whole_steps_until_grid_covers_it() -> None:
     inside = [curve("N=250", 8.0), curve("N=1000", 8.0)]
     below = plan(inside, rule_taus=[("Wang & Aitchison", 8.0), ("fixed λ", 0.6)])
     assert below.added == (AddedPoint(0.5, "rule fixed λ at 0.6", 0), AddedPoint(1.0, "rule fixed λ at 0.6", 0))
@@ -132,7 +132,7 @@ def test_a_rule_off_the_grid_adds_whole_steps_until_the_grid_covers_it() -> None
     )
 
 
-def test_midpoints_around_each_optimum_once_and_only_when_nothing_else_is_added() -> None:
+def test_midpoints_around_each_optimum_once_and_only_nothing_else_added() -> None:
     scales = [curve("N=250", 5.0), curve("N=1000", 9.0)]  # best grid points 4 and 8
     mids = plan(scales, midpoints=True, at_round=1)
     assert [p.tau_epoch for p in mids.added] == pytest.approx([2**1.5, 2**2.5, 2**3.5])
@@ -145,7 +145,7 @@ def test_midpoints_around_each_optimum_once_and_only_when_nothing_else_is_added(
     assert [p.tau_epoch for p in edge.added] == [1.0]  # the edge first; the midpoints in a later round
 
 
-def test_grid_line_lists_the_points_in_the_order_trained() -> None:
+def test_line_lists_points_in_order_trained() -> None:
     assert grid_line([]) is None
     assert grid_line([AddedPoint(64.0, "edge at width 8", 0), AddedPoint(2**0.5, MIDPOINT_REASON, 1)]) == (
         "Grid extended (points added to the grid given, in the order trained): tau_epoch 64 (edge at width 8), 1.41"
@@ -153,7 +153,7 @@ def test_grid_line_lists_the_points_in_the_order_trained() -> None:
     )
 
 
-def test_lowest_tau_epoch_takes_a_one_step_epoch() -> None:
+def test_lowest_tau_epoch_takes_one_step_epoch() -> None:
     assert lowest_tau_epoch([1, 4]) == 2.0  # one step per epoch is valid: 2 steps are 2 epochs
     with pytest.raises(ValueError, match=r"`lowest_tau_epoch\(steps_per_epoch=\[\]\)` is not valid"):
         lowest_tau_epoch([])
@@ -182,7 +182,7 @@ def test_max_grid_extensions_0_adds_nothing_and_says_which_edges_it_held() -> No
     assert plan([curve("N=250", 1.0)], max_extensions=1).added == (AddedPoint(1.0, "edge at N=250", 0),)
 
 
-def test_a_grid_of_one_point_says_it_has_no_step_and_two_points_have_one() -> None:
+def test_grid_of_one_point_says_it_has_no_step_and_two_points_have_one() -> None:
     one = ScaleCurve("N=250", [8.0], [[0.3, 0.31, 0.29]], 8.0, "top")
     lone = plan_round([8.0], [8.0], [one], mode="min", epochs=10, lowest=0.1, max_extensions=3, at_round=0)
     assert lone == ((), ("not extended above 8 (edge at N=250): a grid of one tau_epoch has no step to extend by",))
@@ -196,7 +196,7 @@ def test_a_grid_of_one_point_says_it_has_no_step_and_two_points_have_one() -> No
     )
 
 
-def test_steps_above_the_given_grid_count_against_the_top_and_the_third_is_allowed() -> None:
+def test_steps_above_given_grid_count_against_top_and_third_allowed() -> None:
     # two steps above already (64, 128): the third, 256, is within max_grid_extensions=3 (a 20-epoch run: 256 <= 320)
     grown = (*BASE, 64.0, 128.0)
     third = plan([curve("N=250", 1000.0, grid=grown)], grid=grown, epochs=20)
@@ -208,7 +208,7 @@ def test_steps_above_the_given_grid_count_against_the_top_and_the_third_is_allow
     )
 
 
-def test_a_rule_on_or_inside_the_grid_adds_nothing_and_one_just_outside_one_step() -> None:
+def test_rule_on_or_inside_grid_adds_nothing_and_one_just_outside_one_step() -> None:
     inside = [curve("N=250", 8.0), curve("N=1000", 8.0)]
     on_or_in = [("a", 2.0), ("b", 3.0), ("c", 20.0), ("d", 32.0)]  # the two ends, next to each end
     assert plan(inside, rule_taus=on_or_in) == ((), ())
@@ -222,7 +222,7 @@ def test_a_rule_on_or_inside_the_grid_adds_nothing_and_one_just_outside_one_step
     assert [p.tau_epoch for p in far.added] == [64.0, 128.0, 256.0] and far.held == ()
 
 
-def test_a_held_step_names_every_reason_it_had() -> None:
+def test_held_step_names_every_reason_it_had() -> None:
     # the limit: three steps below already
     grown = (0.25, 0.5, 1.0, *BASE)
     limit = plan([curve("N=250", 0.01, grid=grown)], grid=grown, rule_taus=[("fixed λ", 0.1)])
@@ -245,7 +245,7 @@ def test_a_held_step_names_every_reason_it_had() -> None:
     )
 
 
-def test_a_plateau_at_one_axis_point_does_not_hide_the_edges_of_the_next() -> None:
+def test_plateau_at_one_axis_point_not_hide_edges_of_next() -> None:
     means = (0.30, 0.20, 0.150, 0.1495, 0.149)
     flat = ScaleCurve("N=250", list(BASE), [[m - 0.01, m, m + 0.01] for m in means], 32.0, "top")
     both = plan([flat, curve("N=1000", 1.0)], epochs=10)
@@ -259,6 +259,6 @@ def test_a_plateau_at_one_axis_point_does_not_hide_the_edges_of_the_next() -> No
 
 
 @pytest.mark.parametrize("earlier", [2**1.5, 2**3.5, 2**4.5])  # next to the bottom, inside, next to the top
-def test_midpoints_only_once_whichever_gap_the_earlier_ones_are_in(earlier: float) -> None:
+def test_midpoints_only_once_whichever_gap_earlier_ones_in(earlier: float) -> None:
     grown = tuple(sorted((*BASE, earlier)))
     assert plan([curve("N=250", 5.0, grid=grown)], grid=grown, midpoints=True) == ((), ())

@@ -1,6 +1,6 @@
 """``lightning_tau.tuner.analysis.plain``: numbers and metric names as a person reads them in the finder's tables and figures,
 and ``save_figure``, which makes the folders and closes the figure also when saving fails. (The tick helpers are
-checked on the drawn figures: ``tests/tuner/analysis/test_axis_figure.py``, ``tests/tuner/analysis/test_finder_result.py``.)"""
+checked on the drawn figures: ``test_axis_figure.py``, ``test_finder_result.py``, beside this file.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from lightning_tau.tuner.analysis.plain import metric_words, plain, save_figure, wrap
 
 
-def test_plain_is_three_significant_digits_positional_and_signed() -> None:
+def test_three_significant_digits_positional_and_signed() -> None:
     assert [plain(v) for v in (-0.00123, 123456.7, 999.95, 0.1 + 0.2, -3.0, 1e-7)] == [
         "-0.00123",
         "123000",  # three digits, never 1.23e+05
@@ -24,7 +24,7 @@ def test_plain_is_three_significant_digits_positional_and_signed() -> None:
     assert (plain(math.inf), plain(-math.inf), plain(math.nan)) == ("inf", "-inf", "nan")
 
 
-def test_metric_words_spell_out_the_usual_abbreviations() -> None:
+def test_metric_words_spell_out_usual_abbreviations() -> None:
     assert metric_words("train/err") == "train error"
     assert metric_words("val_ppl") == "validation perplexity"
     assert metric_words("hp//val__loss") == "validation loss"  # empty parts and doubled underscores dropped
@@ -35,7 +35,7 @@ def test_wrap_keeps_short_text_on_one_line() -> None:
     assert all(len(line) <= 12 for line in wrap("the seeds cannot tell eight from sixteen", 12).splitlines())
 
 
-def test_save_figure_makes_the_folders_and_closes_the_figure(tmp_path: Path) -> None:
+def test_save_figure_makes_folders_and_closes_figure(tmp_path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg", force=False)

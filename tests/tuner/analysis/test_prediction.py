@@ -24,7 +24,7 @@ def straight(k: int = 4, spread: float = 0.1, seeds: int = 3) -> tuple[list[floa
     return sizes, optima, [[o * math.exp(spread * z) for z in zs] for o in optima]
 
 
-def test_prediction_at_the_largest_scale_is_its_own_range() -> None:
+def test_prediction_at_largest_scale_own_range() -> None:
     sizes, optima, seeds = straight()
     p = predict_tau_epoch(sizes, optima, seeds, anchor=3, anchor_tau=optima[3], exponent=-0.3,
                           exponent_ci=(-0.4, -0.2), target=sizes[-1], anchor_range=(6.0, 16.0))
@@ -33,7 +33,7 @@ def test_prediction_at_the_largest_scale_is_its_own_range() -> None:
     assert p.parts["exponent"] == (0.0, 0.0) and p.parts["lack_of_fit"] == 0.0
 
 
-def test_prediction_widens_with_the_distance_beyond_the_range() -> None:
+def test_widens_with_distance_beyond_range() -> None:
     sizes, optima, seeds = straight()
     last = None
     for factor in (1, 2, 4, 8, 16):
@@ -55,7 +55,7 @@ def test_prediction_widens_with_the_distance_beyond_the_range() -> None:
     assert last.parts["anchor"][0] == pytest.approx(at_largest * math.sqrt(ratio), rel=1e-12)
 
 
-def test_prediction_lack_of_fit_from_the_curvature_through_the_optima() -> None:
+def test_lack_of_fit_from_curvature_through_optima() -> None:
     sizes, optima, seeds = straight()
     line = predict_tau_epoch(sizes, optima, seeds, anchor=3, anchor_tau=optima[3], exponent=-0.3,
                              exponent_ci=(-0.32, -0.28), target=16000.0)
@@ -76,7 +76,7 @@ def test_prediction_lack_of_fit_from_the_curvature_through_the_optima() -> None:
     assert "through the 3 optima (it passes through them" in three.notes
 
 
-def test_prediction_the_held_out_task_covers_its_realized_best() -> None:
+def test_held_out_task_covers_realized_best() -> None:
     # the held-out dataset-size task: the exponent's interval alone gave about [6.6, 7.4] at N = 8000, excluding the
     # realized best near 9.5. With the seeds' optima spread 0.2 in log at each size (assumed: the curves were flat
     # there, 0.690 to 0.695 over tau_epoch 5.7 to 16 at N = 8000), the 90 % interval holds it.
@@ -119,7 +119,7 @@ def simulate(family: str, k: int, seeds: int, octaves: list[int], runs: int, lev
 
 @pytest.mark.parametrize("family", ["quadratic", "random walk"])
 @pytest.mark.parametrize("k, seeds", [(3, 3), (4, 8), (5, 8)])
-def test_prediction_covers_the_true_best_on_curved_paths(family: str, k: int, seeds: int) -> None:
+def test_covers_true_best_on_curved_paths(family: str, k: int, seeds: int) -> None:
     # nominal 90 %; measured on 1000 runs per case 89-100 % at 1-3 octaves beyond (the module's text); 250 runs here,
     # so 84 % is 1.5 binomial s.d. below 90 %. The exponent's interval and the anchor alone covered 37-66 % at 3
     # octaves in these regimes.
@@ -127,7 +127,7 @@ def test_prediction_covers_the_true_best_on_curved_paths(family: str, k: int, se
     assert np.all(coverage >= 0.84), coverage
 
 
-def test_prediction_without_an_interval_says_why_and_json() -> None:
+def test_prediction_without_interval_says_why_and_json() -> None:
     sizes, optima, seeds = straight()
     p = predict_tau_epoch(sizes, optima, seeds, anchor=3, anchor_tau=optima[3], exponent=0.0, exponent_ci=None,
                           target=16000.0, basis="Wang & Aitchison (exponent 0)", no_interval="1 seed")
@@ -142,7 +142,7 @@ def test_prediction_without_an_interval_says_why_and_json() -> None:
     assert width.to_json()["parts"]["exponent"] == list(width.parts["exponent"])
 
 
-def test_prediction_bad_input_messages() -> None:
+def test_bad_input_messages() -> None:
     sizes, optima, seeds = straight()
     kw = dict(anchor=3, anchor_tau=optima[3], exponent=-0.3, exponent_ci=(-0.32, -0.28), target=16000.0)
     with pytest.raises(ValueError, match=re.escape("`predict_tau_epoch(scales=[1000.0])` is not valid: use at")):
@@ -229,7 +229,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_prediction_matches_the_formula_of_the_module_text(case: str) -> None:
+def test_matches_formula_of_module_text(case: str) -> None:
     kwargs = CASES[case]
     p = predict_tau_epoch(**kwargs)
     centre, low, high, parts = reference(**kwargs)
@@ -241,7 +241,7 @@ def test_prediction_matches_the_formula_of_the_module_text(case: str) -> None:
     assert p.level == kwargs["level"] and p.scale == kwargs["target"]
 
 
-def test_prediction_reference_cases_exercise_each_part() -> None:
+def test_reference_cases_exercise_each_part() -> None:
     # the cases above are not degenerate: each part is non-zero where the case says so
     small = predict_tau_epoch(**CASES["small taus above"])
     assert small.parts["lack_of_fit"] > 0 and small.parts["anchor"][0] != small.parts["anchor"][1]
@@ -257,7 +257,7 @@ def test_prediction_reference_cases_exercise_each_part() -> None:
     assert one_sided.parts["anchor"][1] > one_sided.parts["anchor"][0]
 
 
-def test_prediction_extrapolation_on_each_side() -> None:
+def test_extrapolation_on_each_side() -> None:
     sizes, optima, seeds = straight()
     kw = dict(anchor=3, anchor_tau=optima[3], exponent=-0.3, exponent_ci=(-0.32, -0.28))
     for target, factor in ((500.0, 2.0), (1000.0, 1.0), (1500.0, 1.0), (3000.0, 1.0), (6000.0, 1.0), (8000.0, 1.0),
@@ -265,7 +265,7 @@ def test_prediction_extrapolation_on_each_side() -> None:
         assert predict_tau_epoch(sizes, optima, seeds, target=target, **kw).extrapolation == factor, target
 
 
-def test_prediction_notes_in_full() -> None:
+def test_notes_in_full() -> None:
     def notes(k: int) -> str:
         sizes, optima, seeds = straight(k)
         return predict_tau_epoch(sizes, optima, seeds, anchor=k - 1, anchor_tau=optima[-1], exponent=-0.3,
@@ -292,7 +292,7 @@ def test_prediction_notes_in_full() -> None:
     assert p.notes == "No interval: the exponent has none." and p.basis == "" and p.parts == {}
 
 
-def test_prediction_json_in_full() -> None:
+def test_json_in_full() -> None:
     p = predict_tau_epoch(**CASES["small taus above"], basis="the measured exponent -0.30", sign=-1.0)
     assert p.to_json() == {
         "scale": 3200.0, "tau_epoch": p.tau_epoch, "low": p.low, "high": p.high, "level": 0.9, "extrapolation": 4.0,
@@ -304,7 +304,7 @@ def test_prediction_json_in_full() -> None:
     assert p.factor == max(p.tau_epoch / p.low, p.high / p.tau_epoch)
 
 
-def test_prediction_bad_input_messages_in_full() -> None:
+def test_bad_input_messages_in_full() -> None:
     sizes, optima, seeds = straight()
     kw: dict = dict(anchor=3, anchor_tau=optima[3], exponent=-0.3, exponent_ci=(-0.32, -0.28), target=16000.0)
 

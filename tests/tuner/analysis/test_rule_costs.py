@@ -19,7 +19,7 @@ def curve(curvatures: list[float], best: float = 8.0, offsets: list[float] | Non
     return [[c * (math.log2(x / best)) ** 2 + o for c, o in zip(curvatures, offsets)] for x in XS]
 
 
-def test_read_curve_is_linear_in_log_x_away_from_the_best_point():
+def test_read_curve_linear_in_log_x_away_from_best_point():
     values = [0.9, 0.5, 0.2, 0.1, 0.3, 0.8]
     assert read_curve(XS, values, 4.0) == 0.2  # a grid point reads as itself
     assert read_curve(XS, values, 2**1.25) == pytest.approx(0.5 + 0.25 * (0.2 - 0.5))  # a quarter of the way, log x
@@ -27,7 +27,7 @@ def test_read_curve_is_linear_in_log_x_away_from_the_best_point():
     assert read_curve(XS, values, 1.0) == 0.9 and read_curve(XS, values, 32.0) == 0.8
 
 
-def test_read_curve_is_the_parabola_in_the_best_points_cells():
+def test_read_curve_parabola_in_best_points_cells():
     values = [0.25 * (math.log2(x) - 2.7) ** 2 for x in XS]  # best grid point 8 (index 3); vertex 2^2.7 = 6.5
     for x in (4.5, 6.5, 8.0, 11.0, 16.0):
         exact = 0.25 * (math.log2(x) - 2.7) ** 2
@@ -38,7 +38,7 @@ def test_read_curve_is_the_parabola_in_the_best_points_cells():
     assert read_curve(XS, values, 1.5, best=0) == pytest.approx(values[0] + w * (values[1] - values[0]))
 
 
-def test_read_curve_non_finite_and_outside_the_grid():
+def test_read_curve_non_finite_and_outside_grid():
     values = [0.9, math.nan, 0.2, 0.1, 0.3, 0.8]
     assert math.isnan(read_curve(XS, values, 1.5)) and math.isnan(read_curve(XS, values, 2.0))
     assert read_curve(XS, values, 3.0) != read_curve(XS, values, 3.0) is not None  # nan
@@ -49,7 +49,7 @@ def test_read_curve_non_finite_and_outside_the_grid():
         read_curve(XS, values, 64.0)
 
 
-def test_rule_cost_carries_the_smallest_scales_best_x_by_the_rule():
+def test_cost_carries_smallest_scales_best_x_by_rule():
     # x_from 4 over a x4 range: exponent -1/2 lands on 2, two octaves below the best 8; +1/2 would land on 8 (cost 0)
     cost = rule_cost(XS, curve([0.25, 0.5, 0.75]), x_from=4.0, x_best=8.0, scale_ratio=4.0, exponent=-0.5)
     assert cost.x_rule == 2.0 and cost.x_best == 8.0
@@ -61,7 +61,7 @@ def test_rule_cost_carries_the_smallest_scales_best_x_by_the_rule():
     assert rule_cost(XS, curve([0.25, 0.5, 0.75]), x_from=4.0, x_best=8.0, scale_ratio=4.0, exponent=0.5).mean == 0
 
 
-def test_rule_cost_pairs_the_seeds():
+def test_cost_pairs_seeds():
     # seeds 1.0 apart at every point: the pairs see a cost of exactly 1 on each, an interval of width 0
     cost = rule_cost(
         XS, curve([0.25] * 3, offsets=[0.0, 1.0, 2.0]), x_from=8.0, x_best=8.0, scale_ratio=2.0, exponent=1
@@ -70,7 +70,7 @@ def test_rule_cost_pairs_the_seeds():
     assert cost.ci == pytest.approx((0.25, 0.25))
 
 
-def test_rule_cost_is_positive_when_worse_in_either_mode():
+def test_cost_positive_worse_in_either_mode():
     accuracy = [[1.0 - v for v in row] for row in curve([0.25, 0.5])]
     as_max = rule_cost(XS, accuracy, x_from=8.0, x_best=8.0, scale_ratio=4.0, exponent=-1, mode="max")
     as_min = rule_cost(XS, curve([0.25, 0.5]), x_from=8.0, x_best=8.0, scale_ratio=4.0, exponent=-1)
@@ -78,14 +78,14 @@ def test_rule_cost_is_positive_when_worse_in_either_mode():
     assert as_max.per_seed == pytest.approx((1.0, 2.0)) and as_max.x_rule == 2.0
 
 
-def test_rule_cost_at_the_vertex_between_grid_points_is_never_negative_on_the_mean():
+def test_cost_at_vertex_between_grid_points_never_negative_on_mean():
     # best at 2^2.7: x_best is the parabola's vertex; a rule on the grid point 8 must cost more, not less
     values = [[0.25 * (math.log2(x) - 2.7) ** 2 + o for o in (0.0, 0.1)] for x in XS]
     cost = rule_cost(XS, values, x_from=8.0, x_best=2**2.7, scale_ratio=2.0, exponent=0)
     assert cost.mean == pytest.approx(0.25 * 0.3**2) and cost.mean > 0
 
 
-def test_rule_cost_beyond_or_below_the_grid_is_not_extrapolated():
+def test_cost_beyond_or_below_grid_not_extrapolated():
     values = curve([0.25, 0.5])
     beyond = rule_cost(XS, values, x_from=16.0, x_best=8.0, scale_ratio=4.0, exponent=1, x_label="tau_epoch")
     assert (beyond.x_rule, beyond.mean, beyond.ci, beyond.per_seed) == (64.0, None, None, ())
@@ -102,7 +102,7 @@ def test_rule_cost_beyond_or_below_the_grid_is_not_extrapolated():
     assert edge.x_rule == 32.0 and edge.mean is not None
 
 
-def test_rule_cost_one_seed_and_a_diverged_run():
+def test_cost_one_seed_and_diverged_run():
     one = rule_cost(XS, curve([0.5]), x_from=4.0, x_best=8.0, scale_ratio=2.0, exponent=0)
     assert one.mean == pytest.approx(0.5) and one.ci is None and one.reason == "1 seed: an interval needs at least 2"
     assert (one.x_rule, one.x_best, one.level, one.per_seed) == (4.0, 8.0, 0.95, pytest.approx((0.5,)))
@@ -134,20 +134,20 @@ def test_rule_cost_one_seed_and_a_diverged_run():
         ({"exponent": math.inf}, "`rule_cost(exponent=inf)` is not valid"),
     ],
 )
-def test_rule_cost_refuses_bad_input(kwargs, message):
+def test_cost_refuses_bad_input(kwargs, message):
     args = {"xs": XS, "curve": curve([0.5]), "x_from": 4.0, "x_best": 8.0, "scale_ratio": 2.0, "exponent": 0.0}
     with pytest.raises(ValueError, match="^" + re.escape(message)):
         rule_cost(**{**args, **kwargs})
 
 
-def test_rule_cost_takes_a_grid_below_one_and_a_scale_ratio_of_one():
+def test_cost_takes_grid_below_one_and_scale_ratio_of_one():
     xs = [x / 64 for x in XS]  # 1/64 .. 1/2: x_best 1/8 and x_from 1/16 are below 1, and valid
     values = [[0.25 * math.log2(x * 8) ** 2] for x in xs]
     cost = rule_cost(xs, values, x_from=1 / 16, x_best=1 / 8, scale_ratio=1.0, exponent=-0.5)
     assert (cost.x_rule, cost.x_best, cost.per_seed) == (1 / 16, 1 / 8, pytest.approx((0.25,)))
 
 
-def test_rule_cost_a_rule_on_the_grids_first_point_up_to_rounding_is_on_the_grid():
+def test_cost_rule_on_grids_first_point_up_to_rounding_on_grid():
     # x_from 1 carried by an exponent a hair below 0 lands on 1 - 1e-12: the grid's first point, not below it
     values = curve([0.25, 0.5])
     first = rule_cost(XS, values, x_from=1.0, x_best=8.0, scale_ratio=3.0, exponent=math.log(1 - 1e-12) / math.log(3))
@@ -155,7 +155,7 @@ def test_rule_cost_a_rule_on_the_grids_first_point_up_to_rounding_is_on_the_grid
     assert first.per_seed == pytest.approx((0.25 * 9, 0.5 * 9))  # three octaves from the best 8
 
 
-def test_rule_cost_in_max_mode_reads_around_the_best_point_not_the_worst():
+def test_cost_in_max_mode_reads_around_best_point_not_worst():
     # an accuracy peaking between grid points (2^2.7) and a rule landing between them (2^3.5): both are read on the
     # parabola around the best grid point 8, exactly as the loss 1 - accuracy is in "min" mode (a straight line in
     # each cell, as around the worst point 1, would read 0.04 c_j more)
@@ -168,7 +168,7 @@ def test_rule_cost_in_max_mode_reads_around_the_best_point_not_the_worst():
     assert as_max.per_seed == pytest.approx(as_min.per_seed) and as_max.mean == pytest.approx(as_min.mean)
 
 
-def test_same_point_when_the_rule_lands_on_the_best_grid_point():
+def test_same_point_rule_lands_on_best_grid_point():
     table = curve([1.0, 2.0], offsets=[0.0, 0.3])  # best at 8 on both seeds
     same = rule_cost(XS, table, x_from=8.0, x_best=8.0, scale_ratio=4.0, exponent=0.0)
     assert same.same_point and same.mean == 0.0 and same.ci == (0.0, 0.0)

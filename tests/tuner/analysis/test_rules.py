@@ -17,7 +17,7 @@ from lightning_tau.tuner.analysis.rules import (
 )
 
 
-def test_rules_of_each_axis_name_the_published_exponents():
+def test_rules_of_each_axis_name_published_exponents():
     assert [(r.name, r.exponent) for r in WIDTH_RULES] == [
         ("Wang & Aitchison", 0.0),
         ("Fan et al.", -0.5),
@@ -32,7 +32,7 @@ def test_rules_of_each_axis_name_the_published_exponents():
     assert "Power Lines" in SIZE_RULES[1].source and "one epoch" in SIZE_RULES[1].source
 
 
-def test_half_width_is_the_tolerance_factor_over_the_scale_range():
+def test_half_width_tolerance_factor_over_scale_range():
     # x1.25 over an 8x range, whatever the points between and their order
     assert half_width(1.25, [100, 200, 800]) == pytest.approx(math.log(1.25) / math.log(8))
     assert half_width(1.25, [800, 100]) == pytest.approx(math.log(1.25) / math.log(8))
@@ -42,13 +42,13 @@ def test_half_width_is_the_tolerance_factor_over_the_scale_range():
 
 
 @pytest.mark.parametrize("tolerance", [1, 0.5, -2, float("nan"), "x", None])
-def test_half_width_refuses_a_tolerance_not_above_one(tolerance):
+def test_half_width_refuses_tolerance_not_above_one(tolerance):
     with pytest.raises(ValueError, match=r"`half_width\(tolerance=.*\)` is not valid: use a factor above 1"):
         half_width(tolerance, [1, 8])
 
 
 @pytest.mark.parametrize("scales", [[4], [4, 4], [0, 4], [-1, 4], []])
-def test_half_width_refuses_scales_without_a_range(scales):
+def test_half_width_refuses_scales_without_range(scales):
     with pytest.raises(ValueError, match=r"`half_width\(scales=.*\)` is not valid: use at least 2 distinct positive"):
         half_width(1.25, scales)
 
@@ -67,11 +67,11 @@ def test_half_width_refuses_scales_without_a_range(scales):
         (None, "undetermined"),
     ],
 )
-def test_decide_is_an_equivalence_test_against_the_band(ci, expected):
+def test_decide_equivalence_test_against_band(ci, expected):
     assert decide(ci, 0.0, 0.1) == expected
 
 
-def test_decide_measures_the_band_around_the_rules_own_exponent():
+def test_decide_measures_band_around_rules_own_exponent():
     # the same interval holds the -1/2 rule and excludes the 0 and -1 rules
     ci = (-0.55, -0.45)
     assert [decide(ci, r.exponent, 0.1) for r in SIZE_RULES] == ["excluded", "holds", "excluded"]
@@ -84,6 +84,6 @@ def test_all_decided_needs_every_rule_decided():
     assert not all_decided(None, SIZE_RULES, 0.1)
 
 
-def test_rules_for_refuses_an_unknown_axis():
+def test_rules_for_refuses_unknown_axis():
     with pytest.raises(ValueError, match="rules_for"):
         rules_for("depth")

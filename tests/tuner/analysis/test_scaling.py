@@ -1,7 +1,6 @@
 """``lightning_tau.tuner.analysis.scaling``, the finder axes' statistics (issues 20 and 28): the scaling exponent, its interval's
-coverage, and where the staging of seeds="auto" stops. (The paired interior test's tests are
-``tests/tuner/analysis/test_grid_best.py``, the stages' ``tests/tuner/analysis/test_staging.py``, Student's t's ``tests/tuner/analysis/test_tdist.py``; this file
-keeps its package in its name, as ``tests/diagnostics/test_stats.py`` does for ``lightning_tau/diagnostics/stats.py``.)
+coverage, and where the staging of seeds="auto" stops. (The paired interior test's tests are ``test_grid_best.py``,
+the stages' ``test_staging.py``, Student's t's ``test_tdist.py``, all beside this file in ``tests/tuner/analysis/``.)
 
 Pure numpy, no Lightning: exact values on hand-made curves, and a simulation of curves like the digits width
 demo's, asymmetric, V-shaped, with correlated noise, and with a shape that changes with scale on the finder's grid
@@ -43,7 +42,7 @@ def parabolas(best_log2, offsets=(0.0,), curvature=0.1, grid=GRID):
     return [[curvature * (math.log2(x) - best_log2) ** 2 + off for off in offsets] for x in grid]
 
 
-def test_scaling_exports_the_split_modules_names_as_before():
+def test_exports_split_modules_names_as_before():
     """The paired test and the staging moved below stats.py; every name its ``__all__`` had is still importable from
     it, and is the same object."""
     from lightning_tau.tuner.analysis import grid_best, staging
@@ -65,7 +64,7 @@ def test_scaling_exports_the_split_modules_names_as_before():
         assert getattr(stats, name) is getattr(staging, name)
 
 
-def test_tuner_stats_imports_without_lightning_or_torch():
+def test_stats_imports_without_lightning_or_torch():
     code = (
         "import sys, lightning_tau.tuner.analysis.scaling, lightning_tau.tuner.analysis.verdicts, lightning_tau.tuner.analysis.finder_result,"
         " lightning_tau.tuner.analysis.grid_best, lightning_tau.tuner.analysis.staging;"
@@ -164,7 +163,7 @@ INCREASING = "is not valid: use positive numbers in increasing order."
         ),
     ],
 )
-def test_tuner_stats_bad_input(call, message):
+def test_stats_bad_input(call, message):
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         call()
 
@@ -173,7 +172,7 @@ def test_tuner_stats_bad_input(call, message):
 
 
 @pytest.mark.parametrize("window", [1, 2])
-def test_tuner_stats_exact_parabolas_give_the_planted_exponent(window):
+def test_stats_exact_parabolas_give_planted_exponent(window):
     """Vertices at 10 s^-1/2 (off the grid): 10, 5, 2.5; three seeds offset from each other."""
     curves = [parabolas(math.log2(10 / math.sqrt(s)), offsets=(0.5, 0.6, 0.45)) for s in (1, 4, 16)]
     fit = fit_scaling([1, 4, 16], GRID, curves, window=window)
@@ -188,7 +187,7 @@ def test_tuner_stats_exact_parabolas_give_the_planted_exponent(window):
     assert fit.scales == [1.0, 4.0, 16.0] and fit.xs == GRID
 
 
-def test_tuner_stats_interval_is_a_t_interval_over_per_seed_exponents():
+def test_stats_interval_t_interval_over_per_seed_exponents():
     """Seed j's vertex moves as s^e_j, e = (-0.4, -0.5, -0.6); the same curvature, so the mean curve's vertex
     is the mean of the seeds' (in log x) and its exponent -0.5."""
     seed_exps = (-0.4, -0.5, -0.6)
@@ -205,7 +204,7 @@ def test_tuner_stats_interval_is_a_t_interval_over_per_seed_exponents():
     assert high - low == pytest.approx(2 * 2.919985580355516 * 0.1 / math.sqrt(3), abs=1e-9)
 
 
-def test_tuner_stats_exponent_is_the_centre_of_its_interval_not_the_seed_mean_curves():
+def test_stats_exponent_centre_of_interval_not_seed_mean_curves():
     """Seeds with curvatures 0.05, 0.1, 0.2 whose vertices move as s^-0.2, s^-0.5, s^-0.8: the mean per-seed exponent
     is -0.5, while the seed-mean curve's vertex is their curvature-weighted mean, so its exponent is -0.22 / 0.35."""
     seeds = ((0.05, -0.2), (0.1, -0.5), (0.2, -0.8))
@@ -246,7 +245,7 @@ def lopsided_vertex(grid, values, window):
     return math.exp((a + c) / 2)
 
 
-def test_tuner_stats_lopsided_optima_are_the_profile_least_squares_vertex():
+def test_stats_lopsided_optima_profile_least_squares_vertex():
     """_column_optima_lopsided on noisy lopsided curves equals the vertex written out seed by seed; on exact
     lopsided parabolas it is the planted vertex, where the one-curvature parabola leans toward the flatter side."""
     rng = np.random.default_rng(3)
@@ -269,7 +268,7 @@ def test_tuner_stats_lopsided_optima_are_the_profile_least_squares_vertex():
         [lopsided_vertex(grid, falling[:, 0], 3)], rel=1e-7)
 
 
-def test_tuner_stats_interval_is_the_widened_envelope_of_the_windows_intervals():
+def test_stats_interval_widened_envelope_of_windows_intervals():
     """Curves that grow lopsided with scale (curvature 0.09 left of the optimum, 0.09 to 0.01 right; noise): the
     parabola through 1 neighbour and the lopsided parabola through 3 put the optimum at different places, so their
     per-seed exponents differ.
@@ -313,7 +312,7 @@ def test_tuner_stats_interval_is_the_widened_envelope_of_the_windows_intervals()
     assert set(fit_scaling(scales, GRID, curves, window=2).window_cis) == {"parabola 2", "lopsided 4"}
 
 
-def test_tuner_stats_interval_parts_split_the_interval_into_seeds_and_shape():
+def test_stats_interval_parts_split_interval_into_seeds_and_shape():
     """The shape part is centre ± the smoothers' spread (no seed count shrinks it), the seeds part the rest:
     their half-widths add up to the interval's, both around its centre; exact parabolas have no shape part."""
     rng = np.random.default_rng(7)
@@ -340,7 +339,7 @@ def test_tuner_stats_interval_parts_split_the_interval_into_seeds_and_shape():
     assert no_ci.ci is None and no_ci.interval_parts is None
 
 
-def test_tuner_stats_envelope_is_vectorized_over_runs():
+def test_stats_envelope_vectorized_over_runs():
     """_envelope over a batch of runs equals it run by run (the coverage simulation relies on it)."""
     rng = np.random.default_rng(11)
     table = rng.normal(size=(2, 5, 4))  # windows x runs x seeds
@@ -351,7 +350,7 @@ def test_tuner_stats_envelope_is_vectorized_over_runs():
         assert list(lows[:, run]) == pytest.approx(list(one[2]))
 
 
-def test_tuner_stats_tolerance_is_stored_and_sets_the_half_width():
+def test_stats_tolerance_stored_and_sets_half_width():
     curves = [parabolas(math.log2(10 / math.sqrt(s)), offsets=(0.5, 0.6)) for s in (1, 4, 16)]
     fit = fit_scaling([1, 4, 16], GRID, curves)
     assert fit.tolerance == rules.DEFAULT_TOLERANCE == 1.25
@@ -361,7 +360,7 @@ def test_tuner_stats_tolerance_is_stored_and_sets_the_half_width():
     assert rules.all_decided(fit.ci, rules.WIDTH_RULES, fit.half_width)  # an exact -1/2: Fan et al. holds
 
 
-def test_tuner_stats_no_interval_and_why():
+def test_stats_no_interval_and_why():
     curves = [parabolas(math.log2(10 / math.sqrt(s)), offsets=(0.5, 0.6)) for s in (1, 4, 16)]
     one_seed = fit_scaling([1, 4, 16], GRID, [[row[:1] for row in c] for c in curves])
     assert MIN_SEEDS_FOR_INTERVAL == 2
@@ -375,7 +374,7 @@ def test_tuner_stats_no_interval_and_why():
     assert at_edge.ci_reason.startswith("the best x is at the grid's edge at scale 1")
 
 
-def test_tuner_stats_note_when_grid_and_smoothed_exponents_disagree():
+def test_stats_note_grid_and_smoothed_exponents_disagree():
     """Vertices (log2) 2.49, 3.49, 2.51, 2.51 at s = 1, 2, 4, 8: the grid optima 4, 8, 8, 8 rise, the vertices fall."""
     fit = fit_scaling([1, 2, 4, 8], GRID, [parabolas(u) for u in (2.49, 3.49, 2.51, 2.51)])
     assert fit.grid_optima == [4.0, 8.0, 8.0, 8.0] and fit.grid_exponent == pytest.approx(0.3)
@@ -420,7 +419,7 @@ def hand_fit(
     )
 
 
-def test_tuner_stats_note_compares_grid_and_estimate_by_the_tolerance_not_by_sign():
+def test_stats_note_compares_grid_and_estimate_by_tolerance_not_by_sign():
     """The issue's two cases: +0.000 (rounding) against -0.09 fired; -0.000 against -0.465 did not."""
     scales = [1.0, 2.0, 4.0, 8.0]  # half-width log(1.25) / log(8) = 0.107
     small = hand_fit(-0.09, (-0.19, 0.01), scales=scales, grid_exponent=4.6e-16, grid_optima=[8.0] * 4)
@@ -443,7 +442,7 @@ def test_tuner_stats_note_compares_grid_and_estimate_by_the_tolerance_not_by_sig
     assert hand_fit(-0.3, None, grid_exponent=0.2).sign_disagrees is True
 
 
-def test_tuner_stats_note_when_the_optimum_moves_within_one_grid_cell():
+def test_stats_note_optimum_moves_within_one_grid_cell():
     fit = fit_scaling([1, 4, 16], GRID, [parabolas(u, offsets=(0.0, 0.01)) for u in (5.4, 5.1, 4.8)])
     assert fit.grid_optima == [32.0] * 3 and fit.grid_exponent == 0.0 and not fit.sign_disagrees
     assert fit.exponent == pytest.approx(-0.15, abs=1e-9) and fit.ci == pytest.approx((-0.15, -0.15), abs=1e-9)
@@ -460,7 +459,7 @@ def test_tuner_stats_note_when_the_optimum_moves_within_one_grid_cell():
     assert hand_fit(-0.05, (-0.2, 0.1), curve_exponent=-0.2).note() is None  # an end of the interval is inside
 
 
-def test_tuner_stats_column_optima_is_smoothed_optimum_for_every_column():
+def test_stats_column_optima_smoothed_optimum_for_every_column():
     rng = np.random.default_rng(3)
     grid = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
     table = rng.uniform(0.0, 1.0, (6, 400))
@@ -592,7 +591,7 @@ def coverage(exponents, low, high):
     return float(np.mean((low <= exponents) & (exponents <= high) & given) / np.mean(given))
 
 
-def test_tuner_stats_batch_simulation_is_fit_scaling():
+def test_stats_batch_simulation_fit_scaling():
     """The coverage test's vectorized intervals are fit_scaling's, run by run."""
     rng = np.random.default_rng(1)
     for regime in ("V-shaped 0.08/0.03", "correlated noise"):
@@ -606,7 +605,7 @@ def test_tuner_stats_batch_simulation_is_fit_scaling():
 
 
 @pytest.mark.slow
-def test_tuner_stats_interval_reaches_nominal_coverage_at_every_allowed_seed_count():
+def test_stats_interval_reaches_nominal_coverage_at_every_allowed_seed_count():
     """>= 93 % at 2-8 seeds in every regime, and where seeds="auto" stops (stages 3, 5, 8, 12) for the width rules
     over widths 1-16 and the dataset-size rules over N 0.1-1; the estimate's mean error is within 0.02."""
     rng = np.random.default_rng(2026)
@@ -624,7 +623,7 @@ def test_tuner_stats_interval_reaches_nominal_coverage_at_every_allowed_seed_cou
     assert fit_scaling(WIDTHS, SIM_GRID, curves).ci is None  # below the minimum: no interval
 
 
-def test_tuner_stats_changing_shape_covers_at_8_seeds_in_a_short_run():
+def test_stats_changing_shape_covers_at_8_seeds_in_short_run():
     """The quick suite's look at CHANGING (the slow tests below have the full check): 300 runs at 8 seeds, SE 1.3
     points; the new interval >= 93 %, the former one below (about 83 %)."""
     rng = np.random.default_rng(8)
@@ -634,7 +633,7 @@ def test_tuner_stats_changing_shape_covers_at_8_seeds_in_a_short_run():
 
 
 @pytest.mark.slow
-def test_tuner_stats_coverage_holds_where_the_curves_shape_changes_with_scale():
+def test_stats_coverage_holds_where_curves_shape_changes_with_scale():
     """Issue 36's regime (CHANGING: sharp and nearly symmetric at the smallest dataset size, flat and lopsided at the
     largest; the finder's 7-point grid): >= 93 % at 2-8 seeds and where seeds="auto" stops, 600 runs each (SE 0.9
     points); the former interval (two parabolas) falls below 93 % here at 5 and 8 seeds and staged, so the regime
@@ -656,7 +655,7 @@ def test_tuner_stats_coverage_holds_where_the_curves_shape_changes_with_scale():
         assert coverage(exponents, *former) < 0.93, (scales, coverage(exponents, *former))
 
 
-def test_tuner_stats_note_is_none_when_the_grid_and_the_smoothed_optima_stay_put():
+def test_stats_note_none_grid_and_smoothed_optima_stay_put():
     still = ScalingFit(0.0, None, "x", 0.95, [8.0, 8.0], [8.0, 8.0], [[8.0], [8.0]], 0.0, False, [], scales=[1, 4])
     assert still.note() is None
     # a hand-made fit without scales has no range to compare over: no grid sentence
@@ -666,7 +665,7 @@ def test_tuner_stats_note_is_none_when_the_grid_and_the_smoothed_optima_stay_put
         _ = moving.half_width
 
 
-def test_tuner_stats_without_an_interval_the_exponent_is_the_midpoint_over_the_smoothers_not_the_seeds():
+def test_stats_without_interval_exponent_midpoint_over_smoothers_not_seeds():
     # 3 seeds of exact parabolas (every smoother finds each seed's vertex), their vertices moving by different
     # amounts, so their exponents are uneven; the optimum at the smallest scale is at the grid's edge (no interval)
     scales = [1, 4, 16]

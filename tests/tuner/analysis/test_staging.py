@@ -47,6 +47,6 @@ def test_seed_stages_and_staged_level():
         ),
     ],
 )
-def test_bad_input_is_one_line_naming_the_argument(call, message):
+def test_bad_input_one_line_naming_argument(call, message):
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         call()

@@ -48,6 +48,6 @@ def test_t_sf_closed_forms():
         (lambda: t_sf(1.0, True), "`t_sf(df=True)` is not valid: use a positive integer."),
     ],
 )
-def test_bad_input_is_one_line_naming_the_argument(call, message):
+def test_bad_input_one_line_naming_argument(call, message):
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         call()

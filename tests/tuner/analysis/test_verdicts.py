@@ -33,7 +33,7 @@ def cost(mean, ci=None, reason=None, x_rule=8.0, same_point=False):
     return RuleCost(x_rule, 8.0, mean, ci, 0.95, reason, (), same_point)
 
 
-def test_judge_decides_every_rule_against_its_own_band():
+def test_judge_decides_every_rule_against_own_band():
     rules = judge("dataset_size", hand_fit(-0.5, (-0.55, -0.45)))
     assert [r.name for r in rules] == [r.name for r in SIZE_RULES]
     assert [r.decision for r in rules] == ["excluded", "holds", "excluded"]
@@ -45,7 +45,7 @@ def test_judge_decides_every_rule_against_its_own_band():
 
 
 @pytest.mark.parametrize("side", [-1, 1])
-def test_judge_holds_inside_the_band_on_either_side_and_excludes_beyond(side):
+def test_judge_holds_inside_band_on_either_side_and_excludes_beyond(side):
     # an interval ending just inside one side of Fan et al.'s band holds; just past it, straddles; wholly past, excluded
     edge = -0.5 + side * DELTA
     inside = (edge - side * 0.05, edge - side * 0.001)
@@ -58,7 +58,7 @@ def test_judge_holds_inside_the_band_on_either_side_and_excludes_beyond(side):
     assert decision == {"inside": "holds", "straddling": "undetermined", "beyond": "excluded"}
 
 
-def test_judge_a_small_drift_that_excludes_zero_still_holds():
+def test_judge_small_drift_excludes_zero_still_holds():
     # the held-out width task: the best λ_base moved x1.16 over an 8x range, a tight interval excluding 0
     fit = hand_fit(0.07, (0.05, 0.09), scales=[64, 512])
     assert not fit.ci[0] <= 0 <= fit.ci[1]
@@ -67,7 +67,7 @@ def test_judge_a_small_drift_that_excludes_zero_still_holds():
     assert judge("width", fit, tolerance=1.05)[0].decision == "excluded"
 
 
-def test_judge_tolerance_widens_the_band():
+def test_judge_tolerance_widens_band():
     fit = hand_fit(0.15, (0.11, 0.2))
     assert judge("dataset_size", fit)[0].decision == "excluded"  # 9^0.2 = 1.55 > 1.25
     assert judge("dataset_size", fit, tolerance=1.6)[0].decision == "holds"  # 9^0.2 = 1.55 < 1.6
@@ -76,7 +76,7 @@ def test_judge_tolerance_widens_the_band():
     )
 
 
-def test_judge_without_an_interval_leaves_every_rule_undetermined():
+def test_judge_without_interval_leaves_every_rule_undetermined():
     rules = judge("dataset_size", hand_fit(0.0, None, "1 seed: an interval needs at least 2"))
     assert [r.decision for r in rules] == ["undetermined"] * 3
 
@@ -91,7 +91,7 @@ def test_judge_carries_each_rules_cost():
     ]
 
 
-def test_judge_refuses_a_fit_without_scales_and_costs_of_another_length():
+def test_judge_refuses_fit_without_scales_and_costs_of_another_length():
     with pytest.raises(ValueError, match=r"^`judge\(fit=\.\.\.\)` is not valid: the fit has no `scales`"):
         judge("width", hand_fit(0.0, (-0.1, 0.1), scales=()))
     with pytest.raises(ValueError, match=r"^`judge\(costs=\.\.\.\)` is not valid: got 1 costs for the 3 rules"):
@@ -114,7 +114,7 @@ def test_rule_verdict_json_round_trip():
     assert RuleVerdict.from_json(old) == rules[0] and not rules[0].same_point
 
 
-def test_a_cost_zero_because_the_same_grid_point_won_says_so_in_words():
+def test_cost_zero_because_same_grid_point_won_says_so_in_words():
     fit = hand_fit(0.0, (-0.05, 0.05))
     same = cost(0.0, (0.0, 0.0), same_point=True)
     rules = judge("dataset_size", fit, costs=[same, cost(0.012, (0.008, 0.016)), cost(0.2, (0.1, 0.3))])
@@ -128,7 +128,7 @@ def test_a_cost_zero_because_the_same_grid_point_won_says_so_in_words():
     )
 
 
-def test_rule_to_follow_is_the_one_that_holds_or_the_nearest_of_several():
+def test_rule_to_follow_one_holds_or_nearest_of_several():
     # one holds
     assert rule_to_follow(judge("width", hand_fit(-0.5, (-0.55, -0.45))), -0.5).name == "Fan et al."
     # none holds
@@ -200,7 +200,7 @@ def test_size_verdict_undetermined_says_more_seeds_would_decide_it():
     assert "excludes 0" not in verdict and "grid step" not in verdict
 
 
-def test_verdict_without_an_interval_says_why_once_with_the_costs():
+def test_verdict_without_interval_says_why_once_with_costs():
     fit = hand_fit(0.3, None, "1 seed: an interval needs at least 2")
     rules = judge("dataset_size", fit, costs=[cost(0.01), cost(0.2), cost(None, None, "beyond the grid")])
     assert size_verdict(fit, rules, monitor="val_loss") == (
@@ -242,7 +242,7 @@ def test_verdict_exponents_print_to_two_decimals_and_zero_near_zero():
     )
 
 
-def test_advice_follows_one_rule_several_or_the_measured_exponent():
+def test_advice_follows_one_rule_several_or_measured_exponent():
     one = hand_fit(0.01, (-0.02, 0.04), scales=[64, 512])
     assert advice("width", one, judge("width", one)) == (
         "Follow Wang & Aitchison: result.callback() uses width_exponent = 1 (α)."
@@ -266,7 +266,7 @@ def test_advice_follows_one_rule_several_or_the_measured_exponent():
     )
 
 
-def test_undetermined_by_the_shape_alone_asks_for_points_nearer_the_optimum_not_seeds():
+def test_undetermined_by_shape_alone_asks_for_points_nearer_optimum_not_seeds():
     # the shape part alone [+0.00, +0.20] crosses Wang & Aitchison's band edge +0.1016: seeds cannot decide it
     fit = ScalingFit(0.1, (-0.05, 0.25), None, 0.95, [], [], [], 0.0, False, [], scales=SIZES,
                      interval_parts={"seeds": (0.05, 0.15), "shape": (0.0, 0.2)})

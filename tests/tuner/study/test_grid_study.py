@@ -48,7 +48,7 @@ UNSAFE_NAMES = ["../escape", "..", ".", "a/b", "/abs", "a\\b", "tab\there", "nl\
 
 
 @pytest.mark.parametrize("name", UNSAFE_NAMES)
-def test_a_study_folder_is_one_component_inside_tb(tmp_path: Path, name: str) -> None:
+def test_study_folder_one_component_inside_tb(tmp_path: Path, name: str) -> None:
     tb = tmp_path / "tb"
     folder = study_folder(name)
     assert (tb / folder).resolve().parent == tb.resolve(), folder
@@ -56,7 +56,7 @@ def test_a_study_folder_is_one_component_inside_tb(tmp_path: Path, name: str) ->
     assert folder.isprintable() and not folder.startswith(".") and len(folder) <= 120
 
 
-def test_study_folders_of_different_names_differ_and_plain_names_stay() -> None:
+def test_folders_of_different_names_differ_and_plain_names_stay() -> None:
     folders = [study_folder(name) for name in [*UNSAFE_NAMES, "a_b", "a/b/", "_abs", "abs"]]
     assert len(set(folders)) == len(folders), folders
     for plain in ["s", "tau_finder_1a2b", "mine_width=64", "t_dataset_size=0.25", "run-3.v2", "x" * 100]:
@@ -68,7 +68,7 @@ def _files(folder: Path) -> set[Path]:
 
 
 @pytest.mark.slow
-def test_a_finder_study_named_dotdot_writes_only_under_root_dir(tmp_path: Path) -> None:
+def test_finder_study_named_dotdot_writes_only_under_root_dir(tmp_path: Path) -> None:
     root = tmp_path / "deep" / "finder"
     finder = make_finder(tmp_path, root_dir=root, study_name="../x", tau_epochs=(1.0, 4.0, 16.0))
     fit_finder(finder)
@@ -80,7 +80,7 @@ def test_a_finder_study_named_dotdot_writes_only_under_root_dir(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_find_with_study_names_that_are_paths_writes_only_under_out(tmp_path: Path) -> None:
+def test_find_with_study_names_paths_writes_only_under_out(tmp_path: Path) -> None:
     out = tmp_path / "runs" / "out"
     absolute = str(tmp_path / "abs")  # a name like /abs, inside this test's folder
     names = [absolute, "../escape", "..", "a/b"]
@@ -102,7 +102,7 @@ def _bare_study(tmp_path: Path) -> tuple[optuna.storages.BaseStorage, optuna.Stu
     return storage, optuna.create_study(storage=storage, study_name="s")  # created; its settings not yet written
 
 
-def test_a_study_created_a_moment_ago_is_read_once_its_settings_are_written(tmp_path: Path) -> None:
+def test_study_created_moment_ago_read_once_settings_written(tmp_path: Path) -> None:
     storage, creator = _bare_study(tmp_path)
     pauses = []
 
@@ -114,7 +114,7 @@ def test_a_study_created_a_moment_ago_is_read_once_its_settings_are_written(tmp_
     assert attrs[SETTINGS_ATTR]["settings"] == {"seeds": [0]} and pauses == [1]
 
 
-def test_a_study_with_trials_and_no_settings_is_read_at_once_and_a_bare_one_after_the_grace(tmp_path: Path) -> None:
+def test_study_with_trials_and_no_settings_read_at_once_and_bare_one_after_grace(tmp_path: Path) -> None:
     storage, creator = _bare_study(tmp_path)
     attrs = settled_user_attrs(optuna.load_study(study_name="s", storage=storage), grace=0, pause=pytest.fail)
     assert SETTINGS_ATTR not in attrs
@@ -144,7 +144,7 @@ for i in range(3):  # a few studies each (every open holds a connection pool unt
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["journal", "postgresql"])
-def test_many_commands_started_at_once_on_a_fresh_storage_all_open_the_study(
+def test_many_commands_started_at_once_on_fresh_storage_all_open_study(
     tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
     if backend == "postgresql":
@@ -174,7 +174,7 @@ def test_many_commands_started_at_once_on_a_fresh_storage_all_open_the_study(
 # --- the trials a stopping process holds ---------------------------------------------------------------------------
 
 
-def test_release_fails_the_trials_this_process_holds_and_only_those(tmp_path: Path) -> None:
+def test_release_fails_trials_this_process_holds_and_only_those(tmp_path: Path) -> None:
     grid = [(1.0, 0), (2.0, 0), (4.0, 0)]
     study = GridStudy.open(tmp_path / "j.journal", tmp_path, "s", {"seeds": [0]}, grid)
     study.enqueue_missing()
@@ -191,7 +191,7 @@ def test_release_fails_the_trials_this_process_holds_and_only_those(tmp_path: Pa
     assert study.release("again") == 0
 
 
-def test_a_ctrl_c_during_a_take_leaves_the_trial_held_to_hand_back(tmp_path: Path, monkeypatch: Any) -> None:
+def test_ctrl_c_during_take_leaves_trial_held_to_hand_back(tmp_path: Path, monkeypatch: Any) -> None:
     """A Ctrl-C that lands just after a take wrote RUNNING (before the trial was this process's to hand back) left a
     RUNNING trial that no process held; it is held until the take is complete, then raised."""
     import os
@@ -243,7 +243,7 @@ while (taken := study.take()) is not None:
 
 
 @pytest.mark.slow
-def test_processes_sharing_a_sqlite_file_never_take_one_trial_twice(tmp_path: Path) -> None:
+def test_processes_sharing_sqlite_file_never_take_one_trial_twice(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'finder.db'}"
     go = tmp_path / "go"
     procs = [
@@ -323,7 +323,7 @@ def _gone_pid() -> tuple[int, Any]:
     return child.pid, stat[1] if stat else None
 
 
-def test_open_creates_the_study_with_its_settings_direction_pruner_and_timings() -> None:
+def test_open_creates_study_with_settings_direction_pruner_and_timings() -> None:
     storage = optuna.storages.InMemoryStorage()
     pruner = optuna.pruners.MedianPruner()
     study = GridStudy.open(
@@ -357,7 +357,7 @@ def test_open_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert study.log("anything") is None and GridStudy(study.study, study.storage, "x", GRID).log("a") is None
 
 
-def test_open_on_a_database_gives_its_heartbeat_and_grace(tmp_path: Path) -> None:
+def test_open_on_database_gives_heartbeat_and_grace(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'finder.db'}"
     study = GridStudy.open(url, tmp_path, "s", {"seeds": [0]}, GRID, heartbeat=2.6)
     assert study.storage.get_heartbeat_interval() == 3 and study._beats  # type: ignore[attr-defined]
@@ -371,7 +371,7 @@ def test_open_on_a_database_gives_its_heartbeat_and_grace(tmp_path: Path) -> Non
     assert not plain._beats and plain.grace == 9.0
 
 
-def test_only_a_sqlite_file_has_a_take_lock(tmp_path: Path) -> None:
+def test_only_sqlite_file_has_take_lock(tmp_path: Path) -> None:
     assert sqlite_take_lock(optuna.storages.InMemoryStorage()) is None
     journal = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(tmp_path / "j.journal")))
     assert sqlite_take_lock(journal) is None
@@ -392,7 +392,7 @@ def test_open_names_each_difference_of_another_sweeps_settings() -> None:
     )
 
 
-def test_the_differences_of_settings_name_the_first_four_keys_and_count_the_rest() -> None:
+def test_differences_of_settings_name_first_four_keys_and_count_rest() -> None:
     here = {"format": 2, "settings": {k: 1 for k in "abcdef"}}
     there = {"format": 2, "settings": {**{k: 2 for k in "abcdef"}, "nested": {}}}
     assert _differences(there, here) == (
@@ -420,7 +420,7 @@ class _Refusing(optuna.storages.InMemoryStorage):
         raise self.error
 
 
-def test_a_study_that_cannot_be_opened_is_a_storage_error_in_one_line() -> None:
+def test_study_cannot_be_opened_storage_error_in_one_line() -> None:
     with pytest.raises(StorageError) as info:
         GridStudy.open(_Refusing(RuntimeError("refused " + "x" * 400)), Path("unused"), "s", {}, GRID)
     assert (
@@ -434,7 +434,7 @@ def test_a_study_that_cannot_be_opened_is_a_storage_error_in_one_line() -> None:
     assert info.value is given
 
 
-def test_the_queue_enqueues_takes_in_order_and_finishes_each_point_once() -> None:
+def test_queue_enqueues_takes_in_order_and_finishes_each_point_once() -> None:
     study, said = _open()
     assert study.enqueue_missing() == 4 and study.enqueue_missing() == 0
     taken = [study.take() for _ in range(4)]
@@ -457,7 +457,7 @@ def test_the_queue_enqueues_takes_in_order_and_finishes_each_point_once() -> Non
     assert [key for _, key in [study.take(), study.take()]] == [(1.0, 0), (4.0, 1)]  # type: ignore[misc]
 
 
-def test_a_point_the_grid_extension_adds_is_recorded_as_its_study_records_tau_epoch() -> None:
+def test_point_grid_extension_adds_recorded_as_study_records_tau_epoch() -> None:
     # one distribution for every point, whatever the finder adds: a grid point beyond the first grid is one more float
     study, _ = _open()
     study.enqueue_missing()
@@ -481,14 +481,14 @@ def test_a_point_the_grid_extension_adds_is_recorded_as_its_study_records_tau_ep
     assert params == ["{'added_tau_epoch': 0.5, 'seed': 0}", "{'tau_epoch': 1.0, 'seed': 0}"]
 
 
-def test_a_study_whose_seeds_grow_records_the_seed_as_an_integer() -> None:
+def test_study_whose_seeds_grow_records_seed_as_integer() -> None:
     study, _ = _open(seeds_grow=True)
     study.enqueue_missing()
     study.take()
     assert study.study.trials[0].distributions["seed"] == optuna.distributions.IntDistribution(0, 2**32 - 1)
 
 
-def test_a_second_trial_of_a_point_is_failed_as_a_duplicate_when_taken() -> None:
+def test_second_trial_of_point_failed_as_duplicate_taken() -> None:
     study, _ = _open([(1.0, 0), (4.0, 0)])
     for tau in (1.0, 1.0, 4.0):  # two processes enqueued (1, 0) at once
         study.study.enqueue_trial({"tau_epoch": tau, "seed": 0}, user_attrs={"tau_epoch": tau, "seed": 0})
@@ -500,7 +500,7 @@ def test_a_second_trial_of_a_point_is_failed_as_a_duplicate_when_taken() -> None
     assert study.take() is None and sorted(study._held) == [0, 2] and study.study.trials[3].state == TrialState.WAITING
 
 
-def test_a_take_lost_to_another_process_marks_the_claim_lost_and_takes_the_next(
+def test_take_lost_to_another_process_marks_claim_lost_and_takes_next(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     study, _ = _open([(1.0, 0), (4.0, 0)])
@@ -521,7 +521,7 @@ def test_a_take_lost_to_another_process_marks_the_claim_lost_and_takes_the_next(
     assert claim == {**this_worker(), "lost": True}
 
 
-def test_a_malformed_record_is_reported_once_and_its_point_enqueued_again() -> None:
+def test_malformed_record_reported_once_and_point_enqueued_again() -> None:
     study, said = _open([(1.0, 0), (4.0, 0), (16.0, 0)])
     _add(study, TrialState.COMPLETE, tau_epoch=1.0, seed=0, record={"format": 1})
     _add(study, TrialState.PRUNED, tau_epoch=4.0, seed=0, record=_complete())
@@ -539,7 +539,7 @@ def test_a_malformed_record_is_reported_once_and_its_point_enqueued_again() -> N
     assert study.enqueue_missing() == 2
 
 
-def test_grid_keys_and_their_descriptions() -> None:
+def test_keys_and_their_descriptions() -> None:
     def trial(**attrs: Any) -> FrozenTrial:
         return optuna.trial.create_trial(state=TrialState.COMPLETE, value=1.0, user_attrs=attrs)
 
@@ -556,7 +556,7 @@ def test_grid_keys_and_their_descriptions() -> None:
     assert _describe(trial(seed=3)) == "not a grid point"
 
 
-def test_a_working_trial_keeps_writing_signs_of_life(tmp_path: Path) -> None:
+def test_working_trial_keeps_writing_signs_of_life(tmp_path: Path) -> None:
     # a journal has no heartbeat of its own: the worker writes `alive_at` every `heartbeat` seconds while it trains
     study = GridStudy.open(tmp_path / "s.journal", tmp_path, "s", {"grid": [1]}, [(1.0, 0)], heartbeat=0.05)
     study.enqueue_missing()
@@ -577,7 +577,7 @@ def test_a_working_trial_keeps_writing_signs_of_life(tmp_path: Path) -> None:
 # --- dead workers: reclaim ------------------------------------------------------------------------------------------
 
 
-def test_reclaim_fails_a_running_trial_whose_worker_on_this_machine_is_gone(tmp_path: Path) -> None:
+def test_reclaim_fails_running_trial_whose_worker_on_this_machine_gone(tmp_path: Path) -> None:
     study, said = _open()
     pid, started = _gone_pid()
     me = this_worker()
@@ -596,7 +596,7 @@ def test_reclaim_fails_a_running_trial_whose_worker_on_this_machine_is_gone(tmp_
     ]
 
 
-def test_reclaim_fails_a_trial_of_another_machine_after_stale_after_without_a_sign_of_life() -> None:
+def test_reclaim_fails_trial_of_another_machine_after_stale_after_without_sign_of_life() -> None:
     study, said = _open(stale_after=100)
     elsewhere = {"host": "h2", "machine": "h2/boot", "pid": 5, "started": "1"}
     now = time.time()
@@ -617,7 +617,7 @@ def test_reclaim_fails_a_trial_of_another_machine_after_stale_after_without_a_si
     assert [t.number for t in study.running_elsewhere()] == [1, 3]  # another machine's, and one untagged
 
 
-def test_reclaim_fails_an_untagged_trial_once_every_claimer_on_this_machine_is_gone() -> None:
+def test_reclaim_fails_untagged_trial_once_every_claimer_on_this_machine_gone() -> None:
     study, said = _open([*GRID, (16.0, 0)])
     (pid, started), (pid2, started2) = _gone_pid(), _gone_pid()
     me = this_worker()
@@ -640,7 +640,7 @@ def test_reclaim_fails_an_untagged_trial_once_every_claimer_on_this_machine_is_g
     )
 
 
-def test_finish_on_a_trial_handed_on_meanwhile_drops_the_result() -> None:
+def test_finish_on_trial_handed_on_meanwhile_drops_result() -> None:
     study, said = _open([(1.0, 0)], stale_after=30)
     study.enqueue_missing()
     taken = study.take()
@@ -653,7 +653,7 @@ def test_finish_on_a_trial_handed_on_meanwhile_drops_the_result() -> None:
     ]
 
 
-def test_reclaim_on_a_database_fails_a_trial_whose_heartbeat_stopped(tmp_path: Path) -> None:
+def test_reclaim_on_database_fails_trial_whose_heartbeat_stopped(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'finder.db'}"
     GridStudy.open(url, tmp_path, "s", {"seeds": [0]}, GRID[:2])
     storage = optuna.storages.RDBStorage(url, heartbeat_interval=1, grace_period=1)
@@ -673,7 +673,7 @@ def test_reclaim_on_a_database_fails_a_trial_whose_heartbeat_stopped(tmp_path: P
     )
 
 
-def test_a_pid_reused_by_another_process_is_a_dead_worker_and_a_dead_claimer() -> None:
+def test_pid_reused_by_another_process_dead_worker_and_dead_claimer() -> None:
     study, said = _open()
     parent = os.getppid()  # alive, on this machine; with another start time it is a process that reused the pid
     reused = {**this_worker(), "pid": parent, "started": "0"}
@@ -689,7 +689,7 @@ def test_a_pid_reused_by_another_process_is_a_dead_worker_and_a_dead_claimer() -
     assert said[2].startswith("trial #2 (tau_epoch=4, seed=0): no sign of life from its worker (h3, pid ?) for ")
 
 
-def test_the_take_lock_of_a_sqlite_file_is_held_by_takes_and_enqueues(tmp_path: Path) -> None:
+def test_take_lock_of_sqlite_file_held_by_takes_and_enqueues(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'finder.db'}"
     study = GridStudy.open(url, tmp_path, "s", {"seeds": [0]}, GRID)
     lock = tmp_path / "finder.db.take-lock"
@@ -702,7 +702,7 @@ def test_the_take_lock_of_a_sqlite_file_is_held_by_takes_and_enqueues(tmp_path: 
     assert sqlite_take_lock(optuna.storages.RDBStorage("sqlite:///")) is None  # a temporary database
 
 
-def test_open_says_through_its_log_that_a_journals_cut_last_line_was_moved_aside(tmp_path: Path) -> None:
+def test_open_says_through_log_journals_cut_last_line_was_moved_aside(tmp_path: Path) -> None:
     journal = tmp_path / "j.journal"
     GridStudy.open(journal, tmp_path, "s", {"seeds": [0]}, GRID)
     with journal.open("a") as f:
@@ -712,13 +712,13 @@ def test_open_says_through_its_log_that_a_journals_cut_last_line_was_moved_aside
     assert len(said) == 1 and said[0].startswith(f"the journal {journal} ended in a half-written line")
 
 
-def test_open_without_a_storage_uses_the_journal_in_root_dir(tmp_path: Path) -> None:
+def test_open_without_storage_uses_journal_in_root_dir(tmp_path: Path) -> None:
     study = GridStudy.open(None, tmp_path, "s", {"seeds": [0]}, GRID)
     assert study.shown == str(tmp_path / "study.journal") and (tmp_path / "study.journal").is_file()
     assert GridStudy(study.study, study.storage, "j", GRID).seeds_grow is False
 
 
-def test_differences_of_a_missing_key_and_a_none_and_of_five_keys() -> None:
+def test_differences_of_missing_key_and_none_and_of_five_keys() -> None:
     def differ(there: dict[str, Any], here: dict[str, Any]) -> str:
         return _differences({"format": 2, "settings": there}, {"format": 2, "settings": here})
 
@@ -728,6 +728,6 @@ def test_differences_of_a_missing_key_and_a_none_and_of_five_keys() -> None:
     assert five.endswith("d is 1 there, '(none)' here; and 1 more") and "f is" not in five
 
 
-def test_a_study_name_that_is_not_valid_unicode_still_has_a_folder() -> None:
+def test_study_name_not_valid_unicode_still_has_folder() -> None:
     folder = study_folder("a\ud800b")  # a lone surrogate, as a file-system name decoded with surrogateescape gives
     assert folder.startswith("a_b-") and len(folder) == len("a_b-") + 8 and folder != study_folder("a\ud801b")

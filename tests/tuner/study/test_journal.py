@@ -33,7 +33,7 @@ NOT_A_JOURNAL = (
 GOOD = b'{"op_code":0,"worker_id":"w"}\n{"op_code":10,"trial_id":0}\n'
 
 
-def test_the_op_codes_are_optunas() -> None:
+def test_op_codes_optunas() -> None:
     from optuna.storages.journal._storage import JournalOperation
 
     assert {op.value for op in JournalOperation} == OP_CODES
@@ -62,7 +62,7 @@ def test_the_op_codes_are_optunas() -> None:
         (b'{"op_code":-1}', "op_code -1, which this version of Optuna does not know"),
     ],
 )
-def test_a_line_is_a_journal_record_only_as_a_dict_with_a_known_op_code(line: bytes, why: str | None) -> None:
+def test_line_journal_record_only_as_dict_with_known_op_code(line: bytes, why: str | None) -> None:
     assert _record_problem(line) == why
 
 
@@ -85,17 +85,17 @@ def _file(tmp_path: Path, data: bytes) -> Path:
         b'{"op_code":0}',
     ],
 )
-def test_a_new_whole_or_half_written_journal_can_be_used(tmp_path: Path, data: bytes) -> None:
+def test_new_whole_or_half_written_journal_can_be_used(tmp_path: Path, data: bytes) -> None:
     assert journal_problem(_file(tmp_path, data)) is None
     assert journal_problem(str(_file(tmp_path, data))) is None  # a str path too
 
 
-def test_a_missing_file_is_a_new_journal(tmp_path: Path) -> None:
+def test_missing_file_new_journal(tmp_path: Path) -> None:
     assert journal_problem(tmp_path / "new.journal") is None
 
 
 @pytest.mark.parametrize("data", [b"my notes\n", b"my notes", b"x", b' {"op_code":0}\n', b'{"op_code" :0}\n'])
-def test_a_file_that_does_not_begin_like_a_journal_is_not_one(tmp_path: Path, data: bytes) -> None:
+def test_file_not_begin_like_journal_not_one(tmp_path: Path, data: bytes) -> None:
     assert journal_problem(_file(tmp_path, data)) == (
         "it is not an Optuna journal file (its first line is not a journal record)" + NOT_A_JOURNAL
     )
@@ -109,7 +109,7 @@ def test_a_file_that_does_not_begin_like_a_journal_is_not_one(tmp_path: Path, da
         (b'{"op_code":0,', "not JSON"),
     ],
 )
-def test_a_bad_first_line_says_the_file_is_not_a_journal(tmp_path: Path, first: bytes, why: str) -> None:
+def test_bad_first_line_says_file_not_journal(tmp_path: Path, first: bytes, why: str) -> None:
     assert journal_problem(_file(tmp_path, first + b"\n" + GOOD)) == (
         f"it is not an Optuna journal file (line 1 is {why})" + NOT_A_JOURNAL
     )
@@ -124,14 +124,14 @@ def test_a_bad_first_line_says_the_file_is_not_a_journal(tmp_path: Path, first: 
         (b'{"op_code":99}', "op_code 99, which this version of Optuna does not know"),
     ],
 )
-def test_a_damaged_line_is_named_by_its_number(tmp_path: Path, bad: bytes, why: str) -> None:
+def test_damaged_line_named_by_number(tmp_path: Path, bad: bytes, why: str) -> None:
     path = _file(tmp_path, GOOD + bad + b"\n" + GOOD + b'{"op_co')
     assert journal_problem(path) == f"line 3 is damaged ({why}). {DAMAGED_HINT}"
     # a damaged line that is also the last, half-written one is left to the repair
     assert journal_problem(_file(tmp_path, GOOD + bad)) is None
 
 
-def test_a_folder_or_an_unreadable_path_is_said_so(tmp_path: Path) -> None:
+def test_folder_or_unreadable_path_said_so(tmp_path: Path) -> None:
     assert journal_problem(tmp_path) == "it is a folder"
     _file(tmp_path, GOOD)
     assert journal_problem(tmp_path / "study.journal" / "inner") == "cannot read it: Not a directory"
@@ -158,7 +158,7 @@ def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         time.tzset()
 
 
-def test_a_half_written_last_line_is_moved_to_a_backup_named_by_the_time(tmp_path: Path, new_york: None) -> None:
+def test_half_written_last_line_moved_to_backup_named_by_time(tmp_path: Path, new_york: None) -> None:
     path = _file(tmp_path, GOOD + b'{"op_code":4,"wor')
     before = time.time()
     backup = repair_tail(path)
@@ -170,7 +170,7 @@ def test_a_half_written_last_line_is_moved_to_a_backup_named_by_the_time(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, backup.name])
 
 
-def test_backups_made_in_the_same_second_get_numbers(tmp_path: Path) -> None:
+def test_backups_made_in_same_second_get_numbers(tmp_path: Path) -> None:
     path = tmp_path / "study.journal"
     backups = []
     for k in range(3):
@@ -187,13 +187,13 @@ def test_backups_made_in_the_same_second_get_numbers(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("data", [b"", GOOD, b"\n"])
-def test_a_journal_ending_in_a_whole_line_is_left_alone(tmp_path: Path, data: bytes) -> None:
+def test_journal_ending_in_whole_line_left_alone(tmp_path: Path, data: bytes) -> None:
     path = _file(tmp_path, data)
     assert repair_tail(path) is None
     assert path.read_bytes() == data and list(tmp_path.iterdir()) == [path]
 
 
-def test_a_missing_journal_needs_no_repair(tmp_path: Path) -> None:
+def test_missing_journal_needs_no_repair(tmp_path: Path) -> None:
     assert repair_tail(tmp_path / "none.journal") is None
     assert list(tmp_path.iterdir()) == []
 
@@ -211,14 +211,14 @@ def test_a_missing_journal_needs_no_repair(tmp_path: Path) -> None:
         (GOOD * 3000, b"z"),
     ],
 )
-def test_the_repair_keeps_every_whole_line_whatever_the_tails_length(tmp_path: Path, kept: bytes, tail: bytes) -> None:
+def test_repair_keeps_every_whole_line_whatever_tails_length(tmp_path: Path, kept: bytes, tail: bytes) -> None:
     path = _file(tmp_path, kept + tail)
     backup = repair_tail(path)
     assert backup is not None
     assert path.read_bytes() == kept and backup.read_bytes() == tail
 
 
-def test_the_offset_past_the_last_newline(tmp_path: Path) -> None:
+def test_offset_past_last_newline(tmp_path: Path) -> None:
     path = _file(tmp_path, b"ab\ncd\n" + b"e" * 65536 + b"\nfff")
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -243,7 +243,7 @@ def _with_file_size_limit(limit: int, action: Callable[[], object]) -> str:
     )
 
 
-def test_an_append_writes_whole_lines_and_creates_the_file(tmp_path: Path) -> None:
+def test_append_writes_whole_lines_and_creates_file(tmp_path: Path) -> None:
     path = tmp_path / "study.journal"
     append_lines(path, GOOD)
     append_lines(str(path), b'{"op_code":5}\n')
@@ -263,7 +263,7 @@ def _appended(tmp_path: Path, data: bytes) -> Path:
     return path
 
 
-def test_an_append_cut_short_is_undone(tmp_path: Path) -> None:
+def test_append_cut_short_undone(tmp_path: Path) -> None:
     path = _appended(tmp_path, GOOD)
     more = b'{"op_code":4,"worker_id":"a"}\n{"op_code":5,"trial_id":1}\n'
     assert _with_file_size_limit(len(GOOD) + 7, lambda: append_lines(path, more)) == "EFBIG"
@@ -271,7 +271,7 @@ def test_an_append_cut_short_is_undone(tmp_path: Path) -> None:
     assert journal_problem(path) is None
 
 
-def test_a_whole_line_written_before_the_failure_stays(tmp_path: Path) -> None:
+def test_whole_line_written_before_failure_stays(tmp_path: Path) -> None:
     path = _appended(tmp_path, GOOD)
     first = b'{"op_code":4,"worker_id":"a"}\n'
     more = first + b'{"op_code":5,"trial_id":1}\n'
@@ -279,7 +279,7 @@ def test_a_whole_line_written_before_the_failure_stays(tmp_path: Path) -> None:
     assert path.read_bytes() == GOOD + first  # another process may have read it already
 
 
-def test_an_append_whose_undo_fails_too_raises_the_writes_own_error(
+def test_append_whose_undo_fails_too_raises_writes_own_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a full disk whose truncate back also fails (an I/O error): the caller still gets the write's OSError, which the
@@ -295,13 +295,13 @@ def test_an_append_whose_undo_fails_too_raises_the_writes_own_error(
     assert path.read_bytes() == GOOD + more[:7]  # not undone: the next open repairs the half-written line
 
 
-def test_an_append_that_fits_is_kept_under_a_limit(tmp_path: Path) -> None:
+def test_append_fits_kept_under_limit(tmp_path: Path) -> None:
     path = _appended(tmp_path, GOOD)
     assert _with_file_size_limit(2 * len(GOOD), lambda: append_lines(path, GOOD)) == "ok"
     assert path.read_bytes() == GOOD + GOOD
 
 
-def test_a_repair_whose_backup_cannot_be_written_leaves_the_journal_as_it_was(tmp_path: Path) -> None:
+def test_repair_whose_backup_cannot_be_written_leaves_journal_as_it_was(tmp_path: Path) -> None:
     path = _file(tmp_path, GOOD + b'{"op_code":4,"wor')
     assert _with_file_size_limit(5, lambda: repair_tail(path)) == "EFBIG"
     assert path.read_bytes() == GOOD + b'{"op_code":4,"wor'

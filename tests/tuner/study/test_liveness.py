@@ -30,7 +30,7 @@ from lightning_tau.tuner.study.liveness import (
 )
 
 
-def test_stop_reason_names_the_signal_or_the_error() -> None:
+def test_stop_reason_names_signal_or_error() -> None:
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     assert stop_reason(SIGTERMException()) == "stopped by SIGTERM: handed back"
@@ -40,7 +40,7 @@ def test_stop_reason_names_the_signal_or_the_error() -> None:
 
 
 @pytest.mark.parametrize("raw", ["0", "00", "-1", "0.5", "²", "٣", "99999999999999", "86401", "1e3", "x"])
-def test_a_heartbeat_setting_that_is_not_a_whole_number_of_seconds_up_to_a_day_names_the_variable(
+def test_heartbeat_setting_not_whole_number_of_seconds_up_to_day_names_variable(
     monkeypatch: pytest.MonkeyPatch, raw: str
 ) -> None:
     monkeypatch.setenv(HEARTBEAT_ENV, raw)
@@ -49,13 +49,13 @@ def test_a_heartbeat_setting_that_is_not_a_whole_number_of_seconds_up_to_a_day_n
 
 
 @pytest.mark.parametrize(("raw", "seconds"), [("", 30), ("1", 1), (" 7 ", 7), ("86400", 86400)])
-def test_a_heartbeat_setting_in_range_is_taken(monkeypatch: pytest.MonkeyPatch, raw: str, seconds: int) -> None:
+def test_heartbeat_setting_in_range_taken(monkeypatch: pytest.MonkeyPatch, raw: str, seconds: int) -> None:
     monkeypatch.setenv(HEARTBEAT_ENV, raw)
     assert heartbeat_seconds() == seconds
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
-def test_a_child_that_exited_and_was_not_reaped_is_dead() -> None:
+def test_child_exited_and_was_not_reaped_dead() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     try:
         started = proc_stat(child.pid)
@@ -71,7 +71,7 @@ def test_a_child_that_exited_and_was_not_reaped_is_dead() -> None:
     assert is_alive(child.pid, stat[1]) is False  # reaped: gone
 
 
-def test_this_process_is_alive() -> None:
+def test_this_process_alive() -> None:
     me = this_worker()
     assert is_alive(me["pid"], me["started"]) is True
 
@@ -86,7 +86,7 @@ def _claims(*pids_started: tuple[int, Any]) -> optuna.trial.FrozenTrial:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
-def test_a_claimed_trial_is_reclaimed_only_when_every_claimer_is_gone() -> None:
+def test_claimed_trial_reclaimed_only_every_claimer_gone() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     stat = proc_stat(child.pid)
     child.wait()  # reaped: gone
@@ -100,11 +100,11 @@ def test_a_claimed_trial_is_reclaimed_only_when_every_claimer_is_gone() -> None:
     )
 
 
-def test_a_long_error_is_cut_to_a_thousand_characters() -> None:
+def test_long_error_cut_to_thousand_characters() -> None:
     assert stop_reason(ValueError("x" * 2000)) == "ValueError: " + "x" * 988
 
 
-def test_a_long_heartbeat_setting_is_shown_cut_to_forty_characters(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_long_heartbeat_setting_shown_cut_to_forty_characters(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(HEARTBEAT_ENV, "9" * 39 + "x" * 11)
     with pytest.raises(ValueError, match=rf"^`{HEARTBEAT_ENV}='9{{39}}x'` is not valid: use a positive whole number"):
         heartbeat_seconds()
@@ -114,16 +114,16 @@ BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
 @pytest.mark.skipif(not BOOT_ID.exists(), reason="reads the boot id (Linux)")
-def test_the_machine_is_the_host_name_and_the_boot_id() -> None:
+def test_machine_host_name_and_boot_id() -> None:
     assert _machine() == MACHINE == f"{socket.gethostname()}/{BOOT_ID.read_text().strip()}"
 
 
-def test_without_a_boot_id_the_machine_is_the_host_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_without_boot_id_machine_host_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(liveness, "Path", lambda _: tmp_path / "no_boot_id")  # not Linux: no such file
     assert _machine() == socket.gethostname()
 
 
-def test_a_claim_token_is_sixteen_hex_digits_kept_for_the_process_and_new_in_a_child() -> None:
+def test_claim_token_sixteen_hex_digits_kept_for_process_and_new_in_child() -> None:
     token = claim_token()
     assert re.fullmatch(r"[0-9a-f]{16}", token) and claim_token() == token
     read, write = os.pipe()
@@ -141,7 +141,7 @@ def test_a_claim_token_is_sixteen_hex_digits_kept_for_the_process_and_new_in_a_c
     assert claim_token() == token
 
 
-def test_this_worker_names_the_host_machine_pid_and_start_time() -> None:
+def test_this_worker_names_host_machine_pid_and_start_time() -> None:
     stat = proc_stat(os.getpid())
     assert stat is not None or not Path("/proc/self/stat").exists()
     assert this_worker() == {
@@ -176,7 +176,7 @@ def sleeper() -> Iterator[tuple[subprocess.Popen[str], float]]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
-def test_proc_stat_reads_the_state_and_start_time_past_a_command_name_with_parentheses(
+def test_proc_stat_reads_state_and_start_time_past_command_name_with_parentheses(
     sleeper: tuple[subprocess.Popen[str], float],
 ) -> None:
     child, uptime_before = sleeper
@@ -192,7 +192,7 @@ def test_proc_stat_reads_the_state_and_start_time_past_a_command_name_with_paren
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
-def test_a_live_process_is_alive_unless_its_pid_now_names_another(
+def test_live_process_alive_unless_pid_now_names_another(
     sleeper: tuple[subprocess.Popen[str], float],
 ) -> None:
     child, _ = sleeper
@@ -207,7 +207,7 @@ def test_a_live_process_is_alive_unless_its_pid_now_names_another(
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
-def test_a_process_that_exists_is_alive_without_proc_and_dead_in_state_x(
+def test_process_exists_alive_without_proc_and_dead_in_state_x(
     sleeper: tuple[subprocess.Popen[str], float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     child, _ = sleeper
@@ -219,7 +219,7 @@ def test_a_process_that_exists_is_alive_without_proc_and_dead_in_state_x(
     assert is_alive(child.pid, "123") is True
 
 
-def test_on_windows_liveness_is_left_to_the_time_out(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_windows_liveness_left_to_time_out(monkeypatch: pytest.MonkeyPatch) -> None:
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
         monkeypatch.setattr(liveness.os, "name", "nt")  # os.kill(pid, 0) would kill the process there

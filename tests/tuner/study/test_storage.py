@@ -53,14 +53,14 @@ from lightning_tau.tuner.study.storage import (
         ("mysql+pymysql://u@host/db?PWD=x7q9", "mysql+pymysql://u@host/db?PWD=***"),
     ],
 )
-def test_a_query_password_is_masked_whatever_the_case_of_its_key(url: str, shown: str) -> None:
+def test_query_password_masked_whatever_case_of_key(url: str, shown: str) -> None:
     assert redact_url(url) == shown
     assert "x7q9" not in redact_url(url)
     # a driver's message that echoes the password is scrubbed too
     assert redact_message("connection refused (password x7q9)", url) == "connection refused (password ***)"
 
 
-def test_a_key_that_only_ends_in_password_is_left_alone() -> None:
+def test_key_only_ends_in_password_left_alone() -> None:
     url = "postgresql+psycopg2://u@host/db?oldpassword=kept&sslmode=require"
     assert redact_url(url) == url
 
@@ -83,12 +83,12 @@ def test_a_key_that_only_ends_in_password_is_left_alone() -> None:
         ("nodb://u:pw1@h:xx/db", "nodb://u:***@h:xx/db", ["pw1"]),
     ],
 )
-def test_urls_are_shown_without_their_passwords(url: str, shown: str, secrets: list[str]) -> None:
+def test_urls_shown_without_their_passwords(url: str, shown: str, secrets: list[str]) -> None:
     assert redact_url(url) == shown
     assert all(secret not in redact_url(url) for secret in secrets)
 
 
-def test_every_form_of_a_password_is_a_secret_longest_first() -> None:
+def test_every_form_of_password_secret_longest_first() -> None:
     found = _secrets("postgresql://u:s3c@ret@h/db?password=q%2F1&PWD=zz")
     assert set(found) == {"s3c@ret", "s3c%40ret", "s3c", "ret", "q%2F1", "q/1", "q%252F1", "zz"}
     assert [len(s) for s in found] == sorted((len(s) for s in found), reverse=True)
@@ -99,7 +99,7 @@ def test_every_form_of_a_password_is_a_secret_longest_first() -> None:
     assert _secrets("sqlite:///x.db") == [] and _secrets("postgresql://u@h/db?password=") == []
 
 
-def test_a_drivers_message_is_one_line_without_passwords_or_links() -> None:
+def test_drivers_message_one_line_without_passwords_or_links() -> None:
     url = "postgresql://u:s3cret@h/db"
     message = (
         "could not connect:\n  password s3cret\trefused (Background on this error at: https://sqlalche.me/e/20/e3q8). "
@@ -109,7 +109,7 @@ def test_a_drivers_message_is_one_line_without_passwords_or_links() -> None:
     assert redact_message("no host X", "sqlite://") == "no host X"
 
 
-def test_a_drivers_error_that_echoes_the_password_is_scrubbed(tmp_path: Path) -> None:
+def test_drivers_error_echoes_password_scrubbed(tmp_path: Path) -> None:
     # an "@" in the password, not URL-encoded: SQLAlchemy takes "s3c" for the password and "ret@127.0.0.1" for the
     # host, and the driver's error echoes that host
     with pytest.raises(StorageError, match=r"could not translate host name \"\*\*\*@127.0.0.1\"") as info:
@@ -117,7 +117,7 @@ def test_a_drivers_error_that_echoes_the_password_is_scrubbed(tmp_path: Path) ->
     assert "s3c" not in str(info.value) and "ret@" not in str(info.value)
 
 
-def test_the_driver_hint_names_psycopg2_for_this_sqlalchemy(tmp_path: Path) -> None:
+def test_driver_hint_names_psycopg2_for_this_sqlalchemy(tmp_path: Path) -> None:
     import sqlalchemy
 
     # SQLAlchemy 2.1 reads postgresql:// as psycopg 3 (2.0: psycopg2); the finder's tests and docs use psycopg2
@@ -143,11 +143,11 @@ def test_the_driver_hint_names_psycopg2_for_this_sqlalchemy(tmp_path: Path) -> N
         ("x", " (e.g. postgresql+psycopg2://user:password@host/db with `pip install psycopg2-binary`)"),
     ],
 )
-def test_the_driver_hint_names_the_urls_driver(url: str, hint: str) -> None:
+def test_driver_hint_names_urls_driver(url: str, hint: str) -> None:
     assert _driver_hint(url) == hint
 
 
-def test_a_storage_error_names_the_storage_and_says_why() -> None:
+def test_storage_error_names_storage_and_says_why() -> None:
     err = JournalWriteError("s.journal", "the disk is full.")
     assert isinstance(err, StorageError) and isinstance(err, ValueError)
     assert str(err) == "`TimescaleFinder(storage='s.journal')`: the disk is full."
@@ -157,7 +157,7 @@ def test_a_storage_error_names_the_storage_and_says_why() -> None:
 # --- open_storage: journals --------------------------------------------------------------------------------------
 
 
-def test_none_or_a_path_is_a_journal_file_made_on_open(tmp_path: Path) -> None:
+def test_none_or_path_journal_file_made_on_open(tmp_path: Path) -> None:
     storage, shown = open_storage(None, tmp_path / "root")
     assert isinstance(storage, JournalStorage) and shown == str(tmp_path / "root" / JOURNAL_NAME)
     assert (tmp_path / "root" / "study.journal").read_bytes() == b""
@@ -168,7 +168,7 @@ def test_none_or_a_path_is_a_journal_file_made_on_open(tmp_path: Path) -> None:
     assert not (tmp_path / "unused").exists()
 
 
-def test_an_optuna_storage_is_itself_and_anything_else_is_refused(tmp_path: Path) -> None:
+def test_optuna_storage_itself_and_anything_else_refused(tmp_path: Path) -> None:
     memory = optuna.storages.InMemoryStorage()
     assert open_storage(memory, tmp_path) == (memory, "InMemoryStorage")
     with pytest.raises(ValueError) as info:
@@ -180,7 +180,7 @@ def test_an_optuna_storage_is_itself_and_anything_else_is_refused(tmp_path: Path
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_journal_that_cannot_be_made_or_read_is_a_one_line_error(tmp_path: Path) -> None:
+def test_journal_cannot_be_made_or_read_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(StorageError) as info:
         open_storage(tmp_path, tmp_path)
     assert info.value.reason == f"cannot write the journal file: {tmp_path} is a folder."
@@ -213,7 +213,7 @@ def _journal(tmp_path: Path, log: Any = None) -> tuple[JournalStorage, Path]:
     return storage, path  # type: ignore[return-value]
 
 
-def test_a_journal_is_written_in_compact_whole_lines(tmp_path: Path) -> None:
+def test_journal_written_in_compact_whole_lines(tmp_path: Path) -> None:
     storage, path = _journal(tmp_path)
     study = optuna.create_study(storage=storage, study_name="s")
     study.set_user_attr("k", [1, 2])
@@ -225,7 +225,7 @@ def test_a_journal_is_written_in_compact_whole_lines(tmp_path: Path) -> None:
     assert optuna.load_study(storage=again, study_name="s").user_attrs == {"k": [1, 2]}
 
 
-def test_a_half_written_last_line_is_moved_aside_on_open_and_before_an_append(tmp_path: Path) -> None:
+def test_half_written_last_line_moved_aside_on_open_and_before_append(tmp_path: Path) -> None:
     storage, path = _journal(tmp_path)
     optuna.create_study(storage=storage, study_name="s")
     whole = path.read_bytes()
@@ -247,7 +247,7 @@ def test_a_half_written_last_line_is_moved_aside_on_open_and_before_an_append(tm
     assert journal_problem(path) is None
 
 
-def test_without_a_log_the_repair_is_a_warning(tmp_path: Path) -> None:
+def test_without_log_repair_warning(tmp_path: Path) -> None:
     path = tmp_path / "study.journal"
     path.write_bytes(b'{"op_co')
     with pytest.warns(UserWarning, match=r"^the journal .*study.journal ended in a half-written line"):
@@ -255,7 +255,7 @@ def test_without_a_log_the_repair_is_a_warning(tmp_path: Path) -> None:
     assert path.read_bytes() == b""
 
 
-def test_a_damaged_line_written_after_the_open_names_the_file_and_the_line(tmp_path: Path) -> None:
+def test_damaged_line_written_after_open_names_file_and_line(tmp_path: Path) -> None:
     storage, path = _journal(tmp_path)
     optuna.create_study(storage=storage, study_name="s")
     for bad, why in [(b"null", "null, not a journal record"), (b'{"op_code":true}', "a JSON line without")]:
@@ -270,7 +270,7 @@ def test_a_damaged_line_written_after_the_open_names_the_file_and_the_line(tmp_p
     assert _JournalFile(str(path))._damaged().reason == f"it changed while it was read. {DAMAGED_HINT}"
 
 
-def test_the_journal_backend_travels_without_its_log_and_locks_like_optuna(tmp_path: Path) -> None:
+def test_journal_backend_travels_without_log_and_locks_like_optuna(tmp_path: Path) -> None:
     path = tmp_path / "study.journal"
     lines: list[str] = []
     backend = _JournalFile(str(path), lines.append)
@@ -294,7 +294,7 @@ def _in_child_with_file_size_limit(limit: int, action: Callable[[], object]) -> 
     return with_file_size_limit(limit, action, lambda err: f"{type(err).__name__}: {err}")
 
 
-def test_an_append_that_fails_is_undone_and_named(tmp_path: Path) -> None:
+def test_append_fails_undone_and_named(tmp_path: Path) -> None:
     storage, path = _journal(tmp_path)
     study = optuna.create_study(storage=storage, study_name="s")
     whole = path.read_bytes()
@@ -307,7 +307,7 @@ def test_an_append_that_fails_is_undone_and_named(tmp_path: Path) -> None:
     assert path.read_bytes() == whole
 
 
-def test_a_half_line_that_cannot_be_moved_aside_is_named(tmp_path: Path) -> None:
+def test_half_line_cannot_be_moved_aside_named(tmp_path: Path) -> None:
     path = tmp_path / "study.journal"
     path.write_bytes(b'{"op_co')
     answer = _in_child_with_file_size_limit(3, lambda: open_storage(path, tmp_path))
@@ -324,7 +324,7 @@ def test_a_half_line_that_cannot_be_moved_aside_is_named(tmp_path: Path) -> None
 # --- databases ----------------------------------------------------------------------------------------------------
 
 
-def test_a_database_url_is_optunas_rdb_storage_with_a_heartbeat(tmp_path: Path) -> None:
+def test_database_url_optunas_rdb_storage_with_heartbeat(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'f.db'}"
     storage, shown = open_storage(url, tmp_path, heartbeat=7)
     assert isinstance(storage, RDBStorage) and shown == url
@@ -334,7 +334,7 @@ def test_a_database_url_is_optunas_rdb_storage_with_a_heartbeat(tmp_path: Path) 
     assert not (tmp_path / "study.journal").exists()
 
 
-def test_a_database_that_cannot_be_opened_says_what_to_check(tmp_path: Path) -> None:
+def test_database_cannot_be_opened_says_what_to_check(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'no' / 'f.db'}"
     with pytest.raises(StorageError) as info:
         open_storage(url, tmp_path)
@@ -363,7 +363,7 @@ def _raised_from(err: BaseException, *wrappers: BaseException, context: bool = F
     return err
 
 
-def test_a_creation_race_is_the_databases_answer_to_two_creators() -> None:
+def test_creation_race_databases_answer_to_two_creators() -> None:
     assert _creation_race(_db_error("x", IntegrityError))
     assert _creation_race(_db_error("table studies already exists"))
     assert _creation_race(_db_error('type "studydirection" Already Exists'))
@@ -381,7 +381,7 @@ def test_a_creation_race_is_the_databases_answer_to_two_creators() -> None:
     assert not _creation_race(_raised_from(ValueError("a"), RuntimeError("b")))
 
 
-def test_a_race_is_tried_again_after_a_growing_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_race_tried_again_after_growing_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     pauses: list[float] = []
     monkeypatch.setattr(time, "sleep", pauses.append)
     calls: list[int] = []
@@ -396,7 +396,7 @@ def test_a_race_is_tried_again_after_a_growing_pause(monkeypatch: pytest.MonkeyP
     assert len(pauses) == 3 and all(0.05 * k <= p <= 0.25 * k for k, p in enumerate(pauses, start=1))
 
 
-def test_other_errors_and_the_last_try_are_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_other_errors_and_last_try_raised(monkeypatch: pytest.MonkeyPatch) -> None:
     pauses: list[float] = []
     monkeypatch.setattr(time, "sleep", pauses.append)
     calls: list[int] = []
@@ -424,7 +424,7 @@ def test_other_errors_and_the_last_try_are_raised(monkeypatch: pytest.MonkeyPatc
     assert retry_races(lambda: 5, tries=1) == 5
 
 
-def test_a_database_whose_tables_keep_racing_says_run_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_database_whose_tables_keep_racing_says_run_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(time, "sleep", lambda seconds: None)
     url = f"sqlite:///{tmp_path / 'f.db'}"
     connect = sqlite3.connect
@@ -447,7 +447,7 @@ def test_a_database_whose_tables_keep_racing_says_run_again(tmp_path: Path, monk
 # --- Ctrl-C and SIGTERM while the journal's lock is held ------------------------------------------------------------
 
 
-def test_a_ctrl_c_under_the_journal_lock_waits_until_it_is_released(tmp_path: Path) -> None:
+def test_ctrl_c_under_journal_lock_waits_until_it_released(tmp_path: Path) -> None:
     """Optuna's symlink lock, interrupted as it releases, unlinks its renamed file twice and raises ENOENT (seen as a
     'cannot write the journal file: No such file or directory' after a Ctrl-C mid-sweep); interrupted while it waits,
     it releases another process's lock. The backend holds SIGINT/SIGTERM for the locked block, then raises them."""

@@ -36,7 +36,7 @@ def _shared_refused(path: Path) -> bool:
         return False
 
 
-def test_sqlite_take_lock_is_a_file_beside_the_database_file(tmp_path: Path) -> None:
+def test_sqlite_take_lock_file_beside_database_file(tmp_path: Path) -> None:
     database = tmp_path / "finder.db"
     assert sqlite_take_lock(optuna.storages.RDBStorage(f"sqlite:///{database}")) == Path(f"{database}.take-lock")
     journal = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(tmp_path / "j.log")))
@@ -49,7 +49,7 @@ def test_sqlite_take_lock_is_a_file_beside_the_database_file(tmp_path: Path) -> 
         assert sqlite_take_lock(optuna.storages.RDBStorage(memory)) is None, memory
 
 
-def test_file_lock_holds_the_file_for_the_block_only(tmp_path: Path) -> None:
+def test_file_lock_holds_file_for_block_only(tmp_path: Path) -> None:
     path = tmp_path / "finder.db.take-lock"
     with file_lock(path):
         assert path.exists() and _locked_elsewhere(path)
@@ -59,14 +59,14 @@ def test_file_lock_holds_the_file_for_the_block_only(tmp_path: Path) -> None:
     assert not _locked_elsewhere(path)
 
 
-def test_file_lock_is_exclusive_a_second_taker_gets_not_even_a_shared_lock(tmp_path: Path) -> None:
+def test_file_lock_exclusive_second_taker_gets_not_even_shared_lock(tmp_path: Path) -> None:
     path = tmp_path / "finder.db.take-lock"
     with file_lock(path):
         assert _shared_refused(path)  # a shared lock would let a second process read and take the same trial
     assert not _shared_refused(path)
 
 
-def test_file_lock_without_a_path_or_a_writable_folder_locks_nothing(tmp_path: Path) -> None:
+def test_file_lock_without_path_or_writable_folder_locks_nothing(tmp_path: Path) -> None:
     with file_lock(None):
         pass
     with file_lock(tmp_path / "missing" / "x.take-lock"):  # the folder is not there: no lock, no error
