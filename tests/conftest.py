@@ -97,7 +97,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     fits = _FITS[0] - item.stash.get(_FITS_BEFORE, _FITS[0])
     if fits and item.get_closest_marker("slow") is None:
         pytest.fail(f"{item.nodeid} ran Trainer.fit {fits} time(s) but is not marked slow: add @pytest.mark.slow "
-                    "(or `pytestmark = pytest.mark.slow` for a file that trains throughout)", pytrace=False)
+                    "(or `pytestmark = pytest.mark.slow` for a file that trains throughout; a shared fixture's fits "
+                    "count for the first test that sets it up: mark every test that takes it)", pytrace=False)
     return result
 
 
