@@ -128,7 +128,7 @@ TOO_SHORT = (
     ],
 )
 @pytest.mark.slow
-def test_beta2_not_below_one_or_not_above_zero_refused_before_any_step(value: float, message: str) -> None:
+def test_not_below_one_or_not_above_zero_refused_before_any_step(value: float, message: str) -> None:
     model = TinyModel(adamw)
     before = [p.detach().clone() for p in model.parameters()]
     cb = TimescaleCallback(tau_epoch=2.0, beta2_epochs=value, verbose=False, monitor=False)  # M = 12 steps of B = 10

@@ -25,7 +25,7 @@ def fit(callbacks: list[Any], **kwargs: Any) -> MemoryLogger:
 
 
 @pytest.mark.slow
-def test_callback_alone_logs_ema_view_at_every_logging_step() -> None:
+def test_alone_logs_ema_view_at_every_logging_step() -> None:
     logger = fit([TimescaleCallback(tau_epoch=2.0, verbose=False)])
     assert {
         "timescale/tau_iter/pg1",

@@ -20,7 +20,7 @@ def test_build_takes_finders_arguments_with_same_defaults() -> None:
     assert [(p.name, p.default) for p in build] == [(p.name, p.default) for p in finder]
 
 
-def test_finder_holds_settings_and_reads_attributes_from_them(tmp_path: Path) -> None:
+def test_holds_settings_and_reads_attributes_from_them(tmp_path: Path) -> None:
     finder = TimescaleFinder(tau_epochs=(2, 8), seeds=(3,), trainer_kwargs=EPOCHS, root_dir=tmp_path, pruner="median")
     settings = finder.settings
     again = FinderSettings.build(tau_epochs=(2, 8), seeds=(3,), trainer_kwargs=EPOCHS, root_dir=tmp_path)
@@ -126,7 +126,7 @@ def test_each_argument_refused_in_own_words(kwargs, message) -> None:
     assert str(info.value).startswith(message)
 
 
-def test_settings_hold_arguments_given() -> None:
+def test_hold_arguments_given() -> None:
     given = dict(monitor="val_acc", mode="max", reduce="best", study_name="mine", progress=False, window=2)
     width = FinderSettings.build(axis="width", widths=(8, 16), tolerance=1.5, trainer_kwargs=EPOCHS, **given)
     assert (width.widths, width.tolerance, width.monitor, width.mode, width.reduce) == (

@@ -44,7 +44,7 @@ def _settings(finder: TimescaleFinder, model: pl.LightningModule, **kwargs: Any)
     )
 
 
-def test_study_settings_grid_subset_model_and_trainer(tmp_path: Path) -> None:
+def test_settings_grid_subset_model_and_trainer(tmp_path: Path) -> None:
     finder = make_finder(
         tmp_path,
         tau_epochs=(1.0, 4.0, 16.0),
@@ -151,7 +151,7 @@ def test_shapes_digest_keys_names_shapes_and_dtypes_not_values() -> None:
     assert shapes_digest(no_buffers) != digest  # a buffer
 
 
-def test_study_name_given_or_hash_of_sorted_settings() -> None:
+def test_name_given_or_hash_of_sorted_settings() -> None:
     settings = {"seeds": [0], "b": {"y": 1, "x": 2}}
     name = study_name(settings, None)
     assert name == "tau_finder_" + hashlib.sha256(b'{"b": {"x": 2, "y": 1}, "seeds": [0]}').hexdigest()[:12]

@@ -59,7 +59,7 @@ def test_step_given_grids_log_step_at_end() -> None:
                                              at_round=0).added] == [pytest.approx(1 / 3)]
 
 
-def test_extension_stops_at_max_grid_extensions_steps_per_end() -> None:
+def test_stops_at_max_grid_extensions_steps_per_end() -> None:
     grown = (0.5, 1.0, *BASE)  # two steps below the grid given already
     second = plan([curve("N=250", 0.1, grid=grown)], grid=grown)
     assert [p.tau_epoch for p in second.added] == [0.25]
@@ -73,7 +73,7 @@ def test_extension_stops_at_max_grid_extensions_steps_per_end() -> None:
     assert off.added == () and "max_grid_extensions=0" in off.held[0]
 
 
-def test_extension_stops_above_two_optimizer_steps() -> None:
+def test_stops_above_two_optimizer_steps() -> None:
     # a 4-step epoch: 2 steps is tau_epoch 0.5; the next step below 1 would be 0.5, then 0.25
     assert lowest_tau_epoch([4, 16]) == 0.5
     grid = (1.0, *BASE)
@@ -88,7 +88,7 @@ def test_extension_stops_above_two_optimizer_steps() -> None:
         lowest_tau_epoch([0, 4])
 
 
-def test_extension_stops_above_max_runs_times_run() -> None:
+def test_stops_above_max_runs_times_run() -> None:
     # one seed (no s.d.: no plateau to judge), loss still falling at 32 in a 2-epoch run: 64 is 32 runs long
     falling = curve("N=250", 1000.0, seeds=1)
     held = plan([falling], epochs=2)

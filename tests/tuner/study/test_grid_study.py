@@ -48,7 +48,7 @@ UNSAFE_NAMES = ["../escape", "..", ".", "a/b", "/abs", "a\\b", "tab\there", "nl\
 
 
 @pytest.mark.parametrize("name", UNSAFE_NAMES)
-def test_study_folder_one_component_inside_tb(tmp_path: Path, name: str) -> None:
+def test_folder_one_component_inside_tb(tmp_path: Path, name: str) -> None:
     tb = tmp_path / "tb"
     folder = study_folder(name)
     assert (tb / folder).resolve().parent == tb.resolve(), folder
@@ -102,7 +102,7 @@ def _bare_study(tmp_path: Path) -> tuple[optuna.storages.BaseStorage, optuna.Stu
     return storage, optuna.create_study(storage=storage, study_name="s")  # created; its settings not yet written
 
 
-def test_study_created_moment_ago_read_once_settings_written(tmp_path: Path) -> None:
+def test_created_moment_ago_read_once_settings_written(tmp_path: Path) -> None:
     storage, creator = _bare_study(tmp_path)
     pauses = []
 
@@ -420,7 +420,7 @@ class _Refusing(optuna.storages.InMemoryStorage):
         raise self.error
 
 
-def test_study_cannot_be_opened_storage_error_in_one_line() -> None:
+def test_cannot_be_opened_storage_error_in_one_line() -> None:
     with pytest.raises(StorageError) as info:
         GridStudy.open(_Refusing(RuntimeError("refused " + "x" * 400)), Path("unused"), "s", {}, GRID)
     assert (
@@ -481,7 +481,7 @@ def test_point_grid_extension_adds_recorded_as_study_records_tau_epoch() -> None
     assert params == ["{'added_tau_epoch': 0.5, 'seed': 0}", "{'tau_epoch': 1.0, 'seed': 0}"]
 
 
-def test_study_whose_seeds_grow_records_seed_as_integer() -> None:
+def test_whose_seeds_grow_records_seed_as_integer() -> None:
     study, _ = _open(seeds_grow=True)
     study.enqueue_missing()
     study.take()
@@ -728,6 +728,6 @@ def test_differences_of_missing_key_and_none_and_of_five_keys() -> None:
     assert five.endswith("d is 1 there, '(none)' here; and 1 more") and "f is" not in five
 
 
-def test_study_name_not_valid_unicode_still_has_folder() -> None:
+def test_name_not_valid_unicode_still_has_folder() -> None:
     folder = study_folder("a\ud800b")  # a lone surrogate, as a file-system name decoded with surrogateescape gives
     assert folder.startswith("a_b-") and len(folder) == len("a_b-") + 8 and folder != study_folder("a\ud801b")

@@ -187,7 +187,7 @@ def test_backups_made_in_same_second_get_numbers(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("data", [b"", GOOD, b"\n"])
-def test_journal_ending_in_whole_line_left_alone(tmp_path: Path, data: bytes) -> None:
+def test_ending_in_whole_line_left_alone(tmp_path: Path, data: bytes) -> None:
     path = _file(tmp_path, data)
     assert repair_tail(path) is None
     assert path.read_bytes() == data and list(tmp_path.iterdir()) == [path]

@@ -147,7 +147,7 @@ def test_driver_hint_names_urls_driver(url: str, hint: str) -> None:
     assert _driver_hint(url) == hint
 
 
-def test_storage_error_names_storage_and_says_why() -> None:
+def test_error_names_storage_and_says_why() -> None:
     err = JournalWriteError("s.journal", "the disk is full.")
     assert isinstance(err, StorageError) and isinstance(err, ValueError)
     assert str(err) == "`TimescaleFinder(storage='s.journal')`: the disk is full."
