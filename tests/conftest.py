@@ -1,22 +1,24 @@
-"""Shared test fixtures: a tiny classification LightningModule whose optimizer set-up each test chooses, a real
-PostgreSQL server (``pg_server.py``) and the finder's single-process reference run (``finder_procs.py``)."""
+"""Shared test fixtures: a tiny classification LightningModule whose optimizer set-up each test chooses
+(``helpers/tiny_model.py``), a real PostgreSQL server (``helpers/pg_server.py``) and the finder's single-process
+reference run (``helpers/finder_procs.py``). The builders tests import live in ``tests/helpers/`` (on the path through
+pyproject's ``pythonpath``), never here: test modules import from helpers, never from each other or from conftest."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
 import pytest
-import torch
 from hypothesis import settings
 from pg_server import PostgresServer, start_postgres
-from torch.utils.data import DataLoader, TensorDataset
+from tiny_model import TinyModel
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
 
@@ -27,55 +29,6 @@ if "MUTANT_UNDER_TEST" in os.environ:
     settings.load_profile("mutation")
 
 
-class TinyModel(pl.LightningModule):
-    """Linear -> LayerNorm -> Linear classifier; `make_optimizer(module)` returns what `configure_optimizers` does."""
-
-    def __init__(self, make_optimizer: Callable[[TinyModel], Any] | None = None, hidden: int = 8) -> None:
-        super().__init__()
-        self.hidden = torch.nn.Linear(4, hidden)
-        self.norm = torch.nn.LayerNorm(hidden)
-        self.head = torch.nn.Linear(hidden, 2)
-        self.make_optimizer = make_optimizer
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.norm(self.hidden(x)).relu())
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        loss = torch.nn.functional.cross_entropy(self(x), y)
-        self.log("train_loss", loss)
-        return loss
-
-    def configure_optimizers(self) -> Any:
-        if self.make_optimizer is not None:
-            return self.make_optimizer(self)
-        return torch.optim.AdamW(self.parameters(), lr=1e-2, weight_decay=0.1)
-
-
-def make_dataset(n: int = 120, seed: int = 0) -> TensorDataset:
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(n, 4, generator=g)
-    return TensorDataset(x, (x[:, 0] > 0).long())
-
-
-def make_loader(n: int = 120, batch_size: int = 10, **kwargs: Any) -> DataLoader:
-    return DataLoader(make_dataset(n), batch_size=batch_size, **kwargs)
-
-
-def quiet_trainer(**kwargs: Any) -> pl.Trainer:
-    defaults: dict[str, Any] = dict(
-        accelerator="cpu",
-        devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        max_epochs=1,
-    )
-    defaults.update(kwargs)
-    return pl.Trainer(**defaults)
-
-
 @pytest.fixture
 def tiny_model() -> type[TinyModel]:
     return TinyModel
@@ -83,7 +36,7 @@ def tiny_model() -> type[TinyModel]:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
-    """A real PostgreSQL server for the whole session (see ``tests/pg_server.py``); stopped and removed at the end.
+    """A real PostgreSQL server for the whole session (``tests/helpers/pg_server.py``); stopped and removed at the end.
 
     Its data folder is not under pytest's temporary folder: pytest makes ``/tmp/pytest-of-<user>`` private (0700)
     at the start of every session, so a concurrent session would lock the server's own user (as root: ``pgserver``)
@@ -109,6 +62,45 @@ def finder_single(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, A
     root = tmp_path_factory.mktemp("single")
     printed, _ = finder_procs.finish(finder_procs.run(finder_procs.command(root / "out", root / "r.json")))
     return json.loads((root / "r.json").read_text()), finder_procs.suggestion(printed)
+
+
+# Every Lightning fit of the session, counted by a pass-through wrapper of `Trainer.fit` (it changes nothing of what
+# fit does): a test that is not marked `slow` fails if its set-up or body fitted, so `pytest -m "not slow"` stays the
+# fast loop. Fits in subprocesses are not seen here; the tests that start them are marked slow by what they run.
+_FITS = [0]
+_FITS_BEFORE = pytest.StashKey[int]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    fit = pl.Trainer.fit
+    if getattr(fit, "_counts_fits", False):
+        return
+
+    @functools.wraps(fit)
+    def counted_fit(self: pl.Trainer, *args: Any, **kwargs: Any) -> Any:
+        _FITS[0] += 1
+        return fit(self, *args, **kwargs)
+
+    counted_fit._counts_fits = True  # type: ignore[attr-defined]
+    pl.Trainer.fit = counted_fit  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    item.stash[_FITS_BEFORE] = _FITS[0]
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    result = yield
+    fits = _FITS[0] - item.stash.get(_FITS_BEFORE, _FITS[0])
+    if fits and item.get_closest_marker("slow") is None:
+        pytest.fail(f"{item.nodeid} ran Trainer.fit {fits} time(s) but is not marked slow: add @pytest.mark.slow "
+                    "(or `pytestmark = pytest.mark.slow` for a file that trains throughout; a shared fixture's fits "
+                    "count for the first test that sets it up: mark every test that takes it)", pytrace=False)
+    return result
+
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -43,7 +43,7 @@ def test_one_element_tensors_and_numpy_numbers_read_as_numbers(kwargs: dict[str,
     assert type(tau_iter) is float and all(type(v) is float for v in decay.values())
 
 
-def test_a_tau_iter_tensor_reads_as_its_number() -> None:
+def test_tau_iter_tensor_reads_as_number() -> None:
     assert applied_decay(tau_iter=torch.tensor(50.0)) == applied_decay(tau_iter=50.0) == (50.0, {"pg1": 20.0})
 
 
@@ -60,7 +60,7 @@ def test_a_tau_iter_tensor_reads_as_its_number() -> None:
         ("batch_size", torch.tensor(0)),
     ],
 )
-def test_other_tensors_name_the_argument(name: str, value: Any) -> None:
+def test_other_tensors_name_argument(name: str, value: Any) -> None:
     kwargs: dict[str, Any] = {"tau_iter": 50.0} if name == "tau_iter" else dict(EPOCH)
     kwargs[name] = value
     opt = adamw()
@@ -72,7 +72,7 @@ def test_other_tensors_name_the_argument(name: str, value: Any) -> None:
 
 
 @pytest.mark.parametrize(("exponent", "n"), [(0.0, 1000), (-0.5, 1000), (-1.0, 4000), (0.5, 250)])
-def test_size_exponent_holds_the_closed_form(exponent: float, n: int) -> None:
+def test_size_exponent_holds_closed_form(exponent: float, n: int) -> None:
     # tau_epoch 8 measured at N_ref = 250 (B = 10): wd = 1 / (lr * M * tau_epoch * (N / N_ref) ** e), M = N / B
     applied = apply_timescale(
         adamw(), tau_epoch=8.0, dataset_size=n, batch_size=10, size_exponent=exponent, reference_dataset_size=250
@@ -83,7 +83,7 @@ def test_size_exponent_holds_the_closed_form(exponent: float, n: int) -> None:
     assert applied.weight_decay["pg1"] == pytest.approx(1 / (1e-3 * (n / 10) * held), rel=1e-12)
 
 
-def test_size_exponent_accepts_a_tensor_and_zero_ignores_the_reference() -> None:
+def test_size_exponent_accepts_tensor_and_zero_ignores_reference() -> None:
     tensor = apply_timescale(
         adamw(), **EPOCH, size_exponent=torch.tensor(-0.5), reference_dataset_size=np.int64(250)
     ).weight_decay
@@ -120,7 +120,7 @@ def test_size_exponent_accepts_a_tensor_and_zero_ignores_the_reference() -> None
         ),
     ],
 )
-def test_bad_size_rules_are_one_line_errors_before_any_write(kwargs: dict[str, Any], match: str) -> None:
+def test_bad_size_rules_one_line_errors_before_any_write(kwargs: dict[str, Any], match: str) -> None:
     opt = adamw()
     with pytest.raises(ValueError, match=match) as error:
         apply_timescale(opt, **kwargs)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
+from tiny_model import TinyModel, make_loader, quiet_trainer
 
 from lightning_tau import TimescaleCallback, apply_timescale
 from lightning_tau.couplings import COUPLINGS, decay_at, plan
@@ -93,7 +93,7 @@ def post_hook_log(optimizer: torch.optim.Optimizer) -> list[tuple[float, float]]
 
 @pytest.mark.parametrize("schedule", sorted(SCHEDULES))
 @pytest.mark.parametrize("coupling", COUPLINGS)
-def test_apply_timescale_writes_each_couplings_closed_form_at_every_step(coupling: str, schedule: str) -> None:
+def test_timescale_writes_each_couplings_closed_form_at_every_step(coupling: str, schedule: str) -> None:
     torch.manual_seed(0)
     net = torch.nn.Linear(4, 3)
     opt = torch.optim.AdamW(net.parameters(), lr=LR, weight_decay=0.1)
@@ -126,6 +126,7 @@ def scheduled_model(schedule: Schedule) -> TinyModel:
 
 @pytest.mark.parametrize("schedule", sorted(SCHEDULES))
 @pytest.mark.parametrize("coupling", COUPLINGS)
+@pytest.mark.slow
 def test_callback_writes_each_couplings_closed_form_at_every_step(coupling: str, schedule: str) -> None:
     model = scheduled_model(SCHEDULES[schedule])
     cb = TimescaleCallback(tau_iter=TAU_ITER, coupling=coupling, verbose=False, monitor=False)
@@ -135,12 +136,12 @@ def test_callback_writes_each_couplings_closed_form_at_every_step(coupling: str,
 
 
 @pytest.mark.parametrize(("mode", "coupling"), [("per_step", None), ("per_step", "per_step"), (None, "per_step")])
-def test_mode_per_step_is_the_per_step_coupling(mode: str | None, coupling: str | None) -> None:
+def test_mode_per_step_per_step_coupling(mode: str | None, coupling: str | None) -> None:
     cb = TimescaleCallback(tau_iter=TAU_ITER, mode=mode, coupling=coupling)  # type: ignore[arg-type]
     assert (cb.coupling, cb.mode) == ("per_step", "per_step")
 
 
-def test_the_default_is_the_constant_coupling() -> None:
+def test_default_constant_coupling() -> None:
     cb = TimescaleCallback(tau_iter=TAU_ITER)
     assert (cb.coupling, cb.mode) == ("constant", "constant")
     assert TimescaleCallback(tau_iter=TAU_ITER, coupling="lr_ratio").mode == "per_step"  # written every step
@@ -160,7 +161,7 @@ def test_the_default_is_the_constant_coupling() -> None:
         ({"mode": "constant", "coupling": "per_step"}, r"disagree"),
     ],
 )
-def test_bad_couplings_are_one_line_errors(kwargs: dict[str, Any], message: str) -> None:
+def test_bad_couplings_one_line_errors(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message) as info:
         TimescaleCallback(tau_iter=TAU_ITER, **kwargs)
     assert "\n" not in str(info.value)
@@ -172,7 +173,8 @@ def test_bad_couplings_are_one_line_errors(kwargs: dict[str, Any], message: str)
 
 
 @pytest.mark.parametrize("coupling", COUPLINGS)
-def test_the_callbacks_plan_is_the_plan_of_the_lrs_the_run_used(coupling: str) -> None:
+@pytest.mark.slow
+def test_callbacks_plan_plan_of_lrs_run_used(coupling: str) -> None:
     """The pre-flight look-ahead of the run's own scheduler gives the plan of the lrs the steps really used."""
     model = scheduled_model(warmup_cosine)
     cb = TimescaleCallback(tau_iter=TAU_ITER, coupling=coupling, verbose=False, monitor=False)
@@ -183,7 +185,8 @@ def test_the_callbacks_plan_is_the_plan_of_the_lrs_the_run_used(coupling: str) -
     assert cb.groups[0].planned_timescales == expected.timescales
 
 
-def test_the_pre_flight_shows_the_plan_and_every_ema_window(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.slow
+def test_pre_flight_shows_plan_and_every_ema_window(caplog: pytest.LogCaptureFixture) -> None:
     def make(m: torch.nn.Module) -> Any:
         opt = torch.optim.AdamW([p for p in m.parameters() if p.ndim > 1], lr=LR, weight_decay=0.1, betas=(0.9, 0.99))
         return {"optimizer": opt, "lr_scheduler": {"scheduler": one_cycle(opt), "interval": "step"}}

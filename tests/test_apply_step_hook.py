@@ -13,7 +13,7 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
+from tiny_model import TinyModel, make_loader, quiet_trainer
 
 from lightning_tau import TimescaleCallback, apply_timescale
 
@@ -88,7 +88,8 @@ def assert_every_step_holds(log: StepLog, count: int) -> None:
         assert lr * wd == pytest.approx(1 / TAU_ITER, rel=1e-12), (step, lr, wd)
 
 
-def test_per_step_holds_at_every_step_of_manual_optimization_with_the_raw_optimizer() -> None:
+@pytest.mark.slow
+def test_per_step_holds_at_every_step_of_manual_optimization_with_raw_optimizer() -> None:
     log, cb = StepLog(), TimescaleCallback(tau_iter=TAU_ITER, mode="per_step", verbose=False)
     trainer = quiet_trainer(callbacks=[log, cb], max_epochs=2)
     trainer.fit(RawManualModel(lambda m: cosine_adamw(m, total=24)), make_loader(n=120, batch_size=10))
@@ -98,7 +99,8 @@ def test_per_step_holds_at_every_step_of_manual_optimization_with_the_raw_optimi
     assert [writes for _, _, writes in log.steps] == [2] + [1] * 11 + [2] + [1] * 11
 
 
-def test_per_step_writes_once_per_automatic_step_and_a_second_fit_adds_no_hook() -> None:
+@pytest.mark.slow
+def test_per_step_writes_once_per_automatic_step_and_second_fit_adds_no_hook() -> None:
     class SameOptimizer(TinyModel):  # hands the same optimizer to every fit: a hook left behind would write twice
         def configure_optimizers(self) -> Any:
             if not hasattr(self, "_config"):
@@ -118,7 +120,8 @@ def test_per_step_writes_once_per_automatic_step_and_a_second_fit_adds_no_hook()
     assert opt.param_groups[0]["weight_decay"] == before
 
 
-def test_a_failed_fit_leaves_no_hook_on_the_optimizer() -> None:
+@pytest.mark.slow
+def test_failed_fit_leaves_no_hook_on_optimizer() -> None:
     class Fails(TinyModel):
         def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
             if self.global_step == 2:
@@ -145,7 +148,7 @@ def net_and_extra() -> tuple[torch.nn.Linear, torch.nn.Linear]:
 
 
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
-def test_apply_timescale_manages_a_group_added_later_from_its_first_step(mode: str) -> None:
+def test_timescale_manages_group_added_later_from_first_step(mode: str) -> None:
     net, extra = net_and_extra()
     opt = torch.optim.AdamW([{"params": net.parameters(), "name": "net"}], lr=LR, weight_decay=0.1)
     sched = torch.optim.lr_scheduler.LinearLR(opt, start_factor=1.0, end_factor=0.2, total_iters=12)
@@ -184,7 +187,7 @@ def test_apply_timescale_manages_a_group_added_later_from_its_first_step(mode: s
     assert opt.param_groups[-1]["weight_decay"] == 0.3  # removed: groups added later are left alone
 
 
-def test_apply_timescale_refuses_an_added_group_it_cannot_decide_before_the_step() -> None:
+def test_timescale_refuses_added_group_it_cannot_decide_before_step() -> None:
     net, extra = net_and_extra()
     opt = torch.optim.AdamW(net.parameters(), lr=LR, weight_decay=0.1)
     apply_timescale(opt, tau_iter=TAU_ITER)

@@ -63,7 +63,7 @@ WRAPPERS: dict[str, Callable[[torch.nn.Module], torch.optim.Optimizer]] = {
 
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
-def test_apply_timescale_through_a_torch_distributed_wrapper(name: str, mode: str, process_group: None) -> None:
+def test_timescale_through_torch_distributed_wrapper(name: str, mode: str, process_group: None) -> None:
     torch.manual_seed(0)
     net = torch.nn.Linear(4, 3)
     wrapper = WRAPPERS[name](net)
@@ -96,7 +96,7 @@ def test_apply_timescale_through_a_torch_distributed_wrapper(name: str, mode: st
 
 @pytest.mark.parametrize("coupling", ["lr_ratio", "lr_squared"])
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
-def test_each_coupling_reaches_the_optimizer_inside_a_wrapper(name: str, coupling: str, process_group: None) -> None:
+def test_each_coupling_reaches_optimizer_inside_wrapper(name: str, coupling: str, process_group: None) -> None:
     """Under a falling lr the inner optimizer steps with ``λ_t = λ_ref (η_t / η_ref) ** k`` (k = 1, 2), and a
     zero-gradient step multiplies every weight by ``1 - η_t λ_t``."""
     torch.manual_seed(0)
@@ -124,7 +124,7 @@ def test_each_coupling_reaches_the_optimizer_inside_a_wrapper(name: str, couplin
 
 
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
-def test_zero_redundancy_optimizer_group_added_later_is_managed_at_every_step(mode: str, process_group: None) -> None:
+def test_zero_redundancy_optimizer_group_added_later_managed_at_every_step(mode: str, process_group: None) -> None:
     # ZeRO copies its shard optimizer's groups back over its own after every step: a decision written into the
     # wrapper alone, inside the shard's step pre-hook, would be lost (the added group kept its own 0.3)
     net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
@@ -148,7 +148,7 @@ def test_zero_redundancy_optimizer_group_added_later_is_managed_at_every_step(mo
     applied.remove()
 
 
-def test_lightning_optimizer_is_judged_by_the_optimizer_inside() -> None:
+def test_lightning_optimizer_judged_by_optimizer_inside() -> None:
     inner = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters())
     assert unwrap_optimizer(LightningOptimizer(inner)) is inner
     assert decay_kind(LightningOptimizer(inner)) == "decoupled"
@@ -160,7 +160,7 @@ import sys
 import torch
 import lightning.pytorch as pl
 from torch.distributed.optim import ZeroRedundancyOptimizer
-from conftest import TinyModel, make_loader
+from tiny_model import TinyModel, make_loader
 from ddp_harness import end_process_group
 from lightning_tau import TimescaleCallback
 from lightning_tau.optim import unwrap_optimizer
@@ -198,7 +198,7 @@ if __name__ == "__main__":
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("coupling", "power"), [("per_step", 0), ("lr_ratio", 2)])
-def test_zero_redundancy_optimizer_under_ddp_holds_the_timescale_at_every_step(
+def test_zero_redundancy_optimizer_under_ddp_holds_timescale_at_every_step(
     tmp_path: Path, coupling: str, power: int
 ) -> None:
     """The rate each step used is the coupling's ``(lr_t / lr_ref) ** k / tau_iter`` (k = 0 per_step, 2 lr_ratio)."""

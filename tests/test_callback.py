@@ -9,8 +9,8 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_dataset, make_loader, quiet_trainer
-from helpers.runs import Recorder, adamw
+from tiny_model import TinyModel, make_dataset, make_loader, quiet_trainer
+from runs import Recorder, adamw
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset, RandomSampler
 
 from lightning_tau import TimescaleCallback, build_param_groups
@@ -28,6 +28,7 @@ def fit(make_optimizer=None, loader=None, datamodule=None, callback=None, **trai
     return recorder, callback
 
 
+@pytest.mark.slow
 def test_one_process_writes_closed_form() -> None:
     recorder, cb = fit(adamw(lr=1e-2), make_loader(n=120, batch_size=10), callback=TimescaleCallback(tau_epoch=2.0))
     expected = 10 / (1e-2 * 120 * 2.0)  # B / (lr N tau_epoch)
@@ -37,18 +38,21 @@ def test_one_process_writes_closed_form() -> None:
     assert cb.resolved_tau_iter == pytest.approx(2.0 * 12)
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_multiplies_global_batch() -> None:
     recorder, cb = fit(adamw(), make_loader(n=120, batch_size=10), accumulate_grad_batches=3)
     assert cb.resolved_batch_size == 30
     assert recorder.steps[0][0][1] == pytest.approx(30 / (1e-2 * 120 * 2.0))
 
 
+@pytest.mark.slow
 def test_max_steps_only_run() -> None:
     recorder, cb = fit(adamw(), make_loader(n=120, batch_size=10), max_epochs=-1, max_steps=7)
     assert len(recorder.steps) == 7
     assert recorder.steps[0][0][1] == pytest.approx(10 / (1e-2 * 120 * 2.0))
 
 
+@pytest.mark.slow
 def test_linear_warmup_uses_initial_lr_not_warmed_up_lr() -> None:
     def make(m: TinyModel):
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
@@ -65,6 +69,7 @@ def test_linear_warmup_uses_initial_lr_not_warmed_up_lr() -> None:
     assert cb.groups[0].planned_timescales == pytest.approx(sum(lrs) * first_wd)
 
 
+@pytest.mark.slow
 def test_one_cycle_uses_max_lr() -> None:
     def make(m: TinyModel):
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
@@ -77,7 +82,8 @@ def test_one_cycle_uses_max_lr() -> None:
     assert cb.groups[0].reference_lr == pytest.approx(5e-2)
 
 
-def test_groups_with_zero_weight_decay_stay_zero_and_each_group_uses_its_own_lr() -> None:
+@pytest.mark.slow
+def test_groups_with_zero_weight_decay_stay_zero_and_each_group_uses_own_lr() -> None:
     def make(m: TinyModel):
         decay = [m.hidden.weight, m.head.weight]
         no_decay = [m.hidden.bias, m.head.bias, m.norm.weight, m.norm.bias]
@@ -98,6 +104,7 @@ def test_groups_with_zero_weight_decay_stay_zero_and_each_group_uses_its_own_lr(
     assert cb.groups[0].weight_decay_before == 0.3
 
 
+@pytest.mark.slow
 def test_per_group_lr_gives_per_group_weight_decay() -> None:
     def make(m: TinyModel):
         return torch.optim.AdamW(
@@ -111,12 +118,14 @@ def test_per_group_lr_gives_per_group_weight_decay() -> None:
     assert lr0 * wd0 == pytest.approx(lr1 * wd1)
 
 
-def test_explicit_overrides_win_over_what_is_read() -> None:
+@pytest.mark.slow
+def test_explicit_overrides_win_over_what_read() -> None:
     cb = TimescaleCallback(tau_epoch=2.0, dataset_size=1000, batch_size=50)
     recorder, _ = fit(adamw(), make_loader(n=120, batch_size=10), callback=cb)
     assert recorder.steps[0][0][1] == pytest.approx(50 / (1e-2 * 1000 * 2.0))
 
 
+@pytest.mark.slow
 def test_tau_iter_needs_no_dataset() -> None:
     cb = TimescaleCallback(tau_iter=40)
     recorder, _ = fit(adamw(lr=1e-2), make_loader(n=120, batch_size=10), callback=cb)
@@ -124,12 +133,14 @@ def test_tau_iter_needs_no_dataset() -> None:
     assert cb.resolved_tau_epoch == pytest.approx(40 / 12)
 
 
-def test_adam_with_decoupled_weight_decay_is_managed() -> None:
+@pytest.mark.slow
+def test_adam_with_decoupled_weight_decay_managed() -> None:
     make = lambda m: torch.optim.Adam(m.parameters(), lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True)  # noqa: E731
     recorder, _ = fit(make, make_loader(n=120, batch_size=10))
     assert recorder.steps[0][0][1] == pytest.approx(10 / (1e-2 * 120 * 2.0))
 
 
+@pytest.mark.slow
 def test_per_step_mode_holds_lr_times_weight_decay() -> None:
     def make(m: TinyModel):
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
@@ -148,7 +159,8 @@ def test_per_step_mode_holds_lr_times_weight_decay() -> None:
     assert recorder.steps[-1][0][1] == recorder.steps[-2][0][1]  # lr 0 keeps the last weight decay
 
 
-def test_limit_train_batches_shrinks_the_epoch() -> None:
+@pytest.mark.slow
+def test_limit_train_batches_shrinks_epoch() -> None:
     recorder, cb = fit(adamw(), make_loader(n=120, batch_size=10), limit_train_batches=4)
     assert cb.resolved_dataset_size == 40  # 4 batches of 10 per epoch
     assert recorder.steps[0][0][1] == pytest.approx(10 / (1e-2 * 40 * 2.0))
@@ -156,6 +168,7 @@ def test_limit_train_batches_shrinks_the_epoch() -> None:
     assert cb.resolved_dataset_size == 60
 
 
+@pytest.mark.slow
 def test_batch_size_read_from_batch_sampler() -> None:
     ds = make_dataset(120)
     loader = DataLoader(ds, batch_sampler=BatchSampler(RandomSampler(ds), batch_size=15, drop_last=False))
@@ -163,6 +176,7 @@ def test_batch_size_read_from_batch_sampler() -> None:
     assert cb.resolved_batch_size == 15
 
 
+@pytest.mark.slow
 def test_several_train_dataloaders_sum_sizes_and_batches() -> None:
     class TwoLoaders(TinyModel):
         def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
@@ -189,6 +203,7 @@ class LateDataModule(pl.LightningDataModule):
         return DataLoader(self.dataset, batch_size=9)
 
 
+@pytest.mark.slow
 def test_datamodule_set_up_late() -> None:
     recorder, cb = fit(adamw(), datamodule=LateDataModule())
     assert (cb.resolved_dataset_size, cb.resolved_batch_size) == (90, 9)
@@ -214,6 +229,7 @@ def assert_fit_raises(match: str, make_optimizer=None, loader=None, callback=Non
     assert all(torch.equal(a, b) for a, b in zip(before, weights(model)))
 
 
+@pytest.mark.slow
 def test_iterable_dataset_without_length_asks_for_dataset_size() -> None:
     assert_fit_raises(r"has no length .*Pass `TimescaleCallback\(dataset_size=...\)`", loader=DataLoader(Stream(), 8))
     # ...and works once it is given
@@ -221,7 +237,8 @@ def test_iterable_dataset_without_length_asks_for_dataset_size() -> None:
     assert recorder.steps[0][0][1] == pytest.approx(8 / (1e-2 * 40 * 2.0))
 
 
-def test_unknown_batch_size_needs_no_batch_size_when_the_trainer_counts_the_epoch() -> None:
+@pytest.mark.slow
+def test_unknown_batch_size_needs_no_batch_size_trainer_counts_epoch() -> None:
     # batch_size=None: the dataset yields ready-made batches, so the loader cannot say how big they are; the
     # epoch is still 5 optimizer steps, and that is all tau_epoch needs
     ds = [(torch.randn(6, 4), torch.zeros(6, dtype=torch.long)) for _ in range(5)]
@@ -250,14 +267,17 @@ def test_unknown_batch_size_needs_no_batch_size_when_the_trainer_counts_the_epoc
         (lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.0), "found no AdamW param group"),
     ],
 )
+@pytest.mark.slow
 def test_unsupported_optimizers_raise_before_training(make_optimizer, match: str) -> None:
     assert_fit_raises(match, make_optimizer=make_optimizer)
 
 
+@pytest.mark.slow
 def test_zero_reference_lr_raises() -> None:
     assert_fit_raises(r"param group 'pg1'.*reference learning rate is 0.0", make_optimizer=adamw(lr=0.0))
 
 
+@pytest.mark.slow
 def test_skip_unsupported_optimizers_leaves_them_alone() -> None:
     def make(m: TinyModel):
         return [
@@ -327,6 +347,7 @@ def test_bad_arguments_raise_at_construction(kwargs: dict, match: str) -> None:
         TimescaleCallback(**kwargs)
 
 
+@pytest.mark.slow
 def test_summary_and_warnings(caplog: pytest.LogCaptureFixture) -> None:
     # tau_epoch 50 over a 2-epoch run: far less than one timescale
     with pytest.warns(UserWarning, match=r"less than one EMA timescale for pg1 \(0.04\)"):
@@ -335,7 +356,8 @@ def test_summary_and_warnings(caplog: pytest.LogCaptureFixture) -> None:
         TimescaleCallback(tau_iter=0.5)
 
 
-def test_summary_is_printed(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.slow
+def test_summary_printed(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("INFO"):
         fit(adamw(), make_loader(n=120, batch_size=10), max_epochs=4)
     text = caplog.text
@@ -347,6 +369,7 @@ def test_summary_is_printed(caplog: pytest.LogCaptureFixture) -> None:
     assert "B = 10 per device x 1 device(s) x 1 accumulation." in text
 
 
+@pytest.mark.slow
 def test_decaying_biases_and_norms_warn_once_naming_them() -> None:
     # `self.parameters()` with one weight decay: the biases and LayerNorm weights decay at the callback's lambda
     with pytest.warns(UserWarning) as caught:
@@ -371,7 +394,8 @@ def test_decaying_biases_and_norms_warn_once_naming_them() -> None:
     assert quiet.steps == recorder.steps
 
 
-def test_the_vector_warning_caps_its_list_and_skips_groups_that_do_not_decay() -> None:
+@pytest.mark.slow
+def test_vector_warning_caps_list_and_skips_groups_do_not_decay() -> None:
     class Deep(TinyModel):
         def __init__(self, make_optimizer) -> None:
             super().__init__(make_optimizer)
@@ -387,7 +411,8 @@ def test_the_vector_warning_caps_its_list_and_skips_groups_that_do_not_decay() -
         trainer.fit(TinyModel(lambda m: torch.optim.AdamW(build_param_groups(m, 0.1), lr=1e-2)), make_loader())
 
 
-def test_two_timescale_callbacks_are_an_error_before_any_step() -> None:
+@pytest.mark.slow
+def test_two_timescale_callbacks_error_before_any_step() -> None:
     model = TinyModel(adamw())
     before = weights(model)
     trainer = quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=2.0), TimescaleCallback(tau_iter=50)])
@@ -396,8 +421,9 @@ def test_two_timescale_callbacks_are_an_error_before_any_step() -> None:
     assert all(torch.equal(a, b) for a, b in zip(before, weights(model)))
 
 
-def test_size_exponent_is_in_the_hparams_record_with_the_held_tau_epoch() -> None:
-    from helpers.loggers import MemoryLogger
+@pytest.mark.slow
+def test_size_exponent_in_hparams_record_with_held_tau_epoch() -> None:
+    from loggers import MemoryLogger
 
     logger = MemoryLogger()
     cb = TimescaleCallback(tau_epoch=8.0, size_exponent=-0.5, reference_dataset_size=30, verbose=False)

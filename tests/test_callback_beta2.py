@@ -14,7 +14,7 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
+from tiny_model import TinyModel, make_loader, quiet_trainer
 from lightning.pytorch.callbacks import BatchSizeFinder, GradientAccumulationScheduler
 from torch.utils.data import DataLoader
 
@@ -55,7 +55,8 @@ class ChangingBatch(TinyModel):
         return make_loader(n=N, batch_size=10 * 2**self.trainer.current_epoch)
 
 
-def test_beta2_window_is_held_in_epochs_at_every_step_as_the_batch_changes() -> None:
+@pytest.mark.slow
+def test_window_held_in_epochs_at_every_step_as_batch_changes() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, beta2_epochs=1.0, verbose=False, monitor=False)
     trainer = quiet_trainer(callbacks=[cb, log], max_epochs=3, reload_dataloaders_every_n_epochs=1)
     trainer.fit(ChangingBatch(adamw))
@@ -80,7 +81,8 @@ class TunableModel(TinyModel):
         return make_loader(n=N, batch_size=self.batch_size)
 
 
-def test_beta2_follows_the_batch_the_batch_size_finder_picks() -> None:
+@pytest.mark.slow
+def test_follows_batch_batch_size_finder_picks() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, beta2_epochs=0.5, verbose=False, monitor=False)
     finder = BatchSizeFinder(mode="power", steps_per_trial=1, init_val=4, max_trials=2)
     model = TunableModel()
@@ -91,7 +93,8 @@ def test_beta2_follows_the_batch_the_batch_size_finder_picks() -> None:
     assert [beta2 for _, (_, beta2) in log.steps] == [pytest.approx(1 - 1 / (0.5 * m), rel=1e-12)] * (2 * m)
 
 
-def test_without_beta2_epochs_betas_are_left_alone() -> None:
+@pytest.mark.slow
+def test_without_beta2_epochs_betas_left_alone() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, verbose=False, monitor=False)
     quiet_trainer(callbacks=[cb, log], max_epochs=1).fit(TinyModel(adamw), make_loader(n=N))
     assert {betas for _, betas in log.steps} == {(0.9, 0.95)} and cb.beta2 == {}
@@ -105,7 +108,7 @@ def test_without_beta2_epochs_betas_are_left_alone() -> None:
         (math.inf, r"^`TimescaleCallback\(beta2_epochs=inf\)` is not valid"),
     ],
 )
-def test_bad_beta2_epochs_is_a_one_line_error(value: Any, message: str) -> None:
+def test_bad_beta2_epochs_one_line_error(value: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TimescaleCallback(tau_epoch=2.0, beta2_epochs=value)
 
@@ -129,7 +132,8 @@ TOO_SHORT = (
         (1 / 12, r"0\.08333333333333333\)` is 1 optimizer steps" + r".*" + TOO_SHORT.format(beta2="0")),
     ],
 )
-def test_a_beta2_that_is_not_below_one_or_not_above_zero_is_refused_before_any_step(value: float, message: str) -> None:
+@pytest.mark.slow
+def test_not_below_one_or_not_above_zero_refused_before_any_step(value: float, message: str) -> None:
     model = TinyModel(adamw)
     before = [p.detach().clone() for p in model.parameters()]
     cb = TimescaleCallback(tau_epoch=2.0, beta2_epochs=value, verbose=False, monitor=False)  # M = 12 steps of B = 10
@@ -140,7 +144,8 @@ def test_a_beta2_that_is_not_below_one_or_not_above_zero_is_refused_before_any_s
     assert model.trainer.optimizers[0].param_groups[0]["betas"] == (0.9, 0.95)  # nothing written
 
 
-def test_the_longest_window_the_message_names_is_held() -> None:
+@pytest.mark.slow
+def test_longest_window_message_names_held() -> None:
     log, cb = BetaLog(), TimescaleCallback(tau_epoch=2.0, beta2_epochs=7.506e14, verbose=False, monitor=False)
     model = TinyModel(adamw)
     quiet_trainer(callbacks=[cb, log], max_epochs=1).fit(model, make_loader(n=N))
@@ -177,7 +182,8 @@ class GrowingM(TinyModel):
     ],
     ids=["accumulation", "reloaded-dataloader"],
 )
-def test_a_change_mid_fit_that_pushes_beta2_out_of_range_stops_before_the_step(
+@pytest.mark.slow
+def test_change_mid_fit_pushes_beta2_out_of_range_stops_before_step(
     beta2_epochs: float, model_class: type[TinyModel], extra: list[Any], message: str
 ) -> None:
     model, log, weights = model_class(adamw), BetaLog(), WeightsAtEpochEnd()
@@ -192,7 +198,8 @@ def test_a_change_mid_fit_that_pushes_beta2_out_of_range_stops_before_the_step(
     assert all(torch.equal(a, b) for a, b in zip(after_epoch_0, model.parameters()))
 
 
-def test_the_pre_flight_lists_the_held_beta2_window(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.slow
+def test_pre_flight_lists_held_beta2_window(caplog: pytest.LogCaptureFixture) -> None:
     cb = TimescaleCallback(tau_epoch=2.0, beta2_epochs=1.0, monitor=False)
     with caplog.at_level("INFO"):
         quiet_trainer(callbacks=[cb], max_epochs=1).fit(TinyModel(adamw), make_loader(n=N))
@@ -209,7 +216,8 @@ def preflight_rows(caplog: pytest.LogCaptureFixture, model: TinyModel, **callbac
     return {line.split("|")[0].strip(): [c.strip() for c in line.split("|")[1:]] for line in caplog.text.splitlines()}
 
 
-def test_the_pre_flight_shows_a_long_but_valid_beta2_window_and_its_beta2_unrounded(
+@pytest.mark.slow
+def test_pre_flight_shows_long_but_valid_beta2_window_and_beta2_unrounded(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # 1e14 epochs of M = 12 steps: 1 - 1/1.2e15 rounds to the double 1 - 8 * 2^-53 = 1 - 8.882e-16, whose window is
@@ -223,7 +231,8 @@ def test_the_pre_flight_shows_a_long_but_valid_beta2_window_and_its_beta2_unroun
     ]
 
 
-def test_the_pre_flight_shows_a_users_own_beta2_of_one_as_an_endless_window(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.slow
+def test_pre_flight_shows_users_own_beta2_of_one_as_endless_window(caplog: pytest.LogCaptureFixture) -> None:
     def beta2_one(m: torch.nn.Module) -> torch.optim.Optimizer:
         opt = adamw(m)
         opt.param_groups[0]["betas"] = (0.9, 1.0)  # torch refuses it in the constructor, not afterwards

@@ -11,7 +11,7 @@ SCRIPT = """
 import json, sys
 import torch
 import lightning.pytorch as pl
-from conftest import TinyModel, make_loader
+from tiny_model import TinyModel, make_loader
 from ddp_harness import end_process_group
 from lightning_tau import TimescaleCallback
 
@@ -40,7 +40,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.slow
-def test_ddp_two_processes_write_the_same_closed_form(tmp_path) -> None:
+def test_two_processes_write_same_closed_form(tmp_path) -> None:
     proc = run_script(SCRIPT, tmp_path)
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     expected = (10 * 2 * 2) / (1e-2 * 120 * 2.0)  # B = 10 per device x 2 devices x 2 accumulation
@@ -58,7 +58,7 @@ import json
 import torch
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import GradientAccumulationScheduler
-from conftest import TinyModel, make_loader
+from tiny_model import TinyModel, make_loader
 from ddp_harness import end_process_group
 from lightning_tau import TimescaleCallback
 
@@ -86,7 +86,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.slow
-def test_ddp_with_an_accumulation_schedule_holds_tau_epoch_at_every_step(tmp_path) -> None:
+def test_ddp_with_accumulation_schedule_holds_tau_epoch_at_every_step(tmp_path) -> None:
     # 200 samples / 2 ranks / batch 10 = 10 batches per rank: 10 steps in epoch 0, ceil(10 / 4) = 3 after
     proc = run_script(SCHEDULED, tmp_path)
     for rank in (0, 1):
@@ -105,9 +105,9 @@ import torch
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import GradientAccumulationScheduler
 from torch.distributed.optim import ZeroRedundancyOptimizer
-from conftest import TinyModel, make_loader
+from tiny_model import TinyModel, make_loader
 from ddp_harness import end_process_group
-from helpers.runs import Unfreeze
+from runs import Unfreeze
 from lightning_tau import TimescaleCallback
 from lightning_tau.optim import unwrap_optimizer
 
@@ -217,7 +217,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.slow
-def test_end_process_group_ends_gloo_threads_a_cycle_holds(tmp_path) -> None:
+def test_end_process_group_ends_gloo_threads_cycle_holds(tmp_path) -> None:
     # ZeRO's abort at exit (issue 29, finding 10): gloo's worker threads, kept alive by the trainer's cycles past
     # destroy_process_group, can take the GIL while the interpreter finalizes -> SIGABRT. They must be gone before.
     proc = run_script(HELD_IN_A_CYCLE, tmp_path, "drop")
@@ -227,7 +227,7 @@ def test_end_process_group_ends_gloo_threads_a_cycle_holds(tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_end_process_group_exits_at_once_when_the_group_is_still_held(tmp_path) -> None:
+def test_end_process_group_exits_at_once_group_still_held(tmp_path) -> None:
     # Threads that cannot be joined must not meet a finalizing interpreter: the process ends without finalizing.
     proc = run_script(HELD_IN_A_CYCLE, tmp_path, "keep")
     assert "after:" not in proc.stdout, proc.stdout

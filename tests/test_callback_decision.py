@@ -10,7 +10,7 @@ from lightning_tau.decide import GroupTimescale, RunShape
 from lightning_tau.target import Target
 
 
-def test_decide_and_write_changes_no_argument_and_returns_what_the_next_decision_needs() -> None:
+def test_decide_and_write_changes_no_argument_and_returns_what_next_decision_needs() -> None:
     net = torch.nn.Linear(2, 2)
     opt = torch.optim.AdamW(
         [{"params": [net.weight]}, {"params": [net.bias], "weight_decay": 0.05}], lr=1e-3, weight_decay=0.1
@@ -46,7 +46,7 @@ def test_decoupled_groups_refuses_an_adamw_whose_groups_all_have_zero_weight_dec
     assert decoupled_groups([one_decays], skip_unsupported=False, warn=pytest.fail) == ({0}, {(0, 0): 0.1, (0, 1): 0.0})
 
 
-def test_under_reduce_lr_on_plateau_the_reference_lr_stays_the_first_seen() -> None:
+def test_under_reduce_lr_on_plateau_reference_lr_stays_first_seen() -> None:
     # the plateau scheduler lowers `lr` and sets no `initial_lr`: a later decision keeps the lr pinned at the first
     # one as the reference, so the decay is not raised to undo the lowered lr
     opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3, weight_decay=0.1)
@@ -68,7 +68,7 @@ def test_under_reduce_lr_on_plateau_the_reference_lr_stays_the_first_seen() -> N
     assert opt.param_groups[0]["weight_decay"] == pytest.approx(2.0)  # 1 / (1e-3 x 500), not 1 / (1e-4 x 500)
 
 
-def test_decoupled_groups_refuses_or_skips_with_a_reason_the_optimizers_it_cannot_manage() -> None:
+def test_decoupled_groups_refuses_or_skips_with_reason_optimizers_it_cannot_manage() -> None:
     class Unknown(torch.optim.Optimizer):  # no decay kind registered for it
         def __init__(self, params) -> None:
             super().__init__(params, {"lr": 0.1, "weight_decay": 0.1})
@@ -89,7 +89,7 @@ def test_decoupled_groups_refuses_or_skips_with_a_reason_the_optimizers_it_canno
     ]
 
 
-def test_the_all_zero_refusal_says_what_to_do() -> None:
+def test_all_zero_refusal_says_what_to_do() -> None:
     zero = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), weight_decay=0.0)
     with pytest.raises(ValueError) as info:
         decoupled_groups([zero], skip_unsupported=False, warn=pytest.fail)
@@ -127,7 +127,7 @@ def _decide(opt: torch.optim.Optimizer, target: Target, scheduled: set[int] | No
     )
 
 
-def test_decide_and_write_holds_tau_epoch_at_this_n_under_a_size_rule_and_says_so_when_it_cannot() -> None:
+def test_decide_and_write_holds_tau_epoch_at_this_n_under_size_rule_and_says_so_it_cannot() -> None:
     opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
     held = _decide(opt, Target(tau_epoch=4.0, size_exponent=-0.5, reference_dataset_size=100))
     assert (held.tau_epoch, held.tau_iter) == (2.0, 200.0)  # 4 x (400 / 100)^-0.5 epochs of 100 steps
@@ -138,7 +138,7 @@ def test_decide_and_write_holds_tau_epoch_at_this_n_under_a_size_rule_and_says_s
         _decide(opt, Target(tau_epoch=1e-3))  # no size rule: nothing added
 
 
-def test_a_scheduler_that_sets_initial_lr_is_not_pinned() -> None:
+def test_scheduler_sets_initial_lr_not_pinned() -> None:
     opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
     torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=10)  # sets each group's initial_lr
     assert _decide(opt, Target(tau_epoch=5.0), scheduled={id(opt)}).pinned_lrs == {}

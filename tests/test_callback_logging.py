@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
-from helpers.loggers import MemoryLogger
-from helpers.runs import Unfreeze, frozen_aware_adamw
+from tiny_model import TinyModel, make_loader, quiet_trainer
+from loggers import MemoryLogger
+from runs import Unfreeze, frozen_aware_adamw
 
 from lightning_tau import TimescaleCallback, TimescaleMonitor
 
@@ -24,7 +24,8 @@ def fit(callbacks: list[Any], **kwargs: Any) -> MemoryLogger:
     return logger
 
 
-def test_the_callback_alone_logs_the_ema_view_at_every_logging_step() -> None:
+@pytest.mark.slow
+def test_alone_logs_ema_view_at_every_logging_step() -> None:
     logger = fit([TimescaleCallback(tau_epoch=2.0, verbose=False)])
     assert {
         "timescale/tau_iter/pg1",
@@ -38,6 +39,7 @@ def test_the_callback_alone_logs_the_ema_view_at_every_logging_step() -> None:
 
 
 @pytest.mark.parametrize("order", ["monitor_first", "callback_first"])
+@pytest.mark.slow
 def test_callback_and_monitor_in_one_trainer_log_each_key_once_per_step(order: str) -> None:
     callback, monitor = TimescaleCallback(tau_epoch=2.0, verbose=False), TimescaleMonitor()
     logger = fit([monitor, callback] if order == "monitor_first" else [callback, monitor])
@@ -48,12 +50,14 @@ def test_callback_and_monitor_in_one_trainer_log_each_key_once_per_step(order: s
     assert {"timescale/tau_iter_target/pg1", "timescale/tau_epoch/pg1"} <= logger.keys()  # the user's monitor got them
 
 
+@pytest.mark.slow
 def test_monitor_false_logs_nothing() -> None:
     logger = fit([TimescaleCallback(tau_epoch=2.0, verbose=False, monitor=False)])
     assert not logger.keys() and not logger.hparams
 
 
-def test_a_configured_monitor_is_used() -> None:
+@pytest.mark.slow
+def test_configured_monitor_used() -> None:
     logger = fit(
         [TimescaleCallback(tau_epoch=2.0, verbose=False, monitor=TimescaleMonitor(prefix="ema", logging_interval=6))]
     )
@@ -61,12 +65,13 @@ def test_a_configured_monitor_is_used() -> None:
     assert sorted({s for k, s in logger.calls if k == "ema/tau_iter/pg1"}) == [6, 12, 18, 24]
 
 
-def test_bad_monitor_argument_is_a_clear_error() -> None:
+def test_bad_monitor_argument_clear_error() -> None:
     with pytest.raises(ValueError, match=r"TimescaleCallback\(monitor='yes'\)` is not valid: use True"):
         TimescaleCallback(tau_epoch=2.0, monitor="yes")  # type: ignore[arg-type]
 
 
-def test_the_monitor_logs_a_group_added_mid_fit() -> None:
+@pytest.mark.slow
+def test_monitor_logs_group_added_mid_fit() -> None:
     logger = MemoryLogger()
     callback = TimescaleCallback(tau_epoch=5.0, verbose=False)
     trainer = quiet_trainer(logger=logger, callbacks=[Unfreeze(), callback], log_every_n_steps=5, max_epochs=3)

@@ -11,7 +11,7 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_loader
+from tiny_model import TinyModel, make_loader
 from lightning.pytorch.callbacks import RichProgressBar, TQDMProgressBar
 
 from lightning_tau import TimescaleCallback
@@ -48,7 +48,8 @@ def _fit_showing_warnings(bar: Any, monkeypatch: pytest.MonkeyPatch, *, bar_firs
         trainer.fit(model, make_loader(40), make_loader(20))
 
 
-def test_start_warning_is_not_on_a_tqdm_bar_line(
+@pytest.mark.slow
+def test_start_warning_not_on_tqdm_bar_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     _fit_showing_warnings(TQDMProgressBar(), monkeypatch, bar_first=True)  # the bar drawn when the callback warns
@@ -59,7 +60,8 @@ def test_start_warning_is_not_on_a_tqdm_bar_line(
     assert line.lstrip().startswith(("/", "`", "UserWarning")) or "callback_report.py" in line, line
 
 
-def test_start_warning_is_whole_above_a_rich_live_display(
+@pytest.mark.slow
+def test_start_warning_whole_above_rich_live_display(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     import rich

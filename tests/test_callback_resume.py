@@ -8,8 +8,8 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
-from helpers.runs import Recorder, adamw
+from tiny_model import TinyModel, make_loader, quiet_trainer
+from runs import Recorder, adamw
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lightning_tau import TimescaleCallback
@@ -23,7 +23,8 @@ def first_run(tmp_path) -> tuple[str, TimescaleCallback]:
     return str(tmp_path / "last.ckpt"), cb
 
 
-def test_state_is_saved_in_the_checkpoint(tmp_path) -> None:
+@pytest.mark.slow
+def test_state_saved_in_checkpoint(tmp_path) -> None:
     path, cb = first_run(tmp_path)
     state = torch.load(path, weights_only=False)["callbacks"][cb.state_key]
     assert state["dataset_size"] == 120
@@ -32,7 +33,8 @@ def test_state_is_saved_in_the_checkpoint(tmp_path) -> None:
     assert state["weight_decay"] == {"pg1": pytest.approx(10 / (1e-2 * 120 * 2.0))}
 
 
-def test_resume_keeps_the_decided_value(tmp_path) -> None:
+@pytest.mark.slow
+def test_keeps_decided_value(tmp_path) -> None:
     path, _ = first_run(tmp_path)
     recorder, cb = Recorder(), TimescaleCallback(tau_epoch=2.0)
     trainer = quiet_trainer(callbacks=[cb, recorder], max_epochs=3)
@@ -44,7 +46,8 @@ def test_resume_keeps_the_decided_value(tmp_path) -> None:
     assert recorder.steps[0][0][1] == pytest.approx(10 / (1e-2 * 120 * 2.0))
 
 
-def test_resume_with_a_new_dataset_size_recomputes_and_warns(tmp_path) -> None:
+@pytest.mark.slow
+def test_resume_with_new_dataset_size_recomputes_and_warns(tmp_path) -> None:
     path, _ = first_run(tmp_path)
     recorder, cb = Recorder(), TimescaleCallback(tau_epoch=2.0)
     trainer = quiet_trainer(callbacks=[cb, recorder], max_epochs=3)
@@ -55,7 +58,8 @@ def test_resume_with_a_new_dataset_size_recomputes_and_warns(tmp_path) -> None:
     assert cb.groups[0].weight_decay_before == 0.1  # the user's own value, noted before the restore
 
 
-def test_per_step_resume_on_new_data_holds_the_new_tau_iter_from_the_first_step(tmp_path) -> None:
+@pytest.mark.slow
+def test_per_step_resume_on_new_data_holds_new_tau_iter_from_first_step(tmp_path) -> None:
     def cosine(m: TinyModel):
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=60, eta_min=1e-3)
@@ -75,8 +79,9 @@ def test_per_step_resume_on_new_data_holds_the_new_tau_iter_from_the_first_step(
     assert [lr * wd for lr, wd in (s[0] for s in recorder.steps)] == pytest.approx([1 / 12.0] * 12)
 
 
-def test_manual_optimization_resume_keeps_the_counted_steps_per_epoch(tmp_path) -> None:
-    from helpers.runs import PerOptimizer, TwoPlayers, closed_form
+@pytest.mark.slow
+def test_manual_optimization_resume_keeps_counted_steps_per_epoch(tmp_path) -> None:
+    from runs import PerOptimizer, TwoPlayers, closed_form
 
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True)
     with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):  # counted in the first run
@@ -92,11 +97,12 @@ def test_manual_optimization_resume_keeps_the_counted_steps_per_epoch(tmp_path) 
     assert log.of(1) == [(1, pytest.approx(closed_form(5)))] * 5  # the generator's own M from the resumed first step
 
 
-def test_manual_optimization_resume_inside_the_first_epoch_counts_the_whole_epoch(tmp_path) -> None:
+@pytest.mark.slow
+def test_manual_optimization_resume_inside_first_epoch_counts_whole_epoch(tmp_path) -> None:
     # TwoPlayers: D steps every batch, G every second one, so global_step is 7 after batch 4 (D 5, G 2). The
     # resumed run takes the epoch's other 5 batches (D 5, G 3): with the checkpoint's partial count, epoch 0 is a
     # full epoch of G 5 steps, and G runs epoch 1 at its own M = 5 (without it, at the assumed M = 10).
-    from helpers.runs import PerOptimizer, TwoPlayers, closed_form
+    from runs import PerOptimizer, TwoPlayers, closed_form
 
     ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=7, save_top_k=-1, filename="{step}")
     with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):
@@ -113,10 +119,11 @@ def test_manual_optimization_resume_inside_the_first_epoch_counts_the_whole_epoc
     assert log.of(1) == [(0, pytest.approx(closed_form(10)))] * 3 + [(1, pytest.approx(closed_form(5)))] * 5
 
 
-def test_manual_optimization_resume_at_a_later_step_keeps_the_count(tmp_path) -> None:
+@pytest.mark.slow
+def test_manual_optimization_resume_at_later_step_keeps_count(tmp_path) -> None:
     # a checkpoint in the second epoch carries the first epoch's count, and the second epoch's partial one is
     # continued: the generator runs at its own M from the resumed step
-    from helpers.runs import PerOptimizer, TwoPlayers, closed_form
+    from runs import PerOptimizer, TwoPlayers, closed_form
 
     ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=22, save_top_k=-1, filename="{step}")
     with pytest.warns(UserWarning, match="optimizer 1 took 5 steps in epoch 0"):
@@ -147,7 +154,8 @@ class UsedDecay(pl.Callback):
         self._handle.remove()
 
 
-def test_resume_with_a_size_exponent_holds_tau_epoch_at_the_new_n(tmp_path) -> None:
+@pytest.mark.slow
+def test_resume_with_size_exponent_holds_tau_epoch_at_new_n(tmp_path) -> None:
     # tau_epoch 8 measured at N_ref = 30 and carried by N^-0.5: 4 at the first run's N = 120 (M = 12), then
     # 2 at the resumed run's N = 480 (M = 48), from the first resumed step on
     rule = dict(tau_epoch=8.0, size_exponent=-0.5, reference_dataset_size=30, verbose=False)

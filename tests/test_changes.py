@@ -45,7 +45,7 @@ def test_resume_changes_compare_what_both_runs_know() -> None:
     assert resume_changes({"dataset_size": None}, RunShape(10, 200, 10), 50.0) == []  # unknown then
 
 
-def test_resume_changes_compare_at_a_relative_tolerance_of_1e_12() -> None:
+def test_resume_changes_compare_at_relative_tolerance_of_1e_12() -> None:
     shape = RunShape(10, 100, 10)
     assert resume_changes({"tau_iter": 500.0}, shape, 500.0 * (1 + 1e-10)) == [
         f"tau_iter 500.0 -> {500.0 * (1 + 1e-10)!r}"
@@ -81,7 +81,7 @@ def test_change_parts_name_what_changed_and_skip_what_did_not() -> None:
     ]
 
 
-def test_change_line_says_which_target_is_held() -> None:
+def test_change_line_says_which_target_held() -> None:
     parts = ["accumulation 1 -> 4", "pg1 weight decay 2 -> 0.5"]
     assert change_line(parts, tau_epoch=5.0, tau_iter=500.0, epoch=2, step=30) == (
         "`TimescaleCallback` at epoch 2, step 30: accumulation 1 -> 4; pg1 weight decay 2 -> 0.5 (tau_epoch=5 held)."
@@ -91,7 +91,7 @@ def test_change_line_says_which_target_is_held() -> None:
     )
 
 
-def test_change_line_under_a_size_exponent_says_how_the_held_tau_epoch_came() -> None:
+def test_change_line_under_size_exponent_says_how_held_tau_epoch_came() -> None:
     assert (
         change_line(
             ["dataset size 100 -> 400"],
@@ -105,7 +105,7 @@ def test_change_line_under_a_size_exponent_says_how_the_held_tau_epoch_came() ->
     )
 
 
-def test_miscounted_steps_warning_says_the_count_and_what_to_pass() -> None:
+def test_miscounted_steps_warning_says_count_and_what_to_pass() -> None:
     assert miscounted_steps_warning(1, 40, 3, 100, 50.0) == (
         "`TimescaleCallback`: optimizer 1 took 40 steps in epoch 3 (100 batches), but its weight decay assumed M=50"
         " steps per epoch, so its tau_epoch there was 1.25 times the target. From the next epoch its M is the count"

@@ -23,7 +23,7 @@ def test_integer_refuses_bools_floats_and_other_types(value: object) -> None:
     assert _message(_checks.integer, "Owner", "n", value) == f"`Owner(n={value!r})` is not valid: use an integer."
 
 
-def test_integer_takes_numpy_integers_and_returns_a_plain_int() -> None:
+def test_integer_takes_numpy_integers_and_returns_plain_int() -> None:
     out = _checks.integer("Owner", "n", np.int64(-3))
     assert out == -3 and type(out) is int
     assert _checks.positive_int("Owner", "n", np.uint8(7)) == 7
@@ -41,7 +41,7 @@ def test_positive_number_refuses_zero_negatives_nan_inf_bools_and_strings(value:
     assert message == f"`Owner(x={value!r})` is not valid: use a positive finite number."
 
 
-def test_positive_number_returns_a_float_from_ints_and_numpy_numbers() -> None:
+def test_positive_number_returns_float_from_ints_and_numpy_numbers() -> None:
     assert [_checks.positive_number("Owner", "x", v) for v in (3, np.float32(0.5), 1e-300)] == [3.0, 0.5, 1e-300]
     assert type(_checks.positive_number("Owner", "x", 3)) is float
 
@@ -97,7 +97,7 @@ def test_choice_names_every_option_and_survives_unhashable_and_array_values() ->
     assert "is not supported" in _message(_checks.choice, "Owner", "mode", np.array([1, 2]), ("min", "max"))
 
 
-def test_shown_replaces_the_value_in_the_message() -> None:
+def test_shown_replaces_value_in_message() -> None:
     message = _message(_checks.positive_number, "Owner", "xs", -1, "-1 is not positive.", shown="[1, -1]")
     assert message == "`Owner(xs=[1, -1])` is not valid: -1 is not positive."
     message = _message(_checks.positive_int, "Owner", "kwargs", 0, shown="{'max_epochs': 0}")
@@ -106,7 +106,7 @@ def test_shown_replaces_the_value_in_the_message() -> None:
     assert message == "`Owner(fs=[0.5, 2])` is not valid: 2 is over 1."
 
 
-def test_a_string_power_law_exponent_is_a_value_error_naming_it() -> None:
+def test_string_power_law_exponent_value_error_naming_it() -> None:
     """It was a bare TypeError from `math.isfinite('x')` before the callback used `finite_number`."""
     from lightning_tau import TimescaleCallback
 

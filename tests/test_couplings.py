@@ -51,7 +51,7 @@ DECAY_POWER = {"constant": 0, "per_step": -1, "lr_ratio": 1, "lr_squared": 2}
 
 @pytest.mark.parametrize("coupling", COUPLINGS)
 @pytest.mark.parametrize("schedule", sorted(SCHEDULES))
-def test_rate_at_every_step_is_the_couplings_closed_form(coupling, schedule):
+def test_rate_at_every_step_couplings_closed_form(coupling, schedule):
     tau = 120.0
     for lr in SCHEDULES[schedule]:
         expected = (lr / LR) ** POWER[coupling] / tau if lr > 0 else 0.0
@@ -63,13 +63,13 @@ def test_rate_at_every_step_is_the_couplings_closed_form(coupling, schedule):
             assert lr * decay_at(coupling, wd_ref, lr, LR) == pytest.approx(expected, rel=1e-12)
 
 
-def test_every_coupling_holds_the_target_at_the_reference_lr():
+def test_every_coupling_holds_target_at_reference_lr():
     assert {c: rate_at(c, 250.0, LR, LR) for c in COUPLINGS} == {c: 1 / 250.0 for c in COUPLINGS}
 
 
 @pytest.mark.parametrize("coupling", COUPLINGS)
 @pytest.mark.parametrize("schedule", sorted(SCHEDULES))
-def test_window_recursion_matches_the_direct_sum_over_500_steps(coupling, schedule):
+def test_window_recursion_matches_direct_sum_over_500_steps(coupling, schedule):
     lrs = SCHEDULES[schedule]
     rates = [rate_at(coupling, 80.0, lr, LR) for lr in lrs]
     ledger = Ledger()
@@ -80,7 +80,7 @@ def test_window_recursion_matches_the_direct_sum_over_500_steps(coupling, schedu
     assert ledger.steps == STEPS
 
 
-def test_ledger_init_memory_and_timescales_match_the_timescale_module():
+def test_ledger_init_memory_and_timescales_match_timescale_module():
     lrs = SCHEDULES["warmup_cosine"]
     wd = 4.0
     ledger = Ledger()
@@ -90,7 +90,7 @@ def test_ledger_init_memory_and_timescales_match_the_timescale_module():
     assert ledger.timescales_elapsed == pytest.approx(timescale.timescales_elapsed(lrs, wd), rel=1e-12)
 
 
-def test_window_by_hand_and_a_step_that_decays_everything():
+def test_window_by_hand_and_step_decays_everything():
     ledger = Ledger()
     assert math.isnan(ledger.window_steps)
     ledger.step(1.0, 0.5)  # one update, age 0
@@ -101,7 +101,7 @@ def test_window_by_hand_and_a_step_that_decays_everything():
     assert (ledger.window_steps, ledger.init_memory) == (0.0, 0.0)
 
 
-def test_plan_reports_the_schedules_timescales_and_epoch_shares():
+def test_plan_reports_schedules_timescales_and_epoch_shares():
     lrs = SCHEDULES["one_cycle"]
     p = plan("constant", lrs, lr_ref=LR, tau_iter=100.0, steps_per_epoch=100)
     assert (p.tau_start, p.tau_middle) == pytest.approx((100.0 / 0.04, 100.0 * LR / lrs[250]))
@@ -123,19 +123,19 @@ def test_plan_reports_the_schedules_timescales_and_epoch_shares():
     assert p.epoch_shares == pytest.approx(direct, rel=1e-9)
 
 
-def test_plan_per_step_holds_tau_where_the_lr_moves():
+def test_plan_per_step_holds_tau_where_lr_moves():
     p = plan("per_step", SCHEDULES["warmup_cosine"], lr_ref=LR, tau_iter=100.0, steps_per_epoch=100)
     assert set(p.tau_iter) == {100.0}
     assert p.timescales == pytest.approx(STEPS / 100.0)
 
 
-def test_couplings_that_follow_the_lr_lengthen_the_window_under_decay_to_zero():
+def test_follow_lr_lengthen_window_under_decay_to_zero():
     lrs = SCHEDULES["linear_to_zero"]
     windows = [plan(c, lrs, LR, 60.0, 100).window_epochs for c in ("per_step", "constant", "lr_ratio", "lr_squared")]
     assert windows == sorted(windows) and windows[0] < windows[-1]
 
 
-def test_beta_for_epochs_holds_the_window_in_epochs_when_the_batch_changes():
+def test_beta_for_epochs_holds_window_in_epochs_batch_changes():
     # a quarter epoch at 4000 steps per epoch, then the batch doubles (2000 steps per epoch)
     small_batch, large_batch = beta_for_epochs(0.25, 4000), beta_for_epochs(0.25, 2000)
     assert ema_window_steps(small_batch) == pytest.approx(1000.0)
@@ -168,19 +168,19 @@ def test_beta_for_epochs_holds_the_window_in_epochs_when_the_batch_changes():
         ),
     ],
 )
-def test_bad_values_are_one_line_errors_naming_the_argument(call, match):
+def test_bad_values_one_line_errors_naming_argument(call, match):
     with pytest.raises(ValueError, match=match) as info:
         call()
     assert "\n" not in str(info.value)
 
 
-def test_a_beta_of_zero_is_a_one_step_window_and_a_plan_names_its_coupling():
+def test_beta_of_zero_one_step_window_and_plan_names_coupling():
     assert ema_window_steps(0.0) == 1.0  # [0, 1): no averaging, each step alone
     p = plan("lr_ratio", [LR, 0.0], lr_ref=LR, tau_iter=10.0, steps_per_epoch=1)
     assert p.coupling == "lr_ratio" and p.tau_iter == [10.0, math.inf]  # a step at lr 0 holds no timescale
 
 
-def test_plan_window_is_in_epochs_not_in_timescales():
+def test_plan_window_in_epochs_not_in_timescales():
     # tau_iter 40 steps, epochs of 100: a constant lr at the reference holds updates a mean age of (1 - r) / r = 39
     # steps (the 400 steps reach back e^-10 of the way), 0.39 epochs, not 39 / 40 timescales
     p = plan("constant", [LR] * 400, lr_ref=LR, tau_iter=40.0, steps_per_epoch=100)
@@ -188,7 +188,7 @@ def test_plan_window_is_in_epochs_not_in_timescales():
     assert p.timescales == pytest.approx(10.0)
 
 
-def test_decay_at_lr_zero_keeps_the_reference_decay_per_step_and_follows_the_lr_otherwise():
+def test_decay_at_lr_zero_keeps_reference_decay_per_step_and_follows_lr_otherwise():
     assert decay_at("per_step", 0.1, 0.0, 1e-3) == 0.1  # the step moves nothing: the callback leaves it as is
     assert decay_at("constant", 0.1, 0.0, 1e-3) == 0.1
     assert decay_at("lr_ratio", 0.1, 0.0, 1e-3) == 0.0 and decay_at("lr_squared", 0.1, 0.0, 1e-3) == 0.0

@@ -85,7 +85,7 @@ def test_resolve_tau_iter_from_epochs_needs_steps_per_epoch_and_more_than_one_st
         resolve_tau_iter(tau_epoch=1.0, steps_per_epoch=0)
 
 
-def test_decide_groups_reports_every_field_and_leaves_unmanaged_groups_alone() -> None:
+def test_groups_reports_every_field_and_leaves_unmanaged_groups_alone() -> None:
     groups = [
         group("hidden", 4.0, num_params=64, reference_lr=2.5e-4),
         group("bias", None, group_index=1, num_params=8, weight_decay_before=0.0, managed=False),
@@ -96,7 +96,7 @@ def test_decide_groups_reports_every_field_and_leaves_unmanaged_groups_alone() -
     ]
 
 
-def test_decide_groups_takes_each_optimizers_own_tau_iter() -> None:
+def test_groups_takes_each_optimizers_own_tau_iter() -> None:
     groups = [group("a"), group("b", optimizer_index=1)]
     decided = decide_groups(groups, {0: 100.0, 1: 400.0})
     assert [(g.tau_iter, g.weight_decay) for g in decided] == [
@@ -106,7 +106,7 @@ def test_decide_groups_takes_each_optimizers_own_tau_iter() -> None:
 
 
 @pytest.mark.parametrize("lr", [0.0, -1e-3, float("inf"), float("nan")])
-def test_decide_groups_refuses_a_managed_group_without_a_positive_lr(lr: float) -> None:
+def test_groups_refuses_managed_group_without_positive_lr(lr: float) -> None:
     with raises_exactly(
         f"Cannot set a timescale for param group 'hidden': its reference learning rate is {lr!r}. Give it a positive"
         " lr, or `weight_decay=0` to leave it out."
@@ -119,7 +119,7 @@ def test_decide_groups_refuses_a_managed_group_without_a_positive_lr(lr: float) 
     ("width_mult", "alpha", "tau_iter"),
     [(9.0, 0.5, 300.0), (2.0, 0.0, 200.0), (0.5, 0.0, 50.0), (None, 0.5, 100.0), (1.0, 3.0, 100.0), (4.0, 2.0, 25.0)],
 )
-def test_width_exponent_scales_a_groups_timescale_by_s_to_one_minus_alpha(
+def test_width_exponent_scales_groups_timescale_by_s_to_one_minus_alpha(
     width_mult: float | None, alpha: float, tau_iter: float
 ) -> None:
     (decided,) = decide_groups([group(width_mult=width_mult)], 100.0, width_exponent=alpha)
@@ -128,7 +128,7 @@ def test_width_exponent_scales_a_groups_timescale_by_s_to_one_minus_alpha(
 
 
 @pytest.mark.parametrize("alpha", [0.5, 0.0, 2.0])
-def test_a_group_at_s_one_in_a_model_at_s_four_moves_with_the_model(alpha: float) -> None:
+def test_group_at_s_one_in_model_at_s_four_moves_with_model(alpha: float) -> None:
     """The one definition the finder's width axis measures: every decaying group's ``tau_iter`` scales as
     ``S ** (1 - alpha)``, ``S`` the model's multiplier, so a vector group at ``s = 1`` gets ``4 ** (alpha - 1)`` times
     its weight decay at exponent 1, as the hidden group does."""
@@ -150,7 +150,7 @@ def test_a_group_at_s_one_in_a_model_at_s_four_moves_with_the_model(alpha: float
     assert decide_groups(groups, 1000.0, width_exponent={"vectors": 1.0}) == at_one
 
 
-def test_a_mapping_moves_a_named_group_at_s_one_by_the_models_s() -> None:
+def test_mapping_moves_named_group_at_s_one_by_models_s() -> None:
     groups = [group("hidden", 4.0, reference_lr=2.5e-4), group("vectors", 1.0, group_index=1)]
     hidden, vectors = decide_groups(groups, 1000.0, width_exponent={"vectors": 0.0})
     assert (hidden.width_exponent, hidden.tau_iter) == (1.0, 1000.0)  # not named: exponent 1
@@ -158,7 +158,7 @@ def test_a_mapping_moves_a_named_group_at_s_one_by_the_models_s() -> None:
     assert vectors.weight_decay == pytest.approx(1 / (1e-3 * 4000.0))
 
 
-def test_model_width_mult_is_the_largest_multiplier_other_than_one() -> None:
+def test_model_width_mult_largest_multiplier_other_than_one() -> None:
     assert model_width_mult([group("a", None), group("b", 1.0)]) == 1.0
     assert model_width_mult([group("a", 2.0), group("b", 8.0), group("c", 1.0)]) == 8.0
     assert model_width_mult([group("a", 0.5), group("b", 1.0)]) == 0.5  # narrower than the base: S = 0.5
@@ -167,7 +167,7 @@ def test_model_width_mult_is_the_largest_multiplier_other_than_one() -> None:
             model_width_mult([group("a", 4.0), group("b", s)])
 
 
-def test_a_width_exponent_mapping_sets_named_groups_and_others_keep_one() -> None:
+def test_width_exponent_mapping_sets_named_groups_and_others_keep_one() -> None:
     decided = decide_groups(
         [group("hidden", 4.0), group("out", 4.0, group_index=1)], 100.0, width_exponent={"hidden": 0}
     )
@@ -179,7 +179,7 @@ def test_a_width_exponent_mapping_sets_named_groups_and_others_keep_one() -> Non
         decide_groups([group("hidden"), group("out")], 100.0, width_exponent={"other": 0.5, "out": 0.5})
 
 
-def test_width_exponent_errors_name_the_group_and_what_to_do() -> None:
+def test_width_exponent_errors_name_group_and_what_to_do() -> None:
     with raises_exactly(
         "`width_exponent=0.5` for param group 'hidden' needs its muP width multiplier s, but it has no `width_mult`"
         " key. Call `mup.set_base_shapes` on the model, put a `width_mult` key on the group (1 for a group whose lr"
@@ -205,7 +205,7 @@ def decided(
     return GroupTimescale(name, optimizer, index, 10, 1e-3, 0.1, 2.0, managed, tau_iter=tau_iter)
 
 
-def test_run_tau_iter_names_the_callback_and_mid_fit_the_epoch_and_where_m_came_from() -> None:
+def test_run_tau_iter_names_callback_and_mid_fit_epoch_and_where_m_came_from() -> None:
     shape = RunShape(2, sources=("M = 2 optimizer steps per epoch: 2 batches per rank.",))
     assert run_tau_iter(shape, tau_epoch=5.0, tau_iter=None) == 10.0
     assert run_tau_iter(RunShape(None), tau_epoch=None, tau_iter=300.0) == 300.0
@@ -219,7 +219,7 @@ def test_run_tau_iter_names_the_callback_and_mid_fit_the_epoch_and_where_m_came_
         run_tau_iter(shape, tau_epoch=0.5, tau_iter=None, epoch=3)
 
 
-def test_run_tau_iter_says_why_m_is_unknown_only_when_a_tau_epoch_needs_it() -> None:
+def test_run_tau_iter_says_why_m_unknown_only_tau_epoch_needs_it() -> None:
     unknown = RunShape(None, problems=("No length.", "No batch size."))
     with raises_exactly("No length. No batch size."):
         run_tau_iter(unknown, tau_epoch=5.0, tau_iter=None)
@@ -238,7 +238,7 @@ def test_optimizer_tau_iters_holds_tau_epoch_in_each_optimizers_own_steps() -> N
     assert optimizer_tau_iters(2, 500.0, tau_epoch=None, optimizer_m={1: 50.0}) == 500.0  # steps are steps
 
 
-def test_optimizer_tau_iters_names_the_optimizer_and_mid_fit_the_epoch() -> None:
+def test_optimizer_tau_iters_names_optimizer_and_mid_fit_epoch() -> None:
     too_short = (
         "`tau_epoch=0.5` is 1 optimizer steps at M=2 steps per epoch,"
         + TOO_SHORT
@@ -250,7 +250,7 @@ def test_optimizer_tau_iters_names_the_optimizer_and_mid_fit_the_epoch() -> None
         optimizer_tau_iters(2, 50.0, tau_epoch=0.5, optimizer_m={1: 2.0}, epoch=4)
 
 
-def test_group_targets_give_each_managed_group_its_own_timescale() -> None:
+def test_group_targets_give_each_managed_group_own_timescale() -> None:
     wide = GroupTimescale("wide", 0, 0, 10, 1e-3, 0.1, 1.0, True, tau_iter=1000.0)  # s ** (1 - alpha) = 2
     second = decided("gen", optimizer=1, tau_iter=250.0)
     skipped = [decided("bias", index=1, managed=False, tau_iter=300.0), decided("odd", index=2, tau_iter=None)]
@@ -281,7 +281,7 @@ def test_step_writes_list_each_optimizers_managed_groups_with_their_reference() 
     assert step_writes([groups[1]]) == {}
 
 
-def test_a_width_exponent_scales_only_mup_runs_and_asks_every_group_of_one_for_its_multiplier() -> None:
+def test_width_exponent_scales_only_mup_runs_and_asks_every_group_of_one_for_multiplier() -> None:
     """``decide_groups`` applies a width exponent other than 1 only when the run has a width multiplier somewhere;
     then a decaying group without one is an error, not silently left at ``s = 1``."""
     from lightning_tau.width import NO_MUP
@@ -300,7 +300,7 @@ def test_a_width_exponent_scales_only_mup_runs_and_asks_every_group_of_one_for_i
     assert scaled.weight_decay == pytest.approx(1 / (1e-3 / 4 * 1000.0 * 2.0))
 
 
-def test_uses_mup_needs_a_multiplier_or_an_annotation_problem() -> None:
+def test_uses_mup_needs_multiplier_or_annotation_problem() -> None:
     """A group that declares nothing about width (``width_problem=None``, no ``width_mult``) is not muP; one whose
     width is known to be ambiguous (a problem other than "no mup at all") is."""
     from lightning_tau.width import NO_MUP
@@ -311,13 +311,13 @@ def test_uses_mup_needs_a_multiplier_or_an_annotation_problem() -> None:
     assert uses_mup([GroupInput("mixed", 0, 0, 64, 1e-3, 0.1, True, width_problem="its parameters have several")])
 
 
-def test_group_targets_skip_a_group_that_does_not_decay_and_go_on() -> None:
+def test_group_targets_skip_group_not_decay_and_go_on() -> None:
     off = GroupTimescale("bias", 0, 0, 8, 1e-3, 0.0, 0.0, False)
     hidden = GroupTimescale("hidden", 0, 1, 64, 1e-3, 0.1, 1.0, True, width_mult=4.0, tau_iter=1000.0)
     assert group_targets([off, hidden], 500.0, 5.0, {}, 100) == {(0, 1): (1000.0, 10.0)}
 
 
-def test_run_tau_iter_names_every_source_of_m_in_its_mid_fit_error() -> None:
+def test_run_tau_iter_names_every_source_of_m_in_mid_fit_error() -> None:
     shape = RunShape(1, sources=("M = 1 from the loader.", "B = 64."))
     with pytest.raises(ValueError, match=re.escape("at epoch 3 (M = 1 from the loader. B = 64.): `tau_epoch=0.5`")):
         run_tau_iter(shape, tau_epoch=0.5, tau_iter=None, epoch=3)
@@ -333,7 +333,7 @@ def test_held_tau_epoch_follows_each_shapes_n_and_leaves_steps_targets_alone() -
     assert held_tau_epoch(RunShape(10), 5.0, size_exponent=0.0, reference_dataset_size=None) == 5.0  # N not needed
 
 
-def test_held_tau_epoch_without_a_readable_n_says_why_and_what_to_pass() -> None:
+def test_held_tau_epoch_without_readable_n_says_why_and_what_to_pass() -> None:
     with raises_exactly(
         "`TimescaleCallback(size_exponent=-0.5)` at epoch 2 needs the run's dataset size N: the dataset has no"
         " length. Pass `TimescaleCallback(dataset_size=...)` (in the unit of reference_dataset_size)."

@@ -19,7 +19,7 @@ BUILD_TIMEOUT = 300
 
 
 @pytest.mark.slow
-def test_docs_build_without_warnings(tmp_path: Path) -> None:
+def test_build_without_warnings(tmp_path: Path) -> None:
     out = tmp_path / "html"
     proc = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(DOCS), str(out)],
@@ -50,14 +50,15 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
         assert (out / url.split("?")[0]).is_file(), f"{url} is not in the build"
 
 
-def test_docs_have_snippets_to_run() -> None:
+def test_have_snippets_to_run() -> None:
     counts = {p.relative_to(DOCS).as_posix(): p.read_text(encoding="utf-8").count(">>> ") for p in PAGES}
     for page in ("index.rst", "ema.rst", "faq.rst", "howto/callback.rst", "howto/schedulers.rst", "howto/resuming.rst"):
         assert counts.get(page, 0) > 0, f"docs/{page} has no doctest snippet"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(DOCS).as_posix() for p in PAGES])
-def test_docs_snippets_run(page: Path) -> None:
+@pytest.mark.slow
+def test_snippets_run(page: Path) -> None:
     result = doctest.testfile(
         str(page),
         module_relative=False,

@@ -38,7 +38,7 @@ def test_benchmark_doctests_pass() -> None:
         assert result.failed == 0 and result.attempted > 0, name
 
 
-def test_cases_cover_what_the_benchmark_promises() -> None:
+def test_cases_cover_what_benchmark_promises() -> None:
     cases = _load("_transfer_cases").CASES
     assert len(cases) >= 8
     kinds = {c.spec.kind for c in cases.values()}
@@ -50,11 +50,11 @@ def test_cases_cover_what_the_benchmark_promises() -> None:
         assert case.targets[0] == 2 * largest and 4 * largest <= case.targets[1] <= 8 * largest, case.name
 
 
-def test_prediction_at_the_full_n_is_full_tau_epoch_and_carries_the_interval() -> None:
+def test_prediction_at_full_n_full_tau_epoch_and_carries_interval() -> None:
     """Size axis: the prediction is the package's own (``AxisResult.predict``): at the finder's own full N
     ``full_tau_epoch`` and ``full_tau_epoch_range``; at another N the callback's tau_epoch carried there, with an
     interval at least as wide as the exponent's ends carried there (it adds the anchor's range and lack of fit)."""
-    from helpers.axis_results import size_result  # noqa: PLC0415
+    from axis_results import size_result  # noqa: PLC0415
 
     bench = _load("eval_transfer")
     result = size_result()
@@ -71,12 +71,12 @@ def test_prediction_at_the_full_n_is_full_tau_epoch_and_carries_the_interval() -
     assert bench.wang_aitchison_tau(result, 3 * n_ref) == result.tau_epoch
 
 
-def test_width_taus_are_the_smallest_widths_best_carried_by_the_exponent() -> None:
+def test_width_taus_smallest_widths_best_carried_by_exponent() -> None:
     """Width axis: the callback's (tau_epoch, width_exponent) at a target width, in the reference's terms
     (width_exponent=1), is the smallest width's best tau_epoch times (width / smallest) ** -exponent_used; Wang &
     Aitchison keep the smallest width's; the interval is ``AxisResult.predict``'s, at least as wide as the exponent's
     ends carried there."""
-    from helpers.axis_results import width_result  # noqa: PLC0415
+    from axis_results import width_result  # noqa: PLC0415
 
     bench = _load("eval_transfer")
     result = width_result()
@@ -92,7 +92,7 @@ def test_width_taus_are_the_smallest_widths_best_carried_by_the_exponent() -> No
 
 
 @pytest.mark.slow
-def test_quick_run_writes_rows_computed_from_its_runs(tmp_path: Path) -> None:
+def test_quick_run_writes_rows_computed_from_runs(tmp_path: Path) -> None:
     bench = _load("eval_transfer")
     report = bench.main(["--quick", "--cases", "cls", "--workers", "1", "--out", str(tmp_path)])
     saved = json.loads((tmp_path / "eval_transfer.json").read_text())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from ddp_harness import DDP_TIMEOUT
-from helpers.examples import run_example
+from examples import run_example
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +62,7 @@ def test_dataset_size_transfer_weight_decay_falls_as_one_over_n(tmp_path: Path) 
     assert number(r"ratio N=256 / N=1024 at tau_epoch=4: ([0-9.]+)", out) == pytest.approx(4.0)
 
 
-def test_mup_width_transfer_tau_rule_holds_tau_iter_fixed_rule_does_not(tmp_path: Path) -> None:
+def test_mup_width_transfer_tau_rule_holds_tau_iter_fixed_rule_not(tmp_path: Path) -> None:
     out = run_example("mup_width_transfer.py", tmp_path, "--fast")
     assert_no_lightning_banners(out)
     row = r"^\s*(fixed|tau)\s+[0-9.e-]+\s+(\d+)\s+([0-9.]+)\s+([0-9.e-]+)\s+([0-9.e-]+)\s+([0-9.e+-]+)"
@@ -115,7 +115,7 @@ def test_char_gpt_cli_counts_tokens_and_loss_falls(tmp_path: Path) -> None:
     assert last < first - 0.3
 
 
-def test_ddp_example_uses_the_global_batch_on_every_rank(tmp_path: Path) -> None:
+def test_ddp_example_uses_global_batch_on_every_rank(tmp_path: Path) -> None:
     out = run_example("ddp.py", tmp_path, "--fast", "--accelerator=cpu", timeout=DDP_TIMEOUT)
     per_rank = {int(r): float(wd) for r, wd in re.findall(rf"rank (\d)/2: weight_decay written: {FLOAT}", out)}
     assert set(per_rank) == {0, 1}, out

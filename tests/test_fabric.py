@@ -11,7 +11,7 @@ import lightning as L
 import pytest
 import torch
 from ddp_harness import DDP_TIMEOUT
-from helpers.examples import run_example
+from examples import run_example
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from lightning_tau import apply_timescale
@@ -68,7 +68,7 @@ def test_timescale_metrics_match_closed_forms() -> None:
     assert m["ts/weight_rms/no_decay"] == pytest.approx(1.0)
 
 
-def test_timescale_metrics_names_several_optimizers_and_drops_the_band_for_muon() -> None:
+def test_timescale_metrics_names_several_optimizers_and_drops_band_for_muon() -> None:
     net = torch.nn.Linear(4, 4)
     muon = torch.optim.Muon([net.weight], lr=0.02, weight_decay=0.1)
     adamw = torch.optim.AdamW([net.bias], lr=1e-3, weight_decay=0.1)
@@ -82,7 +82,7 @@ def test_timescale_metrics_names_several_optimizers_and_drops_the_band_for_muon(
     assert m["timescale/weight_mean_abs/optimizer0/pg1"] == pytest.approx(expected_mean_abs, rel=1e-6)
 
 
-def test_tracker_folds_the_scheduled_lr_and_metrics_use_the_step_values() -> None:
+def test_tracker_folds_scheduled_lr_and_metrics_use_step_values() -> None:
     opt, weight = two_group_optimizer(lr=0.1, weight_decay=0.5)
     before = weight.detach().clone()
     scheduler = torch.optim.lr_scheduler.LinearLR(opt, start_factor=1.0, end_factor=0.2, total_iters=5)
@@ -116,7 +116,7 @@ def test_tracker_folds_the_scheduled_lr_and_metrics_use_the_step_values() -> Non
     assert tracker.steps == 4
 
 
-def test_tracker_state_dict_continues_the_products() -> None:
+def test_tracker_state_dict_continues_products() -> None:
     opt, _ = two_group_optimizer(lr=0.1, weight_decay=0.5)
     tracker = TimescaleTracker(opt)
     for _ in range(3):
@@ -135,7 +135,7 @@ def test_tracker_state_dict_continues_the_products() -> None:
     assert fresh.init_memory["decay"] == 1.0 and fresh.steps == 0
 
 
-def test_per_step_apply_timescale_holds_tau_iter_in_the_logged_metrics() -> None:
+def test_per_step_apply_timescale_holds_tau_iter_in_logged_metrics() -> None:
     opt, _ = two_group_optimizer(lr=0.1, weight_decay=0.5)
     scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0 / (1 + step))
     applied = apply_timescale(opt, tau_epoch=5.0, dataset_size=1000, batch_size=100, mode="per_step")
@@ -153,7 +153,7 @@ def test_per_step_apply_timescale_holds_tau_iter_in_the_logged_metrics() -> None
     tracker.remove()
 
 
-def test_timescale_metrics_through_a_real_fabric_optimizer() -> None:
+def test_timescale_metrics_through_real_fabric_optimizer() -> None:
     fabric = L.Fabric(accelerator="cpu", devices=1)
     net = torch.nn.Linear(4, 2)
     model = fabric.setup(net)
@@ -188,7 +188,7 @@ def test_timescale_metrics_rejects_bad_arguments(kwargs: dict, match: str) -> No
         timescale_metrics(opt, **kwargs)
 
 
-def test_timescale_metrics_rejects_a_tracker_of_other_optimizers_and_non_optimizers() -> None:
+def test_timescale_metrics_rejects_tracker_of_other_optimizers_and_non_optimizers() -> None:
     opt, _ = two_group_optimizer()
     other, _ = two_group_optimizer()
     with pytest.raises(ValueError, match=r"does not track optimizer 0 \(AdamW\).*TimescaleTracker\(\[optimizer"):
@@ -201,7 +201,7 @@ def test_timescale_metrics_rejects_a_tracker_of_other_optimizers_and_non_optimiz
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
-def test_fabric_gpt_example_as_two_process_ddp(tmp_path: Path, mode: str) -> None:
+def test_gpt_example_as_two_process_ddp(tmp_path: Path, mode: str) -> None:
     args = ["--fast", "--devices", "2", "--strategy", "ddp", "--accelerator", "cpu", "--mode", mode, "--dump", "dump"]
     out = run_example(EXAMPLE.name, tmp_path, *args, timeout=DDP_TIMEOUT)
     ranks = [json.loads((tmp_path / "dump" / f"rank{r}.json").read_text()) for r in (0, 1)]

@@ -44,7 +44,8 @@ def _write(tmp_path: Path, init_args: dict) -> Path:
 
 # two epochs are shorter than the config's tau_epoch: the callback says so, rightly
 @pytest.mark.filterwarnings("ignore:.*less than one EMA timescale")
-def test_lightning_cli_example_config_parses_and_fits(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_example_config_parses_and_fits(tmp_path: Path) -> None:
     cli = _cli(
         [
             "fit",
@@ -70,7 +71,7 @@ def test_lightning_cli_example_config_parses_and_fits(tmp_path: Path) -> None:
     assert list((tmp_path / "digits_cli").rglob("events.out.tfevents.*"))
 
 
-def test_lightning_cli_configures_callback_from_flags() -> None:
+def test_configures_callback_from_flags() -> None:
     cli = _cli(
         [
             "--trainer.callbacks+=lightning_tau.TimescaleCallback",
@@ -102,7 +103,7 @@ def test_lightning_cli_configures_callback_from_flags() -> None:
         ({"tau_epoch": 5.0, "beta2_epochs": "long"}, ["beta2_epochs", "long"]),
     ],
 )
-def test_lightning_cli_rejects_wrong_type_at_parse_time(
+def test_rejects_wrong_type_at_parse_time(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], init_args: dict, expected: list[str]
 ) -> None:
     config = _write(tmp_path, init_args)
@@ -114,7 +115,7 @@ def test_lightning_cli_rejects_wrong_type_at_parse_time(
         assert text in message
 
 
-def test_lightning_cli_surfaces_callback_validation(tmp_path: Path) -> None:
+def test_surfaces_callback_validation(tmp_path: Path) -> None:
     """A well-typed but invalid value passes the parser and fails when LightningCLI instantiates the callback,
     before any training, with the callback's own message."""
     config = _write(tmp_path, {"tau_epoch": -1})
@@ -122,7 +123,8 @@ def test_lightning_cli_surfaces_callback_validation(tmp_path: Path) -> None:
         _cli(["fit", "--config", str(config), "--trainer.logger=false"], run=True)
 
 
-def test_lightning_cli_fits_with_a_size_exponent_from_yaml(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_fits_with_size_exponent_from_yaml(tmp_path: Path) -> None:
     """The finder's dataset-size rule from YAML, through LightningCLI for real: tau_epoch 10 measured at N_ref = 32,
     carried by N^-0.5 to the run's N = 128, is 5, so the `decay` group gets B / (lr N 5)."""
     rule = {"tau_epoch": 10.0, "size_exponent": -0.5, "reference_dataset_size": 32, "verbose": False}
@@ -210,7 +212,7 @@ def test_lightning_cli_fits_with_a_coupling_from_yaml(tmp_path: Path) -> None:
     assert groups["no_decay"]["weight_decay"] == 0.0
 
 
-def test_lightning_cli_refuses_a_mode_that_disagrees_with_the_coupling(tmp_path: Path) -> None:
+def test_refuses_mode_disagrees_with_coupling(tmp_path: Path) -> None:
     config = _write(tmp_path, {"tau_epoch": 10.0, "mode": "per_step", "coupling": "lr_squared"})
     with pytest.raises(ValueError, match=r"`TimescaleCallback\(mode='per_step', coupling='lr_squared'\)` disagree"):
         _cli(["fit", "--config", str(config), "--trainer.logger=false"], run=True)
@@ -227,13 +229,13 @@ def test_lightning_cli_refuses_a_mode_that_disagrees_with_the_coupling(tmp_path:
         ({"size_exponent": -0.5, "reference_dataset_size": 0}, r"`TimescaleCallback\(reference_dataset_size=0\)`"),
     ],
 )
-def test_lightning_cli_refuses_a_bad_size_rule_before_any_step(tmp_path: Path, init_args: dict, match: str) -> None:
+def test_refuses_bad_size_rule_before_any_step(tmp_path: Path, init_args: dict, match: str) -> None:
     config = _write(tmp_path, {"tau_epoch": 10.0, **init_args})
     with pytest.raises(ValueError, match=match):
         _cli(["fit", "--config", str(config), "--trainer.logger=false"], run=True)
 
 
-def test_print_config_lists_every_option_with_its_default(capsys: pytest.CaptureFixture[str]) -> None:
+def test_print_config_lists_every_option_with_default(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(
             [
@@ -254,7 +256,7 @@ def test_print_config_lists_every_option_with_its_default(capsys: pytest.Capture
     assert entry["init_args"] == expected
 
 
-def test_example_callback_snippet_matches_the_signature() -> None:
+def test_example_callback_snippet_matches_signature() -> None:
     """``examples/configs/timescale_callback.yaml`` lists every option, with the defaults but ``tau_epoch``."""
     config = yaml.safe_load((CONFIGS / "timescale_callback.yaml").read_text())
     (entry,) = config["trainer"]["callbacks"]
@@ -266,7 +268,7 @@ def test_example_callback_snippet_matches_the_signature() -> None:
             assert entry["init_args"][name] == signature.parameters[name].default, name
 
 
-def test_example_config_model_defaults_are_valid() -> None:
+def test_example_config_model_defaults_valid() -> None:
     """The example's model and data sections instantiate and train one step (catches stale keys)."""
     cli = _cli(["--config", str(CONFIGS / "digits_timescale.yaml"), "--trainer.logger=false"])
     assert isinstance(cli.model, DigitsMLP) and isinstance(cli.datamodule, DigitsDataModule)
@@ -284,7 +286,7 @@ def test_example_config_model_defaults_are_valid() -> None:
         ({"class_path": "lightning_tau.TimescaleMonitor", "init_args": {"prefix": "ema", "per_tensor": True}}, "ema"),
     ],
 )
-def test_lightning_cli_parses_the_monitor_option(tmp_path: Path, monitor: object, expected: str | None) -> None:
+def test_parses_monitor_option(tmp_path: Path, monitor: object, expected: str | None) -> None:
     cli = _cli(["--config", str(_write(tmp_path, {"tau_epoch": 5.0, "monitor": monitor}))])
     (callback,) = _timescale_callbacks(cli)
     if expected is None:

@@ -11,9 +11,9 @@ from typing import Any
 import mup
 import pytest
 import torch
-from conftest import make_loader, quiet_trainer
-from helpers.loggers import MemoryLogger
-from helpers.mup_models import BASE_WIDTH, LR, MLP, TAU_EPOCH, WD, Module, mup_mlp, nanogpt_mup_groups
+from tiny_model import make_loader, quiet_trainer
+from loggers import MemoryLogger
+from mup_models import BASE_WIDTH, LR, MLP, TAU_EPOCH, WD, Module, mup_mlp, nanogpt_mup_groups
 from torch import nn
 
 from lightning_tau import TimescaleCallback
@@ -53,6 +53,7 @@ def test_width_mult_read_from_infshape() -> None:
 
 
 @pytest.mark.parametrize("width", [BASE_WIDTH, 4 * BASE_WIDTH])
+@pytest.mark.slow
 def test_mu_adamw_groups_get_same_lr_times_weight_decay_at_every_width(width: int) -> None:
     s = width / BASE_WIDTH
     with warnings.catch_warnings():
@@ -69,6 +70,7 @@ def test_mu_adamw_groups_get_same_lr_times_weight_decay_at_every_width(width: in
     assert summary_row.width_mult == s
 
 
+@pytest.mark.slow
 def test_matrix_weight_decay_scales_with_width_across_two_models() -> None:
     _, base = fit(mup_mlp(BASE_WIDTH), mu_adamw)
     _, wide = fit(mup_mlp(4 * BASE_WIDTH), mu_adamw)
@@ -86,7 +88,8 @@ def mu_adamw_decoupled_wd(net: nn.Module) -> torch.optim.Optimizer:
     return optimizer
 
 
-def test_decoupled_wd_pitfall_is_reported_and_fixed() -> None:
+@pytest.mark.slow
+def test_decoupled_wd_pitfall_reported_and_fixed() -> None:
     match = r"fixed-λ muP pitfall.*s=4, lr\*weight_decay=0\.00025, weight_decay 0\.1 -> 16\.67"
     with pytest.warns(UserWarning, match=match):
         callback, optimizer = fit(mup_mlp(4 * BASE_WIDTH), mu_adamw_decoupled_wd)
@@ -99,7 +102,8 @@ def test_decoupled_wd_pitfall_is_reported_and_fixed() -> None:
         assert group["lr"] * group["weight_decay"] == pytest.approx(1 / TAU_ITER, rel=1e-12)
 
 
-def test_nanogpt_mup_groups_pitfall_is_reported_and_fixed() -> None:
+@pytest.mark.slow
+def test_nanogpt_mup_groups_pitfall_reported_and_fixed() -> None:
     logger = MemoryLogger()
     with pytest.warns(UserWarning, match=r"fixed-λ muP pitfall.*'mup_decay' \(s=4, .*weight_decay 0\.1 -> 16\.67\)"):
         callback, optimizer = fit(MLP(32, readout=False), nanogpt_mup_groups, logger=logger)
@@ -127,7 +131,8 @@ def test_param_groups_helper_matches_mu_adamw() -> None:
     assert hidden["params"] == [net.hidden.weight]
 
 
-def test_param_groups_helper_without_mup_gives_the_rule_through_the_callback() -> None:
+@pytest.mark.slow
+def test_param_groups_helper_without_mup_gives_rule_through_callback() -> None:
     net = MLP(32, readout=False)
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*pitfall")
@@ -144,7 +149,7 @@ def test_param_groups_helper_without_mup_gives_the_rule_through_the_callback() -
     assert callback.fixed_lambda_pitfalls == []
 
 
-def test_pitfall_logic_without_a_base_group() -> None:
+def test_pitfall_logic_without_base_group() -> None:
     """Only width-scaled decaying groups: s * lr * wd constant across two multipliers is the fixed-λ signature."""
     fixed = [GroupRate("a", LR / 2, WD, 2.0), GroupRate("b", LR / 4, WD, 4.0)]
     assert [p.name for p in find_fixed_lambda_pitfall(fixed)] == ["a", "b"]
@@ -156,7 +161,7 @@ def test_pitfall_logic_without_a_base_group() -> None:
     assert math.isclose(find_fixed_lambda_pitfall(fixed)[0].corrected_weight_decay, 2 * WD)
 
 
-def test_mup_model_without_mup_true_gets_unsplit_groups() -> None:
+def test_model_without_mup_true_gets_unsplit_groups() -> None:
     """``p.infshape`` is read only with ``mup=True``: without it a mup model gets the plain two groups at s = 1."""
     groups = build_param_groups(mup_mlp(4 * BASE_WIDTH), 0.1, 1e-3)
     assert [(g["name"], g["width_mult"], g["lr"], g["weight_decay"]) for g in groups] == [

@@ -59,7 +59,7 @@ def test_interval_and_signed() -> None:
     assert signed(-1e-17) == "+0.00" and signed(-0.004, 3) == "-0.004"
 
 
-def test_cost_to_the_interval_precision() -> None:
+def test_cost_to_interval_precision() -> None:
     assert cost(0.01234, (0.0081, 0.0166)) == "+0.012 [+0.008, +0.017]"
     assert cost(0.0013, (0.0010, 0.0017)) == "+0.0013 [+0.0010, +0.0017]"
     assert cost(0.01234, None) == "+0.012"
@@ -67,14 +67,14 @@ def test_cost_to_the_interval_precision() -> None:
     assert cost(None, None, None) == "not measured"
 
 
-def test_cost_digits_from_the_mean_without_an_interval() -> None:
+def test_cost_digits_from_mean_without_interval() -> None:
     # two significant digits of the mean, whatever its size; a zero mean gets three decimals
     assert cost(0.5, None) == "+0.50" and cost(0.0013, None) == "+0.0013" and cost(0.0, None) == "+0.000"
     assert cost(123.4, None) == "+123"  # no decimals, not fewer than none
     assert cost(1.234e-8, None) == "+0.000000"  # six decimals at most
 
 
-def test_cost_digits_from_the_interval_half_width() -> None:
+def test_cost_digits_from_interval_half_width() -> None:
     # half-width 0.0013: three decimals (a third of the width, 0.00087, would give four)
     assert cost(0.01234, (0.0110, 0.0136)) == "+0.012 [+0.011, +0.014]"
     # an interval far finer than the mean: never more than the mean's two digits + 2

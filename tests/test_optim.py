@@ -42,7 +42,7 @@ def test_decay_kind(make, kind: str) -> None:
     assert decay_kind(make(params())) == kind
 
 
-def test_mup_adamw_is_decoupled() -> None:
+def test_mup_adamw_decoupled() -> None:
     mup = pytest.importorskip("mup", reason="mup is an optional extra: pip install lightning-tau[mup]")
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), mup.MuReadout(8, 2))
     mup.set_base_shapes(model, None)
@@ -76,7 +76,7 @@ def test_group_names_with_several_optimizers() -> None:
     assert group_names([a, b]) == [["optimizer0/body", "optimizer0/pg2"], ["optimizer1/pg1"]]
 
 
-def test_group_names_are_unique_when_groups_share_a_name() -> None:
+def test_group_names_unique_groups_share_name() -> None:
     # mup's MuAdamW copies a group's `name` onto every group it splits it into: one key per group all the same
     a = torch.optim.AdamW([{"params": params(), "name": "all"}, {"params": params(), "name": "all"}])
     b = torch.optim.AdamW([{"params": params(), "name": "pg2"}, {"params": params()}, {"params": params()}])
@@ -85,7 +85,7 @@ def test_group_names_are_unique_when_groups_share_a_name() -> None:
     assert group_names([a, b])[0] == ["optimizer0/all/pg1", "optimizer0/all/pg2"]
 
 
-def test_planned_lr_sums_follows_the_schedule_without_touching_the_optimizer() -> None:
+def test_planned_lr_sums_follows_schedule_without_touching_optimizer() -> None:
     opt = torch.optim.AdamW(params(), lr=1.0)
     sched = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)
     # lrs over 4 steps: 0.5, 0.75, 1, 1
@@ -123,7 +123,7 @@ def _halving(**kwargs: object) -> tuple[torch.optim.Optimizer, ScheduledStep]:
     return opt, ScheduledStep(torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5), **kwargs)
 
 
-def test_planned_lr_sums_steps_each_scheduler_when_it_is_due() -> None:
+def test_planned_lr_sums_steps_each_scheduler_it_due() -> None:
     opt, every_third_step = _halving(interval="step", frequency=3)
     assert planned_lr_sums(opt, [every_third_step], total_steps=6, steps_per_epoch=100) == [3 * 1.0 + 3 * 0.5]
     # every 2nd epoch of 3 steps: due after steps 6 and 12
@@ -146,7 +146,7 @@ def test_planned_lr_sums_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     assert planned_lr_sums(opt, [sched], total_steps=4, steps_per_epoch=10) is None
 
 
-def test_optimizer_remaining_counts_the_runs_steps_in_the_optimizers_own() -> None:
+def test_optimizer_remaining_counts_runs_steps_in_optimizers_own() -> None:
     assert optimizer_remaining(1000, 100, 50.0) == 500
     assert optimizer_remaining(1000, 100, 150.0) == 1500
     assert optimizer_remaining(10, 4, 1.0) == 2  # 2.5 rounds to even
@@ -160,7 +160,7 @@ def _decision(optimizer: int, index: int, *, lr: float = 0.5, wd: float = 0.1, d
     return GroupTimescale(f"g{optimizer}{index}", optimizer, index, 1, lr, 0.3, wd, decays, tau_iter=20.0)
 
 
-def test_planned_timescales_per_step_are_remaining_steps_over_each_groups_tau_iter() -> None:
+def test_planned_timescales_per_step_remaining_steps_over_each_groups_tau_iter() -> None:
     groups = [_decision(0, 0), _decision(0, 1, decays=False), _decision(1, 0)]
     planned = planned_timescales(
         groups, [], [], 100, steps_per_epoch=10.0, optimizer_m={1: 5.0}, per_step=True
@@ -185,7 +185,7 @@ def test_planned_timescales_sum_each_optimizers_schedule() -> None:
     assert planned == {(0, 0): pytest.approx(4 * 0.5 * 0.1), (1, 0): pytest.approx(1.5 * 0.2)}
 
 
-def test_planned_timescales_are_unknown_where_the_schedule_cannot_be_simulated() -> None:
+def test_planned_timescales_unknown_where_schedule_cannot_be_simulated() -> None:
     opt = torch.optim.AdamW(params(), lr=1.0)
     plateau = ScheduledStep(torch.optim.lr_scheduler.ReduceLROnPlateau(opt), "epoch")
     groups = [_decision(0, 0)]
@@ -198,7 +198,7 @@ def test_planned_timescales_are_unknown_where_the_schedule_cannot_be_simulated()
     }
 
 
-def test_planned_timescales_use_the_runs_epoch_length_for_an_optimizer_without_its_own() -> None:
+def test_planned_timescales_use_runs_epoch_length_for_optimizer_without_own() -> None:
     """An epoch-interval scheduler steps every ``M`` optimizer steps; an optimizer with no ``M`` of its own takes the
     run's (2 here): 4 steps left are 2 at lr 1 and 2 at lr 0.5."""
     scheduled, halving = _halving(interval="epoch")

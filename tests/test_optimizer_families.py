@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import torch
-from helpers.optimizers import DECOUPLED_FACTORIES, bnb_factory, matrix_params, zero_grad_step
+from optimizers import DECOUPLED_FACTORIES, bnb_factory, matrix_params, zero_grad_step
 from torch.optim import Optimizer
 
 from lightning_tau.optim import (
@@ -43,7 +43,7 @@ def decay_factor(optimizer: Optimizer) -> float:
 
 
 @pytest.mark.parametrize("package", OPTIONAL_PACKAGES)
-def test_optional_optimizer_packages_are_installed(package: str) -> None:
+def test_optional_optimizer_packages_installed(package: str) -> None:
     pytest.importorskip(package, reason=f"{package} is {INSTALL_HINT}")
 
 
@@ -70,7 +70,7 @@ def test_zero_gradient_step_multiplies_every_weight_by_one_minus_lr_wd(name: str
 @pytest.mark.parametrize(
     "name", [n for n in ("bnb.AdamW8bit", "bnb.Lion8bit", "torchao.AdamW8bit") if n in DECOUPLED_FACTORIES]
 )
-def test_the_low_bit_state_path_is_the_one_checked(name: str) -> None:
+def test_low_bit_state_path_one_checked(name: str) -> None:
     params = matrix_params()[:1]
     optimizer = DECOUPLED_FACTORIES[name](params)
     zero_grad_step(optimizer, params)
@@ -98,7 +98,7 @@ COUPLED = {
 
 
 @pytest.mark.parametrize("name", sorted(COUPLED))
-def test_coupled_optimizers_are_classified_coupled_and_fail_the_zero_gradient_check(name: str) -> None:
+def test_coupled_optimizers_classified_coupled_and_fail_zero_gradient_check(name: str) -> None:
     if name.startswith("bnb."):
         pytest.importorskip("bitsandbytes", reason=f"bitsandbytes is {INSTALL_HINT}")
     params = matrix_params()
@@ -112,7 +112,7 @@ def test_coupled_optimizers_are_classified_coupled_and_fail_the_zero_gradient_ch
     assert not torch.allclose(params[0].detach(), before[0] * factor**8, rtol=1e-6, atol=0.0)
 
 
-def test_coupled_without_decay_is_none_and_low_bit_adam_is_coupled() -> None:
+def test_coupled_without_decay_none_and_low_bit_adam_coupled() -> None:
     assert decay_kind(torch.optim.Adam(matrix_params(), weight_decay=0.0)) == "none"
     assert decay_kind(torch.optim.SGD(matrix_params(), lr=0.1)) == "none"
     # decaying groups decide; one coupled group makes the optimizer coupled
@@ -125,7 +125,7 @@ def test_coupled_without_decay_is_none_and_low_bit_adam_is_coupled() -> None:
     assert "torchao's `AdamW8bit`" in unsupported_message(adam8bit, 0)
 
 
-def test_lion_pytorch_lr_relative_decay_is_not_taken_for_torch_weight_decay() -> None:
+def test_lion_pytorch_lr_relative_decay_not_taken_for_torch_weight_decay() -> None:
     lion_pytorch = pytest.importorskip("lion_pytorch", reason=f"lion_pytorch is {INSTALL_HINT}")
     params = matrix_params()
     lion = lion_pytorch.Lion(params, lr=1e-3, weight_decay=0.01, decoupled_weight_decay=True)
@@ -139,7 +139,7 @@ def test_lion_pytorch_lr_relative_decay_is_not_taken_for_torch_weight_decay() ->
     assert "Lion(decoupled_weight_decay=False)" in message
 
 
-def test_composer_style_lr_relative_adamw_subclass_is_not_decoupled() -> None:
+def test_composer_style_lr_relative_adamw_subclass_not_decoupled() -> None:
     # Composer's DecoupledAdamW subclasses torch's AdamW but decays by (lr / initial_lr) * wd; it is recognised by
     # module and class name (composer is not installed here), ahead of its AdamW base class in the MRO.
     DecoupledAdamW = type(
@@ -163,19 +163,20 @@ class PlainOptimizer(torch.optim.Optimizer):
                 p.mul_(1 - group["lr"] * group["weight_decay"]).add_(p.grad.sign(), alpha=-group["lr"])
 
 
-def test_unknown_optimizers_are_unknown_with_a_message_that_says_how_to_declare_them() -> None:
+def test_unknown_optimizers_unknown_with_message_says_how_to_declare_them() -> None:
     assert decay_kind(PlainOptimizer(matrix_params())) == "none"
     optimizer = PlainOptimizer(matrix_params(), weight_decay=0.1)
     assert decay_kind(optimizer) == "unknown"
     assert not unit_rms_updates(optimizer)
     message = unsupported_message(optimizer, 1)
-    assert "optimizer 1 (test_optimizer_families.PlainOptimizer) is not known to decay decoupled" in message
+    # the module as this file was imported (`tests.test_optimizer_families` under --import-mode=importlib)
+    assert f"optimizer 1 ({PlainOptimizer.__module__}.PlainOptimizer) is not known to decay decoupled" in message
     assert 'lightning_tau.register_decay_kind(PlainOptimizer, "decoupled")' in message
     assert "`TimescaleCallback(skip_unsupported_optimizers=True)`" in message
     assert "apply_timescale(skip" in unsupported_message(optimizer, 1, caller="apply_timescale")
 
 
-def test_messages_for_coupled_name_the_coupling_and_the_way_out() -> None:
+def test_messages_for_coupled_name_coupling_and_way_out() -> None:
     message = unsupported_message(torch.optim.RMSprop(matrix_params(), weight_decay=0.1), 0)
     assert "optimizer 0 (torch.optim.RMSprop) adds `weight_decay` to the gradient (coupled L2 decay)" in message
     assert "Use `torch.optim.AdamW`" in message and "skip_unsupported_optimizers=True" in message
@@ -187,7 +188,7 @@ def test_messages_for_coupled_name_the_coupling_and_the_way_out() -> None:
         unsupported_message(torch.optim.SGD(matrix_params(), lr=0.1), 0)
 
 
-def test_registration_declares_a_class_and_its_subclasses() -> None:
+def test_registration_declares_class_and_subclasses() -> None:
     class MyDecoupled(PlainOptimizer):
         pass
 
@@ -211,7 +212,7 @@ def test_registration_declares_a_class_and_its_subclasses() -> None:
     torch.testing.assert_close(params[0].detach(), before[0] * decay_factor(optimizer), rtol=1e-6, atol=0.0)
 
 
-def test_a_registration_overrides_the_built_in_table() -> None:
+def test_registration_overrides_built_in_table() -> None:
     class LrRelativeAdamW(torch.optim.AdamW):
         pass
 
@@ -246,7 +247,7 @@ class SelfWrapping(torch.optim.SGD):
         self.optimizer = self
 
 
-def test_wrappers_are_judged_by_the_optimizer_inside() -> None:
+def test_wrappers_judged_by_optimizer_inside() -> None:
     from lightning.pytorch.core.optimizer import LightningOptimizer
 
     adamw = torch.optim.AdamW(matrix_params())
@@ -267,7 +268,7 @@ def test_wrappers_are_judged_by_the_optimizer_inside() -> None:
     assert unwrap_optimizer(adamw) is adamw
 
 
-def test_a_registered_wrapper_is_judged_itself() -> None:
+def test_registered_wrapper_judged_itself() -> None:
     class AveragingWrapper(Wrapper):  # e.g. a wrapper that moves the weights itself (Lookahead's slow weights)
         param_groups: list[dict[str, Any]] = []
 
@@ -276,6 +277,6 @@ def test_a_registered_wrapper_is_judged_itself() -> None:
     assert decay_kind(AveragingWrapper(inner)) == "coupled"
 
 
-def test_decay_kind_rejects_what_is_not_an_optimizer() -> None:
+def test_decay_kind_rejects_what_not_optimizer() -> None:
     with pytest.raises(TypeError, match=r"expects a torch optimizer \(or a wrapper holding one\), got str"):
         decay_kind("adamw")

@@ -12,8 +12,8 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import quiet_trainer
-from helpers.optimizers import DECOUPLED_FACTORIES, matrix_params, zero_grad_step
+from tiny_model import quiet_trainer
+from optimizers import DECOUPLED_FACTORIES, matrix_params, zero_grad_step
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_tau import TimescaleCallback, apply_timescale
@@ -60,7 +60,8 @@ def data() -> DataLoader:
 @pytest.mark.filterwarnings(PAGED_ON_CPU)
 @pytest.mark.filterwarnings(TORCHAO_HASH)
 @pytest.mark.parametrize("name", names())
-def test_fit_through_the_callback_writes_the_closed_form_at_every_step(name: str) -> None:
+@pytest.mark.slow
+def test_fit_through_callback_writes_closed_form_at_every_step(name: str) -> None:
     model = Matrix(DECOUPLED_FACTORIES[name])
     callback = TimescaleCallback(tau_epoch=TAU_EPOCH, verbose=False, monitor=False)
     quiet_trainer(callbacks=[callback], max_epochs=2).fit(model, data())
@@ -73,7 +74,7 @@ def test_fit_through_the_callback_writes_the_closed_form_at_every_step(name: str
 @pytest.mark.filterwarnings(PAGED_ON_CPU)
 @pytest.mark.filterwarnings(TORCHAO_HASH)
 @pytest.mark.parametrize("name", names())
-def test_apply_timescale_writes_the_closed_form_and_the_step_decays_by_it(name: str) -> None:
+def test_apply_timescale_writes_closed_form_and_step_decays_by_it(name: str) -> None:
     params = matrix_params()[:1]
     optimizer = DECOUPLED_FACTORIES[name](params)
     lr = float(optimizer.param_groups[0]["lr"])
@@ -85,7 +86,7 @@ def test_apply_timescale_writes_the_closed_form_and_the_step_decays_by_it(name: 
     torch.testing.assert_close(params[0].detach(), before[0] * (1 - lr * expected), rtol=1e-6, atol=0)
 
 
-def test_apply_timescale_per_step_in_a_hand_written_loop_holds_lr_times_wd() -> None:
+def test_apply_timescale_per_step_in_hand_written_loop_holds_lr_times_wd() -> None:
     net = torch.nn.Linear(8, 8)
     optimizer = torch.optim.AdamW(
         [{"params": [net.weight]}, {"params": [net.bias], "weight_decay": 0.0}], lr=1e-2, weight_decay=0.1
@@ -136,7 +137,8 @@ def test_apply_timescale_refuses_coupled_decay_and_says_what_to_do() -> None:
         apply_timescale(optimizer, tau_iter=10.0)
 
 
-def test_the_callback_refuses_an_unknown_optimizer_until_it_is_declared() -> None:
+@pytest.mark.slow
+def test_callback_refuses_unknown_optimizer_until_it_declared() -> None:
     from lightning_tau import register_decay_kind
 
     class MyAdamW(torch.optim.Optimizer):  # decays decoupled, but nothing tells the package so

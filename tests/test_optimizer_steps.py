@@ -29,7 +29,7 @@ def raises_exactly(message: str) -> pytest.RaisesContext[ValueError]:
     return pytest.raises(ValueError, match=f"^{re.escape(message)}$")
 
 
-def test_optimizer_steps_per_epoch_prefers_the_count_then_the_declared_value() -> None:
+def test_per_epoch_prefers_count_then_declared_value() -> None:
     measured = {0: (50, 100), 1: (30, 60), 2: (7, 9)}
     assert optimizer_steps_per_epoch(5, 100, measured=measured, declared={0: 1, 3: 25}) == {
         0: 50.0,  # counted over an epoch of the same length: the count
@@ -43,7 +43,7 @@ def test_optimizer_steps_per_epoch_prefers_the_count_then_the_declared_value() -
     assert optimizer_steps_per_epoch(1, 100, measured={}, declared={1: 5}) == {}  # only the run's optimizers
 
 
-def test_check_optimizer_indices_names_the_indices_the_run_lacks() -> None:
+def test_check_optimizer_indices_names_indices_run_lacks() -> None:
     check_optimizer_indices(None, 1)
     check_optimizer_indices({0: 10.0, 1: 5.0}, 2)
     with raises_exactly(
@@ -53,7 +53,7 @@ def test_check_optimizer_indices_names_the_indices_the_run_lacks() -> None:
         check_optimizer_indices({3: 10.0, 0: 5.0, 1: 2.0}, 1)
 
 
-def test_count_epoch_keeps_the_counts_that_matter_and_names_the_wrong_assumptions() -> None:
+def test_count_epoch_keeps_counts_matter_and_names_wrong_assumptions() -> None:
     counts = {0: 10, 1: 5, 2: 10, 3: 10, 4: 7, 6: 10}
     keep, wrong = count_epoch(
         counts,
@@ -71,7 +71,7 @@ def test_count_epoch_keeps_the_counts_that_matter_and_names_the_wrong_assumption
     assert wrong == []
 
 
-def test_count_epoch_skips_an_optimizer_that_took_no_step_and_goes_on() -> None:
+def test_count_epoch_skips_optimizer_took_no_step_and_goes_on() -> None:
     # optimizer 0 took no step this epoch; optimizer 1 (later in the loop) took half as many as its M
     keep, wrong = count_epoch({1: 5}, 10, [0, 1], optimizer_m={}, steps_per_epoch=10, measured={})
     assert (keep, wrong) == ({1: (5, 10)}, [(1, 5, 10)])
@@ -96,7 +96,7 @@ def test_check_steps_per_epoch_takes_indices_from_0_to_positive_numbers() -> Non
         ({0: 10, 1: "x"}, "{0: 10, 1: 'x'}"),
     ],
 )
-def test_check_steps_per_epoch_shows_the_whole_mapping(value: object, shown: str) -> None:
+def test_check_steps_per_epoch_shows_whole_mapping(value: object, shown: str) -> None:
     with raises_exactly(f"`TimescaleCallback(steps_per_epoch={shown})`" + HINT):
         check_steps_per_epoch(value)
 
@@ -110,7 +110,7 @@ def count(counter: StepCounter, epoch: int, steps: dict[int, int], batches: int)
         counter.end_batch()
 
 
-def test_step_counter_compares_only_a_full_epoch() -> None:
+def test_step_counter_compares_only_full_epoch() -> None:
     counter = StepCounter()
     count(counter, 0, {0: 10, 1: 5}, 9)  # cut short: 9 of 10 batches
     assert counter.end_epoch([0, 1], planned=10, stopped=False, optimizer_m={}, steps_per_epoch=10) == []
@@ -122,7 +122,7 @@ def test_step_counter_compares_only_a_full_epoch() -> None:
     assert counter.end_epoch([0, 1], planned=float("inf"), stopped=False, optimizer_m={}, steps_per_epoch=10) == []
 
 
-def test_step_counter_of_an_epoch_of_unknown_length_counts_unless_stopped() -> None:
+def test_step_counter_of_epoch_of_unknown_length_counts_unless_stopped() -> None:
     counter = StepCounter()
     count(counter, 0, {0: 4}, 8)
     assert counter.end_epoch([0], planned=float("inf"), stopped=True, optimizer_m={}, steps_per_epoch=8) == []
@@ -131,7 +131,7 @@ def test_step_counter_of_an_epoch_of_unknown_length_counts_unless_stopped() -> N
     assert counter.measured == {0: (4, 8)}
 
 
-def test_step_counter_state_round_trips_and_a_resume_inside_the_epoch_continues_its_count() -> None:
+def test_step_counter_state_round_trips_and_resume_inside_epoch_continues_count() -> None:
     counter = StepCounter()
     assert counter.state_dict() == {"measured_steps": {}, "epoch_counts": {"epoch": None, "batches": 0, "steps": {}}}
     count(counter, 0, {1: 5}, 10)
@@ -159,7 +159,7 @@ def test_step_counter_state_round_trips_and_a_resume_inside_the_epoch_continues_
     assert (fresh.measured, fresh.counts, fresh.epoch) == ({}, {}, None)
 
 
-def test_step_counter_an_epoch_of_no_batch_is_never_full_and_one_batch_can_be() -> None:
+def test_step_counter_epoch_of_no_batch_never_full_and_one_batch_can_be() -> None:
     counter = StepCounter()
     # an epoch planned empty ran its 0 batches: it says nothing, even of a step taken outside a batch (a manual
     # optimizer stepped in an epoch hook)
@@ -171,7 +171,7 @@ def test_step_counter_an_epoch_of_no_batch_is_never_full_and_one_batch_can_be() 
     assert counter.measured == {}  # an optimizer stepped every batch needs no count of its own
 
 
-def test_step_counter_resumes_a_checkpoint_count_without_batches_from_zero() -> None:
+def test_step_counter_resumes_checkpoint_count_without_batches_from_zero() -> None:
     """A checkpoint's state is read tolerantly: an ``epoch_counts`` without ``batches`` resumes with 0 batches."""
     counter = StepCounter()
     counter.restore({"epoch_counts": {"epoch": 3, "steps": {"0": 2}}})

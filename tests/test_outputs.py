@@ -9,7 +9,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from helpers.finder_results import finder_result as _finder_result
+from finder_results import finder_result as _finder_result
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.storages.journal._file import LOCK_FILE_SUFFIX
@@ -40,7 +40,7 @@ def _database(folder: Path) -> tuple[str, Path]:
     return url, folder / "finder.db"
 
 
-def test_the_journal_its_lock_and_backups_are_refused_existing_or_not(tmp_path: Path) -> None:
+def test_journal_lock_and_backups_refused_existing_or_not(tmp_path: Path) -> None:
     journal = _journal(tmp_path)
     before = journal.read_bytes()
     files = study_files(journal)
@@ -57,7 +57,7 @@ def test_the_journal_its_lock_and_backups_are_refused_existing_or_not(tmp_path: 
     assert output_problem(tmp_path / "other.json", studies=[files]) is None
 
 
-def test_the_sqlite_database_and_the_files_beside_it_are_refused(tmp_path: Path) -> None:
+def test_sqlite_database_and_files_beside_it_refused(tmp_path: Path) -> None:
     url, database = _database(tmp_path)
     before = database.read_bytes()
     files = study_files(url)
@@ -72,7 +72,7 @@ def test_the_sqlite_database_and_the_files_beside_it_are_refused(tmp_path: Path)
     assert database.read_bytes() == before
 
 
-def test_an_existing_file_the_package_did_not_write_is_kept_byte_for_byte(tmp_path: Path) -> None:
+def test_existing_file_package_did_not_write_kept_byte_for_byte(tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
     journal = _journal(tmp_path)
@@ -88,7 +88,7 @@ def test_an_existing_file_the_package_did_not_write_is_kept_byte_for_byte(tmp_pa
     assert output_problem(tmp_path) == "it is a folder: pass a file path."
 
 
-def test_our_own_earlier_json_and_figure_are_replaced(tmp_path: Path) -> None:
+def test_our_own_earlier_json_and_figure_replaced(tmp_path: Path) -> None:
     path = finder_result().save_json(tmp_path / "finder.json")
     assert output_problem(path) is None
     assert finder_result().save_json(path) == path  # replaced
@@ -101,8 +101,8 @@ def test_our_own_earlier_json_and_figure_are_replaced(tmp_path: Path) -> None:
     assert output_problem(fake) is not None
 
 
-def test_each_kind_of_own_json_is_recognised_by_its_writers_keys(tmp_path: Path) -> None:
-    from helpers.axis_results import size_result
+def test_each_kind_of_own_json_recognised_by_writers_keys(tmp_path: Path) -> None:
+    from axis_results import size_result
 
     finder_keys, axis_keys, demo_keys = OWN_JSON_KEYS
     assert finder_keys <= finder_result().to_json().keys()
@@ -110,7 +110,7 @@ def test_each_kind_of_own_json_is_recognised_by_its_writers_keys(tmp_path: Path)
     assert demo_keys <= {"task", "sweep", "metric", "sizes", "seeds", "curves", "runs", "config"}
 
 
-def test_a_path_inside_another_studys_folder_is_refused(tmp_path: Path) -> None:
+def test_path_inside_another_studys_folder_refused(tmp_path: Path) -> None:
     out = tmp_path / "out"
     (out / "tb" / "study_a" / "version_0").mkdir(parents=True)
     (out / "tb" / "ax_width=64").mkdir()
@@ -126,7 +126,7 @@ def test_a_path_inside_another_studys_folder_is_refused(tmp_path: Path) -> None:
     assert json.loads((out / "study_a" / "finder.json").read_text())["tau_epoch"] == finder_result().tau_epoch
 
 
-def test_the_refusals_say_what_to_do_in_full(tmp_path: Path) -> None:
+def test_refusals_say_what_to_do_in_full(tmp_path: Path) -> None:
     journal = tmp_path / "study.journal"
     files = study_files(journal)
     assert output_problem(journal, studies=[files]) == (
@@ -165,14 +165,14 @@ def test_study_folders_need_logs_under_tb(tmp_path: Path) -> None:
     assert output_problem(out / "tb.json", out=out) is None and output_problem(out / "ax.json", out=out) is None
 
 
-def test_a_lock_named_like_the_journal_in_another_folder_is_not_the_studys(tmp_path: Path) -> None:
+def test_lock_named_like_journal_in_another_folder_not_studys(tmp_path: Path) -> None:
     files = study_files(tmp_path / "a" / "study.journal")
     assert files.holds((tmp_path / "a" / "study.journal.corrupt-2026").resolve())
     assert not files.holds((tmp_path / "b" / "study.journal.lock").resolve())
     assert not files.holds((tmp_path / "a" / "notes.lock").resolve())
 
 
-def test_sqlite_urls_relative_with_a_query_or_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sqlite_urls_relative_with_query_or_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     relative = study_files("sqlite:///runs/finder.db?timeout=10")
     database = (tmp_path / "runs" / "finder.db").resolve()
@@ -204,13 +204,13 @@ def test_write_json_creates_parents_and_refuses_nan(tmp_path: Path) -> None:
         (b"<?xml version='1.0'?> <!-- Inkscape -->", False),
     ],
 )
-def test_figures_are_recognised_by_their_maker(tmp_path: Path, head: bytes, ours: bool) -> None:
+def test_figures_recognised_by_their_maker(tmp_path: Path, head: bytes, ours: bool) -> None:
     path = tmp_path / "figure"
     path.write_bytes(head)
     assert (output_problem(path) is None) is ours
 
 
-def test_a_figure_marker_past_the_first_64_kib_does_not_count(tmp_path: Path) -> None:
+def test_figure_marker_past_first_64_kib_not_count(tmp_path: Path) -> None:
     path = tmp_path / "late.png"
     start = b"\x89PNG\r\n\x1a\n"
     pad = 65536 - len(start) - len(b"matplotlib")
@@ -220,7 +220,7 @@ def test_a_figure_marker_past_the_first_64_kib_does_not_count(tmp_path: Path) ->
     assert output_problem(path) is None
 
 
-def test_own_json_with_exactly_its_keys_and_the_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_own_json_with_exactly_keys_and_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import lightning_tau.outputs as outputs
 
     path = tmp_path / "summary.json"
@@ -233,7 +233,7 @@ def test_own_json_with_exactly_its_keys_and_the_size_limit(tmp_path: Path, monke
     assert output_problem(path) is not None  # over it: not read, not ours
 
 
-def test_a_file_that_cannot_be_read_is_not_replaced(tmp_path: Path) -> None:
+def test_file_cannot_be_read_not_replaced(tmp_path: Path) -> None:
     import socket
 
     path = tmp_path / "s"

@@ -154,7 +154,7 @@ def test_no_trainable_parameter_raises() -> None:
         build_param_groups(frozen, 0.1)
 
 
-def test_a_matrix_named_bias_does_not_decay_and_a_bad_multiplier_message_is_whole() -> None:
+def test_matrix_named_bias_not_decay_and_bad_multiplier_message_whole() -> None:
     assert not decays("proj.bias", torch.zeros(2, 2)) and not decays("bias", torch.zeros(2, 2))
     assert decays("proj.weight", torch.zeros(2, 2))
     model = nn.Sequential(nn.Linear(2, 2))

@@ -33,7 +33,7 @@ def _fit_output(mode: str, root: Path) -> str:
 
 
 @pytest.mark.parametrize("mode", ["loud", "silence"])
-def test_silence_hides_tips_and_leafspec_and_keeps_the_rest(mode: str, tmp_path: Path) -> None:
+def test_silence_hides_tips_and_leafspec_and_keeps_rest(mode: str, tmp_path: Path) -> None:
     out = _fit_output(mode, tmp_path)
     noise = ["💡 Tip: For seamless cloud logging", "💡 Tip: For seamless cloud uploads", "LeafSpec)` is deprecated"]
     shown = [line for line in noise if line in out]

@@ -14,8 +14,8 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
-from helpers.runs import LR, TAU, PerOptimizer, TwoPlayers, Unfreeze, closed_form, frozen_aware_adamw
+from tiny_model import TinyModel, make_loader, quiet_trainer
+from runs import LR, TAU, PerOptimizer, TwoPlayers, Unfreeze, closed_form, frozen_aware_adamw
 from lightning.pytorch.callbacks import BatchSizeFinder, GradientAccumulationScheduler
 from lightning.pytorch.tuner import Tuner
 from lightning.pytorch.utilities import CombinedLoader
@@ -74,6 +74,7 @@ def expect_every_step(log: StepLog, m_of_epoch: dict[int, float], mode: str) -> 
 
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
 @pytest.mark.parametrize("scheduler_first", [True, False])
+@pytest.mark.slow
 def test_gradient_accumulation_scheduler(mode: str, scheduler_first: bool) -> None:
     # 10 batches per epoch; accumulation 4 from epoch 2 gives ceil(10 / 4) = 3 optimizer steps per epoch
     log, cb = StepLog(), TimescaleCallback(tau_epoch=TAU, mode=mode, verbose=False)
@@ -96,7 +97,8 @@ class GrowingData(TinyModel):
 
 
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
-def test_reloaded_dataloaders_with_a_growing_dataset(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.slow
+def test_reloaded_dataloaders_with_growing_dataset(mode: str, caplog: pytest.LogCaptureFixture) -> None:
     log = StepLog()
     cb = TimescaleCallback(tau_epoch=TAU, mode=mode, verbose=False)
     make = (lambda m: cosine(m, total=70)) if mode == "per_step" else adamw
@@ -114,7 +116,8 @@ def test_reloaded_dataloaders_with_a_growing_dataset(mode: str, caplog: pytest.L
 
 
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
-def test_size_exponent_is_re_decided_at_each_reloaded_n(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.slow
+def test_size_exponent_re_decided_at_each_reloaded_n(mode: str, caplog: pytest.LogCaptureFixture) -> None:
     # tau_epoch 8 measured at N_ref = 25, carried by N^-0.5 to N = 100, 200, 400 (M = 10, 20, 40): 4, 2.83, 2
     exponent, reference = -0.5, 25
     log = StepLog()
@@ -139,7 +142,8 @@ def test_size_exponent_is_re_decided_at_each_reloaded_n(mode: str, caplog: pytes
 
 
 @pytest.mark.parametrize("mode", ["constant", "per_step"])
-def test_param_group_added_mid_fit_is_managed_with_its_own_lr(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.slow
+def test_param_group_added_mid_fit_managed_with_own_lr(mode: str, caplog: pytest.LogCaptureFixture) -> None:
     log = StepLog()
     cb = TimescaleCallback(tau_epoch=TAU, mode=mode, verbose=False)
     trainer = quiet_trainer(callbacks=[Unfreeze(), cb, log], max_epochs=3)
@@ -154,6 +158,7 @@ def test_param_group_added_mid_fit_is_managed_with_its_own_lr(mode: str, caplog:
     assert [g.name for g in cb.groups] == ["pg1", "head"] and cb.groups[1].managed
 
 
+@pytest.mark.slow
 def test_param_group_added_at_zero_decay_stays_zero() -> None:
     log = StepLog()
     quiet_trainer(
@@ -164,7 +169,8 @@ def test_param_group_added_at_zero_decay_stays_zero() -> None:
 
 
 @pytest.mark.parametrize(("mode", "steps"), [("max_size_cycle", 10), ("max_size", 10), ("min_size", 2)])
-def test_two_train_loaders_follow_the_combined_loader_mode(mode: str, steps: int) -> None:
+@pytest.mark.slow
+def test_two_train_loaders_follow_combined_loader_mode(mode: str, steps: int) -> None:
     class TwoLoaders(TinyModel):
         def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
             # in `max_size` mode the shorter loader yields None once it is exhausted
@@ -178,7 +184,8 @@ def test_two_train_loaders_follow_the_combined_loader_mode(mode: str, steps: int
     assert (cb.resolved_dataset_size, cb.resolved_batch_size) == (120, 20)  # N and B still reported
 
 
-def test_impossible_timescale_is_an_error_before_any_weight_moves() -> None:
+@pytest.mark.slow
+def test_impossible_timescale_error_before_any_weight_moves() -> None:
     model = TinyModel(adamw)
     before = [p.detach().clone() for p in model.parameters()]
     trainer = quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=1e-12)], max_epochs=1)
@@ -187,7 +194,8 @@ def test_impossible_timescale_is_an_error_before_any_weight_moves() -> None:
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 
-def test_timescale_that_becomes_impossible_mid_fit_stops_before_the_step() -> None:
+@pytest.mark.slow
+def test_timescale_becomes_impossible_mid_fit_stops_before_step() -> None:
     # tau_epoch=0.5 is 5 steps at M=10, but 0.5 steps once accumulation 10 makes M=1: stop before that step
     log = StepLog()
     trainer = quiet_trainer(
@@ -214,12 +222,13 @@ def test_sizes_must_be_positive_whole_numbers(kwargs: dict[str, Any], match: str
         TimescaleCallback(**kwargs)
 
 
-def test_whole_number_floats_are_accepted_as_sizes() -> None:
+def test_whole_number_floats_accepted_as_sizes() -> None:
     cb = TimescaleCallback(tau_epoch=5.0, dataset_size=1e6, batch_size=100.0)  # e.g. YAML's 1e6
     assert (cb.dataset_size, cb.batch_size) == (1_000_000, 100)
 
 
-def test_token_budget_on_a_model_without_trainable_parameters_is_a_clear_error() -> None:
+@pytest.mark.slow
+def test_token_budget_on_model_without_trainable_parameters_clear_error() -> None:
     model = TinyModel(lambda m: torch.optim.AdamW(m.parameters(), lr=LR, weight_decay=0.1))
     model.requires_grad_(False)
     trainer = quiet_trainer(callbacks=[TimescaleCallback(token_budget=1e6)], max_steps=5)
@@ -241,7 +250,8 @@ class TunableModel(TinyModel):
         return make_loader(n=100, batch_size=self.batch_size)
 
 
-def test_batch_size_finder_then_the_real_fit() -> None:
+@pytest.mark.slow
+def test_batch_size_finder_then_real_fit() -> None:
     log, cb = StepLog(), TimescaleCallback(tau_epoch=TAU, verbose=False)
     finder = BatchSizeFinder(mode="power", steps_per_trial=1, init_val=4, max_trials=2)
     model = TunableModel()
@@ -252,7 +262,8 @@ def test_batch_size_finder_then_the_real_fit() -> None:
     assert log.weight_decays() == pytest.approx([closed_form(steps)] * (2 * steps))
 
 
-def test_lr_find_then_the_real_fit() -> None:
+@pytest.mark.slow
+def test_lr_find_then_real_fit() -> None:
     log, cb = StepLog(), TimescaleCallback(tau_epoch=TAU, verbose=False)
     model = TunableModel()
     model.batch_size = 10
@@ -274,7 +285,8 @@ class HalveLrAtEpoch1(pl.Callback):
                 group["lr"] = LR / 2
 
 
-def test_a_changed_reference_lr_is_re_decided(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.slow
+def test_changed_reference_lr_re_decided(caplog: pytest.LogCaptureFixture) -> None:
     log = StepLog()
     trainer = quiet_trainer(callbacks=[TimescaleCallback(tau_epoch=TAU), HalveLrAtEpoch1(), log], max_epochs=2)
     with caplog.at_level("INFO"):
@@ -283,7 +295,8 @@ def test_a_changed_reference_lr_is_re_decided(caplog: pytest.LogCaptureFixture) 
     assert "pg1 reference lr 0.01 -> 0.005; pg1 weight decay 2 -> 4" in caplog.text
 
 
-def test_reduce_lr_on_plateau_is_not_undone() -> None:
+@pytest.mark.slow
+def test_reduce_lr_on_plateau_not_undone() -> None:
     # ReduceLROnPlateau moves `lr` with no `initial_lr`: the reference stays the lr the group started at
     def make(m: TinyModel) -> dict[str, Any]:
         opt = adamw(m)
@@ -299,7 +312,8 @@ def test_reduce_lr_on_plateau_is_not_undone() -> None:
     assert log.weight_decays() == pytest.approx([closed_form(10)] * 30)  # held at the starting lr, as the paper does
 
 
-def test_a_second_fit_of_the_same_callback_decides_afresh() -> None:
+@pytest.mark.slow
+def test_second_fit_of_same_callback_decides_afresh() -> None:
     # what one fit holds is replaced at the next fit start: the first fit's plateau-pinned lr does not carry over
     def make(lr: float) -> Any:
         def build(m: TinyModel) -> dict[str, Any]:
@@ -318,7 +332,8 @@ def test_a_second_fit_of_the_same_callback_decides_afresh() -> None:
         assert log.weight_decays() == pytest.approx([closed_form(10, lr=lr)] * 10)
 
 
-def test_manual_optimization_with_declared_steps_per_epoch_holds_each_optimizers_tau_from_the_first_step() -> None:
+@pytest.mark.slow
+def test_manual_optimization_with_declared_steps_per_epoch_holds_each_optimizers_tau_from_first_step() -> None:
     log = PerOptimizer()
     cb = TimescaleCallback(tau_epoch=TAU, steps_per_epoch={1: 5}, verbose=False)
     with warnings.catch_warnings():
@@ -331,7 +346,8 @@ def test_manual_optimization_with_declared_steps_per_epoch_holds_each_optimizers
     assert [g.tau_iter for g in cb.groups] == pytest.approx([50.0, 25.0])
 
 
-def test_manual_optimization_counts_an_optimizer_stepped_every_second_batch(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.slow
+def test_manual_optimization_counts_optimizer_stepped_every_second_batch(caplog: pytest.LogCaptureFixture) -> None:
     log = PerOptimizer()
     cb = TimescaleCallback(tau_epoch=TAU)
     with caplog.at_level("INFO"), pytest.warns(UserWarning) as caught:
@@ -356,7 +372,8 @@ class Samples(torch.utils.data.IterableDataset):
         yield from zip(x, y)
 
 
-def test_iterable_dataset_with_dataset_size_counts_the_incomplete_accumulation_window() -> None:
+@pytest.mark.slow
+def test_iterable_dataset_with_dataset_size_counts_incomplete_accumulation_window() -> None:
     # 100 samples, batch 10, accumulation 4: 10 batches are 3 optimizer steps (the last window has 2 batches)
     log, cb = StepLog(), TimescaleCallback(tau_epoch=TAU, dataset_size=100, verbose=False)
     quiet_trainer(callbacks=[cb, log], max_epochs=2, accumulate_grad_batches=4).fit(

@@ -29,7 +29,7 @@ def group(name: str = "pg1", index: int = 0, *, managed: bool = True, **fields: 
     return GroupTimescale(name, 0, index, managed=managed, **values)
 
 
-def test_describe_target_names_the_first_target_given() -> None:
+def test_describe_target_names_first_target_given() -> None:
     assert describe_target(5.0, None, None) == "tau_epoch=5"
     assert describe_target(None, 300.0, None) == "tau_iter=300"
     assert describe_target(None, None, 2e9) == "token_budget=2e+09"
@@ -58,7 +58,7 @@ def test_short_run_warning_names_each_decaying_group_under_one_timescale() -> No
     assert short_run_warning(groups[1:4]) is None
 
 
-def test_width_note_names_the_models_s_and_every_group_it_moved() -> None:
+def test_width_note_names_models_s_and_every_group_it_moved() -> None:
     scaled = group("hidden", width_mult=4.0, width_exponent=0.5)
     at_one = group("embed", 1, width_mult=1.0, width_exponent=0.5)  # s = 1, moved with the model's S = 4
     vector = group("readout", 2, width_mult=None, width_exponent=0.0)  # mup's vector-like group: no multiplier read
@@ -85,7 +85,7 @@ def test_width_note_names_the_models_s_and_every_group_it_moved() -> None:
     assert width_note({}, [scaled]) is None
 
 
-def test_manual_note_says_what_each_optimizer_is_assumed_to_take() -> None:
+def test_manual_note_says_what_each_optimizer_assumed_to_take() -> None:
     tail = " until an epoch's steps are counted (warned and re-decided at the next epoch if they differ)."
     head = "Manual optimization: tau_epoch is held in each optimizer's own steps per epoch; "
     assert manual_note(manual=True, tau_epoch=5.0, steps_per_epoch=100, optimizer_steps_per_epoch={}) == (
@@ -101,7 +101,7 @@ def test_manual_note_says_what_each_optimizer_is_assumed_to_take() -> None:
     assert manual_note(manual=True, tau_epoch=None, steps_per_epoch=100, optimizer_steps_per_epoch={}) is None
 
 
-def test_vectors_warning_names_the_decaying_1d_parameters() -> None:
+def test_vectors_warning_names_decaying_1d_parameters() -> None:
     matrix, bias = torch.zeros(2, 2), torch.zeros(2)
     vectors = [torch.zeros(3) for _ in range(8)]
     groups = [group("mixed", weight_decay=1.5), group("many", 1), group("off", 2, managed=False)]
@@ -123,7 +123,7 @@ def test_vectors_warning_names_the_decaying_1d_parameters() -> None:
     assert vectors_warning([group(managed=False)], [[{"params": [bias]}]], names) is None
 
 
-def test_fixed_lambda_warning_checks_only_groups_that_follow_the_mup_rule() -> None:
+def test_fixed_lambda_warning_checks_only_groups_follow_mup_rule() -> None:
     # muP: lr / s at s = 4, but the same weight decay before: lambda was kept fixed across widths
     base = group("embed", reference_lr=1e-2, weight_decay_before=0.1, weight_decay=0.05, width_mult=1.0)
     hidden = group("hidden", 1, reference_lr=2.5e-3, weight_decay_before=0.1, weight_decay=0.2, width_mult=4.0)
@@ -136,7 +136,7 @@ def test_fixed_lambda_warning_checks_only_groups_that_follow_the_mup_rule() -> N
     assert fixed_lambda_warning([base, off]) == ([], None)
 
 
-def test_the_one_line_warnings() -> None:
+def test_one_line_warnings() -> None:
     assert width_exponent_unused_warning({"hidden": 0.5}) == (
         "`TimescaleCallback(width_exponent={'hidden': 0.5})` has no effect: no param group has a muP width multiplier"
         " other than 1 (no `width_mult` key, no mup `infshape`), so every group keeps the timescale. Leave"
@@ -148,7 +148,7 @@ def test_the_one_line_warnings() -> None:
     )
 
 
-def test_size_note_whole_and_only_when_the_exponent_is_not_zero() -> None:
+def test_size_note_whole_and_only_exponent_not_zero() -> None:
     assert size_note(8.0, 50_000, size_exponent=-0.5, reference_dataset_size=12_500) == (
         "Held at this N: tau_epoch 8 x (50000/12500)^-0.5 = 4 (size_exponent=-0.5: tau_epoch ∝ N^-0.5 from"
         " reference_dataset_size=12500)."
@@ -174,7 +174,7 @@ def test_size_note_whole_and_only_when_the_exponent_is_not_zero() -> None:
     assert size_note(None, 50_000, size_exponent=-0.5, reference_dataset_size=12_500) is None
 
 
-def test_start_summary_puts_the_size_note_first() -> None:
+def test_start_summary_puts_size_note_first() -> None:
     table = dict(tau_iter=500.0, tau_epoch=4.0, shape=RunShape(125), planned_steps=None, optimizer_steps_per_epoch={})
     said = start_summary(
         [group()],
@@ -263,7 +263,7 @@ def test_start_warnings_come_in_order_and_only_when_due() -> None:
         assert start_warnings([long], inputs, resume=[], width_exponent=0.5, param_groups=None, names={}) == ([], [])
 
 
-def test_start_summary_is_the_table_with_the_decisions_note_the_width_note_and_the_manual_note_in_order() -> None:
+def test_start_summary_table_with_decisions_note_width_note_and_manual_note_in_order() -> None:
     # optimizer 1 steps 50 times an epoch (declared), the run's M is 100; the group holds tau_iter = 500 x 4^(1 - 0.5)
     # = 1000 steps: weight decay 1 / (0.001 x 1000) = 1, and tau_epoch 1000 / 50 = 20 in its optimizer's own steps
     hidden = GroupTimescale(
@@ -307,7 +307,7 @@ def test_start_summary_is_the_table_with_the_decisions_note_the_width_note_and_t
     assert format_summary([hidden], **table) == said  # type: ignore[arg-type]
 
 
-def test_start_summary_adds_the_plan_and_the_windows_under_the_table() -> None:
+def test_start_summary_adds_plan_and_windows_under_table() -> None:
     from lightning_tau.couplings import plan
     from lightning_tau.summary import Window, plan_lines, windows_lines
 

@@ -84,13 +84,13 @@ def test_check_width_exponent_messages() -> None:
         (-0.5, 3_125, 16.0),
     ],
 )
-def test_size_scaled_tau_epoch_is_the_closed_form(exponent: float, n: float, expected: float) -> None:
+def test_size_scaled_tau_epoch_closed_form(exponent: float, n: float, expected: float) -> None:
     held = size_scaled_tau_epoch(8.0, n, size_exponent=exponent, reference_dataset_size=12_500)
     assert held == pytest.approx(expected, rel=1e-12)
     assert held == pytest.approx(8.0 * (n / 12_500) ** exponent, rel=1e-12)
 
 
-def test_size_scaling_text_shows_the_arithmetic() -> None:
+def test_size_scaling_text_shows_arithmetic() -> None:
     text = size_scaling_text(8.0, 50_000, size_exponent=-0.5, reference_dataset_size=12_500)
     assert text == "tau_epoch 8 x (50000/12500)^-0.5 = 4"
     assert size_scaling_text(8.0, 50_000, size_exponent=0.0, reference_dataset_size=12_500) is None
@@ -150,7 +150,7 @@ def test_check_size_rule_refuses_bad_values_in_one_line(kwargs: dict, message: s
         check_size_rule(kwargs.pop("size_exponent"), kwargs.pop("reference_dataset_size"), **kwargs)
 
 
-def test_target_says_how_its_held_tau_epoch_came_only_under_a_size_rule() -> None:
+def test_says_how_held_tau_epoch_came_only_under_size_rule() -> None:
     scaled = Target(tau_epoch=8.0, size_exponent=-0.5, reference_dataset_size=12_500)
     assert scaled.scaling_text(50_000) == "tau_epoch 8 x (50000/12500)^-0.5 = 4"
     assert scaled.scaling_text(None) is None

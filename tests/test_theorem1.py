@@ -14,7 +14,7 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import quiet_trainer
+from tiny_model import quiet_trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -104,7 +104,7 @@ def test_same_tau_epoch_gives_identical_trajectories_up_to_scale() -> None:
 
 
 @pytest.mark.slow
-def test_same_pair_with_fixed_weight_decay_does_not_agree() -> None:
+def test_same_pair_with_fixed_weight_decay_not_agree() -> None:
     base = run(LR, SIGMA, EPS, callback=False, weight_decay=FIXED_WD)
     scaled = run(LR / C, SIGMA / C, C * EPS, callback=False, weight_decay=FIXED_WD)
     outputs, weights = max_deviations(base, scaled)

@@ -14,7 +14,7 @@ positive = st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infin
 sizes = st.integers(min_value=1, max_value=10**9)
 
 
-def test_closed_forms_match_the_paper() -> None:
+def test_closed_forms_match_paper() -> None:
     # Paper Sec. 4.1 setting: lr 1e-3, B = 100; 50k samples and wd 0.1 give tau_epoch 20.
     assert timescale.tau_iter(1e-3, 0.1) == pytest.approx(1e4)
     assert timescale.steps_per_epoch(50_000, 100) == 500
@@ -97,12 +97,12 @@ def test_power_lines_law() -> None:
         (timescale.coherent_norm_bound, "weight_decay", lambda f, v: f(v)),
     ],
 )
-def test_bad_numbers_name_the_argument_and_value(func, argument, call, bad) -> None:
+def test_bad_numbers_name_argument_and_value(func, argument, call, bad) -> None:
     with pytest.raises(ValueError, match=f"`{argument}` must be a positive finite number, got {bad!r}"):
         call(func, bad)
 
 
-def test_is_positive_integer_takes_whole_numbers_from_one() -> None:
+def test_positive_integer_takes_whole_numbers_from_one() -> None:
     assert timescale.is_positive_integer(1) and timescale.is_positive_integer(3.0)
     assert not any(timescale.is_positive_integer(v) for v in (0, 0.5, 2.5, -3, float("nan"), float("inf")))
     assert not timescale.is_positive_integer(None) and not timescale.is_positive_integer("many")  # type: ignore[arg-type]
@@ -110,7 +110,7 @@ def test_is_positive_integer_takes_whole_numbers_from_one() -> None:
 
 @pytest.mark.parametrize("bad", [0, -5, float("nan"), "3"])
 @pytest.mark.parametrize("argument", ["new_lr", "new_dataset_size", "new_batch_size"])
-def test_new_values_are_validated_in_transfer_under_their_own_name(argument: str, bad: object) -> None:
+def test_new_values_validated_in_transfer_under_their_own_name(argument: str, bad: object) -> None:
     # the message names the argument given (`new_dataset_size`), not the tuned run's `dataset_size`
     with pytest.raises(ValueError, match=f"^`{argument}` must be a positive finite number, got {bad!r}"):
         timescale.transfer_weight_decay(1e-3, 0.1, 1000, 10, **{argument: bad})

@@ -19,7 +19,7 @@ def raises_exactly(message: str) -> pytest.RaisesContext[ValueError]:
     return pytest.raises(ValueError, match=f"^{re.escape(message)}$")
 
 
-def test_power_law_tau_iter_is_a_fraction_of_the_planned_run() -> None:
+def test_power_law_tau_iter_fraction_of_planned_run() -> None:
     tau_iter, note = power_law_tau_iter(4e9, 1e8, coefficient=2.0, exponent=-0.5, planned_steps=1000)
     assert tau_iter == pytest.approx(2.0 * 40**-0.5 * 1000)
     assert note == (
@@ -29,7 +29,7 @@ def test_power_law_tau_iter_is_a_fraction_of_the_planned_run() -> None:
 
 
 @pytest.mark.parametrize("planned", [math.inf, 0, -1.0])
-def test_power_law_tau_iter_needs_a_finite_planned_run(planned: float) -> None:
+def test_power_law_tau_iter_needs_finite_planned_run(planned: float) -> None:
     with raises_exactly(
         "`TimescaleCallback(token_budget=4000000000.0)` sets tau_iter = tau * planned optimizer steps, but the"
         f" Trainer plans {planned!r} steps. Set `max_steps` (or a finite `max_epochs`)."
@@ -49,7 +49,7 @@ def test_power_law_tau_iter_refuses_one_step_or_less() -> None:
     assert power_law_tau_iter(100.0, 100.0, coefficient=1.0, exponent=-0.5, planned_steps=1.01)[0] == 1.01
 
 
-def test_power_law_num_params_prefers_the_users_count() -> None:
+def test_power_law_num_params_prefers_users_count() -> None:
     assert power_law_num_params(1e9, None, 1234) == 1234.0
     assert power_law_num_params(1e9, 500, 1234) == 500.0
     assert power_law_num_params(1e9, 500, 0) == 500.0
@@ -60,7 +60,7 @@ def test_power_law_num_params_prefers_the_users_count() -> None:
         power_law_num_params(1e9, None, 0)
 
 
-def test_check_token_budget_is_given_instead_of_the_other_targets() -> None:
+def test_check_token_budget_given_instead_of_other_targets() -> None:
     assert check_token_budget(None, tau_epoch=None, tau_iter=None) is None
     assert check_token_budget(None, tau_epoch=5.0, tau_iter=None) is None  # the other targets are checked elsewhere
     assert check_token_budget(20, tau_epoch=None, tau_iter=None) == 20.0
@@ -77,7 +77,7 @@ def test_check_token_budget_is_given_instead_of_the_other_targets() -> None:
             check_token_budget(bad, tau_epoch=None, tau_iter=None)
 
 
-def test_check_power_law_takes_a_positive_coefficient_and_a_finite_exponent() -> None:
+def test_check_power_law_takes_positive_coefficient_and_finite_exponent() -> None:
     assert check_power_law(2, 0) == (2.0, 0.0)
     assert check_power_law(1.0, 0.5) == (1.0, 0.5)
     with raises_exactly(

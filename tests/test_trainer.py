@@ -11,8 +11,8 @@ from typing import Any
 
 import lightning.pytorch as pl
 import pytest
-from conftest import TinyModel, make_loader, quiet_trainer
-from helpers.runs import adamw
+from tiny_model import TinyModel, make_loader, quiet_trainer
+from runs import adamw
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lightning_tau import TimescaleCallback
@@ -37,13 +37,15 @@ class Remaining(pl.Callback):
         self._look(trainer)
 
 
+@pytest.mark.slow
 def test_remaining_steps_at_each_epoch_start_count_from_there() -> None:
     looks = Remaining()
     quiet_trainer(callbacks=[looks], max_epochs=3).fit(TinyModel(adamw()), make_loader(n=120, batch_size=10))
     assert looks.seen == [(0, 0, 36), (0, 0, 36), (1, 12, 24), (2, 24, 12)]  # not 3 x 12 at every look
 
 
-def test_remaining_steps_after_a_resume_and_under_max_steps(tmp_path) -> None:
+@pytest.mark.slow
+def test_remaining_steps_after_resume_and_under_max_steps(tmp_path) -> None:
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True)
     first = quiet_trainer(callbacks=[ckpt], enable_checkpointing=True, max_epochs=2)
     first.fit(TinyModel(adamw()), make_loader(n=120, batch_size=10))
@@ -60,7 +62,7 @@ def test_remaining_steps_after_a_resume_and_under_max_steps(tmp_path) -> None:
     assert capped.seen[0][1:] == (24, 6)  # max_steps 30, 24 taken: 6 left, nearer than max_epochs' count
 
 
-def test_remaining_steps_of_an_endless_run_and_of_an_unknown_epoch_length() -> None:
+def test_remaining_steps_of_endless_run_and_of_unknown_epoch_length() -> None:
     endless = quiet_trainer(max_epochs=-1, max_steps=-1)
     assert remaining_steps(endless, M) is None
     assert remaining_steps(quiet_trainer(max_epochs=2), None) is None  # no M: max_epochs gives no count

@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 import torch
-from conftest import TinyModel, make_loader, quiet_trainer
+from tiny_model import TinyModel, make_loader, quiet_trainer
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.cli import main
@@ -29,7 +29,7 @@ def table_rows(text: str) -> dict[str, list[str]]:
     return {cells[0]: cells[1:] for cells in rows}
 
 
-def test_transfer_groups_closed_forms() -> None:
+def test_groups_closed_forms() -> None:
     tuned = TunedRun(lr=3e-3, weight_decay=0.05, dataset_size=60_000, batch_size=128, width=256)
     target = TargetRun(lr=2e-3, dataset_size=600_000, batch_size=512, width=2048)
     tau_epoch = 128 / (3e-3 * 0.05 * 60_000)
@@ -48,7 +48,7 @@ def test_transfer_groups_closed_forms() -> None:
 
 @pytest.mark.parametrize("size_exponent", [0.0, -0.5, -1.0, 0.3])
 @pytest.mark.parametrize("width_exponent", [1.0, 0.5, 0.0])
-def test_transfer_groups_exponents_closed_form(size_exponent: float, width_exponent: float) -> None:
+def test_groups_exponents_closed_form(size_exponent: float, width_exponent: float) -> None:
     tuned = TunedRun(lr=3e-3, weight_decay=0.05, dataset_size=60_000, batch_size=128, width=256)
     target = TargetRun(lr=2e-3, dataset_size=240_000, batch_size=512, width=2048)
     tau_epoch = 128 / (3e-3 * 0.05 * 60_000)
@@ -63,7 +63,7 @@ def test_transfer_groups_exponents_closed_form(size_exponent: float, width_expon
         assert row.tau_epoch == pytest.approx(held * big_s ** (1 - width_exponent), rel=1e-12)
 
 
-def test_transfer_exponents_reproduce_the_named_rules() -> None:
+def test_exponents_reproduce_named_rules() -> None:
     tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100, width=256)
     # fixed lambda (-1): the same weight decay at 8x the data; the paper's 0: an eighth of it
     (fixed,) = transfer_groups(tuned, TargetRun(dataset_size=400_000), size_exponent=-1.0)
@@ -77,7 +77,7 @@ def test_transfer_exponents_reproduce_the_named_rules() -> None:
 
 
 @pytest.mark.parametrize("width_exponent", [1.0, 0.5, 0.0, 1.5])
-def test_transfer_and_the_callback_move_every_group_by_the_same_s(width_exponent: float) -> None:
+def test_transfer_and_callback_move_every_group_by_same_s(width_exponent: float) -> None:
     tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100, width=256)
     rows = transfer_groups(tuned, TargetRun(width=2048), width_exponent=width_exponent)
     groups = [GroupInput(r.name, 0, j, 64, r.lr, 0.1, True, width_mult=r.width_mult) for j, r in enumerate(rows)]
@@ -85,7 +85,7 @@ def test_transfer_and_the_callback_move_every_group_by_the_same_s(width_exponent
     assert [g.weight_decay for g in decided] == pytest.approx([r.weight_decay for r in rows], rel=1e-12)
 
 
-def test_transfer_table_shows_the_exponents_arithmetic() -> None:
+def test_table_shows_exponents_arithmetic() -> None:
     tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=12_500, batch_size=100, width=256)
     target = TargetRun(dataset_size=50_000, width=1024)
     rows = transfer_groups(tuned, target, size_exponent=-0.5, width_exponent=0.5)
@@ -102,7 +102,7 @@ def test_transfer_table_shows_the_exponents_arithmetic() -> None:
     ]
 
 
-def test_transfer_table_whole() -> None:
+def test_table_whole() -> None:
     tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100, width=256)
     target = TargetRun(lr=5e-4, dataset_size=100_000, batch_size=200, width=1024)
     assert format_transfer_table(tuned, target, transfer_groups(tuned, target)).splitlines() == [
@@ -140,12 +140,12 @@ def test_transfer_table_whole() -> None:
         ),
     ],
 )
-def test_transfer_messages_whole(make, message: str) -> None:
+def test_messages_whole(make, message: str) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         make()
 
 
-def test_transfer_errors_name_the_argument() -> None:
+def test_errors_name_argument() -> None:
     with pytest.raises(ValueError, match=r"`TargetRun\(width=512\)` needs the tuned run's width"):
         transfer_groups(TunedRun(1e-3, 0.1, 1000, 10), TargetRun(width=512))
     with pytest.raises(ValueError, match=r"`batch_size` must be a positive finite number, got -1"):
@@ -154,7 +154,8 @@ def test_transfer_errors_name_the_argument() -> None:
         transfer_groups(TunedRun(1e-3, 0.1, 1000, 10), width_mults={"h": 0})
 
 
-def test_from_tuned_run_keeps_tau_epoch_on_a_bigger_dataset() -> None:
+@pytest.mark.slow
+def test_from_tuned_run_keeps_tau_epoch_on_bigger_dataset() -> None:
     """Tuned on N=120 with (lr, wd); trained on N=240 at the same B: the callback writes wd / 2."""
     tuned = TunedRun(lr=1e-2, weight_decay=0.5, dataset_size=120, batch_size=10)
     callback = TimescaleCallback.from_tuned_run(tuned, verbose=False)
@@ -166,7 +167,8 @@ def test_from_tuned_run_keeps_tau_epoch_on_a_bigger_dataset() -> None:
     assert row.weight_decay == pytest.approx(0.25, rel=1e-12)  # the table agrees with the callback
 
 
-def test_from_tuned_run_with_a_size_exponent_measures_n_from_the_tuned_run() -> None:
+@pytest.mark.slow
+def test_from_tuned_run_with_size_exponent_measures_n_from_tuned_run() -> None:
     """Tuned on N=60, trained on N=240 by the 1/2 rules: tau_epoch x 4^-0.5, so wd x 4^-0.5 / 4 = wd / 2."""
     tuned = TunedRun(lr=1e-2, weight_decay=0.5, dataset_size=60, batch_size=10)
     callback = TimescaleCallback.from_tuned_run(tuned, size_exponent=-0.5, verbose=False)
@@ -232,6 +234,7 @@ def tiny_params() -> int:
     return sum(p.numel() for p in TinyModel().parameters())  # 74
 
 
+@pytest.mark.slow
 def test_power_law_picks_tau_from_tokens_per_parameter() -> None:
     n_params = tiny_params()
     callback = TimescaleCallback(token_budget=20 * n_params, verbose=False)
@@ -244,6 +247,7 @@ def test_power_law_picks_tau_from_tokens_per_parameter() -> None:
     assert trainer.optimizers[0].param_groups[0]["weight_decay"] == pytest.approx(1 / (1e-2 * tau * 12), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_power_law_coefficients_and_parameter_count_overridable() -> None:
     callback = TimescaleCallback(
         token_budget=1000, num_params=10, power_law_coefficient=2.0, power_law_exponent=-0.5, verbose=False
@@ -269,7 +273,8 @@ def test_power_law_bad_arguments_raise_at_construction(kwargs: dict, match: str)
         TimescaleCallback(**kwargs)
 
 
-def test_power_law_needs_a_planned_run() -> None:
+@pytest.mark.slow
+def test_power_law_needs_planned_run() -> None:
     trainer = quiet_trainer(callbacks=[TimescaleCallback(token_budget=1e4)], max_epochs=-1, max_steps=-1)
     model = TinyModel()
     before = [p.detach().clone() for p in model.parameters()]
@@ -278,7 +283,7 @@ def test_power_law_needs_a_planned_run() -> None:
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # no step was taken
 
 
-def test_cli_ten_times_the_data(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_ten_times_data(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["transfer", *TUNED, "--target-dataset-size", "10x"]) == 0
     out = capsys.readouterr().out
     assert "-> tau_epoch=20 (tau_iter=10000 steps)" in out  # 100 / (1e-3 * 0.1 * 50000)
@@ -304,7 +309,7 @@ def test_cli_json_and_groups(capsys: pytest.CaptureFixture[str]) -> None:
     ]
 
 
-def test_cli_errors_exit_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_errors_exit_with_message(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit, match=r"`--target-width 4x` is relative to the tuned value"):
         main(["transfer", *TUNED, "--target-width", "4x"])
     with pytest.raises(SystemExit, match=r"`--group hidden` is not NAME=S"):
@@ -356,13 +361,13 @@ def test_cli_batch_exponent(capsys: pytest.CaptureFixture[str]) -> None:
         (["--width-exponent", "inf"], "argument --width-exponent: got 'inf': use a finite number alpha"),
     ],
 )
-def test_cli_exponent_errors_name_the_flag(flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_exponent_errors_name_flag(flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["transfer", *TUNED, *flags])
     assert message in capsys.readouterr().err
 
 
-def test_cli_refuses_a_group_the_width_exponent_takes_below_one_step() -> None:
+def test_cli_refuses_group_width_exponent_takes_below_one_step() -> None:
     # tau_iter 100 at S = 1; alpha = 3 at S = 1000 gives every group tau_iter 100 x 1000^-2 = 1e-4 steps
     flags = ["--target-dataset-size", "0.01x", "--width", "1", "--target-width", "1000", "--width-exponent", "3"]
     with pytest.raises(SystemExit, match=r"tau_iter=0.0001 optimizer steps, .* \(>= 1\) in every group"):
@@ -378,7 +383,7 @@ def test_cli_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.slow
-def test_cli_as_a_subprocess() -> None:
+def test_cli_as_subprocess() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "lightning_tau", "transfer", *TUNED, "--target-dataset-size", "500000"],
         capture_output=True,

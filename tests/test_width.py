@@ -40,14 +40,14 @@ def mup_mlp(width: int = 32) -> MLP:
     return model
 
 
-def test_width_mults_come_from_mup_infshape() -> None:
+def test_mults_come_from_mup_infshape() -> None:
     net = mup_mlp()
     assert has_infshape(net.hidden.weight) and not has_infshape(nn.Parameter(torch.zeros(2)))
     assert (param_width_mult(net.hidden.weight), param_width_mult(net.inp.weight)) == (4.0, 1.0)
     assert isinstance(param_width_mult(net.hidden.weight), float)
 
 
-def test_group_width_problem_names_what_is_missing() -> None:
+def test_group_width_problem_names_what_missing() -> None:
     net = mup_mlp()
     plain = nn.Parameter(torch.zeros(2))
     assert group_width_problem({"params": [plain], "width_mult": 4}) is None
@@ -65,7 +65,7 @@ def test_group_width_problem_names_what_is_missing() -> None:
     )
 
 
-def test_pitfall_against_the_median_of_the_base_groups() -> None:
+def test_pitfall_against_median_of_base_groups() -> None:
     groups = [
         GroupRate("base1", LR, WD, None),
         GroupRate("base2", LR, 2 * WD, 1.0),
@@ -95,7 +95,7 @@ def test_pitfall_tolerance_from_both_sides() -> None:
     assert find_fixed_lambda_pitfall(below, rel_tol=0.03) == []
 
 
-def test_pitfall_at_the_exact_tolerance_and_halfway_between_the_readings() -> None:
+def test_pitfall_at_exact_tolerance_and_halfway_between_readings() -> None:
     # lr * wd exactly (1 + rel_tol) / s times the base rate: still "about" (log(1.5) == log1p(0.5) in floats)
     at_tolerance = [GroupRate("base", 1.0, 1.0, 1.0), GroupRate("hidden", 0.375, 1.0, 4.0)]
     assert [p.name for p in find_fixed_lambda_pitfall(at_tolerance, rel_tol=0.5)] == ["hidden"]
@@ -104,7 +104,7 @@ def test_pitfall_at_the_exact_tolerance_and_halfway_between_the_readings() -> No
     assert find_fixed_lambda_pitfall(halfway, rel_tol=1.5) == []
 
 
-def test_pitfall_without_base_groups_needs_two_multipliers_that_all_fit() -> None:
+def test_pitfall_without_base_groups_needs_two_multipliers_all_fit() -> None:
     fixed = [GroupRate("a", LR / 2, WD, 2.0), GroupRate("b", LR / 4, WD, 4.0), GroupRate("c", LR / 8, WD, 8)]
     found = find_fixed_lambda_pitfall(fixed)
     assert [(p.name, p.width_mult, p.base_lr_times_weight_decay) for p in found] == [
@@ -119,7 +119,7 @@ def test_pitfall_without_base_groups_needs_two_multipliers_that_all_fit() -> Non
     assert find_fixed_lambda_pitfall([GroupRate("a", LR / 2, WD, 2.0), GroupRate("b", LR / 2, WD, 2.0)]) == []
 
 
-def test_pitfall_message_with_and_without_the_written_values() -> None:
+def test_pitfall_message_with_and_without_written_values() -> None:
     pitfalls = [
         FixedLambdaPitfall("hidden", 4.0, 2.5e-4, 0.1, 1e-4),
         FixedLambdaPitfall("out", 2.0, 5e-4, 0.1, 2e-4),

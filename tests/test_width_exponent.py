@@ -15,8 +15,8 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from conftest import make_loader, quiet_trainer
-from helpers.mup_models import BASE_WIDTH, LR, MLP, WD, Module, mu_adamw, mup_mlp, nanogpt_mup_groups
+from tiny_model import make_loader, quiet_trainer
+from mup_models import BASE_WIDTH, LR, MLP, WD, Module, mu_adamw, mup_mlp, nanogpt_mup_groups
 from torch import nn
 
 from lightning_tau import TimescaleCallback
@@ -65,7 +65,8 @@ def fit(
     return log, callback
 
 
-def test_alpha_one_is_todays_rule_bit_for_bit() -> None:
+@pytest.mark.slow
+def test_alpha_one_todays_rule_bit_for_bit() -> None:
     width = 4 * BASE_WIDTH  # at the base width every s is 1: nothing to tell apart
     default, _ = fit(mup_mlp(width))
     explicit, callback = fit(mup_mlp(width), width_exponent=1.0)
@@ -77,7 +78,8 @@ def test_alpha_one_is_todays_rule_bit_for_bit() -> None:
 
 
 @pytest.mark.parametrize("alpha", [0.5, 0.0])
-def test_alpha_scales_every_groups_weight_decay_by_the_models_s_at_every_step(alpha: float) -> None:
+@pytest.mark.slow
+def test_alpha_scales_every_groups_weight_decay_by_models_s_at_every_step(alpha: float) -> None:
     matrix_wd, vector_wd = {}, {}
     for width in (BASE_WIDTH, 4 * BASE_WIDTH):
         log, callback = fit(mup_mlp(width), width_exponent=alpha)
@@ -101,6 +103,7 @@ def test_alpha_scales_every_groups_weight_decay_by_the_models_s_at_every_step(al
     assert vector_wd[BASE_WIDTH] == LAMBDA_BASE  # at the base width S = 1: nothing moves
 
 
+@pytest.mark.slow
 def test_alpha_in_per_step_mode_holds_each_groups_own_timescale() -> None:
     def cosine(net: nn.Module) -> Any:
         opt = mu_adamw(net)
@@ -113,7 +116,8 @@ def test_alpha_in_per_step_mode_holds_each_groups_own_timescale() -> None:
             assert lr * wd == pytest.approx(1 / (TAU_ITER * 4**0.5), rel=1e-12)
 
 
-def test_a_mapping_sets_alpha_per_group_and_others_keep_one() -> None:
+@pytest.mark.slow
+def test_mapping_sets_alpha_per_group_and_others_keep_one() -> None:
     # nanoGPT-mup style groups, with the readout held apart in its own width-scaled group
     def groups(net: MLP) -> torch.optim.Optimizer:
         return torch.optim.AdamW(
@@ -146,7 +150,8 @@ def assert_fit_raises(match: str, net: nn.Module, make_optimizer: Any, **callbac
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 
-def test_a_group_of_unknown_width_is_an_error_naming_it() -> None:
+@pytest.mark.slow
+def test_group_of_unknown_width_error_naming_it() -> None:
     # the 'decay' group has no `width_mult` key and no mup infshape: s is unknown
     assert_fit_raises(
         r"`width_exponent=0.5` for param group 'decay' needs its muP width multiplier s, but it has no `width_mult`"
@@ -165,7 +170,8 @@ def test_a_group_of_unknown_width_is_an_error_naming_it() -> None:
     )
 
 
-def test_a_mapping_naming_an_unknown_group_is_an_error_naming_the_known_ones() -> None:
+@pytest.mark.slow
+def test_mapping_naming_unknown_group_error_naming_known_ones() -> None:
     assert_fit_raises(
         r"`width_exponent` names param group\(s\) \['hiden'\] that this run does not have\. Its groups are"
         r" \['pg1', 'pg2'\]",
@@ -175,6 +181,7 @@ def test_a_mapping_naming_an_unknown_group_is_an_error_naming_the_known_ones() -
     )
 
 
+@pytest.mark.slow
 def test_build_param_groups_declares_every_width() -> None:
     net = MLP(32, readout=False)
     log, _ = fit(
@@ -198,7 +205,7 @@ def test_build_param_groups_declares_every_width() -> None:
         ({0: 0.5}, r"entry 0: 0.5"),
     ],
 )
-def test_bad_width_exponent_is_an_error_at_construction(value: Any, match: str) -> None:
+def test_bad_width_exponent_error_at_construction(value: Any, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         TimescaleCallback(tau_epoch=TAU_EPOCH, width_exponent=value)
 
@@ -206,7 +213,7 @@ def test_bad_width_exponent_is_an_error_at_construction(value: Any, match: str) 
 @pytest.mark.parametrize(
     ("text", "expected"), [("0.5", 0.5), ("{hidden: 0.0, readout: 1}", {"hidden": 0.0, "readout": 1.0})]
 )
-def test_lightning_cli_parses_a_number_and_a_mapping(monkeypatch: pytest.MonkeyPatch, text: str, expected: Any) -> None:
+def test_lightning_cli_parses_number_and_mapping(monkeypatch: pytest.MonkeyPatch, text: str, expected: Any) -> None:
     from lightning.pytorch.cli import LightningCLI
 
     from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
@@ -227,7 +234,8 @@ def test_lightning_cli_parses_a_number_and_a_mapping(monkeypatch: pytest.MonkeyP
     assert callback.width_exponent == expected and type(callback.width_exponent) is type(expected)
 
 
-def test_a_model_without_mup_ignores_the_exponent_with_one_warning() -> None:
+@pytest.mark.slow
+def test_model_without_mup_ignores_exponent_with_one_warning() -> None:
     # plain AdamW over a plain model: no group has a width multiplier, so every group is at s = 1 and needs none
     def plain(net: nn.Module) -> torch.optim.Optimizer:
         return torch.optim.AdamW(net.parameters(), lr=LR, weight_decay=WD)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from helpers.finder_results import finder_result
+from finder_results import finder_result
 from lightning_tau.tuner.analysis.axis_result import AxisResult
 from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult
 

@@ -18,7 +18,7 @@ import pytest
 from ddp_harness import clean_env
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from helpers.tb_events import read_run
+from tb_events import read_run
 from lightning_tau.tuner.analysis.scaling import fit_scaling
 from lightning_tau.tuner.analysis.verdicts import RuleVerdict, width_verdict
 
@@ -27,7 +27,7 @@ REFUSE_NETWORK = """
 import socket
 
 def _refuse(*args, **kwargs):
-    raise OSError("network refused by tests/test_demo_text.py")
+    raise OSError("network refused by tests/demos/test_text.py")
 
 _connect = socket.socket.connect
 

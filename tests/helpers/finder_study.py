@@ -9,6 +9,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 import optuna
+import sqlalchemy
 import torch
 from optuna.trial import TrialState
 from torch.utils.data import DataLoader, TensorDataset
@@ -99,3 +100,25 @@ def with_attrs(trial: optuna.trial.FrozenTrial, **attrs: Any) -> optuna.trial.Fr
 
 
 DROP = object()
+
+
+class StoredStudy:
+    """The study ``s`` in a database, read with the superuser's URL once a command has created it: calling it gives
+    the study, or None while no command has created it yet (the PostgreSQL tests of the finder and its signals)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = sqlalchemy.create_engine(url)
+        self.storage: optuna.storages.RDBStorage | None = None
+
+    def __call__(self) -> optuna.Study | None:
+        if self.storage is None:
+            try:
+                with self.engine.connect() as conn:
+                    found = conn.execute(sqlalchemy.text("SELECT 1 FROM studies WHERE study_name = 's'")).first()
+            except sqlalchemy.exc.ProgrammingError:  # no tables yet: creating them is the commands' job
+                return None
+            if found is None:
+                return None
+            self.storage = optuna.storages.RDBStorage(self.url)
+        return optuna.load_study(study_name="s", storage=self.storage)

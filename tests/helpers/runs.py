@@ -7,7 +7,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
-from conftest import TinyModel
+from tiny_model import TinyModel
 from lightning.pytorch.callbacks import BaseFinetuning
 
 TAU, LR = 5.0, 0.01
