@@ -146,7 +146,7 @@ def test_bad_size_rules_one_line_errors_before_any_write(kwargs: dict[str, Any],
         ),
     ],
 )
-def test_bad_batch_rules_are_one_line_errors_before_any_write(kwargs: dict[str, Any], match: str) -> None:
+def test_bad_batch_rules_one_line_errors_before_any_write(kwargs: dict[str, Any], match: str) -> None:
     opt = adamw()
     with pytest.raises(ValueError, match=match) as error:
         apply_timescale(opt, **kwargs)
@@ -155,7 +155,7 @@ def test_bad_batch_rules_are_one_line_errors_before_any_write(kwargs: dict[str, 
 
 
 @pytest.mark.parametrize("exponent", [1.0, -0.5])
-def test_apply_timescale_holds_tau_epoch_times_b_over_b_ref_to_the_e(exponent: float) -> None:
+def test_timescale_holds_tau_epoch_times_b_over_b_ref_to_e(exponent: float) -> None:
     # tau_epoch 5 measured at B_ref = 40; the loop runs B = 10 over N = 1000 (M = 100): held 5 x (10/40)^e
     opt = adamw()
     applied = apply_timescale(opt, **EPOCH, batch_exponent=exponent, reference_batch_size=40)

@@ -440,8 +440,9 @@ def test_size_exponent_in_hparams_record_with_held_tau_epoch() -> None:
     assert record["timescale/tau_epoch/pg1"] == pytest.approx(4.0)
 
 
-def test_batch_exponent_is_in_the_hparams_record_with_the_held_tau_epoch() -> None:
-    from helpers.loggers import MemoryLogger
+@pytest.mark.slow
+def test_batch_exponent_in_hparams_record_with_held_tau_epoch() -> None:
+    from loggers import MemoryLogger
 
     logger = MemoryLogger()
     cb = TimescaleCallback(tau_epoch=8.0, batch_exponent=-0.5, reference_batch_size=40, verbose=False)
@@ -459,7 +460,8 @@ def test_batch_exponent_is_in_the_hparams_record_with_the_held_tau_epoch() -> No
     assert record["timescale/tau_epoch/pg1"] == pytest.approx(16.0)
 
 
-def test_a_nonzero_batch_exponent_with_no_readable_b_stops_before_any_step() -> None:
+@pytest.mark.slow
+def test_nonzero_batch_exponent_with_no_readable_b_stops_before_any_step() -> None:
     cb = TimescaleCallback(tau_epoch=8.0, batch_exponent=1, reference_batch_size=10, verbose=False)
     model = TinyModel(adamw())
     before = [p.detach().clone() for p in model.parameters()]
@@ -469,8 +471,9 @@ def test_a_nonzero_batch_exponent_with_no_readable_b_stops_before_any_step() -> 
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 
-def test_size_exponent_zero_is_todays_rule_and_records_nothing_new() -> None:
-    from helpers.loggers import MemoryLogger
+@pytest.mark.slow
+def test_size_exponent_zero_todays_rule_and_records_nothing_new() -> None:
+    from loggers import MemoryLogger
 
     logger = MemoryLogger()
     cb = TimescaleCallback(tau_epoch=2.0, reference_dataset_size=30, verbose=False)  # ignored at exponent 0

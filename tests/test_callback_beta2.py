@@ -245,7 +245,7 @@ def test_pre_flight_shows_users_own_beta2_of_one_as_endless_window(caplog: pytes
 # --- lightning_tau/callback_beta2.py, on plain torch optimizers ---
 
 
-def test_hold_beta2_writes_each_adam_groups_beta2_for_its_optimizers_own_m() -> None:
+def test_hold_beta2_writes_each_adam_groups_beta2_for_optimizers_own_m() -> None:
     first, second = (torch.optim.AdamW(torch.nn.Linear(2, 2).parameters()) for _ in range(2))
     decision = decide_and_write(
         [first, second],
@@ -277,7 +277,7 @@ def test_checked_beta2_takes_windows_over_one_step_up_to_where_beta2_rounds_to_o
         checked_beta2(0.5, 2.0, where=", optimizer 1")
 
 
-def test_hold_beta2_checks_every_group_before_writing_any_and_names_the_epoch_mid_fit() -> None:
+def test_hold_beta2_checks_every_group_before_writing_any_and_names_epoch_mid_fit() -> None:
     first, second = (torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), betas=(0.9, 0.99)) for _ in range(2))
     # optimizer 1 steps 4 times an epoch (declared), the run's M is 100: 0.2 epochs is 20 steps, then 0.8
     shape = RunShape(100, sources=("M = 100 batches.",))
@@ -288,7 +288,7 @@ def test_hold_beta2_checks_every_group_before_writing_any_and_names_the_epoch_mi
     assert [o.param_groups[0]["betas"] for o in (first, second)] == [(0.9, 0.99), (0.9, 0.99)]  # nothing written
 
 
-def test_hold_beta2_without_an_epoch_length_says_what_to_give() -> None:
+def test_hold_beta2_without_epoch_length_says_what_to_give() -> None:
     opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters())
     unknown = Decision(RunShape(None), 500.0, None, [], [], {}, 500.0)
     with pytest.raises(ValueError) as info:
@@ -305,7 +305,7 @@ def test_hold_beta2_without_beta2_epochs_writes_nothing() -> None:
     assert opt.param_groups[0]["betas"] == (0.9, 0.95)
 
 
-def test_check_beta2_epochs_takes_a_positive_number_or_none() -> None:
+def test_check_beta2_epochs_takes_positive_number_or_none() -> None:
     assert check_beta2_epochs(None) is None
     assert check_beta2_epochs(3) == 3.0 and isinstance(check_beta2_epochs(3), float)
     for bad in (0, -1.0, True, "5", math.nan):
@@ -313,7 +313,7 @@ def test_check_beta2_epochs_takes_a_positive_number_or_none() -> None:
             check_beta2_epochs(bad)
 
 
-def test_check_adam_groups_needs_a_betas_pair_in_a_managed_optimizer() -> None:
+def test_check_adam_groups_needs_betas_pair_in_managed_optimizer() -> None:
     net = torch.nn.Linear(2, 2)
     sgd, adamw = torch.optim.SGD(net.parameters(), lr=0.1), torch.optim.AdamW(net.parameters())
     check_adam_groups([sgd], {0}, None)  # no beta2_epochs: nothing to hold, nothing checked

@@ -35,7 +35,7 @@ def test_decide_and_write_changes_no_argument_and_returns_what_next_decision_nee
     assert [group["weight_decay"] for group in opt.param_groups] == pytest.approx([2.0, 2.0])  # 1 / (1e-3 x 500)
 
 
-def test_decoupled_groups_refuses_an_adamw_whose_groups_all_have_zero_weight_decay() -> None:
+def test_decoupled_groups_refuses_adamw_whose_groups_all_have_zero_weight_decay() -> None:
     net = torch.nn.Linear(2, 2)
     none_decay = torch.optim.AdamW([{"params": [net.weight]}, {"params": [net.bias]}], weight_decay=0.0)
     with pytest.raises(ValueError, match=r"^`TimescaleCallback` found no AdamW param group with `weight_decay > 0`"):
@@ -100,7 +100,7 @@ def test_all_zero_refusal_says_what_to_do() -> None:
     )
 
 
-def test_decide_and_write_holds_tau_epoch_at_this_b_under_a_batch_rule_and_says_so_when_it_cannot() -> None:
+def test_decide_and_write_holds_tau_epoch_at_this_b_under_batch_rule_and_says_so_it_cannot() -> None:
     opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
     held = _decide(opt, Target(tau_epoch=4.0, batch_exponent=1.0, reference_batch_size=2))
     assert (held.tau_epoch, held.tau_iter) == (8.0, 800.0)  # 4 x (4 / 2)^1 epochs of 100 steps
@@ -144,7 +144,7 @@ def test_scheduler_sets_initial_lr_not_pinned() -> None:
     assert _decide(opt, Target(tau_epoch=5.0), scheduled={id(opt)}).pinned_lrs == {}
 
 
-def test_keep_plans_carries_the_look_ahead_only_where_the_weight_decay_is_unchanged() -> None:
+def test_keep_plans_carries_look_ahead_only_where_weight_decay_unchanged() -> None:
     def decision(*decays: float) -> Decision:
         groups = [
             GroupTimescale(f"pg{j + 1}", 0, j, 4, 1e-3, 0.1, wd, True, planned_timescales=None if wd < 0 else 9.0)

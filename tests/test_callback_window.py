@@ -13,12 +13,12 @@ def _group(name: str, j: int, tau_iter: float | None, managed: bool = True) -> G
     return GroupTimescale(name, 0, j, 4, 1e-3, 0.1, 0.1, managed, tau_iter=tau_iter)
 
 
-def test_adamw_tau_is_listed_for_each_managed_group_with_a_timescale() -> None:
+def test_adamw_tau_listed_for_each_managed_group_with_timescale() -> None:
     groups = [_group("decay", 0, 500.0), _group("no_decay", 1, None, managed=False), _group("pg3", 2, 250.0)]
     assert ema_windows(groups, {}, None) == [Window("AdamW tau (decay)", 500.0), Window("AdamW tau (pg3)", 250.0)]
 
 
-def test_beta2_windows_are_one_per_value_naming_the_groups_that_hold_it() -> None:
+def test_beta2_windows_one_per_value_naming_groups_hold_it() -> None:
     groups = [_group("a", 0, 500.0), _group("b", 1, 500.0)]
     windows = ema_windows(groups, {(0, 0): 0.99, (0, 1): 0.99, (0, 2): 0.999}, None)[2:]
     assert [(w.what, f"{w.steps:.6g}", w.source) for w in windows] == [
@@ -27,14 +27,14 @@ def test_beta2_windows_are_one_per_value_naming_the_groups_that_hold_it() -> Non
     ]
 
 
-def test_a_held_beta2_says_beta2_epochs_and_one_near_one_is_shown_unrounded() -> None:
+def test_held_beta2_says_beta2_epochs_and_one_near_one_shown_unrounded() -> None:
     (window,) = ema_windows([], {(0, 0): 1 - 1e-8}, 2.5)
     assert window.source == "betas[1]=1-1e-08 (beta2_epochs=2.5)" and window.steps > 9.9e7
     (edge,) = ema_windows([], {(0, 0): 1 - 2e-5}, None)  # 2e-5 from 1 is still shown as a number
     assert edge.source == "betas[1]=0.99998"
 
 
-def test_a_beta2_of_one_is_an_endless_window_and_model_emas_come_last() -> None:
+def test_beta2_of_one_endless_window_and_model_emas_come_last() -> None:
     windows = ema_windows([], {(1, 0): 1.0}, None, [("EMAWeightAveraging", 1000.0, "decay=0.999")])
     assert windows == [
         Window("Adam beta2 (pg1)", math.inf, "betas[1]=1"),

@@ -350,7 +350,7 @@ def test_held_tau_epoch_without_readable_n_says_why_and_what_to_pass() -> None:
 # --- the batch-size exponent: times (B / B_ref) ** e at the shape's global B -----------------------------------------
 
 
-def test_held_tau_epoch_follows_each_shapes_b_times_the_size_factor() -> None:
+def test_held_tau_epoch_follows_each_shapes_b_times_size_factor() -> None:
     rule = dict(size_exponent=0.0, reference_dataset_size=None, batch_exponent=1.0, reference_batch_size=20)
     held = [held_tau_epoch(RunShape(10, 100, b), 5.0, **rule) for b in (10, 20, 80)]
     assert held == pytest.approx([2.5, 5.0, 20.0])
@@ -360,7 +360,7 @@ def test_held_tau_epoch_follows_each_shapes_b_times_the_size_factor() -> None:
     assert held_tau_epoch(RunShape(10), 5.0, size_exponent=0.0, reference_dataset_size=None) == 5.0  # B not needed
 
 
-def test_held_tau_epoch_without_a_readable_b_says_why_and_what_to_pass() -> None:
+def test_held_tau_epoch_without_readable_b_says_why_and_what_to_pass() -> None:
     with raises_exactly(
         "`TimescaleCallback(batch_exponent=-0.5)` at epoch 1 needs the run's global batch size B: the batch has no"
         " size. Pass `TimescaleCallback(batch_size=...)` (the global B)."
@@ -376,5 +376,5 @@ def test_held_tau_epoch_without_a_readable_b_says_why_and_what_to_pass() -> None
         )
 
 
-def test_group_timescale_decays_is_the_older_name_of_managed() -> None:
+def test_group_timescale_decays_older_name_of_managed() -> None:
     assert [decided(managed=m).decays for m in (True, False)] == [True, False]

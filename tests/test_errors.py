@@ -60,13 +60,13 @@ def test_every_package_exception_derives_from_timescale_error() -> None:
     assert not stray, f"derive these from lightning_tau.errors.TimescaleError: {stray}"
 
 
-def test_timescale_error_is_public_and_a_value_error() -> None:
+def test_timescale_error_public_and_value_error() -> None:
     assert lightning_tau.TimescaleError is TimescaleError
     assert "TimescaleError" in lightning_tau.__all__ and "TimescaleError" in dir(lightning_tau)
     assert issubclass(TimescaleError, ValueError)  # code that caught ValueError still catches every one
 
 
-def test_one_except_catches_the_callback_finder_and_output_errors(tmp_path: Path) -> None:
+def test_one_except_catches_callback_finder_and_output_errors(tmp_path: Path) -> None:
     caught = []
     user_file = tmp_path / "notes.json"
     user_file.write_text('{"mine": 1}\n')

@@ -150,7 +150,8 @@ def test_fits_with_size_exponent_from_yaml(tmp_path: Path) -> None:
     assert groups["decay"]["weight_decay"] == pytest.approx(64 / (0.003 * 128 * 10.0 * (128 / 32) ** -0.5))
 
 
-def test_lightning_cli_fits_with_a_batch_exponent_from_yaml(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_fits_with_batch_exponent_from_yaml(tmp_path: Path) -> None:
     """The finder's batch rule from YAML, through LightningCLI for real: tau_epoch 10 measured at B_ref = 16, carried
     by B^1 to the run's global B = 64, is 40, so the `decay` group gets B / (lr N 40) (a fixed λ: B / (lr N 10) at
     B_ref)."""
@@ -177,14 +178,15 @@ def test_lightning_cli_fits_with_a_batch_exponent_from_yaml(tmp_path: Path) -> N
     assert groups["decay"]["weight_decay"] == pytest.approx(64 / (0.003 * 128 * 10.0 * 64 / 16))
 
 
-def test_lightning_cli_refuses_a_batch_exponent_without_its_reference_before_training(tmp_path: Path) -> None:
+def test_refuses_batch_exponent_without_reference_before_training(tmp_path: Path) -> None:
     config = _write(tmp_path, {"tau_epoch": 10.0, "batch_exponent": -0.5})
     # jsonargparse lists the callback's own one-line message among the Union's errors, at instantiation
     with pytest.raises(ValueError, match=r"`TimescaleCallback\(batch_exponent=-0.5\)` is not valid: a nonzero `batch_"):
         _cli(["fit", "--config", str(config), "--trainer.logger=false"], run=True)
 
 
-def test_lightning_cli_fits_with_a_coupling_from_yaml(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_fits_with_coupling_from_yaml(tmp_path: Path) -> None:
     """``coupling: lr_ratio`` from YAML, through LightningCLI for real: the config's cosine runs 2 steps (N = 128,
     B = 64) from 0.003 to 0.1 x 0.003, so the last step runs at lr 0.00165 and its decay is λ_ref x 0.00165 / 0.003,
     with λ_ref = B / (lr N tau_epoch)."""

@@ -62,7 +62,7 @@ def resolve(dotted: str) -> object:
     raise ModuleNotFoundError(dotted)
 
 
-def test_the_api_pages_targets_import() -> None:
+def test_api_pages_targets_import() -> None:
     targets = _api_targets()
     assert len(targets) > 30, targets  # the page was read
     missing = []
@@ -74,7 +74,7 @@ def test_the_api_pages_targets_import() -> None:
     assert not missing, missing
 
 
-def test_every_name_in_a_documented_modules_all_imports() -> None:
+def test_every_name_in_documented_modules_all_imports() -> None:
     modules = [t for t in _api_targets() if isinstance(resolve(t), type(importlib))] + FACES
     missing = [
         f"{module}.{name}"
@@ -86,12 +86,12 @@ def test_every_name_in_a_documented_modules_all_imports() -> None:
 
 
 @pytest.mark.parametrize("face", FACES)
-def test_a_faces_dir_lists_its_all(face: str) -> None:
+def test_faces_dir_lists_all(face: str) -> None:
     module = importlib.import_module(face)
     assert set(module.__all__) <= set(dir(module))
 
 
-def test_every_name_the_docs_import_resolves() -> None:
+def test_every_name_docs_import_resolves() -> None:
     names = _imported_names()
     assert "lightning_tau.TimescaleCallback" in names and len(names) > 40, names
     missing = []

@@ -385,6 +385,7 @@ def test_iterable_dataset_with_dataset_size_counts_incomplete_accumulation_windo
 
 
 @pytest.mark.parametrize("exponent", [1.0, -0.5])
+@pytest.mark.slow
 def test_batch_exponent_follows_each_accumulated_b_at_every_step(
     exponent: float, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -410,7 +411,8 @@ def test_batch_exponent_follows_each_accumulated_b_at_every_step(
     assert f"(tau_epoch 8 x (40/20)^{shown} = {8.0 * 2**exponent:.4g} held)." in caplog.text
 
 
-def test_batch_exponent_follows_the_batch_the_batch_size_finder_picks() -> None:
+@pytest.mark.slow
+def test_batch_exponent_follows_batch_batch_size_finder_picks() -> None:
     log = StepLog()
     cb = TimescaleCallback(tau_epoch=TAU, batch_exponent=1.0, reference_batch_size=4, verbose=False)
     finder = BatchSizeFinder(mode="power", steps_per_trial=1, init_val=4, max_trials=2)
@@ -423,6 +425,7 @@ def test_batch_exponent_follows_the_batch_the_batch_size_finder_picks() -> None:
     assert log.weight_decays() == pytest.approx([closed_form(steps, tau_epoch=held)] * (2 * steps))
 
 
+@pytest.mark.slow
 def test_batch_and_size_exponents_multiply() -> None:
     # tau_epoch 8 at N_ref = 25, B_ref = 5; the run: N = 100, B = 10. Held: 8 x 4^-0.5 x 2^1 = 8, at M = 10.
     log = StepLog()

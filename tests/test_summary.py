@@ -188,7 +188,7 @@ def test_start_summary_puts_size_note_first() -> None:
     assert said.splitlines()[-2:] == ["Held at this N: ...", "A note."]
 
 
-def test_batch_note_whole_and_only_when_the_exponent_is_not_zero() -> None:
+def test_batch_note_whole_and_only_exponent_not_zero() -> None:
     assert batch_note(8.0, 256, batch_exponent=1.0, reference_batch_size=128) == (
         "Held at this B: tau_epoch 8 x (256/128)^1 = 16 (batch_exponent=1: tau_epoch ∝ B^1 from"
         " reference_batch_size=128)."
@@ -205,7 +205,7 @@ def test_batch_note_whole_and_only_when_the_exponent_is_not_zero() -> None:
     assert batch_note(8.0, None, batch_exponent=1.0, reference_batch_size=128) is None
 
 
-def test_start_summary_puts_the_batch_note_after_the_size_note() -> None:
+def test_start_summary_puts_batch_note_after_size_note() -> None:
     table = dict(tau_iter=500.0, tau_epoch=4.0, shape=RunShape(125), planned_steps=None, optimizer_steps_per_epoch={})
     said = start_summary(
         [group()],
@@ -219,7 +219,7 @@ def test_start_summary_puts_the_batch_note_after_the_size_note() -> None:
     assert said.splitlines()[-3:] == ["Held at this N: ...", "Held at this B: ...", "A note."]
 
 
-def test_start_warnings_come_in_order_and_only_when_due() -> None:
+def test_start_warnings_come_in_order_and_only_due() -> None:
     bias = torch.zeros(2)
     plain = GroupInput("pg1", 0, 0, 2, 1e-3, 0.1, True, width_problem=NO_MUP)
     base = group("embed", reference_lr=1e-2, weight_decay_before=0.1, weight_decay=0.05, width_mult=1.0)

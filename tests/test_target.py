@@ -171,7 +171,7 @@ BATCH = (
 )
 
 
-def test_check_batch_rule_takes_the_range_and_a_reference() -> None:
+def test_check_batch_rule_takes_range_and_reference() -> None:
     assert check_batch_rule(1, 128) == (1.0, 128) and isinstance(check_batch_rule(1, 128.0)[1], int)
     assert check_batch_rule(-2, 1) == (-2.0, 1) and check_batch_rule(2, 1) == (2.0, 1)  # both ends are in
     assert check_batch_rule(0, None) == (0.0, None) and check_batch_rule(0.0, 64) == (0.0, 64)
@@ -201,7 +201,7 @@ def test_check_batch_rule_refuses_in_one_line(exponent: object, reference: objec
         check_batch_rule(exponent, reference)
 
 
-def test_check_batch_rule_needs_a_tau_epoch_target() -> None:
+def test_check_batch_rule_needs_tau_epoch_target() -> None:
     with raises_exactly(
         "`TimescaleCallback(batch_exponent=1)` is not valid: `batch_exponent` scales a `tau_epoch` target with B,"
         " and `tau_iter=50` is in optimizer steps. Give the target as `tau_epoch`."
@@ -216,14 +216,14 @@ def test_check_batch_rule_needs_a_tau_epoch_target() -> None:
 
 
 @pytest.mark.parametrize(("exponent", "held"), [(1.0, 16.0), (-0.5, 8.0 / 2**0.5), (0.0, 8.0), (2.0, 32.0)])
-def test_batch_scaled_tau_epoch_is_b_over_b_ref_to_the_e(exponent: float, held: float) -> None:
+def test_batch_scaled_tau_epoch_b_over_b_ref_to_e(exponent: float, held: float) -> None:
     assert batch_scaled_tau_epoch(8.0, 256, batch_exponent=exponent, reference_batch_size=128) == pytest.approx(held)
     assert batch_scaled_tau_epoch(8.0, 64, batch_exponent=exponent, reference_batch_size=128) == pytest.approx(
         8.0 * 0.5**exponent
     )
 
 
-def test_batch_scaling_text_and_the_targets_whole_text() -> None:
+def test_batch_scaling_text_and_targets_whole_text() -> None:
     text = batch_scaling_text(8.0, 256, batch_exponent=1.0, reference_batch_size=128)
     assert text == "tau_epoch 8 x (256/128)^1 = 16"
     assert batch_scaling_text(8.0, 64, batch_exponent=-0.5, reference_batch_size=256) == (

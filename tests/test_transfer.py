@@ -187,7 +187,7 @@ def test_from_tuned_run_with_size_exponent_measures_n_from_tuned_run() -> None:
 
 
 @pytest.mark.parametrize("exponent", [1.0, -0.5])
-def test_batch_exponent_moves_tau_epoch_by_b_over_the_tuned_b(exponent: float) -> None:
+def test_batch_exponent_moves_tau_epoch_by_b_over_tuned_b(exponent: float) -> None:
     """Tuned at B = 100 (tau_epoch 20); at B' = 400 the rule holds 20 x 4^e, so wd = B' / (lr N tau_epoch')."""
     tuned = TunedRun(lr=1e-3, weight_decay=0.1, dataset_size=50_000, batch_size=100)
     target = TargetRun(batch_size=400)
@@ -204,7 +204,8 @@ def test_batch_exponent_moves_tau_epoch_by_b_over_the_tuned_b(exponent: float) -
         transfer_groups(tuned, target, batch_exponent=3)
 
 
-def test_from_tuned_run_with_a_batch_exponent_measures_b_from_the_tuned_run() -> None:
+@pytest.mark.slow
+def test_from_tuned_run_with_batch_exponent_measures_b_from_tuned_run() -> None:
     """Tuned at B = 10 (N = 240), trained at B = 20 by a fixed λ (e = 1): tau_epoch x 2 at half the steps, same wd."""
     tuned = TunedRun(lr=1e-2, weight_decay=0.5, dataset_size=240, batch_size=10)
     callback = TimescaleCallback.from_tuned_run(tuned, batch_exponent=1.0, verbose=False)
@@ -223,7 +224,7 @@ def test_from_tuned_run_with_a_batch_exponent_measures_b_from_the_tuned_run() ->
     assert given.reference_batch_size == 5
 
 
-def test_from_tuned_run_rejects_a_second_timescale() -> None:
+def test_from_tuned_run_rejects_second_timescale() -> None:
     with pytest.raises(ValueError, match=r"do not pass \['tau_epoch'\]"):
         TimescaleCallback.from_tuned_run(TunedRun(1e-3, 0.1, 1000, 10), tau_epoch=3.0)
     with pytest.raises(ValueError, match=r"needs a `lightning_tau.transfer.TunedRun`"):

@@ -15,7 +15,7 @@ from lightning_tau.cli.held_signals import _HELD, hold_signals
 __all__ = ["SUBCOMMANDS", "build_parser", "hold_signals", "main"]
 
 #: Subcommand modules, in the order ``--help`` lists them, with their one-line help and aliases (each module's
-#: ``add_parser`` registers the same; ``tests/test_first_contact.py`` checks they agree).
+#: ``add_parser`` registers the same; ``tests/cli/test_first_contact.py`` checks they agree).
 SUBCOMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "demo": (
         "The timescale finder's dataset-size (or width) axis on bundled digits or text: runs, figures, verdict.",

@@ -168,7 +168,7 @@ def test_auto_seeds_stop_where_only_shape_part_leaves_rules_undetermined() -> No
     assert seed_look(decided, 1.25, stages, 2, level) == SeedStaging(5, 12, (3, 5), level, 1.25, ())
 
 
-def test_the_grid_round_adds_midpoints_only_where_the_shape_part_alone_is_undetermined() -> None:
+def test_grid_round_adds_midpoints_only_where_shape_part_alone_undetermined() -> None:
     settings = TimescaleFinder(
         axis="dataset_size", fractions=(0.25, 1.0), tau_epochs=TAUS, seeds=(0, 1, 2), trainer_kwargs={"max_epochs": 2}
     ).settings
@@ -181,7 +181,7 @@ def test_the_grid_round_adds_midpoints_only_where_the_shape_part_alone_is_undete
     assert waiting.added == ()  # seeds="auto" still adding seeds
 
 
-def test_the_grid_round_brings_an_off_grid_rule_onto_the_grid_on_either_axis() -> None:
+def test_grid_round_brings_off_grid_rule_onto_grid_on_either_axis() -> None:
     size = TimescaleFinder(
         axis="dataset_size", fractions=(0.25, 1.0), tau_epochs=TAUS, seeds=(0, 1, 2), trainer_kwargs={"max_epochs": 2}
     ).settings
@@ -228,7 +228,7 @@ def test_intro_names_samples_epochs_and_seeds_on_every_axis(tmp_path: Path) -> N
     )
 
 
-def test_undetermined_rules_read_the_results_half_width(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_undetermined_rules_read_results_half_width(monkeypatch: pytest.MonkeyPatch) -> None:
     size = size_result()
     delta = size.half_width
     assert delta == pytest.approx(math.log(size.tolerance) / math.log(size.scales[-1] / size.scales[0]))

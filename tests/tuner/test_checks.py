@@ -61,7 +61,7 @@ def test_check_tolerance_default_and_range() -> None:
     )
 
 
-def test_check_axis_returns_the_axis_with_what_it_uses() -> None:
+def test_check_axis_returns_axis_with_what_it_uses() -> None:
     assert check_axis("fraction", 0.5, None, None) is FRACTION
     assert check_axis("width", 0.5, (1, 2), None) is WIDTH
     assert check_axis("dataset_size", None, None, (0.1, 0.2)) is DATASET_SIZE

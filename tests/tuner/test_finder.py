@@ -189,7 +189,7 @@ def test_reuses_study_and_named_study_refuses_other_settings(tmp_path: Path) -> 
     assert ValModel.fits == before
 
 
-def test_a_fit_starts_from_a_fresh_state_before_it_checks_anything(tmp_path: Path) -> None:
+def test_fit_starts_from_fresh_state_before_it_checks_anything(tmp_path: Path) -> None:
     finder = _finder(tmp_path)
     finder._fit.trained_runs, finder._fit.staging = 7, "left by an earlier fit"  # type: ignore[assignment]
     train, _ = _loaders()
@@ -201,7 +201,7 @@ def test_a_fit_starts_from_a_fresh_state_before_it_checks_anything(tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_two_fits_of_one_finder_share_no_state_and_keep_its_settings(tmp_path: Path) -> None:
+def test_two_fits_of_one_finder_share_no_state_and_keep_settings(tmp_path: Path) -> None:
     finder = _finder(tmp_path)
     settings, train, val = finder.settings, *_loaders()
     finder.fit(ValModel, train_dataloaders=train, val_dataloaders=val)
@@ -215,7 +215,8 @@ def test_two_fits_of_one_finder_share_no_state_and_keep_its_settings(tmp_path: P
     assert finder.settings is settings and finder.settings == _finder(tmp_path).settings
 
 
-def test_finder_with_a_datamodule_and_a_missing_monitor(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_finder_with_datamodule_and_missing_monitor(tmp_path: Path) -> None:
     pytest.importorskip("sklearn")
     from lightning_tau.demos.digits import DigitsDataModule, DigitsMLP
 

@@ -27,7 +27,7 @@ def _build(**given: Any) -> FinderSettings:
     return FinderSettings.build(**{**DEFAULTS, **given})
 
 
-def test_build_takes_the_finders_arguments_with_the_same_defaults(tmp_path: Path) -> None:
+def test_build_takes_finders_arguments_with_same_defaults(tmp_path: Path) -> None:
     # the signature is written once (the finder's); build takes every one of its arguments by name, and no other
     assert sorted(FinderSettings.arguments()) == sorted(DEFAULTS)
     given = {**DEFAULTS, "trainer_kwargs": EPOCHS, "root_dir": tmp_path}
@@ -58,7 +58,7 @@ def test_holds_settings_and_reads_attributes_from_them(tmp_path: Path) -> None:
         finder.seeds = (0,)  # type: ignore[misc]
 
 
-def test_the_finder_forwards_exactly_the_settings_the_docs_read() -> None:
+def test_forwards_exactly_settings_docs_read() -> None:
     forwarded = {
         name
         for name, value in vars(TimescaleFinder).items()
@@ -75,7 +75,7 @@ def test_the_finder_forwards_exactly_the_settings_the_docs_read() -> None:
     assert not hasattr(TimescaleFinder(trainer_kwargs=EPOCHS), "window")  # the others: `finder.settings.window`
 
 
-def test_the_first_bad_argument_in_the_constructors_order_is_the_one_named() -> None:
+def test_first_bad_argument_in_constructors_order_one_named() -> None:
     # the axis step before the metric step before the trainer step before the study step
     with pytest.raises(ValueError, match=r"`TimescaleFinder\(level=2\)`"):
         _build(level=2, monitor="", trainer_kwargs=None, workers=0)
@@ -98,7 +98,7 @@ def test_threads_positive_int_or_auto(threads) -> None:
     assert _build(trainer_kwargs=EPOCHS, threads=4).threads == 4
 
 
-def test_derived_settings_follow_from_the_arguments() -> None:
+def test_derived_settings_follow_from_arguments() -> None:
     size = _build(axis="dataset_size", fractions=(0.2, 0.6), trainer_kwargs=EPOCHS)
     assert (size.fraction, size.fractions, size.seeds, size.widths) == (0.6, (0.2, 0.6), (0, 1, 2, 3, 4), None)
     auto = _build(axis="width", widths=(8, 16), seeds="auto", max_seeds=5, trainer_kwargs=EPOCHS)
@@ -107,7 +107,7 @@ def test_derived_settings_follow_from_the_arguments() -> None:
     assert (accumulated.accumulate, _build(trainer_kwargs=EPOCHS).accumulate) == (3, 1)
 
 
-def test_max_grid_extensions_defaults_to_three_and_the_study_key_keeps_the_grid_given() -> None:
+def test_max_grid_extensions_defaults_to_three_and_study_key_keeps_grid_given() -> None:
     settings = _build(tau_epochs=(8, 2), trainer_kwargs=EPOCHS)
     assert (settings.max_grid_extensions, settings.base_tau_epochs) == (3, (2.0, 8.0))
     assert _build(trainer_kwargs=EPOCHS, max_grid_extensions=0).max_grid_extensions == 0
@@ -126,7 +126,7 @@ def test_pruned_grid_goes_seed_by_seed_unpruned_one_tau_by_tau() -> None:
     assert _build(**grid, pruner="median").grid_order() == [(2.0, 0), (8.0, 0), (2.0, 1), (8.0, 1)]
 
 
-def test_fraction_is_in_zero_to_one_with_one_allowed() -> None:
+def test_fraction_in_zero_to_one_with_one_allowed() -> None:
     assert _build(fraction=1.0, trainer_kwargs=EPOCHS).fraction == 1.0  # the whole training set
     assert _build(axis="dataset_size", fractions=(0.5, 1.0), trainer_kwargs=EPOCHS).fraction == 1.0
     for bad in (0.0, 1.5):
@@ -182,7 +182,7 @@ def test_hold_arguments_given() -> None:
     assert _build(axis="dataset_size", fractions=(0.2, 0.4, 0.6), trainer_kwargs=EPOCHS).fraction == 0.6
 
 
-def test_tolerance_is_checked_once_where_the_finder_takes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tolerance_checked_once_where_finder_takes_it(monkeypatch: pytest.MonkeyPatch) -> None:
     checked = []
     in_range = _checks.in_range
 
@@ -196,7 +196,7 @@ def test_tolerance_is_checked_once_where_the_finder_takes_it(monkeypatch: pytest
     assert settings.tolerance == 1.5 and checked == [("TimescaleFinder", "tolerance")]
 
 
-def test_the_axis_is_resolved_once_into_its_object() -> None:
+def test_axis_resolved_once_into_object() -> None:
     import pickle
 
     from lightning_tau.tuner.axes import DATASET_SIZE, FRACTION, WIDTH

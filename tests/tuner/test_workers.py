@@ -81,7 +81,7 @@ def test_second_sigterm_while_first_handled_ignored() -> None:
     assert handled == [True]
 
 
-def test_sigint_inside_the_block_raises_once_then_is_ignored_and_the_handler_is_restored() -> None:
+def test_sigint_inside_block_raises_once_then_ignored_and_handler_restored() -> None:
     # Python's default, as in a terminal (a background job, e.g. `make test &`, starts with SIGINT ignored)
     inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:

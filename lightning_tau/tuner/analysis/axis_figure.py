@@ -65,7 +65,7 @@ def _clip(xs: np.ndarray, ys: np.ndarray, low: float, high: float) -> tuple[np.n
     return clipped, f"leaves through the {side} at {setting(float(xs[k]))}"
 
 
-def axis_figure(result: AxisData) -> Any:  # pragma: no mutate block (drawing; tests/test_axis_figure.py reads it back)
+def axis_figure(result: AxisData) -> Any:  # pragma: no mutate block (drawing; tests/tuner/analysis/test_axis_figure.py reads it back)
     """The matplotlib figure :meth:`plot` saves (Agg backend).
 
     Left: the curve per point (seed mean as a line, each seed as a dot, the smoothed optimum dotted). Right: the

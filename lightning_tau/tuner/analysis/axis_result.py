@@ -87,7 +87,7 @@ class AxisResult(AxisData):
         """Draw :meth:`figure` into ``path`` (``.png``, ``.svg``, ...); returns it."""
         return save_figure(self.figure(), path)
 
-    def figure(self) -> Any:  # pragma: no mutate block (drawing; tests/test_axis_figure.py reads it back)
+    def figure(self) -> Any:  # pragma: no mutate block (drawing; tests/tuner/analysis/test_axis_figure.py reads it back)
         """The matplotlib figure :meth:`plot` saves (Agg backend; :func:`~lightning_tau.tuner.analysis.axis_figure.axis_figure`
         says what it shows)."""
         return axis_figure(self)

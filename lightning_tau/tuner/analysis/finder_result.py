@@ -508,7 +508,7 @@ class FinderResult:
         """Draw :meth:`figure` into ``path`` (``.png``, ``.svg``, ...); returns it."""
         return save_figure(self.figure(), path)
 
-    def figure(self) -> Any:  # pragma: no mutate block (drawing; tests/test_finder_result.py reads it back)
+    def figure(self) -> Any:  # pragma: no mutate block (drawing; tests/tuner/analysis/test_finder_result.py reads it back)
         """The matplotlib figure :meth:`plot` saves, in the paper's Figure-1 style (Agg backend).
 
         The metric against ``tau_epoch`` (log x): the seed mean as a line, each seed as a dot, the best grid point,

@@ -51,7 +51,7 @@ __all__ = [
 
 #: The smallest number of seeds at which :func:`fit_scaling` gives an interval. Its interval is built from Student
 #: t-intervals over per-seed exponents, with ``seeds - 1`` degrees of freedom; they need a spread across seeds, so
-#: two. The simulation (``tests/test_scaling.py``, ``benchmarks/stats_coverage.py``; regimes in
+#: two. The simulation (``tests/tuner/analysis/test_scaling.py``, ``benchmarks/stats_coverage.py``; regimes in
 #: :func:`fit_scaling`) puts its coverage at 97.5-100 % at every seed count from 2 to 12 in every simulated regime
 #: (at 2 seeds 99.5-100 %; with the shape changing across scales on the finder's grid 99.3-100 %), so no seed count
 #: from 2 up is refused. With 2 seeds it is honest but wide (``t_{1, 0.975} = 12.7``): about ±0.7 on the demo's
@@ -244,7 +244,7 @@ def fit_scaling(
     the scales have different seed counts (the pairing of seed ``j`` across scales is then undefined), or when
     the seed-mean optimum is at the grid's edge at some scale (the exponent is then capped by the grid).
 
-    **Coverage.** ``tests/test_scaling.py`` simulates curves in ``log2 x`` with the optimum
+    **Coverage.** ``tests/tuner/analysis/test_scaling.py`` simulates curves in ``log2 x`` with the optimum
     ``x*(s) = x*(1) s^e``, ``e`` uniform in [-1.2, 0.2], ``x*(1)`` anywhere within a cell of a ×2 grid, widths
     ``s`` = 1, 4, 16, per seed a shared offset (std 0.02) and noise at each grid point, in seven regimes: the
     digits width demo's (``docs/width_demo.rst``: parabolas of curvature 0.04 per octave², noise 0.02);

@@ -16,7 +16,7 @@ from pathlib import Path
 __all__ = ["DAMAGED_HINT", "OP_CODES", "append_lines", "journal_problem", "repair_tail"]
 
 #: The op codes of ``optuna.storages.journal._storage.JournalOperation`` in Optuna 5 (create study ... discard
-#: trials); ``tests/test_finder_journal.py`` checks that they still match.
+#: trials); ``tests/tuner/test_finder_journal.py`` checks that they still match.
 OP_CODES = frozenset(range(11))
 #: How every line Optuna writes begins (``json.dumps`` of a dict whose first key is ``op_code``, no spaces).
 _START = b'{"op_code":'

@@ -20,8 +20,8 @@ def test_half_width_tolerance_factor_over_scale_range():
     assert DEFAULT_TOLERANCE == 1.25
 
 
-def test_half_width_takes_the_tolerance_as_checked_at_the_entry():
-    # checked once where the user gives it (TimescaleFinder, AxisResult.build: tests/test_axis_result.py), not here
+def test_half_width_takes_tolerance_as_checked_at_entry():
+    # checked once where the user gives it (TimescaleFinder, AxisResult.build: tests/tuner/analysis/test_axis_result.py), not here
     assert half_width(1.0, [1, 8]) == 0.0
     assert half_width(0.5, [1, 8]) == pytest.approx(-1 / 3)
 

@@ -21,7 +21,7 @@ from lightning_tau.tuner.axes import (
 )
 
 
-def test_rules_of_each_axis_name_the_published_exponents():
+def test_rules_of_each_axis_name_published_exponents():
     assert [(r.name, r.exponent) for r in WIDTH_RULES] == [
         ("Wang & Aitchison", 0.0),
         ("Fan et al.", -0.5),
@@ -42,7 +42,7 @@ def test_registry_lists_every_axis_by_name_in_order():
     assert all(isinstance(axis, Axis) and axis.spellings[0] == name for name, axis in AXES.items())
 
 
-def test_every_spelling_resolves_to_its_axis_and_an_axis_to_itself():
+def test_every_spelling_resolves_to_axis_and_axis_to_itself():
     assert axis_spellings() == ("fraction", "width", "dataset_size", "dataset-size")
     assert resolve_axis("dataset-size") is resolve_axis("dataset_size") is DATASET_SIZE
     assert resolve_axis("width") is WIDTH and resolve_axis("fraction") is FRACTION
@@ -50,7 +50,7 @@ def test_every_spelling_resolves_to_its_axis_and_an_axis_to_itself():
 
 
 @pytest.mark.parametrize("bad", ["depth", "Width", "", None, 3])
-def test_a_bad_axis_is_one_line_naming_the_argument_and_every_spelling(bad):
+def test_bad_axis_one_line_naming_argument_and_every_spelling(bad):
     with pytest.raises(ValueError) as info:
         resolve_axis(bad)
     assert str(info.value) == (
@@ -61,7 +61,7 @@ def test_a_bad_axis_is_one_line_naming_the_argument_and_every_spelling(bad):
         rules_for("depth")
 
 
-def test_an_axis_is_one_frozen_instance_also_after_a_pickle():
+def test_axis_one_frozen_instance_after_pickle():
     assert type(WIDTH)() is WIDTH and pickle.loads(pickle.dumps(DATASET_SIZE)) is DATASET_SIZE
     with pytest.raises(AttributeError):
         WIDTH.name = "depth"  # type: ignore[misc]
@@ -77,7 +77,7 @@ def test_fraction_axis_scales_nothing_and_decides_no_rule():
         FRACTION.callback_kwargs(4.0, 0.0, 100)
 
 
-def test_width_axis_passes_the_width_to_the_model_and_reads_lambda_base():
+def test_width_axis_passes_width_to_model_and_reads_lambda_base():
     assert WIDTH.scaling and WIDTH.model_per_point and not WIDTH.subsets_per_point
     assert (WIDTH.values_argument, WIDTH.value_key, WIDTH.value_type(64.0)) == ("widths", "width", 64)
     assert (WIDTH.x_name, WIDTH.x_label, WIDTH.scale_symbol) == ("lambda_base", "λ_base", "width")
@@ -85,7 +85,7 @@ def test_width_axis_passes_the_width_to_the_model_and_reads_lambda_base():
     assert WIDTH.point_noun == "width" and WIDTH.point_name(64, 64.0) == "width 64"
 
 
-def test_width_axis_callback_kwargs_are_width_exponent_one_plus_the_exponent():
+def test_width_axis_callback_kwargs_width_exponent_one_plus_exponent():
     assert WIDTH.callback_kwargs(4.0, 0.0, 300) == {"tau_epoch": 4.0, "width_exponent": 1.0}
     assert WIDTH.callback_kwargs(2.5, -0.5, 300) == {"tau_epoch": 2.5, "width_exponent": 0.5}
     assert [WIDTH.alpha(r.exponent) for r in WIDTH.rules] == [1.0, 0.5, 0.0]
@@ -104,7 +104,7 @@ def test_dataset_size_axis_trains_each_fraction_and_reads_tau_epoch_in_n():
     assert DATASET_SIZE.alpha(-0.5) is None
 
 
-def test_dataset_size_axis_callback_kwargs_carry_the_exponent_from_the_reference_n():
+def test_dataset_size_axis_callback_kwargs_carry_exponent_from_reference_n():
     kwargs = DATASET_SIZE.callback_kwargs(8.0, -0.5, 500.0)
     assert kwargs == {"tau_epoch": 8.0, "size_exponent": -0.5, "reference_dataset_size": 500}
     assert type(kwargs["reference_dataset_size"]) is int and type(kwargs["size_exponent"]) is float
@@ -114,7 +114,7 @@ def test_dataset_size_axis_callback_kwargs_carry_the_exponent_from_the_reference
     assert DATASET_SIZE.measured_text(0.3) == "size_exponent = +0.30"
 
 
-def test_each_axis_says_its_scale_and_range_in_words():
+def test_each_axis_says_scale_and_range_in_words():
     assert WIDTH.scale_text("128") == "width 128" and DATASET_SIZE.scale_text("8000") == "N = 8000"
     assert WIDTH.span_text(64, 512) == "widths 64 to 512" and DATASET_SIZE.span_text(150, 1350) == "N = 150 to 1350"
     assert WIDTH.from_to_text(64, 512) == "from width 64 to width 512"
@@ -122,7 +122,7 @@ def test_each_axis_says_its_scale_and_range_in_words():
     assert (WIDTH.range_noun, DATASET_SIZE.range_noun) == ("widths", "N")
 
 
-def test_an_axis_equals_its_spellings_so_string_comparisons_keep_their_meaning() -> None:
+def test_axis_equals_spellings_so_string_comparisons_keep_their_meaning() -> None:
     from lightning_tau.tuner.axes import DATASET_SIZE, FRACTION, WIDTH
 
     assert WIDTH == "width" and DATASET_SIZE == "dataset-size" and DATASET_SIZE == "dataset_size"

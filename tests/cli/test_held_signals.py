@@ -7,7 +7,7 @@ import signal
 from lightning_tau.cli import held_signals
 
 
-def test_both_signals_are_noted_in_order_and_an_ignored_one_stays_ignored() -> None:
+def test_both_signals_noted_in_order_and_ignored_one_stays_ignored() -> None:
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job's SIGINT
