@@ -14,7 +14,17 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from axes_models import BATCH, LR, N, NotMupModel, PlantedData, PlantedSizeModel, PlantedWidthModel
+from axes_models import (
+    BATCH,
+    LR,
+    N,
+    NotMupModel,
+    PlantedAccumulatedModel,
+    PlantedBatchModel,
+    PlantedData,
+    PlantedSizeModel,
+    PlantedWidthModel,
+)
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.tuner.finder import TimescaleFinder
@@ -243,8 +253,8 @@ def test_a_users_own_mup_model_gets_an_exponent_a_verdict_and_a_callback(tmp_pat
             r"`TimescaleFinder\(tolerance=1.0\)` is not valid: use a",
         ),
         ({"axis": "width", "widths": (8, 16), "tolerance": "x"}, r"`TimescaleFinder\(tolerance='x'\)` is not valid"),
-        ({"tolerance": 1.25}, r"`TimescaleFinder\(tolerance=1.25\)` is only used with axis='width' or 'dataset_size'"),
-        ({"seeds": "auto"}, r"`TimescaleFinder\(seeds='auto'\)` is only used with axis='width' or 'dataset_size'"),
+        ({"tolerance": 1.25}, r"`TimescaleFinder\(tolerance=1.25\)` is only used with axis='width', 'dataset_size' or"),
+        ({"seeds": "auto"}, r"`TimescaleFinder\(seeds='auto'\)` is only used with axis='width', 'dataset_size' or"),
         ({"axis": "width", "widths": (8, 16), "seeds": "some"}, r"`TimescaleFinder\(seeds='some'\)` is not valid"),
         ({"axis": "width", "widths": (8, 16), "max_seeds": 8}, r"`TimescaleFinder\(max_seeds=8\)` is only used with"),
         (
@@ -410,10 +420,13 @@ def test_cli_width_axis_needs_a_model_that_takes_width(tmp_path: Path, capsys: p
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["--seeds", "auto"], "argument --seeds: 'auto' is only used with --axis width or dataset_size"),
+        (["--seeds", "auto"], "argument --seeds: 'auto' is only used with --axis width, dataset_size or batch_size"),
         (["--axis", "width", "--widths", "8", "16", "--seeds", "auto", "3"], "argument --seeds: 'auto' stands alone"),
         (["--axis", "width", "--widths", "8", "16", "--max-seeds", "8"], "argument --max-seeds: 8 is only used with"),
-        (["--tolerance", "1.5"], "argument --tolerance: 1.5 is only used with --axis width or dataset_size"),
+        (
+            ["--tolerance", "1.5"],
+            "argument --tolerance: 1.5 is only used with --axis width, dataset_size or batch_size",
+        ),
         (
             ["--axis", "width", "--widths", "8", "16", "--tolerance", "1"],
             "argument --tolerance: expected a factor above",
@@ -679,3 +692,43 @@ def test_cli_seeds_auto_says_why_it_stopped_and_the_study_name_alone_reopens_it(
     total = 2 * len(TAUS) * 4
     assert f"({total} of {total} trials were complete in the study before this command.)" in printed
     assert json.loads((out / "auto" / "finder.json").read_text()) == first
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("model", "set_by"), [(PlantedBatchModel, "the model's batch_size"), (PlantedAccumulatedModel, "accumulation")]
+)
+def test_batch_axis_trains_each_global_batch_at_the_scaled_lr(tmp_path: Path, model: type, set_by: str) -> None:
+    finder = TimescaleFinder(
+        axis="batch_size",
+        batch_sizes=(BATCH, 2 * BATCH),
+        lr_scaling="sqrt",
+        tau_epochs=(2.0, 6.0, 18.0),
+        seeds=(0,),
+        fraction=1.0,
+        trainer_kwargs=TRAINER,
+        root_dir=tmp_path / "find",
+        progress=False,
+        verbose=False,
+    )
+    result = finder.fit(model, datamodule=PlantedData())  # best tau_epoch ∝ B^1/2, planted
+    assert finder.trained_runs == 2 * 3 and finder.studies[1].study.study_name.endswith("_batch_size_lr_sqrt=32")
+    for b, study in zip((BATCH, 2 * BATCH), finder.studies):
+        for record in study.records().values():
+            seen = record["metrics"][-1]
+            assert record["global_batch_size"] == b  # what the callback read: the global batch, accumulation included
+            assert seen["seen_batch"] * seen["accumulate"] == b
+            assert seen["accumulate"] == (1 if model is PlantedBatchModel else b // BATCH)
+            if model is PlantedBatchModel:
+                assert seen["model_batch_size"] == b
+            assert seen["lr_used"] == pytest.approx(LR * (b / BATCH) ** 0.5)  # lr ∝ √B from the smallest batch
+            assert record["steps"] == N // b  # the same data for the same epoch: fewer steps at a larger batch
+    assert result.axis == "batch_size_lr_sqrt" and result.scales == [16.0, 32.0]
+    assert result.exponent == pytest.approx(0.5, abs=0.02)
+    assert [(r.name, r.exponent) for r in result.rules] == [("tau_epoch constant", 0.0), ("fixed λ", 0.5)]
+    kwargs = result.callback_kwargs()
+    assert set(kwargs) == {"tau_epoch", "batch_exponent", "reference_batch_size"}
+    assert kwargs["reference_batch_size"] == BATCH  # the smallest batch, where the lr is the user's
+    assert kwargs["tau_epoch"] == pytest.approx(result.results[0].tau_epoch)
+    assert result.batch_setting.endswith(set_by) and f"the batch set by {result.batch_setting}" in result.table()
+    assert result.predict(64).tau_epoch == pytest.approx(result.tau_epoch * 4 ** result.exponent_used)

@@ -173,6 +173,16 @@ class TimescaleFinder:
             its name.
         widths: ``axis="width"``: at least 2 increasing positive integers, e.g. ``(64, 128, 256)``.
         fractions: ``axis="dataset_size"``: at least 2 increasing fractions in ``(0, 1]``, e.g. ``(0.1, 0.25, 0.5)``.
+        batch_sizes: ``axis="batch_size"`` (``"batch-size"`` too): at least 2 increasing global batch sizes, e.g.
+            ``(32, 64, 128)``. Every batch size trains the grid on one subset (``fraction``) for the same epochs, so
+            fewer steps at a larger batch. The batch is set as Lightning's ``BatchSizeFinder`` sets it where the model
+            has a ``batch_size`` attribute or hparam (set on each trial's model, whose training loader the finder
+            rebuilds at that batch), else by gradient accumulation (``accumulate_grad_batches = B / loader batch``,
+            refused unless a whole number); the table says which.
+        lr_scaling: ``axis="batch_size"``: the lr across the batch sizes, ``"none"`` (the user's lr at every ``B``),
+            ``"sqrt"`` or ``"linear"``: the model's ``lr`` or ``learning_rate`` attribute or hparam times
+            ``(B / B_0) ** m`` (``m`` = 1/2 or 1, ``B_0`` the smallest batch). The batch rules' exponents depend on
+            ``m`` (``../THEORY.md`` §13).
         level: the level of the axes' exponent interval (with ``seeds="auto"``: each look's is
             ``staged_level(level, looks)``).
         tolerance: along an axis: the factor by which the best ``λ_base`` or ``tau_epoch`` may move over the axis's
@@ -257,6 +267,8 @@ class TimescaleFinder:
         axis: str | Axis = "fraction",
         widths: Sequence[int] | None = None,
         fractions: Sequence[float] | None = None,
+        batch_sizes: Sequence[int] | None = None,
+        lr_scaling: Literal["none", "sqrt", "linear"] = "none",
         level: float = 0.95,
         pruner: PrunerName | BasePruner | None = None,
         tolerance: float | None = None,
@@ -285,6 +297,8 @@ class TimescaleFinder:
             axis=axis,
             widths=widths,
             fractions=fractions,
+            batch_sizes=batch_sizes,
+            lr_scaling=lr_scaling,
             level=level,
             pruner=pruner,
             tolerance=tolerance,
