@@ -393,6 +393,13 @@ def test_cli_study_name_alone_reopens_an_axis_sweep_with_its_axis_points_and_gri
             ["--axis", "dataset_size", "--fractions", "0.1", "0.5", "--fraction", "0.5"],
             "argument --fraction: 0.5 is not used with --axis dataset_size",
         ),
+        (["--batch-sizes", "32", "64"], "argument --batch-sizes: 32 64 is only used with --axis batch_size (the axis"),
+        (["--axis", "batch-size"], "`TimescaleFinder(axis='batch_size')` needs `batch_sizes`"),
+        (["--axis", "batch_size", "--batch-sizes", "64", "32"], "argument --batch-sizes: `TimescaleFinder(batch_sizes"),
+        (
+            ["--axis", "width", "--widths", "8", "16", "--lr-scaling", "sqrt"],
+            "argument --lr-scaling: `TimescaleFinder(lr_scaling='sqrt')` is only used with axis='batch_size'",
+        ),
     ],
 )
 def test_cli_axis_usage_errors_exit_2_with_one_line(
@@ -732,3 +739,45 @@ def test_batch_axis_trains_each_global_batch_at_the_scaled_lr(tmp_path: Path, mo
     assert kwargs["tau_epoch"] == pytest.approx(result.results[0].tau_epoch)
     assert result.batch_setting.endswith(set_by) and f"the batch set by {result.batch_setting}" in result.table()
     assert result.predict(64).tau_epoch == pytest.approx(result.tau_epoch * 4 ** result.exponent_used)
+
+
+def test_batch_axis_refuses_accumulation_given_and_bad_lr_scaling_in_one_line() -> None:
+    batch = {"axis": "batch_size", "batch_sizes": (16, 32)}
+    for kwargs, match in [
+        ({**batch, "lr_scaling": "cubic"}, "`TimescaleFinder(lr_scaling='cubic')` is not supported. Use 'none',"),
+        ({"lr_scaling": "sqrt"}, "`TimescaleFinder(lr_scaling='sqrt')` is only used with axis='batch_size'"),
+        (
+            {**batch, "trainer_kwargs": {**TRAINER, "accumulate_grad_batches": 2}},
+            "`TimescaleFinder(trainer_kwargs={'accumulate_grad_batches': 2})` is not used with axis='batch_size'",
+        ),
+    ]:
+        with pytest.raises(ValueError) as err:
+            TimescaleFinder(**{"trainer_kwargs": TRAINER, **kwargs})
+        assert str(err.value).startswith(match) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "match"),
+    [
+        (
+            PlantedAccumulatedModel,
+            {"batch_sizes": (16, 24)},
+            "`TimescaleFinder(batch_sizes=[16, 24])`: 24 is not a whole multiple of the train loader's batch_size 16",
+        ),
+        (
+            PlantedSizeModel,
+            {"batch_sizes": (16, 32), "lr_scaling": "linear"},
+            "`TimescaleFinder(lr_scaling='linear')` needs the model's learning rate as an `lr` or `learning_rate`",
+        ),
+    ],
+)
+def test_batch_axis_refuses_what_it_cannot_set_before_any_training(
+    tmp_path: Path, model: type, settings: dict[str, Any], match: str
+) -> None:
+    finder = TimescaleFinder(
+        axis="batch_size", seeds=(0,), trainer_kwargs=TRAINER, root_dir=tmp_path, progress=False, **settings
+    )
+    with pytest.raises(ValueError) as err:
+        finder.fit(model, datamodule=PlantedData())
+    assert str(err.value).startswith(match) and "\n" not in str(err.value)
+    assert finder.trained_runs == 0 and not (tmp_path / "tb").exists()
