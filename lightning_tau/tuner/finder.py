@@ -165,9 +165,10 @@ class TimescaleFinder:
             machine of a journal-file study is handed to another worker (same machine: as soon as its process is
             gone; database storages: Optuna's heartbeat).
         axis: ``"fraction"`` (the default: one sweep on one subset, as above), ``"width"`` (the sweep at every
-            width of ``widths``: how the best weight decay moves with width under μP, see :meth:`fit`) or
+            width of ``widths``: how the best weight decay moves with width under μP, see :meth:`fit`),
             ``"dataset_size"`` (the sweep on a subset of every fraction of ``fractions``: whether the best
-            ``tau_epoch`` moves with ``N``; ``"dataset-size"`` too). Both give an
+            ``tau_epoch`` moves with ``N``; ``"dataset-size"`` too) or ``"batch_size"`` (the sweep at every global
+            batch of ``batch_sizes``: how the best ``tau_epoch`` moves with ``B``; ``"batch-size"`` too). Each gives an
             :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`. Resolved once: ``finder.axis`` is the
             :class:`~lightning_tau.tuner.axes.Axis` object (:mod:`lightning_tau.tuner.axes`), ``finder.axis.name``
             its name.
