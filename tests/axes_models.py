@@ -102,7 +102,8 @@ class PlantedAccumulatedModel(_Planted):
     """The batch axis's planted model, with an ``lr`` hparam and no ``batch_size`` (so the finder accumulates):
     ``val_loss = 1 + (log tau_epoch - log(TAU_STAR * (B / BATCH) ** exponent))^2``, ``tau_epoch`` read from the
     optimizer (``1 / (lr * wd * M)``, ``M`` this run's optimizer steps per epoch) and ``B`` the global batch it
-    trained at; it also logs what it trained with: the loader's batch, the Trainer's accumulation and the group's lr."""
+    trained at; it also logs what it trained with: the loader's batch, the Trainer's accumulation and the group's lr
+    and ``β₂``."""
 
     def __init__(self, exponent: float = 0.5, lr: float = LR) -> None:
         super().__init__(BASE_WIDTH, 0.0)
@@ -120,7 +121,14 @@ class PlantedAccumulatedModel(_Planted):
         tau = 1.0 / (group["lr"] * group["weight_decay"] * steps)
         best = TAU_STAR * (self.seen_batch * accumulate / BATCH) ** self.hparams.exponent
         self.log("val_loss", 1.0 + (math.log(tau) - math.log(best)) ** 2)
-        self.log_dict({"seen_batch": float(self.seen_batch), "accumulate": float(accumulate), "lr_used": group["lr"]})
+        self.log_dict(
+            {
+                "seen_batch": float(self.seen_batch),
+                "accumulate": float(accumulate),
+                "lr_used": group["lr"],
+                "beta2_used": float(group["betas"][1]),
+            }
+        )
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.AdamW(build_param_groups(self, weight_decay=0.1), lr=self.hparams.lr)

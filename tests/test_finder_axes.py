@@ -703,13 +703,20 @@ def test_cli_seeds_auto_says_why_it_stopped_and_the_study_name_alone_reopens_it(
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("model", "set_by"), [(PlantedBatchModel, "the model's batch_size"), (PlantedAccumulatedModel, "accumulation")]
+    ("model", "set_by", "beta2"),
+    [
+        (PlantedBatchModel, "the model's batch_size; β₂ held in samples (β₂^(B / 16))", "held"),
+        (PlantedAccumulatedModel, "gradient accumulation", "fixed"),
+    ],
 )
-def test_batch_axis_trains_each_global_batch_at_the_scaled_lr(tmp_path: Path, model: type, set_by: str) -> None:
+def test_batch_axis_trains_each_global_batch_at_the_scaled_lr(
+    tmp_path: Path, model: type, set_by: str, beta2: str
+) -> None:
     finder = TimescaleFinder(
         axis="batch_size",
         batch_sizes=(BATCH, 2 * BATCH),
         lr_scaling="sqrt",
+        beta2=beta2,
         tau_epochs=(2.0, 6.0, 18.0),
         seeds=(0,),
         fraction=1.0,
@@ -729,6 +736,8 @@ def test_batch_axis_trains_each_global_batch_at_the_scaled_lr(tmp_path: Path, mo
             if model is PlantedBatchModel:
                 assert seen["model_batch_size"] == b
             assert seen["lr_used"] == pytest.approx(LR * (b / BATCH) ** 0.5)  # lr ∝ √B from the smallest batch
+            # AdamW's default β₂ = 0.999: held in samples, its window in steps shrinks as B grows
+            assert seen["beta2_used"] == pytest.approx(0.999 ** (b / BATCH) if beta2 == "held" else 0.999, rel=1e-6)
             assert record["steps"] == N // b  # the same data for the same epoch: fewer steps at a larger batch
     assert result.axis == "batch_size_lr_sqrt" and result.scales == [16.0, 32.0]
     assert result.exponent == pytest.approx(0.5, abs=0.02)
@@ -737,7 +746,7 @@ def test_batch_axis_trains_each_global_batch_at_the_scaled_lr(tmp_path: Path, mo
     assert set(kwargs) == {"tau_epoch", "batch_exponent", "reference_batch_size"}
     assert kwargs["reference_batch_size"] == BATCH  # the smallest batch, where the lr is the user's
     assert kwargs["tau_epoch"] == pytest.approx(result.results[0].tau_epoch)
-    assert result.batch_setting.endswith(set_by) and f"the batch set by {result.batch_setting}" in result.table()
+    assert result.batch_setting == set_by and f"the batch set by {result.batch_setting}" in result.table()
     assert result.predict(64).tau_epoch == pytest.approx(result.tau_epoch * 4 ** result.exponent_used)
 
 
@@ -746,6 +755,8 @@ def test_batch_axis_refuses_accumulation_given_and_bad_lr_scaling_in_one_line() 
     for kwargs, match in [
         ({**batch, "lr_scaling": "cubic"}, "`TimescaleFinder(lr_scaling='cubic')` is not supported. Use 'none',"),
         ({"lr_scaling": "sqrt"}, "`TimescaleFinder(lr_scaling='sqrt')` is only used with axis='batch_size'"),
+        ({"beta2": "held"}, "`TimescaleFinder(beta2='held')` is only used with axis='batch_size' (axis is 'fraction')"),
+        ({**batch, "beta2": "both"}, "`TimescaleFinder(beta2='both')` is not supported. Use 'fixed' or 'held'."),
         (
             {**batch, "trainer_kwargs": {**TRAINER, "accumulate_grad_batches": 2}},
             "`TimescaleFinder(trainer_kwargs={'accumulate_grad_batches': 2})` is not used with axis='batch_size'",

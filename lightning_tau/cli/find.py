@@ -105,6 +105,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         " sizes, m = 0, 1/2 or 1 (default none)",
     )
     parser.add_argument(
+        "--beta2",
+        choices=("fixed", "held"),
+        default="fixed",
+        help="--axis batch_size: Adam's β₂ at every batch, fixed (the optimizer's) or held in samples (β₂^(B / B_0))",
+    )
+    parser.add_argument(
         "--tau-epochs",
         type=positive_float,
         nargs="+",
@@ -565,6 +571,7 @@ _OPTIONS = {
     "widths": "--widths",
     "batch_sizes": "--batch-sizes",
     "lr_scaling": "--lr-scaling",
+    "beta2": "--beta2",
     "subset_seed": "--subset-seed",
     "monitor": "--monitor",
     "study_name": "--study",
@@ -704,6 +711,7 @@ def _main(args: argparse.Namespace) -> int:
             fractions=args.fractions,
             batch_sizes=args.batch_sizes,
             lr_scaling=args.lr_scaling,
+            beta2=args.beta2,
             pruner=None if args.pruner == "none" else args.pruner,
             max_grid_extensions=args.max_grid_extensions,
         )

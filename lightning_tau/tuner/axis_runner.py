@@ -31,7 +31,14 @@ from lightning_tau.tuner.analysis.scaling import seed_stages, staged_level
 from lightning_tau.tuner.study import GridStudy
 from lightning_tau.tuner.study_key import StudyPoint, study_settings
 from lightning_tau.tuner.trial import ModelCopies, subset_dataloader
-from lightning_tau.tuner.batch_probe import ACCUMULATION, BatchedModel, batch_setting, lr_attribute, rebatched
+from lightning_tau.tuner.batch_probe import (
+    ACCUMULATION,
+    BatchedModel,
+    HeldBeta2,
+    batch_setting,
+    lr_attribute,
+    rebatched,
+)
 from lightning_tau.tuner.width_probe import check_mup, probe_width, record_lambda_base
 
 __all__ = [
@@ -121,12 +128,22 @@ def _batch_points(
             trainer = {**settings.trainer_kwargs, "accumulate_grad_batches": accumulate}
         else:
             train, accumulate, trainer = rebatched(base, b), 1, None
+        if settings.beta2 == "held":  # β₂ ** (B / B_0) written at train start, after the user's callbacks' own
+            trainer = dict(trainer if trainer is not None else settings.trainer_kwargs)
+            trainer["callbacks"] = [*(trainer.get("callbacks") or []), HeldBeta2(b / sizes[0])]
         check_subset(train, "batch_sizes", list(sizes), settings.tau_epochs, accumulate)
         factor = axis.lr_factor(b, sizes[0])
         key = study_settings(settings, probe, dataset_size, len(train.dataset), train, copies)  # type: ignore[arg-type]
-        key["axis"] = {"axis": axis.name, axis.value_key: b, "set_by": setting, "accumulate": accumulate}
+        key["axis"] = {
+            "axis": axis.name,
+            axis.value_key: b,
+            "set_by": setting,
+            "accumulate": accumulate,
+            "beta2": settings.beta2,
+        }
         factory = BatchedModel(model, b if setting != ACCUMULATION else None, lr_name, factor)
-        points.append(StudyPoint(b, factory, train, key, trainer, setting))
+        held = f"; β₂ held in samples (β₂^(B / {sizes[0]}))" if settings.beta2 == "held" else ""
+        points.append(StudyPoint(b, factory, train, key, trainer, setting + held))
     return points
 
 

@@ -14,12 +14,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import lightning.pytorch as pl
+from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities.parsing import lightning_getattr, lightning_hasattr, lightning_setattr
 from torch.utils.data import DataLoader, RandomSampler
 
 from lightning_tau.errors import TimescaleError
 
-__all__ = ["ATTRIBUTE", "ACCUMULATION", "BatchedModel", "batch_setting", "lr_attribute", "rebatched"]
+__all__ = ["ATTRIBUTE", "ACCUMULATION", "BatchedModel", "HeldBeta2", "batch_setting", "lr_attribute", "rebatched"]
 
 #: how a point's batch is set: the model's ``batch_size``, or gradient accumulation over the loader's batch
 ATTRIBUTE = "the model's batch_size"
@@ -92,3 +93,27 @@ class BatchedModel:
         if self.lr_name is not None and self.lr_factor != 1.0:
             lightning_setattr(model, self.lr_name, lightning_getattr(model, self.lr_name) * self.lr_factor)
         return model
+
+
+class HeldBeta2(Callback):
+    """``beta2="held"``: Adam's ``β₂`` window held in samples (Marek et al. 2025) at a batch ``ratio = B / B_0`` times
+    the smallest: at train start every Adam-like group's (one with a ``betas`` pair) ``β₂`` becomes
+    ``β₂ ** ratio``, refused in one line where that rounds to 1 or falls to 0 or below."""
+
+    def __init__(self, ratio: float) -> None:
+        self.ratio = ratio
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        for optimizer in trainer.optimizers:
+            for group in optimizer.param_groups:
+                if "betas" not in group:
+                    continue
+                beta1, beta2 = group["betas"]
+                held = float(beta2) ** self.ratio
+                if not 0.0 < held < 1.0:
+                    raise TimescaleError(
+                        f"`TimescaleFinder(beta2='held')`: the optimizer's β₂ = {beta2!r} held in samples at"
+                        f" {self.ratio:g} times the smallest batch is {held!r}, which Adam cannot use (it must lie in"
+                        " (0, 1)): give a β₂ in (0, 1), or beta2='fixed'."
+                    )
+                group["betas"] = (beta1, held)

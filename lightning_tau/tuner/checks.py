@@ -46,6 +46,7 @@ __all__ = [
     "SettingError",
     "check_axis",
     "check_batch_sizes",
+    "check_beta2",
     "check_fractions",
     "check_grid",
     "check_grid_extensions",
@@ -270,6 +271,23 @@ def check_lr_scaling(lr_scaling: Any, axis: Axis) -> Axis:
             f" {axis.name!r}): it scales the lr across the batch sizes. Leave `lr_scaling` out."
         )
     return BATCH_SIZE.with_lr_scaling(scaled)
+
+
+def check_beta2(beta2: Any, axis: Axis) -> str:
+    """A ``beta2`` argument: ``"fixed"`` (the optimizer's ``β₂`` at every batch) or ``"held"`` (its window held in
+    samples, ``β₂ ** (B / B_0)``), ``"held"`` along the batch-size axis only.
+
+    Example:
+        >>> check_beta2("held", BATCH_SIZE), check_beta2("fixed", WIDTH)
+        ('held', 'fixed')
+    """
+    held = _checks.choice("TimescaleFinder", "beta2", beta2, ("fixed", "held"))
+    if held == "held" and not axis.batch_per_point:
+        raise TimescaleError(
+            f"`TimescaleFinder(beta2={beta2!r})` is only used with axis={BATCH_SIZE.name!r} (axis is {axis.name!r}):"
+            " it holds Adam's β₂ window in samples across the batch sizes. Leave `beta2` out."
+        )
+    return held
 
 
 def check_widths(widths: Any) -> tuple[int, ...]:

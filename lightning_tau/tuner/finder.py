@@ -184,6 +184,9 @@ class TimescaleFinder:
             ``"sqrt"`` or ``"linear"``: the model's ``lr`` or ``learning_rate`` attribute or hparam times
             ``(B / B_0) ** m`` (``m`` = 1/2 or 1, ``B_0`` the smallest batch). The batch rules' exponents depend on
             ``m`` (``../THEORY.md`` §13).
+        beta2: ``axis="batch_size"``: Adam's ``β₂`` at every batch, ``"fixed"`` (the optimizer's, the default) or
+            ``"held"``: its window held in samples (Marek et al. 2025), every Adam-like group's ``β₂`` raised to
+            ``B / B_0`` at train start (refused in one line where that leaves ``(0, 1)``).
         level: the level of the axes' exponent interval (with ``seeds="auto"``: each look's is
             ``staged_level(level, looks)``).
         tolerance: along an axis: the factor by which the best ``λ_base`` or ``tau_epoch`` may move over the axis's
@@ -270,6 +273,7 @@ class TimescaleFinder:
         fractions: Sequence[float] | None = None,
         batch_sizes: Sequence[int] | None = None,
         lr_scaling: Literal["none", "sqrt", "linear"] = "none",
+        beta2: Literal["fixed", "held"] = "fixed",
         level: float = 0.95,
         pruner: PrunerName | BasePruner | None = None,
         tolerance: float | None = None,
@@ -300,6 +304,7 @@ class TimescaleFinder:
             fractions=fractions,
             batch_sizes=batch_sizes,
             lr_scaling=lr_scaling,
+            beta2=beta2,
             level=level,
             pruner=pruner,
             tolerance=tolerance,

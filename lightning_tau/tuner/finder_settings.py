@@ -29,6 +29,7 @@ from lightning_tau.tuner.checks import (
     Reduce,
     check_axis,
     check_batch_sizes,
+    check_beta2,
     check_fractions,
     check_grid,
     check_grid_extensions,
@@ -80,6 +81,9 @@ class FinderSettings:
     batch_sizes: tuple[int, ...] | None
     #: ``axis="batch_size"``: the lr across the batch sizes, ``"none"``, ``"sqrt"`` or ``"linear"`` (``lr ∝ B^m``)
     lr_scaling: str
+    #: ``axis="batch_size"``: Adam's ``β₂`` at every ``B``, ``"fixed"`` (the optimizer's) or ``"held"`` (its window
+    #: held in samples: ``β₂ ** (B / B_0)``)
+    beta2: str
     #: the grid: as given (``finder.settings``); in a round's copy, with the points the grid extension added
     #: (:mod:`lightning_tau.tuner.analysis.grid_extension`)
     tau_epochs: tuple[float, ...]
@@ -125,7 +129,7 @@ class FinderSettings:
 
         Example:
             >>> len(FinderSettings.arguments()), FinderSettings.arguments()[:3]
-            (27, ('axis', 'fraction', 'widths'))
+            (28, ('axis', 'fraction', 'widths'))
         """
         return tuple(field.name for field in dataclasses.fields(cls) if field.name not in _DERIVED)
 
@@ -181,6 +185,7 @@ class FinderSettings:
             fractions=fractions_,
             batch_sizes=batch_sizes_,
             lr_scaling=axis_.lr_scaling if axis_.batch_per_point else str(a["lr_scaling"]),
+            beta2=check_beta2(a["beta2"], axis_),
             tau_epochs=tau_epochs_,
             seeds=seeds_,
             auto_seeds=auto_seeds,
