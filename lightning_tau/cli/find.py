@@ -75,7 +75,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=next(iter(AXES)),
         help="fraction: one sweep on one subset; width: the sweep at every --widths (a μP model whose __init__ takes"
         " `width`), giving the exponent of the best weight decay with width and the width_exponent to use;"
-        " dataset_size: the sweep at every --fractions, giving how the best tau_epoch moves with N",
+        " dataset_size: the sweep at every --fractions, giving how the best tau_epoch moves with N; batch_size: the"
+        " sweep at every --batch-sizes, giving how the best tau_epoch moves with the global batch",
     )
     parser.add_argument(
         "--widths", type=positive_int, nargs="+", default=None, metavar="WIDTH", help="--axis width: the widths"
@@ -87,6 +88,27 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         metavar="FRACTION",
         help="--axis dataset_size: the fractions of the training set",
+    )
+    parser.add_argument(
+        "--batch-sizes",
+        type=positive_int,
+        nargs="+",
+        default=None,
+        metavar="B",
+        help="--axis batch_size: the global batch sizes (set through the model's batch_size, else by accumulation)",
+    )
+    parser.add_argument(
+        "--lr-scaling",
+        choices=("none", "sqrt", "linear"),
+        default="none",
+        help="--axis batch_size: the model's lr (its `lr` or `learning_rate`) times (B / B_0)^m across the batch"
+        " sizes, m = 0, 1/2 or 1 (default none)",
+    )
+    parser.add_argument(
+        "--beta2",
+        choices=("fixed", "held"),
+        default="fixed",
+        help="--axis batch_size: Adam's β₂ at every batch, fixed (the optimizer's) or held in samples (β₂^(B / B_0))",
     )
     parser.add_argument(
         "--tau-epochs",
@@ -304,8 +326,8 @@ def _seed_options(args: argparse.Namespace) -> str | None:
     on_axis = resolve_axis(args.axis).scaling
     if seeds == "auto" and not on_axis:
         return (
-            "argument --seeds: 'auto' is only used with --axis width or dataset_size (it adds seeds until the"
-            " published rules are decided): give the seeds, e.g. --seeds 0 1 2."
+            "argument --seeds: 'auto' is only used with --axis width, dataset_size or batch_size (it adds seeds until"
+            " the published rules are decided): give the seeds, e.g. --seeds 0 1 2."
         )
     if args.max_seeds is not None and seeds != "auto":
         return (
@@ -314,8 +336,8 @@ def _seed_options(args: argparse.Namespace) -> str | None:
         )
     if args.tolerance is not None and not on_axis:
         return (
-            f"argument --tolerance: {args.tolerance:g} is only used with --axis width or dataset_size (it decides the"
-            " published rules along an axis): leave it out."
+            f"argument --tolerance: {args.tolerance:g} is only used with --axis width, dataset_size or batch_size (it"
+            " decides the published rules along an axis): leave it out."
         )
     return None
 
@@ -332,7 +354,8 @@ def _axis_options(args: argparse.Namespace) -> str | None:
     given = resolve_axis(args.axis)
     scaling = [a for a in AXES.values() if a.scaling]
     for axis in scaling:  # its points' flag (--widths, --fractions)
-        flag, values = f"--{axis.values_argument}", getattr(args, str(axis.values_argument))
+        argument = str(axis.values_argument)
+        flag, values = f"--{argument.replace('_', '-')}", getattr(args, argument, None)
         if values is not None and given is not axis:
             shown = " ".join(f"{v:g}" for v in values)
             return (
@@ -367,7 +390,7 @@ def _target(args: argparse.Namespace, axis: Axis) -> float | None:
 def _points(args: argparse.Namespace) -> list[float] | None:
     """The axis points given (``--widths`` or ``--fractions``, as ``--axis`` uses), or ``None``."""
     axis = resolve_axis(args.axis)
-    return None if axis.values_argument is None else getattr(args, axis.values_argument)
+    return None if axis.values_argument is None else getattr(args, axis.values_argument, None)
 
 
 #: The longest study name a database storage holds (Optuna's ``studies.study_name`` is a ``VARCHAR(512)``).
@@ -546,6 +569,9 @@ _OPTIONS = {
     "tau_epochs": "--tau-epochs",
     "seeds": "--seeds",
     "widths": "--widths",
+    "batch_sizes": "--batch-sizes",
+    "lr_scaling": "--lr-scaling",
+    "beta2": "--beta2",
     "subset_seed": "--subset-seed",
     "monitor": "--monitor",
     "study_name": "--study",
@@ -683,6 +709,9 @@ def _main(args: argparse.Namespace) -> int:
             axis=args.axis,
             widths=args.widths,
             fractions=args.fractions,
+            batch_sizes=args.batch_sizes,
+            lr_scaling=args.lr_scaling,
+            beta2=args.beta2,
             pruner=None if args.pruner == "none" else args.pruner,
             max_grid_extensions=args.max_grid_extensions,
         )

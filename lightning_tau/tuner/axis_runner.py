@@ -28,6 +28,14 @@ from lightning_tau.tuner.analysis.scaling import seed_stages, staged_level
 from lightning_tau.tuner.study import GridStudy
 from lightning_tau.tuner.study_key import StudyPoint, study_settings
 from lightning_tau.tuner.trial import ModelCopies, subset_dataloader
+from lightning_tau.tuner.batch_probe import (
+    ACCUMULATION,
+    BatchedModel,
+    HeldBeta2,
+    batch_setting,
+    lr_attribute,
+    rebatched,
+)
 from lightning_tau.tuner.width_probe import check_mup, probe_width, record_lambda_base
 
 __all__ = [
@@ -73,6 +81,8 @@ def axis_points(
             key["axis"] = {"axis": axis.name, axis.value_key: w}
             points.append(StudyPoint(w, functools.partial(model, w), train, key))
         return points
+    if axis.batch_per_point:
+        return _batch_points(settings, model, full_train, copies)
     # the fraction axis: the dataset-size axis's points with one fraction, keyed without an "axis" (its studies' names)
     along = axis.scaling
     fractions = settings.fractions if settings.fractions is not None else (settings.fraction,)
@@ -95,6 +105,45 @@ def axis_points(
     return points
 
 
+def _batch_points(
+    settings: FinderSettings, model: Any, full_train: DataLoader, copies: ModelCopies | None
+) -> list[StudyPoint]:
+    """The batch-size axis's points: one model on one subset, at every global batch ``B`` of ``batch_sizes`` (its
+    ``batch_size`` set and the loader rebuilt at ``B``, else ``B / loader batch`` accumulated), the lr times
+    ``(B / B_0) ** m`` (:mod:`lightning_tau.tuner.batch_probe`)."""
+    axis, sizes = settings.axis, settings.batch_sizes
+    assert sizes is not None and full_train.batch_size is not None
+    base = subset_dataloader(full_train, settings.fraction, settings.subset_seed)
+    probe = made_model(model)
+    setting = batch_setting(probe, full_train.batch_size, sizes)
+    lr_name = lr_attribute(probe, settings.lr_scaling) if axis.lr_exponent else None
+    dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
+    points = []
+    for b in sizes:
+        if setting == ACCUMULATION:
+            train, accumulate = base, b // full_train.batch_size
+            trainer = {**settings.trainer_kwargs, "accumulate_grad_batches": accumulate}
+        else:
+            train, accumulate, trainer = rebatched(base, b), 1, None
+        if settings.beta2 == "held":  # β₂ ** (B / B_0) written at train start, after the user's callbacks' own
+            trainer = dict(trainer if trainer is not None else settings.trainer_kwargs)
+            trainer["callbacks"] = [*(trainer.get("callbacks") or []), HeldBeta2(b / sizes[0])]
+        check_subset(train, "batch_sizes", list(sizes), settings.tau_epochs, accumulate)
+        factor = axis.lr_factor(b, sizes[0])
+        key = study_settings(settings, probe, dataset_size, len(train.dataset), train, copies)  # type: ignore[arg-type]
+        key["axis"] = {
+            "axis": axis.name,
+            axis.value_key: b,
+            "set_by": setting,
+            "accumulate": accumulate,
+            "beta2": settings.beta2,
+        }
+        factory = BatchedModel(model, b if setting != ACCUMULATION else None, lr_name, factor)
+        held = f"; β₂ held in samples (β₂^(B / {sizes[0]}))" if settings.beta2 == "held" else ""
+        points.append(StudyPoint(b, factory, train, key, trainer, setting + held))
+    return points
+
+
 def axis_intro(
     settings: FinderSettings, points: Sequence[StudyPoint], studies: Sequence[GridStudy], dataset_size: int
 ) -> str:
@@ -110,7 +159,10 @@ def axis_intro(
             f" {trials} on {sizes[0]} of {dataset_size} training samples (fraction {settings.fraction:g})"
             f" {for_epochs}"
         )
-    if settings.axis.model_per_point:
+    if settings.axis.batch_per_point:
+        what = f"batch sizes {', '.join(str(b) for b in settings.batch_sizes or ())}, set by {points[0].batch_setting}"
+        data = f"every batch size on {sizes[0]} of {dataset_size} training samples (fraction {settings.fraction:g})"
+    elif settings.axis.model_per_point:
         what = f"widths {', '.join(str(w) for w in settings.widths or ())}"
         data = f"every width on {sizes[0]} of {dataset_size} training samples (fraction {settings.fraction:g})"
     else:
@@ -164,9 +216,12 @@ def axis_result(
             window=settings.window,
             tolerance=settings.tolerance,
         )
-    return AxisResult.build(
+    result = AxisResult.build(
         settings.axis, values, results, level=level, window=settings.window, tolerance=settings.tolerance
     )
+    if settings.axis.batch_per_point:  # the table says how the batch was set
+        result = dataclasses.replace(result, batch_setting=points[0].batch_setting)
+    return result
 
 
 # --- the grid extension: the points a round adds (tuner/analysis/grid_extension.py decides) ----------------------------
@@ -176,7 +231,13 @@ def lowest_point_tau(settings: FinderSettings, points: Sequence[StudyPoint]) -> 
     """The smallest ``tau_epoch`` the grid extension adds: two optimizer steps at the axis point with the fewest
     (:func:`~lightning_tau.tuner.analysis.grid_extension.lowest_tau_epoch`), counted as
     :func:`~lightning_tau.tuner.checks.check_subset` counts a subset's steps."""
-    return lowest_tau_epoch([math.ceil(len(p.train) / settings.accumulate) for p in points])
+    return lowest_tau_epoch([math.ceil(len(p.train) / _accumulate(settings, p)) for p in points])
+
+
+def _accumulate(settings: FinderSettings, point: StudyPoint) -> int:
+    """``accumulate_grad_batches`` of ``point``'s trials: its own (the batch-size axis's) or the finder's."""
+    kwargs = point.trainer_kwargs if point.trainer_kwargs is not None else settings.trainer_kwargs
+    return int(kwargs.get("accumulate_grad_batches", 1))
 
 
 def grid_round(

@@ -28,7 +28,7 @@ from lightning_tau.errors import TimescaleError
 from lightning_tau.tuner.analysis.curve import PRUNER_NAMES
 from lightning_tau.tuner.analysis.grid_args import MAX_SEED, check_grid, check_grid_extensions, check_seeds, tau_name
 from lightning_tau.tuner.analysis.rules import DEFAULT_TOLERANCE
-from lightning_tau.tuner.axes import AXES, DATASET_SIZE, FRACTION, WIDTH, Axis, resolve_axis
+from lightning_tau.tuner.axes import AXES, BATCH_SIZE, DATASET_SIZE, FRACTION, LR_SCALINGS, WIDTH, Axis, resolve_axis
 from lightning_tau.tuner.trial import ModelCopies, fresh_callback, has_run_state
 
 __all__ = [
@@ -44,9 +44,12 @@ __all__ = [
     "Reduce",
     "SettingError",
     "check_axis",
+    "check_batch_sizes",
+    "check_beta2",
     "check_fractions",
     "check_grid",
     "check_grid_extensions",
+    "check_lr_scaling",
     "check_pruner",
     "check_root_dir",
     "check_seed_count",
@@ -104,8 +107,9 @@ FORBIDDEN_TRAINER_KWARGS = {
 
 
 def _scaling_axes() -> str:
-    """The axes that decide published rules, as the errors name them: ``'width' or 'dataset_size'``."""
-    return " or ".join(repr(a.name) for a in AXES.values() if a.scaling)
+    """The axes that decide published rules, as the errors name them: ``'width', 'dataset_size' or 'batch_size'``."""
+    names = [repr(a.name) for a in AXES.values() if a.scaling]
+    return ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def check_seed_count(seeds: Any, max_seeds: Any, axis: Axis | str) -> tuple[tuple[int, ...], bool, int]:
@@ -124,7 +128,7 @@ def check_seed_count(seeds: Any, max_seeds: Any, axis: Axis | str) -> tuple[tupl
         >>> check_seed_count("auto", None, FRACTION)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        lightning_tau.errors.TimescaleError: `TimescaleFinder(seeds='auto')` is only used with axis='width' or ...
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(seeds='auto')` is only used with axis='width', ...
     """
     axis = resolve_axis(axis)
     auto = isinstance(seeds, str) and seeds == "auto"
@@ -184,7 +188,7 @@ def check_tolerance(tolerance: Any, axis: Axis | str) -> float:
     )
 
 
-def check_axis(axis: Any, fraction: Any, widths: Any, fractions: Any) -> Axis:
+def check_axis(axis: Any, fraction: Any, widths: Any, fractions: Any, batch_sizes: Any = None) -> Axis:
     """An ``axis`` argument, any spelling of one (:func:`~lightning_tau.tuner.axes.resolve_axis`), as its
     :class:`~lightning_tau.tuner.axes.Axis`; and that ``widths`` / ``fractions`` / ``fraction`` are given where it
     uses them.
@@ -194,7 +198,7 @@ def check_axis(axis: Any, fraction: Any, widths: Any, fractions: Any) -> Axis:
         True
     """
     along = resolve_axis(axis)
-    given = {"widths": widths, "fractions": fractions}
+    given = {"widths": widths, "fractions": fractions, "batch_sizes": batch_sizes}
     for argument, value in given.items():  # a points argument of another axis
         owner = next(a for a in AXES.values() if a.values_argument == argument)
         if value is not None and along is not owner:
@@ -213,6 +217,76 @@ def check_axis(axis: Any, fraction: Any, widths: Any, fractions: Any) -> Axis:
             " `fractions`. Leave `fraction` out."
         )
     return along
+
+
+def check_batch_sizes(batch_sizes: Any) -> tuple[int, ...]:
+    """A ``batch_sizes`` argument: at least 2 increasing positive integer global batch sizes.
+
+    Example:
+        >>> check_batch_sizes([32, 64])
+        (32, 64)
+        >>> check_batch_sizes([64, 0])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(batch_sizes=[64, 0])` is not valid: 0 is not ...
+    """
+    if isinstance(batch_sizes, (str, bytes)) or not isinstance(batch_sizes, Sequence) or len(batch_sizes) < 2:
+        raise _checks.invalid(
+            "TimescaleFinder",
+            "batch_sizes",
+            batch_sizes,
+            "give at least 2 increasing positive integer global batch sizes, e.g. (32, 64, 128): the exponent is a"
+            " slope across batch sizes.",
+        )
+    shown = repr(list(batch_sizes))
+    for b in batch_sizes:
+        if isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < 1:
+            raise _checks.invalid(
+                "TimescaleFinder", "batch_sizes", batch_sizes, f"{b!r} is not a positive integer batch size.",
+                shown=shown,
+            )
+    _check_increasing("batch_sizes", batch_sizes, "(32, 64, 128)", shown)
+    return tuple(int(b) for b in batch_sizes)
+
+
+def check_lr_scaling(lr_scaling: Any, axis: Axis) -> Axis:
+    """An ``lr_scaling`` argument (``"none"``, ``"sqrt"`` or ``"linear"``: ``lr ∝ B^m`` across the batch sizes), used
+    along the batch-size axis only; returns the axis object of that scaling (its rules depend on it).
+
+    Example:
+        >>> check_lr_scaling("sqrt", BATCH_SIZE).lr_exponent
+        0.5
+        >>> check_lr_scaling("sqrt", WIDTH)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(lr_scaling='sqrt')` is only used with ...
+    """
+    scaled = _checks.choice("TimescaleFinder", "lr_scaling", lr_scaling, tuple(LR_SCALINGS))
+    if not axis.batch_per_point:
+        if scaled == "none":
+            return axis
+        raise TimescaleError(
+            f"`TimescaleFinder(lr_scaling={lr_scaling!r})` is only used with axis={BATCH_SIZE.name!r} (axis is"
+            f" {axis.name!r}): it scales the lr across the batch sizes. Leave `lr_scaling` out."
+        )
+    return BATCH_SIZE.with_lr_scaling(scaled)
+
+
+def check_beta2(beta2: Any, axis: Axis) -> str:
+    """A ``beta2`` argument: ``"fixed"`` (the optimizer's ``β₂`` at every batch) or ``"held"`` (its window held in
+    samples, ``β₂ ** (B / B_0)``), ``"held"`` along the batch-size axis only.
+
+    Example:
+        >>> check_beta2("held", BATCH_SIZE), check_beta2("fixed", WIDTH)
+        ('held', 'fixed')
+    """
+    held = _checks.choice("TimescaleFinder", "beta2", beta2, ("fixed", "held"))
+    if held == "held" and not axis.batch_per_point:
+        raise TimescaleError(
+            f"`TimescaleFinder(beta2={beta2!r})` is only used with axis={BATCH_SIZE.name!r} (axis is {axis.name!r}):"
+            " it holds Adam's β₂ window in samples across the batch sizes. Leave `beta2` out."
+        )
+    return held
 
 
 def check_widths(widths: Any) -> tuple[int, ...]:

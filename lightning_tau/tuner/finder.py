@@ -153,14 +153,28 @@ class TimescaleFinder:
             machine of a journal-file study is handed to another worker (same machine: as soon as its process is
             gone; database storages: Optuna's heartbeat).
         axis: ``"fraction"`` (the default: one sweep on one subset, as above), ``"width"`` (the sweep at every
-            width of ``widths``: how the best weight decay moves with width under μP, see :meth:`fit`) or
+            width of ``widths``: how the best weight decay moves with width under μP, see :meth:`fit`),
             ``"dataset_size"`` (the sweep on a subset of every fraction of ``fractions``: whether the best
-            ``tau_epoch`` moves with ``N``; ``"dataset-size"`` too). Both give an
+            ``tau_epoch`` moves with ``N``; ``"dataset-size"`` too) or ``"batch_size"`` (the sweep at every global
+            batch of ``batch_sizes``: how the best ``tau_epoch`` moves with ``B``; ``"batch-size"`` too). Each gives an
             :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`. Resolved once: ``finder.axis`` is the
             :class:`~lightning_tau.tuner.axes.Axis` object (:mod:`lightning_tau.tuner.axes`), ``finder.axis.name``
             its name.
         widths: ``axis="width"``: at least 2 increasing positive integers, e.g. ``(64, 128, 256)``.
         fractions: ``axis="dataset_size"``: at least 2 increasing fractions in ``(0, 1]``, e.g. ``(0.1, 0.25, 0.5)``.
+        batch_sizes: ``axis="batch_size"`` (``"batch-size"`` too): at least 2 increasing global batch sizes, e.g.
+            ``(32, 64, 128)``. Every batch size trains the grid on one subset (``fraction``) for the same epochs, so
+            fewer steps at a larger batch. The batch is set as Lightning's ``BatchSizeFinder`` sets it where the model
+            has a ``batch_size`` attribute or hparam (set on each trial's model, whose training loader the finder
+            rebuilds at that batch), else by gradient accumulation (``accumulate_grad_batches = B / loader batch``,
+            refused unless a whole number); the table says which.
+        lr_scaling: ``axis="batch_size"``: the lr across the batch sizes, ``"none"`` (the user's lr at every ``B``),
+            ``"sqrt"`` or ``"linear"``: the model's ``lr`` or ``learning_rate`` attribute or hparam times
+            ``(B / B_0) ** m`` (``m`` = 1/2 or 1, ``B_0`` the smallest batch). The batch rules' exponents depend on
+            ``m`` (``../THEORY.md`` §13).
+        beta2: ``axis="batch_size"``: Adam's ``β₂`` at every batch, ``"fixed"`` (the optimizer's, the default) or
+            ``"held"``: its window held in samples (Marek et al. 2025), every Adam-like group's ``β₂`` raised to
+            ``B / B_0`` at train start (refused in one line where that leaves ``(0, 1)``).
         level: the level of the axes' exponent interval (with ``seeds="auto"``: each look's is
             ``staged_level(level, looks)``).
         tolerance: along an axis: the factor by which the best ``λ_base`` or ``tau_epoch`` may move over the axis's
@@ -245,6 +259,9 @@ class TimescaleFinder:
         axis: str | Axis = "fraction",
         widths: Sequence[int] | None = None,
         fractions: Sequence[float] | None = None,
+        batch_sizes: Sequence[int] | None = None,
+        lr_scaling: Literal["none", "sqrt", "linear"] = "none",
+        beta2: Literal["fixed", "held"] = "fixed",
         level: float = 0.95,
         pruner: PrunerName | BasePruner | None = None,
         tolerance: float | None = None,
@@ -273,6 +290,9 @@ class TimescaleFinder:
             axis=axis,
             widths=widths,
             fractions=fractions,
+            batch_sizes=batch_sizes,
+            lr_scaling=lr_scaling,
+            beta2=beta2,
             level=level,
             pruner=pruner,
             tolerance=tolerance,

@@ -16,14 +16,18 @@ from optuna.storages import BaseStorage
 
 from lightning_tau import _checks
 from lightning_tau._constants import GOALS, Goal
+from lightning_tau.errors import TimescaleError
 from lightning_tau.tuner.pruning import make_pruner, pruner_setting
 from lightning_tau.tuner.checks import (
     DEFAULT_FRACTION,
     Reduce,
     check_axis,
+    check_batch_sizes,
+    check_beta2,
     check_fractions,
     check_grid,
     check_grid_extensions,
+    check_lr_scaling,
     check_pruner,
     check_root_dir,
     check_seed_count,
@@ -67,6 +71,13 @@ class FinderSettings:
     widths: tuple[int, ...] | None
     #: ``axis="dataset_size"``: the fractions of the training set, increasing
     fractions: tuple[float, ...] | None
+    #: ``axis="batch_size"``: the global batch sizes, increasing
+    batch_sizes: tuple[int, ...] | None
+    #: ``axis="batch_size"``: the lr across the batch sizes, ``"none"``, ``"sqrt"`` or ``"linear"`` (``lr ∝ B^m``)
+    lr_scaling: str
+    #: ``axis="batch_size"``: Adam's ``β₂`` at every ``B``, ``"fixed"`` (the optimizer's) or ``"held"`` (its window
+    #: held in samples: ``β₂ ** (B / B_0)``)
+    beta2: str
     #: the grid: as given (``finder.settings``); in a round's copy, with the points the grid extension added
     #: (:mod:`lightning_tau.tuner.analysis.grid_extension`)
     tau_epochs: tuple[float, ...]
@@ -112,7 +123,7 @@ class FinderSettings:
 
         Example:
             >>> len(FinderSettings.arguments()), FinderSettings.arguments()[:3]
-            (25, ('axis', 'fraction', 'widths'))
+            (28, ('axis', 'fraction', 'widths'))
         """
         return tuple(field.name for field in dataclasses.fields(cls) if field.name not in _DERIVED)
 
@@ -137,7 +148,10 @@ class FinderSettings:
             )
         a = arguments
         axis, fraction, pruner = a["axis"], a["fraction"], a["pruner"]
-        axis_, widths_, fractions_, level = _axis_step(axis, fraction, a["widths"], a["fractions"], a["level"], pruner)
+        axis_, widths_, fractions_, level = _axis_step(
+            axis, fraction, a["widths"], a["fractions"], a["level"], pruner, a["batch_sizes"]
+        )
+        axis_, batch_sizes_ = _batch_step(axis_, a["batch_sizes"], a["lr_scaling"])
         fraction = _fraction_step(fraction, fractions_)
         tau_epochs_, (seeds_, auto_seeds, most), tolerance_, extensions = (
             check_grid(a["tau_epochs"]),
@@ -147,6 +161,13 @@ class FinderSettings:
         )
         monitor, mode, reduce = _metric_step(a["monitor"], a["mode"], a["reduce"])
         trainer, epochs, pruner_, setting = _trainer_step(a["trainer_kwargs"], pruner)
+        if axis_.batch_per_point and trainer.get("accumulate_grad_batches", 1) != 1:
+            accumulate = trainer["accumulate_grad_batches"]
+            raise TimescaleError(
+                f"`TimescaleFinder(trainer_kwargs={{'accumulate_grad_batches': {accumulate!r}}})`"
+                f" is not used with axis={axis_.name!r}: the axis sets each run's batch (or its accumulation) from"
+                " `batch_sizes`. Leave `accumulate_grad_batches` out."
+            )
         places = _study_step(
             a["root_dir"], a["subset_seed"], a["window"], a["storage"], a["study_name"], a["workers"], a["threads"],
             a["stale_after"],
@@ -156,6 +177,9 @@ class FinderSettings:
             fraction=fraction,
             widths=widths_,
             fractions=fractions_,
+            batch_sizes=batch_sizes_,
+            lr_scaling=axis_.lr_scaling if axis_.batch_per_point else str(a["lr_scaling"]),
+            beta2=check_beta2(a["beta2"], axis_),
             tau_epochs=tau_epochs_,
             seeds=seeds_,
             auto_seeds=auto_seeds,
@@ -200,10 +224,11 @@ class FinderSettings:
 
 
 def _axis_step(
-    axis: Any, fraction: Any, widths: Any, fractions: Any, level: Any, pruner: Any
+    axis: Any, fraction: Any, widths: Any, fractions: Any, level: Any, pruner: Any, batch_sizes: Any = None
 ) -> tuple[Axis, tuple[int, ...] | None, tuple[float, ...] | None, float]:
     """The axis and what it uses: ``(axis, widths, fractions, level)``; the pruner is only for the fraction axis."""
-    along = check_axis(axis, fraction, widths, fractions)  # each points argument given only along its own axis
+    # each points argument given only along its own axis
+    along = check_axis(axis, fraction, widths, fractions, batch_sizes)
     checked_widths = check_widths(widths) if widths is not None else None
     checked_fractions = check_fractions(fractions) if fractions is not None else None
     level = _checks.in_range(
@@ -211,6 +236,13 @@ def _axis_step(
     )
     check_pruner(pruner, along)
     return along, checked_widths, checked_fractions, level
+
+
+def _batch_step(along: Axis, batch_sizes: Any, lr_scaling: Any) -> tuple[Axis, tuple[int, ...] | None]:
+    """The batch-size axis's ``batch_sizes`` and ``lr_scaling``: the axis object of that scaling (its rules depend on
+    it; another axis is returned as it is, ``lr_scaling`` left at ``"none"``)."""
+    along = check_lr_scaling(lr_scaling, along)
+    return along, check_batch_sizes(batch_sizes) if batch_sizes is not None else None
 
 
 def _fraction_step(fraction: Any, fractions: tuple[float, ...] | None) -> float:

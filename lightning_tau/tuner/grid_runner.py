@@ -166,6 +166,8 @@ def work_study(
             bar = progress.start(study, tau, seed)
             shown = warn_once(warned, show=show_warnings, writing=bar.external_write_mode)
             with study.working_on(trial), shown, quiet_sweep():
+                # the point's own Trainer arguments where it has them (the batch-size axis's accumulation)
+                own = point.trainer_kwargs
                 record = run_trial(
                     point.factory,
                     point.train,
@@ -173,7 +175,7 @@ def work_study(
                     tau_epoch=tau,
                     seed=seed,
                     monitor=settings.monitor,
-                    trainer_kwargs=settings.trainer_kwargs,
+                    trainer_kwargs=own if own is not None else settings.trainer_kwargs,
                     log_dir=settings.root_dir / "tb" / study_folder(study.study.study_name),
                     log_name=f"tau_epoch={tau_name(tau)}_seed{seed}_trial{trial.number}",
                     bar=bar,

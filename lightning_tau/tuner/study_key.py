@@ -33,6 +33,11 @@ class StudyPoint(NamedTuple):
     train: DataLoader
     #: the study's settings (:func:`study_settings`)
     settings: dict[str, Any]
+    #: the ``Trainer`` arguments of this point's trials where they differ from the finder's (the batch-size axis's
+    #: gradient accumulation), else ``None``
+    trainer_kwargs: dict[str, Any] | None = None
+    #: how the batch-size axis set this point's batch (``"the model's batch_size"`` or ``"gradient accumulation"``)
+    batch_setting: str = ""
 
 
 def study_settings(

@@ -237,7 +237,10 @@ def test_cross_flag_mistakes_one_line_in_flag_terms_before_torch(tmp_path: Path)
             ["--axis", "dataset_size", "--fractions", "0.1", "0.5", "--fraction", "0.3"],
             "argument --fraction: 0.3 is not used with --axis dataset_size",
         ),
-        (["--tolerance", "1.5"], "argument --tolerance: 1.5 is only used with --axis width or dataset_size"),
+        (
+            ["--tolerance", "1.5"],
+            "argument --tolerance: 1.5 is only used with --axis width, dataset_size or batch_size",
+        ),
         (["--target-width", "1024"], "argument --target-width: 1024 is only used with --axis width (the axis is"),
         (
             ["--axis", "width", "--widths", "16", "64", "--target-dataset-size", "5e4"],

@@ -96,3 +96,52 @@ class PlantedSizeModel(_Planted):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.AdamW(build_param_groups(self, weight_decay=0.1), lr=LR)
+
+
+class PlantedAccumulatedModel(_Planted):
+    """The batch axis's planted model, with an ``lr`` hparam and no ``batch_size`` (so the finder accumulates):
+    ``val_loss = 1 + (log tau_epoch - log(TAU_STAR * (B / BATCH) ** exponent))^2``, ``tau_epoch`` read from the
+    optimizer (``1 / (lr * wd * M)``, ``M`` this run's optimizer steps per epoch) and ``B`` the global batch it
+    trained at; it also logs what it trained with: the loader's batch, the Trainer's accumulation and the group's lr
+    and ``β₂``."""
+
+    def __init__(self, exponent: float = 0.5, lr: float = LR) -> None:
+        super().__init__(BASE_WIDTH, 0.0)
+        self.save_hyperparameters()
+        self.seen_batch = 0
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        self.seen_batch = int(batch[0].shape[0])
+        return super().training_step(batch, batch_idx)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        group = next(g for g in self.trainer.optimizers[0].param_groups if g["weight_decay"] > 0)
+        accumulate = self.trainer.accumulate_grad_batches
+        steps = math.ceil(self.trainer.num_training_batches / accumulate)
+        tau = 1.0 / (group["lr"] * group["weight_decay"] * steps)
+        best = TAU_STAR * (self.seen_batch * accumulate / BATCH) ** self.hparams.exponent
+        self.log("val_loss", 1.0 + (math.log(tau) - math.log(best)) ** 2)
+        self.log_dict(
+            {
+                "seen_batch": float(self.seen_batch),
+                "accumulate": float(accumulate),
+                "lr_used": group["lr"],
+                "beta2_used": float(group["betas"][1]),
+            }
+        )
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(build_param_groups(self, weight_decay=0.1), lr=self.hparams.lr)
+
+
+class PlantedBatchModel(PlantedAccumulatedModel):
+    """:class:`PlantedAccumulatedModel` with a ``batch_size`` hparam (as Lightning's ``BatchSizeFinder`` reads it),
+    so the finder sets the batch there and rebuilds the loader; it logs the ``batch_size`` it was given too."""
+
+    def __init__(self, exponent: float = 0.5, lr: float = LR, batch_size: int = BATCH) -> None:
+        super().__init__(exponent, lr)
+        self.save_hyperparameters()
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        super().validation_step(batch, batch_idx)
+        self.log("model_batch_size", float(self.hparams.batch_size))

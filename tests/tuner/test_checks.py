@@ -14,11 +14,13 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_tau.tuner.axes import DATASET_SIZE, FRACTION, WIDTH
+from lightning_tau.tuner.axes import BATCH_SIZE, DATASET_SIZE, FRACTION, WIDTH
 from lightning_tau.tuner.checks import (
     SettingError,
     check_axis,
+    check_batch_sizes,
     check_fractions,
+    check_lr_scaling,
     check_pruner,
     check_root_dir,
     check_seed_count,
@@ -47,12 +49,55 @@ def _loader(samples: int, batch_size: int | None, drop_last: bool = False) -> Da
 # --- the axes ------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("batch_sizes", "message"),
+    [
+        ([32], "batch_sizes=[32])` is not valid: give at least 2 increasing positive integer global batch sizes, e.g."),
+        ("64", "batch_sizes='64')` is not valid: give at least 2"),
+        ([64, 32], "batch_sizes=[64, 32])` is not valid: 32 follows 64; give the batch_sizes increasing, each once"),
+        ([32, 32], "batch_sizes=[32, 32])` is not valid: 32 follows 32"),
+        ([0, 32], "batch_sizes=[0, 32])` is not valid: 0 is not a positive integer batch size."),
+        ([16, 32.5], "batch_sizes=[16, 32.5])` is not valid: 32.5 is not a positive integer batch size."),
+        ([True, 32], "batch_sizes=[True, 32])` is not valid: True is not a positive integer batch size."),
+    ],
+)
+def test_check_batch_sizes_refuses_in_one_line_naming_the_value(batch_sizes: Any, message: str) -> None:
+    text = _error(check_batch_sizes, batch_sizes)
+    assert text.startswith(f"{F}({message}") and "\n" not in text
+
+
+def test_check_batch_sizes_and_lr_scaling_accept_what_they_return() -> None:
+    assert check_batch_sizes([16, 64, 256]) == (16, 64, 256)
+    assert check_lr_scaling("none", BATCH_SIZE) is BATCH_SIZE and check_lr_scaling("none", WIDTH) is WIDTH
+    assert check_lr_scaling("linear", BATCH_SIZE).lr_exponent == 1.0
+    assert check_axis("batch-size", None, None, None, (16, 32)) is BATCH_SIZE
+
+
+def test_check_lr_scaling_refuses_in_one_line_naming_the_value() -> None:
+    assert _error(check_lr_scaling, "quadratic", BATCH_SIZE) == (
+        f"{F}(lr_scaling='quadratic')` is not supported. Use 'none', 'sqrt' or 'linear'."
+    )
+    assert _error(check_lr_scaling, "sqrt", DATASET_SIZE) == (
+        f"{F}(lr_scaling='sqrt')` is only used with axis='batch_size' (axis is 'dataset_size'): it scales the lr"
+        " across the batch sizes. Leave `lr_scaling` out."
+    )
+    assert _error(check_axis, "batch_size", None, None, None, None) == (
+        f"{F}(axis='batch_size')` needs `batch_sizes`: at least 2 increasing global batch sizes, e.g."
+        " batch_sizes=(32, 64, 128)."
+    )
+    assert _error(check_axis, "width", None, (8, 16), None, (16, 32)) == (
+        f"{F}(batch_sizes=(16, 32))` is only used with axis='batch_size' (axis is 'width'): pass axis='batch_size',"
+        " or leave `batch_sizes` out."
+    )
+
+
+
 def test_check_tolerance_default_and_range() -> None:
     assert check_tolerance(None, "fraction") == 1.25 and check_tolerance(None, "width") == 1.25
     assert check_tolerance(1.01, "dataset_size") == 1.01
     assert _error(check_tolerance, 2, "fraction") == (
-        f"{F}(tolerance=2)` is only used with axis='width' or 'dataset_size' (axis is 'fraction'): it decides the"
-        " published rules along an axis. Leave `tolerance` out."
+        f"{F}(tolerance=2)` is only used with axis='width', 'dataset_size' or 'batch_size' (axis is 'fraction'): it"
+        " decides the published rules along an axis. Leave `tolerance` out."
     )
     hint = "how far the best value may move over the axis's range and still follow a rule), e.g. 1.25."
     assert _error(check_tolerance, 1.0, "width") == f"{F}(tolerance=1.0)` is not valid: use a factor above 1 ({hint}"
@@ -71,8 +116,9 @@ def test_check_axis_returns_axis_with_what_it_uses() -> None:
 
 def test_check_axis_names_argument_given_to_wrong_axis_or_missing() -> None:
     assert _error(check_axis, "x", None, None, None) == (
-        f"{F}(axis='x')` is not supported. Use 'fraction' (one sweep on a subset), 'width' (with `widths`) or"
-        " 'dataset_size' ('dataset-size' too; with `fractions`)."
+        f"{F}(axis='x')` is not supported. Use 'fraction' (one sweep on a subset), 'width' (with `widths`),"
+        " 'dataset_size' ('dataset-size' too; with `fractions`) or 'batch_size' ('batch-size' too; with"
+        " `batch_sizes`)."
     )
     assert _error(check_axis, "fraction", None, (1, 2), None) == (
         f"{F}(widths=(1, 2))` is only used with axis='width' (axis is 'fraction'): pass axis='width', or leave"
@@ -261,8 +307,8 @@ def test_check_seed_count_defaults_per_axis_and_auto_stages() -> None:
 
 def test_check_seed_count_refuses_auto_where_it_not_used_and_max_seeds_without_it() -> None:
     assert _error(check_seed_count, "auto", None, "fraction") == (
-        f"{F}(seeds='auto')` is only used with axis='width' or 'dataset_size' (axis is 'fraction'): it adds seeds"
-        " until the axis's published rules are decided. Give the seeds, e.g. seeds=(0, 1, 2)."
+        f"{F}(seeds='auto')` is only used with axis='width', 'dataset_size' or 'batch_size' (axis is 'fraction'): it"
+        " adds seeds until the axis's published rules are decided. Give the seeds, e.g. seeds=(0, 1, 2)."
     )
     alone = "pass seeds='auto', or leave `max_seeds` out."
     assert _error(check_seed_count, (0,), 5, "width") == (

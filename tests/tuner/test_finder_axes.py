@@ -14,7 +14,17 @@ from typing import Any
 import lightning.pytorch as pl
 import pytest
 import torch
-from axes_models import BATCH, LR, N, NotMupModel, PlantedData, PlantedSizeModel, PlantedWidthModel
+from axes_models import (
+    BATCH,
+    LR,
+    N,
+    NotMupModel,
+    PlantedAccumulatedModel,
+    PlantedBatchModel,
+    PlantedData,
+    PlantedSizeModel,
+    PlantedWidthModel,
+)
 
 from lightning_tau import TimescaleCallback
 from lightning_tau.tuner.finder import TimescaleFinder
@@ -243,8 +253,8 @@ def test_users_own_mup_model_gets_exponent_verdict_and_callback(tmp_path: Path) 
             r"`TimescaleFinder\(tolerance=1.0\)` is not valid: use a",
         ),
         ({"axis": "width", "widths": (8, 16), "tolerance": "x"}, r"`TimescaleFinder\(tolerance='x'\)` is not valid"),
-        ({"tolerance": 1.25}, r"`TimescaleFinder\(tolerance=1.25\)` is only used with axis='width' or 'dataset_size'"),
-        ({"seeds": "auto"}, r"`TimescaleFinder\(seeds='auto'\)` is only used with axis='width' or 'dataset_size'"),
+        ({"tolerance": 1.25}, r"`TimescaleFinder\(tolerance=1.25\)` is only used with axis='width', 'dataset_size' or"),
+        ({"seeds": "auto"}, r"`TimescaleFinder\(seeds='auto'\)` is only used with axis='width', 'dataset_size' or"),
         ({"axis": "width", "widths": (8, 16), "seeds": "some"}, r"`TimescaleFinder\(seeds='some'\)` is not valid"),
         ({"axis": "width", "widths": (8, 16), "max_seeds": 8}, r"`TimescaleFinder\(max_seeds=8\)` is only used with"),
         (
@@ -383,6 +393,13 @@ def test_cli_study_name_alone_reopens_axis_sweep_with_axis_points_and_grid(
             ["--axis", "dataset_size", "--fractions", "0.1", "0.5", "--fraction", "0.5"],
             "argument --fraction: 0.5 is not used with --axis dataset_size",
         ),
+        (["--batch-sizes", "32", "64"], "argument --batch-sizes: 32 64 is only used with --axis batch_size (the axis"),
+        (["--axis", "batch-size"], "`TimescaleFinder(axis='batch_size')` needs `batch_sizes`"),
+        (["--axis", "batch_size", "--batch-sizes", "64", "32"], "argument --batch-sizes: `TimescaleFinder(batch_sizes"),
+        (
+            ["--axis", "width", "--widths", "8", "16", "--lr-scaling", "sqrt"],
+            "argument --lr-scaling: `TimescaleFinder(lr_scaling='sqrt')` is only used with axis='batch_size'",
+        ),
     ],
 )
 def test_cli_axis_usage_errors_exit_2_with_one_line(
@@ -410,10 +427,13 @@ def test_cli_width_axis_needs_model_takes_width(tmp_path: Path, capsys: pytest.C
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["--seeds", "auto"], "argument --seeds: 'auto' is only used with --axis width or dataset_size"),
+        (["--seeds", "auto"], "argument --seeds: 'auto' is only used with --axis width, dataset_size or batch_size"),
         (["--axis", "width", "--widths", "8", "16", "--seeds", "auto", "3"], "argument --seeds: 'auto' stands alone"),
         (["--axis", "width", "--widths", "8", "16", "--max-seeds", "8"], "argument --max-seeds: 8 is only used with"),
-        (["--tolerance", "1.5"], "argument --tolerance: 1.5 is only used with --axis width or dataset_size"),
+        (
+            ["--tolerance", "1.5"],
+            "argument --tolerance: 1.5 is only used with --axis width, dataset_size or batch_size",
+        ),
         (
             ["--axis", "width", "--widths", "8", "16", "--tolerance", "1"],
             "argument --tolerance: expected a factor above",
@@ -679,3 +699,96 @@ def test_cli_seeds_auto_says_why_it_stopped_and_study_name_alone_reopens_it(
     total = 2 * len(TAUS) * 4
     assert f"({total} of {total} trials were complete in the study before this command.)" in printed
     assert json.loads((out / "auto" / "finder.json").read_text()) == first
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("model", "set_by", "beta2"),
+    [
+        (PlantedBatchModel, "the model's batch_size; β₂ held in samples (β₂^(B / 16))", "held"),
+        (PlantedAccumulatedModel, "gradient accumulation", "fixed"),
+    ],
+)
+def test_batch_axis_trains_each_global_batch_at_the_scaled_lr(
+    tmp_path: Path, model: type, set_by: str, beta2: str
+) -> None:
+    finder = TimescaleFinder(
+        axis="batch_size",
+        batch_sizes=(BATCH, 2 * BATCH),
+        lr_scaling="sqrt",
+        beta2=beta2,
+        tau_epochs=(2.0, 6.0, 18.0),
+        seeds=(0,),
+        fraction=1.0,
+        trainer_kwargs=TRAINER,
+        root_dir=tmp_path / "find",
+        progress=False,
+        verbose=False,
+    )
+    result = finder.fit(model, datamodule=PlantedData())  # best tau_epoch ∝ B^1/2, planted
+    assert finder.trained_runs == 2 * 3 and finder.studies[1].study.study_name.endswith("_batch_size_lr_sqrt=32")
+    for b, study in zip((BATCH, 2 * BATCH), finder.studies):
+        for record in study.records().values():
+            seen = record["metrics"][-1]
+            assert record["global_batch_size"] == b  # what the callback read: the global batch, accumulation included
+            assert seen["seen_batch"] * seen["accumulate"] == b
+            assert seen["accumulate"] == (1 if model is PlantedBatchModel else b // BATCH)
+            if model is PlantedBatchModel:
+                assert seen["model_batch_size"] == b
+            assert seen["lr_used"] == pytest.approx(LR * (b / BATCH) ** 0.5)  # lr ∝ √B from the smallest batch
+            # AdamW's default β₂ = 0.999: held in samples, its window in steps shrinks as B grows
+            assert seen["beta2_used"] == pytest.approx(0.999 ** (b / BATCH) if beta2 == "held" else 0.999, rel=1e-6)
+            assert record["steps"] == N // b  # the same data for the same epoch: fewer steps at a larger batch
+    assert result.axis == "batch_size_lr_sqrt" and result.scales == [16.0, 32.0]
+    assert result.exponent == pytest.approx(0.5, abs=0.02)
+    assert [(r.name, r.exponent) for r in result.rules] == [("tau_epoch constant", 0.0), ("fixed λ", 0.5)]
+    kwargs = result.callback_kwargs()
+    assert set(kwargs) == {"tau_epoch", "batch_exponent", "reference_batch_size"}
+    assert kwargs["reference_batch_size"] == BATCH  # the smallest batch, where the lr is the user's
+    assert kwargs["tau_epoch"] == pytest.approx(result.results[0].tau_epoch)
+    assert result.batch_setting == set_by and f"the batch set by {result.batch_setting}" in result.table()
+    assert result.predict(64).tau_epoch == pytest.approx(result.tau_epoch * 4 ** result.exponent_used)
+
+
+def test_batch_axis_refuses_accumulation_given_and_bad_lr_scaling_in_one_line() -> None:
+    batch = {"axis": "batch_size", "batch_sizes": (16, 32)}
+    for kwargs, match in [
+        ({**batch, "lr_scaling": "cubic"}, "`TimescaleFinder(lr_scaling='cubic')` is not supported. Use 'none',"),
+        ({"lr_scaling": "sqrt"}, "`TimescaleFinder(lr_scaling='sqrt')` is only used with axis='batch_size'"),
+        ({"beta2": "held"}, "`TimescaleFinder(beta2='held')` is only used with axis='batch_size' (axis is 'fraction')"),
+        ({**batch, "beta2": "both"}, "`TimescaleFinder(beta2='both')` is not supported. Use 'fixed' or 'held'."),
+        (
+            {**batch, "trainer_kwargs": {**TRAINER, "accumulate_grad_batches": 2}},
+            "`TimescaleFinder(trainer_kwargs={'accumulate_grad_batches': 2})` is not used with axis='batch_size'",
+        ),
+    ]:
+        with pytest.raises(ValueError) as err:
+            TimescaleFinder(**{"trainer_kwargs": TRAINER, **kwargs})
+        assert str(err.value).startswith(match) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "match"),
+    [
+        (
+            PlantedAccumulatedModel,
+            {"batch_sizes": (16, 24)},
+            "`TimescaleFinder(batch_sizes=[16, 24])`: 24 is not a whole multiple of the train loader's batch_size 16",
+        ),
+        (
+            PlantedSizeModel,
+            {"batch_sizes": (16, 32), "lr_scaling": "linear"},
+            "`TimescaleFinder(lr_scaling='linear')` needs the model's learning rate as an `lr` or `learning_rate`",
+        ),
+    ],
+)
+def test_batch_axis_refuses_what_it_cannot_set_before_any_training(
+    tmp_path: Path, model: type, settings: dict[str, Any], match: str
+) -> None:
+    finder = TimescaleFinder(
+        axis="batch_size", seeds=(0,), trainer_kwargs=TRAINER, root_dir=tmp_path, progress=False, **settings
+    )
+    with pytest.raises(ValueError) as err:
+        finder.fit(model, datamodule=PlantedData())
+    assert str(err.value).startswith(match) and "\n" not in str(err.value)
+    assert finder.trained_runs == 0 and not (tmp_path / "tb").exists()

@@ -151,7 +151,8 @@ def test_fraction_in_zero_to_one_with_one_allowed() -> None:
         ),
         (
             {"tolerance": 1.5},
-            "`TimescaleFinder(tolerance=1.5)` is only used with axis='width' or 'dataset_size' (axis is 'fraction'):",
+            "`TimescaleFinder(tolerance=1.5)` is only used with axis='width', 'dataset_size' or 'batch_size' (axis is"
+            " 'fraction'):",
         ),
         (
             {"axis": "width", "widths": (8, 16), "pruner": "median"},

@@ -90,6 +90,8 @@ class AxisData:
     #: (:mod:`~lightning_tau.tuner.analysis.grid_extension`)
     grid_added: tuple[AddedPoint, ...] = ()
     half_width: float = math.nan
+    #: batch-size axis: how each point's batch was set (``"the model's batch_size"`` or ``"gradient accumulation"``)
+    batch_setting: str = ""
 
     @classmethod
     def build(
@@ -151,8 +153,8 @@ class AxisData:
             curves = [c[::-1] for c in curves]
         else:
             xs = [float(t) for t in taus]
-        # the scale is the value itself where the axis changes the model (a width), else the samples each trained on
-        scales = [float(v) for v in values] if along.model_per_point else [float(r.subset_size) for r in results]
+        # the scale is the value itself where the axis changes the model or the batch, else the samples each trained on
+        scales = [float(v) for v in values] if along.scale_is_value else [float(r.subset_size) for r in results]
         x_name = along.x_name
         mode = results[0].mode
         fit = fit_scaling(scales, xs, curves, mode=mode, level=level, window=window, tolerance=tolerance)
@@ -276,7 +278,7 @@ class AxisData:
         """The ``tau_epoch`` the full run holds: on the dataset-size axis :attr:`tau_epoch` carried from the largest
         fraction's ``N`` to the full ``N`` by :attr:`exponent_used` (:meth:`predict` at the full ``N``); on the width
         axis :attr:`tau_epoch`."""
-        if self.axis_object.model_per_point:  # the full run's data is the points' own
+        if self.axis_object.scale_is_value:  # the full run's data is the points' own
             return self.tau_epoch
         first = self.results[-1]
         return self.tau_epoch * (first.dataset_size / first.subset_size) ** self.exponent_used
@@ -285,7 +287,7 @@ class AxisData:
     def full_scale(self) -> float:
         """The scale of the full run: the full ``N`` (dataset size), or μP's base width ``widths[0] /
         base_width_mult`` (width), where :attr:`full_tau_epoch` applies."""
-        if self.axis_object.model_per_point:
+        if self.axis_object.scale_is_value:  # μP's base width; the smallest batch (base_width_mult 1)
             return self.scales[0] / self.base_width_mult
         return float(self.results[-1].dataset_size)
 
@@ -414,7 +416,7 @@ class AxisData:
     @property
     def full_cost(self) -> int:
         """Optimizer steps the same sweeps take on the full training set (width: at every width; size: once)."""
-        if self.axis_object.model_per_point:
+        if self.axis_object.scale_is_value:
             return sum(r.full_cost for r in self.results)
         return self.results[-1].full_cost
 
@@ -451,7 +453,11 @@ class AxisData:
         ``reference_dataset_size`` (the largest fraction's ``N``): the callback holds
         ``tau_epoch * (N / reference_dataset_size) ** size_exponent``.
         """
-        return self.axis_object.callback_kwargs(self.tau_epoch, self.exponent_used, self.results[-1].subset_size)
+        along = self.axis_object
+        # the reference: the anchor's scale where it is the value (a batch size), else the largest fraction's N
+        anchor = along.anchor(len(self.scales))
+        reference = self.scales[anchor] if along.scale_is_value else self.results[-1].subset_size
+        return along.callback_kwargs(self.tau_epoch, self.exponent_used, int(reference))
 
     # --- output -----------------------------------------------------------------------------------------------
 
@@ -519,7 +525,7 @@ class AxisData:
             "staging": self.staging.to_json() if self.staging is not None else None,
             "grid_added": [p.to_json() for p in self.grid_added],
             "results": [r.to_json() for r in self.results],
-        }
+        } | ({"batch_setting": self.batch_setting} if self.batch_setting else {})
 
     def save_json(self, path: str | Path) -> Path:
         """Write :meth:`to_json` to ``path`` (parents created); returns the path."""
@@ -535,7 +541,8 @@ def _scaling_axis(axis: Any) -> Axis:
         along = None
     if along is None or not along.scaling:
         raise ValueError(
-            f"`AxisResult(axis={axis!r})` is not supported. Use {' or '.join(repr(a.name) for a in scaling)}."
+            f"`AxisResult(axis={axis!r})` is not supported. Use"
+            f" {', '.join(repr(a.name) for a in scaling[:-1])} or {scaling[-1].name!r}."
         )
     return along
 

@@ -27,15 +27,19 @@ def axis_table(result: AxisData) -> str:
     x_label = along.x_name
     what = (
         f"{len(result.values)} {along.point_nouns} ({', '.join(f'{v:g}' for v in result.values)})"
-        if along.model_per_point
+        if along.scale_is_value
         else f"{len(result.values)} fractions of {first.dataset_size} training samples"
         f" ({', '.join(f'{v:.3g}' for v in result.values)}: N={', '.join(f'{s:g}' for s in result.scales)})"
     )
     data = (  # the data every run saw: the width axis trains every width on one subset
         f" on {first.subset_size} of {first.dataset_size} training samples (fraction {first.fraction:.3g}),"
-        if along.model_per_point
+        if along.scale_is_value
         else ","
     )
+    if along.batch_per_point:  # how the batch was set, and the lr across it
+        m = along.lr_exponent
+        lr = "the same lr at every B" if m == 0 else f"lr x (B / {result.values[0]:g})^{exponent(m, sign=False)}"
+        data += f" the batch set by {result.batch_setting or 'the finder'}, {lr},"
     lines = [
         f"Timescale finder, {result.axis} axis: {what} x {len(first.curve)} tau_epochs x {seeds}"
         f" seed{'s' if seeds != 1 else ''}{data} {first.epochs} epoch{'s' if first.epochs != 1 else ''} each; {value} {first.monitor} ({first.mode}), seed mean +- std:",
@@ -117,7 +121,7 @@ def axis_table(result: AxisData) -> str:
     lines += _full_run_lines(result)
     if not result.full_cost:
         lines.append(f"Cost: {result.cost:,} optimizer steps.")
-    elif along.model_per_point:
+    elif along.scale_is_value:
         lines.append(
             f"Cost: {result.cost:,} optimizer steps, {result.cost / result.full_cost:.0%} of the"
             f" {result.full_cost:,} the same sweeps take on the full data."
@@ -213,6 +217,21 @@ def _full_run_lines(result: AxisData) -> list[str]:
         else:
             which = "the measured α"
         lines = [f"Full run: {call}: {why}, so {which} ({predicted} at μP's base width {result.full_scale:g})."]
+    elif along.batch_per_point:
+        e_text, measured = exponent(kwargs["batch_exponent"], sign=False), exponent(result.exponent)
+        if rule:
+            which = f"its exponent {e_text}" + (
+                f" rather than the measured {measured}" if measured.lstrip("+") != e_text else ", as measured"
+            )
+        elif unbacked is not None:
+            which = "the paper's rule, tau_epoch constant (exponent 0)"
+        else:
+            which = "the measured exponent"
+        there = (
+            f"at B_ref = {kwargs['reference_batch_size']} (the smallest batch) that is tau_epoch"
+            f" {setting(result.full_tau_epoch)} ({predicted})"
+        )
+        lines = [f"Full run: {call}: {why}, so {which}; {there}."]
     else:
         e_text, measured = exponent(kwargs["size_exponent"], sign=False), exponent(result.exponent)
         if rule:

@@ -12,12 +12,15 @@ from typing import Any
 
 from lightning_tau.errors import TimescaleError
 from lightning_tau.tuner.axes.base import Axis, Rule
+from lightning_tau.tuner.axes.batch_size import BATCH_SIZE, BATCH_SIZE_VARIANTS, LR_SCALINGS, batch_rules
 from lightning_tau.tuner.axes.dataset_size import DATASET_SIZE, SIZE_RULES
 from lightning_tau.tuner.axes.fraction import FRACTION
 from lightning_tau.tuner.axes.width import WIDTH, WIDTH_RULES
 
 __all__ = [
     "AXES",
+    "BATCH_SIZE",
+    "LR_SCALINGS",
     "DATASET_SIZE",
     "FRACTION",
     "SIZE_RULES",
@@ -26,13 +29,16 @@ __all__ = [
     "Axis",
     "Rule",
     "axis_spellings",
+    "batch_rules",
     "resolve_axis",
 ]
 
 #: Every axis, by name, in the order the finder's documentation and ``--axis`` list them.
-AXES: dict[str, Axis] = {axis.name: axis for axis in (FRACTION, WIDTH, DATASET_SIZE)}
+AXES: dict[str, Axis] = {axis.name: axis for axis in (FRACTION, WIDTH, DATASET_SIZE, BATCH_SIZE)}
 
 _BY_SPELLING: dict[str, Axis] = {spelling: axis for axis in AXES.values() for spelling in axis.spellings}
+#: the batch axis at a scaled lr, by name (``AxisResult.axis``): not a spelling the user gives (``lr_scaling`` is)
+_VARIANTS: dict[str, Axis] = {v.name: v for v in BATCH_SIZE_VARIANTS.values() if v is not BATCH_SIZE}
 
 
 def axis_spellings() -> tuple[str, ...]:
@@ -40,7 +46,7 @@ def axis_spellings() -> tuple[str, ...]:
 
     Example:
         >>> axis_spellings()
-        ('fraction', 'width', 'dataset_size', 'dataset-size')
+        ('fraction', 'width', 'dataset_size', 'batch_size', 'dataset-size', 'batch-size')
     """
     names = tuple(AXES)
     return names + tuple(s for s in _BY_SPELLING if s not in names)
@@ -71,7 +77,7 @@ def resolve_axis(axis: Any, owner: str = "TimescaleFinder") -> Axis:
     """
     if isinstance(axis, Axis):
         return axis
-    found = _BY_SPELLING.get(axis) if isinstance(axis, str) else None
+    found = (_BY_SPELLING.get(axis) or _VARIANTS.get(axis)) if isinstance(axis, str) else None
     if found is None:
         raise TimescaleError(f"`{owner}(axis={axis!r})` is not supported. Use {_accepted()}.")
     return found

@@ -66,7 +66,8 @@ class Axis:
       it is given along another axis);
     - how a trial applies the point's value: ``model_per_point`` (``True``: the value is passed to ``make_model``
       and every point trains on one subset, the full run being the model at μP's base width; ``False``: the value
-      is the training subset's fraction, the full run training on the whole set);
+      is the training subset's fraction, the full run training on the whole set), or ``batch_per_point``
+      (``True``: the value is the global batch size every point's one model trains at, on one subset);
     - the words: ``point_noun`` (``"width"``, ``"size"``), ``point_nouns``, ``scale_symbol`` (``"width"``,
       ``"N"``), ``scale_words``, ``x_name`` / ``x_label`` / ``x_words`` / ``best_words`` (the swept quantity);
     - ``rules``: its published rules (:class:`Rule`), in the order the tables list them;
@@ -97,6 +98,7 @@ class Axis:
     value_key: ClassVar[str | None] = None
     value_type: ClassVar[Callable[[Any], Any]] = float
     model_per_point: ClassVar[bool] = False
+    batch_per_point: ClassVar[bool] = False
     point_noun: ClassVar[str | None] = None
     point_nouns: ClassVar[str] = ""
     range_noun: ClassVar[str] = ""
@@ -140,7 +142,12 @@ class Axis:
     def subsets_per_point(self) -> bool:
         """Whether each point trains on a subset of its own (the points are fractions, the ``fraction`` argument
         unused): a scaling axis whose points are not models."""
-        return self.scaling and not self.model_per_point
+        return self.scaling and not self.model_per_point and not self.batch_per_point
+
+    @property
+    def scale_is_value(self) -> bool:
+        """Whether a point's scale is its value as given (a width, a batch size), not its subset's ``N``."""
+        return self.model_per_point or self.batch_per_point
 
     @property
     def sign(self) -> float:

@@ -34,7 +34,7 @@ def raises_exactly(message: str) -> pytest.RaisesContext[ValueError]:
 
 def test_axes_build_messages() -> None:
     points = [sweep(6.0, (1, 1)), sweep(8.0, (1, 1))]
-    with raises_exactly("`AxisResult(axis='depth')` is not supported. Use 'width' or 'dataset_size'."):
+    with raises_exactly("`AxisResult(axis='depth')` is not supported. Use 'width', 'dataset_size' or 'batch_size'."):
         AxisResult.build("depth", [1, 2], points)  # type: ignore[arg-type]
     with raises_exactly(
         "`AxisResult` needs one result per axis point and at least 2 points, got 3 values and 2 results."
