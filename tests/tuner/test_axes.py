@@ -142,7 +142,7 @@ def test_batch_rules_move_tau_epoch_as_b_to_one_minus_k_minus_m(lr_scaling, m, f
     # λ ∝ B^k at lr ∝ B^m moves the best tau_epoch as B^(1-k-m): tau_epoch constant is 0, a fixed λ (k=0) is 1-m
     along = BATCH_SIZE.with_lr_scaling(lr_scaling)
     assert along.lr_exponent == m and along.lr_scaling == lr_scaling
-    assert [(r.name, r.exponent) for r in along.rules] == [("tau_epoch constant", 0.0), ("fixed λ", fixed)]
+    assert [(r.name, r.exponent) for r in along.rules] == [("constant tau_epoch", 0.0), ("fixed λ", fixed)]
     assert along.rules == batch_rules(m) and rules_for(along) == along.rules
     assert "Power Lines" in along.rules[0].source and "λ ∝ B" in along.rules[0].source
     assert resolve_axis(along.name) is along  # read back from a result's JSON with its own rules
@@ -173,7 +173,7 @@ def test_batch_axis_trains_one_model_at_each_batch_and_reads_tau_epoch_in_b():
     assert WIDTH.scale_is_value and not DATASET_SIZE.scale_is_value and not FRACTION.scale_is_value
 
 
-def test_batch_axis_callback_kwargs_are_batch_exponent_from_the_reference_batch():
+def test_batch_axis_callback_kwargs_batch_exponent_from_reference_batch():
     kwargs = BATCH_SIZE.callback_kwargs(8.0, 0.5, 32.0)
     assert kwargs == {"tau_epoch": 8.0, "batch_exponent": 0.5, "reference_batch_size": 32}
     assert type(kwargs["reference_batch_size"]) is int and type(kwargs["batch_exponent"]) is float

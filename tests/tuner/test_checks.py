@@ -61,7 +61,7 @@ def _loader(samples: int, batch_size: int | None, drop_last: bool = False) -> Da
         ([True, 32], "batch_sizes=[True, 32])` is not valid: True is not a positive integer batch size."),
     ],
 )
-def test_check_batch_sizes_refuses_in_one_line_naming_the_value(batch_sizes: Any, message: str) -> None:
+def test_check_batch_sizes_refuses_in_one_line_naming_value(batch_sizes: Any, message: str) -> None:
     text = _error(check_batch_sizes, batch_sizes)
     assert text.startswith(f"{F}({message}") and "\n" not in text
 
@@ -73,7 +73,7 @@ def test_check_batch_sizes_and_lr_scaling_accept_what_they_return() -> None:
     assert check_axis("batch-size", None, None, None, (16, 32)) is BATCH_SIZE
 
 
-def test_check_lr_scaling_refuses_in_one_line_naming_the_value() -> None:
+def test_check_lr_scaling_refuses_in_one_line_naming_value() -> None:
     assert _error(check_lr_scaling, "quadratic", BATCH_SIZE) == (
         f"{F}(lr_scaling='quadratic')` is not supported. Use 'none', 'sqrt' or 'linear'."
     )

@@ -709,7 +709,7 @@ def test_cli_seeds_auto_says_why_it_stopped_and_study_name_alone_reopens_it(
         (PlantedAccumulatedModel, "gradient accumulation", "fixed"),
     ],
 )
-def test_batch_axis_trains_each_global_batch_at_the_scaled_lr(
+def test_batch_axis_trains_each_global_batch_at_scaled_lr(
     tmp_path: Path, model: type, set_by: str, beta2: str
 ) -> None:
     finder = TimescaleFinder(
@@ -741,11 +741,14 @@ def test_batch_axis_trains_each_global_batch_at_the_scaled_lr(
             assert record["steps"] == N // b  # the same data for the same epoch: fewer steps at a larger batch
     assert result.axis == "batch_size_lr_sqrt" and result.scales == [16.0, 32.0]
     assert result.exponent == pytest.approx(0.5, abs=0.02)
-    assert [(r.name, r.exponent) for r in result.rules] == [("tau_epoch constant", 0.0), ("fixed λ", 0.5)]
+    assert [(r.name, r.exponent) for r in result.rules] == [("constant tau_epoch", 0.0), ("fixed λ", 0.5)]
     kwargs = result.callback_kwargs()
     assert set(kwargs) == {"tau_epoch", "batch_exponent", "reference_batch_size"}
     assert kwargs["reference_batch_size"] == BATCH  # the smallest batch, where the lr is the user's
     assert kwargs["tau_epoch"] == pytest.approx(result.results[0].tau_epoch)
+    callback = result.callback(verbose=False)  # the callback applies what was measured
+    assert (callback.batch_exponent, callback.reference_batch_size) == (kwargs["batch_exponent"], BATCH)
+    assert "Constant tau_epoch (" in result.verdict or "constant tau_epoch" in result.verdict
     assert result.batch_setting == set_by and f"the batch set by {result.batch_setting}" in result.table()
     assert result.predict(64).tau_epoch == pytest.approx(result.tau_epoch * 4 ** result.exponent_used)
 

@@ -36,12 +36,12 @@ def batch_rules(m: float) -> tuple[Rule, ...]:
 
     Example:
         >>> [(r.name, r.exponent) for r in batch_rules(0.5)]
-        [('tau_epoch constant', 0.0), ('fixed λ', 0.5)]
+        [('constant tau_epoch', 0.0), ('fixed λ', 0.5)]
     """
     k = 1.0 - m  # the λ ∝ B^k that holds tau_epoch
     return (
         Rule(
-            "tau_epoch constant",
+            "constant tau_epoch",
             0.0,
             "Wang & Aitchison, ICML 2025, discussion; Bergsma et al. 2025 (Power Lines: λ ∝ B at a fixed lr)",
             f"λ ∝ B^{frac(k)} at lr ∝ B^{frac(m)}, so tau_epoch constant",

@@ -39,7 +39,7 @@ def _loader(batch_size: int = 4, shuffle: bool = True) -> DataLoader:
     return DataLoader(TensorDataset(torch.randn(16, 2)), batch_size=batch_size, shuffle=shuffle)
 
 
-def test_batch_is_set_on_the_model_where_it_has_a_batch_size_else_accumulated() -> None:
+def test_set_on_model_where_it_has_batch_size_else_accumulated() -> None:
     assert batch_setting(_Net(batch_size=4), 4, (8, 12)) == ATTRIBUTE  # an hparam, as BatchSizeFinder reads it
     assert batch_setting(_Net(), 4, (8, 16)) == ACCUMULATION
     with pytest.raises(TimescaleError) as err:
@@ -50,7 +50,7 @@ def test_batch_is_set_on_the_model_where_it_has_a_batch_size_else_accumulated() 
     assert "\n" not in str(err.value)
 
 
-def test_the_lr_is_found_as_lightnings_lr_finder_finds_it_else_one_line() -> None:
+def test_lr_found_as_lightnings_lr_finder_finds_it_else_one_line() -> None:
     assert lr_attribute(_Net(), "sqrt") == "lr"
 
     class NoLr(pl.LightningModule):
@@ -60,14 +60,14 @@ def test_the_lr_is_found_as_lightnings_lr_finder_finds_it_else_one_line() -> Non
         lr_attribute(NoLr(), "sqrt")
 
 
-def test_a_point_model_gets_its_batch_and_its_scaled_lr() -> None:
+def test_point_model_gets_batch_and_scaled_lr() -> None:
     model = BatchedModel(lambda: _Net(lr=0.01, batch_size=4), 16, "lr", 2.0)()
     assert model.hparams.batch_size == 16 and model.hparams.lr == pytest.approx(0.02)
     same = BatchedModel(_Net, None, None, 1.0)()
     assert "batch_size" not in same.hparams and same.hparams.lr == 0.01
 
 
-def test_rebatched_loader_keeps_the_data_and_shuffling_at_the_new_batch() -> None:
+def test_rebatched_loader_keeps_data_and_shuffling_at_new_batch() -> None:
     loader = rebatched(_loader(4), 8)
     assert loader.batch_size == 8 and len(loader) == 2 and isinstance(loader.sampler, torch.utils.data.RandomSampler)
     assert isinstance(rebatched(_loader(4, shuffle=False), 8).sampler, torch.utils.data.SequentialSampler)
@@ -87,12 +87,14 @@ def _fit(model: pl.LightningModule, ratio: float, tmp_path: Any) -> pl.Trainer:
     return trainer
 
 
-def test_held_beta2_raises_it_to_the_batch_ratio_at_train_start(tmp_path: Any) -> None:
+@pytest.mark.slow
+def test_held_beta2_raises_it_to_batch_ratio_at_train_start(tmp_path: Any) -> None:
     trainer = _fit(_Net(beta2=0.99), 4.0, tmp_path)
     assert trainer.optimizers[0].param_groups[0]["betas"] == (0.9, pytest.approx(0.99**4))
 
 
-def test_held_beta2_that_leaves_zero_to_one_is_one_line(tmp_path: Any) -> None:
+@pytest.mark.slow
+def test_held_beta2_leaves_zero_to_one_one_line(tmp_path: Any) -> None:
     with pytest.raises(TimescaleError) as err:
         _fit(_Net(beta2=1e-200), 2.0, tmp_path)
     assert str(err.value).startswith(
