@@ -1,11 +1,7 @@
-"""The batch-size axis's trials: how each point's global batch is set, and its model at the scaled lr.
+"""The batch-size axis's trials: how each point's global batch is set (the model's ``batch_size``, as
+``BatchSizeFinder`` sets it, or gradient accumulation) and its model at the scaled lr.
 
-Along ``axis="batch_size"`` the finder probes the model once (:func:`batch_setting`): where it has a ``batch_size``
-attribute or hparam (Lightning's ``lightning_hasattr``, what ``BatchSizeFinder`` reads), each trial's model gets the
-point's batch through ``lightning_setattr`` and trains on the finder's loader rebuilt at that batch
-(:func:`rebatched`); else the loader's batch stays and the trial accumulates ``B / loader batch`` batches. With an
-``lr_scaling``, each trial's model gets its ``lr`` (or ``learning_rate``) times ``(B / B_0) ** m`` the way
-Lightning's ``LearningRateFinder`` sets it (:class:`BatchedModel`).
+More: docs/finder.rst, "Along the batch size".
 """
 
 from __future__ import annotations

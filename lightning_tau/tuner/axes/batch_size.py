@@ -1,13 +1,7 @@
 """The batch-size axis (``TimescaleFinder(axis="batch_size", batch_sizes=..., lr_scaling=...)``): the sweep at every
-global batch size ``B``.
+global batch ``B``, its rules from ``lr ∝ B^m`` (:func:`batch_rules`), one axis object per ``lr_scaling``.
 
-One model on one subset, for the same epochs at every ``B`` (so fewer steps at a larger ``B``), at the user's lr times
-``(B / B_0) ** m`` (``m`` = 0, 1/2, 1 for ``lr_scaling`` ``"none"``, ``"sqrt"``, ``"linear"``; ``B_0`` the smallest
-batch). The swept ``x`` is ``tau_epoch``, the scale ``B``. With ``tau_epoch = B / (lr * λ * N)``, a rule
-``λ ∝ B^k`` moves the best ``tau_epoch`` as ``B^(1 - k - m)``: ``tau_epoch`` constant (the seed paper's discussion;
-Bergsma et al.'s Power Lines, ``λ ∝ B`` at a fixed lr) exponent 0; a fixed ``λ`` exponent ``1 - m``.
-``../THEORY.md`` §13. The rules depend on ``m``, so each ``lr_scaling`` is an axis object of its own
-(:meth:`BatchSizeAxis.with_lr_scaling`), its ``name`` saying the scaling (``"batch_size"`` at a fixed lr).
+More: docs/finder.rst, "Along the batch size".
 """
 
 from __future__ import annotations
