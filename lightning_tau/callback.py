@@ -347,11 +347,16 @@ class TimescaleCallback(Callback):
     def _before_optimizer_step(
         self, trainer: pl.Trainer, index: int, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any
     ) -> None:
-        """Before every optimizer step: re-decide at an epoch's first step or when a group was added; under every
-        coupling but ``"constant"`` write this step's decay into ``optimizer`` (the one that steps: its groups are
-        read)."""
+        """Before every optimizer step: re-decide at an epoch's first step, when a group was added, or when the
+        accumulation is not the one decided with (``GradientAccumulationScheduler({0: 2})`` sets epoch 0's after the
+        train-start decision); under every coupling but ``"constant"`` write this step's decay into ``optimizer``
+        (the one that steps: its groups are read)."""
         fit, stepped = self._fit, trainer.optimizers[index]
-        if trainer.current_epoch != fit.decided_epoch or len(stepped.param_groups) != fit.group_counts.get(id(stepped)):
+        if (
+            trainer.current_epoch != fit.decided_epoch
+            or len(stepped.param_groups) != fit.group_counts.get(id(stepped))
+            or (fit.decision is not None and trainer.accumulate_grad_batches != fit.decision.shape.accumulation)
+        ):
             self._decide(trainer)
         if not trainer.lightning_module.automatic_optimization:  # count its real steps (see `steps_per_epoch`)
             fit.steps.step(index)

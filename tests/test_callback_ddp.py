@@ -233,3 +233,103 @@ def test_end_process_group_exits_at_once_group_still_held(tmp_path) -> None:
     assert "after:" not in proc.stdout, proc.stdout
     note = "end_process_group: gloo threads ['gloo_tcp_loop', 'pt_gloo_runloop', 'pt_gloo_runloop'] still alive"
     assert proc.stderr.count(note) == 2, proc.stderr
+
+
+BATCH_RULE = """
+import json, sys
+import torch
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import GradientAccumulationScheduler
+from tiny_model import TinyModel, make_loader
+from ddp_harness import end_process_group
+from lightning_tau import TimescaleCallback
+
+
+class StepLog(pl.Callback):
+    # Per optimizer step, from its post-hook: what the step ran with and what the callback says it read.
+    def __init__(self, timescale):
+        self.timescale, self.rows = timescale, []
+
+    def on_train_start(self, trainer, pl_module):
+        cb = self.timescale
+        trainer.optimizers[0].register_step_post_hook(lambda opt, a, k: self.rows.append({
+            "epoch": trainer.current_epoch, "accumulation": trainer.accumulate_grad_batches,
+            "world_size": trainer.world_size, "groups": [[g["lr"], g["weight_decay"]] for g in opt.param_groups],
+            "B": cb.resolved_batch_size, "N": cb.resolved_dataset_size, "held": cb.held_tau_epoch}))
+
+
+def make(m):
+    return torch.optim.AdamW([{"params": [m.hidden.weight], "lr": 1e-2, "weight_decay": 0.1},
+                              {"params": [m.head.weight], "lr": 5e-3, "weight_decay": 0.1},
+                              {"params": [m.hidden.bias, m.head.bias, m.norm.weight, m.norm.bias],
+                               "weight_decay": 0.0}], lr=1e-2)
+
+
+def fit(exponent):
+    timescale = TimescaleCallback(tau_epoch=4.0, batch_exponent=exponent, reference_batch_size=8)
+    log = StepLog(timescale)
+    trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=2, accumulate_grad_batches=2,
+                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, callbacks=[timescale, log])
+    trainer.fit(TinyModel(make), make_loader(n=240, batch_size=5))
+    return log.rows, trainer.global_rank
+
+
+def fit_scheduled(exponent):
+    timescale = TimescaleCallback(tau_epoch=4.0, batch_exponent=exponent, reference_batch_size=8)
+    log = StepLog(timescale)
+    trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=2, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         callbacks=[timescale, GradientAccumulationScheduler({0: 2, 1: 4}), log])
+    trainer.fit(TinyModel(make), make_loader(n=240, batch_size=5))
+    return log.rows, trainer.global_rank
+
+
+if __name__ == "__main__":
+    result = {}
+    for exponent in (1.0, -0.5):
+        result[f"fixed {exponent:g}"], rank = fit(exponent)
+        result[f"scheduled {exponent:g}"], rank = fit_scheduled(exponent)
+    with open(f"batch{rank}.json", "w") as f:
+        json.dump(result, f)
+    end_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_ddp_batch_exponent_holds_tau_epoch_at_global_batch(tmp_path) -> None:
+    # B is the GLOBAL batch: 5 per device x 2 ranks x accumulation (2, then 4 under the scheduler), not the per-device
+    # 5. N = 240 = len(dataset) (as the DDP tests above: the sampler splits it, 120 a rank = 24 batches of 5), so
+    # N / B is whole: 12 steps per epoch at accumulation 2, 6 at 4. At each step of each rank, every decayed group's
+    # wd = B / (lr N tau_epoch (B / B_ref)^e), with B_ref = 8 != B.
+    proc = run_script(BATCH_RULE, tmp_path)
+    assert "end_process_group:" not in proc.stderr and "terminate called" not in proc.stderr, proc.stderr
+    b, n, tau, ref = 5, 240, 4.0, 8
+
+    def expected(accumulations):
+        return [(e, a, 2 * a * b) for e, a in enumerate(accumulations) for _ in range(n // (2 * a * b))]
+
+    for rank in (0, 1):
+        result = json.loads((tmp_path / f"batch{rank}.json").read_text())
+        for exponent in (1.0, -0.5):
+            for run, accumulations in ((f"fixed {exponent:g}", (2, 2)), (f"scheduled {exponent:g}", (2, 4))):
+                rows = result[run]
+                steps = expected(accumulations)
+                assert [(r["epoch"], r["accumulation"]) for r in rows] == [(e, a) for e, a, _ in steps], (rank, run)
+                for row, (_, _, big_b) in zip(rows, steps):
+                    held = tau * (big_b / ref) ** exponent
+                    assert row["world_size"] == 2, (rank, run)
+                    assert (row["B"], row["N"]) == (big_b, n), (rank, run, row)  # global B, not the per-device 5
+                    assert row["held"] == pytest.approx(held, rel=1e-12), (rank, run, row)
+                    (lr0, wd0), (lr1, wd1), (_, wd2) = row["groups"]
+                    assert (lr0, lr1, wd2) == (1e-2, 5e-3, 0.0), (rank, run, row)
+                    assert wd0 == pytest.approx(big_b / (lr0 * n * held), rel=1e-9), (rank, run, row)
+                    assert wd1 == pytest.approx(big_b / (lr1 * n * held), rel=1e-9), (rank, run, row)
+    output = proc.stdout + proc.stderr  # said on rank zero only
+    assert output.count("B = 5 per device x 2 device(s) x 2 accumulation.") == 2, output
+    assert "Held at this B: tau_epoch 4 x (20/8)^1 = 10 (batch_exponent=1:" in output
+    assert "Held at this B: tau_epoch 4 x (20/8)^-0.5 = 2.53 (batch_exponent=-0.5:" in output
+    # the scheduled fits start at the Trainer's accumulation 1; the scheduler's 2 is taken at epoch 0's first step
+    assert output.count("at epoch 0, step 0: steps per epoch 24 -> 12; global batch 10 -> 20; accumulation 1 -> 2") == 2
+    assert output.count("at epoch 1, step 12: steps per epoch 12 -> 6; global batch 20 -> 40; accumulation 2 -> 4") == 2
+    assert "(tau_epoch 4 x (40/8)^1 = 20 held)" in output and "(tau_epoch 4 x (40/8)^-0.5 = 1.789 held)" in output

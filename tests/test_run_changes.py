@@ -89,6 +89,20 @@ def test_gradient_accumulation_scheduler(mode: str, scheduler_first: bool) -> No
     assert cb.resolved_steps_per_epoch == 3 and cb.resolved_tau_iter == pytest.approx(15.0)
 
 
+@pytest.mark.parametrize("scheduler_first", [True, False])
+@pytest.mark.slow
+def test_accumulation_scheduled_from_epoch_zero(scheduler_first: bool) -> None:
+    # The scheduler sets accumulation 2 in epoch 0's on_train_epoch_start, after the train-start decision (taken at
+    # the Trainer's 1): epoch 0 runs ceil(10 / 2) = 5 steps, not 10, so its first step must re-decide too.
+    log, cb = StepLog(), TimescaleCallback(tau_epoch=TAU, verbose=False)
+    gas = GradientAccumulationScheduler({0: 2, 1: 4})
+    callbacks = [gas, cb, log] if scheduler_first else [cb, gas, log]
+    quiet_trainer(callbacks=callbacks, max_epochs=2).fit(TinyModel(adamw), make_loader(n=100, batch_size=10))
+    assert log.epochs() == [0] * 5 + [1] * 3
+    expect_every_step(log, {0: 5, 1: 3}, "constant")
+    assert cb.resolved_batch_size == 40 and cb.resolved_steps_per_epoch == 3
+
+
 class GrowingData(TinyModel):
     """A train set of 100, 200, 400 samples in epochs 0, 1, 2 (reloaded every epoch)."""
 
