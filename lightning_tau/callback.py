@@ -347,16 +347,10 @@ class TimescaleCallback(Callback):
     def _before_optimizer_step(
         self, trainer: pl.Trainer, index: int, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any
     ) -> None:
-        """Before every optimizer step: re-decide at an epoch's first step, when a group was added, or when the
-        accumulation is not the one decided with (``GradientAccumulationScheduler({0: 2})`` sets epoch 0's after the
-        train-start decision); under every coupling but ``"constant"`` write this step's decay into ``optimizer``
-        (the one that steps: its groups are read)."""
+        """Before every optimizer step: re-decide when :meth:`_Fit.stale`; under every coupling but ``"constant"``
+        write this step's decay into ``optimizer`` (the one that steps: its groups are read)."""
         fit, stepped = self._fit, trainer.optimizers[index]
-        if (
-            trainer.current_epoch != fit.decided_epoch
-            or len(stepped.param_groups) != fit.group_counts.get(id(stepped))
-            or (fit.decision is not None and trainer.accumulate_grad_batches != fit.decision.shape.accumulation)
-        ):
+        if fit.stale(trainer.current_epoch, len(stepped.param_groups), id(stepped), trainer.accumulate_grad_batches):
             self._decide(trainer)
         if not trainer.lightning_module.automatic_optimization:  # count its real steps (see `steps_per_epoch`)
             fit.steps.step(index)
@@ -516,6 +510,16 @@ class _Fit:
     beta2: dict[tuple[int, int], float] = field(default_factory=dict)
     plans: dict[tuple[int, int], Plan] = field(default_factory=dict)
     fixed_lambda_pitfalls: list[FixedLambdaPitfall] = field(default_factory=list)
+
+    def stale(self, epoch: int, groups: int, optimizer_id: int, accumulation: int) -> bool:
+        """Whether a step must re-decide first: at an epoch's first step, when a group was added, or when the
+        accumulation is not the one decided with (``GradientAccumulationScheduler({0: 2})`` sets epoch 0's after the
+        train-start decision)."""
+        return (
+            epoch != self.decided_epoch
+            or groups != self.group_counts.get(optimizer_id)
+            or (self.decision is not None and accumulation != self.decision.shape.accumulation)
+        )
 
 
 def _checked_monitor(monitor: object) -> TimescaleMonitor | None:
