@@ -43,7 +43,7 @@ from lightning_tau.tuner.axis_runner import (
 )
 from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
 from lightning_tau.tuner.finder_settings import FinderSettings
-from lightning_tau.tuner.analysis.grid_extension import DEFAULT_MAX_GRID_EXTENSIONS, AddedPoint, GridStop
+from lightning_tau.tuner.analysis.grid_extension import DEFAULT_MAX_GRID_EXTENSIONS, AddedPoint
 from lightning_tau.tuner.pruning import make_pruner
 from lightning_tau.tuner.analysis.finder_result import FinderResult
 from lightning_tau.tuner.axes import Axis
@@ -449,7 +449,6 @@ class TimescaleFinder:
         level = staged_level(settings.level, len(stages)) if settings.auto_seeds else settings.level
         lowest = lowest_point_tau(fit.round_settings, points)
         added: list[AddedPoint] = []
-        stops: tuple[GridStop, ...] = ()  # why the final grid ends where it does: the last plan's
         looked, at_round = 1, 0
         while True:
             if auto:
@@ -463,7 +462,7 @@ class TimescaleFinder:
                 return None
             studies = fit.studies or [fit.study]
             result = axis_result(fit.round_settings, points, records, studies, full_train, self._log, level=level)
-            new, stops = self._grid_points(result, lowest, at_round, midpoints=not auto or fit.staging is not None)
+            new = self._grid_points(result, lowest, at_round, midpoints=not auto or fit.staging is not None)
             if not new and auto and fit.staging is None:
                 fit.staging = seed_look(result, settings.tolerance, stages, looked, level)  # type: ignore[arg-type]
                 if fit.staging is None:
@@ -474,7 +473,7 @@ class TimescaleFinder:
                     )
                     looked += 1
                     continue
-                new, stops = self._grid_points(result, lowest, at_round, midpoints=True)
+                new = self._grid_points(result, lowest, at_round, midpoints=True)
             if not new:
                 break
             added += new
@@ -483,9 +482,7 @@ class TimescaleFinder:
             fit.round_settings = dataclasses.replace(fit.round_settings, tau_epochs=tuple(grid))
         if fit.staging is not None and isinstance(result, AxisResult):
             result = dataclasses.replace(result, staging=fit.staging)  # in its table and JSON
-        if isinstance(result, AxisResult) and (added or stops):
-            result = result.with_grid(added, stops)  # in its table, messages and JSON
-        elif added:
+        if added:
             result = dataclasses.replace(result, grid_added=tuple(added))  # in its table and JSON
         if settings.verbose and rank_zero_only.rank == 0:
             print(result.table())
@@ -613,19 +610,19 @@ class TimescaleFinder:
 
     def _grid_points(
         self, result: FinderResult | AxisResult, lowest: float, at_round: int, *, midpoints: bool
-    ) -> tuple[tuple[AddedPoint, ...], tuple[GridStop, ...]]:
+    ) -> tuple[AddedPoint, ...]:
         """The points the grid extension adds after round ``at_round``
         (:func:`~lightning_tau.tuner.axis_runner.grid_round`), logged with why, and why an edge or a rule was left as
-        it is (logged, and returned as the plan's stops); none for a worker (it trains what it was sent)."""
+        it is; none for a worker (it trains what it was sent)."""
         if self._worker_round is not None:
-            return (), ()
+            return ()
         plan = grid_round(self._fit.round_settings, result, lowest=lowest, at_round=at_round, midpoints=midpoints)
         for line in plan.held:
             self._log(f"grid: {line}.")
         if plan.added:
             points = ", ".join(f"{p.tau_epoch:.3g} ({p.reason})" for p in plan.added)
             self._log(f"grid: adding tau_epoch {points} at every axis point.")
-        return plan.added, plan.stops
+        return plan.added
 
     def _workers_for(self, left: int) -> int:
         """The worker processes to run: ``workers``, capped at this machine's cores and at the trials left to train

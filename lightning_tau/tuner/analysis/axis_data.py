@@ -21,7 +21,7 @@ from lightning_tau import _checks
 from lightning_tau._numbers import exponent as exponent_text
 from lightning_tau._numbers import setting
 from lightning_tau.tuner.analysis.curve import smoothed_optimum
-from lightning_tau.tuner.analysis.grid_extension import AddedPoint, GridStop, edge_stop
+from lightning_tau.tuner.analysis.grid_extension import AddedPoint
 from lightning_tau.tuner.analysis.prediction import Prediction, predict_tau_epoch
 from lightning_tau.tuner.analysis.finder_result import FinderResult, write_json
 from lightning_tau.tuner.analysis.rule_costs import read_curve, rule_cost
@@ -89,10 +89,6 @@ class AxisData:
     #: the points the finder's grid extension added to the grid given, and why
     #: (:mod:`~lightning_tau.tuner.analysis.grid_extension`)
     grid_added: tuple[AddedPoint, ...] = ()
-    #: why the extension left each end of the final grid where it is
-    #: (:class:`~lightning_tau.tuner.analysis.grid_extension.GridStop`): the messages on an edge name the bound that
-    #: held there, or how to widen the grid (:meth:`with_grid`)
-    grid_stops: tuple[GridStop, ...] = ()
     half_width: float = math.nan
     #: batch-size axis: how each point's batch was set (``"the model's batch_size"`` or ``"gradient accumulation"``)
     batch_setting: str = ""
@@ -193,17 +189,6 @@ class AxisData:
             rules=rules,
             half_width=delta,
         )
-
-    def with_grid(self: _Axis, added: Sequence[AddedPoint], stops: Sequence[GridStop]) -> _Axis:
-        """This result with the grid extension's record: the points it added and why it stopped at each end; the
-        exponent's ``ci_reason`` and the verdict then name the bound that held at the edge they blame, or say how to
-        widen the grid (:func:`_bound_reason`)."""
-        stops = tuple(stops)
-        fit = _bound_reason(self.fit, self.scales, self.xs, self.axis_object.x_falls_with_tau, stops)
-        verdict = self.verdict if fit is self.fit else axis_verdict(
-            self.axis_object, fit, self.rules, monitor=self.results[0].monitor
-        )
-        return dataclasses.replace(self, grid_added=tuple(added), grid_stops=stops, fit=fit, verdict=verdict)
 
     # --- the numbers ------------------------------------------------------------------------------------------
 
@@ -446,23 +431,13 @@ class AxisData:
         point = self.results[i]
         if not point.at_edge or point.plateau is not None:  # a flat top longer than the run is no edge to widen
             return None
-        taus = [p.tau_epoch for p in point.curve]
-        end = "bottom" if taus and point.grid_tau_epoch == taus[0] else "top"
-        stop = edge_stop(self.grid_stops, end)
-        if stop is not None and stop.held:  # the extension stopped at a bound there: the grid cannot pass it
-            return (
-                f"the best tau_epoch at {self._point_name(i)} ({point.tau_epoch:.3g}) is at the grid's"
-                f" {'lower' if end == 'bottom' else 'upper'} edge, which the grid cannot pass: {stop.why}; the"
-                " callback's tau_epoch is that edge value."
-            )
         verdict = point.verdict
         if "widen the grid" not in verdict:  # an edge the grid cannot pass (2 steps; a top longer than the run)
             return f"at {self._point_name(i)}, {verdict}."
-        how = f": {stop.why}" if stop is not None else ""
         return (
             f"the best tau_epoch at {self._point_name(i)} ({point.tau_epoch:.3g}) is at the edge of the grid, so the"
             " callback's tau_epoch comes from an edge value and the best may lie beyond it: widen the grid before"
-            f" trusting it{how}."
+            " trusting it."
         )
 
     def callback_kwargs(self) -> dict[str, Any]:
@@ -549,7 +524,6 @@ class AxisData:
             "full_cost": self.full_cost,
             "staging": self.staging.to_json() if self.staging is not None else None,
             "grid_added": [p.to_json() for p in self.grid_added],
-            "grid_stops": [p.to_json() for p in self.grid_stops],
             "results": [r.to_json() for r in self.results],
         } | ({"batch_setting": self.batch_setting} if self.batch_setting else {})
 
@@ -585,38 +559,6 @@ def _plateau_reason(fit: ScalingFit, scales: Sequence[float], results: Sequence[
         f"the best at scale {scales[i]:g} is a plateau (any tau_epoch >= {setting(results[i].plateau)} is as good):"
         " its optimum is not a point, so the exponent has no interval"
     )
-    return dataclasses.replace(fit, ci_reason=reason)
-
-
-def _bound_reason(
-    fit: ScalingFit, scales: Sequence[float], xs: Sequence[float], x_falls_with_tau: bool, stops: Sequence[GridStop]
-) -> ScalingFit:
-    """``fit`` with its ``ci_reason`` naming why the grid ends where it does, where a grid edge left the exponent
-    without an interval and the extension recorded a stop at that end (``stops``): the bound that held there (no
-    "widen it": the grid cannot pass it), or how to widen it (the extension's limit); else ``fit`` itself."""
-    if fit.ci is not None or not fit.ci_reason or not fit.ci_reason.startswith("the best x is at the grid's edge"):
-        return fit
-    if True not in fit.at_edge:
-        return fit
-    i = fit.at_edge.index(True)  # the scale the reason names: the first at an edge
-    x = fit.grid_optima[i]
-    if x not in (xs[0], xs[-1]):
-        return fit
-    low = x == xs[0]
-    end = "top" if low == x_falls_with_tau else "bottom"  # along width x is λ_base, which falls as tau_epoch grows
-    stop = edge_stop(stops, end)
-    if stop is None:
-        return fit
-    if stop.held:
-        reason = (
-            f"the best x is at the grid's {'lower' if low else 'upper'} edge at scale {scales[i]:g}, which the grid"
-            f" cannot pass: {stop.why}; the exponent is capped there"
-        )
-    else:
-        reason = (
-            f"the best x is at the grid's edge at scale {scales[i]:g}, so the exponent is capped by the grid: widen it:"
-            f" {stop.why}"
-        )
     return dataclasses.replace(fit, ci_reason=reason)
 
 

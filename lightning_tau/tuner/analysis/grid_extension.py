@@ -23,11 +23,9 @@ __all__ = [
     "MAX_RUNS",
     "MIN_TAU_ITER",
     "AddedPoint",
-    "GridStop",
     "RoundPlan",
     "ScaleCurve",
     "grid_line",
-    "edge_stop",
     "lowest_tau_epoch",
     "plan_round",
 ]
@@ -77,52 +75,6 @@ class AddedPoint:
         return cls(float(data["tau_epoch"]), str(data["reason"]), int(data["round"]))
 
 
-@dataclass(frozen=True)
-class GridStop:
-    """Why the extension left an end of the grid where it is, as the messages that read the result name it.
-
-    Attributes:
-        end: ``"bottom"`` or ``"top"``: the end of the ``tau_epoch`` grid.
-        edge: the grid's ``tau_epoch`` at that end.
-        bound: ``"min_steps"`` (a step further is under :data:`MIN_TAU_ITER` optimizer steps), ``"max_runs"`` (over
-            :data:`MAX_RUNS` times the run's epochs): bounds the grid cannot pass; ``"extensions"``
-            (``max_grid_extensions`` steps used at that end) or ``"one_point"`` (a grid of one ``tau_epoch``): the
-            grid could still be widened by hand.
-        why: the bound in words (``"tau_epoch 0.5 would be under 2 optimizer steps at the smallest axis point"``), or
-            for a grid that could still be widened, how (``"raise max_grid_extensions (3 steps at that end, all used)
-            or give smaller tau_epochs"``).
-
-    Example:
-        >>> stop = GridStop("bottom", 2.0, "min_steps", "tau_epoch 0.5 would be under 2 optimizer steps")
-        >>> stop.held, GridStop.from_json(stop.to_json()) == stop
-        (True, True)
-    """
-
-    end: Literal["bottom", "top"]
-    edge: float
-    bound: Literal["min_steps", "max_runs", "extensions", "one_point"]
-    why: str
-
-    @property
-    def held(self) -> bool:
-        """Whether a bound the grid cannot pass stopped it (else it could still be widened: :attr:`why` says how)."""
-        return self.bound in ("min_steps", "max_runs")
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict of the four fields."""
-        return {"end": self.end, "edge": self.edge, "bound": self.bound, "why": self.why}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> GridStop:
-        """The record :meth:`to_json` wrote, back."""
-        return cls(data["end"], float(data["edge"]), data["bound"], str(data["why"]))
-
-
-def edge_stop(stops: Sequence[GridStop], end: str) -> GridStop | None:
-    """The stop recorded at ``end`` (``"bottom"`` or ``"top"``) of the grid, else ``None``."""
-    return next((s for s in stops if s.end == end), None)
-
-
 class ScaleCurve(NamedTuple):
     """One axis point's curve as :func:`plan_round` reads it.
 
@@ -148,12 +100,10 @@ class RoundPlan(NamedTuple):
     Attributes:
         added: the points to train next, increasing.
         held: one sentence per extension the bounds or the limit stopped (for the finder's log).
-        stops: per end the bounds or the limit stopped, why (for the result's messages: :class:`GridStop`).
     """
 
     added: tuple[AddedPoint, ...]
     held: tuple[str, ...]
-    stops: tuple[GridStop, ...] = ()
 
 
 def lowest_tau_epoch(steps_per_epoch: Sequence[int]) -> float:
@@ -218,7 +168,6 @@ def plan_round(
     base = sorted(float(t) for t in base)
     grid = sorted(float(t) for t in grid)
     held: list[str] = []
-    stops: list[GridStop] = []
     if max_extensions <= 0 or len(base) < 2:
         wanted = _edges(scales, mode, epochs, held)
         for end, names in wanted.items():
@@ -230,12 +179,7 @@ def plan_round(
                 else "a grid of one tau_epoch has no step to extend by"
             )
             held.append(f"not extended {where} {edge:g} (edge at {', '.join(names)}): {why}")
-            stops.append(
-                GridStop(end, edge, "extensions", _how(end, max_extensions))  # type: ignore[arg-type]
-                if len(base) >= 2
-                else GridStop(end, edge, "one_point", "give several tau_epochs")  # type: ignore[arg-type]
-            )
-        return RoundPlan((), tuple(held), tuple(stops))
+        return RoundPlan((), tuple(held))
     steps = {"bottom": base[1] / base[0], "top": base[-1] / base[-2]}
     used = {"bottom": sum(t < base[0] for t in grid), "top": sum(t > base[-1] for t in grid)}
     # per end, the reasons for each step j = 1, 2, ... beyond the grid's end (a request for k steps is in 1 .. k)
@@ -264,7 +208,6 @@ def plan_round(
                     f"not extended {where} {edge:g} ({'; '.join(reasons)}): max_grid_extensions={max_extensions}"
                     " steps at that end reached"
                 )
-                stops.append(GridStop(end, edge, "extensions", _how(end, max_extensions)))  # type: ignore[arg-type]
                 break
             if end == "top" and tau > MAX_RUNS * epochs:
                 held.append(
@@ -272,24 +215,17 @@ def plan_round(
                     f" {MAX_RUNS:g} times the run's {setting(float(epochs))} epochs, where weight decay does next to"
                     " nothing (as good as none)"
                 )
-                why = (
-                    f"tau_epoch {setting(tau)} would be over {MAX_RUNS:g} times the run's {setting(float(epochs))}"
-                    " epochs, where weight decay does next to nothing"
-                )
-                stops.append(GridStop("top", edge, "max_runs", why))
                 break
             if end == "bottom" and tau < lowest:
                 held.append(
                     f"not extended below {edge:g} ({'; '.join(reasons)}): tau_epoch {tau:.3g} is under"
                     f" {MIN_TAU_ITER:g} optimizer steps at the smallest axis point (the least is {lowest:.3g})"
                 )
-                why = f"tau_epoch {tau:.3g} would be under {MIN_TAU_ITER:g} optimizer steps at the smallest axis point"
-                stops.append(GridStop("bottom", edge, "min_steps", why))
                 break
             added.append(AddedPoint(tau, "; ".join(reasons), at_round))
     if not added and midpoints:
         added = _midpoints(base, grid, scales, at_round)
-    return RoundPlan(tuple(sorted(added, key=lambda p: p.tau_epoch)), tuple(held), tuple(stops))
+    return RoundPlan(tuple(sorted(added, key=lambda p: p.tau_epoch)), tuple(held))
 
 
 def grid_line(added: Sequence[AddedPoint]) -> str | None:
@@ -345,15 +281,6 @@ def _midpoints(
                 if tau_name(mid) not in have:
                     points[tau_name(mid)] = mid
     return [AddedPoint(t, MIDPOINT_REASON, at_round) for t in sorted(points.values())]
-
-
-def _how(end: str, max_extensions: int) -> str:
-    """How to widen an end the extension limit stopped."""
-    given = "smaller" if end == "bottom" else "larger"
-    return (
-        f"raise max_grid_extensions ({max_extensions} step{'s' if max_extensions != 1 else ''} at that end, all used)"
-        f" or give {given} tau_epochs"
-    )
 
 
 def _rounded(value: float) -> float:

@@ -319,7 +319,6 @@ def test_axes_to_json_and_save_json(tmp_path: Path) -> None:
         "full_cost": 1500,
         "staging": None,
         "grid_added": [],
-        "grid_stops": [],
         "results": [r.to_json() for r in result.results],
     }
     assert [t["interior"] for t in data["interior"]] == [False, True, True]

@@ -13,9 +13,7 @@ from lightning_tau.tuner.analysis.grid_extension import (
     MAX_RUNS,
     MIDPOINT_REASON,
     AddedPoint,
-    GridStop,
     ScaleCurve,
-    edge_stop,
     grid_line,
     lowest_tau_epoch,
     plan_round,
@@ -169,7 +167,7 @@ def test_max_grid_extensions_0_adds_nothing_and_says_which_edges_it_held() -> No
         "not extended above 32 (edge at N=1000): max_grid_extensions=0 steps at that end reached",
     )
     # no midpoints either, though asked for and nothing else is added
-    assert plan([curve("N=250", 5.0)], max_extensions=0, midpoints=True) == ((), (), ())
+    assert plan([curve("N=250", 5.0)], max_extensions=0, midpoints=True) == ((), ())
     # a top that is a plateau says so, not the limit; in a longer run the same top is an edge the limit holds
     means = (0.30, 0.20, 0.150, 0.1495, 0.149)
     flat = ScaleCurve("N=1000", list(BASE), [[m - 0.01, m, m + 0.01] for m in means], 32.0, "top")
@@ -187,7 +185,7 @@ def test_max_grid_extensions_0_adds_nothing_and_says_which_edges_it_held() -> No
 def test_grid_of_one_point_says_it_has_no_step_and_two_points_have_one() -> None:
     one = ScaleCurve("N=250", [8.0], [[0.3, 0.31, 0.29]], 8.0, "top")
     lone = plan_round([8.0], [8.0], [one], mode="min", epochs=10, lowest=0.1, max_extensions=3, at_round=0)
-    assert lone[:2] == ((), ("not extended above 8 (edge at N=250): a grid of one tau_epoch has no step to extend by",))
+    assert lone == ((), ("not extended above 8 (edge at N=250): a grid of one tau_epoch has no step to extend by",))
     two = ScaleCurve("N=250", [4.0, 8.0], [[0.4, 0.41, 0.39], [0.3, 0.31, 0.29]], 8.0, "top")
     settings: dict[str, Any] = dict(mode="min", epochs=10, lowest=0.1, at_round=0)
     assert plan_round([4.0, 8.0], [4.0, 8.0], [two], max_extensions=3, **settings).added == (
@@ -204,7 +202,7 @@ def test_steps_above_given_grid_count_against_top_and_third_allowed() -> None:
     third = plan([curve("N=250", 1000.0, grid=grown)], grid=grown, epochs=20)
     assert third.added == (AddedPoint(256.0, "edge at N=250", 0),) and third.held == ()
     full = (*grown, 256.0)
-    assert plan([curve("N=250", 1000.0, grid=full)], grid=full, epochs=20)[:2] == (
+    assert plan([curve("N=250", 1000.0, grid=full)], grid=full, epochs=20) == (
         (),
         ("not extended above 256 (edge at N=250): max_grid_extensions=3 steps at that end reached",),
     )
@@ -213,9 +211,9 @@ def test_steps_above_given_grid_count_against_top_and_third_allowed() -> None:
 def test_rule_on_or_inside_grid_adds_nothing_and_one_just_outside_one_step() -> None:
     inside = [curve("N=250", 8.0), curve("N=1000", 8.0)]
     on_or_in = [("a", 2.0), ("b", 3.0), ("c", 20.0), ("d", 32.0)]  # the two ends, next to each end
-    assert plan(inside, rule_taus=on_or_in) == ((), (), ())
+    assert plan(inside, rule_taus=on_or_in) == ((), ())
     # just above the top: one step there (not the steps from the grid's second or first point)
-    assert plan(inside, rule_taus=[("Qiu et al.", 40.0)]) == ((AddedPoint(64.0, "rule Qiu et al. at 40", 0),), (), ())
+    assert plan(inside, rule_taus=[("Qiu et al.", 40.0)]) == ((AddedPoint(64.0, "rule Qiu et al. at 40", 0),), ())
     assert plan(inside, rule_taus=[("Qiu et al.", 100.0)]).held == ()  # 64 and 128 cover it: nothing held
     # exactly two steps above: count steps, not count + 1
     assert [p.tau_epoch for p in plan(inside, rule_taus=[("r", 128.0)], epochs=20).added] == [64.0, 128.0]
@@ -263,40 +261,4 @@ def test_plateau_at_one_axis_point_not_hide_edges_of_next() -> None:
 @pytest.mark.parametrize("earlier", [2**1.5, 2**3.5, 2**4.5])  # next to the bottom, inside, next to the top
 def test_midpoints_only_once_whichever_gap_earlier_ones_in(earlier: float) -> None:
     grown = tuple(sorted((*BASE, earlier)))
-    assert plan([curve("N=250", 5.0, grid=grown)], grid=grown, midpoints=True) == ((), (), ())
-
-
-def test_stops_record_per_end_bound_held_or_how_to_widen() -> None:
-    # the bounds the grid cannot pass: 2 optimizer steps below, 16 runs above (a 2-epoch run, one seed: no plateau)
-    grid = (0.5, 1.0, *BASE)
-    steps = plan([curve("N=250", 0.1, grid=grid)], grid=grid, lowest=0.5)
-    why = "tau_epoch 0.25 would be under 2 optimizer steps at the smallest axis point"
-    assert steps.stops == (GridStop("bottom", 0.5, "min_steps", why),)
-    assert steps.stops[0].held and edge_stop(steps.stops, "bottom") == steps.stops[0]
-    assert edge_stop(steps.stops, "top") is None
-    runs = plan([curve("N=250", 1000.0, seeds=1)], epochs=2).stops
-    assert runs == (
-        GridStop(
-            "top",
-            32.0,
-            "max_runs",
-            "tau_epoch 64 would be over 16 times the run's 2 epochs, where weight decay does next to nothing",
-        ),
-    )
-    assert runs[0].held
-    # the limit: the grid could still be widened, and the stop says how
-    used = plan([curve("N=250", 0.1, grid=(0.25, *grid))], grid=(0.25, *grid)).stops
-    how = "raise max_grid_extensions (3 steps at that end, all used) or give smaller tau_epochs"
-    assert used == (GridStop("bottom", 0.25, "extensions", how),)
-    assert not used[0].held
-    off = plan([curve("N=250", 1.0), curve("N=1000", 100.0)], max_extensions=0).stops
-    assert [(s.end, s.bound, s.held) for s in off] == [("bottom", "extensions", False), ("top", "extensions", False)]
-    assert off[1].why == "raise max_grid_extensions (0 steps at that end, all used) or give larger tau_epochs"
-    assert plan([curve("N=250", 1.0)], max_extensions=1).stops == ()  # a step added: no stop
-    one = ScaleCurve("N=250", [8.0], [[0.3, 0.31, 0.29]], 8.0, "top")
-    lone = plan_round([8.0], [8.0], [one], mode="min", epochs=10, lowest=0.1, max_extensions=3, at_round=0).stops
-    assert lone == (GridStop("top", 8.0, "one_point", "give several tau_epochs"),) and not lone[0].held
-    # a plateau at the top is no edge: no stop (the messages say plateau)
-    means = (0.30, 0.20, 0.150, 0.1495, 0.149)
-    flat = ScaleCurve("N=1000", list(BASE), [[m - 0.01, m, m + 0.01] for m in means], 32.0, "top")
-    assert plan([flat], epochs=10).stops == ()
+    assert plan([curve("N=250", 5.0, grid=grown)], grid=grown, midpoints=True) == ((), ())
