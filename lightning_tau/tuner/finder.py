@@ -63,6 +63,7 @@ from lightning_tau.tuner.workers import (
     Workers,
     cores,
     importing_main,
+    sigint_once,
     sigint_raises,
     sigterm_raises,
     start_server,
@@ -703,6 +704,7 @@ def _worker_main(payload: bytes | Any, threads: int, environ: Mapping[str, str])
     done, so that a signal while it exits cannot end it with a traceback."""
     code: int | str | None = 0
     try:
+        sigint_once()  # the terminal's Ctrl-C and the main process's forwarded one: one KeyboardInterrupt
         if hasattr(signal, "pthread_sigmask"):
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         worker_environ(environ)  # the starting process's, as spawn gives it (a fork has its server's)

@@ -29,6 +29,7 @@ __all__ = [
     "importing_main",
     "preloaded",
     "runs_at_import",
+    "sigint_once",
     "sigint_raises",
     "sigterm_raises",
     "start_method",
@@ -185,6 +186,24 @@ def _sigint_handled(handler: Any) -> Iterator[None]:
 def _sigint_ignored() -> contextlib.AbstractContextManager[None]:
     """SIGINT ignored in this process for the block (the main thread only; elsewhere the block runs as it is)."""
     return _sigint_handled(signal.SIG_IGN)
+
+
+def sigint_once() -> None:
+    """For the rest of this process (a worker's: nothing embeds it), its first SIGINT raises ``KeyboardInterrupt`` and
+    every later one is ignored. A worker gets a Ctrl-C twice, from the terminal and forwarded by the main process
+    (:meth:`Workers.interrupt`); a handler put back when the first one's hand-back ends (as :func:`sigint_raises`
+    does for the main process) let the second raise again, outside every handler, as the worker ended.
+    See ``tests/tuner/test_workers.py``."""
+    fired = False
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal fired
+        if not fired:
+            fired = True
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, handler)
 
 
 def _hold_sigint_in_server() -> None:

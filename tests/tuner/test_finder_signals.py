@@ -380,17 +380,12 @@ def test_ctrl_c_typed_on_terminal_inside_fit_exits_130_in_one_line(tmp_path: Pat
 @pytest.mark.parametrize("moment", list(MOMENTS))
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_at_any_moment_of_two_worker_sweep_one_line_and_code(
-    tmp_path: Path, moment: str, signum: int, request: pytest.FixtureRequest
+    tmp_path: Path, moment: str, signum: int
 ) -> None:
     """SIGINT to the whole job (a terminal's Ctrl-C reaches the worker server too: it printed a traceback while it
     imported torch), SIGTERM to the command's process alone (a scheduler's ``kill``: it exited -15, no line, just
     after the JSON). No trial is left RUNNING: each one held is handed back. After the JSON the command may have
     finished first: then it exits 0 with its output whole and no signal line."""
-    if signum == signal.SIGINT and moment == "a worker holds a trial":
-        # a known rare race, not fixed yet: seen in 2 of 27 runs on a loaded 2-core machine (2026-12-06), never
-        # unloaded: the command said its one line, then exited -2 (SIGINT at its default), or a process printed a
-        # KeyboardInterrupt raised inside tqdm's write lock. It still runs and reports; a pass shows as XPASS.
-        request.applymarker(pytest.mark.xfail(strict=False, reason="rare Ctrl-C race as a worker takes a trial"))
     epochs, reached = MOMENTS[moment]
     job = Job(tmp_path / "out", "--epochs", epochs, "--workers", "2")
     wait_for(lambda: reached(job) or job.proc.poll() is not None, moment)

@@ -385,3 +385,22 @@ def test_script_without_main_guard_stops_before_any_trial_trains(tmp_path: Path)
     assert done.returncode == 1
     assert printed == [unguarded_script(2)], printed
     assert not (tmp_path / "out" / "tb").exists() and not (tmp_path / "out" / "study.journal").exists()
+
+
+def test_sigint_once_raises_the_first_and_ignores_the_rest_for_good() -> None:
+    """A worker's Ctrl-C comes twice (the terminal's, the main process's forward): one KeyboardInterrupt, also after
+    the block that handled the first has ended."""
+    code = (
+        "import signal\n"
+        "from lightning_tau.tuner.workers import sigint_once\n"
+        "sigint_once()\n"
+        "try:\n"
+        "    signal.raise_signal(signal.SIGINT)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('raised once')\n"
+        "signal.raise_signal(signal.SIGINT)\n"
+        "signal.raise_signal(signal.SIGINT)\n"
+        "print('then ignored')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.split("\n")[:2], done.stderr) == (0, ["raised once", "then ignored"], "")
