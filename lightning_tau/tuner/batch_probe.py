@@ -15,6 +15,7 @@ from lightning.pytorch.utilities.parsing import lightning_getattr, lightning_has
 from torch.utils.data import DataLoader, RandomSampler
 
 from lightning_tau.errors import TimescaleError
+from lightning_tau.tuner.trial import loader_like
 
 __all__ = ["ATTRIBUTE", "ACCUMULATION", "BatchedModel", "HeldBeta2", "batch_setting", "lr_attribute", "rebatched"]
 
@@ -54,22 +55,7 @@ def lr_attribute(probe: pl.LightningModule, lr_scaling: str) -> str:
 
 def rebatched(loader: DataLoader, batch_size: int) -> DataLoader:
     """A copy of the plain ``loader`` (the finder's subset loader) at ``batch_size``."""
-    return DataLoader(
-        loader.dataset,
-        batch_size=batch_size,
-        shuffle=isinstance(loader.sampler, RandomSampler),
-        num_workers=loader.num_workers,
-        collate_fn=loader.collate_fn,
-        pin_memory=loader.pin_memory,
-        drop_last=loader.drop_last,
-        timeout=loader.timeout,
-        worker_init_fn=loader.worker_init_fn,
-        multiprocessing_context=loader.multiprocessing_context,
-        generator=loader.generator,
-        prefetch_factor=loader.prefetch_factor if loader.num_workers > 0 else None,
-        persistent_workers=loader.persistent_workers,
-        pin_memory_device=loader.pin_memory_device,
-    )
+    return loader_like(loader, loader.dataset, batch_size=batch_size, shuffle=isinstance(loader.sampler, RandomSampler))
 
 
 class BatchedModel:

@@ -106,9 +106,16 @@ def subset_dataloader(loader: DataLoader, fraction: float, seed: int = 0) -> Dat
         )
     order = torch.randperm(size, generator=torch.Generator().manual_seed(seed))[:keep]
     indices = sorted(order.tolist())
+    return loader_like(loader, Subset(loader.dataset, indices), batch_size=loader.batch_size, shuffle=shuffle)
+
+
+
+def loader_like(loader: DataLoader, dataset: Any, *, batch_size: int | None, shuffle: bool) -> DataLoader:
+    """A ``DataLoader`` over ``dataset`` at ``batch_size`` with every other setting of ``loader`` (workers, collate,
+    pinning, generator, ...): the finder's subset loaders and the batch axis's rebatched ones."""
     return DataLoader(
-        Subset(loader.dataset, indices),
-        batch_size=loader.batch_size,
+        dataset,
+        batch_size=batch_size,
         shuffle=shuffle,
         num_workers=loader.num_workers,
         collate_fn=loader.collate_fn,
@@ -122,7 +129,6 @@ def subset_dataloader(loader: DataLoader, fraction: float, seed: int = 0) -> Dat
         persistent_workers=loader.persistent_workers,
         pin_memory_device=loader.pin_memory_device,
     )
-
 
 class ModelCopies:
     """Makes every trial's model from a ``LightningModule`` instance: a copy whose parameters are initialized
