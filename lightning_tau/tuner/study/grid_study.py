@@ -378,8 +378,10 @@ class GridStudy:
     @contextlib.contextmanager
     def working_on(self, trial: optuna.Trial) -> Iterator[None]:
         """Mark ``trial`` as this process's and keep signs of life coming while the block trains it; a failure
-        in the block fails the trial (its ``error`` attribute says why) and is raised."""
-        trial.set_user_attr("worker", this_worker())
+        in the block fails the trial (its ``error`` attribute says why) and is raised.
+
+        The first sign of life comes before the tag: Optuna's heartbeat never judges a trial with none recorded, and a
+        tagged trial is left to it, so a worker killed between the two would hold its grid point for good."""
         stop = threading.Event()
         trial_id = trial._trial_id  # Optuna's heartbeat is recorded by id; `Trial` has no public one
 
@@ -395,6 +397,7 @@ class GridStudy:
                     beat()
 
         beat()
+        trial.set_user_attr("worker", this_worker())
         thread = threading.Thread(target=loop, name="tau-finder-heartbeat", daemon=True)
         thread.start()
         try:

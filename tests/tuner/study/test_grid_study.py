@@ -731,3 +731,28 @@ def test_differences_of_missing_key_and_none_and_of_five_keys() -> None:
 def test_name_not_valid_unicode_still_has_folder() -> None:
     folder = study_folder("a\ud800b")  # a lone surrogate, as a file-system name decoded with surrogateescape gives
     assert folder.startswith("a_b-") and len(folder) == len("a_b-") + 8 and folder != study_folder("a\ud801b")
+
+
+def test_working_on_beats_before_tagging_so_a_kill_between_is_judged(tmp_path: Path) -> None:
+    # a worker killed right after tagging its trial: the heartbeat must already be there, or nothing ever hands it on
+    url = f"sqlite:///{tmp_path / 'finder.db'}"
+    GridStudy.open(url, tmp_path, "s", {"seeds": [0]}, GRID[:1])
+    storage = optuna.storages.RDBStorage(url, heartbeat_interval=1, grace_period=1)
+    study = GridStudy(optuna.load_study(study_name="s", storage=storage), storage, "db", GRID[:1], log=lambda _: None)
+    study.enqueue_missing()
+    taken = study.take()
+    assert taken is not None
+    trial = taken[0]
+    tag = trial.set_user_attr
+
+    def tag_then_die(key: str, value: Any) -> None:
+        tag(key, value)
+        if key == "worker":
+            raise SystemExit("killed")
+
+    trial.set_user_attr = tag_then_die  # type: ignore[method-assign]
+    with pytest.raises(SystemExit), study.working_on(trial):
+        pass
+    assert study.study.trials[0].state == TrialState.RUNNING and "worker" in study.study.trials[0].user_attrs
+    assert wait_for(study.reclaim, "the heartbeat to go stale", timeout=30) == 1
+    assert study.study.trials[0].state == TrialState.FAIL
