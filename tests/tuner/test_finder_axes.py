@@ -838,6 +838,38 @@ def test_worker_sent_held_beta2_round_trains_it_for_main_process(tmp_path: Path)
     assert result.beta2_cost.per_seed == pytest.approx((BETA2_WEIGHT * (0.999 - 0.999**2),) * 3, abs=1e-5)
 
 
+@pytest.mark.slow
+def test_cli_beta2_both_prints_cost_and_writes_json_and_refuses_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning_tau.cli import main
+
+    pytest.importorskip("jsonargparse")
+    out = tmp_path / "out"
+    argv = ["find", "--axis", "batch_size", "--batch-sizes", str(BATCH), str(2 * BATCH), "--beta2", "both"]
+    argv += ["--fraction", "1", "--tau-epochs", "2", "6", "18", "--seeds", "0", "1", "2", "--monitor", "val_loss"]
+    argv += ["--out", str(out), "--no-progress", "--no-plot", "--study", "b2"]
+    config = _config(tmp_path, "axes_models.PlantedBeta2Model", {})
+    assert main([*argv, "--config", str(config)]) == 0
+    printed = capsys.readouterr().out
+    line = next(line for line in printed.splitlines() if line.startswith("β₂ at B=32, tau_epoch=6 (val_loss, min;"))
+    assert line.endswith("Keeping β₂ fixed is better at B=32 (the interval lies above 0).")
+    assert "held in samples (β₂^2) +0.100 [+0.100, +0.100]" in line  # 100 (0.999 - 0.999^2) = 0.0999, paired
+    assert "Study: b2_beta2=held_batch_size=32 (in " in printed
+    data = json.loads((out / "b2" / "finder.json").read_text())
+    assert data["beta2_cost"]["sentence"] == line and data["beta2_cost"]["seeds"] == [0, 1, 2]
+
+    # a β₂ no batch of the sweep can hold: one line, a non-zero exit, nothing trained
+    bad = _config(tmp_path, "axes_models.PlantedBeta2Model", {"beta2": 1e-200})
+    assert main([*argv[:-2], "--study", "bad", "--config", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "lightning-tau find: error: `TimescaleFinder(beta2='both')`: the optimizer's β₂ = 1e-200 held in samples at"
+        " the largest batch (2 times the smallest) is 0.0, which Adam cannot use"
+    )
+    assert err.count("\n") == 1 and not (out / "tb" / "bad_batch_size=16").exists()
+
+
 class _TrainerOptimizerModel(PlantedBeta2Model):
     """Its optimizer needs the trainer (as a schedule over `estimated_stepping_batches` does): no β₂ to read before
     training, so the refusal comes from the first trial's train start; every step it trains is counted."""
