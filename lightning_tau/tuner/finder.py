@@ -697,11 +697,9 @@ class TimescaleFinder:
         round it trains (``round_settings``: seeds="auto"'s stage, the grid extension's points)."""
         kwargs = {**self._arguments, "workers": 1, "progress": False, "verbose": False}
         try:
-            grid = {
-                "seeds": round_settings.seeds,
-                "tau_epochs": round_settings.tau_epochs,
-                "held_beta2_tau": round_settings.held_beta2_tau,  # beta2="both"'s held round
-            }
+            grid: dict[str, Any] = {"seeds": round_settings.seeds, "tau_epochs": round_settings.tau_epochs}
+            if round_settings.held_beta2_tau is not None:  # beta2="both"'s held round
+                grid["held_beta2_tau"] = round_settings.held_beta2_tau
             return pickle.dumps((kwargs, model_factory, full_train, val, grid))
         except Exception as err:
             raise ValueError(
