@@ -153,13 +153,21 @@ def _batch_points(
             axis.value_key: b,
             "set_by": setting,
             "accumulate": accumulate,
-            "beta2": "held (beta2='both': the largest batch's best tau_epoch)" if held_round else settings.beta2,
+            "beta2": _beta2_key(settings.beta2, held_round),
         }
         factory = BatchedModel(model, b if setting != ACCUMULATION else None, lr_name, factor)
         shown = f"; β₂ held in samples (β₂^(B / {sizes[0]}))" if held else ""
         suffix = f"_beta2=held_{axis.name}={b:g}" if held_round else None
         points.append(StudyPoint(b, factory, train, key, trainer, setting + shown, suffix))
     return points
+
+
+def _beta2_key(beta2: str, held_round: bool) -> str:
+    """What a batch point's study key says of ``β₂``: ``beta2="both"``'s sweep trains the same runs as ``"fixed"``
+    (its callback only checks), so it shares their studies; its held round has its own."""
+    if held_round:
+        return "held (beta2='both': the largest batch's best tau_epoch)"
+    return "fixed" if beta2 == "both" else beta2
 
 
 def held_beta2_round(settings: FinderSettings, tau_epoch: float) -> FinderSettings:

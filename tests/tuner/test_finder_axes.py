@@ -805,6 +805,12 @@ def test_batch_axis_beta2_both_pairs_held_runs_with_fixed_at_largest_batch(tmp_p
     again = _beta2_finder(tmp_path, "both")
     rerun = again.fit(PlantedBeta2Model, datamodule=PlantedData())
     assert again.trained_runs == 0 and again.reused_runs == 2 * 3 * 3 + 3 and rerun.beta2_cost == cost
+    # beta2="fixed" trains the same sweep (the "both" sweep's callback only checks β₂): the same studies, reused
+    fixed = _beta2_finder(tmp_path, "fixed")
+    assert fixed.fit(PlantedBeta2Model, datamodule=PlantedData()).beta2_cost is None
+    assert fixed.trained_runs == 0 and [s.study.study_name for s in fixed.studies] == [
+        s.study.study_name for s in sweep
+    ]
 
 
 @pytest.mark.slow
