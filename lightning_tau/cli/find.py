@@ -106,9 +106,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--beta2",
-        choices=("fixed", "held"),
+        choices=("fixed", "held", "both"),
         default="fixed",
-        help="--axis batch_size: Adam's β₂ at every batch, fixed (the optimizer's) or held in samples (β₂^(B / B_0))",
+        help="--axis batch_size: Adam's β₂ at every batch, fixed (the optimizer's), held in samples (β₂^(B / B_0)), or"
+        " both: the sweep fixed, then the largest batch's best tau_epoch held too, with each choice's paired cost"
+        " (default fixed)",
     )
     parser.add_argument(
         "--tau-epochs",

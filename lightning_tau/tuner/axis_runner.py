@@ -18,7 +18,8 @@ from typing import Any
 from torch.utils.data import DataLoader
 
 from lightning_tau.tuner.analysis import rules
-from lightning_tau.tuner.collect import finder_result, store_answer
+from lightning_tau.tuner.analysis.beta2_cost import beta2_cost
+from lightning_tau.tuner.collect import finder_result, run_value, store_answer
 from lightning_tau.tuner.analysis.axis_result import AxisResult
 from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.analysis.grid_extension import RoundPlan, ScaleCurve, lowest_tau_epoch, plan_round
@@ -27,12 +28,14 @@ from lightning_tau.tuner.checks import check_subset, check_subset_size, made_mod
 from lightning_tau.tuner.analysis.scaling import seed_stages, staged_level
 from lightning_tau.tuner.study import GridStudy
 from lightning_tau.tuner.study_key import StudyPoint, study_settings
-from lightning_tau.tuner.trial import ModelCopies, subset_dataloader
+from lightning_tau.tuner.trial import ModelCopies, configured_optimizers, subset_dataloader
 from lightning_tau.tuner.batch_probe import (
     ACCUMULATION,
     BatchedModel,
     HeldBeta2,
+    adam_beta2s,
     batch_setting,
+    check_held_beta2,
     lr_attribute,
     rebatched,
 )
@@ -45,6 +48,8 @@ __all__ = [
     "axis_points",
     "axis_result",
     "grid_round",
+    "held_beta2_cost",
+    "held_beta2_round",
     "lowest_point_tau",
     "seed_look",
     "seed_stages",
@@ -110,24 +115,36 @@ def _batch_points(
 ) -> list[StudyPoint]:
     """The batch-size axis's points: one model on one subset, at every global batch ``B`` of ``batch_sizes`` (its
     ``batch_size`` set and the loader rebuilt at ``B``, else ``B / loader batch`` accumulated), the lr times
-    ``(B / B_0) ** m`` (:mod:`lightning_tau.tuner.batch_probe`)."""
+    ``(B / B_0) ** m`` (:mod:`lightning_tau.tuner.batch_probe`). With ``β₂`` held (``beta2="held"``, or ``"both"``),
+    a ``β₂`` no batch could use is refused first: here where ``configure_optimizers`` can be called without a
+    trainer, else by every trial's :class:`~lightning_tau.tuner.batch_probe.HeldBeta2` at its train start, before
+    a step. ``beta2="both"``'s held round (``settings.held_beta2_tau``): the largest batch's point alone, ``β₂``
+    held, in a study of its own."""
     axis, sizes = settings.axis, settings.batch_sizes
     assert sizes is not None and full_train.batch_size is not None
     base = subset_dataloader(full_train, settings.fraction, settings.subset_seed)
     probe = made_model(model)
     setting = batch_setting(probe, full_train.batch_size, sizes)
     lr_name = lr_attribute(probe, settings.lr_scaling) if axis.lr_exponent else None
+    largest = sizes[-1] / sizes[0]
+    if settings.beta2 != "fixed":
+        optimizers = configured_optimizers(probe)
+        if optimizers is not None:
+            check_held_beta2(adam_beta2s(optimizers), largest, settings.beta2)
+    held_round = settings.held_beta2_tau is not None
     dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
     points = []
-    for b in sizes:
+    for b in sizes[-1:] if held_round else sizes:
         if setting == ACCUMULATION:
             train, accumulate = base, b // full_train.batch_size
             trainer = {**settings.trainer_kwargs, "accumulate_grad_batches": accumulate}
         else:
             train, accumulate, trainer = rebatched(base, b), 1, None
-        if settings.beta2 == "held":  # β₂ ** (B / B_0) written at train start, after the user's callbacks' own
+        held = settings.beta2 == "held" or held_round
+        if settings.beta2 != "fixed":  # β₂ ** (B / B_0) (or as it is) at train start, after the user's callbacks' own
             trainer = dict(trainer if trainer is not None else settings.trainer_kwargs)
-            trainer["callbacks"] = [*(trainer.get("callbacks") or []), HeldBeta2(b / sizes[0])]
+            callback = HeldBeta2(b / sizes[0] if held else 1.0, largest, settings.beta2)
+            trainer["callbacks"] = [*(trainer.get("callbacks") or []), callback]
         check_subset(train, "batch_sizes", list(sizes), settings.tau_epochs, accumulate)
         factor = axis.lr_factor(b, sizes[0])
         key = study_settings(settings, probe, dataset_size, len(train.dataset), train, copies)  # type: ignore[arg-type]
@@ -136,12 +153,55 @@ def _batch_points(
             axis.value_key: b,
             "set_by": setting,
             "accumulate": accumulate,
-            "beta2": settings.beta2,
+            "beta2": _beta2_key(settings.beta2, held_round),
         }
         factory = BatchedModel(model, b if setting != ACCUMULATION else None, lr_name, factor)
-        held = f"; β₂ held in samples (β₂^(B / {sizes[0]}))" if settings.beta2 == "held" else ""
-        points.append(StudyPoint(b, factory, train, key, trainer, setting + held))
+        shown = f"; β₂ held in samples (β₂^(B / {sizes[0]}))" if held else ""
+        suffix = f"_beta2=held_{axis.name}={b:g}" if held_round else None
+        points.append(StudyPoint(b, factory, train, key, trainer, setting + shown, suffix))
     return points
+
+
+def _beta2_key(beta2: str, held_round: bool) -> str:
+    """What a batch point's study key says of ``β₂``: ``beta2="both"``'s sweep trains the same runs as ``"fixed"``
+    (its callback only checks), so it shares their studies; its held round has its own."""
+    if held_round:
+        return "held (beta2='both': the largest batch's best tau_epoch)"
+    return "fixed" if beta2 == "both" else beta2
+
+
+def held_beta2_round(settings: FinderSettings, tau_epoch: float) -> FinderSettings:
+    """``beta2="both"``'s last round, after the sweep (``settings``: its last round's): the largest batch trains
+    ``tau_epoch`` (its best on the grid, with the optimizer's ``β₂``) again with ``β₂`` held in samples, at the same
+    seeds, so each pair of runs shares its initialization and batch order; unpruned (every pair runs in full)."""
+    return dataclasses.replace(settings, tau_epochs=(tau_epoch,), held_beta2_tau=tau_epoch, pruner=None)
+
+
+def held_beta2_cost(
+    settings: FinderSettings, result: AxisResult, records: dict[tuple[float, int], dict[str, Any]]
+) -> AxisResult:
+    """``result`` with the paired cost of holding ``β₂`` (:func:`~lightning_tau.tuner.analysis.beta2_cost.beta2_cost`):
+    the largest batch's runs at ``settings.held_beta2_tau`` with ``β₂`` fixed (the sweep's) against its held round's
+    ``records``, seed by seed, at the finder's ``level``."""
+    tau = settings.held_beta2_tau
+    assert tau is not None and settings.batch_sizes is not None
+    point = next(p for p in result.results[-1].curve if p.tau_epoch == tau)
+    fixed = dict(zip(point.seeds, point.values))
+    held = {
+        seed: run_value(records[(tau, seed)], tau, seed, settings.monitor, settings.reduce, settings.mode)
+        for seed in settings.seeds
+    }
+    cost = beta2_cost(
+        fixed,
+        held,
+        batch_size=settings.batch_sizes[-1],
+        reference_batch_size=settings.batch_sizes[0],
+        tau_epoch=tau,
+        monitor=settings.monitor,
+        mode=settings.mode,
+        level=settings.level,
+    )
+    return dataclasses.replace(result, beta2_cost=cost)
 
 
 def axis_intro(
@@ -158,6 +218,13 @@ def axis_intro(
             f"study {studies[0].study.study_name!r} in {studies[0].shown}: {len(settings.grid_order())} trials"
             f" {trials} on {sizes[0]} of {dataset_size} training samples (fraction {settings.fraction:g})"
             f" {for_epochs}"
+        )
+    if settings.held_beta2_tau is not None:
+        b = (settings.batch_sizes or (0,))[-1]
+        return (
+            f"beta2='both': study {studies[0].study.study_name!r} in {studies[0].shown}: at B={b} the best tau_epoch"
+            f" {settings.held_beta2_tau:g} trained again with β₂ held in samples ({seeds} trials, one per seed, paired"
+            f" with the sweep's runs at the optimizer's β₂), {for_epochs}"
         )
     if settings.axis.batch_per_point:
         what = f"batch sizes {', '.join(str(b) for b in settings.batch_sizes or ())}, set by {points[0].batch_setting}"

@@ -17,7 +17,17 @@ from torch.utils.data import DataLoader, RandomSampler
 from lightning_tau.errors import TimescaleError
 from lightning_tau.tuner.trial import loader_like
 
-__all__ = ["ATTRIBUTE", "ACCUMULATION", "BatchedModel", "HeldBeta2", "batch_setting", "lr_attribute", "rebatched"]
+__all__ = [
+    "ATTRIBUTE",
+    "ACCUMULATION",
+    "BatchedModel",
+    "HeldBeta2",
+    "adam_beta2s",
+    "batch_setting",
+    "check_held_beta2",
+    "lr_attribute",
+    "rebatched",
+]
 
 #: how a point's batch is set: the model's ``batch_size``, or gradient accumulation over the loader's batch
 ATTRIBUTE = "the model's batch_size"
@@ -77,25 +87,52 @@ class BatchedModel:
         return model
 
 
+def check_held_beta2(beta2s: Sequence[float], largest: float, beta2: str) -> None:
+    """Refuse, in one line naming ``beta2`` and the value, an optimizer ``β₂`` that held in samples at ``largest``
+    (``B_max / B_0``) rounds to 1 or falls to 0 or below (``β₂ ** largest`` outside ``(0, 1)``, which Adam cannot
+    use): checked before any trial trains a step, so no smaller batch trains first.
+
+    Example:
+        >>> check_held_beta2([0.999, 0.99], 64.0, "held")
+        >>> check_held_beta2([1e-6], 64.0, "both")
+        Traceback (most recent call last):
+        ...
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(beta2='both')`: the optimizer's β₂ = 1e-06 held in samples at the largest batch (64 times the smallest) is 0.0, which Adam cannot use (it must lie in (0, 1)): give the optimizer a β₂ nearer 1 (β₂^64 must stay above 0), a narrower batch_sizes range, or beta2='fixed'.
+    """  # noqa: E501
+    for value in beta2s:
+        held = float(value) ** largest
+        if not 0.0 < held < 1.0:
+            raise TimescaleError(
+                f"`TimescaleFinder(beta2={beta2!r})`: the optimizer's β₂ = {value!r} held in samples at the largest"
+                f" batch ({largest:g} times the smallest) is {held!r}, which Adam cannot use (it must lie in (0, 1)):"
+                f" give the optimizer a β₂ {'below 1' if held >= 1 else 'nearer 1'}"
+                f" (β₂^{largest:g} must stay {'below 1' if held >= 1 else 'above 0'}), a narrower batch_sizes range,"
+                " or beta2='fixed'."
+            )
+
+
+def adam_beta2s(optimizers: Sequence[Any]) -> list[float]:
+    """Every Adam-like group's (one with a ``betas`` pair) ``β₂`` in ``optimizers``."""
+    return [float(g["betas"][1]) for o in optimizers for g in o.param_groups if "betas" in g]
+
+
 class HeldBeta2(Callback):
     """``beta2="held"``: Adam's ``β₂`` window held in samples (Marek et al. 2025) at a batch ``ratio = B / B_0`` times
     the smallest: at train start every Adam-like group's (one with a ``betas`` pair) ``β₂`` becomes
-    ``β₂ ** ratio``, refused in one line where that rounds to 1 or falls to 0 or below."""
+    ``β₂ ** ratio``. First, before any step, it checks every group's ``β₂`` held at ``largest`` (``B_max / B_0``;
+    :func:`check_held_beta2`), so that whichever trial starts first refuses a ``β₂`` no batch of the sweep could use,
+    in one line naming ``beta2`` (the finder's setting, ``"held"`` or ``"both"``). ``ratio=1`` (``beta2="both"``'s
+    sweep, at the optimizer's ``β₂``) leaves ``β₂`` as it is and only checks."""
 
-    def __init__(self, ratio: float) -> None:
-        self.ratio = ratio
+    def __init__(self, ratio: float, largest: float | None = None, beta2: str = "held") -> None:
+        self.ratio, self.largest, self.beta2 = ratio, max(ratio, largest or ratio), beta2
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        check_held_beta2(adam_beta2s(trainer.optimizers), self.largest, self.beta2)
+        if self.ratio == 1.0:
+            return
         for optimizer in trainer.optimizers:
             for group in optimizer.param_groups:
-                if "betas" not in group:
-                    continue
-                beta1, beta2 = group["betas"]
-                held = float(beta2) ** self.ratio
-                if not 0.0 < held < 1.0:
-                    raise TimescaleError(
-                        f"`TimescaleFinder(beta2='held')`: the optimizer's β₂ = {beta2!r} held in samples at"
-                        f" {self.ratio:g} times the smallest batch is {held!r}, which Adam cannot use (it must lie in"
-                        " (0, 1)): give a β₂ in (0, 1), or beta2='fixed'."
-                    )
-                group["betas"] = (beta1, held)
+                if "betas" in group:
+                    beta1, beta2 = group["betas"]
+                    group["betas"] = (beta1, float(beta2) ** self.ratio)

@@ -273,15 +273,16 @@ def check_lr_scaling(lr_scaling: Any, axis: Axis) -> Axis:
 
 
 def check_beta2(beta2: Any, axis: Axis) -> str:
-    """A ``beta2`` argument: ``"fixed"`` (the optimizer's ``β₂`` at every batch) or ``"held"`` (its window held in
-    samples, ``β₂ ** (B / B_0)``), ``"held"`` along the batch-size axis only.
+    """A ``beta2`` argument: ``"fixed"`` (the optimizer's ``β₂`` at every batch), ``"held"`` (its window held in
+    samples, ``β₂ ** (B / B_0)``) or ``"both"`` (the sweep fixed, then the largest batch's best ``tau_epoch`` held
+    too), ``"held"`` and ``"both"`` along the batch-size axis only.
 
     Example:
-        >>> check_beta2("held", BATCH_SIZE), check_beta2("fixed", WIDTH)
-        ('held', 'fixed')
+        >>> check_beta2("held", BATCH_SIZE), check_beta2("both", BATCH_SIZE), check_beta2("fixed", WIDTH)
+        ('held', 'both', 'fixed')
     """
-    held = _checks.choice("TimescaleFinder", "beta2", beta2, ("fixed", "held"))
-    if held == "held" and not axis.batch_per_point:
+    held = _checks.choice("TimescaleFinder", "beta2", beta2, ("fixed", "held", "both"))
+    if held != "fixed" and not axis.batch_per_point:
         raise TimescaleError(
             f"`TimescaleFinder(beta2={beta2!r})` is only used with axis={BATCH_SIZE.name!r} (axis is {axis.name!r}):"
             " it holds Adam's β₂ window in samples across the batch sizes. Leave `beta2` out."

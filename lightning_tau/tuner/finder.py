@@ -35,6 +35,8 @@ from lightning_tau.tuner.axis_runner import (
     axis_points,
     axis_result,
     grid_round,
+    held_beta2_cost,
+    held_beta2_round,
     lowest_point_tau,
     seed_look,
     seed_stages,
@@ -56,7 +58,7 @@ from lightning_tau.tuner.checks import (
 )
 from lightning_tau.tuner.study import STALE_SECONDS, GridStudy, quiet_optuna, stop_reason
 from lightning_tau.tuner.study_key import open_studies
-from lightning_tau.tuner.trial import subset_dataloader
+from lightning_tau.tuner.trial import ModelCopies, subset_dataloader
 from lightning_tau.tuner.grid_runner import FitProgress, work_study
 from lightning_tau.tuner.workers import (
     UNGUARDED_EXIT,
@@ -173,9 +175,12 @@ class TimescaleFinder:
             ``"sqrt"`` or ``"linear"``: the model's ``lr`` or ``learning_rate`` attribute or hparam times
             ``(B / B_0) ** m`` (``m`` = 1/2 or 1, ``B_0`` the smallest batch). The batch rules' exponents depend on
             ``m`` (``../THEORY.md`` §13).
-        beta2: ``axis="batch_size"``: Adam's ``β₂`` at every batch, ``"fixed"`` (the optimizer's, the default) or
+        beta2: ``axis="batch_size"``: Adam's ``β₂`` at every batch, ``"fixed"`` (the optimizer's, the default),
             ``"held"``: its window held in samples (Marek et al. 2025), every Adam-like group's ``β₂`` raised to
-            ``B / B_0`` at train start (refused in one line where that leaves ``(0, 1)``).
+            ``B / B_0`` at train start, or ``"both"``: the sweep at the optimizer's ``β₂``, then the largest batch's
+            best grid ``tau_epoch`` trained again with it held (the same seeds, a study of its own), the result's
+            ``beta2_cost`` giving each choice's paired cost. Held or both, a ``β₂`` that held at the largest batch
+            would leave ``(0, 1)`` is refused in one line before any trial trains a step.
         level: the level of the axes' exponent interval (with ``seeds="auto"``: each look's is
             ``staged_level(level, looks)``).
         tolerance: along an axis: the factor by which the best ``λ_base`` or ``tau_epoch`` may move over the axis's
@@ -262,7 +267,7 @@ class TimescaleFinder:
         fractions: Sequence[float] | None = None,
         batch_sizes: Sequence[int] | None = None,
         lr_scaling: Literal["none", "sqrt", "linear"] = "none",
-        beta2: Literal["fixed", "held"] = "fixed",
+        beta2: Literal["fixed", "held", "both"] = "fixed",
         level: float = 0.95,
         pruner: PrunerName | BasePruner | None = None,
         tolerance: float | None = None,
@@ -348,7 +353,8 @@ class TimescaleFinder:
 
     @property
     def studies(self) -> list[GridStudy]:
-        """Along an axis: the study of every point the last :meth:`fit` used, in axis order."""
+        """Along an axis: the study of every point the last :meth:`fit` used, in axis order (then, with
+        ``beta2="both"``, the largest batch's study with ``β₂`` held)."""
         return self._fit.studies
 
     @overload
@@ -485,6 +491,11 @@ class TimescaleFinder:
             result = dataclasses.replace(result, staging=fit.staging)  # in its table and JSON
         if added:
             result = dataclasses.replace(result, grid_added=tuple(added))  # in its table and JSON
+        if settings.beta2 == "both" and isinstance(result, AxisResult):  # β₂'s decision, on the largest batch
+            held = self._held_beta2(result, model, factory, copies, full_train, val, wait=wait)
+            if held is None:
+                return None
+            result = held
         if settings.verbose and rank_zero_only.rank == 0:
             print(result.table())
         return result
@@ -498,11 +509,14 @@ class TimescaleFinder:
         wait: bool,
         intro: Callable[[Sequence[GridStudy]], str],
         answer: str,
+        extra: bool = False,
     ) -> list[dict[tuple[float, int], dict[str, Any]]] | None:
         """Open every point's study, train the trials nobody has finished with this process and its workers (the
         free trials of every point first, so no process idles while another point has some), and return each
         study's records; ``None`` when this is a worker, or when some trials are still not complete (``wait=False``),
-        ``log`` then saying so and what ``answer`` waits on them."""
+        ``log`` then saying so and what ``answer`` waits on them. ``extra``: a round in studies of its own after the
+        sweep's (``beta2="both"``'s held round): its studies go after the sweep's in ``studies`` and its trials add
+        to the fit's counts."""
         fit, settings = self._fit, self.settings
         grid = fit.round_settings.grid_order()
         log = self._log
@@ -510,14 +524,18 @@ class TimescaleFinder:
         # Ctrl-C raises KeyboardInterrupt once (inside a fit too: `run_trial`), a second one lets the hand-back finish
         with quiet_optuna(), sigterm_raises(lambda: SIGTERMException(SIGTERM_EXIT)), sigint_raises():
             studies = open_studies(fit.round_settings, points, grid, log)
-            fit.study = studies[0]
-            if settings.axis.scaling:
-                fit.studies = studies
+            if extra:  # after the sweep's, whose study stays `finder.study`
+                fit.studies = [*fit.studies, *studies]
+            else:
+                fit.study = studies[0]
+                if settings.axis.scaling:
+                    fit.studies = studies
             before = sum(len(study.records()) for study in studies)  # complete when this round started
             # over the fit's rounds: a later round's new trials' only (the earlier rounds' grid was complete when it
-            # ended); `total_runs` is the last round's grid until this one's replaces it
-            fit.reused_runs += before - fit.total_runs
-            fit.total_runs = total = len(grid) * len(studies)
+            # ended); `total_runs` is the last round's grid until this one's replaces it (an extra round's adds)
+            fit.reused_runs += before - (0 if extra else fit.total_runs)
+            total = len(grid) * len(studies)
+            fit.total_runs = total + (fit.total_runs if extra else 0)
             fit.pending_runs = 0
             workers = self._workers_for(total - before)
             log(
@@ -574,6 +592,42 @@ class TimescaleFinder:
             )
             return None
         return records
+
+    def _held_beta2(
+        self,
+        result: AxisResult,
+        model: Any,
+        factory: Callable[[], Any],
+        copies: ModelCopies | None,
+        full_train: DataLoader,
+        val: Any,
+        *,
+        wait: bool,
+    ) -> AxisResult | None:
+        """``beta2="both"``, after the sweep: the largest batch's best grid ``tau_epoch`` trained again with ``β₂``
+        held in samples (:func:`~lightning_tau.tuner.axis_runner.held_beta2_round`: its own study, the same seeds,
+        through the same runner and workers as every round), and ``result`` with each choice's paired cost; ``None``
+        as :meth:`_run` returns it (``wait=False`` with trials still training elsewhere)."""
+        fit = self._fit
+        sweep = fit.round_settings
+        held = held_beta2_round(sweep, result.results[-1].grid_tau_epoch)
+        points = axis_points(held, factory, full_train, copies)
+        dataset_size = len(full_train.dataset)  # type: ignore[arg-type]
+        fit.round_settings = held  # what `_run` and its workers train
+        try:
+            payload = self._worker_payload(model, full_train, val, held) if self.settings.workers > 1 else None
+            records = self._run(
+                points,
+                val,
+                payload,
+                wait=wait,
+                intro=lambda studies: axis_intro(held, points, studies, dataset_size),
+                answer="β₂ comparison",
+                extra=True,
+            )
+        finally:
+            fit.round_settings = sweep
+        return None if records is None else held_beta2_cost(held, result, records[0])
 
     def _log(self, message: str) -> None:
         if self.settings.verbose:
@@ -643,7 +697,9 @@ class TimescaleFinder:
         round it trains (``round_settings``: seeds="auto"'s stage, the grid extension's points)."""
         kwargs = {**self._arguments, "workers": 1, "progress": False, "verbose": False}
         try:
-            grid = {"seeds": round_settings.seeds, "tau_epochs": round_settings.tau_epochs}
+            grid: dict[str, Any] = {"seeds": round_settings.seeds, "tau_epochs": round_settings.tau_epochs}
+            if round_settings.held_beta2_tau is not None:  # beta2="both"'s held round
+                grid["held_beta2_tau"] = round_settings.held_beta2_tau
             return pickle.dumps((kwargs, model_factory, full_train, val, grid))
         except Exception as err:
             raise ValueError(
@@ -713,7 +769,9 @@ def _worker_main(payload: bytes | Any, threads: int, environ: Mapping[str, str])
         kwargs, model_factory, full_train, val, grid = pickle.loads(payload)
         torch.set_num_threads(threads)
         finder = TimescaleFinder(**kwargs)
-        finder._worker_round = dataclasses.replace(finder.settings, **grid)  # the seeds and grid of the round sent
+        sent = dataclasses.replace(finder.settings, **grid)  # the seeds and grid of the round sent
+        held = sent.held_beta2_tau
+        finder._worker_round = sent if held is None else held_beta2_round(sent, held)
         finder.fit(model_factory, train_dataloaders=full_train, val_dataloaders=val, wait=False)
     except Exception as err:
         print(f"TimescaleFinder worker (pid {os.getpid()}): error: {err}", file=sys.stderr)

@@ -41,7 +41,7 @@ from lightning_tau.tuner.axes import Axis
 __all__ = ["FinderSettings"]
 
 #: the fields that follow from the finder's arguments rather than hold one
-_DERIVED = ("auto_seeds", "epochs", "pruner_setting", "base_tau_epochs")
+_DERIVED = ("auto_seeds", "epochs", "pruner_setting", "base_tau_epochs", "held_beta2_tau")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +75,9 @@ class FinderSettings:
     batch_sizes: tuple[int, ...] | None
     #: ``axis="batch_size"``: the lr across the batch sizes, ``"none"``, ``"sqrt"`` or ``"linear"`` (``lr ∝ B^m``)
     lr_scaling: str
-    #: ``axis="batch_size"``: Adam's ``β₂`` at every ``B``, ``"fixed"`` (the optimizer's) or ``"held"`` (its window
-    #: held in samples: ``β₂ ** (B / B_0)``)
+    #: ``axis="batch_size"``: Adam's ``β₂`` at every ``B``, ``"fixed"`` (the optimizer's), ``"held"`` (its window
+    #: held in samples: ``β₂ ** (B / B_0)``) or ``"both"`` (the sweep at the optimizer's; then the largest batch's
+    #: best ``tau_epoch`` with it held too, each choice's paired cost in the result)
     beta2: str
     #: the grid: as given (``finder.settings``); in a round's copy, with the points the grid extension added
     #: (:mod:`lightning_tau.tuner.analysis.grid_extension`)
@@ -115,6 +116,9 @@ class FinderSettings:
     max_grid_extensions: int
     #: the grid as given: what keys the studies (the points added go into the same studies)
     base_tau_epochs: tuple[float, ...]
+    #: ``beta2="both"``, in the copy for its last round only: the ``tau_epoch`` the largest batch trains with ``β₂``
+    #: held in samples (:func:`~lightning_tau.tuner.axis_runner.held_beta2_round`), else ``None``
+    held_beta2_tau: float | None = None
 
     @classmethod
     def arguments(cls) -> tuple[str, ...]:

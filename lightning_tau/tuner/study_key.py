@@ -38,6 +38,9 @@ class StudyPoint(NamedTuple):
     trainer_kwargs: dict[str, Any] | None = None
     #: how the batch-size axis set this point's batch (``"the model's batch_size"`` or ``"gradient accumulation"``)
     batch_setting: str = ""
+    #: the study name's ending where it is not the axis point's ``_<axis>=<value>`` (``beta2="both"``'s held round:
+    #: ``_beta2=held_batch_size=256``, which ``--study NAME`` does not take for a point of the axis), else ``None``
+    study_suffix: str | None = None
 
 
 def study_settings(
@@ -145,7 +148,9 @@ def open_studies(
             study_name(
                 point.settings,
                 settings.study_name,
-                f"_{settings.axis.name}={point.value:g}" if settings.axis.scaling else "",
+                point.study_suffix
+                if point.study_suffix is not None
+                else f"_{settings.axis.name}={point.value:g}" if settings.axis.scaling else "",
             ),
             point.settings,
             grid,

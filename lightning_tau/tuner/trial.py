@@ -15,7 +15,7 @@ import re
 import signal
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "MonitorError",
     "PruningCallback",
     "check_record",
+    "configured_optimizers",
     "fresh_callback",
     "has_run_state",
     "pruned_record",
@@ -129,6 +130,32 @@ def loader_like(loader: DataLoader, dataset: Any, *, batch_size: int | None, shu
         persistent_workers=loader.persistent_workers,
         pin_memory_device=loader.pin_memory_device,
     )
+
+
+def configured_optimizers(model: pl.LightningModule) -> list[Any] | None:
+    """The optimizers a model's ``configure_optimizers`` builds, called before any trainer (the finder's probes:
+    the width axis's μP multipliers, the batch axis's ``β₂``), from any of the forms Lightning takes (one, a list,
+    a dict with ``"optimizer"``, a wrapped one); ``None`` where it cannot be called so (it reads ``self.trainer``)."""
+    try:
+        out = model.configure_optimizers()
+    except Exception:  # e.g. it reads `self.trainer`, which a probe has not got
+        return None
+    optimizers: list[Any] = []
+
+    def gather(item: Any) -> None:
+        if isinstance(item, torch.optim.Optimizer):
+            optimizers.append(item)
+        elif isinstance(item, Mapping) and "optimizer" in item:
+            gather(item["optimizer"])
+        elif isinstance(item, (list, tuple)):
+            for sub in item:
+                gather(sub)
+        elif hasattr(item, "param_groups"):  # a wrapped optimizer
+            optimizers.append(item)
+
+    gather(out)
+    return optimizers
+
 
 class ModelCopies:
     """Makes every trial's model from a ``LightningModule`` instance: a copy whose parameters are initialized

@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import lightning.pytorch as pl
-import torch
+
+from lightning_tau.tuner.trial import configured_optimizers
 
 __all__ = ["check_mup", "probe_width", "record_lambda_base", "width_mults"]
 
@@ -44,24 +45,9 @@ def width_mults(model: pl.LightningModule) -> list[float] | None:
     params = [p for p in model.parameters() if p.ndim >= 2]
     if any(has_infshape(p) for p in params):
         return [param_width_mult(p) for p in params if has_infshape(p)]
-    try:
-        out = model.configure_optimizers()
-    except Exception:  # e.g. it reads `self.trainer`, which a probe has not got
+    optimizers = configured_optimizers(model)
+    if optimizers is None:
         return None
-    optimizers: list[Any] = []
-
-    def gather(item: Any) -> None:
-        if isinstance(item, torch.optim.Optimizer):
-            optimizers.append(item)
-        elif isinstance(item, Mapping) and "optimizer" in item:
-            gather(item["optimizer"])
-        elif isinstance(item, (list, tuple)):
-            for sub in item:
-                gather(sub)
-        elif hasattr(item, "param_groups"):  # a wrapped optimizer
-            optimizers.append(item)
-
-    gather(out)
     return [
         float(g["width_mult"])
         for o in optimizers

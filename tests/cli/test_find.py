@@ -226,6 +226,7 @@ def test_example_find_config_loads_fresh_models() -> None:
         (["--seeds", "4294967296"], "argument --seeds: expected an integer from 0 to 4294967295, got '4294967296'"),
         (["--epochs", "0"], "argument --epochs: expected a positive integer, got '0'"),
         (["--reduce", "mean"], "argument --reduce: invalid choice: 'mean'"),
+        (["--beta2", "hold"], "argument --beta2: invalid choice: 'hold'"),
     ],
 )
 def test_rejects_bad_options(
@@ -236,6 +237,18 @@ def test_rejects_bad_options(
     assert exit_info.value.code == 2
     assert expected in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_help_names_beta2_choices_and_what_both_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["find", "--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--beta2 {fixed,held,both}" in text
+    assert (
+        "fixed (the optimizer's), held in samples (β₂^(B / B_0)), or both: the sweep fixed, then the largest batch's"
+        " best tau_epoch held too, with each choice's paired cost (default fixed)"
+    ) in text
 
 
 @pytest.mark.slow

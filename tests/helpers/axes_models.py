@@ -120,7 +120,7 @@ class PlantedAccumulatedModel(_Planted):
         steps = math.ceil(self.trainer.num_training_batches / accumulate)
         tau = 1.0 / (group["lr"] * group["weight_decay"] * steps)
         best = TAU_STAR * (self.seen_batch * accumulate / BATCH) ** self.hparams.exponent
-        self.log("val_loss", 1.0 + (math.log(tau) - math.log(best)) ** 2)
+        self.log("val_loss", 1.0 + (math.log(tau) - math.log(best)) ** 2 + self.beta2_loss(group))
         self.log_dict(
             {
                 "seen_batch": float(self.seen_batch),
@@ -129,6 +129,10 @@ class PlantedAccumulatedModel(_Planted):
                 "beta2_used": float(group["betas"][1]),
             }
         )
+
+    def beta2_loss(self, group: dict[str, Any]) -> float:
+        """What ``β₂`` adds to ``val_loss``: nothing here (:class:`PlantedBeta2Model` adds some)."""
+        return 0.0
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.AdamW(build_param_groups(self, weight_decay=0.1), lr=self.hparams.lr)
@@ -145,3 +149,29 @@ class PlantedBatchModel(PlantedAccumulatedModel):
     def validation_step(self, batch: Any, batch_idx: int) -> None:
         super().validation_step(batch, batch_idx)
         self.log("model_batch_size", float(self.hparams.batch_size))
+
+
+#: What a unit of ``1 - β₂`` adds to :class:`PlantedBeta2Model`'s ``val_loss``.
+BETA2_WEIGHT = 100.0
+
+
+class PlantedBeta2Model(PlantedBatchModel):
+    """:class:`PlantedBatchModel` whose ``val_loss`` also grows with Adam's ``1 - β₂`` (``BETA2_WEIGHT`` per unit) and
+    carries the seed's own offset (``spread``, drawn after ``seed_everything(seed)``): held in samples at ``B`` from
+    ``B_0`` (``β₂ ** (B / B_0)``), ``β₂`` costs ``BETA2_WEIGHT * (β₂ - β₂ ** (B / B_0))`` on every seed, paired,
+    however far apart the seeds' offsets. ``beta2``: the optimizer's ``β₂``."""
+
+    def __init__(
+        self, exponent: float = 0.5, lr: float = LR, batch_size: int = BATCH, beta2: float = 0.999,
+        spread: float = 0.3,
+    ) -> None:
+        super().__init__(exponent, lr, batch_size)
+        self.save_hyperparameters()
+        self.offset = float(torch.randn(())) * spread
+
+    def beta2_loss(self, group: dict[str, Any]) -> float:
+        return BETA2_WEIGHT * (1.0 - float(group["betas"][1])) + self.offset
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        groups = build_param_groups(self, weight_decay=0.1)
+        return torch.optim.AdamW(groups, lr=self.hparams.lr, betas=(0.9, self.hparams.beta2))

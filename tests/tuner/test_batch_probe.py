@@ -16,7 +16,9 @@ from lightning_tau.tuner.batch_probe import (
     ATTRIBUTE,
     BatchedModel,
     HeldBeta2,
+    adam_beta2s,
     batch_setting,
+    check_held_beta2,
     lr_attribute,
     rebatched,
 )
@@ -73,14 +75,22 @@ def test_rebatched_loader_keeps_data_and_shuffling_at_new_batch() -> None:
     assert isinstance(rebatched(_loader(4, shuffle=False), 8).sampler, torch.utils.data.SequentialSampler)
 
 
-def _fit(model: pl.LightningModule, ratio: float, tmp_path: Any) -> pl.Trainer:
+class _Steps(pl.Callback):
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def on_train_batch_end(self, *args: Any) -> None:
+        self.steps += 1
+
+
+def _fit(model: pl.LightningModule, held: HeldBeta2, tmp_path: Any, steps: _Steps | None = None) -> pl.Trainer:
     trainer = pl.Trainer(
         max_steps=1,
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=[HeldBeta2(ratio)],
+        callbacks=[held, *([steps] if steps is not None else [])],
         default_root_dir=tmp_path,
     )
     trainer.fit(model, train_dataloaders=_loader())
@@ -89,16 +99,42 @@ def _fit(model: pl.LightningModule, ratio: float, tmp_path: Any) -> pl.Trainer:
 
 @pytest.mark.slow
 def test_held_beta2_raises_it_to_batch_ratio_at_train_start(tmp_path: Any) -> None:
-    trainer = _fit(_Net(beta2=0.99), 4.0, tmp_path)
+    trainer = _fit(_Net(beta2=0.99), HeldBeta2(4.0, 8.0), tmp_path)
     assert trainer.optimizers[0].param_groups[0]["betas"] == (0.9, pytest.approx(0.99**4))
+    same = _fit(_Net(beta2=0.99), HeldBeta2(1.0, 8.0, "both"), tmp_path)  # beta2="both"'s sweep: checked, kept
+    assert same.optimizers[0].param_groups[0]["betas"] == (0.9, 0.99)
 
 
 @pytest.mark.slow
-def test_held_beta2_leaves_zero_to_one_one_line(tmp_path: Any) -> None:
+@pytest.mark.parametrize("ratio", [1.0, 2.0])
+def test_held_beta2_refuses_what_largest_batch_cannot_use_before_step(tmp_path: Any, ratio: float) -> None:
+    # 1e-200 held at x2 is 1e-200 (usable) and at x1 is itself; at the largest batch (x4) it is 0.0: refused at the
+    # train start of whichever batch starts first, before it trains a step
+    steps = _Steps()
     with pytest.raises(TimescaleError) as err:
-        _fit(_Net(beta2=1e-200), 2.0, tmp_path)
+        _fit(_Net(beta2=1e-200), HeldBeta2(ratio, 4.0, "both"), tmp_path, steps)
     assert str(err.value).startswith(
-        "`TimescaleFinder(beta2='held')`: the optimizer's β₂ = 1e-200 held in samples at 2 times the smallest batch is"
-        " 0.0, which Adam cannot use"
+        "`TimescaleFinder(beta2='both')`: the optimizer's β₂ = 1e-200 held in samples at the largest batch (4 times"
+        " the smallest) is 0.0, which Adam cannot use (it must lie in (0, 1)): give the optimizer a β₂ nearer 1"
     )
-    assert "\n" not in str(err.value)
+    assert "\n" not in str(err.value) and steps.steps == 0
+
+
+def test_check_held_beta2_refuses_rounding_to_one_or_zero_in_one_line() -> None:
+    check_held_beta2([0.999, 0.95], 4096.0, "held")  # 0.95^4096 = 1e-91: small, still in (0, 1)
+    check_held_beta2([0.9999999], 4096.0, "held")
+    for value, largest, held, what in [(1.0, 4.0, "1.0", "below 1 (β₂^4 must stay below 1)"),
+                                       (0.5, 1100.0, "0.0", "nearer 1 (β₂^1100 must stay above 0)")]:
+        with pytest.raises(TimescaleError) as err:
+            check_held_beta2([0.999, value], largest, "held")
+        assert str(err.value) == (
+            f"`TimescaleFinder(beta2='held')`: the optimizer's β₂ = {value!r} held in samples at the largest batch"
+            f" ({largest:g} times the smallest) is {held}, which Adam cannot use (it must lie in (0, 1)): give the"
+            f" optimizer a β₂ {what}, a narrower batch_sizes range, or beta2='fixed'."
+        )
+
+
+def test_adam_beta2s_reads_every_group_with_betas() -> None:
+    adam = torch.optim.AdamW([{"params": [torch.zeros(1)]}, {"params": [torch.zeros(1)], "betas": (0.9, 0.95)}])
+    sgd = torch.optim.SGD([torch.zeros(1)], lr=0.1)
+    assert adam_beta2s([adam, sgd]) == [0.999, 0.95]

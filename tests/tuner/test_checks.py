@@ -19,6 +19,7 @@ from lightning_tau.tuner.checks import (
     SettingError,
     check_axis,
     check_batch_sizes,
+    check_beta2,
     check_fractions,
     check_lr_scaling,
     check_pruner,
@@ -71,6 +72,18 @@ def test_check_batch_sizes_and_lr_scaling_accept_what_they_return() -> None:
     assert check_lr_scaling("none", BATCH_SIZE) is BATCH_SIZE and check_lr_scaling("none", WIDTH) is WIDTH
     assert check_lr_scaling("linear", BATCH_SIZE).lr_exponent == 1.0
     assert check_axis("batch-size", None, None, None, (16, 32)) is BATCH_SIZE
+
+
+def test_check_beta2_takes_both_on_batch_axis_only() -> None:
+    assert [check_beta2(v, BATCH_SIZE) for v in ("fixed", "held", "both")] == ["fixed", "held", "both"]
+    assert check_beta2("fixed", WIDTH) == "fixed"
+    assert _error(check_beta2, "hold", BATCH_SIZE) == (
+        f"{F}(beta2='hold')` is not supported. Use 'fixed', 'held' or 'both'."
+    )
+    assert _error(check_beta2, "both", WIDTH) == (
+        f"{F}(beta2='both')` is only used with axis='batch_size' (axis is 'width'): it holds Adam's β₂ window in"
+        " samples across the batch sizes. Leave `beta2` out."
+    )
 
 
 def test_check_lr_scaling_refuses_in_one_line_naming_value() -> None:

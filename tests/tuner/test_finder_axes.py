@@ -16,17 +16,20 @@ import pytest
 import torch
 from axes_models import (
     BATCH,
+    BETA2_WEIGHT,
     LR,
     N,
     NotMupModel,
     PlantedAccumulatedModel,
     PlantedBatchModel,
+    PlantedBeta2Model,
     PlantedData,
     PlantedSizeModel,
     PlantedWidthModel,
 )
 
 from lightning_tau import TimescaleCallback
+from lightning_tau.errors import TimescaleError
 from lightning_tau.tuner.finder import TimescaleFinder
 from lightning_tau.tuner.analysis.scaling import MIN_SEEDS_FOR_INTERVAL, seed_stages, staged_level
 from lightning_tau.tuner.analysis.verdicts import size_verdict, width_verdict
@@ -753,13 +756,173 @@ def test_batch_axis_trains_each_global_batch_at_scaled_lr(
     assert result.predict(64).tau_epoch == pytest.approx(result.tau_epoch * 4 ** result.exponent_used)
 
 
+def _beta2_finder(tmp_path: Path, beta2: str, **extra: Any) -> TimescaleFinder:
+    return TimescaleFinder(
+        axis="batch_size",
+        batch_sizes=(BATCH, 2 * BATCH),
+        beta2=beta2,
+        tau_epochs=(2.0, 6.0, 18.0),
+        seeds=(0, 1, 2),
+        fraction=1.0,
+        trainer_kwargs=TRAINER,
+        root_dir=tmp_path / "find",
+        progress=False,
+        verbose=False,
+        **extra,
+    )
+
+
+@pytest.mark.slow
+def test_batch_axis_beta2_both_pairs_held_runs_with_fixed_at_largest_batch(tmp_path: Path) -> None:
+    # val_loss = the planted tau_epoch parabola + BETA2_WEIGHT (1 - β₂) + the seed's own offset (spread 0.3):
+    # holding β₂ in samples at B = 32 from 16 (0.999 -> 0.999^2) costs 100 (0.999 - 0.998001) = 0.0999 on every seed
+    finder = _beta2_finder(tmp_path, "both")
+    result = finder.fit(PlantedBeta2Model, datamodule=PlantedData())
+    assert finder.trained_runs == 2 * 3 * 3 + 3 and finder.total_runs == 2 * 3 * 3 + 3  # the sweep, then 1 per seed
+    sweep, held_study = finder.studies[:2], finder.studies[2]
+    assert held_study.study.study_name.endswith("_beta2=held_batch_size=32") and finder.study is sweep[0]
+    for study in sweep:  # the sweep: the optimizer's β₂ at every batch
+        assert [r["metrics"][-1]["beta2_used"] for r in study.records().values()] == [pytest.approx(0.999)] * 9
+    best = result.results[-1].grid_tau_epoch
+    held = held_study.records()
+    assert sorted(held) == [(best, 0), (best, 1), (best, 2)]  # the largest batch's best, every seed of the sweep
+    for record in held.values():
+        seen = record["metrics"][-1]
+        assert record["global_batch_size"] == 2 * BATCH and seen["model_batch_size"] == 2 * BATCH
+        assert seen["beta2_used"] == pytest.approx(0.999**2, rel=1e-6)  # β₂^(B / B_0), B / B_0 = 2
+    cost = result.beta2_cost
+    assert cost is not None and (cost.batch_size, cost.reference_batch_size, cost.tau_epoch) == (32, 16, best)
+    assert cost.seeds == (0, 1, 2) and max(cost.fixed) - min(cost.fixed) > 0.05  # the seeds' offsets lie far apart
+    expected = BETA2_WEIGHT * (0.999 - 0.999**2)
+    assert cost.per_seed == pytest.approx((expected,) * 3, abs=1e-5)  # paired seed by seed: the offsets cancel
+    assert cost.mean == pytest.approx(expected, abs=1e-5) and cost.better == "fixed"
+    assert cost.ci is not None and cost.ci[1] - cost.ci[0] < 1e-4 and cost.level == 0.95
+    assert cost.sentence() in result.table().splitlines()
+    assert cost.sentence().endswith("Keeping β₂ fixed is better at B=32 (the interval lies above 0).")
+    assert json.loads(json.dumps(result.to_json()))["beta2_cost"]["per_seed"] == list(cost.per_seed)
+
+    # a rerun reuses every trial, the held round's too, and gives the same comparison
+    again = _beta2_finder(tmp_path, "both")
+    rerun = again.fit(PlantedBeta2Model, datamodule=PlantedData())
+    assert again.trained_runs == 0 and again.reused_runs == 2 * 3 * 3 + 3 and rerun.beta2_cost == cost
+    # beta2="fixed" trains the same sweep (the "both" sweep's callback only checks β₂): the same studies, reused
+    fixed = _beta2_finder(tmp_path, "fixed")
+    assert fixed.fit(PlantedBeta2Model, datamodule=PlantedData()).beta2_cost is None
+    assert fixed.trained_runs == 0 and [s.study.study_name for s in fixed.studies] == [
+        s.study.study_name for s in sweep
+    ]
+
+
+@pytest.mark.slow
+def test_worker_sent_held_beta2_round_trains_it_for_main_process(tmp_path: Path) -> None:
+    from lightning_tau.tuner.axis_runner import held_beta2_round
+    from lightning_tau.tuner.finder import _worker_main
+
+    # what the main process sends a worker for the held round (the best tau_epoch at B = 32 is 6: the planted
+    # 6 x 2^½ = 8.5 lies nearer 6 than 18 in log), run here: it trains the 3 held runs into the held study
+    finder = _beta2_finder(tmp_path, "both")
+    held = held_beta2_round(finder.settings, 6.0)
+    data = PlantedData()
+    payload = finder._worker_payload(PlantedBeta2Model, data.train_dataloader(), data.val_dataloader(), held)
+    threads = torch.get_num_threads()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # a worker ignores both at its end
+    try:
+        with pytest.raises(SystemExit) as ended:
+            _worker_main(payload, 1, dict(__import__("os").environ))
+        assert ended.value.code == 0
+    finally:
+        torch.set_num_threads(threads)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    trials = _trials_per_study(tmp_path / "find")
+    assert list(trials.values()) == [3] and next(iter(trials)).endswith("_beta2=held_batch_size=32")
+
+    # the main process trains the sweep and finds the held round complete
+    result = finder.fit(PlantedBeta2Model, datamodule=PlantedData())
+    assert finder.trained_runs == 2 * 3 * 3 and finder.reused_runs == 3
+    assert result.beta2_cost is not None and result.beta2_cost.tau_epoch == 6.0
+    assert result.beta2_cost.per_seed == pytest.approx((BETA2_WEIGHT * (0.999 - 0.999**2),) * 3, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_cli_beta2_both_prints_cost_and_writes_json_and_refuses_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning_tau.cli import main
+
+    pytest.importorskip("jsonargparse")
+    out = tmp_path / "out"
+    argv = ["find", "--axis", "batch_size", "--batch-sizes", str(BATCH), str(2 * BATCH), "--beta2", "both"]
+    argv += ["--fraction", "1", "--tau-epochs", "2", "6", "18", "--seeds", "0", "1", "2", "--monitor", "val_loss"]
+    argv += ["--out", str(out), "--no-progress", "--no-plot", "--study", "b2"]
+    config = _config(tmp_path, "axes_models.PlantedBeta2Model", {})
+    assert main([*argv, "--config", str(config)]) == 0
+    printed = capsys.readouterr().out
+    line = next(line for line in printed.splitlines() if line.startswith("β₂ at B=32, tau_epoch=6 (val_loss, min;"))
+    assert line.endswith("Keeping β₂ fixed is better at B=32 (the interval lies above 0).")
+    assert "held in samples (β₂^2) +0.100 [+0.100, +0.100]" in line  # 100 (0.999 - 0.999^2) = 0.0999, paired
+    assert "Study: b2_beta2=held_batch_size=32 (in " in printed
+    data = json.loads((out / "b2" / "finder.json").read_text())
+    assert data["beta2_cost"]["sentence"] == line and data["beta2_cost"]["seeds"] == [0, 1, 2]
+
+    # a β₂ no batch of the sweep can hold: one line, a non-zero exit, nothing trained
+    bad = _config(tmp_path, "axes_models.PlantedBeta2Model", {"beta2": 1e-200})
+    assert main([*argv[:-2], "--study", "bad", "--config", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "lightning-tau find: error: `TimescaleFinder(beta2='both')`: the optimizer's β₂ = 1e-200 held in samples at"
+        " the largest batch (2 times the smallest) is 0.0, which Adam cannot use"
+    )
+    assert err.count("\n") == 1 and not (out / "tb" / "bad_batch_size=16").exists()
+
+
+class _TrainerOptimizerModel(PlantedBeta2Model):
+    """Its optimizer needs the trainer (as a schedule over `estimated_stepping_batches` does): no β₂ to read before
+    training, so the refusal comes from the first trial's train start; every step it trains is counted."""
+
+    steps: list[int] = []
+
+    def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
+        _TrainerOptimizerModel.steps.append(batch_idx)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        assert self.trainer.max_epochs is not None  # raises on a probe: no trainer attached
+        return super().configure_optimizers()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("read_before", [True, False])
+@pytest.mark.parametrize("beta2", ["held", "both"])
+def test_batch_axis_refuses_beta2_no_batch_can_hold_before_any_step(
+    tmp_path: Path, beta2: str, read_before: bool
+) -> None:
+    # β₂ = 1e-200 is a β₂ Adam takes at B_0, but held at the largest batch (x2) it is 1e-400 = 0.0: refused before
+    # the smallest batch (which "both" trains at the optimizer's β₂, "held" at β₂^1) trains a step
+    model = PlantedBeta2Model if read_before else _TrainerOptimizerModel
+    _TrainerOptimizerModel.steps = []
+    finder = _beta2_finder(tmp_path, beta2)
+    with pytest.raises(TimescaleError) as err:
+        finder.fit(functools.partial(model, beta2=1e-200), datamodule=PlantedData())
+    assert str(err.value) == (
+        f"`TimescaleFinder(beta2={beta2!r})`: the optimizer's β₂ = 1e-200 held in samples at the largest batch (2"
+        " times the smallest) is 0.0, which Adam cannot use (it must lie in (0, 1)): give the optimizer a β₂ nearer"
+        " 1 (β₂^2 must stay above 0), a narrower batch_sizes range, or beta2='fixed'."
+    )
+    assert finder.trained_runs == 0 and _TrainerOptimizerModel.steps == []
+    if read_before:  # read from configure_optimizers before any study opened
+        assert finder.study is None and not (tmp_path / "find" / "tb").exists()
+    else:  # the first trial's train start: it failed, and no trial of any study is complete
+        assert finder.study is not None and all(not s.records() for s in finder.studies)
+
+
 def test_batch_axis_refuses_accumulation_given_and_bad_lr_scaling_in_one_line() -> None:
     batch = {"axis": "batch_size", "batch_sizes": (16, 32)}
     for kwargs, match in [
         ({**batch, "lr_scaling": "cubic"}, "`TimescaleFinder(lr_scaling='cubic')` is not supported. Use 'none',"),
         ({"lr_scaling": "sqrt"}, "`TimescaleFinder(lr_scaling='sqrt')` is only used with axis='batch_size'"),
         ({"beta2": "held"}, "`TimescaleFinder(beta2='held')` is only used with axis='batch_size' (axis is 'fraction')"),
-        ({**batch, "beta2": "both"}, "`TimescaleFinder(beta2='both')` is not supported. Use 'fixed' or 'held'."),
+        ({"beta2": "both"}, "`TimescaleFinder(beta2='both')` is only used with axis='batch_size' (axis is 'fraction')"),
+        ({**batch, "beta2": "half"}, "`TimescaleFinder(beta2='half')` is not supported. Use 'fixed', 'held' or"),
         (
             {**batch, "trainer_kwargs": {**TRAINER, "accumulate_grad_batches": 2}},
             "`TimescaleFinder(trainer_kwargs={'accumulate_grad_batches': 2})` is not used with axis='batch_size'",

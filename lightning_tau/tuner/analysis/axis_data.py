@@ -20,6 +20,7 @@ import numpy as np
 from lightning_tau import _checks
 from lightning_tau._numbers import exponent as exponent_text
 from lightning_tau._numbers import setting
+from lightning_tau.tuner.analysis.beta2_cost import Beta2Cost
 from lightning_tau.tuner.analysis.curve import smoothed_optimum
 from lightning_tau.tuner.analysis.grid_extension import AddedPoint
 from lightning_tau.tuner.analysis.prediction import Prediction, predict_tau_epoch
@@ -92,6 +93,9 @@ class AxisData:
     half_width: float = math.nan
     #: batch-size axis: how each point's batch was set (``"the model's batch_size"`` or ``"gradient accumulation"``)
     batch_setting: str = ""
+    #: batch-size axis with ``beta2="both"``: the paired cost of holding ``β₂`` in samples against keeping it fixed
+    #: at the largest batch (:class:`~lightning_tau.tuner.analysis.beta2_cost.Beta2Cost`), else ``None``
+    beta2_cost: Beta2Cost | None = None
 
     @classmethod
     def build(
@@ -525,7 +529,9 @@ class AxisData:
             "staging": self.staging.to_json() if self.staging is not None else None,
             "grid_added": [p.to_json() for p in self.grid_added],
             "results": [r.to_json() for r in self.results],
-        } | ({"batch_setting": self.batch_setting} if self.batch_setting else {})
+        } | ({"batch_setting": self.batch_setting} if self.batch_setting else {}) | (
+            {"beta2_cost": self.beta2_cost.to_json()} if self.beta2_cost is not None else {}
+        )
 
     def save_json(self, path: str | Path) -> Path:
         """Write :meth:`to_json` to ``path`` (parents created); returns the path."""

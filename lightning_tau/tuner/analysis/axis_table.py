@@ -114,6 +114,8 @@ def axis_table(result: AxisData) -> str:
     if result.note():
         lines.append(str(result.note()))
     lines += _rules_lines(result)
+    if result.beta2_cost is not None:  # beta2="both": the second decision, on the largest batch's runs
+        lines.append(result.beta2_cost.sentence())
     if result.staging is not None:
         lines.append(result.staging.sentence())
     lines += [line for line in [grid_line(result.grid_added)] if line]

@@ -184,3 +184,22 @@ def test_same_best_point_at_both_sizes_says_so_and_prints_zero() -> None:
     assert "Wang & Aitchison +0.000" not in table and "+0.00" not in table and "-0.00" not in table
     assert "Exponent of best tau_epoch on N: 0, no interval: " in table
     assert "): the measured exponent 0 has no interval (1 seed" in table
+
+
+def test_beta2_cost_line_after_rules_and_in_json() -> None:
+    import dataclasses
+    import json
+
+    from lightning_tau.tuner.analysis.beta2_cost import Beta2Cost, beta2_cost
+
+    result = size_result()
+    assert "β₂ at B=" not in result.table() and "beta2_cost" not in result.to_json()  # only with beta2="both"
+    cost = beta2_cost(
+        {0: 1.0, 1: 2.0, 2: 3.0}, {0: 1.012, 1: 2.008, 2: 3.013}, batch_size=256, reference_batch_size=64,
+        tau_epoch=8.0, monitor="val_loss",
+    )
+    lines = dataclasses.replace(result, beta2_cost=cost).table().splitlines()
+    at = lines.index(cost.sentence())
+    assert lines[at - 1].startswith("  fixed λ") and lines[at + 1].startswith("Verdict: ")
+    data = json.loads(json.dumps(dataclasses.replace(result, beta2_cost=cost).to_json()))
+    assert Beta2Cost.from_json(data["beta2_cost"]) == cost and data["beta2_cost"]["better"] == "fixed"
