@@ -193,7 +193,8 @@ def reference(
         taus = tuple(_point(case, k) for k in block)
         finder = _finder(case, out, args, fraction=1.0, tau_epochs=taus)
         result = finder.fit(case.reference_model(target), datamodule=case.reference_data(target))
-        points.update({p.tau_epoch: p for p in result.curve})
+        # keyed as _point rounds them: a point the finder's own grid extension added (unrounded) is the same point
+        points.update({round(p.tau_epoch, 6): p for p in result.curve})
         trained = trained_at(result)
         grid = sorted(points)
         best = smoothed_optimum(grid, [points[t].mean for t in grid]).grid_index

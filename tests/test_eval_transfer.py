@@ -138,6 +138,7 @@ def _check_rows(bench: ModuleType, saved: dict) -> None:
     seeds = saved["settings"]["seeds"]
     for row in saved["rows"]:
         taus = [p["tau_epoch"] for p in row["reference"]]
+        assert all(a < b * (1 - 1e-6) for a, b in zip(taus, taus[1:]))  # each point once, increasing
         means = [p["mean"] for p in row["reference"]]
         assert all(len(p["values"]) == len(seeds) for p in row["reference"])
         best = smoothed_optimum(taus, means)
