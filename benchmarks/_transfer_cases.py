@@ -20,9 +20,10 @@ Training inputs and labels are the first ``n`` of one long stream fixed by ``dat
 so a larger training set holds a smaller one; the validation set is drawn from a stream of its own, the same at
 every ``n``.
 
-Models: :class:`TransferMLP`, a plain or LayerNorm MLP trained with AdamW (``decay`` / ``no_decay`` groups), and
+Models: :class:`TransferMLP`, a plain or LayerNorm MLP trained with AdamW (``decay`` / ``no_decay`` groups);
 :func:`mu_mlp`, the same MLP under μP (mup's ``MuReadout``, ``set_base_shapes`` against a fixed base width, and
-``MuAdamW``), which the width axis calls with each width.
+``MuAdamW``), which the width axis calls with each width; and :class:`BatchedMLP`, the MLP with a ``batch_size``
+attribute, which the batch-size axis sets as Lightning's ``BatchSizeFinder`` does.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ import torch
 from torch.utils.data import DataLoader
 
 from lightning_tau.demos.digits import COSINE_FINAL_LR_RATIO, BatchedTensors, as_batch
+from lightning_tau.tuner.axes.batch_size import LR_SCALINGS
 
-__all__ = ["CASES", "Case", "TaskSpec", "TransferData", "TransferMLP", "mu_mlp", "task_tensors"]
+__all__ = ["CASES", "BatchedMLP", "Case", "TaskSpec", "TransferData", "TransferMLP", "mu_mlp", "task_tensors"]
 
 #: The longest training stream any case draws (its first ``n`` samples are the training set of size ``n``).
 MAX_TRAIN = 16384
@@ -278,6 +280,23 @@ def mu_mlp(width: int, base_width: int = 16, **kwargs: Any) -> TransferMLP:
     return model
 
 
+class BatchedMLP(TransferMLP):
+    """:class:`TransferMLP` with a ``batch_size`` attribute (and hparam): the batch-size axis finds it and sets each
+    point's global batch through it, as Lightning's ``BatchSizeFinder`` does (the finder rebuilds the train loader at
+    that batch). Nothing else reads it.
+
+    Example:
+        >>> model = BatchedMLP(batch_size=64, inputs=4, outputs=2)
+        >>> model.batch_size, model.hparams["batch_size"], model.hparams["inputs"]
+        (64, 64, 4)
+    """
+
+    def __init__(self, batch_size: int = 32, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.batch_size = batch_size
+        self.save_hyperparameters()
+
+
 @dataclass(frozen=True)
 class Case:
     """One held-out case: a task, a model, the axis the finder measures and the two targets beyond it.
@@ -285,25 +304,28 @@ class Case:
     Attributes:
         name: the case's name (``--cases``).
         about: one line on what it tests.
-        axis: ``"dataset_size"`` or ``"width"``.
+        axis: ``"dataset_size"``, ``"width"`` or ``"batch_size"``.
         spec: the task.
-        scales: the measured scales (training-set sizes, or widths), increasing.
+        scales: the measured scales (training-set sizes, widths, or global batch sizes), increasing.
         targets: the two scales beyond them the reference sweeps (2x and 4-8x the largest measured).
         tau_epochs: the finder's ``tau_epoch`` grid (log-spaced; the reference extends it by the same ratio).
         hidden: the MLP's width (size axis; the width axis sweeps it).
         depth: hidden layers.
         norm: ``"none"`` or ``"layer"``.
-        lr: AdamW's (base) learning rate.
-        batch_size: ``B``.
+        lr: AdamW's (base) learning rate; on the batch axis the smallest batch's, times ``(B / scales[0]) ** m`` at
+            ``B`` (:meth:`lr_at`).
+        batch_size: ``B`` (the size and width axes; the batch axis sweeps it).
         epochs: epochs per run.
-        train_size: width axis: the training samples every run trains on.
+        train_size: width and batch axes: the training samples every run trains on.
         base_width: width axis: μP's base width (the smallest measured width, so the callback's ``tau_epoch``
             is the smallest width's best).
+        lr_scaling: batch axis: ``"none"``, ``"sqrt"`` or ``"linear"``, the lr as ``B^m`` (m = 0, 1/2, 1) across
+            every batch, the finder's and the reference's.
     """
 
     name: str
     about: str
-    axis: Literal["dataset_size", "width"]
+    axis: Literal["dataset_size", "width", "batch_size"]
     spec: TaskSpec
     scales: tuple[int, ...]
     targets: tuple[int, int]
@@ -316,6 +338,7 @@ class Case:
     epochs: int = 16
     train_size: int = 512
     base_width: int = 16
+    lr_scaling: Literal["none", "sqrt", "linear"] = "none"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def model_kwargs(self) -> dict[str, Any]:
@@ -329,15 +352,32 @@ class Case:
             "lr": self.lr,
         }
 
+    def lr_at(self, batch_size: int) -> float:
+        """Batch axis: the lr a run at global batch ``batch_size`` trains at, ``lr * (B / scales[0]) ** m`` (the
+        finder's ``lr_scaling``).
+
+        Example:
+            >>> case = CASES["batch-cls-sqrt"]  # lr ∝ √B from the smallest batch, 16
+            >>> case.lr_at(256) / case.lr, case.lr_at(16) == case.lr, CASES["batch-cls"].lr_at(256) == case.lr
+            (4.0, True, True)
+        """
+        return self.lr * (batch_size / self.scales[0]) ** LR_SCALINGS[self.lr_scaling]
+
     def finder_model(self) -> Callable[..., TransferMLP]:
-        """The finder's ``model``: a factory of the size axis's MLP, or the width axis's ``make_model(width)``."""
+        """The finder's ``model``: a factory of the size axis's MLP, the width axis's ``make_model(width)``, or the
+        batch axis's :class:`BatchedMLP` at the smallest batch and lr (the finder sets each point's)."""
         if self.axis == "width":
             return functools.partial(mu_mlp, base_width=self.base_width, **self.model_kwargs())
+        if self.axis == "batch_size":
+            return functools.partial(BatchedMLP, batch_size=self.scales[0], hidden=self.hidden, **self.model_kwargs())
         return functools.partial(TransferMLP, hidden=self.hidden, **self.model_kwargs())
 
     def finder_data(self) -> TransferData:
         """The finder's training set: on the size axis the largest target's (the finder subsets it to each measured
-        size, so its ``full_tau_epoch`` is the prediction there), on the width axis ``train_size``."""
+        size, so its ``full_tau_epoch`` is the prediction there); on the width axis ``train_size``; on the batch axis
+        ``train_size`` loaded at the smallest batch (the finder rebuilds the loader at each)."""
+        if self.axis == "batch_size":
+            return TransferData(self.spec, self.train_size, self.scales[0])
         n = max(self.targets) if self.axis == "dataset_size" else self.train_size
         return TransferData(self.spec, n, self.batch_size)
 
@@ -346,19 +386,26 @@ class Case:
         return tuple(n / max(self.targets) for n in self.scales)
 
     def reference_model(self, target: int) -> Callable[[], TransferMLP]:
-        """The model the reference sweep at ``target`` trains (the target width's μP MLP on the width axis)."""
+        """The model the reference sweep at ``target`` trains: the target width's μP MLP on the width axis; on the
+        batch axis :class:`BatchedMLP` at batch ``target`` and its lr (:meth:`lr_at`)."""
         if self.axis == "width":
             return functools.partial(mu_mlp, target, base_width=self.base_width, **self.model_kwargs())
+        if self.axis == "batch_size":
+            kwargs = {**self.model_kwargs(), "lr": self.lr_at(target)}
+            return functools.partial(BatchedMLP, batch_size=target, hidden=self.hidden, **kwargs)
         return self.finder_model()
 
     def reference_data(self, target: int) -> TransferData:
-        """The reference's training set: ``target`` samples (size axis), or ``train_size`` (width axis)."""
+        """The reference's training set: ``target`` samples (size axis), or ``train_size`` (width axis; batch axis,
+        loaded at batch ``target``)."""
+        if self.axis == "batch_size":
+            return TransferData(self.spec, self.train_size, target)
         return TransferData(self.spec, target if self.axis == "dataset_size" else self.train_size, self.batch_size)
 
     def steps(self, scale: int) -> int:
-        """Optimizer steps of one run at ``scale``."""
+        """Optimizer steps of one run at ``scale`` (on the batch axis: at global batch ``scale``)."""
         n = scale if self.axis == "dataset_size" else self.train_size
-        return self.epochs * math.ceil(n / self.batch_size)
+        return self.epochs * math.ceil(n / (scale if self.axis == "batch_size" else self.batch_size))
 
     def to_json(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if k != "spec"}
@@ -373,9 +420,14 @@ def _grid(low: float, ratio: float, num: int) -> tuple[float, ...]:
 _SQRT2 = math.sqrt(2.0)
 _SIZES, _SIZE_TARGETS = (128, 256, 512), (1024, 2048)
 _WIDTHS, _WIDTH_TARGETS = (16, 32, 64), (128, 256)
+_BATCHES, _BATCH_TARGETS = (16, 32, 64), (128, 256)
 #: Every case's finder grid: 2 to 32 by sqrt(2) (placed after a first run of ``cls`` on 1 to 11.3, whose best sat at
 #: the top edge at N = 128 and 256; the reference sweeps extend it by the same ratio as needed).
 _GRID = _grid(2.0, _SQRT2, 9)
+
+#: The batch axis's training samples: every batch, measured or target, trains on the same set for the same epochs
+#: (fewer steps at a larger batch); ``batch-reg-sqrt`` half of it (its run had to fit a shared 2-core machine).
+_BATCH_N = 2048
 
 #: The benchmark's cases, by name (at least 8; see ``benchmarks/README.md``).
 CASES: dict[str, Case] = {
@@ -456,6 +508,39 @@ CASES: dict[str, Case] = {
             _WIDTHS,
             _WIDTH_TARGETS,
             _GRID,
+        ),
+        Case(
+            "batch-cls",
+            "batch-size axis, classification (sharpness 6), plain MLP, N=2048, the same lr at every B",
+            "batch_size",
+            TaskSpec(kind="classify", sharpness=6.0, data_seed=19),
+            _BATCHES,
+            _BATCH_TARGETS,
+            _GRID,
+            train_size=_BATCH_N,
+        ),
+        Case(
+            "batch-cls-sqrt",
+            "batch-size axis, as batch-cls with lr ∝ √B (lr_scaling='sqrt')",
+            "batch_size",
+            TaskSpec(kind="classify", sharpness=6.0, data_seed=20),
+            _BATCHES,
+            _BATCH_TARGETS,
+            _GRID,
+            train_size=_BATCH_N,
+            lr_scaling="sqrt",
+        ),
+        Case(
+            "batch-reg-sqrt",
+            "batch-size axis, regression (label noise s.d. 0.5), MLP with LayerNorm, N=1024, lr ∝ √B",
+            "batch_size",
+            TaskSpec(kind="regress", noise=0.5, data_seed=21),
+            _BATCHES,
+            _BATCH_TARGETS,
+            _GRID,
+            norm="layer",
+            train_size=_BATCH_N // 2,
+            lr_scaling="sqrt",
         ),
     )
 }
