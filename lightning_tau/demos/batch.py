@@ -50,9 +50,9 @@ class SyntheticBatchConfig:
     ``B`` takes fewer steps.
 
     The defaults were chosen so that the exponent's interval decides both published batch rules at the default
-    tolerance within 10 minutes of the two CPU cores (``workers=2``; docs/results.rst says what they show): ``B`` = 16,
-    64 and 256 (a range of 16, so the tolerance band is narrow), 20 epochs, a x2 ``tau_epoch`` grid that the finder
-    extends where an optimum sits on its edge, and 5 seeds.
+    tolerance on two CPU cores (``workers=2``; docs/results.rst says what they decided and how long they took):
+    ``B`` = 16, 64 and 256 (a range of 16, so the tolerance band is narrow), 20 epochs, a x2 ``tau_epoch`` grid that
+    the finder extends where an optimum sits on its edge, and 5 seeds.
 
     Attributes:
         batch_sizes: global batch sizes ``B``, increasing; the smallest is ``B_0``, where the lr is ``lr``.
