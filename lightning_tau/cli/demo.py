@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the rows' names, read from demo_presets on first use (__get
         PRESETS,
         QUICK,
         QUICK_SYNTHETIC,
+        QUICK_SYNTHETIC_BATCH,
         QUICK_TEXT,
         QUICK_TEXT_WIDTH,
         QUICK_WIDTH,
@@ -42,6 +43,7 @@ __all__ = [
     "PRESETS",
     "QUICK",
     "QUICK_SYNTHETIC",
+    "QUICK_SYNTHETIC_BATCH",
     "QUICK_TEXT",
     "QUICK_TEXT_WIDTH",
     "QUICK_WIDTH",
@@ -55,7 +57,7 @@ __all__ = [
 ]
 
 #: Values of ``--axis``.
-AXES = ("dataset-size", "width")
+AXES = ("dataset-size", "width", "batch-size")
 
 #: Values of ``--task``.
 TASKS = ("digits", "synthetic", "text")
@@ -84,6 +86,7 @@ _LOADED = (
     "Preset",
     "QUICK",
     "QUICK_SYNTHETIC",
+    "QUICK_SYNTHETIC_BATCH",
     "QUICK_WIDTH",
     "QUICK_TEXT",
     "QUICK_TEXT_WIDTH",
@@ -139,7 +142,7 @@ def _main(args: argparse.Namespace) -> int:
     for name, attr in preset.always + (() if args.quick else preset.options):
         if hasattr(args, name):  # given on the command line (or a plain option with its default)
             value = getattr(args, name)
-            if attr in ("sizes", "widths", "weight_decays"):
+            if attr in ("sizes", "widths", "weight_decays", "batch_sizes"):
                 value = sorted(dict.fromkeys(value))  # duplicates would train the same runs twice
             elif attr in ("seeds", "tau_epochs"):
                 value = list(dict.fromkeys(value))
@@ -168,11 +171,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parsing imports no demo task, so torch is not imported before a usage error.
     """
     d, w, t = _Later("SizeConfig"), _Later("WidthConfig"), _Later("TextDemoConfig")
-    syn = _Later("SyntheticSizeConfig")
+    syn, batch = _Later("SyntheticSizeConfig"), _Later("SyntheticBatchConfig")
     quick_width, quick_text, quick_text_width = _Later("QUICK_WIDTH"), _Later("QUICK_TEXT"), _Later("QUICK_TEXT_WIDTH")
+    quick_batch = _Later("QUICK_SYNTHETIC_BATCH")
     parser = subparsers.add_parser(
         "demo",
-        help="The timescale finder's dataset-size (or width) axis on bundled digits or text: runs, figures, verdict.",
+        help="The timescale finder's dataset-size (width, batch-size) axis on bundled or synthetic data: runs, figures,"
+        " verdict.",
         description=(
             "Run the timescale finder's dataset-size axis on a small MLP over scikit-learn's bundled 8x8 digits"
             " (nothing is downloaded): for every training-set size x tau_epoch x seed a Lightning fit with"
@@ -183,8 +188,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             " base learning rate, TimescaleCallback(width_exponent=1) in every run, and the exponent of the best"
             " λ_base in the width (needs mup). `--task text` runs the same on a small byte-level GPT over the"
             " standard library's own .py files (--fractions of the corpus; with --axis width, --widths are n_embd"
-            " values). Each call writes a new OUT/sweep_K directory with the runs, the figures and a summary.json"
-            " (the finder's result and every curve)."
+            " values). `--task synthetic --axis batch-size` runs the finder's batch-size axis on the synthetic"
+            " teacher-student task: the tau_epoch grid at every global batch size B (--batch-sizes) on the same"
+            " samples for the same epochs, so fewer steps at a larger B, the batch set through the model's"
+            " batch_size as Lightning's BatchSizeFinder sets it; it prints the exponent of the best tau_epoch in B and"
+            " decides each published batch rule (tau_epoch constant; a fixed λ) with its loss cost. Each call writes a"
+            " new OUT/sweep_K directory with the runs, the figures and a summary.json (the finder's result and every"
+            " curve)."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -192,8 +202,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--axis",
         choices=AXES,
         default="dataset-size",
-        help="what the sweep varies: 'dataset-size' (tau_epoch x N, TimescaleCallback in every run) or 'width'"
-        " (the finder's width axis: μP width x λ_base at a fixed lr; needs mup)",
+        help="what the sweep varies: 'dataset-size' (tau_epoch x N, TimescaleCallback in every run), 'width'"
+        " (the finder's width axis: μP width x λ_base at a fixed lr; needs mup) or 'batch-size' (--task synthetic:"
+        " the finder's batch-size axis, tau_epoch x global batch B on the same data and epochs, deciding the batch"
+        " rules; 'batch_size' too)",
     )
     parser.add_argument(
         "--task",
@@ -201,8 +213,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default="digits",
         help="'digits': an MLP on scikit-learn's bundled digits; 'synthetic': an MLP on a teacher network's noisy"
         " labels, generated by lightning_tau.demos.synthetic (N not capped by a dataset; what `make demo` runs;"
-        " dataset-size axis only); 'text': a byte-level GPT on the standard library's own sources (with --axis"
-        " width: the μP width sweep, --widths being n_embd)",
+        " the dataset-size and batch-size axes); 'text': a byte-level GPT on the standard library's own sources (with"
+        " --axis width: the μP width sweep, --widths being n_embd)",
     )
     parser.add_argument("--out", type=Path, default=Path("tau_runs"), help="root directory for the sweep's logs")
 
@@ -228,7 +240,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         lambda: (
             "EMA timescales in epochs (one weight decay per size each; default: digits"
             f" {_floats(d.tau_epochs)}; --task synthetic {_floats(syn.tau_epochs)}; --task text"
-            f" {_floats(t.tau_epochs)})"
+            f" {_floats(t.tau_epochs)}; --axis batch-size {_floats(batch.tau_epochs)})"
         ),
         positive_float,
         "TAU",
@@ -238,7 +250,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--seeds",
         lambda: (
             f"seeds per setting; the plot averages over them (default: {_ints(d.seeds)}; --task synthetic:"
-            f" {_ints(syn.seeds)}; --axis width: {_ints(w.seeds)})"
+            f" {_ints(syn.seeds)}; --axis width: {_ints(w.seeds)}; --axis batch-size: {_ints(batch.seeds)})"
         ),
         random_seed,
         "SEED",
@@ -246,7 +258,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add(
         parser,
         "--epochs",
-        lambda: f"epochs per run, the same for every run (default: {d.epochs}; --axis width: {w.epochs})",
+        lambda: (
+            f"epochs per run, the same for every run (default: {d.epochs}; --axis width: {w.epochs}; --axis"
+            f" batch-size: {batch.epochs})"
+        ),
     )
     add(
         parser,
@@ -312,6 +327,44 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="decay only the hidden width x width matrices, not the 64 -> width input matrix",
     )
+    batch_group = parser.add_argument_group("--task synthetic --axis batch-size only")
+    add(
+        batch_group,
+        "--batch-sizes",
+        lambda: (
+            "global batch sizes B, at least two; each trains the tau_epoch grid on the same --train-size samples for"
+            " the same --epochs (fewer steps at a larger B), set through the model's batch_size (default:"
+            f" {_ints(batch.batch_sizes)})"
+        ),
+        many="B",
+    )
+    add(
+        batch_group,
+        "--lr-scaling",
+        lambda: (
+            "the lr across the batch sizes, --lr times (B / B_0)^m from the smallest B_0: none (m = 0), sqrt (1/2) or"
+            " linear (1); the rules' exponents are 0 (tau_epoch constant) and 1 - m (a fixed λ) (default:"
+            f" {batch.lr_scaling})"
+        ),
+        None,
+        choices=("none", "sqrt", "linear"),
+    )
+    add(
+        batch_group,
+        "--beta2",
+        lambda: (
+            "Adam's β₂ at every batch: fixed (AdamW's 0.999) or held in samples (β₂^(B / B_0), Marek et al. 2025)"
+            f" (default: {batch.beta2})"
+        ),
+        None,
+        choices=("fixed", "held"),
+    )
+    add(batch_group, "--train-size", lambda: f"training samples N, the same at every B (default: {batch.train_size})")
+    add(
+        batch_group,
+        "--workers",
+        lambda: f"processes that train trials at once, one torch thread each (default: {batch.workers})",
+    )
     text = parser.add_argument_group("--task text only")
     add(
         text,
@@ -342,7 +395,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         lambda: f"the Trainer's accelerator: cpu, gpu, auto, ... (default: {t.accelerator})",
         str,
     )
-    qw, qt, qtw = quick_width, quick_text, quick_text_width
+    qw, qt, qtw, qb = quick_width, quick_text, quick_text_width, quick_batch
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -351,7 +404,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             f" seconds; width: widths {_ints(qw.widths)} x λ_base {_floats(qw.weight_decays)} x {len(qw.seeds)} seeds,"
             f" {qw.num_runs} runs, minutes); with --task text a small CPU sweep, minutes ({len(qt.sizes)} fractions x"
             f" {len(qt.tau_epochs)} timescales x {qt.epochs} epochs; with --axis width: widths {_ints(qtw.widths)} x"
-            f" {len(qtw.weight_decays)} λ_base x {len(qtw.seeds)} seeds, {qtw.num_runs} runs)"
+            f" {len(qtw.weight_decays)} λ_base x {len(qtw.seeds)} seeds, {qtw.num_runs} runs); --axis batch-size: B"
+            f" {_ints(qb.batch_sizes)} x {len(qb.tau_epochs)} timescales x {len(qb.seeds)} seeds x {qb.epochs} epochs,"
+            " seconds, --lr-scaling, --beta2 and --workers still apply"
         ),
     )
     parser.add_argument("--no-plot", action="store_true", help="log the runs but skip the figure")

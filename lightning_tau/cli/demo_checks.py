@@ -14,24 +14,28 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from lightning_tau.demos.batch import SyntheticBatchConfig
     from lightning_tau.demos.size import SizeConfig
     from lightning_tau.demos.text import TextDemoConfig
     from lightning_tau.demos.text_width import TextWidthConfig
     from lightning_tau.demos.width import WidthConfig
 
 __all__ = [
+    "BATCH_ONLY",
     "DATASET_SIZE_ONLY",
     "DIGITS_ONLY",
     "PLAIN",
     "SYNTHETIC_REJECTS",
     "TEXT_ONLY",
     "WIDTH_ONLY",
+    "batch_grid_problem",
     "digits_size_problem",
     "digits_size_rejects",
     "digits_width_rejects",
     "digits_width_task_problem",
     "join_floats",
     "join_ints",
+    "synthetic_batch_rejects",
     "synthetic_size_rejects",
     "text_size_problem",
     "text_size_rejects",
@@ -48,6 +52,7 @@ SYNTHETIC_REJECTS = ("label_noise",)
 DIGITS_ONLY = ("sizes", "hidden", "norm", "label_noise", "depth")
 WIDTH_ONLY = ("widths", "weight_decays", "lr_base", "no_decay_input")
 DATASET_SIZE_ONLY = ("sizes", "tau_epochs", "lr", "hidden", "norm", "label_noise")
+BATCH_ONLY = ("batch_sizes", "lr_scaling", "beta2", "train_size", "workers")
 
 #: Options with a plain default (the digits demo's, the same as the synthetic task's; filled in by :func:`_main`):
 #: typed means another value. The others (``--sizes`` and ``--norm`` among them: their defaults differ by task) are
@@ -68,8 +73,17 @@ def _typed(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
     return [n for n in names if (getattr(args, n) != getattr(d, n) if n in PLAIN else hasattr(args, n))]
 
 
+def _batch_typed(args: argparse.Namespace) -> str | None:
+    """The batch-size row's options typed for another row, as its error, or ``None``."""
+    if given := _typed(args, BATCH_ONLY):
+        return f"{_flags(given)} apply to `--task synthetic --axis batch-size` only (got --axis {args.axis})."
+    return None
+
+
 def digits_size_rejects(args: argparse.Namespace) -> str | None:
-    """``--task digits`` (dataset-size axis): the text and width options, typed."""
+    """``--task digits`` (dataset-size axis): the text, width and batch-size options, typed."""
+    if problem := _batch_typed(args):
+        return problem
     if given := _typed(args, TEXT_ONLY):
         return f"{_flags(given)} apply to `--task text` only (got --task digits)."
     if given := _typed(args, WIDTH_ONLY):
@@ -87,11 +101,45 @@ def digits_size_problem(config: SizeConfig) -> str | None:
 
 
 def synthetic_size_rejects(args: argparse.Namespace) -> str | None:
-    """``--task synthetic``: the text, label-noise and width options, typed."""
+    """``--task synthetic``: the text, label-noise, width and batch-size options, typed."""
+    if problem := _batch_typed(args):
+        return problem
     if given := _typed(args, TEXT_ONLY + SYNTHETIC_REJECTS):
         return f"{_flags(given)} do not apply to `--task synthetic` (its labels are noisy by construction)."
     if given := _typed(args, WIDTH_ONLY):
         return f"{_flags(given)} apply to `--axis width` only (got --axis dataset-size)."
+    return None
+
+
+def synthetic_batch_rejects(args: argparse.Namespace) -> str | None:
+    """``--task synthetic --axis batch-size``: the text, label-noise, width and dataset-size options, typed."""
+    if given := _typed(args, TEXT_ONLY + SYNTHETIC_REJECTS):
+        return f"{_flags(given)} do not apply to `--task synthetic` (its labels are noisy by construction)."
+    if given := _typed(args, WIDTH_ONLY):
+        return f"{_flags(given)} apply to `--axis width` only (got --axis batch-size)."
+    if given := _typed(args, ("sizes", "batch_size")):
+        return (
+            f"{_flags(given)} apply to `--axis dataset-size` only; `--axis batch-size` trains every --batch-sizes B on"
+            " the same --train-size samples."
+        )
+    return None
+
+
+def batch_grid_problem(config: SyntheticBatchConfig) -> str | None:
+    """``--axis batch-size``: fewer than two batch sizes, a batch larger than the training set, a ``tau_epoch`` of
+    one optimizer step or less at the largest batch (the fewest steps per epoch)."""
+    sizes = sorted(config.batch_sizes)
+    if len(sizes) < 2:
+        return f"--batch-sizes {join_ints(sizes)}: give at least two batch sizes to compare."
+    if sizes[-1] > config.train_size:
+        return (
+            f"--batch-sizes {join_ints(sizes)}: B={sizes[-1]} is more than the --train-size {config.train_size}"
+            " samples, so an epoch would not hold one full batch. Use batch sizes up to --train-size."
+        )
+    steps = config.steps_per_epoch(sizes[-1])
+    short = [tau for tau in config.tau_epochs if tau * steps <= 1]
+    if short:
+        return _short_message(short, f"N={config.train_size}, B={sizes[-1]}", steps)
     return None
 
 
@@ -129,7 +177,9 @@ def _short_message(short: Sequence[float], where: str, steps: int) -> str:
 
 
 def text_size_rejects(args: argparse.Namespace) -> str | None:
-    """``--task text`` (dataset-size axis): the width and digits options, typed."""
+    """``--task text`` (dataset-size axis): the width, digits and batch-size options, typed."""
+    if problem := _batch_typed(args):
+        return problem
     given = _typed(args, WIDTH_ONLY) + _typed(args, DIGITS_ONLY)
     if given:
         return (
@@ -181,6 +231,8 @@ def width_grid_problem(config: WidthConfig | TextWidthConfig) -> str | None:
 
 def text_width_rejects(args: argparse.Namespace) -> str | None:
     """``--task text --axis width``: the options it does not read, typed."""
+    if problem := _batch_typed(args):
+        return problem
     given = _typed(args, ("fractions", "tau_epochs", "n_embd", *DIGITS_ONLY, "lr"))
     if given:
         return (
@@ -210,7 +262,9 @@ def text_width_task_problem(config: TextWidthConfig) -> str | None:
 
 
 def digits_width_rejects(args: argparse.Namespace) -> str | None:
-    """``--axis width`` on digits: the text and dataset-size options, typed."""
+    """``--axis width`` on digits: the text, dataset-size and batch-size options, typed."""
+    if problem := _batch_typed(args):
+        return problem
     if given := _typed(args, TEXT_ONLY):
         return f"{_flags(given)} apply to `--task text` only (got --task digits)."
     if given := _typed(args, DATASET_SIZE_ONLY):

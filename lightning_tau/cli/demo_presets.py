@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from lightning_tau.cli.demo_checks import (
+    batch_grid_problem,
     digits_size_problem,
     digits_size_rejects,
     digits_width_rejects,
     digits_width_task_problem,
+    synthetic_batch_rejects,
     synthetic_size_rejects,
     text_size_problem,
     text_size_rejects,
@@ -26,6 +28,7 @@ from lightning_tau.cli.demo_checks import (
     width_grid_problem,
 )
 from lightning_tau.demos.axis_demo import run_axis_demo
+from lightning_tau.demos.batch import SyntheticBatchConfig
 from lightning_tau.demos.size import SUMMARY_NAME, SizeConfig, tensorboard_commands
 from lightning_tau.demos.synthetic import SyntheticSizeConfig
 from lightning_tau.demos.text import TextDemoConfig
@@ -36,6 +39,7 @@ __all__ = [
     "PRESETS",
     "QUICK",
     "QUICK_SYNTHETIC",
+    "QUICK_SYNTHETIC_BATCH",
     "QUICK_TEXT",
     "QUICK_TEXT_WIDTH",
     "QUICK_WIDTH",
@@ -43,6 +47,7 @@ __all__ = [
     "DemoConfig",
     "Preset",
     "SizeConfig",
+    "SyntheticBatchConfig",
     "SyntheticSizeConfig",
     "TextDemoConfig",
     "TextWidthConfig",
@@ -91,6 +96,12 @@ def _run_width(config: Any, sweep_dir: Path, plot: bool, progress: bool) -> None
     print(f"Open the runs with:\n  tensorboard --logdir {sweep_dir / 'tb'}")
 
 
+def _run_batch(config: Any, sweep_dir: Path, plot: bool, progress: bool) -> None:
+    """The batch-size rows: the finder's axis, then the TensorBoard command."""
+    run_axis_demo("batch_size", config, sweep_dir, plot=plot, progress=progress)
+    print(f"Open the runs with:\n  tensorboard --logdir {sweep_dir / 'tb'}")
+
+
 def _load_digits() -> None:
     from lightning_tau.demos.digits import load_digits_tensors
 
@@ -128,6 +139,19 @@ QUICK_SYNTHETIC = SyntheticSizeConfig(
     sizes=[64, 256], tau_epochs=[2.0, 8.0, 64.0], seeds=[0], epochs=2, hidden=32, val_size=256
 )
 
+#: Options the batch-size row reads: (argparse name, config field).
+_BATCH_OPTIONS = tuple(
+    (name, name)
+    for name in ("batch_sizes", "tau_epochs", "seeds", "epochs", "train_size", "lr", "schedule", "hidden", "depth")
+) + (("norm", "norm"),)
+
+#: What ``--task synthetic --axis batch-size --quick`` runs: B = 16 and 64 x 3 timescales (x4 apart) x 2 seeds x 2
+#: epochs of 256 samples, one process: seconds (for tests and a first look; it decides nothing).
+QUICK_SYNTHETIC_BATCH = SyntheticBatchConfig(
+    batch_sizes=[16, 64], tau_epochs=[2.0, 8.0, 32.0], seeds=[0, 1], epochs=2, train_size=256, hidden=32,
+    val_size=256, workers=1,
+)  # fmt: skip
+
 #: What ``--axis width --quick`` runs: widths 16 / 64 / 256 (s up to 16) x 4 λ_base (x4 steps) x 3 seeds, 30 epochs:
 #: the full form's task on a coarser λ_base grid (36 finder trials).
 QUICK_WIDTH = WidthConfig(weight_decays=[8.0, 32.0, 128.0, 512.0])
@@ -164,6 +188,16 @@ PRESETS = {
         task_problem=lambda config: too_short_timescale(config) or two_points(config.sizes, "--sizes"),
         load=lambda: None,
         run=_run_size,
+    ),
+    ("synthetic", "batch-size"): Preset(
+        config=SyntheticBatchConfig,
+        quick=QUICK_SYNTHETIC_BATCH,
+        options=_BATCH_OPTIONS,
+        always=(("lr_scaling", "lr_scaling"), ("beta2", "beta2"), ("workers", "workers")),
+        rejects=synthetic_batch_rejects,
+        task_problem=batch_grid_problem,
+        load=lambda: None,
+        run=_run_batch,
     ),
     ("text", "dataset-size"): Preset(
         config=TextDemoConfig,

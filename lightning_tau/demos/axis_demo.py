@@ -24,15 +24,17 @@ from lightning_tau._constants import SUMMARY_NAME
 from lightning_tau.callback import TimescaleCallback
 from lightning_tau.diagnostics import TimescaleMonitor, dashboards
 from lightning_tau.outputs import write_json
-from lightning_tau.tuner.axes import DATASET_SIZE, WIDTH, Axis, resolve_axis
+from lightning_tau.tuner.axes import BATCH_SIZE, DATASET_SIZE, WIDTH, Axis, resolve_axis
 
 __all__ = [
     "AXES",
     "METRIC",
+    "BatchTask",
     "DemoAxis",
     "SizeTask",
     "SweepRecord",
     "WidthTask",
+    "batch_summary",
     "figure_stem",
     "run_axis_demo",
     "size_summary",
@@ -43,14 +45,14 @@ __all__ = [
 METRIC = "val/loss"
 
 #: The finder's axes a demo runs (``TimescaleFinder(axis=...)``), by name.
-DemoAxis = Literal["dataset_size", "width"]
-AXES: tuple[str, ...] = (DATASET_SIZE.name, WIDTH.name)
+DemoAxis = Literal["dataset_size", "width", "batch_size"]
+AXES: tuple[str, ...] = (DATASET_SIZE.name, WIDTH.name, BATCH_SIZE.name)
 
 
 def figure_stem(axis: Axis) -> str:
     """File name (without suffix) of ``axis``'s figure, in its sweep folder beside ``summary.json``: ``size_sweep``,
-    ``width_sweep``."""
-    return f"{axis.point_noun}_sweep"
+    ``width_sweep``, ``batch_size_sweep``."""
+    return f"{str(axis.point_noun).replace(' ', '_')}_sweep"
 
 
 class SizeTask(Protocol):
@@ -96,6 +98,28 @@ class WidthTask(Protocol):
     def datamodule(self) -> pl.LightningDataModule: ...
 
     def model(self, width: int) -> pl.LightningModule: ...
+
+    def trainer_kwargs(self) -> dict[str, Any]: ...
+
+
+class BatchTask(Protocol):
+    """What :func:`run_axis_demo` needs from a batch-size task's configuration
+    (:class:`~lightning_tau.demos.batch.SyntheticBatchConfig`)."""
+
+    task: ClassVar[str]
+    batch_sizes: list[int]
+    lr_scaling: str
+    beta2: str
+    tau_epochs: list[float]
+    seeds: list[int]
+    lr: float
+    workers: int
+
+    def describe(self) -> str: ...
+
+    def datamodule(self) -> pl.LightningDataModule: ...
+
+    def model(self) -> pl.LightningModule: ...
 
     def trainer_kwargs(self) -> dict[str, Any]: ...
 
@@ -152,8 +176,10 @@ def run_axis_demo(
     Args:
         axis: ``"dataset_size"`` (``config`` a :class:`SizeTask`: the sweep on each of its fractions of the full
             training set, every run's HParams record in its TensorBoard run and the HParams tab's config in
-            ``sweep_dir``, for ``lightning-tau plot``) or ``"width"`` (``config`` a :class:`WidthTask`: the sweep at
-            each width on the whole training set).
+            ``sweep_dir``, for ``lightning-tau plot``), ``"width"`` (``config`` a :class:`WidthTask`: the sweep at
+            each width on the whole training set) or ``"batch_size"`` (``config`` a :class:`BatchTask`: the sweep at
+            each global batch size on the whole training set, with its ``lr_scaling`` and ``beta2``, by its
+            ``workers`` processes).
         config: the task's configuration of the axis.
         sweep_dir: the sweep's folder (it exists).
         plot: write the axis figure.
@@ -164,13 +190,14 @@ def run_axis_demo(
         >>> run_axis_demo("depth", None, Path("sweep"))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        lightning_tau.errors.TimescaleError: `run_axis_demo(axis='depth')` is not supported. Use 'dataset_size' or ...
+        lightning_tau.errors.TimescaleError: `run_axis_demo(axis='depth')` is not supported. Use 'dataset_size', ...
     """
     along = resolve_axis(_checks.choice("run_axis_demo", "axis", axis, AXES), "run_axis_demo")
     from lightning_tau.tuner.finder import TimescaleFinder
 
     print(config.describe())
     record: SweepRecord | None = None
+    workers = 1
     if along.subsets_per_point:
         data = config.full_datamodule()
         data.prepare_data()
@@ -180,6 +207,15 @@ def run_axis_demo(
         # its scalars and dashboards but no record of its own
         own: list[Callback] = [record, TimescaleMonitor(log_hparams=False)]
         points = {"fractions": config.fractions(), "tau_epochs": config.tau_epochs, "study_name": config.task}
+    elif along.batch_per_point:
+        data, own, workers = config.datamodule(), [], config.workers
+        points = {
+            "batch_sizes": sorted(config.batch_sizes),
+            "lr_scaling": config.lr_scaling,
+            "beta2": config.beta2,
+            "tau_epochs": config.tau_epochs,
+            "fraction": 1.0,
+        }
     else:
         data, own = config.datamodule(), []
         points = {"widths": sorted(config.widths), "tau_epochs": config.tau_epochs(), "fraction": 1.0}
@@ -194,6 +230,7 @@ def run_axis_demo(
         root_dir=sweep_dir,
         progress=progress,
         verbose=False,
+        workers=workers,
     )
     start = time.perf_counter()
     with warnings.catch_warnings():
@@ -203,6 +240,11 @@ def run_axis_demo(
     if record is not None:
         print(f"{finder.trained_runs} runs in {elapsed:.0f} s. TensorBoard logs: {sweep_dir}")
         summary = size_summary(result, config, record.runs, elapsed)
+    elif along.batch_per_point:
+        trained = finder.total_runs - finder.reused_runs
+        by = f" by {workers} processes" if workers > 1 else ""
+        print(f"{trained} runs trained{by} ({finder.reused_runs} reused) in {elapsed:.0f} s.")
+        summary = batch_summary(result, config, elapsed)
     else:
         print(f"{finder.trained_runs} runs trained ({finder.reused_runs} reused) in {elapsed:.0f} s.")
         summary = width_summary(result, config, elapsed)
@@ -267,6 +309,30 @@ def width_summary(result: Any, config: Any, seconds: float | None = None) -> dic
         "widths": sorted(config.widths),
         "seeds": list(config.seeds),
         "lambda_base": sorted(config.weight_decays),
+        "curves": curves,
+        **result.to_json(),
+        "config": asdict(config),
+        **({"seconds": round(seconds, 1)} if seconds is not None else {}),
+    }
+
+
+def batch_summary(result: Any, config: Any, seconds: float | None = None) -> dict[str, Any]:
+    """A batch-size sweep's ``summary.json`` from the finder's
+    :class:`~lightning_tau.tuner.analysis.axis_result.AxisResult`: the task and its settings (``lr_scaling``,
+    ``beta2``), per global batch size ``B`` the curve (``[tau_epoch, [final metric per seed]]`` rows, ``tau_epoch``
+    increasing, ``null`` for a run that diverged), and the result's
+    :meth:`~lightning_tau.tuner.analysis.axis_result.AxisResult.to_json` (the exponent of the best ``tau_epoch`` in
+    ``B``, its interval or ``ci_reason``, how the batch was set, each batch rule's decision and loss cost, the verdict,
+    per ``B`` the finder's result)."""
+    curves = {str(int(b)): _curve_rows(point) for b, point in zip(result.values, result.results)}
+    return {
+        "task": config.task,
+        "sweep": "tau_epoch",
+        "metric": METRIC,
+        "batch_sizes": sorted(config.batch_sizes),
+        "lr_scaling": config.lr_scaling,
+        "beta2": config.beta2,
+        "seeds": list(config.seeds),
         "curves": curves,
         **result.to_json(),
         "config": asdict(config),

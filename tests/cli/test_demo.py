@@ -293,3 +293,76 @@ def test_needs_two_dataset_sizes(
     err = capsys.readouterr().err
     assert expected in err and len(err.strip().splitlines()) == 1
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--batch-sizes", "64"], "--batch-sizes 64: give at least two batch sizes to compare."),
+        (
+            ["--batch-sizes", "16", "4096"],
+            "--batch-sizes 16 4096: B=4096 is more than the --train-size 2048 samples, so an epoch would not hold one"
+            " full batch. Use batch sizes up to --train-size.",
+        ),
+        (["--tau-epochs", "0.1", "4"], "--tau-epochs 0.1: at N=2048, B=256 an epoch is 8 optimizer steps, so"),
+        (["--sizes", "64", "128"], "--sizes apply to `--axis dataset-size` only; `--axis batch-size` trains every"),
+        (["--batch-size", "64"], "--batch-size apply to `--axis dataset-size` only; `--axis batch-size` trains"),
+        (["--widths", "8", "16"], "--widths apply to `--axis width` only (got --axis batch-size)."),
+        (["--label-noise", "0.1"], "--label-noise do not apply to `--task synthetic` (its labels are noisy"),
+    ],
+)
+def test_batch_demo_rejects_what_it_cannot_run_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    """``--task synthetic --axis batch-size``: each bad option is one line naming it (exit 2), before any run."""
+    assert main(["demo", "--task", "synthetic", "--axis", "batch-size", *argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"lightning-tau demo: error: {expected}") and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["--batch-sizes", "16", "32"],
+            "--batch-sizes apply to `--task synthetic --axis batch-size` only (got --axis dataset-size).",
+        ),
+        (
+            ["--axis", "width", "--lr-scaling", "sqrt", "--beta2", "held"],
+            "--lr-scaling --beta2 apply to `--task synthetic --axis batch-size` only (got --axis width).",
+        ),
+        (
+            ["--task", "text", "--train-size", "64"],
+            "--train-size apply to `--task synthetic --axis batch-size` only (got --axis dataset-size).",
+        ),
+        (
+            ["--axis", "batch_size"],
+            "--task digits --axis batch-size: the digits task has --axis dataset-size and --axis width only.",
+        ),
+    ],
+)
+def test_batch_options_elsewhere_rejected_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    assert main(["demo", *argv, "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"lightning-tau demo: error: {expected}"
+    assert not list(tmp_path.iterdir())
+
+
+def test_batch_demo_bad_choice_is_argparse_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--task", "synthetic", "--axis", "batch-size", "--lr-scaling", "cubic", "--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "argument --lr-scaling: invalid choice: 'cubic'" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_help_says_what_batch_axis_does(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for option in ("--batch-sizes", "--lr-scaling", "--beta2", "--train-size", "--workers"):
+        assert option in out
+    assert "`--task synthetic --axis batch-size` runs the finder's batch-size axis" in out
+    assert "decides each published batch rule (tau_epoch constant; a fixed λ) with its loss cost" in out

@@ -124,7 +124,7 @@ def test_quick_synthetic_demo_summary_follows_from_logged_runs(tmp_path: Path) -
     [
         (
             ["--task", "synthetic", "--axis", "width"],
-            "--task synthetic --axis width: the synthetic task has --axis dataset-size only.",
+            "--task synthetic --axis width: the synthetic task has --axis dataset-size and --axis batch-size only.",
         ),
         (
             ["--task", "synthetic", "--label-noise", "0.1"],
