@@ -22,7 +22,7 @@ from lightning_tau.tuner.checks import tau_name
 from lightning_tau.tuner.study import GridStudy, study_folder
 from lightning_tau.tuner.study_key import StudyPoint
 from lightning_tau.tuner.trial import pruned_record, run_trial, warn_once
-from lightning_tau.tuner.workers import Workers, unguarded_script
+from lightning_tau.tuner.workers import Workers, sigint_seen, unguarded_script
 
 __all__ = ["POLL_SECONDS", "FitProgress", "work_study"]
 
@@ -152,6 +152,8 @@ def work_study(
     while True:
         if workers is not None and workers.unguarded():  # stop now: no worker can start with this script
             raise SystemExit(unguarded_script(settings.workers))
+        if sigint_seen():  # a worker's Ctrl-C whose KeyboardInterrupt was swallowed on its way: no trial after it
+            raise KeyboardInterrupt
         study.reclaim()
         study.enqueue_missing()
         progress.finished_elsewhere(study)  # trials other processes (this fit's workers too) finished: their epochs
@@ -182,6 +184,7 @@ def work_study(
                     # the pruner judges a tau_epoch by its first seed's run (against the first seed's runs
                     # at the other tau_epochs); the other seeds of a tau_epoch it kept train in full
                     trial=trial if settings.pruner is not None and seed == settings.seeds[0] else None,
+                    interrupted=sigint_seen,
                 )
             minimize = study.study.direction.name == "MINIMIZE"
             value = tell_value(record, settings.monitor, settings.reduce, settings.mode, minimize)

@@ -335,13 +335,15 @@ def run_trial(
     log_name: str,
     bar: Any = None,
     trial: Any = None,
+    interrupted: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """Train one ``(tau_epoch, seed)`` on ``train`` and return its record.
 
     ``seed_everything(seed)`` first, then ``model_factory()``; ``TimescaleCallback(tau_epoch=tau_epoch)`` sets the
     weight decay; TensorBoard logs go to ``log_dir/log_name`` (a folder of this trial's own). With ``trial`` (an
     ``optuna.Trial`` whose study has a pruner), :class:`PruningCallback` reports ``monitor`` to it after every
-    validation and stops the fit when the pruner says so.
+    validation and stops the fit when the pruner says so. ``interrupted()`` true at a batch's start ends the fit as a
+    Ctrl-C does (a worker's SIGINT whose ``KeyboardInterrupt`` never reached the fit).
 
     Returns:
         ``{"format", "steps", "epochs_run", "dataset_size_seen", "global_batch_size", "world_size", "groups",
@@ -358,14 +360,14 @@ def run_trial(
     user_callbacks = [fresh_callback(c) if has_run_state(c) else c for c in kwargs.pop("callbacks", None) or []]
     pruning = [PruningCallback(trial, monitor)] if trial is not None else []
     kwargs.setdefault("log_every_n_steps", max(1, len(train) // int(kwargs.get("accumulate_grad_batches", 1))))
-    interrupted = _Interrupted()
+    interrupted_fit = _Interrupted(interrupted)
     trainer = pl.Trainer(
         logger=logger,
         default_root_dir=str(log_dir),
-        callbacks=[callback, recorder, *pruning, *user_callbacks, interrupted],
+        callbacks=[callback, recorder, *pruning, *user_callbacks, interrupted_fit],
         **kwargs,
     )
-    with interrupted.raised():
+    with interrupted_fit.raised():
         trainer.fit(model, train_dataloaders=train, val_dataloaders=val)
     record = {
         "format": RECORD_FORMAT,
@@ -577,10 +579,19 @@ class _Interrupted(Callback):
     ``sys.exit(1)``: the finder would see an error (exit 1, the trial FAIL with ``SystemExit: 1``), not a Ctrl-C.
     This callback notes the interrupt in ``on_exception``; :meth:`raised`, around the fit, turns the ``SystemExit``
     that follows back into ``KeyboardInterrupt`` (the trial is then handed back as interrupted and the command
-    exits 130) and puts back the SIGINT handler the fit started with."""
+    exits 130) and puts back the SIGINT handler the fit started with. ``pending()`` true at a training batch's start
+    raises that ``KeyboardInterrupt`` there (a SIGINT seen whose own never reached the fit)."""
 
-    def __init__(self) -> None:
+    def __init__(self, pending: Callable[[], bool] | None = None) -> None:
         self.interrupt: KeyboardInterrupt | None = None
+        self.pending = pending
+
+    @override
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
+        if self.pending is not None and self.pending():
+            raise KeyboardInterrupt
 
     @override
     def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "runs_at_import",
     "sigint_once",
     "sigint_raises",
+    "sigint_seen",
     "sigterm_raises",
     "start_method",
     "start_server",
@@ -188,6 +189,21 @@ def _sigint_ignored() -> contextlib.AbstractContextManager[None]:
     return _sigint_handled(signal.SIG_IGN)
 
 
+#: Set by :func:`sigint_once`'s handler at every SIGINT: where the first one's ``KeyboardInterrupt`` was swallowed on
+#: its way (a library's bare ``except``), the trial loop still sees it (:func:`sigint_seen`) and stops.
+_SEEN = threading.Event()
+
+
+def sigint_seen() -> bool:
+    """Whether this process (a worker, under :func:`sigint_once`) has had a SIGINT: then it must not train on.
+
+    Example:
+        >>> sigint_seen()  # no SIGINT here
+        False
+    """
+    return _SEEN.is_set()
+
+
 def sigint_once() -> None:
     """For the rest of this process (a worker's: nothing embeds it), its first SIGINT raises ``KeyboardInterrupt`` and
     every later one is ignored. A worker gets a Ctrl-C twice, from the terminal and forwarded by the main process
@@ -198,6 +214,7 @@ def sigint_once() -> None:
 
     def handler(signum: int, frame: Any) -> None:
         nonlocal fired
+        _SEEN.set()
         if not fired:
             fired = True
             raise KeyboardInterrupt

@@ -56,3 +56,60 @@ def test_subset_dataloader_refuses_loaders_it_cannot_rebuild(loader: Any, error:
 def test_subset_dataloader_refuses_empty_subset() -> None:
     with pytest.raises(ValueError, match=r"fraction=0.001\)` keeps no sample of the 120"):
         subset_dataloader(DataLoader(_data(), batch_size=4), 0.001)
+
+
+class _Tiny:
+    """A linear model on 64 samples, 8 batches an epoch (imported lazily: Lightning)."""
+
+    @staticmethod
+    def make() -> Any:
+        import lightning.pytorch as pl
+
+        class Tiny(pl.LightningModule):
+            def __init__(self) -> None:
+                super().__init__()
+                self.net = torch.nn.Linear(4, 1)
+
+            def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+                return torch.nn.functional.mse_loss(self.net(batch[0]), batch[1])
+
+            def validation_step(self, batch: Any, batch_idx: int) -> None:
+                self.log("val_loss", torch.nn.functional.mse_loss(self.net(batch[0]), batch[1]))
+
+            def configure_optimizers(self) -> torch.optim.Optimizer:
+                return torch.optim.AdamW(self.parameters(), lr=1e-2)
+
+        return Tiny()
+
+
+@pytest.mark.slow
+def test_run_trial_stops_at_next_batch_once_interrupted_says_so(tmp_path: Any) -> None:
+    # a worker's SIGINT whose KeyboardInterrupt never reached the fit: the fit ends at the next batch as a Ctrl-C does
+    import lightning.pytorch as pl
+
+    from lightning_tau.tuner.trial import run_trial
+
+    class Steps(pl.Callback):
+        def __init__(self) -> None:
+            self.done = 0
+
+        def on_train_batch_end(self, *args: Any) -> None:
+            self.done += 1
+
+    steps = Steps()
+    x = torch.randn(64, 4)
+    data = TensorDataset(x, x.sum(dim=1, keepdim=True))
+    with pytest.raises(KeyboardInterrupt):
+        run_trial(
+            _Tiny.make,
+            DataLoader(data, batch_size=8),
+            DataLoader(data, batch_size=64),
+            tau_epoch=1.0,
+            seed=0,
+            monitor="val_loss",
+            trainer_kwargs={"max_epochs": 50, "callbacks": [steps], "enable_progress_bar": False},
+            log_dir=tmp_path,
+            log_name="trial",
+            interrupted=lambda: steps.done >= 3,
+        )
+    assert steps.done == 3

@@ -404,3 +404,22 @@ def test_sigint_once_raises_the_first_and_ignores_the_rest_for_good() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.split("\n")[:2], done.stderr) == (0, ["raised once", "then ignored"], "")
+
+
+def test_sigint_seen_after_a_swallowed_first_sigint() -> None:
+    """The first SIGINT's KeyboardInterrupt swallowed on its way (a library's bare ``except``) and the second ignored:
+    ``sigint_seen()`` still says the worker was interrupted, so its trial loop stops."""
+    code = (
+        "import signal\n"
+        "from lightning_tau.tuner.workers import sigint_once, sigint_seen\n"
+        "sigint_once()\n"
+        "print(sigint_seen())\n"
+        "try:\n"
+        "    signal.raise_signal(signal.SIGINT)\n"
+        "except BaseException:\n"
+        "    pass\n"
+        "signal.raise_signal(signal.SIGINT)\n"
+        "print(sigint_seen())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.split(), done.stderr) == (0, ["False", "True"], "")
