@@ -32,8 +32,12 @@ from optuna.trial import TrialState
 
 pytest.importorskip("sklearn")
 
+#: Epochs no trial finishes before the test signals it: on a loaded 2-core machine a 400-epoch trial finished
+#: between the moment seen and the worker's hand-back once ("1 complete" where none should be).
+FOREVER = "4000"
+
 #: One long trial per tau_epoch: it is still training when the test signals.
-LONG = ["--epochs", "400", "--fraction", "0.5", "--seeds", "0", "--no-progress", "--no-plot", "--study", "s"]
+LONG = ["--epochs", FOREVER, "--fraction", "0.5", "--seeds", "0", "--no-progress", "--no-plot", "--study", "s"]
 
 
 class Command:
@@ -296,10 +300,10 @@ def _worker_started(job: Job) -> bool:
 #: The moments of a ``--workers 2`` sweep a signal is sent at, each seen from outside: the epochs its command trains
 #: (the JSON's is short: it must finish) and when it is reached.
 MOMENTS: dict[str, tuple[str, Callable[[Job], object]]] = {
-    "the worker server imports torch": ("400", _server_importing),
-    "trials enqueued": ("400", lambda job: (study := job.study()) is not None and study.trials),
-    "a worker holds a trial": ("400", _worker_started),
-    "both processes inside a fit": ("400", lambda job: _fits_running(job, 2)),
+    "the worker server imports torch": (FOREVER, _server_importing),
+    "trials enqueued": (FOREVER, lambda job: (study := job.study()) is not None and study.trials),
+    "a worker holds a trial": (FOREVER, _worker_started),
+    "both processes inside a fit": (FOREVER, lambda job: _fits_running(job, 2)),
     "the JSON written": ("1", lambda job: job.json.is_file()),
 }
 
@@ -310,7 +314,7 @@ MOMENTS: dict[str, tuple[str, Callable[[Job], object]]] = {
 def test_ctrl_c_inside_fit_hands_trials_back_and_exits_130(tmp_path: Path, workers: int, group: bool) -> None:
     """Lightning ends a fit on Ctrl-C with ``sys.exit(1)``: exit 1, no line, the trial FAIL with ``SystemExit: 1``,
     and (to the command's process alone) its workers training on. Sent once every process is inside a fit."""
-    job = Job(tmp_path / "out", "--epochs", "400", "--workers", str(workers))
+    job = Job(tmp_path / "out", "--epochs", FOREVER, "--workers", str(workers))
     wait_for(lambda: _fits_running(job, workers) or job.proc.poll() is not None, "every process inside a fit")
     job.send(signal.SIGINT, group=group)
     code = job.wait()
@@ -333,7 +337,8 @@ def test_ctrl_c_typed_on_terminal_inside_fit_exits_130_in_one_line(tmp_path: Pat
     import pty
 
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "lightning_tau", "find", *TWO, "--epochs", "400", "--workers", "2", "--out", str(out)]
+    argv = [sys.executable, "-m", "lightning_tau", "find", *TWO, "--epochs", FOREVER, "--workers", "2"]
+    argv += ["--out", str(out)]
     pid, terminal = pty.fork()
     if pid == 0:  # the child: the session leader on the terminal, SIGINT at its default
         signal.signal(signal.SIGINT, signal.SIG_DFL)
