@@ -367,6 +367,7 @@ def run_trial(
         callbacks=[callback, recorder, *pruning, *user_callbacks, interrupted_fit],
         **kwargs,
     )
+    _one_process(trainer.world_size, trainer_kwargs)
     with interrupted_fit.raised():
         trainer.fit(model, train_dataloaders=train, val_dataloaders=val)
     record = {
@@ -569,6 +570,29 @@ class _RunRecorder(Callback):
                 "decays": g.decays,
                 "width_mult": g.width_mult,  # the μP s the callback read (None: 1 or unknown)
             }
+
+
+def _one_process(world_size: int, trainer_kwargs: Mapping[str, Any]) -> None:
+    """A trial trains in this process on one device and is read here: a Trainer of ``world_size > 1`` (``devices``,
+    ``num_nodes``) is refused in one line before its fit (a spawned fit's result never came back, and the finder
+    trained the grid point again and again).
+
+    Example:
+        >>> _one_process(1, {"devices": 1})
+        >>> _one_process(2, {"devices": 2, "strategy": "ddp_spawn"})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        lightning_tau.errors.TimescaleError: `TimescaleFinder(trainer_kwargs={'devices': 2, ...})`: each trial would ...
+    """
+    if world_size <= 1:
+        return
+    given = {k: trainer_kwargs[k] for k in ("accelerator", "devices", "num_nodes", "strategy") if k in trainer_kwargs}
+    raise TimescaleError(
+        f"`TimescaleFinder(trainer_kwargs={given!r})`: each trial would train on {world_size} processes, but the"
+        " finder trains a trial in one process on one device and reads its result there. Give devices=1 and spread"
+        " the trials over processes with `workers=` (or several commands on one study); TimescaleCallback then applies"
+        " the result on any number of devices (it reads the global batch)."
+    )
 
 
 class _Interrupted(Callback):

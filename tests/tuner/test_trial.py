@@ -5,6 +5,8 @@ no sample. (A trial's training, its record and its model copies are tested throu
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,3 +115,38 @@ def test_run_trial_stops_at_next_batch_once_interrupted_says_so(tmp_path: Any) -
             interrupted=lambda: steps.done >= 3,
         )
     assert steps.done == 3
+
+
+@pytest.mark.slow
+def test_finder_refuses_multi_device_trials_in_one_line_before_any_step(tmp_path: Any) -> None:
+    # a ddp_spawn fit's result never came back to the finder, which trained the grid point again, for ever
+    import subprocess
+    import sys
+
+    code = f"""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from lightning_tau import TimescaleFinder
+from lightning_tau.errors import TimescaleError
+from test_trial import _Tiny
+x = torch.randn(64, 4)
+data = TensorDataset(x, x.sum(dim=1, keepdim=True))
+finder = TimescaleFinder(tau_epochs=(1, 4), seeds=(0,), fraction=1.0, root_dir={str(tmp_path)!r}, progress=False,
+    trainer_kwargs={{"max_epochs": 1, "accelerator": "cpu", "devices": 2, "strategy": "ddp_spawn"}})
+try:
+    finder.fit(_Tiny.make, train_dataloaders=DataLoader(data, batch_size=8), val_dataloaders=DataLoader(data))
+except TimescaleError as err:
+    print("refused:", err)
+print("trained:", finder.trained_runs)
+"""
+    here = str(Path(__file__).parent)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env={**os.environ, "PYTHONPATH": here}
+    )
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert lines[0].startswith(
+        "refused: `TimescaleFinder(trainer_kwargs={'accelerator': 'cpu', 'devices': 2, 'strategy': 'ddp_spawn'})`: each"
+        " trial would train on 2 processes"
+    ), lines
+    assert "devices=1" in lines[0] and lines[1] == "trained: 0"
