@@ -18,7 +18,8 @@ __all__ = ["SUBCOMMANDS", "build_parser", "hold_signals", "main"]
 #: ``add_parser`` registers the same; ``tests/cli/test_first_contact.py`` checks they agree).
 SUBCOMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "demo": (
-        "The timescale finder's dataset-size (or width) axis on bundled digits or text: runs, figures, verdict.",
+        "The timescale finder's dataset-size (width, batch-size) axis on bundled or synthetic data: runs, figures,"
+        " verdict.",
         (),
     ),
     "find": ("Tune tau_epoch on a fraction of the training set; print the full run's weight decay.", ()),
