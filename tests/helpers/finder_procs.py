@@ -173,3 +173,23 @@ def logged_a_scalar(run: Path) -> bool:
     accumulator = EventAccumulator(str(run))
     accumulator.Reload()
     return bool(accumulator.Tags()["scalars"])
+
+
+def run_worker_here(payload: bytes) -> None:
+    """A finder worker's whole life (``_worker_main``) in this process on ``payload``, as a worker process runs it:
+    it must end by ``sys.exit(0)``. Its torch threads and its end's ignored SIGINT and SIGTERM are put back after."""
+    import pytest
+    import torch
+
+    from lightning_tau.tuner.finder import _worker_main
+
+    threads = torch.get_num_threads()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # a worker ignores both at its end
+    try:
+        with pytest.raises(SystemExit) as ended:  # a worker process ends by sys.exit with its code
+            _worker_main(payload, 1, dict(os.environ))
+        assert ended.value.code == 0
+    finally:
+        torch.set_num_threads(threads)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)

@@ -7,7 +7,6 @@ import dataclasses
 import functools
 import json
 import math
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -649,7 +648,7 @@ def test_auto_seeds_add_stages_to_same_studies_up_to_max_seeds(tmp_path: Path) -
 
 @pytest.mark.slow
 def test_worker_sent_stage_trains_seeds_into_same_studies(tmp_path: Path) -> None:
-    from lightning_tau.tuner.finder import _worker_main
+    from finder_procs import run_worker_here
 
     # what the main process sends a worker at the 5-seed stage, run here: the worker's finder is built with
     # seeds="auto" and told the stage's seeds, so it opens the main process's studies and trains all 5 seeds there
@@ -657,16 +656,7 @@ def test_worker_sent_stage_trains_seeds_into_same_studies(tmp_path: Path) -> Non
     stage = dataclasses.replace(finder.settings, seeds=(0, 1, 2, 3, 4))  # the round the main process trains now
     data = PlantedData()
     payload = finder._worker_payload(PlantedWidthModel, data.train_dataloader(), data.val_dataloader(), stage)
-    threads = torch.get_num_threads()
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # a worker ignores both at its end
-    try:
-        with pytest.raises(SystemExit) as ended:  # a worker process ends by sys.exit with its code
-            _worker_main(payload, 1, dict(__import__("os").environ))
-        assert ended.value.code == 0
-    finally:
-        torch.set_num_threads(threads)
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+    run_worker_here(payload)
     assert list(_trials_per_study(tmp_path / "find").values()) == [len(TAUS) * 5] * 2
 
     # the main process finds both stages complete in those studies: it trains nothing
@@ -816,7 +806,7 @@ def test_batch_axis_beta2_both_pairs_held_runs_with_fixed_at_largest_batch(tmp_p
 @pytest.mark.slow
 def test_worker_sent_held_beta2_round_trains_it_for_main_process(tmp_path: Path) -> None:
     from lightning_tau.tuner.axis_runner import held_beta2_round
-    from lightning_tau.tuner.finder import _worker_main
+    from finder_procs import run_worker_here
 
     # what the main process sends a worker for the held round (the best tau_epoch at B = 32 is 6: the planted
     # 6 x 2^½ = 8.5 lies nearer 6 than 18 in log), run here: it trains the 3 held runs into the held study
@@ -824,16 +814,7 @@ def test_worker_sent_held_beta2_round_trains_it_for_main_process(tmp_path: Path)
     held = held_beta2_round(finder.settings, 6.0)
     data = PlantedData()
     payload = finder._worker_payload(PlantedBeta2Model, data.train_dataloader(), data.val_dataloader(), held)
-    threads = torch.get_num_threads()
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # a worker ignores both at its end
-    try:
-        with pytest.raises(SystemExit) as ended:
-            _worker_main(payload, 1, dict(__import__("os").environ))
-        assert ended.value.code == 0
-    finally:
-        torch.set_num_threads(threads)
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+    run_worker_here(payload)
     trials = _trials_per_study(tmp_path / "find")
     assert list(trials.values()) == [3] and next(iter(trials)).endswith("_beta2=held_batch_size=32")
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import os
 import pickle
-import signal
 from pathlib import Path
 
 import pytest
+from finder_procs import run_worker_here
 from finder_study import TRUE_TAU, CurveModel, curve_loaders, fit_finder, make_finder
 
-from lightning_tau.tuner.finder import _worker_main
 from lightning_tau.tuner.analysis.grid_extension import AddedPoint
 
 GIVEN = (16.0, 32.0, 64.0)  # CurveModel's loss is lowest at tau_epoch 6: below this grid
@@ -93,14 +91,7 @@ def test_worker_sent_round_trains_added_points_into_same_study(tmp_path: Path) -
     train, val = curve_loaders()
     payload = finder._worker_payload(CurveModel, train, val, grown)
     assert pickle.loads(payload)[4] == {"seeds": (0,), "tau_epochs": (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)}
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # a worker ignores both at its end
-    try:
-        with pytest.raises(SystemExit) as ended:  # in this process: a worker sent the round whose grid holds 2
-            _worker_main(payload, 1, dict(os.environ))
-        assert ended.value.code == 0  # a worker process ends by sys.exit with its code
-    finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+    run_worker_here(payload)  # in this process: a worker sent the round whose grid holds 2
     assert finder.study is not None
     trained = {t.user_attrs["tau_epoch"] for t in finder.study.study.trials if t.state.name == "COMPLETE"}
     assert trained == {2.0, 4.0, 8.0, 16.0, 32.0, 64.0}
