@@ -353,11 +353,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         batch_group,
         "--beta2",
         lambda: (
-            "Adam's β₂ at every batch: fixed (AdamW's 0.999) or held in samples (β₂^(B / B_0), Marek et al. 2025)"
+            "Adam's β₂ at every batch: fixed (AdamW's 0.999), held in samples (β₂^(B / B_0), Marek et al. 2025),"
+            " or both (the sweep fixed, then the largest B's best held too: each choice's paired cost)"
             f" (default: {batch.beta2})"
         ),
         None,
-        choices=("fixed", "held"),
+        choices=("fixed", "held", "both"),
     )
     add(batch_group, "--train-size", lambda: f"training samples N, the same at every B (default: {batch.train_size})")
     add(

@@ -114,11 +114,12 @@ def test_quick_table_shows_batch_axis_both_rules_and_setting(tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_options_reach_the_sweep(tmp_path: Path) -> None:
-    """``--batch-sizes`` (sorted, duplicates dropped), ``--lr-scaling``, ``--train-size``, ``--tau-epochs``, ``--seeds``
-    and ``--epochs`` are what the finder ran: at lr ∝ B both rules are exponent 0."""
+    """``--batch-sizes`` (sorted, duplicates dropped), ``--lr-scaling``, ``--train-size``, ``--tau-epochs``,
+    ``--seeds``, ``--epochs`` and ``--beta2`` are what the finder ran: at lr ∝ B both rules are exponent 0."""
     argv = ["demo", "--task", "synthetic", "--axis", "batch-size", "--batch-sizes", "32", "16", "32"]
     argv += ["--lr-scaling", "linear", "--train-size", "64", "--tau-epochs", "2", "8", "--seeds", "3", "--epochs", "1"]
-    argv += ["--hidden", "8", "--workers", "1", "--no-plot", "--no-progress", "--out", str(tmp_path)]
+    argv += ["--hidden", "8", "--workers", "1", "--beta2", "both", "--no-plot", "--no-progress"]
+    argv += ["--out", str(tmp_path)]
     with contextlib.redirect_stdout(io.StringIO()) as stdout, contextlib.redirect_stderr(io.StringIO()):
         assert main(argv) == 0
     summary = json.loads((tmp_path / "sweep_0" / "summary.json").read_text())
@@ -128,6 +129,9 @@ def test_options_reach_the_sweep(tmp_path: Path) -> None:
     assert (summary["config"]["train_size"], summary["config"]["epochs"], summary["config"]["hidden"]) == (64, 1, 8)
     assert {p["tau_epoch"] for p in summary["results"][0]["curve"]} >= {2.0, 8.0}
     assert "B=32: 2 steps/epoch, lr 0.006" in stdout.getvalue()  # lr ∝ B from 0.003 at B=16
+    assert summary["config"]["beta2"] == "both"  # the largest B's best trained again with β₂ held: its paired cost
+    held = r"^β₂ at B=32, tau_epoch=\S+ \(val/loss, min; held minus fixed, paired over 1 seed"
+    assert re.search(held, stdout.getvalue(), re.M)
 
 
 def test_default_and_quick_configs_pass_their_checks() -> None:
