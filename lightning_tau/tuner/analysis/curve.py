@@ -19,6 +19,7 @@ from lightning_tau.tuner.analysis.tdist import t_quantile
 __all__ = [
     "DEFAULT_TAU_EPOCHS",
     "LONG_TIMESCALE",
+    "NEGLIGIBLE_SD",
     "PRUNER_NAMES",
     "SmoothedOptimum",
     "log_grid",
@@ -37,6 +38,9 @@ PRUNER_NAMES: tuple[str, ...] = ("median", "successive_halving", "hyperband")
 #: A ``tau_epoch`` at least this many times the run's epochs is longer than the run: the weights cover at most half a
 #: timescale, so they keep most of their initialisation (``exp(-1/2) = 61 %``) and weight decay has little to act on.
 LONG_TIMESCALE: float = 2.0
+#: A grid point's mean within this many of the best point's seed s.d. of the best is a tie for :func:`plateau`, however
+#: consistently the seeds find it (a quarter of the seeds' own spread: below what anyone tells apart run to run).
+NEGLIGIBLE_SD: float = 0.25
 
 
 def reduce_metric(values: Sequence[float], reduce: Literal["last", "best"], mode: Goal) -> float:
@@ -280,26 +284,36 @@ def optimum_range(
 
 
 def plateau(
-    tau_epochs: Sequence[float], values: Sequence[Sequence[float]], mode: Goal = "min", epochs: float | None = None
+    tau_epochs: Sequence[float],
+    values: Sequence[Sequence[float]],
+    mode: Goal = "min",
+    epochs: float | None = None,
+    level: float = 0.9,
 ) -> float | None:
-    """Where weight decay stops mattering: the smallest grid ``tau_epoch`` X from which every larger grid point's
-    seed mean is within one seed standard deviation of the best, when the best point lies in that flat top and the
-    top of the grid is longer than the run; else ``None``.
+    """Where weight decay stops mattering: the smallest grid ``tau_epoch`` X from which no larger grid point is
+    measurably worse than the best, when the best point lies in that flat top and the top of the grid is longer than
+    the run; else ``None``.
 
     A timescale much longer than the run leaves the weights near their initialisation memory, so the curve is flat
     at its top: any ``tau_epoch >= X`` is as good, and the best grid point sitting on the top edge is a plateau,
-    not an edge to widen (``../THEORY.md`` §13). The seed standard deviation is the best point's, over seeds
-    (``ddof=1``); with one seed there is none and the answer is ``None``.
+    not an edge to widen (``../THEORY.md`` §13). "Measurably worse" is judged on the seeds' paired differences to
+    the best point, as :func:`optimum_range` judges them: worse where their mean exceeds ``t * sd / sqrt(n)``
+    (Student's one-sided ``(1 + level) / 2`` quantile with ``n - 1`` degrees of freedom, ``sd`` the differences'),
+    unless it is within :data:`NEGLIGIBLE_SD` of the best point's seed s.d. (a tie). The seeds share their
+    initialization and batch order across the grid, so a loss every seed finds worse is worse, however widely the
+    seeds spread: a curve that rises from its best at every seed has a minimum, not a flat top. With one seed there
+    is no spread and the answer is ``None``.
 
     Args:
         tau_epochs: the grid, strictly increasing, positive.
-        values: per grid point, the metric of each seed (the same seeds at every point).
+        values: per grid point, the metric of each seed (the same seeds, in the same order, at every point).
         mode: ``"min"`` or ``"max"``.
         epochs: the run's epochs: the top of the grid must be at least :data:`LONG_TIMESCALE` times it; ``None``
             skips that condition.
+        level: the confidence of the paired test, in ``(0, 1)``.
 
     Raises:
-        ValueError: the grid and the values do not match, or ``mode`` is invalid.
+        ValueError: the grid and the values do not match, or ``mode`` or ``level`` is invalid.
 
     Example:
         A loss that falls to a floor of 0.149 from ``tau_epoch`` 32 on, with a seed spread of about 0.002, in a
@@ -313,9 +327,18 @@ def plateau(
         True
         >>> plateau(grid[:4], seeds[:4], epochs=5) is None  # the best, 32, alone at the top: an edge, not a plateau
         True
+
+        Seeds far apart (s.d. 0.03) that all find the top 0.03 worse than the best: a minimum, not a plateau.
+
+        >>> offsets = (-0.04, -0.02, 0.0, 0.02, 0.04)
+        >>> rising = [[m + d + 0.003 * (i % 2) for i, d in enumerate(offsets)] for m in (0.30, 0.21, 0.22, 0.24)]
+        >>> plateau([2.0, 8.0, 32.0, 128.0], rising, epochs=16) is None
+        True
     """
     if mode not in GOALS:
         raise ValueError(f"`plateau(mode={mode!r})` is not supported. Use 'min' or 'max'.")
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise ValueError(f"`plateau(level={level!r})` is not valid: use a number in (0, 1), e.g. 0.9.")
     taus = [float(t) for t in tau_epochs]
     if len(taus) != len(values) or not taus:
         raise ValueError(
@@ -328,12 +351,18 @@ def plateau(
     if epochs is not None and taus[-1] < LONG_TIMESCALE * float(epochs):
         return None
     scores = table if mode == "min" else -table
-    means = scores.mean(axis=1)
-    best = int(np.argmin(means))
-    sd = float(scores[best].std(ddof=1))
+    best = int(np.argmin(scores.mean(axis=1)))
+    n_seeds = scores.shape[1]
+    tie = NEGLIGIBLE_SD * float(scores[best].std(ddof=1))
+    t = t_quantile((1 + level) / 2, n_seeds - 1)
+
+    def as_good(i: int) -> bool:
+        diffs = scores[i] - scores[best]
+        return bool(diffs.mean() <= max(t * diffs.std(ddof=1) / math.sqrt(n_seeds), tie))
+
     start = len(taus) - 1
-    while start > 0 and means[start - 1] - means[best] <= sd:
+    while start > 0 and as_good(start - 1):
         start -= 1
-    if means[-1] - means[best] > sd or start > best or start == len(taus) - 1:
-        return None  # the top is not within one s.d. of the best, the best lies below the flat top, or one point
+    if not as_good(len(taus) - 1) or start > best or start == len(taus) - 1:
+        return None  # the top is worse than the best, the best lies below the flat top, or one point
     return taus[start]
