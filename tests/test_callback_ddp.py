@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from axes_models import BATCH, LR, N, PlantedAccumulatedModel, PlantedData
 from ddp_harness import run_script
+
+from lightning_tau.tuner.finder import TimescaleFinder
 
 SCRIPT = """
 import json, sys
@@ -333,3 +336,98 @@ def test_ddp_batch_exponent_holds_tau_epoch_at_global_batch(tmp_path) -> None:
     assert output.count("at epoch 0, step 0: steps per epoch 24 -> 12; global batch 10 -> 20; accumulation 1 -> 2") == 2
     assert output.count("at epoch 1, step 12: steps per epoch 12 -> 6; global batch 20 -> 40; accumulation 2 -> 4") == 2
     assert "(tau_epoch 4 x (40/8)^1 = 20 held)" in output and "(tau_epoch 4 x (40/8)^-0.5 = 1.789 held)" in output
+
+
+FOUND_BATCH_RULE = """
+import json, sys
+import lightning.pytorch as pl
+from axes_models import PlantedAccumulatedModel
+from tiny_model import make_loader
+from ddp_harness import end_process_group
+from lightning_tau import TimescaleCallback
+
+
+class StepLog(pl.Callback):
+    # Per optimizer step, from its post-hook: what the step ran with and what the callback says it read.
+    def __init__(self, timescale):
+        self.timescale, self.rows = timescale, []
+
+    def on_train_start(self, trainer, pl_module):
+        cb = self.timescale
+        trainer.optimizers[0].register_step_post_hook(lambda opt, a, k: self.rows.append({
+            "world_size": trainer.world_size, "accumulation": trainer.accumulate_grad_batches,
+            "groups": [[g["lr"], g["weight_decay"]] for g in opt.param_groups],
+            "B": cb.resolved_batch_size, "N": cb.resolved_dataset_size, "held": cb.held_tau_epoch}))
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as f:
+        timescale = TimescaleCallback(**json.load(f))  # the finder's callback, as its arguments
+    log = StepLog(timescale)
+    trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=1, accumulate_grad_batches=3,
+                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, callbacks=[timescale, log])
+    trainer.fit(PlantedAccumulatedModel(), make_loader(n=240, batch_size=5))
+    with open(f"found{trainer.global_rank}.json", "w") as f:
+        json.dump(log.rows, f)
+    end_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_batch_axis_rule_found_applied_at_ddp_global_batch(tmp_path) -> None:
+    # The finder's batch axis measures at the GLOBAL B: one process, the loader's batch 16 accumulated to B = 16, 32,
+    # 64 (PlantedAccumulatedModel has no `batch_size`), its best tau_epoch planted at 6 (B / 16)^0.5.
+    sizes = (16, 32, 64)
+    finder = TimescaleFinder(
+        axis="batch_size",
+        batch_sizes=sizes,
+        tau_epochs=(3.0, 6.0, 12.0, 24.0),
+        seeds=(0, 1),
+        fraction=1.0,
+        trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1},
+        root_dir=tmp_path / "find",
+        progress=False,
+        verbose=False,
+    )
+    result = finder.fit(PlantedAccumulatedModel, datamodule=PlantedData())
+    assert finder.trained_runs == len(sizes) * 4 * 2
+    for b, study in zip(sizes, finder.studies):
+        records = study.records().values()
+        assert len(records) == 4 * 2
+        for record in records:
+            seen = record["metrics"][-1]
+            assert (record["global_batch_size"], record["world_size"]) == (b, 1)  # what the axis measured: B
+            assert (seen["seen_batch"], seen["accumulate"]) == (BATCH, b // BATCH)  # as loader 16 x accumulation
+            assert record["steps"] == N // b
+    assert result.scales == [16.0, 32.0, 64.0] and result.exponent == pytest.approx(0.5, abs=0.02)
+    assert result.tau_epoch == pytest.approx(6.0, rel=1e-6)  # the smallest batch's best, the planted 6
+    assert result.unbacked is None and result.rule_used is None  # neither rule (0, 1): the measured exponent is used
+
+    # ... and the callback it gives holds tau_epoch at a DDP run's GLOBAL B = 5 per device x 2 ranks x 3 accumulation
+    # = 30: not a measured B, nor the per-device 5, nor 15 on one rank. N = 240 (120 a rank = 24 batches of 5): 8 steps.
+    callback = result.callback(verbose=False)
+    kwargs = {
+        "tau_epoch": callback.tau_epoch,
+        "batch_exponent": callback.batch_exponent,
+        "reference_batch_size": callback.reference_batch_size,
+    }
+    assert kwargs == {"tau_epoch": result.tau_epoch, "batch_exponent": result.exponent_used, "reference_batch_size": 16}
+    (tmp_path / "callback.json").write_text(json.dumps(kwargs))
+    proc = run_script(FOUND_BATCH_RULE, tmp_path, "callback.json")
+    assert "end_process_group:" not in proc.stderr and "terminate called" not in proc.stderr, proc.stderr
+    big_b, n = 30, 240
+    held = result.tau_epoch * (big_b / 16) ** result.exponent_used
+    assert result.predict(big_b).tau_epoch == pytest.approx(held, rel=1e-12)  # what the result predicts at B = 30
+    for rank in (0, 1):
+        rows = json.loads((tmp_path / f"found{rank}.json").read_text())
+        assert len(rows) == n // big_b, rank
+        for row in rows:
+            assert (row["world_size"], row["accumulation"]) == (2, 3), (rank, row)
+            (lr, wd), (_, no_decay) = row["groups"]
+            assert lr == LR and no_decay == 0.0, (rank, row)
+            assert wd == pytest.approx(big_b / (lr * n * held), rel=1e-9), (rank, row)  # B = 5 or 15: another wd
+            assert row["held"] == pytest.approx(held, rel=1e-12), (rank, row)
+            assert (row["B"], row["N"]) == (big_b, n), (rank, row)
+    output = proc.stdout + proc.stderr  # said on rank zero only
+    assert output.count("B = 5 per device x 2 device(s) x 3 accumulation.") == 1, output
