@@ -532,7 +532,7 @@ def _defaults() -> dict[str, object]:
     parser = argparse.ArgumentParser()
     find = add_parser(parser.add_subparsers())
     return {dest: find.get_default(dest) for dest, _ in REOPENED} | {
-        dest: find.get_default(dest) for dest in ("monitor", "mode", "reduce")
+        dest: find.get_default(dest) for dest in ("monitor", "mode", "reduce", "lr_scaling", "beta2")
     }
 
 

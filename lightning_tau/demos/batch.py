@@ -27,8 +27,8 @@ class BatchMLP(DigitsMLP):
     """The synthetic task's student MLP (:class:`~lightning_tau.demos.digits.DigitsMLP`) with a ``batch_size``
     attribute, as Lightning's ``BatchSizeFinder`` expects: the finder's batch-size axis sets it on each trial's model
     and rebuilds the trial's training loader at that batch (without one, the axis would set the batch by gradient
-    accumulation over the loader's batch). It is not an hparam: the run's logged hparams are those it was built with,
-    before the finder sets its batch.
+    accumulation over the loader's batch). It is not an hparam, so the run's logged hparams hold no batch (its lr,
+    an hparam, is logged at the value the trial trains with).
 
     Example:
         >>> from lightning.pytorch.utilities.parsing import lightning_hasattr, lightning_setattr

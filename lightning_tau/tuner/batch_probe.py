@@ -6,7 +6,7 @@ More: docs/finder.rst, "Along the batch size".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 import lightning.pytorch as pl
@@ -70,8 +70,9 @@ def rebatched(loader: DataLoader, batch_size: int) -> DataLoader:
 
 class BatchedModel:
     """Makes a trial's model at one batch-axis point: ``make()``, then its ``batch_size`` set to ``batch_size`` (where
-    the batch is set so) and its lr attribute multiplied by ``lr_factor`` (where it is not 1). Pickles when ``make``
-    does (a worker process builds its own)."""
+    the batch is set so) and its lr attribute multiplied by ``lr_factor`` (where it is not 1), in its hparams too, and
+    in the hparams its loggers log (TensorBoard's hparams, ``hparams.yaml``): the batch and lr the trial trains with,
+    not those the model was built with. Pickles when ``make`` does (a worker process builds its own)."""
 
     def __init__(
         self, make: Callable[[], Any], batch_size: int | None, lr_name: str | None, lr_factor: float
@@ -81,10 +82,22 @@ class BatchedModel:
     def __call__(self) -> pl.LightningModule:
         model = self.make()
         if self.batch_size is not None:
-            lightning_setattr(model, "batch_size", self.batch_size)
+            _set_in_force(model, "batch_size", self.batch_size)
         if self.lr_name is not None and self.lr_factor != 1.0:
-            lightning_setattr(model, self.lr_name, lightning_getattr(model, self.lr_name) * self.lr_factor)
+            _set_in_force(model, self.lr_name, lightning_getattr(model, self.lr_name) * self.lr_factor)
         return model
+
+
+def _set_in_force(model: pl.LightningModule, name: str, value: Any) -> None:
+    """``model``'s attribute or hparam ``name`` set to ``value`` (``lightning_setattr``), and so is the hparam the
+    Trainer's loggers log, where ``name`` is one. Lightning logs ``hparams_initial``, a copy taken by
+    ``save_hyperparameters`` that ``lightning_setattr`` leaves as it was, and has no public way to change it: its
+    private ``_hparams_initial`` is the copy (without this, a trial at ``B = 128`` and ``lr x 2`` logs the batch and lr
+    it was built with)."""
+    lightning_setattr(model, name, value)
+    initial = getattr(model, "_hparams_initial", None)
+    if isinstance(initial, MutableMapping) and name in initial:
+        initial[name] = value
 
 
 def check_held_beta2(beta2s: Sequence[float], largest: float, beta2: str) -> None:

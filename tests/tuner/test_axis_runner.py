@@ -240,3 +240,32 @@ def test_undetermined_rules_read_results_half_width(monkeypatch: pytest.MonkeyPa
     assert undetermined_rules(size) == undetermined_rules(size, size.tolerance) == ["Wang & Aitchison"]
     with pytest.raises(AssertionError, match="computed again"):  # another tolerance: its own band
         undetermined_rules(size, 1.01)
+
+
+@pytest.mark.slow
+def test_batch_hparam_model_worker_keys_parents_studies(tmp_path: Path) -> None:
+    import optuna
+    from axes_models import PlantedBatchModel, PlantedData
+    from finder_procs import run_worker_here
+
+    # a model with `batch_size` and `lr` hparams, which each batch point's model has set (BatchedModel): a worker
+    # process (run here, as it runs) must key the studies the main process keys, not studies of its own
+    def batch_finder() -> TimescaleFinder:
+        return TimescaleFinder(
+            axis="batch_size", batch_sizes=(16, 32), lr_scaling="sqrt", fraction=1.0, tau_epochs=[2, 6, 18],
+            seeds=[0], monitor="val_loss", trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1},
+            root_dir=tmp_path, workers=2, progress=False, verbose=False, max_grid_extensions=0,
+        )
+
+    finder, data = batch_finder(), PlantedData()
+    payload = finder._worker_payload(PlantedBatchModel, data.train_dataloader(), data.val_dataloader(), finder.settings)
+    run_worker_here(payload)  # the worker trains the whole sweep
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(tmp_path / "study.journal")))
+    worker_studies = sorted(optuna.get_all_study_names(storage))
+    assert len(worker_studies) == 2
+
+    main = batch_finder()  # the main process: every trial complete in its studies, nothing trained, no study added
+    main.fit(PlantedBatchModel, datamodule=PlantedData())
+    assert main.trained_runs == 0 and main.reused_runs == 6
+    assert sorted(s.study.study_name for s in main.studies) == worker_studies
+    assert sorted(optuna.get_all_study_names(storage)) == worker_studies

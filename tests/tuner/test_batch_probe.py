@@ -3,6 +3,7 @@ accumulation), finds the lr to scale, rebuilds the loader, and holds ``β₂`` i
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
@@ -67,6 +68,43 @@ def test_point_model_gets_batch_and_scaled_lr() -> None:
     assert model.hparams.batch_size == 16 and model.hparams.lr == pytest.approx(0.02)
     same = BatchedModel(_Net, None, None, 1.0)()
     assert "batch_size" not in same.hparams and same.hparams.lr == 0.01
+
+
+def test_point_model_logs_batch_and_lr_it_trains_with() -> None:
+    # the hparams Lightning's loggers log (hparams_initial: TensorBoard's hparams, hparams.yaml) are those in force
+    model = BatchedModel(lambda: _Net(lr=0.01, batch_size=4), 16, "lr", 2.0)()
+    assert model.hparams_initial["batch_size"] == 16 and model.hparams_initial["lr"] == pytest.approx(0.02)
+    kept = BatchedModel(lambda: _Net(lr=0.01, batch_size=4), None, "lr", 1.0)()  # nothing set: as built
+    assert kept.hparams_initial["batch_size"] == 4 and kept.hparams_initial["lr"] == 0.01
+
+    class Plain(pl.LightningModule):  # an lr that is an attribute only: no hparam to log, none added
+        def __init__(self) -> None:
+            super().__init__()
+            self.lr = 0.01
+
+    plain = BatchedModel(Plain, None, "lr", 2.0)()
+    assert plain.lr == pytest.approx(0.02) and "lr" not in plain.hparams_initial
+
+
+@pytest.mark.slow
+def test_trials_logged_hparams_hold_scaled_lr_and_batch(tmp_path: Path) -> None:
+    import yaml
+    from axes_models import LR, PlantedBatchModel, PlantedData
+
+    from lightning_tau.tuner.finder import TimescaleFinder
+
+    finder = TimescaleFinder(
+        axis="batch_size", batch_sizes=(16, 64), lr_scaling="sqrt", fraction=1.0, tau_epochs=[2, 6, 18], seeds=[0],
+        monitor="val_loss", trainer_kwargs={"max_epochs": 1, "accelerator": "cpu", "devices": 1}, root_dir=tmp_path,
+        progress=False, verbose=False, max_grid_extensions=0,
+    )
+    finder.fit(PlantedBatchModel, datamodule=PlantedData())
+    (study,) = [s for s in finder.studies if s.study.study_name.endswith("=64")]
+    (trial, *_) = study.study.trials
+    trained = trial.user_attrs["record"]["groups"]["decay"]["lr"]  # the lr the optimizer had
+    assert trained == pytest.approx(2 * LR)  # (64 / 16) ** 0.5
+    logged = [yaml.safe_load(f.read_text()) for f in tmp_path.glob(f"tb/{study.study.study_name}/*/hparams.yaml")]
+    assert len(logged) == 3 and all(h["lr"] == pytest.approx(trained) and h["batch_size"] == 64 for h in logged)
 
 
 def test_rebatched_loader_keeps_data_and_shuffling_at_new_batch() -> None:
