@@ -290,19 +290,21 @@ def plateau(
     epochs: float | None = None,
     level: float = 0.9,
 ) -> float | None:
-    """Where weight decay stops mattering: the smallest grid ``tau_epoch`` X from which no larger grid point is
-    measurably worse than the best, when the best point lies in that flat top and the top of the grid is longer than
-    the run; else ``None``.
+    """Where weight decay stops mattering: the smallest grid ``tau_epoch`` X from which every larger grid point is as
+    good as the best (within one seed s.d. of it, and not measurably worse), when the best point lies in that flat
+    top and the top of the grid is longer than the run; else ``None``.
 
     A timescale much longer than the run leaves the weights near their initialisation memory, so the curve is flat
     at its top: any ``tau_epoch >= X`` is as good, and the best grid point sitting on the top edge is a plateau,
-    not an edge to widen (``../THEORY.md`` §13). "Measurably worse" is judged on the seeds' paired differences to
-    the best point, as :func:`optimum_range` judges them: worse where their mean exceeds ``t * sd / sqrt(n)``
-    (Student's one-sided ``(1 + level) / 2`` quantile with ``n - 1`` degrees of freedom, ``sd`` the differences'),
-    unless it is within :data:`NEGLIGIBLE_SD` of the best point's seed s.d. (a tie). The seeds share their
+    not an edge to widen (``../THEORY.md`` §13). A point is as good as the best when its seed mean is within one seed
+    s.d. of the best's (the best point's s.d. over seeds, ``ddof=1``) *and* it is not measurably worse: the seeds'
+    paired differences to the best point have a mean within ``t * sd_d / sqrt(n)`` (Student's one-sided
+    ``(1 + level) / 2`` quantile with ``n - 1`` degrees of freedom, ``sd_d`` the differences' s.d.), as
+    :func:`optimum_range` judges them, or within :data:`NEGLIGIBLE_SD` of the seed s.d. (a tie). The seeds share their
     initialization and batch order across the grid, so a loss every seed finds worse is worse, however widely the
-    seeds spread: a curve that rises from its best at every seed has a minimum, not a flat top. With one seed there
-    is no spread and the answer is ``None``.
+    seeds spread: a curve that rises from its best at every seed has a minimum, not a flat top; and two seeds that
+    cannot tell a difference of several seed s.d. apart do not make it flat either. With one seed there is no spread
+    and the answer is ``None``.
 
     Args:
         tau_epochs: the grid, strictly increasing, positive.
@@ -353,12 +355,12 @@ def plateau(
     scores = table if mode == "min" else -table
     best = int(np.argmin(scores.mean(axis=1)))
     n_seeds = scores.shape[1]
-    tie = NEGLIGIBLE_SD * float(scores[best].std(ddof=1))
+    sd = float(scores[best].std(ddof=1))
     t = t_quantile((1 + level) / 2, n_seeds - 1)
 
     def as_good(i: int) -> bool:
         diffs = scores[i] - scores[best]
-        return bool(diffs.mean() <= max(t * diffs.std(ddof=1) / math.sqrt(n_seeds), tie))
+        return bool(diffs.mean() <= min(sd, max(t * diffs.std(ddof=1) / math.sqrt(n_seeds), NEGLIGIBLE_SD * sd)))
 
     start = len(taus) - 1
     while start > 0 and as_good(start - 1):

@@ -139,8 +139,8 @@ class FinderResult:
         pruned: the ``tau_epoch`` values a pruner stopped (:class:`PrunedPoint`), in grid order: not on the curve,
             never the suggestion; their runs' steps count in ``cost``.
         plateau: where the curve is flat at its top and the top is longer than the run
-            (:func:`~lightning_tau.tuner.analysis.curve.plateau`): the smallest ``tau_epoch`` from which no larger
-            one is measurably worse than the best (paired over the seeds). Weight decay has no measurable effect
+            (:func:`~lightning_tau.tuner.analysis.curve.plateau`): the smallest ``tau_epoch`` from which every larger
+            one is within one seed s.d. of the best and not measurably worse (paired over the seeds). Weight decay has no measurable effect
             there; ``tau_epoch`` (the suggestion) is then this value, and a best point on the grid's top edge is no
             edge to widen. ``None`` otherwise.
 
@@ -446,8 +446,8 @@ class FinderResult:
         suggested, grid_best = plain(self.tau_epoch), plain(self.grid_tau_epoch)
         if self.plateau is not None:
             how = (
-                "where the curve's flat top starts: no larger tau_epoch is measurably worse than the best (paired over"
-                " the seeds), and"
+                "where the curve's flat top starts: every larger tau_epoch is within one seed s.d. of the best and not"
+                " measurably worse (paired over the seeds), and"
                 " the longest is longer than the run"
             )
         elif self.smoothed:
