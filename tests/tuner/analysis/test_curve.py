@@ -426,7 +426,25 @@ def test_plateau_none_for_edge_interior_optimum_or_one_seed():
     assert plateau(_GRID6, diverged, epochs=20) is None
 
 
+def test_plateau_flat_from_its_best_or_from_the_grid_bottom():
+    # the best is the flat top's first point: the plateau starts there
+    assert plateau(_GRID6, _seeded([0.20, 0.17, 0.155, 0.149, 0.1491, 0.1492]), epochs=20) == 32.0
+    # flat over the whole grid: from its bottom
+    assert plateau(_GRID6, _seeded([0.1495, 0.1494, 0.1493, 0.1492, 0.1491, 0.149]), epochs=20) == 4.0
+
+
+def test_plateau_paired_test_uses_the_seeds_sample_sd():
+    # 16 is 0.0013 worse, paired differences 0.0005, 0.0014, 0.0019 (s.d. 0.0007 with ddof=1): the paired bound,
+    # 2.92 x 0.0007 / sqrt(3) = 0.0012, just tells it worse, so the flat top starts at 32 (with ddof=2, 16)
+    rows = _seeded(_FLAT_TOP)
+    rows[2] = [v + n for v, n in zip(rows[2], (-0.0055, -0.0046, -0.0041))]
+    assert plateau(_GRID6, rows, epochs=20) == 32.0
+
+
 def test_plateau_bad_input():
+    for level in (0, 0.0, 1, 1.5, True, "0.9", -0.1):
+        with pytest.raises(ValueError, match=rf"`plateau\(level={level!r}\)` is not valid: use a number in \(0, 1\)"):
+            plateau(_GRID6, _seeded(_FLAT_TOP), level=level)
     with pytest.raises(ValueError, match=r"plateau\(mode='up'\)"):
         plateau(_GRID6, _seeded(_FLAT_TOP), "up")
     with pytest.raises(ValueError, match="6 tau_epochs and 5 lists"):
