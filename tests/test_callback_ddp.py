@@ -245,20 +245,8 @@ import lightning.pytorch as pl
 from lightning.pytorch.callbacks import GradientAccumulationScheduler
 from tiny_model import TinyModel, make_loader
 from ddp_harness import end_process_group
+from step_log import StepLog
 from lightning_tau import TimescaleCallback
-
-
-class StepLog(pl.Callback):
-    # Per optimizer step, from its post-hook: what the step ran with and what the callback says it read.
-    def __init__(self, timescale):
-        self.timescale, self.rows = timescale, []
-
-    def on_train_start(self, trainer, pl_module):
-        cb = self.timescale
-        trainer.optimizers[0].register_step_post_hook(lambda opt, a, k: self.rows.append({
-            "epoch": trainer.current_epoch, "accumulation": trainer.accumulate_grad_batches,
-            "world_size": trainer.world_size, "groups": [[g["lr"], g["weight_decay"]] for g in opt.param_groups],
-            "B": cb.resolved_batch_size, "N": cb.resolved_dataset_size, "held": cb.held_tau_epoch}))
 
 
 def make(m):
@@ -344,20 +332,8 @@ import lightning.pytorch as pl
 from axes_models import PlantedAccumulatedModel
 from tiny_model import make_loader
 from ddp_harness import end_process_group
+from step_log import StepLog
 from lightning_tau import TimescaleCallback
-
-
-class StepLog(pl.Callback):
-    # Per optimizer step, from its post-hook: what the step ran with and what the callback says it read.
-    def __init__(self, timescale):
-        self.timescale, self.rows = timescale, []
-
-    def on_train_start(self, trainer, pl_module):
-        cb = self.timescale
-        trainer.optimizers[0].register_step_post_hook(lambda opt, a, k: self.rows.append({
-            "world_size": trainer.world_size, "accumulation": trainer.accumulate_grad_batches,
-            "groups": [[g["lr"], g["weight_decay"]] for g in opt.param_groups],
-            "B": cb.resolved_batch_size, "N": cb.resolved_dataset_size, "held": cb.held_tau_epoch}))
 
 
 if __name__ == "__main__":
