@@ -27,7 +27,7 @@ from lightning_tau.cli._args import (
     threads_setting,
 )
 from lightning_tau.cli.config import ConfigError, ConfigWidthModel, DigitsWidthModel, load_config
-from lightning_tau.cli.find_reopen import CONFIG_ATTR, REOPENED, reopen_study
+from lightning_tau.cli.find_reopen import CONFIG_ATTR, FINDER_REOPENED, REOPENED, reopen_study
 from lightning_tau.tuner.analysis.curve import DEFAULT_TAU_EPOCHS, PRUNER_NAMES
 from lightning_tau.tuner.analysis.grid_args import check_grid, check_grid_extensions, check_seeds
 from lightning_tau.tuner.axes import AXES, Axis, resolve_axis
@@ -532,7 +532,7 @@ def _defaults() -> dict[str, object]:
     parser = argparse.ArgumentParser()
     find = add_parser(parser.add_subparsers())
     return {dest: find.get_default(dest) for dest, _ in REOPENED} | {
-        dest: find.get_default(dest) for dest in ("monitor", "mode", "reduce", "lr_scaling", "beta2")
+        dest: find.get_default(dest) for dest in (*FINDER_REOPENED, "lr_scaling", "beta2")
     }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from lightning_tau.errors import TimescaleError
 from lightning_tau.tuner.axes import BATCH_SIZE, Axis, resolve_axis
 
-__all__ = ["CONFIG_ATTR", "REOPENED", "reopen_study"]
+__all__ = ["CONFIG_ATTR", "FINDER_REOPENED", "REOPENED", "reopen_study"]
 
 #: The study's user attribute holding the ``--config`` its model comes from (``None``: the digits task).
 CONFIG_ATTR = "config"
@@ -25,17 +25,21 @@ REOPENED = (
     ("subset_seed", "subset_seed"),
     ("pruner", "pruner"),
 )
+#: Options ``--study NAME`` takes, when left at their defaults, from what the finished answer was read with (the
+#: study's ``finder`` user attribute, :func:`~lightning_tau.tuner.collect.store_answer`): not in the study's key, as
+#: they change no trial, but a reopened study read or extended another way would answer otherwise.
+FINDER_REOPENED = ("monitor", "mode", "reduce", "max_grid_extensions")
 #: Of :data:`REOPENED`, what each point holds for itself along an axis whose points are subsets (its fraction).
 _POINTS_OWN = frozenset({"fraction"})
 
 
 def reopen_study(args: argparse.Namespace, defaults: dict[str, object]) -> str | None:
     """With ``--study NAME`` of an existing study: every option left at its default takes the study's value (grid,
-    seeds, fraction, epochs, subset seed, monitor, mode, reduce, config), so the name alone reopens it. Returns a
-    line saying so, or ``None`` for a study that does not exist yet (this command creates it). An axis sweep's
-    points are studies of their own (``NAME_width=64``, ``NAME_batch_size_lr_sqrt=32``, ...): ``NAME`` alone reopens
-    them all, with the axis and its points (``--axis``, ``--widths``, ``--fractions`` or ``--batch-sizes``) taken
-    from them too, and along the batch size its ``--lr-scaling`` and ``--beta2``. ``defaults``: the command's option
+    seeds, fraction, epochs, subset seed, monitor, mode, reduce, grid extensions, config), so the name alone reopens
+    it. Returns a line saying so, or ``None`` for a study that does not exist yet (this command creates it). An axis
+    sweep's points are studies of their own (``NAME_width=64``, ``NAME_batch_size_lr_sqrt=32``, ...): ``NAME``
+    alone reopens them all, with the axis and its points (``--axis``, ``--widths``, ``--fractions`` or
+    ``--batch-sizes``) taken from them too, and along the batch size its ``--lr-scaling`` and ``--beta2``. ``defaults``: the command's option
     defaults by ``dest`` (an option equal to its default was not given).
 
     Raises:
@@ -75,10 +79,10 @@ def reopen_study(args: argparse.Namespace, defaults: dict[str, object]) -> str |
         if getattr(args, dest) == defaults[dest] and key in settings and settings[key] != getattr(args, dest):
             setattr(args, dest, settings[key])
             taken.append(dest.replace("_", "-"))
-    for dest in ("monitor", "mode", "reduce"):
+    for dest in FINDER_REOPENED:
         if getattr(args, dest) == defaults[dest] and dest in finder and finder[dest] != getattr(args, dest):
             setattr(args, dest, finder[dest])
-            taken.append(dest)
+            taken.append(dest.replace("_", "-"))
     config = attrs.get(CONFIG_ATTR)
     if args.config is None and isinstance(config, str):
         args.config = Path(config)

@@ -145,6 +145,7 @@ def store_answer(study: GridStudy, result: FinderResult, settings: FinderSetting
             "reduce": settings.reduce,
             "window": settings.window,
             "pruner": settings.pruner_setting,
+            "max_grid_extensions": settings.max_grid_extensions,
         },
     }
     try:

@@ -57,6 +57,7 @@ def _reopened(out: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tup
 def test_study_alone_takes_the_batch_axis(sqrt_both: Path, capsys: pytest.CaptureFixture[str]) -> None:
     line, printed = _reopened(sqrt_both, capsys)
     assert "--axis" in line
+    assert "--max-grid-extensions" in line  # the sweep's 0, not the default 3
     assert "Timescale finder, batch_size_lr_sqrt axis: 2 batch sizes (16, 32)" in printed
 
 

@@ -114,6 +114,7 @@ def test_store_answer_puts_answer_on_study_and_it_reads_back(tmp_path: Path) -> 
         "reduce": "last",
         "window": finder.settings.window,
         "pruner": finder.settings.pruner_setting,
+        "max_grid_extensions": finder.settings.max_grid_extensions,
     }
 
 

@@ -110,7 +110,9 @@ def test_rerun_with_new_unseeded_instance_trains_nothing_prints_answer_and_store
     assert attrs["verdict"] == result.verdict
     assert [p["tau_epoch"] for p in attrs["curve"]] == list(GRID)
     assert attrs["curve"][1]["mean"] == pytest.approx(result.curve[1].mean)
-    assert attrs["finder"] == {"monitor": "val_loss", "mode": "min", "reduce": "last", "window": 1, "pruner": None}
+    assert attrs["finder"] == {
+        "monitor": "val_loss", "mode": "min", "reduce": "last", "window": 1, "pruner": None, "max_grid_extensions": 3
+    }
 
     # verbose=False: nothing printed; another architecture: another study
     quiet = _finder(tmp_path, verbose=False)
