@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,7 @@ from lightning_tau import _checks
 from lightning_tau._constants import GOALS, Goal
 from lightning_tau._numbers import cost as cost_text
 from lightning_tau._numbers import setting, signed
-from lightning_tau.tuner.analysis.tdist import t_quantile
+from lightning_tau.tuner.analysis.tdist import paired_half_width
 
 __all__ = ["Beta2Cost", "beta2_cost"]
 
@@ -104,8 +103,7 @@ class Beta2Cost:
         mean = self.mean
         if mean is None or len(self.seeds) < 2:
             return None
-        half = t_quantile((1 + self.level) / 2, len(self.seeds) - 1) * statistics.stdev(self.per_seed)
-        half /= math.sqrt(len(self.seeds))
+        half = paired_half_width(self.per_seed, self.level)
         return (mean - half, mean + half)
 
     @property

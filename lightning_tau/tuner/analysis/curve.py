@@ -14,7 +14,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from lightning_tau._constants import GOALS, Goal
-from lightning_tau.tuner.analysis.tdist import t_quantile
+from lightning_tau.tuner.analysis.tdist import paired_half_width, t_quantile
 
 __all__ = [
     "DEFAULT_TAU_EPOCHS",
@@ -278,7 +278,7 @@ def optimum_range(
         diffs = sign * (row - best)
         if not np.all(np.isfinite(diffs)):
             continue
-        if diffs.mean() <= t * diffs.std(ddof=1) / math.sqrt(n_seeds):
+        if diffs.mean() <= paired_half_width(diffs, level):
             low, high = min(low, tau), max(high, tau)
     return max(low, taus[0]), min(high, taus[-1])  # the grid is all the data can speak for
 
@@ -354,13 +354,11 @@ def plateau(
         return None
     scores = table if mode == "min" else -table
     best = int(np.argmin(scores.mean(axis=1)))
-    n_seeds = scores.shape[1]
     sd = float(scores[best].std(ddof=1))
-    t = t_quantile((1 + level) / 2, n_seeds - 1)
 
     def as_good(i: int) -> bool:
         diffs = scores[i] - scores[best]
-        return bool(diffs.mean() <= min(sd, max(t * diffs.std(ddof=1) / math.sqrt(n_seeds), NEGLIGIBLE_SD * sd)))
+        return bool(diffs.mean() <= min(sd, max(paired_half_width(diffs, level), NEGLIGIBLE_SD * sd)))
 
     start = len(taus) - 1
     while start > 0 and as_good(start - 1):

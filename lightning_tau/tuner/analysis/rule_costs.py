@@ -17,7 +17,7 @@ import numpy as np
 
 from lightning_tau import _checks
 from lightning_tau._constants import GOALS, Goal
-from lightning_tau.tuner.analysis.tdist import t_quantile
+from lightning_tau.tuner.analysis.tdist import paired_half_width
 
 __all__ = ["RuleCost", "read_curve", "rule_cost"]
 
@@ -207,5 +207,5 @@ def rule_cost(
     same = x_rule == x_best and on_grid and all(c == 0 for c in per_seed)
     if k < 2:
         return RuleCost(x_rule, x_best, mean, None, level, "1 seed: an interval needs at least 2", per_seed, same)
-    half = t_quantile((1 + level) / 2, k - 1) * float(costs.std(ddof=1)) / math.sqrt(k)
+    half = paired_half_width(costs, level)
     return RuleCost(x_rule, x_best, mean, (mean - half, mean + half), level, None, per_seed, same)

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
+
+import numpy as np
 
 from lightning_tau import _checks
 
-__all__ = ["t_quantile", "t_sf"]
+__all__ = ["paired_half_width", "t_quantile", "t_sf"]
 
 
 def _t_central_mass(theta: float, df: int) -> float:
@@ -68,3 +71,18 @@ def t_quantile(p: float, df: int) -> float:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _t_central_mass(mid, int(df)) < target else (lo, mid)
     return math.sqrt(df) * math.tan((lo + hi) / 2)
+
+
+def paired_half_width(differences: Sequence[float], level: float) -> float:
+    """The half width of the two-sided Student t-interval at ``level`` of the mean of paired ``differences`` (one per
+    seed, at least two): ``t_{(1 + level) / 2, n - 1} * sd / sqrt(n)``, ``sd`` their sample s.d. (``ddof=1``).
+
+    Example:
+        >>> round(paired_half_width([0.1, 0.3], 0.95), 4)  # t_{0.975, 1} = 12.706205, sd = 0.141421
+        1.2706
+    """
+    n = len(differences)
+    if n < 2:
+        raise ValueError(f"`paired_half_width` needs at least 2 differences, got {n}.")
+    sd = float(np.std(np.asarray(differences, dtype=float), ddof=1))
+    return t_quantile((1 + level) / 2, n - 1) * sd / math.sqrt(n)

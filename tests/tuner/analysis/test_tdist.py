@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from lightning_tau.tuner.analysis.tdist import t_quantile, t_sf
+from lightning_tau.tuner.analysis.tdist import paired_half_width, t_quantile, t_sf
 
 
 @pytest.mark.parametrize(
@@ -51,3 +51,11 @@ def test_t_sf_closed_forms():
 def test_bad_input_one_line_naming_argument(call, message):
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         call()
+
+
+def test_paired_half_width_is_t_times_sd_over_root_n():
+    # three differences, sd 0.1: t_{0.95, 2} = 2.919986 (level 0.9) times 0.1 / sqrt(3)
+    assert paired_half_width([0.1, 0.2, 0.3], 0.9) == pytest.approx(2.919986 * 0.1 / math.sqrt(3), rel=1e-6)
+    assert paired_half_width([0.2, 0.2], 0.95) == 0.0
+    with pytest.raises(ValueError, match="`paired_half_width` needs at least 2 differences, got 1"):
+        paired_half_width([0.1], 0.9)
