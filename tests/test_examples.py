@@ -126,3 +126,52 @@ def test_ddp_example_uses_global_batch_on_every_rank(tmp_path: Path) -> None:
     assert "B = 64 per device x 2 device(s) x 1 accumulation." in out
     # 512 samples / 128 per step = 4 steps per epoch, 2 epochs
     assert number(r"optimizer steps: (\d+)", out) == 8
+
+
+# the runner (tests/helpers/examples.py): a DDP example whose rank zero died must not leave its other rank waiting
+
+
+def test_run_example_ends_orphaned_rank_and_shows_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import examples
+    import socket
+
+    # Lightning's launcher picks its port with `find_free_network_port`, which takes STANDALONE_PORT when set: a port
+    # another process listens on makes rank zero fail to bind it, while rank 1 (already launched) waits on it
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    monkeypatch.setenv("STANDALONE_PORT", str(holder.getsockname()[1]))
+    monkeypatch.setattr(examples, "_GRACE", 3)
+    monkeypatch.setattr(examples, "_PORT_TRIES", 2)
+    sessions: list[int] = []
+    popen = examples.subprocess.Popen
+
+    def recording_popen(*args, **kwargs):
+        proc = popen(*args, **kwargs)
+        sessions.append(proc.pid)
+        return proc
+
+    monkeypatch.setattr(examples.subprocess, "Popen", recording_popen)
+    try:
+        with pytest.raises(AssertionError) as raised:
+            run_example("fabric_gpt.py", tmp_path, "--fast", "--devices", "2", "--strategy", "ddp",
+                        "--accelerator", "cpu", timeout=DDP_TIMEOUT)
+    finally:
+        holder.close()
+    message = str(raised.value)
+    assert "failed (1)" in message and "EADDRINUSE" in message, message  # rank zero's error, not a timeout
+    assert "still running" not in message, message
+    assert len(sessions) == 2  # a taken port is tried again, _PORT_TRIES times in all
+    assert all(examples.session_processes(sid) == [] for sid in sessions)  # rank 1 killed, nothing left behind
+
+
+def test_run_example_tries_again_only_when_the_port_was_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    import examples
+
+    runs = iter([("failed (1)", "DistNetworkError: ... name: EADDRINUSE"), (None, "trained")])
+    monkeypatch.setattr(examples, "_run_once", lambda *a: next(runs))
+    assert run_example("x.py", Path(".")) == "trained"
+
+    monkeypatch.setattr(examples, "_run_once", lambda *a: ("failed (1)", "ValueError: bad"))
+    with pytest.raises(AssertionError, match=r"examples/x.py --flag failed \(1\):\nValueError: bad"):
+        run_example("x.py", Path("."), "--flag")

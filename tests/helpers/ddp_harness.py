@@ -32,6 +32,9 @@ DDP_TIMEOUT = 240
 #: Seconds the other ranks get to finish once one rank has failed (they may wait on it in a collective).
 _GRACE = 20
 
+#: Runs of a script whose rank zero found its port taken (:func:`port_taken`).
+_PORT_TRIES = 3
+
 
 def clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _STRIPPED and not k.endswith("RANK")}
@@ -81,6 +84,16 @@ def end_process_group() -> None:
         os._exit(0)
 
 
+def port_taken(output: str) -> bool:
+    """Whether rank zero's store could not listen on its port because another process held it.
+
+    The port is picked free (bound to port 0, then closed) and rank zero binds it again seconds later, once torch has
+    been imported; a process of anything else on the machine may take it between the two. That is a race of the test
+    machine, not a failure of the code under test, and the run may be started again on another port.
+    """
+    return "EADDRINUSE" in output
+
+
 def gloo_threads() -> list[str]:
     """Names of this process's native gloo threads that are alive (``pt_gloo_runloop``, ``gloo_tcp_loop``, ...).
 
@@ -103,10 +116,25 @@ def run_script(
 ) -> subprocess.CompletedProcess:
     """Write ``source`` to ``tmp_path/script.py`` and run it once per rank; fail the test if any rank fails.
 
-    Returns the ranks' output, rank zero's first (``stdout`` and ``stderr`` each concatenated in rank order).
+    Returns the ranks' output, rank zero's first (``stdout`` and ``stderr`` each concatenated in rank order). A run
+    whose rank zero found its port taken (:func:`port_taken`) is started again on another port, at most
+    :data:`_PORT_TRIES` times.
     """
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(source))
+    for attempt in range(1, _PORT_TRIES + 1):
+        try:
+            return _run_ranks(script, tmp_path, args, timeout, world_size)
+        except AssertionError as error:
+            if not port_taken(str(error)) or attempt == _PORT_TRIES:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _run_ranks(
+    script: Path, tmp_path: Path, args: tuple[str, ...], timeout: float, world_size: int
+) -> subprocess.CompletedProcess:
+    """One run of ``script`` on ``world_size`` ranks, on a port picked free now."""
     port = _free_port()
     procs: list[subprocess.Popen] = []
     files = []
