@@ -198,10 +198,14 @@ def _axis_flags(along: Axis) -> str:
 
 def _stored_beta2(attrs: dict[str, Any], held_prefix: str, names: list[str]) -> str | None:
     """A batch sweep's ``beta2``: ``"both"`` where its held round's study (a name starting ``held_prefix``) exists,
-    else what its point's settings (``attrs``) say; ``None`` where they say nothing."""
+    else what the last sweep that opened its point asked (``attrs``' ``BETA2_ATTR``: ``"both"`` stopped before its
+    held round), else what the point's settings say; ``None`` where they say nothing."""
     if any(name.startswith(held_prefix) for name in names):
         return "both"
-    from lightning_tau.tuner.study import SETTINGS_ATTR
+    from lightning_tau.tuner.study import BETA2_ATTR, SETTINGS_ATTR
+
+    if isinstance(attrs.get(BETA2_ATTR), str):
+        return attrs[BETA2_ATTR]
 
     beta2 = attrs[SETTINGS_ATTR]["settings"]["axis"].get("beta2")
     return beta2 if isinstance(beta2, str) else None

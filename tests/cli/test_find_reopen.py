@@ -3,8 +3,10 @@ every option it was made with: ``--axis``, ``--batch-sizes``, ``--lr-scaling`` a
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import optuna
 import pytest
 
 pytest.importorskip("jsonargparse")
@@ -82,6 +84,24 @@ def test_study_alone_takes_beta2_both_from_its_held_round(
     line, printed = _reopened(sqrt_both, capsys)
     assert "--beta2" in line  # the points say "fixed": the held round's study says "both"
     assert "Study: bs_beta2=held_batch_size_lr_sqrt=32 (in " in printed
+    assert any(line.startswith("β₂ at B=32, tau_epoch=") for line in printed.splitlines())
+
+
+@pytest.mark.slow
+def test_study_alone_takes_beta2_both_stopped_before_its_held_round(
+    sqrt_both: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(sqrt_both, out)
+    # the sweep as it was when stopped between its last point's trial and the held round: no held round's study
+    backend = optuna.storages.journal.JournalFileBackend(str(out / "study.journal"))
+    optuna.delete_study(study_name="bs_beta2=held_batch_size_lr_sqrt=32", storage=optuna.storages.JournalStorage(backend))
+    capsys.readouterr()
+    assert main(["find", "--study", "bs", *_common(out)]) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    line = next(line for line in printed.splitlines() if line.startswith("Reopening study 'bs'"))
+    assert "--beta2" in line  # the points' settings say "fixed"; what the sweep asked says "both"
+    assert "Study: bs_beta2=held_batch_size_lr_sqrt=32 (in " in printed  # the held round trained now
     assert any(line.startswith("β₂ at B=32, tau_epoch=") for line in printed.splitlines())
 
 

@@ -15,6 +15,7 @@ from lightning_tau._lazy import lazy_face
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
     from lightning_tau.tuner.study.folder import study_folder
     from lightning_tau.tuner.study.grid_study import (
+        BETA2_ATTR,
         SETTINGS_ATTR,
         GridStudy,
         StudyMismatchError,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
     )
 
 _PUBLIC = {
+    "BETA2_ATTR": "lightning_tau.tuner.study.grid_study",
     "GridStudy": "lightning_tau.tuner.study.grid_study",
     "SETTINGS_ATTR": "lightning_tau.tuner.study.grid_study",
     "StudyMismatchError": "lightning_tau.tuner.study.grid_study",
@@ -53,6 +55,7 @@ __getattr__, __dir__ = lazy_face(__name__, _PUBLIC, globals())
 
 
 __all__ = [
+    "BETA2_ATTR",
     "GridStudy",
     "JOURNAL_NAME",
     "JournalWriteError",

@@ -59,6 +59,10 @@ __all__ = [
 STUDY_FORMAT = 2
 #: The study's user attribute holding the sweep's settings.
 SETTINGS_ATTR = "lightning_tau"
+#: The user attribute of a batch-size sweep's point study holding the ``beta2`` the last sweep that opened it asked for
+#: (``"fixed"``, ``"held"``, ``"both"``). ``"both"``'s sweep shares the fixed sweep's studies, whose settings say
+#: ``"fixed"``: this tells ``--study NAME`` alone that a sweep stopped before its held round was asked for both.
+BETA2_ATTR = "beta2_requested"
 #: The user attribute a worker writes on a waiting trial before it takes it: ``CLAIM_PREFIX`` + this process's token.
 CLAIM_PREFIX = "claim/"
 
