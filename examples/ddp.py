@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import lightning.pytorch as pl
 import torch
+from process_group import end_process_group  # how the multi-process examples end
 from quickstart import MLP, make_data  # the sibling example's model and synthetic task
 from torch.utils.data import DataLoader
 
@@ -74,9 +75,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if trainer.is_global_zero:
         print(f"N: {args.dataset_size}  global B: {global_batch}  optimizer steps: {trainer.global_step}")
         print(f"closed form B/(lr*N*tau_epoch) with the global B: {closed_form:.6g}")
-    # end the process group before exit: a gloo group left to the interpreter's teardown can abort the process
-    if torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()
+    end_process_group()  # with 2 processes: both wait here, then end (examples/process_group.py says why)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from typing import Any
 import lightning as L
 import torch
 from lightning.fabric.loggers import TensorBoardLogger
+from process_group import end_process_group  # how the multi-process examples end
 from torch import nn
 
 from lightning_tau import apply_timescale, build_param_groups, weight_decay_for_tau_epoch
@@ -195,9 +196,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     fabric.print(f"logged to {logger.log_dir}  (tensorboard --logdir {args.out_dir})")
     if args.dump:
         dump(fabric, args, applied, dataset_size, batch_size, used, losses, logger.log_dir)
-    # end the process group before exit: a gloo group left to the interpreter's teardown can abort the process
-    if torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()
+    end_process_group()  # with 2 processes: both wait here, then end (examples/process_group.py says why)
 
 
 def report(fabric: L.Fabric, args: argparse.Namespace, applied: Any, dataset_size: int, batch_size: int) -> None:

@@ -48,6 +48,7 @@ def _run_once(name: str, tmp_path: Path, args: tuple[str, ...], timeout: float) 
     """One run: (what went wrong, or None; stdout + stderr)."""
     env = clean_env()
     env["PYTHONFAULTHANDLER"] = "1"  # SIGABRT prints every thread's Python stack before the process dies
+    env.pop("PYTHONUNBUFFERED", None)  # output to a file is block-buffered, as a user's pipe: an example must flush
     stdout_path, stderr_path = tmp_path / f"{name}.stdout", tmp_path / f"{name}.stderr"
     with stdout_path.open("w") as out, stderr_path.open("w") as err:
         proc = subprocess.Popen(
