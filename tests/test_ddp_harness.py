@@ -39,3 +39,23 @@ def test_port_taken_by_another_process_is_tried_again(tmp_path: Path, monkeypatc
 def test_port_taken_reads_the_store_error() -> None:
     assert ddp_harness.port_taken("DistNetworkError: ... code: -98, name: EADDRINUSE, message: address already in use")
     assert not ddp_harness.port_taken("RuntimeError: Connection reset by peer")
+
+
+def test_on_free_port_tries_again_only_when_the_port_was_taken() -> None:
+    def runs(*outcomes: str | AssertionError):
+        left = iter(outcomes)
+
+        def run() -> str:
+            outcome = next(left)
+            if isinstance(outcome, AssertionError):
+                raise outcome
+            return outcome
+
+        return run
+
+    taken = AssertionError("examples/x.py failed (1):\nDistNetworkError: ... name: EADDRINUSE")
+    assert ddp_harness.on_free_port(runs(taken, "trained")) == "trained"
+    with pytest.raises(AssertionError, match=r"examples/x.py --flag failed \(1\):\nValueError: bad"):
+        ddp_harness.on_free_port(runs(AssertionError("examples/x.py --flag failed (1):\nValueError: bad"), "trained"))
+    with pytest.raises(AssertionError, match="EADDRINUSE"):  # _PORT_TRIES runs, all taken: the last one's error
+        ddp_harness.on_free_port(runs(*[taken] * ddp_harness._PORT_TRIES, "never reached"))

@@ -21,7 +21,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 #: Variables that would make the child think it is already part of a distributed job.
 _STRIPPED = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NODE_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK")
@@ -32,8 +34,10 @@ DDP_TIMEOUT = 240
 #: Seconds the other ranks get to finish once one rank has failed (they may wait on it in a collective).
 _GRACE = 20
 
-#: Runs of a script whose rank zero found its port taken (:func:`port_taken`).
+#: Runs of a script (or an example) whose rank zero found its port taken (:func:`port_taken`).
 _PORT_TRIES = 3
+
+T = TypeVar("T")
 
 
 def clean_env() -> dict[str, str]:
@@ -122,9 +126,15 @@ def run_script(
     """
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(source))
+    return on_free_port(lambda: _run_ranks(script, tmp_path, args, timeout, world_size))
+
+
+def on_free_port(run: Callable[[], T]) -> T:
+    """``run()``, one run that picks its port itself, started again where it failed (``AssertionError``) because
+    rank zero found that port taken (:func:`port_taken`), at most :data:`_PORT_TRIES` times in all."""
     for attempt in range(1, _PORT_TRIES + 1):
         try:
-            return _run_ranks(script, tmp_path, args, timeout, world_size)
+            return run()
         except AssertionError as error:
             if not port_taken(str(error)) or attempt == _PORT_TRIES:
                 raise

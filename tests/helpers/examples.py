@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -9,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from ddp_harness import clean_env, port_taken
+from ddp_harness import clean_env, on_free_port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -20,9 +21,6 @@ TIMEOUT = 180
 #: Seconds the processes an example launched (a DDP run's other ranks) get to end once the example itself has ended.
 _GRACE = 20
 
-#: Runs of an example whose rank zero found its port taken (see :func:`ddp_harness.port_taken`).
-_PORT_TRIES = 3
-
 
 def run_example(name: str, tmp_path: Path, *args: str, timeout: float = TIMEOUT) -> str:
     """Run ``examples/<name>`` in ``tmp_path`` and return stdout + stderr; fail with the output if it fails.
@@ -32,20 +30,14 @@ def run_example(name: str, tmp_path: Path, *args: str, timeout: float = TIMEOUT)
     the example fails, runs past ``timeout`` or leaves a process running :data:`_GRACE` seconds after it ended (a rank
     waiting on a rank zero that died would wait for the process group's 30 minutes); the whole session is killed
     then, after Python's fault handler has printed where every thread of every process stood. A run whose rank zero
-    found the port it had picked taken by another process is started again (a new port), at most :data:`_PORT_TRIES`
-    times.
+    found the port it had picked taken by another process is started again (a new port):
+    :func:`ddp_harness.on_free_port`.
     """
-    for attempt in range(1, _PORT_TRIES + 1):
-        problem, output = _run_once(name, tmp_path, args, timeout)
-        if problem is None:
-            return output
-        if not port_taken(output) or attempt == _PORT_TRIES:
-            raise AssertionError(f"examples/{name} {' '.join(args)} {problem}:\n{output}")
-    raise AssertionError("unreachable")  # pragma: no cover
+    return on_free_port(lambda: _run_once(name, tmp_path, args, timeout))
 
 
-def _run_once(name: str, tmp_path: Path, args: tuple[str, ...], timeout: float) -> tuple[str | None, str]:
-    """One run: (what went wrong, or None; stdout + stderr)."""
+def _run_once(name: str, tmp_path: Path, args: tuple[str, ...], timeout: float) -> str:
+    """One run: stdout + stderr, or an ``AssertionError`` saying what went wrong, with them."""
     env = clean_env()
     env["PYTHONFAULTHANDLER"] = "1"  # SIGABRT prints every thread's Python stack before the process dies
     env.pop("PYTHONUNBUFFERED", None)  # output to a file is block-buffered, as a user's pipe: an example must flush
@@ -73,7 +65,10 @@ def _run_once(name: str, tmp_path: Path, args: tuple[str, ...], timeout: float) 
         _kill_session(proc.pid)
         if proc.poll() is None:
             proc.wait()
-    return problem, stdout_path.read_text() + stderr_path.read_text()
+    output = stdout_path.read_text() + stderr_path.read_text()
+    if problem is not None:
+        raise AssertionError(f"examples/{name} {' '.join(args)} {problem}:\n{output}")
+    return output
 
 
 def session_processes(sid: int) -> list[int]:
@@ -111,7 +106,5 @@ def _kill_session(sid: int) -> None:
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
         os.kill(pid, sig)
-    except ProcessLookupError:  # it ended meanwhile
-        pass
