@@ -748,9 +748,9 @@ def _main(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as err:
         return _error(str(err), 1)
     if finder.study is not None:  # for `--study NAME` alone: the config this study's model comes from
-        config = str(args.config.resolve()) if args.config is not None else None
-        if finder.study.study.user_attrs.get(CONFIG_ATTR, "unset") != config:
-            finder.study.study.set_user_attr(CONFIG_ATTR, config)
+        from lightning_tau.tuner.study import set_user_attr  # here: the grid study imports Optuna
+
+        set_user_attr(finder.study.study, CONFIG_ATTR, str(args.config.resolve()) if args.config is not None else None)
     grid = finder.total_runs  # the last round's: with the seeds (seeds="auto") and the points the fit added
     if result is None:
         elsewhere = len(finder.study.running_elsewhere()) if finder.study is not None else 0

@@ -18,7 +18,7 @@ from lightning_tau.tuner.analysis.curve import reduce_metric
 from lightning_tau.tuner.finder_settings import FinderSettings
 from lightning_tau.tuner.analysis.finder_result import CurvePoint, FinderResult, PrunedPoint
 from lightning_tau.tuner.checks import Reduce
-from lightning_tau.tuner.study import GridStudy
+from lightning_tau.tuner.study import GridStudy, set_user_attr
 
 __all__ = ["finder_result", "finite", "last_value", "run_value", "store_answer", "tell_value"]
 
@@ -150,8 +150,7 @@ def store_answer(study: GridStudy, result: FinderResult, settings: FinderSetting
     }
     try:
         for key, value in answer.items():
-            if study.study.user_attrs.get(key) != value:
-                study.study.set_user_attr(key, value)
+            set_user_attr(study.study, key, value)
     except Exception as err:  # a read-only or unreachable storage: the answer is still returned and printed
         log(f"could not store the answer on the study ({type(err).__name__}).")
 

@@ -56,7 +56,14 @@ from lightning_tau.tuner.checks import (
     model_factory,
     resolve_data,
 )
-from lightning_tau.tuner.study import BETA2_ATTR, STALE_SECONDS, GridStudy, quiet_optuna, stop_reason
+from lightning_tau.tuner.study import (
+    BETA2_ATTR,
+    STALE_SECONDS,
+    GridStudy,
+    quiet_optuna,
+    set_user_attr,
+    stop_reason,
+)
 from lightning_tau.tuner.study_key import open_studies
 from lightning_tau.tuner.trial import ModelCopies, subset_dataloader
 from lightning_tau.tuner.grid_runner import FitProgress, work_study
@@ -532,8 +539,7 @@ class TimescaleFinder:
                     fit.studies = studies
                 if settings.axis.batch_per_point and self._worker_round is None:
                     for study in studies:  # what this sweep asks (its settings say "fixed" for "both"): for a reopen
-                        if study.study.user_attrs.get(BETA2_ATTR) != settings.beta2:
-                            study.study.set_user_attr(BETA2_ATTR, settings.beta2)
+                        set_user_attr(study.study, BETA2_ATTR, settings.beta2)
             before = sum(len(study.records()) for study in studies)  # complete when this round started
             # over the fit's rounds: a later round's new trials' only (the earlier rounds' grid was complete when it
             # ended); `total_runs` is the last round's grid until this one's replaces it (an extra round's adds)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and IDEs
         GridStudy,
         StudyMismatchError,
         quiet_optuna,
+        set_user_attr,
         settled_user_attrs,
     )
     from lightning_tau.tuner.study.journal import journal_problem
@@ -38,6 +39,7 @@ _PUBLIC = {
     "SETTINGS_ATTR": "lightning_tau.tuner.study.grid_study",
     "StudyMismatchError": "lightning_tau.tuner.study.grid_study",
     "quiet_optuna": "lightning_tau.tuner.study.grid_study",
+    "set_user_attr": "lightning_tau.tuner.study.grid_study",
     "settled_user_attrs": "lightning_tau.tuner.study.grid_study",
     "JOURNAL_NAME": "lightning_tau.tuner.study.storage",
     "JournalWriteError": "lightning_tau.tuner.study.storage",
@@ -67,6 +69,7 @@ __all__ = [
     "open_storage",
     "quiet_optuna",
     "redact_url",
+    "set_user_attr",
     "settled_user_attrs",
     "stop_reason",
     "study_folder",

@@ -50,6 +50,7 @@ __all__ = [
     "GridStudy",
     "StudyMismatchError",
     "quiet_optuna",
+    "set_user_attr",
     "settled_user_attrs",
     "sqlite_take_lock",
     "study_folder",
@@ -76,6 +77,14 @@ _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 #: Seconds a study with neither settings nor trials is given for its settings to appear: another process may have
 #: created it a moment ago (Optuna creates a study and writes its attributes in two writes).
 SETTINGS_GRACE = 30.0
+
+
+def set_user_attr(study: optuna.Study, key: str, value: Any) -> None:
+    """Set ``study``'s user attribute ``key`` to ``value`` (JSON), writing nothing where it holds ``value`` already (a
+    rerun's answer, config or ``beta2`` adds no line to a journal)."""
+    attrs = study.user_attrs
+    if key not in attrs or attrs[key] != value:
+        study.set_user_attr(key, value)
 
 
 def settled_user_attrs(

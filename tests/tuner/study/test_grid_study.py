@@ -35,6 +35,7 @@ from lightning_tau.tuner.study.grid_study import (
     _differences,
     _flatten,
     _key,
+    set_user_attr,
     settled_user_attrs,
     sqlite_take_lock,
     study_folder,
@@ -756,3 +757,15 @@ def test_working_on_beats_before_tagging_so_a_kill_between_is_judged(tmp_path: P
     assert study.study.trials[0].state == TrialState.RUNNING and "worker" in study.study.trials[0].user_attrs
     assert wait_for(study.reclaim, "the heartbeat to go stale", timeout=30) == 1
     assert study.study.trials[0].state == TrialState.FAIL
+
+
+def test_set_user_attr_writes_only_a_new_value(tmp_path: Path) -> None:
+    study = GridStudy.open(tmp_path / "j.journal", tmp_path, "s", {"seeds": [0]}, [(1.0, 0)]).study
+    journal = tmp_path / "j.journal"
+    set_user_attr(study, "beta2_requested", None)  # absent: written, even as None
+    assert study.user_attrs["beta2_requested"] is None
+    size = journal.stat().st_size
+    set_user_attr(study, "beta2_requested", None)  # held already: no journal line
+    assert journal.stat().st_size == size
+    set_user_attr(study, "beta2_requested", "both")
+    assert study.user_attrs["beta2_requested"] == "both" and journal.stat().st_size > size
